@@ -1,0 +1,294 @@
+//! The client side of a control connection, as a sans-IO state machine.
+//!
+//! Call order for a driver:
+//! 1. [`ClientConn::new`] queues the preamble, hello and (once the server's hello arrives)
+//!    the test request.
+//! 2. Loop: write [`ClientConn::poll_transmit`] bytes; read bytes into
+//!    [`ClientConn::handle_input`]; handle [`ClientConn::poll_event`]s; call
+//!    [`ClientConn::handle_timeout`] at [`ClientConn::poll_timeout`].
+//! 3. On [`ClientEvent::Accepted`], open the data connections; on [`ClientEvent::Start`],
+//!    start the streams and the clock. When the duration elapses call [`ClientConn::stop`];
+//!    when every local stream is done call [`ClientConn::send_results`].
+//! 4. [`ClientEvent::Finished`] means both results are exchanged; close the connection.
+//!
+//! Any error leaves the machine failed; the driver flushes `poll_transmit` and closes.
+//! The machine never reads a clock: `now` is any monotonic time the driver chooses.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use crate::conn::{
+    Deadline, HANDSHAKE_TIMEOUT, Input, RESULTS_TIMEOUT, Wire, check_version, missing_cap,
+    negotiate, run_deadline, streams_deadline, unexpected,
+};
+use crate::error::ProtoError;
+use crate::results::SideResults;
+use crate::spec::TestSpec;
+use crate::wire::{AbortReason, Capability, Cookie, MAX_FRAME_RESULTS, Message, StopReason};
+
+/// What the client driver must act on.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ClientEvent {
+    /// The server accepted the test: connect the data streams with this cookie.
+    Accepted {
+        /// Present on every data connection.
+        cookie: Cookie,
+        /// The server's software string.
+        server_software: String,
+        /// Capabilities both sides have.
+        capabilities: Vec<Capability>,
+    },
+    /// All data streams are associated: start sending and the clock.
+    Start,
+    /// The server's final figures.
+    PeerResults(Box<SideResults>),
+    /// Both sides' results are exchanged; the test is complete.
+    Finished,
+}
+
+#[derive(Debug)]
+enum State {
+    Greeting,
+    AwaitingAccept { software: String, caps: Vec<Capability> },
+    Connecting,
+    Running(Running),
+    Done,
+    Failed,
+}
+
+#[derive(Debug, Default)]
+struct Running {
+    stop_sent: bool,
+    results_sent: bool,
+    peer_results: bool,
+}
+
+/// The client's control-connection state machine.
+#[derive(Debug)]
+pub struct ClientConn {
+    spec: TestSpec,
+    wire: Wire,
+    state: State,
+    deadline: Option<Deadline>,
+    events: VecDeque<ClientEvent>,
+}
+
+impl ClientConn {
+    /// Starts a connection that will request `spec`. Fails if the spec is invalid.
+    pub fn new(spec: TestSpec, software: &str, now: Duration) -> Result<Self, ProtoError> {
+        spec.validate()?;
+        Ok(Self {
+            spec,
+            wire: Wire::new(software),
+            state: State::Greeting,
+            deadline: Some(Deadline::after(
+                now,
+                HANDSHAKE_TIMEOUT,
+                "waiting for the server's hello",
+            )),
+            events: VecDeque::new(),
+        })
+    }
+
+    /// The spec being run.
+    pub fn spec(&self) -> &TestSpec {
+        &self.spec
+    }
+
+    /// Feeds bytes read from the control connection.
+    pub fn handle_input(&mut self, bytes: &[u8], now: Duration) -> Result<(), ProtoError> {
+        self.guard(|s| {
+            s.wire.push(bytes);
+            while let Some(input) = s.wire.next_input()? {
+                s.on_input(input, now)?;
+            }
+            Ok(())
+        })
+    }
+
+    /// The server closed the control connection.
+    pub fn handle_eof(&mut self) -> Result<(), ProtoError> {
+        let what = match &self.state {
+            State::Done | State::Failed => return Ok(()),
+            State::Greeting => "before its hello (is this a linerate server?)",
+            State::AwaitingAccept { .. } => "before answering the test request",
+            State::Connecting => "while the data streams were connecting",
+            State::Running(r) if r.results_sent => "before sending its results",
+            State::Running(_) => "during the test",
+        };
+        self.state = State::Failed;
+        Err(ProtoError::Closed(what.to_string()))
+    }
+
+    /// Checks deadlines; call at or after [`Self::poll_timeout`].
+    pub fn handle_timeout(&mut self, now: Duration) -> Result<(), ProtoError> {
+        self.guard(|s| match &s.deadline {
+            Some(d) => d.check(now),
+            None => Ok(()),
+        })
+    }
+
+    /// The next deadline, if any.
+    pub fn poll_timeout(&self) -> Option<Duration> {
+        self.deadline.as_ref().map(|d| d.at)
+    }
+
+    /// Bytes to write to the control connection.
+    pub fn poll_transmit(&mut self) -> Option<Vec<u8>> {
+        self.wire.take()
+    }
+
+    /// The next event for the driver.
+    pub fn poll_event(&mut self) -> Option<ClientEvent> {
+        self.events.pop_front()
+    }
+
+    /// True once both results are exchanged.
+    pub fn is_finished(&self) -> bool {
+        matches!(self.state, State::Done)
+    }
+
+    /// Tells the server's senders to stop (time elapsed or interrupted). Sent at most once;
+    /// ignored outside the running state.
+    pub fn stop(&mut self, reason: StopReason) {
+        if let State::Running(r) = &mut self.state
+            && !r.stop_sent
+        {
+            r.stop_sent = true;
+            self.wire.send(&Message::Stop { reason });
+        }
+    }
+
+    /// Sends this side's results (once every local stream is done).
+    pub fn send_results(&mut self, results: SideResults, now: Duration) -> Result<(), ProtoError> {
+        let State::Running(r) = &mut self.state else {
+            return Err(ProtoError::Violation("results can only be sent while running".into()));
+        };
+        if r.results_sent {
+            return Err(ProtoError::Violation("results were already sent".into()));
+        }
+        r.results_sent = true;
+        let mut results = results;
+        results.fit_to(MAX_FRAME_RESULTS as usize - 1024);
+        self.wire.send(&Message::Results { results });
+        if r.peer_results {
+            self.finish();
+        } else {
+            self.deadline =
+                Some(Deadline::after(now, RESULTS_TIMEOUT, "waiting for the server's results"));
+        }
+        Ok(())
+    }
+
+    /// Aborts the test, telling the server why.
+    pub fn abort(&mut self, reason: AbortReason, message: &str) {
+        if !matches!(self.state, State::Done | State::Failed) {
+            self.wire.send(&Message::Abort { reason, message: message.to_string() });
+        }
+        self.state = State::Failed;
+        self.deadline = None;
+    }
+
+    fn guard(
+        &mut self,
+        f: impl FnOnce(&mut Self) -> Result<(), ProtoError>,
+    ) -> Result<(), ProtoError> {
+        if matches!(self.state, State::Failed) {
+            return Err(ProtoError::Violation("connection already failed".into()));
+        }
+        let r = f(self);
+        if r.is_err() {
+            self.state = State::Failed;
+            self.deadline = None;
+        }
+        r
+    }
+
+    fn on_input(&mut self, input: Input, now: Duration) -> Result<(), ProtoError> {
+        let msg = match input {
+            Input::Preamble(v) => return check_version(v),
+            Input::Message(m) => m,
+        };
+        match msg {
+            Message::Abort { reason, message } => Err(ProtoError::Aborted { reason, message }),
+            Message::Refused { reason } => Err(ProtoError::Refused(reason)),
+            msg => match self.state {
+                State::Greeting => self.on_hello(msg),
+                State::AwaitingAccept { .. } => self.on_accept(msg, now),
+                State::Connecting => self.on_start(msg, now),
+                State::Running(_) => self.on_running(msg),
+                State::Done => Err(unexpected(&msg, "finished")),
+                State::Failed => Ok(()),
+            },
+        }
+    }
+
+    fn on_hello(&mut self, msg: Message) -> Result<(), ProtoError> {
+        let Message::Hello { software, capabilities } = msg else {
+            return Err(unexpected(&msg, "waiting for the server's hello"));
+        };
+        let caps = negotiate(&capabilities);
+        if let Some(why) = missing_cap(&self.spec, &caps, &format!("the server ({software})")) {
+            return Err(ProtoError::Incompatible(why));
+        }
+        self.wire.send(&Message::TestRequest { spec: self.spec.clone() });
+        self.state = State::AwaitingAccept { software, caps };
+        Ok(())
+    }
+
+    fn on_accept(&mut self, msg: Message, now: Duration) -> Result<(), ProtoError> {
+        let Message::TestAccepted { cookie } = msg else {
+            return Err(unexpected(&msg, "waiting for the server to accept the test"));
+        };
+        let cookie = Cookie::from_hex(&cookie).ok_or_else(|| {
+            ProtoError::Violation("test_accepted cookie is not 32 hex digits".into())
+        })?;
+        let State::AwaitingAccept { software, caps } =
+            std::mem::replace(&mut self.state, State::Connecting)
+        else {
+            return Err(ProtoError::Violation("internal: accept outside awaiting state".into()));
+        };
+        self.wire.set_max_frame(MAX_FRAME_RESULTS);
+        self.deadline =
+            Some(streams_deadline(now, &self.spec, "waiting for the server to start the test"));
+        self.events.push_back(ClientEvent::Accepted {
+            cookie,
+            server_software: software,
+            capabilities: caps,
+        });
+        Ok(())
+    }
+
+    fn on_start(&mut self, msg: Message, now: Duration) -> Result<(), ProtoError> {
+        if !matches!(msg, Message::Start) {
+            return Err(unexpected(&msg, "waiting for the server to start the test"));
+        }
+        self.state = State::Running(Running::default());
+        self.deadline = run_deadline(now, &self.spec);
+        self.events.push_back(ClientEvent::Start);
+        Ok(())
+    }
+
+    fn on_running(&mut self, msg: Message) -> Result<(), ProtoError> {
+        let Message::Results { results } = msg else {
+            return Err(unexpected(&msg, "running the test"));
+        };
+        let State::Running(r) = &mut self.state else { return Ok(()) };
+        if r.peer_results {
+            return Err(ProtoError::Violation("the server sent its results twice".into()));
+        }
+        r.peer_results = true;
+        let done = r.results_sent;
+        self.events.push_back(ClientEvent::PeerResults(Box::new(results)));
+        if done {
+            self.finish();
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) {
+        self.state = State::Done;
+        self.deadline = None;
+        self.events.push_back(ClientEvent::Finished);
+    }
+}

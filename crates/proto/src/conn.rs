@@ -1,0 +1,156 @@
+//! Plumbing shared by the client and server state machines: the frame decoder, the outbox,
+//! deadlines, the hello exchange and capability negotiation. No protocol decisions live here.
+
+use std::time::Duration;
+
+use crate::error::ProtoError;
+use crate::spec::{Direction, TestSpec};
+use crate::wire::{Capability, FrameDecoder, Message, PROTOCOL_VERSION, encode_frame, preamble};
+
+/// How long a peer has for the whole greeting (preamble, hello, request/accept).
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long the data streams may take to connect, plus [`PER_STREAM_CONNECT`] each.
+pub const STREAMS_TIMEOUT: Duration = Duration::from_secs(10);
+/// Extra connect allowance per data connection.
+pub const PER_STREAM_CONNECT: Duration = Duration::from_millis(10);
+/// How long after the requested duration (plus warm-up) a test may run before it is cut.
+pub const RUN_GRACE: Duration = Duration::from_secs(30);
+/// How long a side waits for the peer's results after sending its own.
+pub const RESULTS_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One decoded input.
+pub(crate) enum Input {
+    Preamble(u32),
+    Message(Message),
+}
+
+/// A deadline and what we are waiting for when it passes.
+#[derive(Debug, Clone)]
+pub(crate) struct Deadline {
+    pub at: Duration,
+    pub since: Duration,
+    pub what: &'static str,
+}
+
+impl Deadline {
+    pub fn after(now: Duration, wait: Duration, what: &'static str) -> Self {
+        Self { at: now.saturating_add(wait), since: now, what }
+    }
+
+    pub fn check(&self, now: Duration) -> Result<(), ProtoError> {
+        if now >= self.at {
+            return Err(ProtoError::TimedOut {
+                what: self.what.to_string(),
+                waited: now.saturating_sub(self.since),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Decoder, outbox and the once-only preamble/hello bookkeeping.
+#[derive(Debug)]
+pub(crate) struct Wire {
+    decoder: FrameDecoder,
+    out: Vec<u8>,
+    got_preamble: bool,
+}
+
+impl Wire {
+    /// A wire that has already queued our preamble and hello.
+    pub fn new(software: &str) -> Self {
+        let mut w = Self { decoder: FrameDecoder::new(), out: Vec::new(), got_preamble: false };
+        w.out.extend_from_slice(&preamble(PROTOCOL_VERSION));
+        w.send(&Message::Hello { software: software.to_string(), capabilities: own_caps() });
+        w
+    }
+
+    pub fn send(&mut self, msg: &Message) {
+        self.out.extend_from_slice(&encode_frame(msg));
+    }
+
+    pub fn push(&mut self, bytes: &[u8]) {
+        self.decoder.push(bytes);
+    }
+
+    pub fn set_max_frame(&mut self, max: u32) {
+        self.decoder.set_max_frame(max);
+    }
+
+    pub fn next_input(&mut self) -> Result<Option<Input>, ProtoError> {
+        if !self.got_preamble {
+            let Some(v) = self.decoder.poll_preamble()? else { return Ok(None) };
+            self.got_preamble = true;
+            return Ok(Some(Input::Preamble(v)));
+        }
+        Ok(self.decoder.poll_frame()?.map(Input::Message))
+    }
+
+    pub fn take(&mut self) -> Option<Vec<u8>> {
+        if self.out.is_empty() { None } else { Some(std::mem::take(&mut self.out)) }
+    }
+}
+
+/// Our capability names.
+pub(crate) fn own_caps() -> Vec<String> {
+    Capability::ALL.iter().map(|c| c.as_str().to_string()).collect()
+}
+
+/// Checks the peer's protocol version. We speak version 1; a newer peer must speak 1 to us.
+pub(crate) fn check_version(v: u32) -> Result<(), ProtoError> {
+    if v == 0 {
+        return Err(ProtoError::Incompatible(format!(
+            "peer speaks protocol version {v}; this linerate speaks {PROTOCOL_VERSION}"
+        )));
+    }
+    Ok(())
+}
+
+/// The capabilities both sides have.
+pub(crate) fn negotiate(peer: &[String]) -> Vec<Capability> {
+    Capability::ALL.into_iter().filter(|c| peer.iter().any(|p| p == c.as_str())).collect()
+}
+
+/// The capabilities a spec needs, with the flag that asked for each.
+pub(crate) fn required_caps(spec: &TestSpec) -> Vec<(Capability, &'static str)> {
+    let mut need = vec![(Capability::Tcp, "TCP")];
+    match spec.direction {
+        Direction::Upload => {}
+        Direction::Download => need.push((Capability::Reverse, "-R")),
+        Direction::Bidirectional => need.push((Capability::Bidir, "--bidir")),
+    }
+    if spec.bits_per_second > 0 {
+        need.push((Capability::Pacing, "-b"));
+    }
+    if spec.zerocopy {
+        need.push((Capability::Zerocopy, "-Z"));
+    }
+    need
+}
+
+/// The first capability the spec needs that `have` lacks, as a sentence.
+pub(crate) fn missing_cap(spec: &TestSpec, have: &[Capability], who: &str) -> Option<String> {
+    required_caps(spec)
+        .into_iter()
+        .find(|(c, _)| !have.contains(c))
+        .map(|(c, flag)| format!("{who} does not support {flag} (capability \"{}\")", c.as_str()))
+}
+
+/// The deadline for the data streams to connect.
+pub(crate) fn streams_deadline(now: Duration, spec: &TestSpec, what: &'static str) -> Deadline {
+    let wait = STREAMS_TIMEOUT.saturating_add(PER_STREAM_CONNECT * spec.connection_count());
+    Deadline::after(now, wait, what)
+}
+
+/// The deadline for a running test to end; None for byte-bound tests (the driver watches
+/// progress instead).
+pub(crate) fn run_deadline(now: Duration, spec: &TestSpec) -> Option<Deadline> {
+    let ms = spec.duration_ms()?.saturating_add(spec.omit_ms);
+    let wait = Duration::from_millis(ms).saturating_add(RUN_GRACE);
+    Some(Deadline::after(now, wait, "waiting for the test to end (duration + omit + 30 s)"))
+}
+
+/// The message for an unexpected message in some state.
+pub(crate) fn unexpected(msg: &Message, state: &str) -> ProtoError {
+    ProtoError::Violation(format!("unexpected \"{}\" message while {state}", msg.kind()))
+}

@@ -1,0 +1,111 @@
+//! Fuzz bodies: functions that take arbitrary bytes and drive the codecs and state machines.
+//!
+//! The `fuzz/` crate's cargo-fuzz targets call these, and a stable test replays a corpus and
+//! generated inputs through them, so fuzzing needs no nightly toolchain to catch regressions.
+//! Each body must return normally for every input: errors are fine, panics are bugs.
+
+use std::time::Duration;
+
+use crate::client::{ClientConn, ClientEvent};
+use crate::server::{ServerConn, ServerEvent};
+use crate::spec::TestSpec;
+use crate::wire::{Cookie, DATA_HELLO_LEN, DataHello, FrameDecoder, PROTOCOL_VERSION, preamble};
+
+/// Feeds `data` (after a valid preamble) to a frame decoder in chunks whose sizes come from
+/// the data itself, and checks the decoder never buffers much beyond the cap.
+pub fn frame_decoder(data: &[u8]) {
+    let mut d = FrameDecoder::new();
+    d.push(&preamble(PROTOCOL_VERSION));
+    if !matches!(d.poll_preamble(), Ok(Some(_))) {
+        return;
+    }
+    for chunk in chunks(data) {
+        d.push(chunk);
+        loop {
+            match d.poll_frame() {
+                Ok(Some(_)) => continue,
+                Ok(None) => break,
+                Err(_) => return,
+            }
+        }
+        assert!(d.buffered() <= crate::wire::MAX_FRAME_HANDSHAKE as usize + 4 + data.len());
+    }
+}
+
+/// Parses a data-connection hello from the first 28 bytes.
+pub fn data_hello(data: &[u8]) {
+    if let Some(bytes) = data.get(..DATA_HELLO_LEN)
+        && let Ok(arr) = <[u8; DATA_HELLO_LEN]>::try_from(bytes)
+        && let Some(h) = DataHello::decode(&arr)
+    {
+        assert_eq!(DataHello::decode(&h.encode()), Some(h));
+    }
+}
+
+/// Drives a server state machine with `data` as the client's bytes (after a valid preamble
+/// when the first byte is even, raw otherwise), advancing simulated time between chunks,
+/// accepting every request and attaching streams named by the input.
+pub fn server(data: &[u8]) {
+    let mut now = Duration::ZERO;
+    let mut srv = ServerConn::new("fuzz", now);
+    let mut first = true;
+    for chunk in chunks(data) {
+        now += Duration::from_millis(u64::from(chunk.first().copied().unwrap_or(0)) * 40);
+        let mut input = Vec::new();
+        if first && data.first().is_some_and(|b| b % 2 == 0) {
+            input.extend_from_slice(&preamble(PROTOCOL_VERSION));
+        }
+        first = false;
+        input.extend_from_slice(chunk);
+        if srv.handle_input(&input, now).is_err() || srv.handle_timeout(now).is_err() {
+            let _ = srv.poll_transmit();
+            return;
+        }
+        while let Some(ev) = srv.poll_event() {
+            if let ServerEvent::TestRequested { .. } = ev {
+                let _ = srv.accept(Cookie([7; 16]), now);
+            }
+        }
+        for b in chunk {
+            let _ = srv.attach_stream(u32::from(*b), now);
+        }
+        let _ = srv.poll_transmit();
+    }
+    let _ = srv.handle_eof();
+}
+
+/// Drives a client state machine with `data` as the server's bytes.
+pub fn client(data: &[u8]) {
+    let mut now = Duration::ZERO;
+    let Ok(mut cli) = ClientConn::new(TestSpec::default_tcp(), "fuzz", now) else { return };
+    let mut input = preamble(PROTOCOL_VERSION).to_vec();
+    for chunk in chunks(data) {
+        now += Duration::from_millis(u64::from(chunk.first().copied().unwrap_or(0)) * 40);
+        input.extend_from_slice(chunk);
+        if cli.handle_input(&input, now).is_err() || cli.handle_timeout(now).is_err() {
+            return;
+        }
+        input.clear();
+        while let Some(ev) = cli.poll_event() {
+            if ev == ClientEvent::Start {
+                cli.stop(crate::wire::StopReason::TimeElapsed);
+            }
+        }
+        let _ = cli.poll_transmit();
+    }
+    let _ = cli.handle_eof();
+}
+
+/// Splits input into chunks whose lengths are taken from the input (1..=64 bytes).
+fn chunks(data: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut rest = data;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let n = (usize::from(rest[0]) % 64 + 1).min(rest.len());
+        let (head, tail) = rest.split_at(n);
+        rest = tail;
+        Some(head)
+    })
+}

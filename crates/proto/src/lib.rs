@@ -1,0 +1,34 @@
+//! The sans-IO core of linerate's native control protocol.
+//!
+//! This crate turns bytes into protocol events and protocol decisions into bytes. It owns the
+//! test specification ([`spec::TestSpec`]), the wire format ([`wire`]), the results both ends
+//! exchange ([`results`]), the error taxonomy ([`error`]) and the client and server state
+//! machines ([`client::ClientConn`], [`server::ServerConn`]).
+//!
+//! It must not open sockets, read clocks, spawn threads, draw random numbers or log: time and
+//! randomness are passed in by the caller (the driver in `linerate::session`). That keeps every
+//! protocol decision testable in memory with simulated time (see the `tests` module) and
+//! fuzzable without a network (see [`fuzzing`]).
+//!
+//! Method naming follows quinn: `handle_*` feeds an input in, `poll_*` takes an output out.
+//! A driver loops: read bytes -> `handle_input`; `poll_transmit` -> write bytes; `poll_event`
+//! -> act; at `poll_timeout` -> `handle_timeout`.
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod client;
+mod conn;
+pub mod error;
+pub mod fuzzing;
+pub mod results;
+pub mod server;
+pub mod spec;
+pub mod wire;
+
+#[cfg(test)]
+mod tests;
+
+pub use conn::{HANDSHAKE_TIMEOUT, RESULTS_TIMEOUT, RUN_GRACE, STREAMS_TIMEOUT};
+pub use error::{Blame, ProtoError};
+pub use results::{IntervalSample, SideResults, SocketReport, StreamResult, StreamRole};
+pub use spec::{Direction, EndCondition, Flow, Protocol, SpecError, TestSpec};

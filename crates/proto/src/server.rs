@@ -1,0 +1,343 @@
+//! The server side of one control connection (one test), as a sans-IO state machine.
+//!
+//! Call order for a driver:
+//! 1. [`ServerConn::new`] queues the preamble and hello.
+//! 2. Loop as for the client (`handle_input`, `poll_transmit`, `poll_event`, timeouts).
+//! 3. On [`ServerEvent::TestRequested`] (the spec is already validated and
+//!    capability-checked) call [`ServerConn::accept`] with a fresh random cookie, or
+//!    [`ServerConn::refuse`].
+//! 4. For each data connection presenting the cookie call [`ServerConn::attach_stream`];
+//!    when all are attached the machine sends `start` and emits [`ServerEvent::Start`].
+//! 5. On [`ServerEvent::PeerStop`] stop the local senders. When every local stream is done,
+//!    call [`ServerConn::send_results`]. [`ServerEvent::Finished`] ends the test.
+//!
+//! Errors leave the machine failed; the driver flushes `poll_transmit` (which may hold a
+//! `refused` frame explaining the error to the client) and closes.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use crate::conn::{
+    Deadline, HANDSHAKE_TIMEOUT, Input, RESULTS_TIMEOUT, Wire, check_version, missing_cap,
+    negotiate, run_deadline, streams_deadline, unexpected,
+};
+use crate::error::ProtoError;
+use crate::results::SideResults;
+use crate::spec::TestSpec;
+use crate::wire::{AbortReason, Capability, Cookie, MAX_FRAME_RESULTS, Message, StopReason};
+
+/// What the server driver must act on.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ServerEvent {
+    /// A valid test request; answer with `accept` or `refuse`.
+    TestRequested {
+        /// The requested test (validated).
+        spec: TestSpec,
+        /// The client's software string.
+        client_software: String,
+    },
+    /// Every data stream is attached and `start` was sent: start the streams and the clock.
+    Start,
+    /// The client asks the server's senders to stop.
+    PeerStop(StopReason),
+    /// The client's final figures.
+    PeerResults(Box<SideResults>),
+    /// Both results are exchanged.
+    Finished,
+}
+
+/// Why a data connection could not be attached.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AttachError {
+    /// The test is not waiting for streams.
+    #[error("the test is not accepting data connections now")]
+    NotAccepting,
+    /// The id is not part of the test.
+    #[error("stream id {0} is not part of this test")]
+    UnknownStream(u32),
+    /// The id was already attached.
+    #[error("stream id {0} is already connected")]
+    Duplicate(u32),
+}
+
+#[derive(Debug)]
+enum State {
+    Greeting,
+    AwaitingRequest { software: String, caps: Vec<Capability> },
+    Deciding,
+    AwaitingStreams { attached: Vec<bool>, missing: u32 },
+    Running { results_sent: bool, peer_results: bool },
+    Done,
+    Failed,
+}
+
+/// The server's state machine for one control connection.
+#[derive(Debug)]
+pub struct ServerConn {
+    wire: Wire,
+    state: State,
+    spec: Option<TestSpec>,
+    deadline: Option<Deadline>,
+    events: VecDeque<ServerEvent>,
+}
+
+impl ServerConn {
+    /// A new connection; the whole greeting must complete within the handshake timeout.
+    pub fn new(software: &str, now: Duration) -> Self {
+        Self {
+            wire: Wire::new(software),
+            state: State::Greeting,
+            spec: None,
+            deadline: Some(Deadline::after(
+                now,
+                HANDSHAKE_TIMEOUT,
+                "waiting for the client's hello and test request",
+            )),
+            events: VecDeque::new(),
+        }
+    }
+
+    /// The accepted spec, once there is one.
+    pub fn spec(&self) -> Option<&TestSpec> {
+        self.spec.as_ref()
+    }
+
+    /// Feeds bytes read from the control connection.
+    pub fn handle_input(&mut self, bytes: &[u8], now: Duration) -> Result<(), ProtoError> {
+        self.guard(|s| {
+            s.wire.push(bytes);
+            while let Some(input) = s.wire.next_input()? {
+                s.on_input(input, now)?;
+            }
+            Ok(())
+        })
+    }
+
+    /// The client closed the control connection.
+    pub fn handle_eof(&mut self) -> Result<(), ProtoError> {
+        let what = match &self.state {
+            State::Done | State::Failed => return Ok(()),
+            State::Greeting | State::AwaitingRequest { .. } | State::Deciding => {
+                "before requesting a test"
+            }
+            State::AwaitingStreams { .. } => "while the data streams were connecting",
+            State::Running { .. } => "during the test",
+        };
+        self.state = State::Failed;
+        Err(ProtoError::Closed(what.to_string()))
+    }
+
+    /// Checks deadlines.
+    pub fn handle_timeout(&mut self, now: Duration) -> Result<(), ProtoError> {
+        self.guard(|s| match &s.deadline {
+            Some(d) => d.check(now),
+            None => Ok(()),
+        })
+    }
+
+    /// The next deadline, if any.
+    pub fn poll_timeout(&self) -> Option<Duration> {
+        self.deadline.as_ref().map(|d| d.at)
+    }
+
+    /// Bytes to write to the control connection.
+    pub fn poll_transmit(&mut self) -> Option<Vec<u8>> {
+        self.wire.take()
+    }
+
+    /// The next event for the driver.
+    pub fn poll_event(&mut self) -> Option<ServerEvent> {
+        self.events.pop_front()
+    }
+
+    /// True once both results are exchanged.
+    pub fn is_finished(&self) -> bool {
+        matches!(self.state, State::Done)
+    }
+
+    /// Accepts the requested test; data connections must present `cookie`.
+    pub fn accept(&mut self, cookie: Cookie, now: Duration) -> Result<(), ProtoError> {
+        let Some(spec) = self.spec.as_ref().filter(|_| matches!(self.state, State::Deciding))
+        else {
+            return Err(ProtoError::Violation("accept called without a pending request".into()));
+        };
+        let n = spec.connection_count();
+        self.deadline =
+            Some(streams_deadline(now, spec, "waiting for the data streams to connect"));
+        self.state = State::AwaitingStreams { attached: vec![false; n as usize], missing: n };
+        self.wire.set_max_frame(MAX_FRAME_RESULTS);
+        self.wire.send(&Message::TestAccepted { cookie: cookie.to_hex() });
+        Ok(())
+    }
+
+    /// Refuses the requested test with a sentence the client prints; the connection is over.
+    pub fn refuse(&mut self, reason: &str) {
+        self.wire.send(&Message::Refused { reason: reason.to_string() });
+        self.state = State::Failed;
+        self.deadline = None;
+    }
+
+    /// Would a data connection for stream `id` be attached now?
+    pub fn expects_stream(&self, id: u32) -> Result<(), AttachError> {
+        let State::AwaitingStreams { attached, .. } = &self.state else {
+            return Err(AttachError::NotAccepting);
+        };
+        let idx = (id as usize).checked_sub(1).ok_or(AttachError::UnknownStream(id))?;
+        match attached.get(idx) {
+            None => Err(AttachError::UnknownStream(id)),
+            Some(true) => Err(AttachError::Duplicate(id)),
+            Some(false) => Ok(()),
+        }
+    }
+
+    /// Records that the data connection for stream `id` arrived. When the last one arrives,
+    /// sends `start` and emits [`ServerEvent::Start`].
+    pub fn attach_stream(&mut self, id: u32, now: Duration) -> Result<(), AttachError> {
+        self.expects_stream(id)?;
+        let State::AwaitingStreams { attached, missing } = &mut self.state else {
+            return Err(AttachError::NotAccepting);
+        };
+        attached[id as usize - 1] = true;
+        *missing -= 1;
+        if *missing == 0 {
+            self.state = State::Running { results_sent: false, peer_results: false };
+            self.deadline = self.spec.as_ref().and_then(|s| run_deadline(now, s));
+            self.wire.send(&Message::Start);
+            self.events.push_back(ServerEvent::Start);
+        }
+        Ok(())
+    }
+
+    /// Sends this side's results (once every local stream is done).
+    pub fn send_results(&mut self, results: SideResults, now: Duration) -> Result<(), ProtoError> {
+        let State::Running { results_sent, peer_results } = &mut self.state else {
+            return Err(ProtoError::Violation("results can only be sent while running".into()));
+        };
+        if *results_sent {
+            return Err(ProtoError::Violation("results were already sent".into()));
+        }
+        *results_sent = true;
+        let peer_done = *peer_results;
+        let mut results = results;
+        results.fit_to(MAX_FRAME_RESULTS as usize - 1024);
+        self.wire.send(&Message::Results { results });
+        if peer_done {
+            self.finish();
+        } else {
+            self.deadline =
+                Some(Deadline::after(now, RESULTS_TIMEOUT, "waiting for the client's results"));
+        }
+        Ok(())
+    }
+
+    /// Aborts the test, telling the client why (e.g. the server is shutting down).
+    pub fn abort(&mut self, reason: AbortReason, message: &str) {
+        if !matches!(self.state, State::Done | State::Failed) {
+            self.wire.send(&Message::Abort { reason, message: message.to_string() });
+        }
+        self.state = State::Failed;
+        self.deadline = None;
+    }
+
+    fn guard(
+        &mut self,
+        f: impl FnOnce(&mut Self) -> Result<(), ProtoError>,
+    ) -> Result<(), ProtoError> {
+        if matches!(self.state, State::Failed) {
+            return Err(ProtoError::Violation("connection already failed".into()));
+        }
+        let r = f(self);
+        if r.is_err() {
+            self.state = State::Failed;
+            self.deadline = None;
+        }
+        r
+    }
+
+    fn on_input(&mut self, input: Input, _now: Duration) -> Result<(), ProtoError> {
+        let msg = match input {
+            Input::Preamble(v) => return check_version(v),
+            Input::Message(m) => m,
+        };
+        if let Message::Abort { reason, message } = msg {
+            return Err(ProtoError::Aborted { reason, message });
+        }
+        match &self.state {
+            State::Greeting => self.on_hello(msg),
+            State::AwaitingRequest { .. } => self.on_request(msg),
+            State::Deciding => Err(unexpected(&msg, "deciding on the test request")),
+            State::AwaitingStreams { .. } => self.on_early(msg),
+            State::Running { .. } => self.on_running(msg),
+            State::Done => Err(unexpected(&msg, "finished")),
+            State::Failed => Ok(()),
+        }
+    }
+
+    fn on_hello(&mut self, msg: Message) -> Result<(), ProtoError> {
+        let Message::Hello { software, capabilities } = msg else {
+            return Err(unexpected(&msg, "waiting for the client's hello"));
+        };
+        self.state = State::AwaitingRequest { software, caps: negotiate(&capabilities) };
+        Ok(())
+    }
+
+    fn on_request(&mut self, msg: Message) -> Result<(), ProtoError> {
+        let Message::TestRequest { spec } = msg else {
+            return Err(unexpected(&msg, "waiting for the test request"));
+        };
+        let State::AwaitingRequest { software, caps } =
+            std::mem::replace(&mut self.state, State::Deciding)
+        else {
+            return Err(ProtoError::Violation("internal: request outside awaiting state".into()));
+        };
+        if let Err(e) = spec.validate() {
+            self.refuse(&format!("invalid test: {e}"));
+            return Err(ProtoError::Spec(e));
+        }
+        if let Some(why) = missing_cap(&spec, &caps, "the client") {
+            self.refuse(&why);
+            return Err(ProtoError::Incompatible(why));
+        }
+        self.deadline = None;
+        self.spec = Some(spec.clone());
+        self.events.push_back(ServerEvent::TestRequested { spec, client_software: software });
+        Ok(())
+    }
+
+    /// The client sends nothing between the request and `start` (it only stops or reports
+    /// after `start`), so any message here is a violation.
+    fn on_early(&mut self, msg: Message) -> Result<(), ProtoError> {
+        Err(unexpected(&msg, "waiting for the data streams"))
+    }
+
+    fn on_running(&mut self, msg: Message) -> Result<(), ProtoError> {
+        match msg {
+            Message::Stop { reason } => {
+                self.events.push_back(ServerEvent::PeerStop(reason));
+                Ok(())
+            }
+            Message::Results { results } => {
+                let State::Running { results_sent, peer_results } = &mut self.state else {
+                    return Ok(());
+                };
+                if *peer_results {
+                    return Err(ProtoError::Violation("the client sent its results twice".into()));
+                }
+                *peer_results = true;
+                let done = *results_sent;
+                self.events.push_back(ServerEvent::PeerResults(Box::new(results)));
+                if done {
+                    self.finish();
+                }
+                Ok(())
+            }
+            other => Err(unexpected(&other, "running the test")),
+        }
+    }
+
+    fn finish(&mut self) {
+        self.state = State::Done;
+        self.deadline = None;
+        self.events.push_back(ServerEvent::Finished);
+    }
+}

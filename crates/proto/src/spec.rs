@@ -1,0 +1,340 @@
+//! The test specification: what the client asks the server to run.
+//!
+//! A [`TestSpec`] is the typed, validated form of a test request. The CLI builds one from flags;
+//! the server receives one from the wire and must call [`TestSpec::validate`] before acting on
+//! it, because it is peer input. Every serialized key carries its unit.
+
+use serde::{Deserialize, Serialize};
+
+/// The most parallel streams a test may ask for (per direction).
+pub const MAX_STREAMS: u32 = 4096;
+/// The largest block (one write or read call) a test may ask for: 64 MiB.
+pub const MAX_BLOCK_BYTES: u32 = 64 << 20;
+/// The largest title accepted, in bytes.
+pub const MAX_TITLE_BYTES: usize = 256;
+/// The longest congestion-control name accepted (Linux TCP_CA_NAME_MAX is 16).
+pub const MAX_CONGESTION_NAME: usize = 16;
+/// The longest test duration accepted: 7 days.
+pub const MAX_DURATION_MS: u64 = 7 * 24 * 3600 * 1000;
+
+/// Transport protocol of the data streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Protocol {
+    /// TCP streams.
+    Tcp,
+}
+
+/// Which way data flows in the whole test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// The client sends, the server receives (iperf's default).
+    Upload,
+    /// The server sends, the client receives (`-R`).
+    Download,
+    /// Both at once, each with its own set of streams (`--bidir`).
+    Bidirectional,
+}
+
+/// Which way data flows on one stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Flow {
+    /// The client sends on this stream.
+    ClientToServer,
+    /// The server sends on this stream.
+    ServerToClient,
+}
+
+impl Flow {
+    /// A short label for tables: `C->S` or `S->C`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::ClientToServer => "C->S",
+            Self::ServerToClient => "S->C",
+        }
+    }
+}
+
+/// When the senders stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum EndCondition {
+    /// Send for this long (the client's clock decides; it tells the server with `Stop`).
+    Duration {
+        /// Test length in milliseconds, not counting the omitted warm-up.
+        duration_ms: u64,
+    },
+    /// Send this many bytes in total per direction, over all streams of that direction.
+    Bytes {
+        /// Byte budget per direction.
+        bytes: u64,
+    },
+}
+
+/// Everything the two ends must agree on to run one test.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TestSpec {
+    /// Transport protocol.
+    pub protocol: Protocol,
+    /// Which way data flows.
+    pub direction: Direction,
+    /// Streams per direction (`-P`).
+    pub streams: u32,
+    /// When senders stop.
+    pub end: EndCondition,
+    /// Bytes per write/read call (`-l`).
+    pub block_bytes: u32,
+    /// Requested SO_SNDBUF/SO_RCVBUF on every data socket of both ends (`-w`); None = autotuning.
+    pub window_bytes: Option<u64>,
+    /// Per-stream pacing target in bits per second (`-b`); 0 = unlimited.
+    pub bits_per_second: u64,
+    /// Requested TCP maximum segment size (`-M`).
+    pub mss_bytes: Option<u32>,
+    /// Disable Nagle's algorithm on data sockets (`-N`).
+    pub no_delay: bool,
+    /// Congestion-control algorithm for data sockets on both ends (`-C`).
+    pub congestion: Option<String>,
+    /// Warm-up excluded from the summary (`-O`), milliseconds.
+    pub omit_ms: u64,
+    /// Interval at which both ends sample their counters; 0 = no interval samples.
+    pub interval_ms: u64,
+    /// Senders use zero-copy sendfile(2) from a memory-backed file (`-Z`).
+    pub zerocopy: bool,
+    /// Free-form label carried into results (`-T`).
+    pub title: Option<String>,
+}
+
+/// Why a [`TestSpec`] is invalid. Messages name the field and the allowed range.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SpecError {
+    /// A numeric field is outside its allowed range.
+    #[error("{field} = {value} is out of range; allowed: {allowed}")]
+    OutOfRange {
+        /// The field's flag-style name.
+        field: &'static str,
+        /// The offending value.
+        value: String,
+        /// The allowed range in words.
+        allowed: String,
+    },
+    /// A text field is malformed.
+    #[error("{field} is invalid: {reason}")]
+    BadText {
+        /// The field's flag-style name.
+        field: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+fn out_of_range(
+    field: &'static str,
+    value: impl ToString,
+    allowed: impl Into<String>,
+) -> SpecError {
+    SpecError::OutOfRange { field, value: value.to_string(), allowed: allowed.into() }
+}
+
+impl TestSpec {
+    /// A spec with iperf3-like defaults: one TCP upload stream for 10 s in 128 KiB blocks.
+    pub fn default_tcp() -> Self {
+        Self {
+            protocol: Protocol::Tcp,
+            direction: Direction::Upload,
+            streams: 1,
+            end: EndCondition::Duration { duration_ms: 10_000 },
+            block_bytes: 128 * 1024,
+            window_bytes: None,
+            bits_per_second: 0,
+            mss_bytes: None,
+            no_delay: false,
+            congestion: None,
+            omit_ms: 0,
+            interval_ms: 1000,
+            zerocopy: false,
+            title: None,
+        }
+    }
+
+    /// Checks every field against the protocol's limits. Servers call this on peer input.
+    pub fn validate(&self) -> Result<(), SpecError> {
+        if self.streams == 0 || self.streams > MAX_STREAMS {
+            return Err(out_of_range("streams (-P)", self.streams, format!("1..={MAX_STREAMS}")));
+        }
+        if self.block_bytes == 0 || self.block_bytes > MAX_BLOCK_BYTES {
+            return Err(out_of_range(
+                "block size (-l)",
+                self.block_bytes,
+                format!("1..={MAX_BLOCK_BYTES} bytes"),
+            ));
+        }
+        match self.end {
+            EndCondition::Duration { duration_ms } if duration_ms == 0 => {
+                return Err(out_of_range("duration (-t)", "0 s", "more than 0 s"));
+            }
+            EndCondition::Duration { duration_ms } if duration_ms > MAX_DURATION_MS => {
+                return Err(out_of_range("duration (-t)", duration_ms, "at most 7 days"));
+            }
+            EndCondition::Bytes { bytes: 0 } => {
+                return Err(out_of_range("bytes (-n)", 0, "at least 1 byte"));
+            }
+            _ => {}
+        }
+        if self.omit_ms > MAX_DURATION_MS {
+            return Err(out_of_range("omit (-O)", self.omit_ms, "at most 7 days"));
+        }
+        if self.interval_ms > MAX_DURATION_MS {
+            return Err(out_of_range("interval (-i)", self.interval_ms, "at most 7 days"));
+        }
+        if let Some(w) = self.window_bytes
+            && (w == 0 || w > i32::MAX as u64)
+        {
+            return Err(out_of_range("window (-w)", w, "1 byte ..= 2 GiB"));
+        }
+        if let Some(m) = self.mss_bytes
+            && !(88..=65535).contains(&m)
+        {
+            return Err(out_of_range("MSS (-M)", m, "88..=65535 bytes"));
+        }
+        self.validate_text()
+    }
+
+    fn validate_text(&self) -> Result<(), SpecError> {
+        if let Some(cc) = &self.congestion {
+            let ok = !cc.is_empty()
+                && cc.len() <= MAX_CONGESTION_NAME
+                && cc.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+            if !ok {
+                return Err(SpecError::BadText {
+                    field: "congestion control (-C)",
+                    reason: format!(
+                        "{cc:?} is not an algorithm name (1-{MAX_CONGESTION_NAME} letters, digits, '_' or '-')"
+                    ),
+                });
+            }
+        }
+        if let Some(t) = &self.title
+            && (t.len() > MAX_TITLE_BYTES || t.chars().any(char::is_control))
+        {
+            return Err(SpecError::BadText {
+                field: "title (-T)",
+                reason: format!("at most {MAX_TITLE_BYTES} bytes and no control characters"),
+            });
+        }
+        Ok(())
+    }
+
+    /// Every stream of the test: its id (1-based) and which way it flows. In a bidirectional
+    /// test ids `1..=N` flow client to server and `N+1..=2N` server to client.
+    pub fn stream_plan(&self) -> Vec<(u32, Flow)> {
+        let n = self.streams;
+        let mut plan = Vec::new();
+        let up = matches!(self.direction, Direction::Upload | Direction::Bidirectional);
+        let down = matches!(self.direction, Direction::Download | Direction::Bidirectional);
+        if up {
+            plan.extend((1..=n).map(|id| (id, Flow::ClientToServer)));
+        }
+        if down {
+            let base = if up { n } else { 0 };
+            plan.extend((1..=n).map(|i| (base + i, Flow::ServerToClient)));
+        }
+        plan
+    }
+
+    /// Total number of data connections the client opens.
+    pub fn connection_count(&self) -> u32 {
+        match self.direction {
+            Direction::Bidirectional => self.streams.saturating_mul(2),
+            _ => self.streams,
+        }
+    }
+
+    /// The flow of stream `id`, or None if the test has no such stream.
+    pub fn flow_of(&self, id: u32) -> Option<Flow> {
+        if id == 0 || id > self.connection_count() {
+            return None;
+        }
+        match self.direction {
+            Direction::Upload => Some(Flow::ClientToServer),
+            Direction::Download => Some(Flow::ServerToClient),
+            Direction::Bidirectional if id <= self.streams => Some(Flow::ClientToServer),
+            Direction::Bidirectional => Some(Flow::ServerToClient),
+        }
+    }
+
+    /// The requested duration, if the test is time-bound.
+    pub fn duration_ms(&self) -> Option<u64> {
+        match self.end {
+            EndCondition::Duration { duration_ms } => Some(duration_ms),
+            EndCondition::Bytes { .. } => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_is_valid() {
+        assert_eq!(TestSpec::default_tcp().validate(), Ok(()));
+    }
+
+    #[test]
+    fn rejects_out_of_range_fields_with_named_field() {
+        let mut s = TestSpec::default_tcp();
+        s.streams = 0;
+        assert!(s.validate().unwrap_err().to_string().contains("-P"));
+        s.streams = MAX_STREAMS + 1;
+        assert!(s.validate().is_err());
+        let mut s = TestSpec::default_tcp();
+        s.block_bytes = 0;
+        assert!(s.validate().unwrap_err().to_string().contains("-l"));
+        let mut s = TestSpec::default_tcp();
+        s.end = EndCondition::Duration { duration_ms: 0 };
+        assert!(s.validate().unwrap_err().to_string().contains("-t"));
+        let mut s = TestSpec::default_tcp();
+        s.end = EndCondition::Bytes { bytes: 0 };
+        assert!(s.validate().is_err());
+        let mut s = TestSpec::default_tcp();
+        s.mss_bytes = Some(10);
+        assert!(s.validate().unwrap_err().to_string().contains("-M"));
+        let mut s = TestSpec::default_tcp();
+        s.window_bytes = Some(0);
+        assert!(s.validate().is_err());
+    }
+
+    #[test]
+    fn rejects_bad_text() {
+        let mut s = TestSpec::default_tcp();
+        s.congestion = Some("cubic; rm -rf".into());
+        assert!(s.validate().unwrap_err().to_string().contains("-C"));
+        s.congestion = Some("bbr".into());
+        assert_eq!(s.validate(), Ok(()));
+        s.title = Some("a\nb".into());
+        assert!(s.validate().is_err());
+    }
+
+    #[test]
+    fn stream_plan_numbers_bidir_streams() {
+        let mut s = TestSpec::default_tcp();
+        s.streams = 2;
+        s.direction = Direction::Bidirectional;
+        assert_eq!(
+            s.stream_plan(),
+            vec![
+                (1, Flow::ClientToServer),
+                (2, Flow::ClientToServer),
+                (3, Flow::ServerToClient),
+                (4, Flow::ServerToClient)
+            ]
+        );
+        assert_eq!(s.flow_of(3), Some(Flow::ServerToClient));
+        assert_eq!(s.flow_of(5), None);
+        assert_eq!(s.flow_of(0), None);
+        s.direction = Direction::Download;
+        assert_eq!(s.stream_plan(), vec![(1, Flow::ServerToClient), (2, Flow::ServerToClient)]);
+    }
+}

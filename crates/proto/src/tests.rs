@@ -1,0 +1,424 @@
+//! An in-memory client/server pair with simulated time, driving both state machines through
+//! whole tests and through every failure the protocol must survive. No sockets, no clocks.
+
+use std::time::Duration;
+
+use crate::client::{ClientConn, ClientEvent};
+use crate::results::{SideResults, SocketReport, StreamResult, StreamRole};
+use crate::server::{AttachError, ServerConn, ServerEvent};
+use crate::spec::{Direction, EndCondition, TestSpec};
+use crate::wire::{
+    AbortReason, Cookie, Message, PROTOCOL_VERSION, StopReason, encode_frame, preamble,
+};
+use crate::{ProtoError, fuzzing};
+
+const COOKIE: Cookie = Cookie([0x5a; 16]);
+
+struct Pair {
+    client: ClientConn,
+    server: ServerConn,
+    now: Duration,
+    client_events: Vec<ClientEvent>,
+    server_events: Vec<ServerEvent>,
+    /// Deliver bytes one at a time, to prove framing does not depend on read boundaries.
+    trickle: bool,
+}
+
+impl Pair {
+    fn new(spec: TestSpec) -> Self {
+        let now = Duration::from_secs(100);
+        Self {
+            client: ClientConn::new(spec, "test-client", now).expect("valid spec"),
+            server: ServerConn::new("test-server", now),
+            now,
+            client_events: Vec::new(),
+            server_events: Vec::new(),
+            trickle: false,
+        }
+    }
+
+    /// Shuttles bytes both ways until neither side has anything to send; accepts requests.
+    fn drive(&mut self) -> Result<(), ProtoError> {
+        for _ in 0..100 {
+            let mut moved = false;
+            if let Some(bytes) = self.client.poll_transmit() {
+                moved = true;
+                self.feed_server(&bytes)?;
+            }
+            while let Some(ev) = self.server.poll_event() {
+                if let ServerEvent::TestRequested { .. } = ev {
+                    self.server.accept(COOKIE, self.now)?;
+                }
+                self.server_events.push(ev);
+            }
+            if let Some(bytes) = self.server.poll_transmit() {
+                moved = true;
+                self.feed_client(&bytes)?;
+            }
+            while let Some(ev) = self.client.poll_event() {
+                self.client_events.push(ev);
+            }
+            if !moved {
+                return Ok(());
+            }
+        }
+        panic!("pair did not quiesce");
+    }
+
+    fn feed_server(&mut self, bytes: &[u8]) -> Result<(), ProtoError> {
+        if self.trickle {
+            bytes.iter().try_for_each(|b| self.server.handle_input(&[*b], self.now))
+        } else {
+            self.server.handle_input(bytes, self.now)
+        }
+    }
+
+    fn feed_client(&mut self, bytes: &[u8]) -> Result<(), ProtoError> {
+        if self.trickle {
+            bytes.iter().try_for_each(|b| self.client.handle_input(&[*b], self.now))
+        } else {
+            self.client.handle_input(bytes, self.now)
+        }
+    }
+
+    fn attach_all(&mut self) {
+        let n = self.server.spec().expect("accepted").connection_count();
+        for id in 1..=n {
+            self.server.attach_stream(id, self.now).expect("attach");
+        }
+    }
+
+    fn advance(&mut self, d: Duration) {
+        self.now += d;
+    }
+}
+
+fn results(software: &str, bytes: u64) -> SideResults {
+    SideResults {
+        software: software.into(),
+        streams: vec![StreamResult {
+            id: 1,
+            flow: crate::Flow::ClientToServer,
+            role: StreamRole::Sender,
+            bytes,
+            omitted_bytes: 0,
+            duration_us: 2_000_000,
+            omitted_us: 0,
+            intervals: Vec::new(),
+            socket: SocketReport::default(),
+            retransmits: Some(0),
+            error: None,
+        }],
+        intervals_dropped: false,
+    }
+}
+
+fn spec_for(direction: Direction, streams: u32) -> TestSpec {
+    TestSpec { direction, streams, ..TestSpec::default_tcp() }
+}
+
+fn run_to_start(p: &mut Pair) {
+    p.drive().expect("handshake");
+    assert!(matches!(p.client_events[0], ClientEvent::Accepted { cookie: COOKIE, .. }));
+    assert!(matches!(p.server_events[0], ServerEvent::TestRequested { .. }));
+    p.attach_all();
+    p.drive().expect("start");
+    assert!(p.client_events.contains(&ClientEvent::Start));
+    assert!(p.server_events.contains(&ServerEvent::Start));
+}
+
+#[test]
+fn full_test_exchanges_results_both_ways() {
+    for trickle in [false, true] {
+        let mut p = Pair::new(spec_for(Direction::Bidirectional, 3));
+        p.trickle = trickle;
+        run_to_start(&mut p);
+        p.advance(Duration::from_secs(10));
+        p.client.stop(StopReason::TimeElapsed);
+        p.client.stop(StopReason::TimeElapsed); // second stop is not sent twice
+        p.drive().expect("stop");
+        let stops =
+            p.server_events.iter().filter(|e| matches!(e, ServerEvent::PeerStop(_))).count();
+        assert_eq!(stops, 1);
+        p.server.send_results(results("srv", 7), p.now).expect("server results");
+        p.drive().expect("server results delivered");
+        assert!(!p.client.is_finished(), "client has not sent its results yet");
+        p.client.send_results(results("cli", 9), p.now).expect("client results");
+        p.drive().expect("client results delivered");
+        assert!(p.client.is_finished() && p.server.is_finished());
+        assert!(p.client_events.contains(&ClientEvent::PeerResults(Box::new(results("srv", 7)))));
+        assert!(p.server_events.contains(&ServerEvent::PeerResults(Box::new(results("cli", 9)))));
+        assert_eq!(p.client_events.last(), Some(&ClientEvent::Finished));
+        assert_eq!(p.server_events.last(), Some(&ServerEvent::Finished));
+        assert_eq!(p.client.poll_timeout(), None, "no deadline after finishing");
+    }
+}
+
+#[test]
+fn results_in_either_order_finish_both() {
+    let mut p = Pair::new(spec_for(Direction::Upload, 1));
+    run_to_start(&mut p);
+    p.client.send_results(results("cli", 1), p.now).expect("client first");
+    p.drive().expect("deliver");
+    assert!(!p.server.is_finished());
+    p.server.send_results(results("srv", 1), p.now).expect("server second");
+    p.drive().expect("deliver");
+    assert!(p.client.is_finished() && p.server.is_finished());
+}
+
+#[test]
+fn server_waits_for_every_stream_before_start() {
+    let mut p = Pair::new(spec_for(Direction::Upload, 4));
+    p.drive().expect("handshake");
+    for id in 1..=3 {
+        p.server.attach_stream(id, p.now).expect("attach");
+    }
+    p.drive().expect("no start yet");
+    assert!(!p.client_events.contains(&ClientEvent::Start));
+    assert_eq!(p.server.attach_stream(3, p.now), Err(AttachError::Duplicate(3)));
+    assert_eq!(p.server.attach_stream(5, p.now), Err(AttachError::UnknownStream(5)));
+    assert_eq!(p.server.attach_stream(0, p.now), Err(AttachError::UnknownStream(0)));
+    p.server.attach_stream(4, p.now).expect("last");
+    p.drive().expect("start");
+    assert!(p.client_events.contains(&ClientEvent::Start));
+    assert_eq!(p.server.attach_stream(1, p.now), Err(AttachError::NotAccepting));
+}
+
+#[test]
+fn attach_before_accept_is_refused() {
+    let mut srv = ServerConn::new("s", Duration::ZERO);
+    assert_eq!(srv.attach_stream(1, Duration::ZERO), Err(AttachError::NotAccepting));
+}
+
+#[test]
+fn silent_client_times_out_within_handshake_deadline() {
+    let mut srv = ServerConn::new("s", Duration::ZERO);
+    assert_eq!(srv.poll_timeout(), Some(crate::HANDSHAKE_TIMEOUT));
+    assert!(srv.handle_timeout(Duration::from_millis(4999)).is_ok());
+    let err = srv.handle_timeout(Duration::from_secs(5)).unwrap_err();
+    assert!(matches!(err, ProtoError::TimedOut { .. }), "{err}");
+    assert!(err.to_string().contains("hello"), "{err}");
+}
+
+#[test]
+fn trickling_client_cannot_extend_the_handshake() {
+    let mut srv = ServerConn::new("s", Duration::ZERO);
+    let bytes = preamble(PROTOCOL_VERSION);
+    for (i, b) in bytes.iter().enumerate() {
+        let now = Duration::from_millis(600 * i as u64);
+        let r = srv.handle_input(&[*b], now).and_then(|_| srv.handle_timeout(now));
+        if now >= crate::HANDSHAKE_TIMEOUT {
+            assert!(r.is_err(), "deadline must hold although bytes keep arriving");
+            return;
+        }
+    }
+    panic!("deadline never fired");
+}
+
+#[test]
+fn client_times_out_when_start_never_comes() {
+    let mut p = Pair::new(spec_for(Direction::Upload, 2));
+    p.drive().expect("handshake");
+    let deadline = p.client.poll_timeout().expect("deadline while connecting");
+    assert_eq!(deadline - p.now, crate::STREAMS_TIMEOUT + Duration::from_millis(20));
+    let err = p.client.handle_timeout(deadline).unwrap_err();
+    assert!(err.to_string().contains("start"), "{err}");
+}
+
+#[test]
+fn missing_results_time_out() {
+    let mut p = Pair::new(spec_for(Direction::Upload, 1));
+    run_to_start(&mut p);
+    p.client.send_results(results("c", 1), p.now).expect("send");
+    let err = p.client.handle_timeout(p.now + crate::RESULTS_TIMEOUT).unwrap_err();
+    assert!(err.to_string().contains("results"), "{err}");
+}
+
+#[test]
+fn running_test_is_cut_after_duration_plus_grace() {
+    let mut spec = spec_for(Direction::Download, 1);
+    spec.end = EndCondition::Duration { duration_ms: 3000 };
+    spec.omit_ms = 1000;
+    let mut p = Pair::new(spec);
+    run_to_start(&mut p);
+    let d = p.server.poll_timeout().expect("run deadline");
+    assert_eq!(d - p.now, Duration::from_secs(4) + crate::RUN_GRACE);
+    assert!(p.server.handle_timeout(d).is_err());
+}
+
+#[test]
+fn byte_bound_test_has_no_protocol_run_deadline() {
+    let mut spec = spec_for(Direction::Upload, 1);
+    spec.end = EndCondition::Bytes { bytes: 1 << 20 };
+    let mut p = Pair::new(spec);
+    run_to_start(&mut p);
+    assert_eq!(p.server.poll_timeout(), None);
+}
+
+#[test]
+fn server_shutdown_abort_reaches_client_with_reason() {
+    let mut p = Pair::new(spec_for(Direction::Upload, 1));
+    run_to_start(&mut p);
+    p.server.abort(AbortReason::ServerShutdown, "server is shutting down (SIGTERM)");
+    let err = p.drive().unwrap_err();
+    match err {
+        ProtoError::Aborted { reason, message } => {
+            assert_eq!(reason, AbortReason::ServerShutdown);
+            assert!(message.contains("shutting down"));
+        }
+        other => panic!("unexpected {other}"),
+    }
+}
+
+#[test]
+fn eof_mid_test_is_reported_as_closed_during_test() {
+    let mut p = Pair::new(spec_for(Direction::Upload, 1));
+    run_to_start(&mut p);
+    let err = p.client.handle_eof().unwrap_err();
+    assert_eq!(err, ProtoError::Closed("during the test".into()));
+    let err = p.server.handle_eof().unwrap_err();
+    assert_eq!(err, ProtoError::Closed("during the test".into()));
+}
+
+#[test]
+fn eof_after_finish_is_fine() {
+    let mut p = Pair::new(spec_for(Direction::Upload, 1));
+    run_to_start(&mut p);
+    p.client.send_results(results("c", 1), p.now).expect("c");
+    p.server.send_results(results("s", 1), p.now).expect("s");
+    p.drive().expect("finish");
+    assert_eq!(p.client.handle_eof(), Ok(()));
+    assert_eq!(p.server.handle_eof(), Ok(()));
+}
+
+/// Bytes a hand-written peer sends: preamble plus frames.
+fn raw_peer(frames: &[Message]) -> Vec<u8> {
+    let mut v = preamble(PROTOCOL_VERSION).to_vec();
+    for f in frames {
+        v.extend_from_slice(&encode_frame(f));
+    }
+    v
+}
+
+fn hello(caps: &[&str]) -> Message {
+    Message::Hello {
+        software: "raw".into(),
+        capabilities: caps.iter().map(|c| c.to_string()).collect(),
+    }
+}
+
+#[test]
+fn invalid_spec_from_peer_is_refused_with_reason() {
+    let mut bad = TestSpec::default_tcp();
+    bad.streams = 0;
+    let mut srv = ServerConn::new("s", Duration::ZERO);
+    let bytes = raw_peer(&[hello(&["tcp"]), Message::TestRequest { spec: bad }]);
+    let err = srv.handle_input(&bytes, Duration::ZERO).unwrap_err();
+    assert!(matches!(err, ProtoError::Spec(_)));
+    let out = srv.poll_transmit().expect("refusal queued");
+    let text = String::from_utf8_lossy(&out);
+    assert!(text.contains("refused") && text.contains("-P"), "{text}");
+}
+
+#[test]
+fn client_lacking_capability_is_refused() {
+    let spec = spec_for(Direction::Bidirectional, 1);
+    let mut srv = ServerConn::new("s", Duration::ZERO);
+    let bytes = raw_peer(&[hello(&["tcp"]), Message::TestRequest { spec }]);
+    let err = srv.handle_input(&bytes, Duration::ZERO).unwrap_err();
+    assert!(err.to_string().contains("--bidir"), "{err}");
+}
+
+#[test]
+fn server_lacking_capability_fails_client_before_request() {
+    let mut cli =
+        ClientConn::new(spec_for(Direction::Download, 1), "c", Duration::ZERO).expect("valid");
+    let err = cli.handle_input(&raw_peer(&[hello(&["tcp"])]), Duration::ZERO).unwrap_err();
+    assert!(matches!(err, ProtoError::Incompatible(ref m) if m.contains("-R")), "{err}");
+}
+
+#[test]
+fn refusal_reaches_client_as_refused() {
+    let mut cli = ClientConn::new(TestSpec::default_tcp(), "c", Duration::ZERO).expect("valid");
+    let bytes = raw_peer(&[
+        hello(&["tcp"]),
+        Message::Refused { reason: "server allows at most 8 streams".into() },
+    ]);
+    let err = cli.handle_input(&bytes, Duration::ZERO).unwrap_err();
+    assert_eq!(err, ProtoError::Refused("server allows at most 8 streams".into()));
+}
+
+#[test]
+fn out_of_order_messages_are_violations() {
+    let mut srv = ServerConn::new("s", Duration::ZERO);
+    let err = srv.handle_input(&raw_peer(&[Message::Start]), Duration::ZERO).unwrap_err();
+    assert!(matches!(err, ProtoError::Violation(_)));
+    let mut cli = ClientConn::new(TestSpec::default_tcp(), "c", Duration::ZERO).expect("valid");
+    let err = cli
+        .handle_input(&raw_peer(&[hello(&["tcp"]), Message::Start]), Duration::ZERO)
+        .unwrap_err();
+    assert!(matches!(err, ProtoError::Violation(_)));
+    assert!(cli.handle_input(b"", Duration::ZERO).is_err(), "failed machine stays failed");
+}
+
+#[test]
+fn version_zero_is_incompatible() {
+    let mut srv = ServerConn::new("s", Duration::ZERO);
+    let err = srv.handle_input(&preamble(0), Duration::ZERO).unwrap_err();
+    assert!(matches!(err, ProtoError::Incompatible(_)));
+}
+
+#[test]
+fn bad_cookie_in_accept_is_violation() {
+    let mut cli = ClientConn::new(TestSpec::default_tcp(), "c", Duration::ZERO).expect("valid");
+    let bytes = raw_peer(&[hello(&["tcp"]), Message::TestAccepted { cookie: "nothex".into() }]);
+    assert!(matches!(cli.handle_input(&bytes, Duration::ZERO), Err(ProtoError::Violation(_))));
+}
+
+/// Generated inputs through every fuzz body: valid transcripts, each truncated and with one
+/// byte flipped at many positions, plus pseudo-random noise.
+#[test]
+fn fuzz_bodies_survive_generated_inputs() {
+    let mut spec = TestSpec::default_tcp();
+    spec.streams = 2;
+    let client_script = raw_peer(&[
+        hello(&["tcp", "reverse", "bidir", "pacing", "zerocopy"]),
+        Message::TestRequest { spec },
+        Message::Stop { reason: StopReason::TimeElapsed },
+        Message::Results { results: results("x", 5) },
+    ]);
+    let server_script = {
+        let mut v = raw_peer(&[hello(&["tcp"]), Message::TestAccepted { cookie: COOKIE.to_hex() }]);
+        v.extend_from_slice(&encode_frame(&Message::Start));
+        v.extend_from_slice(&encode_frame(&Message::Results { results: results("y", 3) }));
+        v[12..].to_vec()
+    };
+    let mut inputs: Vec<Vec<u8>> = vec![client_script.clone(), server_script.clone()];
+    for base in [&client_script, &server_script] {
+        for i in (0..base.len()).step_by(3) {
+            inputs.push(base[..i].to_vec());
+            let mut flipped = base.clone();
+            flipped[i] ^= 0x5a;
+            inputs.push(flipped);
+        }
+    }
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for len in 0..400 {
+        let noise = (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        inputs.push(noise);
+    }
+    for input in &inputs {
+        fuzzing::frame_decoder(input);
+        fuzzing::data_hello(input);
+        fuzzing::server(input);
+        fuzzing::client(input);
+    }
+    assert!(inputs.len() > 1000);
+}

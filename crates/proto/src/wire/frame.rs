@@ -1,0 +1,218 @@
+//! Preamble and frame codec.
+
+use crate::error::ProtoError;
+use crate::wire::Message;
+
+/// First 8 bytes of every control connection, in both directions.
+pub const CONTROL_MAGIC: [u8; 8] = *b"\x89LRC\r\n\x1a\n";
+/// First 8 bytes of every data connection (client to server only).
+pub const DATA_MAGIC: [u8; 8] = *b"\x89LRD\r\n\x1a\n";
+/// The protocol version this crate speaks.
+pub const PROTOCOL_VERSION: u32 = 1;
+/// Length of the control preamble: magic plus version.
+pub const PREAMBLE_LEN: usize = 12;
+/// Frame cap before a test is accepted: hello, request, accept, refuse. Small on purpose,
+/// since this is what an unauthenticated peer can make us buffer.
+pub const MAX_FRAME_HANDSHAKE: u32 = 64 * 1024;
+/// Frame cap once a test runs: results with per-interval samples can be large.
+pub const MAX_FRAME_RESULTS: u32 = 16 << 20;
+
+/// The 12-byte control preamble for `version`.
+pub fn preamble(version: u32) -> [u8; PREAMBLE_LEN] {
+    let mut p = [0u8; PREAMBLE_LEN];
+    p[..8].copy_from_slice(&CONTROL_MAGIC);
+    p[8..].copy_from_slice(&version.to_be_bytes());
+    p
+}
+
+/// Encodes one message as a frame: `u32` big-endian length, then the JSON bytes.
+pub fn encode_frame(msg: &Message) -> Vec<u8> {
+    // Serializing our own message types cannot fail: they contain only strings, numbers,
+    // and maps with string keys.
+    let body = serde_json::to_vec(msg).unwrap_or_else(|_| b"{}".to_vec());
+    let len = u32::try_from(body.len()).unwrap_or(u32::MAX);
+    let mut out = Vec::with_capacity(4 + body.len());
+    out.extend_from_slice(&len.to_be_bytes());
+    out.extend_from_slice(&body);
+    out
+}
+
+/// Incremental decoder for one direction of a control connection: first the preamble, then
+/// frames. Feed bytes with [`FrameDecoder::push`], take results with the `poll_*` methods.
+#[derive(Debug)]
+pub struct FrameDecoder {
+    buf: Vec<u8>,
+    preamble_done: bool,
+    max_frame: u32,
+}
+
+impl FrameDecoder {
+    /// A decoder expecting a preamble first, with the handshake frame cap.
+    pub fn new() -> Self {
+        Self { buf: Vec::new(), preamble_done: false, max_frame: MAX_FRAME_HANDSHAKE }
+    }
+
+    /// Changes the largest frame accepted from now on.
+    pub fn set_max_frame(&mut self, max: u32) {
+        self.max_frame = max;
+    }
+
+    /// Appends received bytes. Buffering is bounded: callers poll after each push, and a
+    /// frame header over the cap is rejected before its body is buffered.
+    pub fn push(&mut self, bytes: &[u8]) {
+        self.buf.extend_from_slice(bytes);
+    }
+
+    /// Bytes received but not yet decoded.
+    pub fn buffered(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Decodes the preamble once enough bytes are in; returns the peer's version.
+    pub fn poll_preamble(&mut self) -> Result<Option<u32>, ProtoError> {
+        if self.preamble_done {
+            return Err(ProtoError::Violation("preamble already received".into()));
+        }
+        let n = self.buf.len().min(8);
+        if self.buf[..n] != CONTROL_MAGIC[..n] {
+            return Err(ProtoError::Garbage(describe_bad_magic(&self.buf[..n])));
+        }
+        if self.buf.len() < PREAMBLE_LEN {
+            return Ok(None);
+        }
+        let version = u32::from_be_bytes([self.buf[8], self.buf[9], self.buf[10], self.buf[11]]);
+        self.buf.drain(..PREAMBLE_LEN);
+        self.preamble_done = true;
+        Ok(Some(version))
+    }
+
+    /// Decodes the next complete frame, if any.
+    pub fn poll_frame(&mut self) -> Result<Option<Message>, ProtoError> {
+        if !self.preamble_done {
+            return Err(ProtoError::Violation("frame before preamble".into()));
+        }
+        if self.buf.len() < 4 {
+            return Ok(None);
+        }
+        let len = u32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]);
+        if len > self.max_frame {
+            return Err(ProtoError::Garbage(format!(
+                "frame length {len} exceeds the cap of {} bytes",
+                self.max_frame
+            )));
+        }
+        let total = 4 + len as usize;
+        if self.buf.len() < total {
+            return Ok(None);
+        }
+        let msg = decode_message(&self.buf[4..total]);
+        self.buf.drain(..total);
+        msg.map(Some)
+    }
+}
+
+impl Default for FrameDecoder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn decode_message(body: &[u8]) -> Result<Message, ProtoError> {
+    let value: serde_json::Value = serde_json::from_slice(body)
+        .map_err(|e| ProtoError::Garbage(format!("frame is not JSON ({e})")))?;
+    if !value.is_object() {
+        return Err(ProtoError::Garbage("frame is JSON but not an object".into()));
+    }
+    serde_json::from_value(value)
+        .map_err(|e| ProtoError::Violation(format!("unknown or malformed message ({e})")))
+}
+
+fn describe_bad_magic(got: &[u8]) -> String {
+    let printable = got.iter().all(|b| b.is_ascii_graphic());
+    if printable && got.len() == 8 {
+        format!(
+            "expected the linerate magic, got text {:?} (an iperf3 server or another service?)",
+            String::from_utf8_lossy(got)
+        )
+    } else {
+        format!("expected the linerate magic, got bytes {got:02x?}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::Message;
+
+    fn ready_decoder() -> FrameDecoder {
+        let mut d = FrameDecoder::new();
+        d.push(&preamble(PROTOCOL_VERSION));
+        assert_eq!(d.poll_preamble(), Ok(Some(PROTOCOL_VERSION)));
+        d
+    }
+
+    #[test]
+    fn preamble_golden_bytes() {
+        assert_eq!(preamble(1), [0x89, b'L', b'R', b'C', b'\r', b'\n', 0x1a, b'\n', 0, 0, 0, 1]);
+    }
+
+    #[test]
+    fn frame_golden_bytes() {
+        let bytes = encode_frame(&Message::Start);
+        assert_eq!(&bytes[..4], &[0, 0, 0, 16]);
+        assert_eq!(&bytes[4..], br#"{"type":"start"}"#);
+    }
+
+    #[test]
+    fn decodes_byte_by_byte() {
+        let mut d = ready_decoder();
+        let frame = encode_frame(&Message::Refused { reason: "busy".into() });
+        for (i, b) in frame.iter().enumerate() {
+            d.push(&[*b]);
+            let got = d.poll_frame().expect("valid");
+            assert_eq!(got.is_some(), i == frame.len() - 1);
+        }
+        assert_eq!(d.buffered(), 0);
+    }
+
+    #[test]
+    fn oversize_length_rejected_before_body_arrives() {
+        let mut d = ready_decoder();
+        d.push(&0x7fff_fff0u32.to_be_bytes());
+        let err = d.poll_frame().unwrap_err();
+        assert!(matches!(err, ProtoError::Garbage(ref m) if m.contains("exceeds")), "{err}");
+    }
+
+    #[test]
+    fn wrong_magic_is_garbage_and_names_iperf3_for_text() {
+        let mut d = FrameDecoder::new();
+        d.push(b"abcdefgh");
+        let err = d.poll_preamble().unwrap_err();
+        assert!(err.to_string().contains("iperf3"), "{err}");
+        let mut d = FrameDecoder::new();
+        d.push(&[0x89, b'X']);
+        assert!(d.poll_preamble().is_err(), "mismatch is detected before 8 bytes");
+    }
+
+    #[test]
+    fn non_object_and_unknown_type_are_errors() {
+        let mut d = ready_decoder();
+        d.push(&[0, 0, 0, 2]);
+        d.push(b"[]");
+        assert!(matches!(d.poll_frame(), Err(ProtoError::Garbage(_))));
+        let mut d = ready_decoder();
+        let body = br#"{"type":"launch_missiles"}"#;
+        d.push(&(body.len() as u32).to_be_bytes());
+        d.push(body);
+        assert!(matches!(d.poll_frame(), Err(ProtoError::Violation(_))));
+    }
+
+    #[test]
+    fn unknown_fields_are_ignored_for_forward_compatibility() {
+        let mut d = ready_decoder();
+        let body = br#"{"type":"refused","reason":"x","future_field":1}"#;
+        d.push(&(body.len() as u32).to_be_bytes());
+        d.push(body);
+        assert_eq!(d.poll_frame(), Ok(Some(Message::Refused { reason: "x".into() })));
+    }
+}

@@ -1,0 +1,167 @@
+//! The control messages: one JSON object per frame, tagged by `"type"`.
+//!
+//! Unknown fields are ignored (so newer peers can add fields); unknown `type`s are protocol
+//! violations. Capabilities are strings so that a newer peer's unknown capability is simply
+//! not in the intersection rather than a decode error.
+
+use serde::{Deserialize, Serialize};
+
+use crate::results::SideResults;
+use crate::spec::TestSpec;
+
+/// A feature a peer supports. Negotiated as the intersection of both hellos.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Capability {
+    /// TCP data streams.
+    Tcp,
+    /// The server sends (`-R`).
+    Reverse,
+    /// Both directions at once (`--bidir`).
+    Bidir,
+    /// Per-stream pacing (`-b`).
+    Pacing,
+    /// Zero-copy sending (`-Z`).
+    Zerocopy,
+}
+
+impl Capability {
+    /// Every capability this crate knows, in a stable order.
+    pub const ALL: [Capability; 5] =
+        [Self::Tcp, Self::Reverse, Self::Bidir, Self::Pacing, Self::Zerocopy];
+
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Tcp => "tcp",
+            Self::Reverse => "reverse",
+            Self::Bidir => "bidir",
+            Self::Pacing => "pacing",
+            Self::Zerocopy => "zerocopy",
+        }
+    }
+
+    /// Parses a wire name; None for names this version does not know.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.as_str() == s)
+    }
+}
+
+/// Why the client tells the server's senders to stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The requested duration has elapsed on the client's clock.
+    TimeElapsed,
+    /// The user interrupted the client (Ctrl-C); results so far are still exchanged.
+    Interrupted,
+}
+
+/// Why a peer aborts a test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AbortReason {
+    /// The server process is shutting down (SIGINT/SIGTERM).
+    ServerShutdown,
+    /// The user interrupted the client.
+    Interrupted,
+    /// A data connection failed.
+    StreamFailed,
+    /// A deadline passed.
+    Timeout,
+    /// The peer broke the protocol.
+    ProtocolError,
+    /// Anything else; see the message.
+    #[serde(other)]
+    Other,
+}
+
+/// One control message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Message {
+    /// First frame in each direction: who we are and what we can do.
+    Hello {
+        /// Name and version of the implementation, e.g. `linerate 0.1.0`.
+        software: String,
+        /// Capability names.
+        capabilities: Vec<String>,
+    },
+    /// Client to server: run this test.
+    TestRequest {
+        /// The test.
+        spec: TestSpec,
+    },
+    /// Server to client: accepted; connect the data streams presenting this cookie.
+    TestAccepted {
+        /// 32 hex digits.
+        cookie: String,
+    },
+    /// Server to client: not accepted; the connection closes after this.
+    Refused {
+        /// A sentence the client prints.
+        reason: String,
+    },
+    /// Server to client: every data stream is associated; start sending and timing now.
+    Start,
+    /// Client to server: stop the server's senders.
+    Stop {
+        /// Why.
+        reason: StopReason,
+    },
+    /// Either way: this side's final results. Sent once, when all local streams are done.
+    Results {
+        /// The sender's figures.
+        results: SideResults,
+    },
+    /// Either way: the test is over without a normal end.
+    Abort {
+        /// Machine-readable reason.
+        reason: AbortReason,
+        /// A sentence the other side prints.
+        message: String,
+    },
+}
+
+impl Message {
+    /// The wire `type` name, for error messages.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Hello { .. } => "hello",
+            Self::TestRequest { .. } => "test_request",
+            Self::TestAccepted { .. } => "test_accepted",
+            Self::Refused { .. } => "refused",
+            Self::Start => "start",
+            Self::Stop { .. } => "stop",
+            Self::Results { .. } => "results",
+            Self::Abort { .. } => "abort",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capability_names_round_trip() {
+        for c in Capability::ALL {
+            assert_eq!(Capability::parse(c.as_str()), Some(c));
+        }
+        assert_eq!(Capability::parse("teleport"), None);
+    }
+
+    #[test]
+    fn unknown_abort_reason_decodes_as_other() {
+        let m: Message =
+            serde_json::from_str(r#"{"type":"abort","reason":"solar_flare","message":"x"}"#)
+                .expect("decodes");
+        assert_eq!(m, Message::Abort { reason: AbortReason::Other, message: "x".into() });
+    }
+
+    #[test]
+    fn golden_stop_json() {
+        let s = serde_json::to_string(&Message::Stop { reason: StopReason::TimeElapsed })
+            .expect("serializes");
+        assert_eq!(s, r#"{"type":"stop","reason":"time_elapsed"}"#);
+    }
+}
