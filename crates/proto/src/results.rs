@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::spec::Flow;
 
 /// Whether this end wrote or read the stream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StreamRole {
     /// This end wrote the stream's bytes.

@@ -171,7 +171,7 @@ impl TestSpec {
             ));
         }
         match self.end {
-            EndCondition::Duration { duration_ms } if duration_ms == 0 => {
+            EndCondition::Duration { duration_ms: 0 } => {
                 return Err(out_of_range("duration (-t)", "0 s", "more than 0 s"));
             }
             EndCondition::Duration { duration_ms } if duration_ms > MAX_DURATION_MS => {

@@ -1,0 +1,122 @@
+//! Executes a plan: wires sessions to renderers and decides the exit status.
+//!
+//! This is the glue between `session/` (which produces records) and `report/` (which renders
+//! them). Failures of a test become `Err` after the partial results have been rendered, so
+//! `main` prints exactly one error line and exits 1.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, Result, anyhow};
+
+use crate::plan::{ClientPlan, Family, Generated, OutputFormat, Plan, ServerPlan, Shell};
+use crate::record::{Outcome, RunRecord};
+use crate::report::{json, text};
+use crate::session::server::{NoteSink, Server, ServerNote};
+use crate::session::{Interrupt, Observer, Quiet, client};
+
+/// Runs the plan to completion.
+pub fn execute(plan: Plan) -> Result<ExitCode> {
+    match plan {
+        Plan::Client(p) => run_client(&p, &Interrupt::install()?),
+        Plan::Server(p) => run_server(&p),
+        Plan::Selftest(p) => run_selftest(p),
+        Plan::Generate(g) => generate(g),
+    }
+}
+
+fn run_client(plan: &ClientPlan, interrupt: &Interrupt) -> Result<ExitCode> {
+    let stdout = std::io::stdout();
+    let record = match plan.output {
+        OutputFormat::Text => {
+            let mut live = text::LivePrinter::new(stdout.lock(), plan.spec.title.clone());
+            client::run(plan, &mut live, interrupt)
+        }
+        OutputFormat::Json => client::run(plan, &mut Quiet, interrupt),
+    };
+    finish_client(plan, &record)
+}
+
+fn finish_client(plan: &ClientPlan, record: &RunRecord) -> Result<ExitCode> {
+    let mut out = std::io::stdout().lock();
+    let has_figures = record.client.is_some() || record.server_results.is_some();
+    match plan.output {
+        OutputFormat::Json => json::render_run(record, &mut out)?,
+        OutputFormat::Text if has_figures => text::render_run(record, &mut out)?,
+        OutputFormat::Text => {}
+    }
+    out.flush()?;
+    match &record.outcome {
+        Outcome::Completed | Outcome::Interrupted => Ok(ExitCode::SUCCESS),
+        Outcome::Failed { error } => Err(anyhow!("{error}")),
+    }
+}
+
+fn note_sink(format: OutputFormat) -> NoteSink {
+    Arc::new(move |note: &ServerNote| {
+        let mut out = std::io::stdout().lock();
+        let _ = match format {
+            OutputFormat::Text => text::render_server_note(note, &mut out),
+            OutputFormat::Json => json::render_line(note, &mut out),
+        };
+        let _ = out.flush();
+    })
+}
+
+fn run_server(plan: &ServerPlan) -> Result<ExitCode> {
+    let interrupt = Interrupt::install()?;
+    let server = Server::bind(plan)?;
+    server.run(&interrupt, note_sink(plan.output))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_selftest(mut plan: ClientPlan) -> Result<ExitCode> {
+    let server_plan = ServerPlan {
+        port: 0,
+        bind: Some(std::net::IpAddr::from([127, 0, 0, 1])),
+        family: Family::V4,
+        one_off: false,
+        output: OutputFormat::Text,
+    };
+    let server = Server::bind(&server_plan).context("cannot start the embedded server")?;
+    plan.port = server.local_addr()?.port();
+    let stop_server = Interrupt::manual();
+    let server_thread = {
+        let stop = stop_server.clone();
+        std::thread::spawn(move || server.run(&stop, Arc::new(|_: &ServerNote| {})))
+    };
+    if plan.output == OutputFormat::Text {
+        println!(
+            "linerate selftest: embedded server on 127.0.0.1:{}, {}",
+            plan.port,
+            text::describe_spec(&plan.spec)
+        );
+    }
+    let result = run_client(&plan, &Interrupt::install()?);
+    stop_server.trigger();
+    let _ = server_thread.join();
+    result
+}
+
+fn generate(what: Generated) -> Result<ExitCode> {
+    let mut cmd = crate::cli::command();
+    let mut out = std::io::stdout().lock();
+    match what {
+        Generated::Man => clap_mangen::Man::new(cmd).render(&mut out)?,
+        Generated::Completions(shell) => {
+            let shell = match shell {
+                Shell::Bash => clap_complete::Shell::Bash,
+                Shell::Zsh => clap_complete::Shell::Zsh,
+                Shell::Fish => clap_complete::Shell::Fish,
+            };
+            clap_complete::generate(shell, &mut cmd, "linerate", &mut out);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// An observer for callers that want to see nothing.
+pub fn quiet() -> impl Observer {
+    Quiet
+}

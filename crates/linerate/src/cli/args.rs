@@ -1,0 +1,205 @@
+//! The flag definitions. Help text here is the user documentation: the man page and the
+//! shell completions are generated from it (`linerate generate man|bash|zsh|fish`).
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::units::{self, Bitrate, ByteCount};
+
+const UNITS_HELP: &str = "\
+Units:
+  Sizes (-l, -w, -n): K = 1024, M = 1024^2, G = 1024^3 (like iperf); k = 1000, m = 10^6,
+  g = 10^9; KiB/MiB/GiB and kB/MB/GB are accepted too. Example: -l 128K = 131072 bytes.
+  Rates (-b) are SI bits per second whatever the case: 10G = 10^10 bit/s, 200M = 2*10^8.
+  Times (-t, -i, -O, --connect-timeout) are seconds and may be fractional (0.5), or take a
+  suffix: 250ms, 10s, 2m, 1h.
+Output shows byte counts in IEC units (GiB = 2^30 bytes) and rates in SI (Gbit/s = 10^9 bit/s).
+
+Examples:
+  linerate                          self-test: embedded loopback server + 3 s test
+  linerate server                   serve tests on port 5201 (same as: linerate -s)
+  linerate client HOST -P 4 -t 30   4 streams for 30 s   (same as: linerate -c HOST ...)
+  linerate client HOST -R -w 800k   server sends; 800 kB socket buffers on both ends";
+
+/// Network throughput benchmark: client, multi-client server, honest figures.
+#[derive(Debug, Parser)]
+#[command(name = "linerate", version, about, after_help = UNITS_HELP, args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    /// What to do (default: selftest).
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// iperf-style invocation: -s or -c HOST with the test flags.
+    #[command(flatten)]
+    pub compat: CompatArgs,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a test against a linerate server.
+    Client(ClientArgs),
+    /// Serve tests to many clients at once.
+    Server(ServerArgs),
+    /// Start an embedded server on loopback and run a short test against it.
+    Selftest(SelftestArgs),
+    /// Print the man page or shell completions.
+    Generate {
+        /// What to print.
+        #[arg(value_enum)]
+        what: GenerateWhat,
+    },
+}
+
+/// Generated documentation.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum GenerateWhat {
+    /// roff man page
+    Man,
+    /// bash completions
+    Bash,
+    /// zsh completions
+    Zsh,
+    /// fish completions
+    Fish,
+}
+
+/// `linerate -s` / `linerate -c HOST ...`.
+#[derive(Debug, Args)]
+pub struct CompatArgs {
+    /// Run as a server (same as `linerate server`).
+    #[arg(short = 's', long = "server", conflicts_with = "client")]
+    pub server: bool,
+    /// Run as a client of HOST (same as `linerate client HOST`).
+    #[arg(short = 'c', long = "client", value_name = "HOST")]
+    pub client: Option<String>,
+    /// Server: exit after one test.
+    #[arg(short = '1', long = "one-off", requires = "server")]
+    pub one_off: bool,
+    #[command(flatten)]
+    pub net: NetArgs,
+    #[command(flatten)]
+    pub test: TestArgs,
+}
+
+/// `linerate client`.
+#[derive(Debug, Args)]
+pub struct ClientArgs {
+    /// Server host name or address.
+    #[arg(value_name = "HOST")]
+    pub host: String,
+    #[command(flatten)]
+    pub net: NetArgs,
+    #[command(flatten)]
+    pub test: TestArgs,
+}
+
+/// `linerate server`.
+#[derive(Debug, Args)]
+pub struct ServerArgs {
+    #[command(flatten)]
+    pub net: NetArgs,
+    /// Exit after one test.
+    #[arg(short = '1', long = "one-off")]
+    pub one_off: bool,
+}
+
+/// `linerate selftest`.
+#[derive(Debug, Args)]
+pub struct SelftestArgs {
+    /// Print the result as JSON.
+    #[arg(short = 'J', long = "json")]
+    pub json: bool,
+    #[command(flatten)]
+    pub test: TestArgs,
+}
+
+/// Addressing flags shared by client and server.
+#[derive(Debug, Args)]
+pub struct NetArgs {
+    /// Server port.
+    #[arg(short = 'p', long = "port", value_name = "PORT", default_value_t = crate::plan::DEFAULT_PORT)]
+    pub port: u16,
+    /// Local address to bind (server: listen only there; client: send from there).
+    #[arg(short = 'B', long = "bind", value_name = "ADDR")]
+    pub bind: Option<IpAddr>,
+    /// IPv4 only.
+    #[arg(short = '4', long = "ipv4", conflicts_with = "ipv6")]
+    pub ipv4: bool,
+    /// IPv6 only.
+    #[arg(short = '6', long = "ipv6")]
+    pub ipv6: bool,
+    /// JSON output (client: one document at the end, see docs/JSON.md; server: one line per event).
+    #[arg(short = 'J', long = "json")]
+    pub json: bool,
+}
+
+/// The test's flags (client and selftest).
+#[derive(Debug, Args)]
+pub struct TestArgs {
+    /// Test length in seconds [default: 10; selftest: 3].
+    #[arg(short = 't', long = "time", value_name = "SECONDS", value_parser = seconds, conflicts_with = "bytes")]
+    pub time: Option<Duration>,
+    /// Send this many bytes per direction instead of running for a time.
+    #[arg(short = 'n', long = "bytes", value_name = "SIZE", value_parser = size)]
+    pub bytes: Option<ByteCount>,
+    /// Seconds between interval reports; 0 turns them off.
+    #[arg(short = 'i', long = "interval", value_name = "SECONDS", value_parser = seconds, default_value = "1")]
+    pub interval: Duration,
+    /// Parallel streams (per direction).
+    #[arg(short = 'P', long = "parallel", value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub parallel: u32,
+    /// Socket buffer size (SO_SNDBUF and SO_RCVBUF) on both ends; the granted size is reported.
+    #[arg(short = 'w', long = "window", value_name = "SIZE", value_parser = size)]
+    pub window: Option<ByteCount>,
+    /// Bytes per write/read call [default: 128K].
+    #[arg(short = 'l', long = "length", value_name = "SIZE", value_parser = size)]
+    pub length: Option<ByteCount>,
+    /// Reverse: the server sends, the client receives.
+    #[arg(short = 'R', long = "reverse", conflicts_with = "bidir")]
+    pub reverse: bool,
+    /// Both directions at once, each with -P streams.
+    #[arg(long = "bidir")]
+    pub bidir: bool,
+    /// Pace each stream to this rate in bit/s (SI); 0 = unlimited.
+    #[arg(short = 'b', long = "bitrate", value_name = "RATE", value_parser = rate)]
+    pub bitrate: Option<Bitrate>,
+    /// TCP maximum segment size (set before connecting).
+    #[arg(short = 'M', long = "mss", visible_alias = "set-mss", value_name = "BYTES")]
+    pub mss: Option<u32>,
+    /// Disable Nagle's algorithm (TCP_NODELAY) on data sockets.
+    #[arg(short = 'N', long = "no-delay")]
+    pub no_delay: bool,
+    /// Congestion-control algorithm on both ends (e.g. cubic, bbr, reno).
+    #[arg(short = 'C', long = "congestion", value_name = "ALGO")]
+    pub congestion: Option<String>,
+    /// Warm-up seconds excluded from the summary (added to -t).
+    #[arg(short = 'O', long = "omit", value_name = "SECONDS", value_parser = seconds)]
+    pub omit: Option<Duration>,
+    /// Zero-copy send: sendfile(2) from a memory-backed file instead of write(2).
+    #[arg(short = 'Z', long = "zerocopy")]
+    pub zerocopy: bool,
+    /// Local port of the first data stream (stream i uses PORT + i - 1).
+    #[arg(long = "cport", value_name = "PORT")]
+    pub cport: Option<u16>,
+    /// Label carried into the output and the JSON record.
+    #[arg(short = 'T', long = "title", value_name = "TEXT")]
+    pub title: Option<String>,
+    /// Give up on each TCP connect after this long.
+    #[arg(long = "connect-timeout", value_name = "SECONDS", value_parser = seconds, default_value = "10")]
+    pub connect_timeout: Duration,
+}
+
+fn seconds(s: &str) -> Result<Duration, String> {
+    units::parse_seconds(s).map_err(|e| e.to_string())
+}
+
+fn size(s: &str) -> Result<ByteCount, String> {
+    units::parse_size(s).map_err(|e| e.to_string())
+}
+
+fn rate(s: &str) -> Result<Bitrate, String> {
+    units::parse_rate(s).map_err(|e| e.to_string())
+}

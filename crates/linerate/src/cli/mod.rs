@@ -1,0 +1,33 @@
+//! Command-line parsing: the only module that knows clap. Arguments become a typed
+//! [`Plan`] here, once; nothing downstream sees a flag.
+//!
+//! iperf muscle memory works: `linerate -s` is `linerate server`, `linerate -c HOST` is
+//! `linerate client HOST`, and the short flags are iperf3's. `linerate` with no arguments
+//! runs the self-test (an embedded loopback server and a short test against it).
+
+mod args;
+mod convert;
+
+use std::ffi::OsString;
+
+use clap::{CommandFactory, Parser};
+
+pub use args::Cli;
+
+use crate::plan::Plan;
+
+/// Parses argv into a plan. Errors are clap errors (usage, help, version): call `.exit()`.
+pub fn parse<I, T>(argv: I) -> Result<Plan, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = Cli::try_parse_from(argv)?;
+    convert::to_plan(cli)
+        .map_err(|msg| Cli::command().error(clap::error::ErrorKind::ValueValidation, msg))
+}
+
+/// The clap command, for generated docs (man page, completions).
+pub fn command() -> clap::Command {
+    Cli::command()
+}

@@ -1,0 +1,16 @@
+//! linerate: a network throughput benchmark.
+//!
+//! Data flow: `argv -> cli -> Plan -> session (proto conn <-> bytes; traffic threads) ->
+//! RunRecord -> stats::summarize -> report::render`. The protocol itself lives in the sans-IO
+//! `linerate-proto` crate. This crate is the binary's internals, not a stable library API.
+
+pub mod app;
+pub mod cli;
+pub mod measure;
+pub mod plan;
+pub mod record;
+pub mod report;
+pub mod session;
+pub mod stats;
+pub mod traffic;
+pub mod units;

@@ -1,0 +1,818 @@
+//! Operating-system capabilities used by the measurement code: socket buffer
+//! sizes, TCP maximum segment size, congestion control, TCP retransmission
+//! counters, the open-file limit, and zero-copy sending with `sendfile(2)`.
+//!
+//! This is the only module of linerate that may contain `#[cfg(target_os = ...)]`
+//! code or raw libc socket options. Each function is a thin wrapper around one
+//! or a few system calls and reports what the kernel actually did or granted.
+//! When the running OS lacks a capability, the answer is typed: `None`, or an
+//! [`io::Error`] of kind [`io::ErrorKind::Unsupported`]. It never makes up a
+//! number.
+//!
+//! What this module must not do:
+//! - print or log anything (errors are returned, callers decide how to show them);
+//! - make policy decisions (which sizes or algorithms to use, whether a failure
+//!   is fatal, whether to retry): callers pass values in and get facts back;
+//! - start threads or keep global state.
+//!
+//! Linux is implemented with real system calls. Other Unix systems get fallbacks:
+//! socket buffer sizes go through `socket2` (portable), and everything else
+//! answers "unsupported". Sockets are passed as `&impl AsFd`, so both
+//! [`std::net::TcpStream`] and `socket2::Socket` work.
+
+use std::fmt;
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+
+/// What the kernel actually granted on a socket (read with `getsockopt` after
+/// any `setsockopt`). A field is `None` when the OS or the socket type cannot
+/// report it (for example, TCP fields on a UDP socket).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SocketFacts {
+    /// `SO_SNDBUF` as read back. Linux reports twice the requested value (the
+    /// kernel reserves the extra half for bookkeeping), capped by
+    /// `net.core.wmem_max`.
+    pub send_buffer_bytes: Option<u64>,
+    /// `SO_RCVBUF` as read back (doubled on Linux, capped by `net.core.rmem_max`).
+    pub recv_buffer_bytes: Option<u64>,
+    /// `TCP_MAXSEG` as read back: the current maximum segment size once
+    /// connected, the requested or default value before.
+    pub mss_bytes: Option<u32>,
+    /// `TCP_CONGESTION` as read back: the congestion control algorithm in use.
+    pub congestion: Option<String>,
+}
+
+/// Reads the buffer sizes, maximum segment size and congestion control
+/// algorithm of `sock`. Options the OS or socket cannot report are `None`.
+pub fn socket_facts(sock: &impl AsFd) -> SocketFacts {
+    imp::socket_facts(sock.as_fd())
+}
+
+/// Sets `SO_SNDBUF` and then `SO_RCVBUF` to `bytes` each. The kernel may grant
+/// a different amount; read it back with [`socket_facts`]. An error message
+/// names the option that failed.
+pub fn set_buffers(sock: &impl AsFd, bytes: u64) -> io::Result<()> {
+    imp::set_buffers(sock.as_fd(), bytes)
+}
+
+/// Sets `TCP_MAXSEG`, the largest segment the socket will send. Call it before
+/// `connect` for it to take effect. Linux accepts values from 88 to 32767.
+pub fn set_mss(sock: &impl AsFd, mss: u32) -> io::Result<()> {
+    imp::set_mss(sock.as_fd(), mss)
+}
+
+/// Sets `TCP_CONGESTION` to the algorithm called `name`.
+///
+/// When the kernel refuses, the error message names the algorithm and lists
+/// what this host offers (from `/proc/sys/net/ipv4/tcp_available_congestion_control`),
+/// e.g. `congestion control "foo" is not available on this host (available: reno
+/// bbr cubic); load its module or pick one of those`.
+pub fn set_congestion(sock: &impl AsFd, name: &str) -> io::Result<()> {
+    imp::set_congestion(sock.as_fd(), name)
+}
+
+/// The congestion control algorithms the kernel offers, in the kernel's order;
+/// `None` when the OS does not say.
+pub fn available_congestion() -> Option<Vec<String>> {
+    imp::available_congestion()
+}
+
+/// Raises the soft `RLIMIT_NOFILE` (open-file limit) to the hard limit and
+/// returns the soft limit now in force (unchanged when raising was refused);
+/// `None` when unsupported. `RLIM_INFINITY` comes back as its raw value
+/// (`u64::MAX` on 64-bit Linux).
+pub fn raise_fd_limit() -> Option<u64> {
+    imp::raise_fd_limit()
+}
+
+/// Cumulative retransmitted segments of a TCP socket over its lifetime
+/// (`tcpi_total_retrans` from `TCP_INFO`); `None` when unsupported or when
+/// `sock` is not a TCP socket.
+pub fn tcp_retransmits(sock: &impl AsFd) -> Option<u64> {
+    imp::tcp_retransmits(sock.as_fd())
+}
+
+/// A memory-backed file (Linux `memfd`) holding a repeated byte pattern, sent
+/// with `sendfile(2)`: zero-copy sending, where the sender never copies user
+/// memory into the kernel.
+///
+/// The file holds `pattern` repeated from offset 0 and its length is a whole
+/// number of patterns, so byte `i` of the file is `pattern[i % pattern.len()]`.
+/// [`send`](Self::send) always starts at offset 0; to make a continuous stream
+/// (byte `i` of the stream is `pattern[i % pattern.len()]`) even after short
+/// sends, use [`send_continuing`](Self::send_continuing).
+#[derive(Debug)]
+pub struct ZeroCopySource {
+    /// The memory-backed file holding the pattern.
+    fd: OwnedFd,
+    /// File length in bytes; at least 1 and a multiple of `pattern_len`.
+    len: usize,
+    /// Length of the repeated pattern; at least 1.
+    pattern_len: usize,
+}
+
+impl ZeroCopySource {
+    /// Creates a memory-backed file of `len` bytes filled with `pattern`
+    /// repeated from offset 0.
+    ///
+    /// `len` must be at least 1 and a multiple of `pattern.len()`, and
+    /// `pattern` must not be empty (otherwise [`io::ErrorKind::InvalidInput`]).
+    /// On an OS without this capability the error kind is
+    /// [`io::ErrorKind::Unsupported`].
+    pub fn new(len: usize, pattern: &[u8]) -> io::Result<Self> {
+        if len == 0 {
+            return Err(invalid_input("zero-copy source length must be at least 1 byte"));
+        }
+        if pattern.is_empty() {
+            return Err(invalid_input("zero-copy source pattern must not be empty"));
+        }
+        if len % pattern.len() != 0 {
+            return Err(invalid_input(format!(
+                "zero-copy source length {len} is not a multiple of the pattern length {}",
+                pattern.len()
+            )));
+        }
+        let fd = imp::pattern_file(len, pattern)?;
+        Ok(Self { fd, len, pattern_len: pattern.len() })
+    }
+
+    /// Sends up to `max` bytes (at most the file length) from the start of the
+    /// file into `sock` with `sendfile(2)` and returns how many bytes the
+    /// kernel took, which may be fewer. Returns 0 only when `max` is 0.
+    ///
+    /// Interrupted calls (`EINTR`) are retried. `EAGAIN`/`EWOULDBLOCK` (a
+    /// non-blocking socket, or an expired `SO_SNDTIMEO`) comes back as
+    /// [`io::ErrorKind::WouldBlock`].
+    pub fn send(&self, sock: &impl AsFd, max: usize) -> io::Result<usize> {
+        self.send_from(sock.as_fd(), 0, max)
+    }
+
+    /// Continues a stream of the repeated pattern of which `stream_pos` bytes
+    /// have already been sent: sends from the file offset where the pattern
+    /// continues (`stream_pos % pattern.len()`), up to `max` bytes and at most
+    /// to the end of the file. The receiver then sees byte `i` of the stream
+    /// equal to `pattern[i % pattern.len()]`, however short each send was.
+    /// Return value and errors are as for [`send`](Self::send).
+    pub fn send_continuing(
+        &self,
+        sock: &impl AsFd,
+        stream_pos: u64,
+        max: usize,
+    ) -> io::Result<usize> {
+        // The remainder is below `pattern_len`, which is a usize, so it fits.
+        let offset = usize::try_from(stream_pos % self.pattern_len as u64).unwrap_or(0);
+        self.send_from(sock.as_fd(), offset, max)
+    }
+
+    /// Length of the file in bytes (the most one send can take).
+    pub fn file_len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether this OS supports zero-copy sending from a memory-backed file.
+    pub fn is_supported() -> bool {
+        imp::zero_copy_supported()
+    }
+
+    /// Sends at most `max` bytes starting at file `offset` (< `self.len`).
+    fn send_from(&self, sock: BorrowedFd<'_>, offset: usize, max: usize) -> io::Result<usize> {
+        let count = max.min(self.len.saturating_sub(offset));
+        if count == 0 {
+            return Ok(0);
+        }
+        match imp::sendfile(sock, self.fd.as_fd(), offset, count)? {
+            0 => Err(io::Error::new(io::ErrorKind::WriteZero, "sendfile(2) accepted no bytes")),
+            n => Ok(n),
+        }
+    }
+}
+
+/// An [`io::ErrorKind::InvalidInput`] error with `msg`.
+fn invalid_input(msg: impl Into<String>) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, msg.into())
+}
+
+/// Prefixes `err` with what was being attempted, keeping its kind.
+fn context(err: io::Error, what: fmt::Arguments<'_>) -> io::Error {
+    io::Error::new(err.kind(), format!("{what}: {err}"))
+}
+
+/// Linux: real system calls through libc.
+#[cfg(target_os = "linux")]
+mod imp {
+    use super::{SocketFacts, context, invalid_input};
+    use std::ffi::c_int;
+    use std::fs::File;
+    use std::io;
+    use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+    use std::os::unix::fs::FileExt;
+
+    /// Longest congestion control name plus its NUL (`TCP_CA_NAME_MAX`).
+    const CA_NAME_MAX: usize = 16;
+    /// Where the kernel lists the congestion control algorithms it has loaded.
+    const AVAILABLE_CC: &str = "/proc/sys/net/ipv4/tcp_available_congestion_control";
+    /// Where the kernel lists the algorithms unprivileged processes may pick.
+    const ALLOWED_CC: &str = "/proc/sys/net/ipv4/tcp_allowed_congestion_control";
+    /// Size of the buffer used to fill a pattern file.
+    const FILL_CHUNK: usize = 64 * 1024;
+
+    /// Types for which every bit pattern is a valid value, so that `getsockopt`
+    /// may write arbitrary bytes into them.
+    ///
+    /// # Safety
+    /// Implementors must be plain data: no references, pointers with
+    /// invariants, enums, `bool`s or other types with invalid bit patterns.
+    unsafe trait PlainData: Copy {}
+    // SAFETY: every bit pattern is a valid integer.
+    unsafe impl PlainData for c_int {}
+    // SAFETY: every bit pattern is a valid byte array.
+    unsafe impl<const N: usize> PlainData for [u8; N] {}
+    // SAFETY: `tcp_info` consists of integer fields only.
+    unsafe impl PlainData for libc::tcp_info {}
+
+    /// `getsockopt(2)` into `out`; returns the number of bytes the kernel wrote.
+    fn getsockopt<T: PlainData>(
+        fd: BorrowedFd<'_>,
+        level: c_int,
+        name: c_int,
+        out: &mut T,
+    ) -> io::Result<usize> {
+        let mut len = libc::socklen_t::try_from(size_of::<T>())
+            .map_err(|_| invalid_input("getsockopt buffer too large"))?;
+        // SAFETY: `out` is an exclusively borrowed `T` of `len` bytes and
+        // `PlainData` guarantees any bytes the kernel writes form a valid `T`;
+        // `fd` is a live descriptor for the duration of the call.
+        let rc = unsafe {
+            libc::getsockopt(fd.as_raw_fd(), level, name, (out as *mut T).cast(), &mut len)
+        };
+        if rc == -1 {
+            return Err(io::Error::last_os_error());
+        }
+        // socklen_t is 32 bits and usize at least 32 bits on Linux.
+        Ok((len as usize).min(size_of::<T>()))
+    }
+
+    /// `getsockopt(2)` for an option whose value is a C `int`.
+    fn getsockopt_int(fd: BorrowedFd<'_>, level: c_int, name: c_int) -> io::Result<c_int> {
+        let mut value: c_int = 0;
+        match getsockopt(fd, level, name, &mut value)? {
+            n if n == size_of::<c_int>() => Ok(value),
+            n => Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("getsockopt returned {n} bytes for an int option"),
+            )),
+        }
+    }
+
+    /// `setsockopt(2)` with `value` as the raw option bytes.
+    fn setsockopt_bytes(
+        fd: BorrowedFd<'_>,
+        level: c_int,
+        name: c_int,
+        value: &[u8],
+    ) -> io::Result<()> {
+        let len = libc::socklen_t::try_from(value.len())
+            .map_err(|_| invalid_input("setsockopt value too large"))?;
+        // SAFETY: `value` is a live slice of exactly `len` readable bytes and
+        // the kernel only reads from it; `fd` is live for the call.
+        let rc =
+            unsafe { libc::setsockopt(fd.as_raw_fd(), level, name, value.as_ptr().cast(), len) };
+        if rc == -1 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// `setsockopt(2)` for an option whose value is a C `int`.
+    fn setsockopt_int(
+        fd: BorrowedFd<'_>,
+        level: c_int,
+        name: c_int,
+        value: c_int,
+    ) -> io::Result<()> {
+        setsockopt_bytes(fd, level, name, &value.to_ne_bytes())
+    }
+
+    pub(super) fn socket_facts(fd: BorrowedFd<'_>) -> SocketFacts {
+        let int = |level, name| getsockopt_int(fd, level, name).ok();
+        SocketFacts {
+            send_buffer_bytes: int(libc::SOL_SOCKET, libc::SO_SNDBUF)
+                .and_then(|v| u64::try_from(v).ok()),
+            recv_buffer_bytes: int(libc::SOL_SOCKET, libc::SO_RCVBUF)
+                .and_then(|v| u64::try_from(v).ok()),
+            mss_bytes: int(libc::IPPROTO_TCP, libc::TCP_MAXSEG).and_then(|v| u32::try_from(v).ok()),
+            congestion: congestion(fd),
+        }
+    }
+
+    /// Reads `TCP_CONGESTION`; `None` for non-TCP sockets.
+    fn congestion(fd: BorrowedFd<'_>) -> Option<String> {
+        let mut buf = [0u8; CA_NAME_MAX];
+        let n = getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_CONGESTION, &mut buf).ok()?;
+        let raw = &buf[..n];
+        let name = &raw[..raw.iter().position(|&b| b == 0).unwrap_or(raw.len())];
+        if name.is_empty() {
+            return None;
+        }
+        String::from_utf8(name.to_vec()).ok()
+    }
+
+    pub(super) fn set_buffers(fd: BorrowedFd<'_>, bytes: u64) -> io::Result<()> {
+        let value = c_int::try_from(bytes).map_err(|_| {
+            invalid_input(format!(
+                "setting SO_SNDBUF/SO_RCVBUF to {bytes} bytes: more than the largest \
+                 possible value ({} bytes)",
+                c_int::MAX
+            ))
+        })?;
+        for (name, label) in [(libc::SO_SNDBUF, "SO_SNDBUF"), (libc::SO_RCVBUF, "SO_RCVBUF")] {
+            setsockopt_int(fd, libc::SOL_SOCKET, name, value)
+                .map_err(|e| context(e, format_args!("setting {label} to {bytes} bytes")))?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn set_mss(fd: BorrowedFd<'_>, mss: u32) -> io::Result<()> {
+        let attempt = c_int::try_from(mss)
+            .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
+            .and_then(|value| setsockopt_int(fd, libc::IPPROTO_TCP, libc::TCP_MAXSEG, value));
+        attempt.map_err(|e| context(e, format_args!("setting TCP_MAXSEG to {mss} bytes")))
+    }
+
+    pub(super) fn set_congestion(fd: BorrowedFd<'_>, name: &str) -> io::Result<()> {
+        // The kernel silently truncates longer names, so refuse them here: no
+        // algorithm can have such a name.
+        let plausible = !name.is_empty() && name.len() < CA_NAME_MAX && !name.contains('\0');
+        let attempt = if plausible {
+            setsockopt_bytes(fd, libc::IPPROTO_TCP, libc::TCP_CONGESTION, name.as_bytes())
+        } else {
+            Err(io::Error::from_raw_os_error(libc::ENOENT))
+        };
+        attempt.map_err(|e| congestion_error(name, e))
+    }
+
+    /// Explains why the kernel refused congestion control `name`.
+    fn congestion_error(name: &str, err: io::Error) -> io::Error {
+        let list =
+            |found: Option<Vec<String>>| found.map_or_else(|| "unknown".into(), |v| v.join(" "));
+        let available = list(available_congestion());
+        match err.raw_os_error() {
+            Some(libc::ENOENT) => io::Error::new(
+                io::ErrorKind::NotFound,
+                format!(
+                    "congestion control {name:?} is not available on this host \
+                     (available: {available}); load its module or pick one of those"
+                ),
+            ),
+            Some(libc::EPERM) => io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "congestion control {name:?} is available but not allowed for \
+                     unprivileged processes (allowed: {}); run with CAP_NET_ADMIN or \
+                     add it to net.ipv4.tcp_allowed_congestion_control",
+                    list(read_word_list(ALLOWED_CC))
+                ),
+            ),
+            _ => io::Error::new(
+                err.kind(),
+                format!("setting congestion control {name:?}: {err} (available: {available})"),
+            ),
+        }
+    }
+
+    /// Reads a whitespace-separated list from a `/proc` file; `None` if the file
+    /// cannot be read or is empty.
+    fn read_word_list(path: &str) -> Option<Vec<String>> {
+        let text = std::fs::read_to_string(path).ok()?;
+        let words: Vec<String> = text.split_whitespace().map(str::to_owned).collect();
+        (!words.is_empty()).then_some(words)
+    }
+
+    pub(super) fn available_congestion() -> Option<Vec<String>> {
+        read_word_list(AVAILABLE_CC)
+    }
+
+    pub(super) fn raise_fd_limit() -> Option<u64> {
+        let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        // SAFETY: `limit` is a valid, writable `rlimit` for the call.
+        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+            return None;
+        }
+        if limit.rlim_cur < limit.rlim_max {
+            let raised = libc::rlimit { rlim_cur: limit.rlim_max, rlim_max: limit.rlim_max };
+            // SAFETY: `raised` is a valid `rlimit` that the call only reads.
+            if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+                limit = raised;
+            }
+        }
+        #[allow(clippy::useless_conversion, reason = "rlim_t is 32 bits on some targets")]
+        let soft = u64::from(limit.rlim_cur);
+        Some(soft)
+    }
+
+    pub(super) fn tcp_retransmits(fd: BorrowedFd<'_>) -> Option<u64> {
+        // SAFETY: `tcp_info` has integer fields only, so all-zero is a valid value.
+        let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+        let written = getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_INFO, &mut info).ok()?;
+        // Older kernels fill a shorter struct; only trust the field if it was written.
+        let needed = std::mem::offset_of!(libc::tcp_info, tcpi_total_retrans) + size_of::<u32>();
+        (written >= needed).then_some(u64::from(info.tcpi_total_retrans))
+    }
+
+    /// Creates an anonymous memory-backed file (close-on-exec).
+    fn memfd() -> io::Result<OwnedFd> {
+        // SAFETY: the name is a NUL-terminated string literal and the flags are valid.
+        let raw = unsafe { libc::memfd_create(c"linerate-zero-copy".as_ptr(), libc::MFD_CLOEXEC) };
+        if raw == -1 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `raw` is a freshly created descriptor that nothing else owns.
+        Ok(unsafe { OwnedFd::from_raw_fd(raw) })
+    }
+
+    /// A memfd of `len` bytes (a multiple of `pattern.len()`) holding `pattern` repeated.
+    pub(super) fn pattern_file(len: usize, pattern: &[u8]) -> io::Result<OwnedFd> {
+        let file = File::from(memfd()?);
+        let file_len = u64::try_from(len).map_err(|_| invalid_input("file length too large"))?;
+        file.set_len(file_len)?;
+        // A whole number of patterns, so every chunk starts at a pattern boundary.
+        let chunk = pattern.repeat((FILL_CHUNK / pattern.len()).max(1));
+        let mut offset = 0;
+        while offset < len {
+            let n = chunk.len().min(len - offset);
+            file.write_all_at(&chunk[..n], offset as u64)?;
+            offset += n;
+        }
+        Ok(OwnedFd::from(file))
+    }
+
+    pub(super) fn zero_copy_supported() -> bool {
+        // memfd_create and sendfile from a memfd arrived together (Linux 3.17).
+        !matches!(memfd(), Err(e) if e.kind() == io::ErrorKind::Unsupported)
+    }
+
+    /// `sendfile(2)` of `count` bytes from `file` at `offset` into `sock`, retrying on `EINTR`.
+    pub(super) fn sendfile(
+        sock: BorrowedFd<'_>,
+        file: BorrowedFd<'_>,
+        offset: usize,
+        count: usize,
+    ) -> io::Result<usize> {
+        let start =
+            libc::off_t::try_from(offset).map_err(|_| invalid_input("file offset too large"))?;
+        loop {
+            let mut off = start;
+            // SAFETY: both descriptors are live for the call and `off` is a
+            // valid, writable `off_t`; the kernel reads `file`, writes `sock`.
+            let sent =
+                unsafe { libc::sendfile(sock.as_raw_fd(), file.as_raw_fd(), &mut off, count) };
+            if let Ok(n) = usize::try_from(sent) {
+                return Ok(n);
+            }
+            let err = io::Error::last_os_error();
+            if err.kind() != io::ErrorKind::Interrupted {
+                return Err(err);
+            }
+        }
+    }
+}
+
+/// Other operating systems: portable socket buffer sizes through `socket2`,
+/// everything else unsupported.
+#[cfg(not(target_os = "linux"))]
+mod imp {
+    use super::{SocketFacts, context, invalid_input};
+    use socket2::SockRef;
+    use std::io;
+    use std::os::fd::{BorrowedFd, OwnedFd};
+
+    /// An [`io::ErrorKind::Unsupported`] error naming what is unsupported.
+    fn unsupported(what: std::fmt::Arguments<'_>) -> io::Error {
+        io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!("{what} is not supported on this operating system"),
+        )
+    }
+
+    pub(super) fn socket_facts(fd: BorrowedFd<'_>) -> SocketFacts {
+        let sock = SockRef::from(&fd);
+        SocketFacts {
+            send_buffer_bytes: sock.send_buffer_size().ok().and_then(|v| u64::try_from(v).ok()),
+            recv_buffer_bytes: sock.recv_buffer_size().ok().and_then(|v| u64::try_from(v).ok()),
+            mss_bytes: None,
+            congestion: None,
+        }
+    }
+
+    pub(super) fn set_buffers(fd: BorrowedFd<'_>, bytes: u64) -> io::Result<()> {
+        let sock = SockRef::from(&fd);
+        let size = usize::try_from(bytes).map_err(|_| {
+            invalid_input(format!("setting SO_SNDBUF/SO_RCVBUF to {bytes} bytes: too large"))
+        })?;
+        sock.set_send_buffer_size(size)
+            .map_err(|e| context(e, format_args!("setting SO_SNDBUF to {bytes} bytes")))?;
+        sock.set_recv_buffer_size(size)
+            .map_err(|e| context(e, format_args!("setting SO_RCVBUF to {bytes} bytes")))
+    }
+
+    pub(super) fn set_mss(_fd: BorrowedFd<'_>, mss: u32) -> io::Result<()> {
+        Err(unsupported(format_args!("setting TCP_MAXSEG to {mss} bytes")))
+    }
+
+    pub(super) fn set_congestion(_fd: BorrowedFd<'_>, name: &str) -> io::Result<()> {
+        Err(unsupported(format_args!("choosing congestion control {name:?}")))
+    }
+
+    pub(super) fn available_congestion() -> Option<Vec<String>> {
+        None
+    }
+
+    pub(super) fn raise_fd_limit() -> Option<u64> {
+        None
+    }
+
+    pub(super) fn tcp_retransmits(_fd: BorrowedFd<'_>) -> Option<u64> {
+        None
+    }
+
+    pub(super) fn pattern_file(_len: usize, _pattern: &[u8]) -> io::Result<OwnedFd> {
+        Err(unsupported(format_args!("zero-copy sending from a memory-backed file")))
+    }
+
+    pub(super) fn zero_copy_supported() -> bool {
+        false
+    }
+
+    pub(super) fn sendfile(
+        _sock: BorrowedFd<'_>,
+        _file: BorrowedFd<'_>,
+        _offset: usize,
+        _count: usize,
+    ) -> io::Result<usize> {
+        Err(unsupported(format_args!("sendfile(2)")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zero_copy_source_rejects_zero_length() {
+        let err = ZeroCopySource::new(0, b"linerate").expect_err("zero length must fail");
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+        assert!(err.to_string().contains("at least 1 byte"), "{err}");
+    }
+
+    #[test]
+    fn zero_copy_source_rejects_empty_pattern() {
+        let err = ZeroCopySource::new(8, b"").expect_err("empty pattern must fail");
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+    }
+
+    #[test]
+    fn zero_copy_source_rejects_partial_pattern() {
+        let err = ZeroCopySource::new(10, b"linerate").expect_err("10 is not a multiple of 8");
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+        assert!(err.to_string().contains("multiple"), "{err}");
+    }
+
+    /// Fallback behaviour: unsupported capabilities answer with typed "unsupported".
+    #[cfg(not(target_os = "linux"))]
+    mod fallback {
+        use super::super::*;
+        use std::net::{TcpListener, TcpStream};
+
+        #[test]
+        fn unsupported_capabilities_say_so() {
+            let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+            let addr = listener.local_addr().expect("local addr");
+            let client = TcpStream::connect(addr).expect("connect");
+            let mss = set_mss(&client, 1000).expect_err("unsupported");
+            assert_eq!(mss.kind(), io::ErrorKind::Unsupported);
+            assert_eq!(tcp_retransmits(&client), None);
+            assert_eq!(available_congestion(), None);
+            assert!(!ZeroCopySource::is_supported());
+            let zc = ZeroCopySource::new(8, b"linerate").expect_err("unsupported");
+            assert_eq!(zc.kind(), io::ErrorKind::Unsupported);
+        }
+    }
+
+    /// Linux behaviour, over loopback only.
+    #[cfg(target_os = "linux")]
+    mod linux {
+        use super::super::*;
+        use socket2::{Domain, Protocol, Socket, Type};
+        use std::io::Read;
+        use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, UdpSocket};
+        use std::thread;
+
+        const PATTERN: &[u8] = b"linerate";
+        const MIB: usize = 1024 * 1024;
+
+        fn listener() -> TcpListener {
+            TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0")
+        }
+
+        fn addr_of(listener: &TcpListener) -> SocketAddr {
+            listener.local_addr().expect("local addr")
+        }
+
+        /// A connected loopback pair: (client, server side).
+        fn pair() -> (TcpStream, TcpStream) {
+            let listener = listener();
+            let client = TcpStream::connect(addr_of(&listener)).expect("connect");
+            let (server, _) = listener.accept().expect("accept");
+            (client, server)
+        }
+
+        fn sysctl_u64(path: &str) -> u64 {
+            std::fs::read_to_string(path)
+                .expect("read sysctl")
+                .trim()
+                .parse()
+                .expect("sysctl is a number")
+        }
+
+        /// Reads `stream` to EOF, checking byte i == PATTERN[i % PATTERN.len()];
+        /// returns the number of bytes read.
+        fn read_pattern(mut stream: TcpStream) -> u64 {
+            let mut buf = vec![0u8; 256 * 1024];
+            let mut pos: u64 = 0;
+            loop {
+                let n = stream.read(&mut buf).expect("read");
+                if n == 0 {
+                    return pos;
+                }
+                for &byte in &buf[..n] {
+                    let want = PATTERN[(pos % PATTERN.len() as u64) as usize];
+                    assert_eq!(byte, want, "stream byte {pos} breaks the pattern");
+                    pos += 1;
+                }
+            }
+        }
+
+        #[test]
+        fn set_buffers_is_read_back_doubled() {
+            let (client, _server) = pair();
+            let want: u64 = 128 * 1024;
+            set_buffers(&client, want).expect("set buffers");
+            let facts = socket_facts(&client);
+            // Linux caps the request at the sysctl maximum, then doubles it.
+            let wmem_max = sysctl_u64("/proc/sys/net/core/wmem_max");
+            let rmem_max = sysctl_u64("/proc/sys/net/core/rmem_max");
+            assert_eq!(facts.send_buffer_bytes, Some(2 * want.min(wmem_max)));
+            assert_eq!(facts.recv_buffer_bytes, Some(2 * want.min(rmem_max)));
+            if wmem_max >= want {
+                assert!(facts.send_buffer_bytes >= Some(want));
+            }
+        }
+
+        #[test]
+        fn set_buffers_rejects_impossible_size() {
+            let (client, _server) = pair();
+            let err = set_buffers(&client, u64::MAX).expect_err("too large");
+            assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+            assert!(err.to_string().contains("SO_SNDBUF"), "{err}");
+        }
+
+        #[test]
+        fn set_buffers_error_names_the_option() {
+            let udp = UdpSocket::bind("127.0.0.1:0").expect("bind udp");
+            set_buffers(&udp, 64 * 1024).expect("udp sockets have buffers too");
+            // Provoke an error with a descriptor that is not a socket.
+            let file = std::fs::File::open("/proc/self/stat").expect("open file");
+            let err = set_buffers(&file, 64 * 1024).expect_err("not a socket");
+            assert!(err.to_string().starts_with("setting SO_SNDBUF"), "{err}");
+        }
+
+        #[test]
+        fn set_mss_before_connect_caps_segment_size() {
+            let listener = listener();
+            let sock =
+                Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP)).expect("socket");
+            set_mss(&sock, 1000).expect("set mss");
+            sock.connect(&addr_of(&listener).into()).expect("connect");
+            let _server = listener.accept().expect("accept");
+            let mss = socket_facts(&sock).mss_bytes.expect("mss read back");
+            assert!(mss > 0 && mss <= 1000, "mss {mss}");
+        }
+
+        #[test]
+        fn set_mss_out_of_range_names_the_option() {
+            let sock =
+                Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP)).expect("socket");
+            for bad in [1, u32::MAX] {
+                let err = set_mss(&sock, bad).expect_err("out of range");
+                assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+                assert!(err.to_string().contains("TCP_MAXSEG"), "{err}");
+            }
+        }
+
+        #[test]
+        fn set_congestion_reno_is_read_back() {
+            let (client, _server) = pair();
+            set_congestion(&client, "reno").expect("reno is built in");
+            assert_eq!(socket_facts(&client).congestion.as_deref(), Some("reno"));
+        }
+
+        #[test]
+        fn set_congestion_unknown_lists_available() {
+            let (client, _server) = pair();
+            let before = socket_facts(&client).congestion;
+            for name in ["no-such-algo", "an-algorithm-name-far-too-long"] {
+                let err = set_congestion(&client, name).expect_err("unknown algorithm");
+                let msg = err.to_string();
+                assert!(msg.contains(name) && msg.contains("available"), "{msg}");
+                assert_eq!(err.kind(), io::ErrorKind::NotFound);
+            }
+            assert_eq!(socket_facts(&client).congestion, before);
+        }
+
+        #[test]
+        fn available_congestion_lists_a_standard_algorithm() {
+            let algos = available_congestion().expect("Linux lists algorithms");
+            assert!(algos.iter().any(|a| a == "reno" || a == "cubic"), "{algos:?}");
+        }
+
+        #[test]
+        fn raise_fd_limit_reports_at_least_1024() {
+            let soft = raise_fd_limit().expect("supported on Linux");
+            assert!(soft >= 1024, "soft limit {soft}");
+            // Idempotent: already at the hard limit.
+            assert_eq!(raise_fd_limit(), Some(soft));
+        }
+
+        #[test]
+        fn tcp_retransmits_on_connected_socket() {
+            let (client, server) = pair();
+            assert!(tcp_retransmits(&client).is_some());
+            assert!(tcp_retransmits(&server).is_some());
+        }
+
+        #[test]
+        fn udp_socket_has_no_tcp_facts() {
+            let udp = UdpSocket::bind("127.0.0.1:0").expect("bind udp");
+            let facts = socket_facts(&udp);
+            assert!(facts.send_buffer_bytes.is_some() && facts.recv_buffer_bytes.is_some());
+            assert_eq!((facts.mss_bytes, facts.congestion), (None, None));
+            assert_eq!(tcp_retransmits(&udp), None);
+        }
+
+        #[test]
+        fn zero_copy_is_supported() {
+            assert!(ZeroCopySource::is_supported());
+        }
+
+        #[test]
+        fn zero_copy_streams_10_mib_of_pattern() {
+            let src = ZeroCopySource::new(MIB, PATTERN).expect("memfd");
+            assert_eq!(src.file_len(), MIB);
+            let (client, server) = pair();
+            let reader = thread::spawn(move || read_pattern(server));
+            let total = 10 * MIB as u64;
+            let mut sent: u64 = 0;
+            while sent < total {
+                let max = usize::try_from(total - sent).expect("fits").min(MIB);
+                let n = src.send_continuing(&client, sent, max).expect("sendfile");
+                assert!(n > 0 && n <= max, "sent {n} of {max}");
+                sent += n as u64;
+            }
+            assert_eq!(sent, total);
+            client.shutdown(Shutdown::Write).expect("shutdown");
+            assert_eq!(reader.join().expect("reader thread"), total);
+        }
+
+        #[test]
+        fn zero_copy_send_starts_at_file_start() {
+            let src = ZeroCopySource::new(64 * PATTERN.len(), PATTERN).expect("memfd");
+            let (client, server) = pair();
+            let reader = thread::spawn(move || read_pattern(server));
+            assert_eq!(src.send(&client, 0).expect("empty send"), 0);
+            let n = src.send(&client, usize::MAX).expect("sendfile");
+            assert!(n > 0 && n <= src.file_len());
+            drop(client);
+            assert_eq!(reader.join().expect("reader thread"), n as u64);
+        }
+
+        #[test]
+        fn zero_copy_full_socket_would_block() {
+            let src = ZeroCopySource::new(MIB, PATTERN).expect("memfd");
+            let (client, server) = pair();
+            set_buffers(&server, 4096).expect("small receive buffer");
+            set_buffers(&client, 4096).expect("small send buffer");
+            client.set_nonblocking(true).expect("nonblocking");
+            let mut sent: u64 = 0;
+            for _ in 0..100_000 {
+                match src.send_continuing(&client, sent, MIB) {
+                    Ok(n) => sent += n as u64,
+                    Err(e) => {
+                        assert_eq!(e.kind(), io::ErrorKind::WouldBlock, "{e}");
+                        return;
+                    }
+                }
+            }
+            panic!("socket never filled after {sent} bytes");
+        }
+    }
+}

@@ -1,0 +1,64 @@
+//! The run record: everything one test produced, as raw figures, in a versioned form that is
+//! written as JSON (and later stored in the history database).
+//!
+//! Summaries are derived from a record by `stats::summarize`; they are never stored in it, so
+//! the record stays the single source of truth. Bump [`SCHEMA_VERSION`] on any incompatible
+//! change and document it in docs/JSON.md.
+
+use serde::{Deserialize, Serialize};
+
+use linerate_proto::{SideResults, TestSpec};
+
+/// Version of the record (and of the JSON document around it).
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// How a test ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "status")]
+pub enum Outcome {
+    /// Ran to its end and both sides exchanged results.
+    Completed,
+    /// Stopped early by the user; results up to that point were exchanged.
+    Interrupted,
+    /// Failed; whatever results exist are partial.
+    Failed {
+        /// One line saying what happened and what to try.
+        error: String,
+    },
+}
+
+/// One test, as seen from the client.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// Our software string.
+    pub software: String,
+    /// Wall-clock start, milliseconds since the Unix epoch.
+    pub started_unix_ms: u64,
+    /// The server as the user named it, `host:port`.
+    pub server: String,
+    /// Local and remote control-connection addresses, once connected.
+    pub local_address: Option<String>,
+    /// The server's control address.
+    pub remote_address: Option<String>,
+    /// The server's software string, once known.
+    pub server_software: Option<String>,
+    /// The test that was requested.
+    pub spec: TestSpec,
+    /// The client's own stream figures (partial if the test failed).
+    pub client: Option<SideResults>,
+    /// The server's figures, as it reported them.
+    pub server_results: Option<SideResults>,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// Things the user should know that did not stop the test.
+    pub warnings: Vec<String>,
+}
+
+/// Milliseconds since the Unix epoch now (0 if the clock is before 1970).
+pub fn unix_ms_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}

@@ -1,0 +1,7 @@
+//! Renderers: the only code that writes results for people or programs to read.
+//!
+//! Every figure comes from `stats` (compute first, render separately). Renderers take a
+//! `Write` so they can be snapshot-tested.
+
+pub mod json;
+pub mod text;

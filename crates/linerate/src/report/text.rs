@@ -1,0 +1,295 @@
+//! Human-readable output: live interval lines, the final summary, and server log lines.
+//!
+//! Byte counts are shown in IEC units (KiB, MiB, GiB) and rates in SI bits per second
+//! (1 Gbit/s = 10^9 bit/s), always with the unit written out, so the two never mix.
+
+use std::io::Write;
+
+use linerate_proto::{Direction, EndCondition, Flow, StreamRole, TestSpec};
+
+use crate::record::{Outcome, RunRecord};
+use crate::session::server::ServerNote;
+use crate::session::{IntervalRow, LiveEvent, Observer};
+use crate::stats::{Figures, SideFigures, summarize};
+use crate::units::{ByteCount, format_bits_per_second};
+
+/// Prints live events as they happen.
+pub struct LivePrinter<W: Write> {
+    out: W,
+    title: Option<String>,
+}
+
+impl<W: Write> std::fmt::Debug for LivePrinter<W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LivePrinter").finish()
+    }
+}
+
+impl<W: Write> LivePrinter<W> {
+    /// Prints to `out`, prefixing lines with `title` (`-T`) when given.
+    pub fn new(out: W, title: Option<String>) -> Self {
+        Self { out, title }
+    }
+
+    fn prefix(&self) -> String {
+        self.title.as_ref().map(|t| format!("{t}:  ")).unwrap_or_default()
+    }
+}
+
+impl<W: Write> Observer for LivePrinter<W> {
+    fn on_event(&mut self, event: LiveEvent<'_>) {
+        let p = self.prefix();
+        // Output errors (closed pipe) must not stop a test; the final summary reports them.
+        let _ = match event {
+            LiveEvent::Accepted { local, remote, server_software } => {
+                writeln!(self.out, "{p}Connected {local} -> {remote} ({server_software})")
+            }
+            LiveEvent::Started { streams } => writeln!(
+                self.out,
+                "{p}Test started with {streams} local stream(s)\n{p}{}",
+                header()
+            ),
+            LiveEvent::Interval(rows) => write_interval(&mut self.out, &p, rows),
+            LiveEvent::Notice(text) => writeln!(self.out, "{p}{text}"),
+        };
+        let _ = self.out.flush();
+    }
+}
+
+fn header() -> String {
+    format!(
+        "{:<6} {:<5} {:<18} {:>11} {:>14}  {}",
+        "[ ID]", "Flow", "Interval", "Transfer", "Bitrate", "Role"
+    )
+}
+
+fn role_name(role: StreamRole) -> &'static str {
+    match role {
+        StreamRole::Sender => "sender",
+        StreamRole::Receiver => "receiver",
+    }
+}
+
+fn write_interval(out: &mut dyn Write, p: &str, rows: &[IntervalRow]) -> std::io::Result<()> {
+    for r in rows {
+        let s = r.sample;
+        let line = row(&format!("{:>3}", r.id), r.flow, s.start_us, s.end_us, s.bytes);
+        let omitted = if s.omitted { "  (omitted)" } else { "" };
+        writeln!(out, "{p}{line}  {}{omitted}", role_name(r.role))?;
+    }
+    for flow in [Flow::ClientToServer, Flow::ServerToClient] {
+        let of_flow: Vec<&IntervalRow> = rows.iter().filter(|r| r.flow == flow).collect();
+        if of_flow.len() > 1 {
+            let bytes = of_flow.iter().map(|r| r.sample.bytes).sum();
+            let start = of_flow.iter().map(|r| r.sample.start_us).min().unwrap_or(0);
+            let end = of_flow.iter().map(|r| r.sample.end_us).max().unwrap_or(0);
+            writeln!(
+                out,
+                "{p}{}  {}",
+                row("SUM", flow, start, end, bytes),
+                role_name(of_flow[0].role)
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn row(id: &str, flow: Flow, start_us: u64, end_us: u64, bytes: u64) -> String {
+    let secs = end_us.saturating_sub(start_us) as f64 / 1e6;
+    let rate =
+        if secs > 0.0 { format_bits_per_second(bytes as f64 * 8.0 / secs) } else { "n/a".into() };
+    let interval = format!("{:.2}-{:.2} sec", start_us as f64 / 1e6, end_us as f64 / 1e6);
+    format!(
+        "[{id:>4}] {:<5} {interval:<18} {:>11} {rate:>14}",
+        flow.label(),
+        ByteCount(bytes).iec()
+    )
+}
+
+/// Writes the final summary of a client run.
+pub fn render_run(record: &RunRecord, out: &mut dyn Write) -> std::io::Result<()> {
+    let summary = summarize(record);
+    writeln!(out, "- - - - - - - - - - - - - - - - - - - - - - - - - - - - - -")?;
+    writeln!(out, "Test: {}", describe_spec(&record.spec))?;
+    if summary.streams.len() > 1 {
+        writeln!(
+            out,
+            "{:<6} {:<5} {:>11} {:>14} {:>11} {:>14} {:>6}",
+            "[ ID]", "Flow", "Sent", "Sender rate", "Received", "Receiver rate", "Retr"
+        )?;
+        for s in &summary.streams {
+            writeln!(
+                out,
+                "[{:>4}] {:<5} {:>11} {:>14} {:>11} {:>14} {:>6}",
+                s.id,
+                s.flow.label(),
+                bytes_or_na(s.sender.as_ref()),
+                rate_or_na(s.sender.as_ref()),
+                bytes_or_na(s.receiver.as_ref()),
+                rate_or_na(s.receiver.as_ref()),
+                s.retransmits.map_or("n/a".into(), |r| r.to_string())
+            )?;
+        }
+    }
+    for d in &summary.directions {
+        writeln!(out, "{}:", direction_name(d.flow))?;
+        side_line(out, "sender  ", d.sender.as_ref())?;
+        side_line(out, "receiver", d.receiver.as_ref())?;
+    }
+    for w in &record.warnings {
+        writeln!(out, "warning: {w}")?;
+    }
+    match &record.outcome {
+        Outcome::Completed => writeln!(out, "Test complete."),
+        Outcome::Interrupted => {
+            writeln!(out, "Test interrupted: figures cover the time until the interrupt.")
+        }
+        Outcome::Failed { .. } => writeln!(out, "Test FAILED: the figures above are partial."),
+    }
+}
+
+fn bytes_or_na(f: Option<&Figures>) -> String {
+    f.map_or("n/a".into(), |f| ByteCount(f.bytes).iec())
+}
+
+fn rate_or_na(f: Option<&Figures>) -> String {
+    f.and_then(|f| f.bits_per_second).map_or("n/a".into(), format_bits_per_second)
+}
+
+fn direction_name(flow: Flow) -> &'static str {
+    match flow {
+        Flow::ClientToServer => "Client -> server",
+        Flow::ServerToClient => "Server -> client",
+    }
+}
+
+fn side_line(out: &mut dyn Write, label: &str, side: Option<&SideFigures>) -> std::io::Result<()> {
+    let Some(s) = side else {
+        return writeln!(out, "  {label} n/a (that end reported no figures)");
+    };
+    let f = &s.figures;
+    let retr = s.retransmits.map(|r| format!(", {r} retransmits")).unwrap_or_default();
+    writeln!(
+        out,
+        "  {label} ({:<6}) {:>14}  {} in {:.2} s over {} stream(s){retr}",
+        s.end,
+        rate_or_na(Some(f)),
+        ByteCount(f.bytes).iec(),
+        f.seconds,
+        s.streams
+    )?;
+    let mut facts = Vec::new();
+    if let Some(b) = s.send_buffer_bytes {
+        facts.push(format!("send buffer {}", range_iec(b)));
+    }
+    if let Some(b) = s.recv_buffer_bytes {
+        facts.push(format!("receive buffer {}", range_iec(b)));
+    }
+    if let Some((lo, hi)) = s.mss_bytes {
+        facts.push(if lo == hi { format!("MSS {lo}") } else { format!("MSS {lo}-{hi}") });
+    }
+    if let Some(cc) = &s.congestion {
+        facts.push(format!("congestion {cc}"));
+    }
+    if !facts.is_empty() {
+        writeln!(out, "           granted: {}", facts.join(", "))?;
+    }
+    for e in &s.errors {
+        writeln!(out, "           error: {e}")?;
+    }
+    Ok(())
+}
+
+fn range_iec((lo, hi): (u64, u64)) -> String {
+    if lo == hi {
+        ByteCount(lo).iec()
+    } else {
+        format!("{}-{}", ByteCount(lo).iec(), ByteCount(hi).iec())
+    }
+}
+
+/// One line describing a spec, e.g. "TCP upload, 4 streams, 10 s, 128 KiB blocks".
+pub fn describe_spec(spec: &TestSpec) -> String {
+    let dir = match spec.direction {
+        Direction::Upload => "upload (client sends)",
+        Direction::Download => "download (server sends, -R)",
+        Direction::Bidirectional => "bidirectional",
+    };
+    let end = match spec.end {
+        EndCondition::Duration { duration_ms } => format!("{} s", duration_ms as f64 / 1000.0),
+        EndCondition::Bytes { bytes } => format!("{} per direction", ByteCount(bytes).iec()),
+    };
+    let mut parts = vec![format!("TCP {dir}"), format!("{} stream(s)", spec.streams), end];
+    parts.push(format!("{} blocks", ByteCount(u64::from(spec.block_bytes)).iec()));
+    if let Some(w) = spec.window_bytes {
+        parts.push(format!("window {} requested", ByteCount(w).iec()));
+    }
+    if spec.bits_per_second > 0 {
+        parts.push(format!(
+            "paced at {} per stream",
+            format_bits_per_second(spec.bits_per_second as f64)
+        ));
+    }
+    if spec.omit_ms > 0 {
+        parts.push(format!("first {} s omitted", spec.omit_ms as f64 / 1000.0));
+    }
+    if spec.zerocopy {
+        parts.push("zero-copy send".into());
+    }
+    if let Some(cc) = &spec.congestion {
+        parts.push(format!("congestion {cc}"));
+    }
+    if let Some(t) = &spec.title {
+        parts.push(format!("title {t:?}"));
+    }
+    parts.join(", ")
+}
+
+/// Writes one server log line.
+pub fn render_server_note(note: &ServerNote, out: &mut dyn Write) -> std::io::Result<()> {
+    match note {
+        ServerNote::Listening { addr } => writeln!(out, "Server listening on {addr}"),
+        ServerNote::TestAccepted { test, peer, spec } => {
+            writeln!(out, "[test {test}] {peer}: accepted: {}", describe_spec(spec))
+        }
+        ServerNote::TestEnded { test, peer, server, error, .. } => {
+            let mut parts = Vec::new();
+            for s in server
+                .iter()
+                .flat_map(|s| &s.streams)
+                .map(|s| (s.flow, s.role))
+                .collect::<std::collections::BTreeSet<_>>()
+            {
+                let streams: Vec<_> = server
+                    .iter()
+                    .flat_map(|r| &r.streams)
+                    .filter(|x| (x.flow, x.role) == s)
+                    .collect();
+                let bytes: u64 = streams.iter().map(|x| x.measured_bytes()).sum();
+                let us = streams.iter().map(|x| x.measured_us()).max().unwrap_or(0);
+                let rate = if us > 0 {
+                    format_bits_per_second(bytes as f64 * 8e6 / us as f64)
+                } else {
+                    "n/a".into()
+                };
+                let verb = if s.1 == StreamRole::Sender { "sent" } else { "received" };
+                parts.push(format!("{} {verb} {} at {rate}", s.0.label(), ByteCount(bytes).iec()));
+            }
+            let status = match error {
+                None => "done".to_string(),
+                Some(e) => format!("FAILED: {e}"),
+            };
+            writeln!(
+                out,
+                "[test {test}] {peer}: {status}; {}",
+                if parts.is_empty() { "no data".into() } else { parts.join(", ") }
+            )
+        }
+        ServerNote::Rejected { peer, reason } => {
+            writeln!(out, "connection from {peer} dropped: {reason}")
+        }
+        ServerNote::ShuttingDown { signal, running } => {
+            writeln!(out, "Shutting down on {signal}: telling {running} running test(s) why")
+        }
+    }
+}

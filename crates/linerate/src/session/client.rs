@@ -1,0 +1,382 @@
+//! The client driver: connect, request the test, open the data streams, run the clock, and
+//! exchange results. Produces a [`RunRecord`] whatever happens: a failed test keeps its
+//! partial figures and a one-line error that says what happened and what to try.
+
+use std::io::Write;
+use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow, bail};
+use linerate_proto::client::{ClientConn, ClientEvent};
+use linerate_proto::wire::{AbortReason, Cookie, DataHello, StopReason};
+use linerate_proto::{ProtoError, SideResults};
+use socket2::{Domain, Socket, Type};
+
+use crate::measure::sys;
+use crate::plan::ClientPlan;
+use crate::record::{Outcome, RunRecord, SCHEMA_VERSION, unix_ms_now};
+use crate::session::{
+    Clock, ControlChannel, End, Interrupt, LiveEvent, NO_PROGRESS_TIMEOUT, Observer, Recv,
+    SOFTWARE, StreamSet, wait_until,
+};
+
+/// Runs one test as described by `plan`. Never panics on peer behaviour; errors end up in
+/// the record's outcome.
+pub fn run(plan: &ClientPlan, observer: &mut dyn Observer, interrupt: &Interrupt) -> RunRecord {
+    let mut run = ClientRun::new(plan);
+    let result = run.drive(observer, interrupt);
+    run.into_record(result)
+}
+
+struct ClientRun<'p> {
+    plan: &'p ClientPlan,
+    record: RunRecord,
+    streams: Option<StreamSet>,
+    interrupted: bool,
+}
+
+impl<'p> ClientRun<'p> {
+    fn new(plan: &'p ClientPlan) -> Self {
+        let record = RunRecord {
+            schema_version: SCHEMA_VERSION,
+            software: SOFTWARE.to_string(),
+            started_unix_ms: unix_ms_now(),
+            server: format_host_port(&plan.host, plan.port),
+            local_address: None,
+            remote_address: None,
+            server_software: None,
+            spec: plan.spec.clone(),
+            client: None,
+            server_results: None,
+            outcome: Outcome::Completed,
+            warnings: Vec::new(),
+        };
+        Self { plan, record, streams: None, interrupted: false }
+    }
+
+    fn drive(&mut self, observer: &mut dyn Observer, interrupt: &Interrupt) -> Result<()> {
+        let addr_list = resolve(&self.plan.host, self.plan.port, self.plan)?;
+        let (stream, server) = connect_any(&addr_list, self.plan)?;
+        self.record.local_address = stream.local_addr().ok().map(|a| a.to_string());
+        self.record.remote_address = Some(server.to_string());
+        let mut ctrl = ControlChannel::new(stream)?;
+        let clock = Clock::new();
+        let mut conn = ClientConn::new(self.plan.spec.clone(), SOFTWARE, clock.now())?;
+        let mut loop_state = LoopState::default();
+        let result =
+            self.pump(&mut ctrl, &mut conn, &clock, &mut loop_state, server, observer, interrupt);
+        if let Err(e) = &result {
+            conn.abort(abort_reason(e), &format!("client error: {e:#}"));
+            if let Some(bytes) = conn.poll_transmit() {
+                let _ = ctrl.send(&bytes);
+            }
+        }
+        result
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn pump(
+        &mut self,
+        ctrl: &mut ControlChannel,
+        conn: &mut ClientConn,
+        clock: &Clock,
+        st: &mut LoopState,
+        server: SocketAddr,
+        observer: &mut dyn Observer,
+        interrupt: &Interrupt,
+    ) -> Result<()> {
+        loop {
+            if let Some(bytes) = conn.poll_transmit() {
+                ctrl.send(&bytes)?;
+            }
+            if conn.is_finished() {
+                return Ok(());
+            }
+            let tick = self.streams.as_ref().and_then(StreamSet::next_tick);
+            let proto = conn.poll_timeout().map(|t| clock.instant(t));
+            let wait = wait_until(&[tick, proto, st.stop_at], Duration::from_millis(50));
+            match ctrl.recv(wait)? {
+                Recv::Data(bytes) => conn.handle_input(bytes, clock.now())?,
+                Recv::Eof => conn.handle_eof()?,
+                Recv::Idle => {}
+            }
+            conn.handle_timeout(clock.now())?;
+            while let Some(ev) = conn.poll_event() {
+                self.on_event(ev, conn, ctrl, st, server, observer)?;
+            }
+            self.on_clock(conn, clock, st, observer, interrupt)?;
+        }
+    }
+
+    fn on_event(
+        &mut self,
+        ev: ClientEvent,
+        conn: &ClientConn,
+        ctrl: &ControlChannel,
+        st: &mut LoopState,
+        server: SocketAddr,
+        observer: &mut dyn Observer,
+    ) -> Result<()> {
+        match ev {
+            ClientEvent::Accepted { cookie, server_software, .. } => {
+                observer.on_event(LiveEvent::Accepted {
+                    local: self.record.local_address.clone().unwrap_or_default(),
+                    remote: server.to_string(),
+                    server_software: &server_software,
+                });
+                self.record.server_software = Some(server_software);
+                let local_ip = ctrl.stream().local_addr().ok().map(|a| a.ip());
+                self.streams = Some(open_streams(self.plan, cookie, server, local_ip)?);
+            }
+            ClientEvent::Start => {
+                let now = Instant::now();
+                let streams = self.streams.as_mut().context("start before streams")?;
+                streams.start(now);
+                observer.on_event(LiveEvent::Started { streams: streams.len() });
+                let spec = conn.spec();
+                st.stop_at =
+                    spec.duration_ms().map(|d| now + Duration::from_millis(d + spec.omit_ms));
+                st.progress = (now, 0);
+            }
+            ClientEvent::PeerResults(r) => self.record.server_results = Some(*r),
+            ClientEvent::Finished => {}
+        }
+        Ok(())
+    }
+
+    fn on_clock(
+        &mut self,
+        conn: &mut ClientConn,
+        clock: &Clock,
+        st: &mut LoopState,
+        observer: &mut dyn Observer,
+        interrupt: &Interrupt,
+    ) -> Result<()> {
+        let Some(streams) = self.streams.as_mut() else {
+            if interrupt.count() > 0 {
+                bail!("interrupted by {} before the test started", interrupt.last_name());
+            }
+            return Ok(());
+        };
+        let now = Instant::now();
+        if interrupt.count() >= 2 {
+            bail!("interrupted twice: aborting without waiting for results");
+        }
+        if interrupt.count() == 1 && !st.stopped && streams.started().is_some() {
+            self.interrupted = true;
+            observer.on_event(LiveEvent::Notice(
+                "interrupted: stopping early and collecting results (press Ctrl-C again to abort)",
+            ));
+            st.stopped = true;
+            streams.stop_senders();
+            conn.stop(StopReason::Interrupted);
+        }
+        if !st.stopped && st.stop_at.is_some_and(|t| now >= t) {
+            st.stopped = true;
+            streams.stop_senders();
+            conn.stop(StopReason::TimeElapsed);
+        }
+        let rows = streams.sample(now, false);
+        if !rows.is_empty() {
+            observer.on_event(LiveEvent::Interval(&rows));
+        }
+        if streams.started().is_some() && !st.results_sent {
+            check_progress(streams, st, now)?;
+            if streams.all_done() {
+                let rows = streams.sample(now, true);
+                if !rows.is_empty() {
+                    observer.on_event(LiveEvent::Interval(&rows));
+                }
+                let local = streams.results(SOFTWARE);
+                self.record.client = Some(local.clone());
+                st.results_sent = true;
+                conn.send_results(local, clock.now())?;
+            }
+        }
+        Ok(())
+    }
+
+    fn into_record(mut self, result: Result<()>) -> RunRecord {
+        if let Some(streams) = self.streams.as_mut() {
+            if self.record.client.is_none() && streams.started().is_some() {
+                streams.abort();
+                self.record.client = Some(streams.results(SOFTWARE));
+            }
+        }
+        self.record.outcome = match result {
+            Ok(()) if self.interrupted => Outcome::Interrupted,
+            Ok(()) => Outcome::Completed,
+            Err(e) => Outcome::Failed { error: explain(&e, self.plan) },
+        };
+        self.record
+    }
+}
+
+#[derive(Debug)]
+struct LoopState {
+    stop_at: Option<Instant>,
+    stopped: bool,
+    results_sent: bool,
+    progress: (Instant, u64),
+}
+
+impl Default for LoopState {
+    fn default() -> Self {
+        Self { stop_at: None, stopped: false, results_sent: false, progress: (Instant::now(), 0) }
+    }
+}
+
+/// Fails if no local stream moved a byte for [`NO_PROGRESS_TIMEOUT`] (a silent peer or path).
+fn check_progress(streams: &StreamSet, st: &mut LoopState, now: Instant) -> Result<()> {
+    let total = streams.total_bytes();
+    if total != st.progress.1 {
+        st.progress = (now, total);
+    } else if !streams.all_done() && now.duration_since(st.progress.0) >= NO_PROGRESS_TIMEOUT {
+        bail!(
+            "no data moved on any stream for {} s: the server or the path stopped responding",
+            NO_PROGRESS_TIMEOUT.as_secs()
+        );
+    }
+    Ok(())
+}
+
+fn abort_reason(e: &anyhow::Error) -> AbortReason {
+    match e.downcast_ref::<ProtoError>() {
+        Some(ProtoError::TimedOut { .. }) => AbortReason::Timeout,
+        Some(ProtoError::Garbage(_) | ProtoError::Violation(_)) => AbortReason::ProtocolError,
+        _ if e.to_string().contains("interrupted") => AbortReason::Interrupted,
+        _ => AbortReason::Other,
+    }
+}
+
+/// `host:port`, bracketing IPv6 literals.
+pub fn format_host_port(host: &str, port: u16) -> String {
+    if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") }
+}
+
+fn resolve(host: &str, port: u16, plan: &ClientPlan) -> Result<Vec<SocketAddr>> {
+    let addrs: Vec<SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .with_context(|| {
+            format!("cannot resolve host {host:?}; check the name or use an IP address")
+        })?
+        .filter(|a| plan.family.allows(&a.ip()))
+        .collect();
+    if addrs.is_empty() {
+        bail!(
+            "host {host:?} has no address of the requested family (-4/-6); drop -4/-6 or use another address"
+        );
+    }
+    Ok(addrs)
+}
+
+fn connect_any(addrs: &[SocketAddr], plan: &ClientPlan) -> Result<(TcpStream, SocketAddr)> {
+    let mut last = None;
+    for addr in addrs {
+        match connect(*addr, plan.bind, None, plan) {
+            Ok(s) => return Ok((s, *addr)),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| anyhow!("no address to connect to")))
+}
+
+/// One TCP connection with the plan's timeout, optional local address/port and MSS.
+fn connect(
+    addr: SocketAddr,
+    bind_ip: Option<IpAddr>,
+    bind_port: Option<u16>,
+    plan: &ClientPlan,
+) -> Result<TcpStream> {
+    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, None)
+        .context("cannot create a TCP socket")?;
+    if bind_ip.is_some() || bind_port.is_some() {
+        let ip = bind_ip.unwrap_or(if addr.is_ipv4() {
+            IpAddr::from([0, 0, 0, 0])
+        } else {
+            IpAddr::from([0u16; 8])
+        });
+        let local = SocketAddr::new(ip, bind_port.unwrap_or(0));
+        sock.set_reuse_address(true).context("cannot set SO_REUSEADDR")?;
+        sock.bind(&local.into()).with_context(|| {
+            format!("cannot bind the local address {local} (-B/--cport); is it in use or not on this host?")
+        })?;
+    }
+    if let Some(mss) = plan.spec.mss_bytes {
+        sys::set_mss(&sock, mss).with_context(|| format!("cannot set the MSS (-M) to {mss}"))?;
+    }
+    sock.connect_timeout(&addr.into(), plan.connect_timeout)
+        .map_err(|e| connect_error(e, addr, plan))?;
+    Ok(sock.into())
+}
+
+fn connect_error(e: std::io::Error, addr: SocketAddr, plan: &ClientPlan) -> anyhow::Error {
+    use std::io::ErrorKind as K;
+    let hint = match e.kind() {
+        K::ConnectionRefused => format!(
+            "connection refused: nothing listens on port {}; start `linerate server -p {}` there or check -p",
+            addr.port(),
+            addr.port()
+        ),
+        K::TimedOut | K::WouldBlock => format!(
+            "no answer within {:?} (host down, wrong address, or a firewall dropping packets); check the address or raise --connect-timeout",
+            plan.connect_timeout
+        ),
+        K::HostUnreachable | K::NetworkUnreachable => {
+            format!("{e}: no route to the host; check the address and the routing table")
+        }
+        _ => format!("{e}"),
+    };
+    anyhow!("cannot connect to {addr}: {hint}")
+}
+
+fn open_streams(
+    plan: &ClientPlan,
+    cookie: Cookie,
+    server: SocketAddr,
+    local_ip: Option<IpAddr>,
+) -> Result<StreamSet> {
+    let mut set = StreamSet::new(&plan.spec, End::Client)?;
+    for (id, _) in plan.spec.stream_plan() {
+        let port = match plan.cport {
+            Some(p) => Some(u16::try_from(u32::from(p) + id - 1).ok().context(
+                "--cport plus the stream count runs past port 65535; pick a lower --cport",
+            )?),
+            None => None,
+        };
+        let bind_ip = plan.bind.or(if port.is_some() { local_ip } else { None });
+        let mut sock = connect(server, bind_ip, port, plan)
+            .with_context(|| format!("data stream {id} could not connect"))?;
+        sock.write_all(&DataHello { cookie, stream_id: id }.encode())
+            .with_context(|| format!("data stream {id}: cannot send its hello"))?;
+        set.add(id, sock).with_context(|| format!("data stream {id}"))?;
+    }
+    Ok(set)
+}
+
+/// Turns an error into the one line the user sees, adding what to try where we know.
+fn explain(e: &anyhow::Error, plan: &ClientPlan) -> String {
+    let base = format!("{e:#}");
+    let hint = match e.downcast_ref::<ProtoError>() {
+        Some(ProtoError::TimedOut { what, .. }) if what.contains("hello") => Some(format!(
+            "is {} a linerate server? (iperf3 servers need --iperf3, which is not available yet)",
+            format_host_port(&plan.host, plan.port)
+        )),
+        Some(ProtoError::Garbage(_)) => {
+            Some("the port is served by another program; check -p".to_string())
+        }
+        Some(ProtoError::Closed(_)) => {
+            Some("the server process may have exited or crashed; check its log".to_string())
+        }
+        _ => None,
+    };
+    match hint {
+        Some(h) => format!("{base}; {h}"),
+        None => base,
+    }
+}
+
+/// Results this end has (for callers that want them before the record is complete).
+pub fn local_results(record: &RunRecord) -> Option<&SideResults> {
+    record.client.as_ref()
+}

@@ -1,0 +1,95 @@
+//! Session drivers: they pump bytes between sockets and the sans-IO protocol machines, run the
+//! local streams, and produce a [`crate::record::RunRecord`].
+//!
+//! Drivers own time (a monotonic [`Clock`]), sockets and threads; the protocol machines own
+//! every protocol decision. Drivers do not print: live progress goes to an [`Observer`], which
+//! the caller connects to a renderer in `report/`.
+
+pub mod client;
+mod control;
+pub mod server;
+mod signals;
+pub mod streams;
+
+use std::time::{Duration, Instant};
+
+pub use control::{ControlChannel, Recv};
+pub use signals::Interrupt;
+pub use streams::{End, IntervalRow, StreamSet};
+
+/// The software string both ends send in their hello.
+pub const SOFTWARE: &str = concat!("linerate ", env!("CARGO_PKG_VERSION"));
+
+/// How long a running test may move no bytes at all before it is declared stalled.
+pub const NO_PROGRESS_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The driver's monotonic clock, as the `Duration` since its creation that proto expects.
+#[derive(Debug, Clone, Copy)]
+pub struct Clock(Instant);
+
+impl Clock {
+    /// A clock starting now.
+    pub fn new() -> Self {
+        Self(Instant::now())
+    }
+
+    /// Time since the clock started.
+    pub fn now(&self) -> Duration {
+        self.0.elapsed()
+    }
+
+    /// Converts a protocol time back to an instant.
+    pub fn instant(&self, at: Duration) -> Instant {
+        self.0 + at
+    }
+}
+
+impl Default for Clock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Something that happened during a test that a user may want to see live.
+#[derive(Debug, Clone)]
+pub enum LiveEvent<'a> {
+    /// The control connection is up and the server accepted the test.
+    Accepted {
+        /// Local control address.
+        local: String,
+        /// Server address.
+        remote: String,
+        /// The server's software string.
+        server_software: &'a str,
+    },
+    /// All streams connected; the test is starting.
+    Started {
+        /// Number of local streams.
+        streams: usize,
+    },
+    /// One interval's rows (one per local stream).
+    Interval(&'a [IntervalRow]),
+    /// A notice worth a line (e.g. "interrupted: stopping early").
+    Notice(&'a str),
+}
+
+/// Receives live events (the text renderer prints them; JSON mode ignores them).
+pub trait Observer {
+    /// Called for every live event.
+    fn on_event(&mut self, event: LiveEvent<'_>);
+}
+
+/// An observer that ignores everything.
+#[derive(Debug, Default)]
+pub struct Quiet;
+
+impl Observer for Quiet {
+    fn on_event(&mut self, _: LiveEvent<'_>) {}
+}
+
+/// The earliest of some optional instants, bounded to at most `cap` from now, never zero.
+pub(crate) fn wait_until(deadlines: &[Option<Instant>], cap: Duration) -> Duration {
+    let now = Instant::now();
+    let soonest = deadlines.iter().flatten().map(|d| d.saturating_duration_since(now)).min();
+    soonest.unwrap_or(cap).min(cap).max(Duration::from_millis(1))
+}

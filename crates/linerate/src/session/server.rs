@@ -1,0 +1,504 @@
+//! The server driver: one listener, many concurrent tests.
+//!
+//! Every accepted connection gets a short-lived thread that reads its first 8 bytes (within
+//! [`CLASSIFY_TIMEOUT`]) to tell a control connection from a data connection. A control
+//! connection becomes a test session on that thread; a data connection is handed, by its
+//! cookie, to the session that owns it. Sessions share nothing but the cookie registry, so
+//! tests from different clients are isolated: own streams, own counters, own results.
+//!
+//! On SIGINT/SIGTERM the accept loop stops, every running session sends `abort` with reason
+//! `server_shutdown` to its client, and the server exits within [`SHUTDOWN_GRACE`].
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, Sender, TryRecvError, channel};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use linerate_proto::server::{ServerConn, ServerEvent};
+use linerate_proto::wire::{
+    AbortReason, CONTROL_MAGIC, Cookie, DATA_HELLO_LEN, DATA_MAGIC, DataHello,
+};
+use linerate_proto::{ProtoError, SideResults, TestSpec};
+use socket2::{Domain, Socket, Type};
+
+use crate::measure::sys;
+use crate::plan::{Family, ServerPlan};
+use crate::session::{
+    Clock, ControlChannel, End, Interrupt, NO_PROGRESS_TIMEOUT, Recv, SOFTWARE, StreamSet,
+    wait_until,
+};
+
+/// How long a new connection has to send its first 8 bytes.
+pub const CLASSIFY_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long the server waits for sessions to wind down after a shutdown signal.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
+
+/// Something the server reports (the renderer turns these into log lines).
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum ServerNote {
+    /// Listening.
+    Listening {
+        /// The bound address.
+        addr: SocketAddr,
+    },
+    /// A test was accepted.
+    TestAccepted {
+        /// Server-local test number.
+        test: u64,
+        /// The client's control address.
+        peer: SocketAddr,
+        /// What it asked for.
+        spec: TestSpec,
+    },
+    /// A test ended (normally or not).
+    TestEnded {
+        /// Server-local test number.
+        test: u64,
+        /// The client's control address.
+        peer: SocketAddr,
+        /// The server's own figures.
+        server: Option<SideResults>,
+        /// The client's figures, as it reported them.
+        client: Option<SideResults>,
+        /// Why it failed, if it did.
+        error: Option<String>,
+    },
+    /// A connection was dropped before it became part of a test.
+    Rejected {
+        /// Who.
+        peer: SocketAddr,
+        /// Why.
+        reason: String,
+    },
+    /// Shutting down.
+    ShuttingDown {
+        /// Which signal.
+        signal: &'static str,
+        /// Tests still running.
+        running: usize,
+    },
+}
+
+/// Where notes go. Called from many threads.
+pub type NoteSink = Arc<dyn Fn(&ServerNote) + Send + Sync>;
+
+type DataConn = (u32, TcpStream);
+
+struct Shared {
+    registry: Mutex<HashMap<[u8; 16], Sender<DataConn>>>,
+    shutting_down: AtomicBool,
+    signal_name: Mutex<&'static str>,
+    next_test: AtomicU64,
+    notes: NoteSink,
+}
+
+/// A bound, not yet running server.
+pub struct Server {
+    listener: TcpListener,
+    plan: ServerPlan,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server").field("addr", &self.listener.local_addr().ok()).finish()
+    }
+}
+
+impl Server {
+    /// Binds the listening socket (dual-stack unless -4/-6/-B say otherwise).
+    pub fn bind(plan: &ServerPlan) -> Result<Self> {
+        sys::raise_fd_limit();
+        let listener = listen(plan)?;
+        Ok(Self { listener, plan: plan.clone() })
+    }
+
+    /// The address actually bound (port 0 resolves to the chosen port).
+    pub fn local_addr(&self) -> Result<SocketAddr> {
+        self.listener.local_addr().context("cannot read the listening address")
+    }
+
+    /// Serves until `interrupt` fires (or, with `-1`, until the first test ends).
+    pub fn run(self, interrupt: &Interrupt, notes: NoteSink) -> Result<()> {
+        let shared = Arc::new(Shared {
+            registry: Mutex::new(HashMap::new()),
+            shutting_down: AtomicBool::new(false),
+            signal_name: Mutex::new("a stop request"),
+            next_test: AtomicU64::new(1),
+            notes,
+        });
+        (shared.notes)(&ServerNote::Listening { addr: self.local_addr()? });
+        let sessions_done = Arc::new(AtomicU64::new(0));
+        let mut handles: Vec<JoinHandle<()>> = Vec::new();
+        while interrupt.count() == 0 {
+            if self.plan.one_off && sessions_done.load(Ordering::SeqCst) > 0 {
+                break;
+            }
+            handles.retain(|h| !h.is_finished());
+            match self.listener.accept() {
+                Ok((sock, peer)) => {
+                    let (conn_shared, done) = (shared.clone(), sessions_done.clone());
+                    let h = std::thread::Builder::new()
+                        .name("lr-conn".into())
+                        .spawn(move || classify(sock, peer, &conn_shared, &done));
+                    match h {
+                        Ok(h) => handles.push(h),
+                        Err(e) => {
+                            eprintln_note(&shared, peer, format!("cannot start a thread: {e}"))
+                        }
+                    }
+                }
+                Err(e) if is_timeout(&e) => {}
+                Err(e) => {
+                    // Out of fds and the like: back off instead of spinning.
+                    eprintln_note(&shared, unspecified(), format!("accept failed: {e}"));
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            }
+        }
+        if interrupt.count() > 0 {
+            *shared.signal_name.lock().unwrap_or_else(|e| e.into_inner()) = interrupt.last_name();
+            let running = handles.iter().filter(|h| !h.is_finished()).count();
+            (shared.notes)(&ServerNote::ShuttingDown { signal: interrupt.last_name(), running });
+        }
+        shared.shutting_down.store(true, Ordering::SeqCst);
+        let deadline = Instant::now() + SHUTDOWN_GRACE;
+        while handles.iter().any(|h| !h.is_finished()) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Ok(())
+    }
+}
+
+fn unspecified() -> SocketAddr {
+    SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0)
+}
+
+fn eprintln_note(shared: &Shared, peer: SocketAddr, reason: String) {
+    (shared.notes)(&ServerNote::Rejected { peer, reason });
+}
+
+fn is_timeout(e: &std::io::Error) -> bool {
+    matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut)
+}
+
+fn listen(plan: &ServerPlan) -> Result<TcpListener> {
+    let (addr, dual) = match (plan.bind, plan.family) {
+        (Some(ip), _) => (SocketAddr::new(ip, plan.port), false),
+        (None, Family::V4) => {
+            (SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), plan.port), false)
+        }
+        (None, Family::V6) => {
+            (SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), plan.port), false)
+        }
+        (None, Family::Any) => {
+            (SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), plan.port), true)
+        }
+    };
+    match listen_on(addr, dual) {
+        Ok(l) => Ok(l),
+        // Hosts without IPv6 still get a server on all IPv4 addresses.
+        Err(_) if dual => {
+            listen_on(SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), plan.port), false)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn listen_on(addr: SocketAddr, dual: bool) -> Result<TcpListener> {
+    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, None)
+        .context("cannot create the listening socket")?;
+    if addr.is_ipv6() {
+        sock.set_only_v6(!dual).context("cannot configure IPV6_V6ONLY")?;
+    }
+    sock.set_reuse_address(true).context("cannot set SO_REUSEADDR")?;
+    sock.bind(&addr.into()).with_context(|| {
+        format!("cannot listen on {addr}: is another server using the port? pick another with -p")
+    })?;
+    sock.listen(1024).with_context(|| format!("cannot listen on {addr}"))?;
+    // accept() honours SO_RCVTIMEO on Linux, so the loop can notice signals without polling.
+    sock.set_read_timeout(Some(Duration::from_millis(100)))
+        .context("cannot set the accept timeout")?;
+    Ok(sock.into())
+}
+
+/// Reads the first bytes of a new connection and routes it.
+fn classify(mut sock: TcpStream, peer: SocketAddr, shared: &Arc<Shared>, done: &AtomicU64) {
+    let mut first = [0u8; 8];
+    let read =
+        sock.set_read_timeout(Some(CLASSIFY_TIMEOUT)).and_then(|_| sock.read_exact(&mut first));
+    if let Err(e) = read {
+        let why =
+            if is_timeout(&e) { "sent no hello within 2 s".to_string() } else { e.to_string() };
+        eprintln_note(shared, peer, why);
+        return;
+    }
+    if first == CONTROL_MAGIC {
+        run_session(sock, peer, first, shared);
+        done.fetch_add(1, Ordering::SeqCst);
+    } else if first == DATA_MAGIC {
+        route_data(sock, peer, first, shared);
+    } else {
+        eprintln_note(
+            shared,
+            peer,
+            format!(
+                "not the linerate protocol (first bytes {first:02x?}); iperf3 clients are not served yet"
+            ),
+        );
+    }
+}
+
+fn route_data(mut sock: TcpStream, peer: SocketAddr, first: [u8; 8], shared: &Shared) {
+    let mut hello = [0u8; DATA_HELLO_LEN];
+    hello[..8].copy_from_slice(&first);
+    if sock.read_exact(&mut hello[8..]).is_err() {
+        return eprintln_note(shared, peer, "data connection sent an incomplete hello".into());
+    }
+    let Some(h) = DataHello::decode(&hello) else { return };
+    let tx = shared.registry.lock().ok().and_then(|r| r.get(&h.cookie.0).cloned());
+    match tx {
+        Some(tx) => {
+            let _ = tx.send((h.stream_id, sock));
+        }
+        None => eprintln_note(shared, peer, "data connection with an unknown test cookie".into()),
+    }
+}
+
+/// Removes a test's cookie from the registry when the session ends, however it ends.
+struct Registration<'a> {
+    shared: &'a Shared,
+    cookie: Option<[u8; 16]>,
+}
+
+impl Drop for Registration<'_> {
+    fn drop(&mut self) {
+        if let (Some(c), Ok(mut r)) = (self.cookie, self.shared.registry.lock()) {
+            r.remove(&c);
+        }
+    }
+}
+
+struct Session<'a> {
+    shared: &'a Shared,
+    test: u64,
+    peer: SocketAddr,
+    streams: Option<StreamSet>,
+    data_rx: Option<Receiver<DataConn>>,
+    registration: Registration<'a>,
+    client_results: Option<SideResults>,
+    server_results: Option<SideResults>,
+    progress: (Instant, u64),
+}
+
+fn run_session(stream: TcpStream, peer: SocketAddr, first: [u8; 8], shared: &Shared) {
+    let clock = Clock::new();
+    let mut conn = ServerConn::new(SOFTWARE, clock.now());
+    let mut s = Session {
+        shared,
+        test: 0,
+        peer,
+        streams: None,
+        data_rx: None,
+        registration: Registration { shared, cookie: None },
+        client_results: None,
+        server_results: None,
+        progress: (Instant::now(), 0),
+    };
+    let result = ControlChannel::new(stream).and_then(|mut ctrl| {
+        let r = conn.handle_input(&first, clock.now()).map_err(anyhow::Error::from);
+        let r = r.and_then(|_| s.pump(&mut ctrl, &mut conn, &clock));
+        if let Err(e) = &r {
+            if !matches!(
+                e.downcast_ref::<ProtoError>(),
+                Some(ProtoError::Closed(_) | ProtoError::Aborted { .. })
+            ) {
+                let reason = if shared.shutting_down.load(Ordering::SeqCst) {
+                    AbortReason::ServerShutdown
+                } else {
+                    AbortReason::Other
+                };
+                conn.abort(reason, &format!("{e:#}"));
+            }
+            if let Some(bytes) = conn.poll_transmit() {
+                let _ = ctrl.send(&bytes);
+            }
+        }
+        r
+    });
+    s.finish(result);
+}
+
+impl Session<'_> {
+    fn pump(
+        &mut self,
+        ctrl: &mut ControlChannel,
+        conn: &mut ServerConn,
+        clock: &Clock,
+    ) -> Result<()> {
+        loop {
+            if let Some(bytes) = conn.poll_transmit() {
+                ctrl.send(&bytes)?;
+            }
+            if conn.is_finished() {
+                return Ok(());
+            }
+            if self.shared.shutting_down.load(Ordering::SeqCst) {
+                let signal = *self.shared.signal_name.lock().unwrap_or_else(|e| e.into_inner());
+                bail!("the server is shutting down ({signal}); run the test again when it is back");
+            }
+            let tick = self.streams.as_ref().and_then(StreamSet::next_tick);
+            let proto = conn.poll_timeout().map(|t| clock.instant(t));
+            let cap = if self.awaiting_streams() {
+                Duration::from_millis(5)
+            } else {
+                Duration::from_millis(50)
+            };
+            match ctrl.recv(wait_until(&[tick, proto], cap))? {
+                Recv::Data(bytes) => conn.handle_input(bytes, clock.now())?,
+                Recv::Eof => conn.handle_eof()?,
+                Recv::Idle => {}
+            }
+            conn.handle_timeout(clock.now())?;
+            self.attach_arrivals(conn, clock)?;
+            while let Some(ev) = conn.poll_event() {
+                self.on_event(ev, conn, clock)?;
+            }
+            self.on_clock(conn, clock)?;
+        }
+    }
+
+    fn awaiting_streams(&self) -> bool {
+        self.data_rx.is_some() && self.streams.as_ref().is_some_and(|s| s.started().is_none())
+    }
+
+    fn attach_arrivals(&mut self, conn: &mut ServerConn, clock: &Clock) -> Result<()> {
+        let Some(rx) = &self.data_rx else { return Ok(()) };
+        loop {
+            let (id, sock) = match rx.try_recv() {
+                Ok(c) => c,
+                Err(TryRecvError::Empty | TryRecvError::Disconnected) => return Ok(()),
+            };
+            if let Err(e) = conn.expects_stream(id) {
+                eprintln_note(self.shared, self.peer, format!("test {}: {e}", self.test));
+                continue;
+            }
+            let streams = self.streams.as_mut().context("streams arrived before the test")?;
+            streams.add(id, sock)?;
+            conn.attach_stream(id, clock.now())?;
+        }
+    }
+
+    fn on_event(&mut self, ev: ServerEvent, conn: &mut ServerConn, clock: &Clock) -> Result<()> {
+        match ev {
+            ServerEvent::TestRequested { spec, .. } => self.on_request(spec, conn, clock)?,
+            ServerEvent::Start => {
+                let now = Instant::now();
+                if let Some(s) = self.streams.as_mut() {
+                    s.start(now);
+                }
+                self.progress = (now, 0);
+            }
+            ServerEvent::PeerStop(_) => {
+                if let Some(s) = &self.streams {
+                    s.stop_senders();
+                }
+            }
+            ServerEvent::PeerResults(r) => self.client_results = Some(*r),
+            ServerEvent::Finished => {}
+        }
+        Ok(())
+    }
+
+    fn on_request(&mut self, spec: TestSpec, conn: &mut ServerConn, clock: &Clock) -> Result<()> {
+        if let Some(why) = policy_refusal(&spec) {
+            conn.refuse(&why);
+            bail!("refused: {why}");
+        }
+        let streams = match StreamSet::new(&spec, End::Server) {
+            Ok(s) => s,
+            Err(e) => {
+                conn.refuse(&format!("{e:#}"));
+                return Err(e);
+            }
+        };
+        let mut cookie = [0u8; 16];
+        getrandom::getrandom(&mut cookie)
+            .map_err(|e| anyhow::anyhow!("no randomness for the test cookie: {e}"))?;
+        let (tx, rx) = channel();
+        self.shared
+            .registry
+            .lock()
+            .map_err(|_| anyhow::anyhow!("registry poisoned"))?
+            .insert(cookie, tx);
+        self.registration.cookie = Some(cookie);
+        self.data_rx = Some(rx);
+        self.streams = Some(streams);
+        self.test = self.shared.next_test.fetch_add(1, Ordering::SeqCst);
+        (self.shared.notes)(&ServerNote::TestAccepted { test: self.test, peer: self.peer, spec });
+        conn.accept(Cookie(cookie), clock.now())?;
+        Ok(())
+    }
+
+    fn on_clock(&mut self, conn: &mut ServerConn, clock: &Clock) -> Result<()> {
+        let Some(streams) = self.streams.as_mut() else { return Ok(()) };
+        if streams.started().is_none() || self.server_results.is_some() {
+            return Ok(());
+        }
+        let now = Instant::now();
+        streams.sample(now, false);
+        let total = streams.total_bytes();
+        if total != self.progress.1 {
+            self.progress = (now, total);
+        } else if !streams.all_done() && now.duration_since(self.progress.0) >= NO_PROGRESS_TIMEOUT
+        {
+            bail!("no data moved on any stream for {} s", NO_PROGRESS_TIMEOUT.as_secs());
+        }
+        if streams.all_done() {
+            streams.sample(now, true);
+            let results = streams.results(SOFTWARE);
+            self.server_results = Some(results.clone());
+            conn.send_results(results, clock.now())?;
+        }
+        Ok(())
+    }
+
+    fn finish(mut self, result: Result<()>) {
+        if let Some(s) = self.streams.as_mut() {
+            s.abort();
+            if self.server_results.is_none() && s.started().is_some() {
+                self.server_results = Some(s.results(SOFTWARE));
+            }
+        }
+        if self.test == 0 {
+            if let Err(e) = result {
+                eprintln_note(self.shared, self.peer, format!("{e:#}"));
+            }
+            return;
+        }
+        (self.shared.notes)(&ServerNote::TestEnded {
+            test: self.test,
+            peer: self.peer,
+            server: self.server_results.take(),
+            client: self.client_results.take(),
+            error: result.err().map(|e| format!("{e:#}")),
+        });
+    }
+}
+
+/// Server-side checks a valid spec can still fail here.
+fn policy_refusal(spec: &TestSpec) -> Option<String> {
+    let cc = spec.congestion.as_ref()?;
+    let available = sys::available_congestion()?;
+    (!available.iter().any(|a| a == cc)).then(|| {
+        format!(
+            "congestion control {cc:?} is not available on the server (available: {})",
+            available.join(" ")
+        )
+    })
+}

@@ -1,0 +1,394 @@
+//! The local half of a test's data streams: socket setup, one thread per stream, interval
+//! sampling (including the omitted warm-up) and the final per-stream results.
+//!
+//! Both the client and the server driver own one `StreamSet`. It must not speak the control
+//! protocol or print; it hands interval rows to the driver, which passes them to an observer.
+
+use std::net::{Shutdown, TcpStream};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use linerate_proto::{
+    EndCondition, Flow, IntervalSample, SideResults, SocketReport, StreamResult, StreamRole,
+    TestSpec,
+};
+
+use crate::measure::sys::{self, ZeroCopySource};
+use crate::traffic::{
+    ByteBudget, SendOptions, StartGate, StreamCounters, TrafficControl, receive_loop, send_loop,
+};
+
+/// Which end of the test this process is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    /// The end that asked for the test.
+    Client,
+    /// The end that serves it.
+    Server,
+}
+
+impl End {
+    /// The role this end plays on a stream flowing `flow`.
+    pub fn role(self, flow: Flow) -> StreamRole {
+        match (self, flow) {
+            (End::Client, Flow::ClientToServer) | (End::Server, Flow::ServerToClient) => {
+                StreamRole::Sender
+            }
+            _ => StreamRole::Receiver,
+        }
+    }
+}
+
+/// Socket timeout that lets blocked stream threads notice stop/abort.
+const POLL_TIMEOUT: Duration = Duration::from_millis(250);
+/// Stack for stream threads: they hold no deep recursion, and -P 1024 must stay cheap.
+const STREAM_STACK: usize = 256 * 1024;
+
+/// One interval of one stream, for live output.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct IntervalRow {
+    /// Stream id.
+    pub id: u32,
+    /// Stream flow.
+    pub flow: Flow,
+    /// This end's role.
+    pub role: StreamRole,
+    /// The sample.
+    pub sample: IntervalSample,
+}
+
+struct LocalStream {
+    id: u32,
+    flow: Flow,
+    role: StreamRole,
+    counters: Arc<StreamCounters>,
+    /// A second handle on the socket for reading socket facts while the thread runs.
+    probe: TcpStream,
+    socket: SocketReport,
+    thread: Option<JoinHandle<()>>,
+    intervals: Vec<IntervalSample>,
+    last_us: u64,
+    last_bytes: u64,
+    omitted: Option<(u64, u64)>,
+}
+
+/// The local streams of one test.
+pub struct StreamSet {
+    spec: TestSpec,
+    end: End,
+    ctl: Arc<TrafficControl>,
+    gate: Arc<StartGate>,
+    budget: Option<Arc<ByteBudget>>,
+    zerocopy: Option<Arc<ZeroCopySource>>,
+    streams: Vec<LocalStream>,
+    next_tick: Option<Duration>,
+    omit: Duration,
+}
+
+impl std::fmt::Debug for StreamSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamSet")
+            .field("end", &self.end)
+            .field("streams", &self.streams.len())
+            .finish()
+    }
+}
+
+impl StreamSet {
+    /// Prepares the shared state for `spec` as seen from `end`.
+    pub fn new(spec: &TestSpec, end: End) -> Result<Self> {
+        let sends = spec.stream_plan().iter().any(|(_, f)| end.role(*f) == StreamRole::Sender);
+        let zerocopy = if spec.zerocopy && sends {
+            let block = spec.block_bytes as usize;
+            let src = ZeroCopySource::new(block, PATTERN)
+                .context("zero-copy (-Z) needs a memory-backed file (memfd) for sendfile")?;
+            Some(Arc::new(src))
+        } else {
+            None
+        };
+        let budget = match spec.end {
+            EndCondition::Bytes { bytes } if sends => Some(Arc::new(ByteBudget::new(bytes))),
+            _ => None,
+        };
+        Ok(Self {
+            spec: spec.clone(),
+            end,
+            ctl: Arc::default(),
+            gate: Arc::default(),
+            budget,
+            zerocopy,
+            streams: Vec::new(),
+            next_tick: None,
+            omit: Duration::from_millis(spec.omit_ms),
+        })
+    }
+
+    /// Configures `sock` as stream `id` and spawns its thread (which waits for the start).
+    pub fn add(&mut self, id: u32, sock: TcpStream) -> Result<()> {
+        let flow =
+            self.spec.flow_of(id).with_context(|| format!("stream {id} is not in the test"))?;
+        let role = self.end.role(flow);
+        configure_data_socket(&sock, &self.spec)?;
+        let socket = socket_report(&sock);
+        let probe = sock.try_clone().context("cannot duplicate a data socket handle")?;
+        let counters = Arc::new(StreamCounters::default());
+        let thread = self.spawn(id, role, sock, counters.clone())?;
+        self.streams.push(LocalStream {
+            id,
+            flow,
+            role,
+            counters,
+            probe,
+            socket,
+            thread: Some(thread),
+            intervals: Vec::new(),
+            last_us: 0,
+            last_bytes: 0,
+            omitted: None,
+        });
+        Ok(())
+    }
+
+    fn spawn(
+        &self,
+        id: u32,
+        role: StreamRole,
+        mut sock: TcpStream,
+        counters: Arc<StreamCounters>,
+    ) -> Result<JoinHandle<()>> {
+        let (ctl, gate) = (self.ctl.clone(), self.gate.clone());
+        let (budget, zerocopy) = (self.budget.clone(), self.zerocopy.clone());
+        let spec = &self.spec;
+        let (block, bps) = (spec.block_bytes as usize, spec.bits_per_second);
+        let name = format!("lr-{}-{id}", if role == StreamRole::Sender { "tx" } else { "rx" });
+        let body = move || {
+            let Some(start) = gate.wait() else { return };
+            let result = match role {
+                StreamRole::Sender => {
+                    let buf = if zerocopy.is_some() { Vec::new() } else { pattern_block(block) };
+                    let opts = SendOptions {
+                        block,
+                        bits_per_second: bps,
+                        budget: budget.as_deref(),
+                        zerocopy: zerocopy.as_deref(),
+                    };
+                    let r = send_loop(&mut sock, start, &ctl, &counters, opts, &buf);
+                    let _ = sock.shutdown(Shutdown::Write);
+                    r
+                }
+                StreamRole::Receiver => {
+                    let mut buf = vec![0u8; block];
+                    receive_loop(&mut sock, &ctl, &counters, &mut buf)
+                }
+            };
+            counters.finish(start.elapsed(), result.err());
+        };
+        std::thread::Builder::new()
+            .name(name)
+            .stack_size(STREAM_STACK)
+            .spawn(body)
+            .context("cannot start a stream thread (too many streams for this host?)")
+    }
+
+    /// Number of streams added so far.
+    pub fn len(&self) -> usize {
+        self.streams.len()
+    }
+
+    /// True when no stream was added.
+    pub fn is_empty(&self) -> bool {
+        self.streams.is_empty()
+    }
+
+    /// Starts every stream now.
+    pub fn start(&mut self, at: Instant) {
+        self.next_tick = self.first_tick();
+        self.gate.open(at);
+    }
+
+    /// When the test started, if it has.
+    pub fn started(&self) -> Option<Instant> {
+        self.gate.started()
+    }
+
+    /// Tells local senders to finish (normal end of a timed test or an interrupt).
+    pub fn stop_senders(&self) {
+        self.ctl.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Stops everything at once and releases threads still waiting for the start.
+    pub fn abort(&self) {
+        self.ctl.abort.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.gate.release();
+    }
+
+    /// True once every local stream has finished.
+    pub fn all_done(&self) -> bool {
+        self.started().is_some() && self.streams.iter().all(|s| s.counters.end().is_some())
+    }
+
+    /// Total bytes moved by all local streams (for progress watchdogs).
+    pub fn total_bytes(&self) -> u64 {
+        self.streams.iter().map(|s| s.counters.bytes()).sum()
+    }
+
+    /// When the next interval sample (or the warm-up boundary) is due.
+    pub fn next_tick(&self) -> Option<Instant> {
+        Some(self.started()? + self.next_tick?)
+    }
+
+    fn first_tick(&self) -> Option<Duration> {
+        let interval = Duration::from_millis(self.spec.interval_ms);
+        let candidates = [
+            (!interval.is_zero()).then_some(interval),
+            (!self.omit.is_zero()).then_some(self.omit),
+        ];
+        candidates.into_iter().flatten().min()
+    }
+
+    fn following_tick(&self, after: Duration) -> Option<Duration> {
+        let interval = Duration::from_millis(self.spec.interval_ms);
+        let next_interval = (!interval.is_zero()).then(|| {
+            let k = after.as_nanos() / interval.as_nanos() + 1;
+            interval * u32::try_from(k).unwrap_or(u32::MAX)
+        });
+        let omit = (self.omit > after).then_some(self.omit);
+        [next_interval, omit].into_iter().flatten().min()
+    }
+
+    /// Takes a sample if one is due (or `force`), returning the new interval rows.
+    pub fn sample(&mut self, now: Instant, force: bool) -> Vec<IntervalRow> {
+        let Some(start) = self.started() else { return Vec::new() };
+        let due = self.next_tick().is_some_and(|t| now >= t);
+        if !due && !force {
+            return Vec::new();
+        }
+        let t = now.saturating_duration_since(start);
+        let t_us = t.as_micros() as u64;
+        let intervals_on = self.spec.interval_ms > 0;
+        let omit_us = self.omit.as_micros() as u64;
+        let mut rows = Vec::new();
+        for s in &mut self.streams {
+            let end_us = s.counters.end().map_or(t_us, |e| (e.as_micros() as u64).min(t_us));
+            let bytes = s.counters.bytes();
+            if s.omitted.is_none() && omit_us > 0 && t_us >= omit_us {
+                s.omitted = Some((bytes, end_us));
+            }
+            if end_us <= s.last_us {
+                continue;
+            }
+            let omitted = omit_us > 0 && s.omitted.is_none_or(|(_, at)| end_us <= at);
+            let sample = IntervalSample {
+                start_us: s.last_us,
+                end_us,
+                bytes: bytes - s.last_bytes,
+                omitted,
+            };
+            s.last_us = end_us;
+            s.last_bytes = bytes;
+            if intervals_on {
+                s.intervals.push(sample);
+                rows.push(IntervalRow { id: s.id, flow: s.flow, role: s.role, sample });
+            }
+        }
+        self.next_tick = self.following_tick(t);
+        rows
+    }
+
+    /// Final results of every local stream. Call after `all_done` (or after `abort`, for
+    /// partial results): waits up to a second for threads to exit.
+    pub fn results(&mut self, software: &str) -> SideResults {
+        self.gate.release();
+        let deadline = Instant::now() + Duration::from_secs(1);
+        for s in &mut self.streams {
+            if let Some(t) = s.thread.take() {
+                while !t.is_finished() && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                if t.is_finished() {
+                    let _ = t.join();
+                }
+            }
+        }
+        let streams = self.streams.iter().map(|s| self.stream_result(s)).collect();
+        SideResults { software: software.to_string(), streams, intervals_dropped: false }
+    }
+
+    fn stream_result(&self, s: &LocalStream) -> StreamResult {
+        let bytes = s.counters.bytes();
+        let end = s.counters.end();
+        let duration_us = end
+            .or_else(|| self.started().map(|st| st.elapsed()))
+            .map_or(0, |d| d.as_micros() as u64);
+        // A stream that ended inside the warm-up has every byte omitted.
+        let (omitted_bytes, omitted_us) = match s.omitted {
+            Some(o) => o,
+            None if self.omit.is_zero() => (0, 0),
+            None => (bytes, duration_us),
+        };
+        let mut socket = s.socket.clone();
+        refresh_socket_report(&mut socket, &s.probe);
+        StreamResult {
+            id: s.id,
+            flow: s.flow,
+            role: s.role,
+            bytes,
+            omitted_bytes,
+            duration_us,
+            omitted_us,
+            intervals: s.intervals.clone(),
+            socket,
+            retransmits: (s.role == StreamRole::Sender)
+                .then(|| sys::tcp_retransmits(&s.probe))
+                .flatten(),
+            error: s.counters.error().or_else(|| {
+                (end.is_none() && self.started().is_some()).then(|| "did not finish".to_string())
+            }),
+        }
+    }
+}
+
+impl Drop for StreamSet {
+    fn drop(&mut self) {
+        self.abort();
+    }
+}
+
+/// The byte pattern senders write: not all zeros, so compression or dedup on the path cannot
+/// flatter the result.
+const PATTERN: &[u8] = b"linerate-payload-0123456789abcdef";
+
+fn pattern_block(len: usize) -> Vec<u8> {
+    PATTERN.iter().copied().cycle().take(len).collect()
+}
+
+/// Applies the spec's socket options to a data socket (both ends do this).
+pub fn configure_data_socket(sock: &TcpStream, spec: &TestSpec) -> Result<()> {
+    if let Some(w) = spec.window_bytes {
+        sys::set_buffers(sock, w)
+            .with_context(|| format!("cannot set the window (-w) to {w} bytes"))?;
+    }
+    if let Some(cc) = &spec.congestion {
+        sys::set_congestion(sock, cc)?;
+    }
+    sock.set_nodelay(spec.no_delay).context("cannot set TCP_NODELAY (-N)")?;
+    sock.set_read_timeout(Some(POLL_TIMEOUT)).context("cannot set a socket timeout")?;
+    sock.set_write_timeout(Some(POLL_TIMEOUT)).context("cannot set a socket timeout")?;
+    Ok(())
+}
+
+fn socket_report(sock: &TcpStream) -> SocketReport {
+    let mut r = SocketReport::default();
+    refresh_socket_report(&mut r, sock);
+    r
+}
+
+fn refresh_socket_report(r: &mut SocketReport, sock: &TcpStream) {
+    let f = sys::socket_facts(sock);
+    r.send_buffer_bytes = f.send_buffer_bytes.or(r.send_buffer_bytes);
+    r.recv_buffer_bytes = f.recv_buffer_bytes.or(r.recv_buffer_bytes);
+    r.mss_bytes = f.mss_bytes.or(r.mss_bytes);
+    r.congestion = f.congestion.or(r.congestion.take());
+}

@@ -1,0 +1,262 @@
+//! Per-direction and per-stream summaries of one run, from both ends' raw figures.
+
+use serde::Serialize;
+
+use linerate_proto::{Flow, SideResults, StreamResult, StreamRole};
+
+use crate::record::RunRecord;
+
+/// Bytes over time, with the derived rate (None when the time is zero: nothing to divide by).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Figures {
+    /// Bytes counted (after the omitted warm-up).
+    pub bytes: u64,
+    /// Seconds counted (after the omitted warm-up).
+    pub seconds: f64,
+    /// bytes × 8 / seconds.
+    pub bits_per_second: Option<f64>,
+}
+
+impl Figures {
+    fn new(bytes: u64, micros: u64) -> Self {
+        let seconds = micros as f64 / 1e6;
+        let bits_per_second = (micros > 0).then(|| bytes as f64 * 8.0 / seconds);
+        Self { bytes, seconds, bits_per_second }
+    }
+}
+
+/// One end's view of one direction.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SideFigures {
+    /// `client` or `server`.
+    pub end: &'static str,
+    /// Sum over the direction's streams.
+    #[serde(flatten)]
+    pub figures: Figures,
+    /// Streams counted.
+    pub streams: usize,
+    /// Retransmitted segments (senders; None where the OS does not say).
+    pub retransmits: Option<u64>,
+    /// Smallest and largest SO_SNDBUF the kernel granted, bytes.
+    pub send_buffer_bytes: Option<(u64, u64)>,
+    /// Smallest and largest SO_RCVBUF the kernel granted, bytes.
+    pub recv_buffer_bytes: Option<(u64, u64)>,
+    /// Smallest and largest MSS.
+    pub mss_bytes: Option<(u32, u32)>,
+    /// Congestion control in use (first stream).
+    pub congestion: Option<String>,
+    /// Stream errors, if any.
+    pub errors: Vec<String>,
+}
+
+/// Both ends of one direction.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DirectionSummary {
+    /// Which way.
+    pub flow: Flow,
+    /// The sending end (None if it reported nothing).
+    pub sender: Option<SideFigures>,
+    /// The receiving end.
+    pub receiver: Option<SideFigures>,
+}
+
+/// One stream, both ends.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StreamSummary {
+    /// Stream id.
+    pub id: u32,
+    /// Which way.
+    pub flow: Flow,
+    /// Sender's figures.
+    pub sender: Option<Figures>,
+    /// Receiver's figures.
+    pub receiver: Option<Figures>,
+    /// Sender's retransmits.
+    pub retransmits: Option<u64>,
+}
+
+/// Everything derived from a run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Summary {
+    /// One per direction in the test.
+    pub directions: Vec<DirectionSummary>,
+    /// One per stream.
+    pub streams: Vec<StreamSummary>,
+}
+
+/// Computes the summary of a run from both ends' raw results.
+pub fn summarize(record: &RunRecord) -> Summary {
+    let sides: [(&'static str, Option<&SideResults>); 2] =
+        [("client", record.client.as_ref()), ("server", record.server_results.as_ref())];
+    let mut flows: Vec<Flow> = record.spec.stream_plan().iter().map(|(_, f)| *f).collect();
+    flows.dedup();
+    let directions = flows
+        .iter()
+        .map(|&flow| DirectionSummary {
+            flow,
+            sender: side_figures(&sides, flow, StreamRole::Sender),
+            receiver: side_figures(&sides, flow, StreamRole::Receiver),
+        })
+        .collect();
+    let streams = record
+        .spec
+        .stream_plan()
+        .iter()
+        .map(|&(id, flow)| {
+            let find = |role| {
+                sides
+                    .iter()
+                    .filter_map(|(_, s)| *s)
+                    .flat_map(|s| &s.streams)
+                    .find(|r| r.id == id && r.role == role)
+            };
+            let snd = find(StreamRole::Sender);
+            StreamSummary {
+                id,
+                flow,
+                sender: snd.map(|r| Figures::new(r.measured_bytes(), r.measured_us())),
+                receiver: find(StreamRole::Receiver)
+                    .map(|r| Figures::new(r.measured_bytes(), r.measured_us())),
+                retransmits: snd.and_then(|r| r.retransmits),
+            }
+        })
+        .collect();
+    Summary { directions, streams }
+}
+
+fn side_figures(
+    sides: &[(&'static str, Option<&SideResults>)],
+    flow: Flow,
+    role: StreamRole,
+) -> Option<SideFigures> {
+    sides.iter().find_map(|(end, results)| {
+        let streams: Vec<&StreamResult> =
+            (*results)?.streams.iter().filter(|s| s.flow == flow && s.role == role).collect();
+        if streams.is_empty() {
+            return None;
+        }
+        let bytes = streams.iter().map(|s| s.measured_bytes()).sum();
+        let micros = streams.iter().map(|s| s.measured_us()).max().unwrap_or(0);
+        let retransmits = streams.iter().map(|s| s.retransmits).sum::<Option<u64>>();
+        Some(SideFigures {
+            end,
+            figures: Figures::new(bytes, micros),
+            streams: streams.len(),
+            retransmits: if role == StreamRole::Sender { retransmits } else { None },
+            send_buffer_bytes: range(streams.iter().filter_map(|s| s.socket.send_buffer_bytes)),
+            recv_buffer_bytes: range(streams.iter().filter_map(|s| s.socket.recv_buffer_bytes)),
+            mss_bytes: range(streams.iter().filter_map(|s| s.socket.mss_bytes)),
+            congestion: streams.iter().find_map(|s| s.socket.congestion.clone()),
+            errors: streams
+                .iter()
+                .filter_map(|s| s.error.as_ref().map(|e| format!("stream {}: {e}", s.id)))
+                .collect(),
+        })
+    })
+}
+
+fn range<T: Ord + Copy>(values: impl Iterator<Item = T>) -> Option<(T, T)> {
+    values.fold(None, |acc, v| match acc {
+        None => Some((v, v)),
+        Some((lo, hi)) => Some((lo.min(v), hi.max(v))),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{Outcome, SCHEMA_VERSION};
+    use linerate_proto::{Direction, SocketReport, TestSpec};
+
+    fn stream(id: u32, flow: Flow, role: StreamRole, bytes: u64, us: u64) -> StreamResult {
+        StreamResult {
+            id,
+            flow,
+            role,
+            bytes,
+            omitted_bytes: bytes / 10,
+            duration_us: us,
+            omitted_us: us / 10,
+            intervals: vec![],
+            socket: SocketReport {
+                send_buffer_bytes: Some(1000 * u64::from(id)),
+                ..Default::default()
+            },
+            retransmits: (role == StreamRole::Sender).then_some(u64::from(id)),
+            error: None,
+        }
+    }
+
+    fn record(client: Vec<StreamResult>, server: Vec<StreamResult>) -> RunRecord {
+        RunRecord {
+            schema_version: SCHEMA_VERSION,
+            software: "t".into(),
+            started_unix_ms: 0,
+            server: "h:1".into(),
+            local_address: None,
+            remote_address: None,
+            server_software: None,
+            spec: TestSpec {
+                direction: Direction::Bidirectional,
+                streams: 2,
+                ..TestSpec::default_tcp()
+            },
+            client: Some(SideResults {
+                software: "c".into(),
+                streams: client,
+                intervals_dropped: false,
+            }),
+            server_results: Some(SideResults {
+                software: "s".into(),
+                streams: server,
+                intervals_dropped: false,
+            }),
+            outcome: Outcome::Completed,
+            warnings: vec![],
+        }
+    }
+
+    #[test]
+    fn sums_streams_per_direction_and_excludes_warmup() {
+        let up = Flow::ClientToServer;
+        let down = Flow::ServerToClient;
+        let r = record(
+            vec![
+                stream(1, up, StreamRole::Sender, 1_000_000, 1_000_000),
+                stream(2, up, StreamRole::Sender, 1_000_000, 2_000_000),
+                stream(3, down, StreamRole::Receiver, 500_000, 1_000_000),
+            ],
+            vec![
+                stream(1, up, StreamRole::Receiver, 1_000_000, 1_000_000),
+                stream(2, up, StreamRole::Receiver, 1_000_000, 1_000_000),
+                stream(3, down, StreamRole::Sender, 500_000, 1_000_000),
+            ],
+        );
+        let s = summarize(&r);
+        assert_eq!(s.directions.len(), 2);
+        let upd = &s.directions[0];
+        let snd = upd.sender.as_ref().expect("sender");
+        assert_eq!(snd.end, "client");
+        assert_eq!(snd.figures.bytes, 1_800_000);
+        assert!((snd.figures.seconds - 1.8).abs() < 1e-9);
+        assert_eq!(snd.figures.bits_per_second, Some(1_800_000.0 * 8.0 / 1.8));
+        assert_eq!(snd.retransmits, Some(3));
+        assert_eq!(snd.send_buffer_bytes, Some((1000, 2000)));
+        let rcv = upd.receiver.as_ref().expect("receiver");
+        assert_eq!(rcv.end, "server");
+        assert_eq!(rcv.retransmits, None);
+        let downd = &s.directions[1];
+        assert_eq!(downd.sender.as_ref().map(|x| x.end), Some("server"));
+        assert_eq!(s.streams.len(), 4, "stream 4 appears with no figures");
+        assert_eq!(s.streams[3].sender, None);
+    }
+
+    #[test]
+    fn zero_duration_gives_no_rate_not_infinity() {
+        let r = record(vec![stream(1, Flow::ClientToServer, StreamRole::Sender, 0, 0)], vec![]);
+        let s = summarize(&r);
+        let snd = s.directions[0].sender.as_ref().expect("sender");
+        assert_eq!(snd.figures.bits_per_second, None);
+        assert!(s.directions[0].receiver.is_none());
+    }
+}

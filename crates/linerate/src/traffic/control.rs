@@ -1,0 +1,184 @@
+//! Shared state between a session driver and its stream threads.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// Progress of one stream, written by its thread and read by the sampler.
+#[derive(Debug, Default)]
+pub struct StreamCounters {
+    bytes: AtomicU64,
+    /// Microseconds from test start when the stream finished, plus one (0 = still running).
+    end_us_plus_one: AtomicU64,
+    error: Mutex<Option<String>>,
+}
+
+impl StreamCounters {
+    /// Publishes the running byte total (single writer, so a store suffices).
+    pub fn set_bytes(&self, total: u64) {
+        self.bytes.store(total, Ordering::Relaxed);
+    }
+
+    /// Bytes moved so far.
+    pub fn bytes(&self) -> u64 {
+        self.bytes.load(Ordering::Relaxed)
+    }
+
+    /// Marks the stream finished `elapsed` after the test start, with an optional error.
+    pub fn finish(&self, elapsed: Duration, error: Option<String>) {
+        if let Some(e) = error
+            && let Ok(mut slot) = self.error.lock()
+        {
+            *slot = Some(e);
+        }
+        let us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX - 1);
+        self.end_us_plus_one.store(us + 1, Ordering::Release);
+    }
+
+    /// When the stream finished (from test start), if it has.
+    pub fn end(&self) -> Option<Duration> {
+        match self.end_us_plus_one.load(Ordering::Acquire) {
+            0 => None,
+            n => Some(Duration::from_micros(n - 1)),
+        }
+    }
+
+    /// Why the stream failed, if it did.
+    pub fn error(&self) -> Option<String> {
+        self.error.lock().ok().and_then(|e| e.clone())
+    }
+}
+
+/// Flags every stream thread of one test watches.
+#[derive(Debug, Default)]
+pub struct TrafficControl {
+    /// Senders finish their current block and stop (normal end of a timed test).
+    pub stop: AtomicBool,
+    /// Everyone stops at once (error, shutdown); receivers stop without waiting for EOF.
+    pub abort: AtomicBool,
+}
+
+impl TrafficControl {
+    /// Have senders been told to stop (or everything aborted)?
+    pub fn stopping(&self) -> bool {
+        self.stop.load(Ordering::Relaxed) || self.aborted()
+    }
+
+    /// Has the test been aborted?
+    pub fn aborted(&self) -> bool {
+        self.abort.load(Ordering::Relaxed)
+    }
+}
+
+/// Holds stream threads until the test starts, then tells them the common start instant.
+#[derive(Debug, Default)]
+pub struct StartGate {
+    start: OnceLock<Instant>,
+    lock: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl StartGate {
+    /// Opens the gate at `start`; a second call is ignored.
+    pub fn open(&self, start: Instant) {
+        let _ = self.start.set(start);
+        self.release();
+    }
+
+    /// Releases waiting threads without a start (the test was aborted before starting).
+    pub fn release(&self) {
+        if let Ok(mut opened) = self.lock.lock() {
+            *opened = true;
+        }
+        self.cv.notify_all();
+    }
+
+    /// Blocks until the gate opens; None if it was released without a start.
+    pub fn wait(&self) -> Option<Instant> {
+        let mut opened = self.lock.lock().ok()?;
+        while !*opened {
+            opened = self.cv.wait(opened).ok()?;
+        }
+        self.start.get().copied()
+    }
+
+    /// The start instant, once open.
+    pub fn started(&self) -> Option<Instant> {
+        self.start.get().copied()
+    }
+}
+
+/// A byte budget shared by all sending streams of one direction (`-n`).
+#[derive(Debug)]
+pub struct ByteBudget {
+    remaining: AtomicU64,
+}
+
+impl ByteBudget {
+    /// A budget of `total` bytes.
+    pub fn new(total: u64) -> Self {
+        Self { remaining: AtomicU64::new(total) }
+    }
+
+    /// Claims up to `want` bytes; returns how many were granted (0 = budget spent).
+    pub fn claim(&self, want: u64) -> u64 {
+        let mut granted = 0;
+        let _ = self.remaining.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
+            granted = left.min(want);
+            Some(left - granted)
+        });
+        granted
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn budget_is_never_overspent_across_threads() {
+        let b = Arc::new(ByteBudget::new(1_000_003));
+        let handles: Vec<_> = (0..4)
+            .map(|_| {
+                let b = b.clone();
+                std::thread::spawn(move || {
+                    let mut got = 0;
+                    loop {
+                        let n = b.claim(4096);
+                        if n == 0 {
+                            return got;
+                        }
+                        got += n;
+                    }
+                })
+            })
+            .collect();
+        let total: u64 = handles.into_iter().map(|h| h.join().expect("thread")).sum();
+        assert_eq!(total, 1_000_003);
+    }
+
+    #[test]
+    fn gate_releases_waiters_with_start_or_none() {
+        let g = Arc::new(StartGate::default());
+        let g2 = g.clone();
+        let t = std::thread::spawn(move || g2.wait());
+        let start = Instant::now();
+        g.open(start);
+        assert_eq!(t.join().expect("thread"), Some(start));
+        let g = StartGate::default();
+        g.release();
+        assert_eq!(g.wait(), None);
+    }
+
+    #[test]
+    fn counters_report_end_and_error() {
+        let c = StreamCounters::default();
+        assert_eq!(c.end(), None);
+        c.set_bytes(42);
+        c.finish(Duration::from_micros(0), Some("reset".into()));
+        assert_eq!(c.end(), Some(Duration::ZERO));
+        assert_eq!(c.bytes(), 42);
+        assert_eq!(c.error().as_deref(), Some("reset"));
+    }
+}
