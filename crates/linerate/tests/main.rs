@@ -1,1 +1,10 @@
+//! One integration-test binary (faster to link than one per file).
+//!
+//! Everything here runs the real `linerate` binary against real kernel TCP on loopback
+//! (127.0.0.1 / ::1) only. Every server is started on an ephemeral port and killed on drop;
+//! every client run is bounded by a timeout.
 
+mod cli;
+mod faults;
+mod loopback;
+mod util;

@@ -71,6 +71,8 @@ pub struct ClientConn {
     state: State,
     deadline: Option<Deadline>,
     events: VecDeque<ClientEvent>,
+    /// An `abort` frame was queued; nothing more is sent after it.
+    farewell_sent: bool,
 }
 
 impl ClientConn {
@@ -87,6 +89,7 @@ impl ClientConn {
                 "waiting for the server's hello",
             )),
             events: VecDeque::new(),
+            farewell_sent: false,
         })
     }
 
@@ -181,8 +184,12 @@ impl ClientConn {
     }
 
     /// Aborts the test, telling the server why.
+    ///
+    /// Also valid after an error (the machine is then failed): the server learns why the
+    /// connection is closing. Sent at most once, and never after a refusal.
     pub fn abort(&mut self, reason: AbortReason, message: &str) {
-        if !matches!(self.state, State::Done | State::Failed) {
+        if !matches!(self.state, State::Done) && !self.farewell_sent {
+            self.farewell_sent = true;
             self.wire.send(&Message::Abort { reason, message: message.to_string() });
         }
         self.state = State::Failed;

@@ -43,6 +43,15 @@ pub struct SocketReport {
     pub mss_bytes: Option<u32>,
     /// TCP_CONGESTION read back.
     pub congestion: Option<String>,
+    /// TCP_NODELAY read back.
+    #[serde(default)]
+    pub no_delay: Option<bool>,
+    /// This end's address of the data connection.
+    #[serde(default)]
+    pub local_address: Option<String>,
+    /// The other end's address of the data connection.
+    #[serde(default)]
+    pub peer_address: Option<String>,
 }
 
 /// One stream as seen by one end.

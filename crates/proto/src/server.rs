@@ -79,6 +79,8 @@ pub struct ServerConn {
     spec: Option<TestSpec>,
     deadline: Option<Deadline>,
     events: VecDeque<ServerEvent>,
+    /// A `refused` or `abort` frame was queued; nothing more is sent after it.
+    farewell_sent: bool,
 }
 
 impl ServerConn {
@@ -94,6 +96,7 @@ impl ServerConn {
                 "waiting for the client's hello and test request",
             )),
             events: VecDeque::new(),
+            farewell_sent: false,
         }
     }
 
@@ -172,7 +175,10 @@ impl ServerConn {
 
     /// Refuses the requested test with a sentence the client prints; the connection is over.
     pub fn refuse(&mut self, reason: &str) {
-        self.wire.send(&Message::Refused { reason: reason.to_string() });
+        if !self.farewell_sent {
+            self.farewell_sent = true;
+            self.wire.send(&Message::Refused { reason: reason.to_string() });
+        }
         self.state = State::Failed;
         self.deadline = None;
     }
@@ -231,8 +237,12 @@ impl ServerConn {
     }
 
     /// Aborts the test, telling the client why (e.g. the server is shutting down).
+    ///
+    /// Also valid after an error (the machine is then failed): the client learns why the
+    /// connection is closing. Sent at most once, and never after a refusal.
     pub fn abort(&mut self, reason: AbortReason, message: &str) {
-        if !matches!(self.state, State::Done | State::Failed) {
+        if !matches!(self.state, State::Done) && !self.farewell_sent {
+            self.farewell_sent = true;
             self.wire.send(&Message::Abort { reason, message: message.to_string() });
         }
         self.state = State::Failed;

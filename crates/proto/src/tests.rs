@@ -422,3 +422,26 @@ fn fuzz_bodies_survive_generated_inputs() {
     }
     assert!(inputs.len() > 1000);
 }
+
+#[test]
+fn garbage_gets_one_abort_explaining_why_and_refusal_is_not_followed_by_abort() {
+    let mut srv = ServerConn::new("s", Duration::ZERO);
+    let _ = srv.poll_transmit();
+    let mut bytes = preamble(PROTOCOL_VERSION).to_vec();
+    bytes.extend_from_slice(&0x7fff_fff0u32.to_be_bytes());
+    let err = srv.handle_input(&bytes, Duration::ZERO).unwrap_err();
+    srv.abort(AbortReason::ProtocolError, &err.to_string());
+    srv.abort(AbortReason::ProtocolError, "second");
+    let out = String::from_utf8_lossy(&srv.poll_transmit().expect("abort queued")).to_string();
+    assert!(out.contains("exceeds the cap") && !out.contains("second"), "{out}");
+
+    let mut bad = TestSpec::default_tcp();
+    bad.streams = 0;
+    let mut srv = ServerConn::new("s", Duration::ZERO);
+    let _ = srv.poll_transmit();
+    let req = raw_peer(&[hello(&["tcp"]), Message::TestRequest { spec: bad }]);
+    assert!(srv.handle_input(&req, Duration::ZERO).is_err());
+    srv.abort(AbortReason::Other, "after refusal");
+    let out = String::from_utf8_lossy(&srv.poll_transmit().expect("refusal")).to_string();
+    assert!(out.contains("refused") && !out.contains("after refusal"), "{out}");
+}

@@ -77,6 +77,14 @@ pub fn available_congestion() -> Option<Vec<String>> {
     imp::available_congestion()
 }
 
+/// Sets `SO_RCVLOWAT`: a blocked reader is woken only once `bytes` are queued (or at
+/// end-of-stream, error or timeout). Batching wake-ups this way is what lets a receiver keep
+/// up on fast paths (see docs/PERFORMANCE.md). Linux caps the value at half the receive
+/// buffer, so it cannot stall a flow with a small window.
+pub fn set_recv_lowat(sock: &impl AsFd, bytes: u32) -> io::Result<()> {
+    imp::set_recv_lowat(sock.as_fd(), bytes)
+}
+
 /// Raises the soft `RLIMIT_NOFILE` (open-file limit) to the hard limit and
 /// returns the soft limit now in force (unchanged when raising was refused);
 /// `None` when unsupported. `RLIM_INFINITY` comes back as its raw value
@@ -332,6 +340,12 @@ mod imp {
         Ok(())
     }
 
+    pub(super) fn set_recv_lowat(fd: BorrowedFd<'_>, bytes: u32) -> io::Result<()> {
+        let value = c_int::try_from(bytes.max(1)).unwrap_or(c_int::MAX);
+        setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT, value)
+            .map_err(|e| context(e, format_args!("setting SO_RCVLOWAT to {bytes} bytes")))
+    }
+
     pub(super) fn set_mss(fd: BorrowedFd<'_>, mss: u32) -> io::Result<()> {
         let attempt = c_int::try_from(mss)
             .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
@@ -513,6 +527,10 @@ mod imp {
             .map_err(|e| context(e, format_args!("setting SO_SNDBUF to {bytes} bytes")))?;
         sock.set_recv_buffer_size(size)
             .map_err(|e| context(e, format_args!("setting SO_RCVBUF to {bytes} bytes")))
+    }
+
+    pub(super) fn set_recv_lowat(_fd: BorrowedFd<'_>, bytes: u32) -> io::Result<()> {
+        Err(unsupported(format_args!("setting SO_RCVLOWAT to {bytes} bytes")))
     }
 
     pub(super) fn set_mss(_fd: BorrowedFd<'_>, mss: u32) -> io::Result<()> {

@@ -136,7 +136,7 @@ pub fn render_run(record: &RunRecord, out: &mut dyn Write) -> std::io::Result<()
         side_line(out, "sender  ", d.sender.as_ref())?;
         side_line(out, "receiver", d.receiver.as_ref())?;
     }
-    for w in &record.warnings {
+    for w in record.warnings.iter().chain(&summary.warnings) {
         writeln!(out, "warning: {w}")?;
     }
     match &record.outcome {

@@ -101,8 +101,9 @@ impl StreamSet {
     pub fn new(spec: &TestSpec, end: End) -> Result<Self> {
         let sends = spec.stream_plan().iter().any(|(_, f)| end.role(*f) == StreamRole::Sender);
         let zerocopy = if spec.zerocopy && sends {
-            let block = spec.block_bytes as usize;
-            let src = ZeroCopySource::new(block, PATTERN)
+            // The file repeats the pattern whole; sends take `block` bytes from its start.
+            let len = (spec.block_bytes as usize).div_ceil(PATTERN.len()) * PATTERN.len();
+            let src = ZeroCopySource::new(len, PATTERN)
                 .context("zero-copy (-Z) needs a memory-backed file (memfd) for sendfile")?;
             Some(Arc::new(src))
         } else {
@@ -380,7 +381,11 @@ pub fn configure_data_socket(sock: &TcpStream, spec: &TestSpec) -> Result<()> {
 }
 
 fn socket_report(sock: &TcpStream) -> SocketReport {
-    let mut r = SocketReport::default();
+    let mut r = SocketReport {
+        local_address: sock.local_addr().ok().map(|a| a.to_string()),
+        peer_address: sock.peer_addr().ok().map(|a| a.to_string()),
+        ..SocketReport::default()
+    };
     refresh_socket_report(&mut r, sock);
     r
 }
@@ -391,4 +396,5 @@ fn refresh_socket_report(r: &mut SocketReport, sock: &TcpStream) {
     r.recv_buffer_bytes = f.recv_buffer_bytes.or(r.recv_buffer_bytes);
     r.mss_bytes = f.mss_bytes.or(r.mss_bytes);
     r.congestion = f.congestion.or(r.congestion.take());
+    r.no_delay = sock.nodelay().ok().or(r.no_delay);
 }

@@ -82,6 +82,8 @@ pub struct Summary {
     pub directions: Vec<DirectionSummary>,
     /// One per stream.
     pub streams: Vec<StreamSummary>,
+    /// Things in the figures the reader must know about, in plain words.
+    pub warnings: Vec<String>,
 }
 
 /// Computes the summary of a run from both ends' raw results.
@@ -98,7 +100,7 @@ pub fn summarize(record: &RunRecord) -> Summary {
             receiver: side_figures(&sides, flow, StreamRole::Receiver),
         })
         .collect();
-    let streams = record
+    let streams: Vec<StreamSummary> = record
         .spec
         .stream_plan()
         .iter()
@@ -121,7 +123,23 @@ pub fn summarize(record: &RunRecord) -> Summary {
             }
         })
         .collect();
-    Summary { directions, streams }
+    let warnings = idle_stream_warning(&streams).into_iter().collect();
+    Summary { directions, streams, warnings }
+}
+
+/// Streams whose sender moved nothing while others did: the aggregate hides starvation.
+fn idle_stream_warning(streams: &[StreamSummary]) -> Option<String> {
+    let sent = |s: &&StreamSummary| s.sender.is_some_and(|f| f.bytes > 0);
+    let busy = streams.iter().filter(sent).count();
+    let idle = streams.iter().filter(|s| s.sender.is_some()).count() - busy;
+    (busy > 0 && idle > 0).then(|| {
+        format!(
+            "{idle} of {} streams moved no data after the warm-up while the others did: the \
+             host ran short of CPU for so many stream threads or of kernel TCP memory \
+             (net.ipv4.tcp_mem); use fewer streams, a smaller -w, or a longer -t",
+            idle + busy
+        )
+    })
 }
 
 fn side_figures(
@@ -249,6 +267,23 @@ mod tests {
         assert_eq!(downd.sender.as_ref().map(|x| x.end), Some("server"));
         assert_eq!(s.streams.len(), 4, "stream 4 appears with no figures");
         assert_eq!(s.streams[3].sender, None);
+        assert!(s.warnings.is_empty(), "stream 4 has no sender figures at all: not idle");
+    }
+
+    #[test]
+    fn idle_streams_are_warned_about() {
+        let up = Flow::ClientToServer;
+        let mut r = record(
+            vec![
+                stream(1, up, StreamRole::Sender, 1000, 1_000_000),
+                stream(2, up, StreamRole::Sender, 0, 1_000_000),
+            ],
+            vec![],
+        );
+        r.spec.direction = linerate_proto::Direction::Upload;
+        let s = summarize(&r);
+        assert_eq!(s.warnings.len(), 1);
+        assert!(s.warnings[0].starts_with("1 of 2 streams moved no data"), "{}", s.warnings[0]);
     }
 
     #[test]

@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Side-by-side loopback benchmark: linerate vs iperf3, in one run, interleaved.
+
+For every configuration it alternates iperf3 and linerate runs (server with -1, client
+with -J), on 127.0.0.1 only, and reports:
+  * median receiver throughput (Gbit/s) of each tool, min-max, and the ratio linerate/iperf3;
+  * CPU seconds per GB moved (client + server process user+system time, from wait4 rusage),
+    and the ratio.
+Medians and ratios are what to quote: the machines are shared and noisy.
+
+Usage: benches/vs-iperf3.py [--reps N] [--time S] [--only NAME,...] [--linerate PATH]
+Traffic goes to 127.0.0.1 only; every run is bounded by its -t plus a timeout.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+CONFIGS = {
+    # name: (iperf3 client args, linerate client args)
+    "P1": ([], []),
+    "P1-R": (["-R"], ["-R"]),
+    "P2": (["-P", "2"], ["-P", "2"]),
+    "P2-R": (["-P", "2", "-R"], ["-P", "2", "-R"]),
+    "Z-P1": (["-Z"], ["-Z"]),
+    "Z-P1-R": (["-Z", "-R"], ["-Z", "-R"]),
+}
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def cpu_seconds(rusage):
+    return rusage.ru_utime + rusage.ru_stime
+
+
+def measure(tool, args, seconds, binary):
+    port = free_port()
+    if tool == "iperf3":
+        server = ["iperf3", "-s", "-1", "-p", str(port)]
+        client = ["iperf3", "-c", "127.0.0.1", "-p", str(port), "-t", str(seconds), "-J"] + args
+    else:
+        server = [binary, "server", "-1", "-p", str(port), "-4"]
+        client = [binary, "client", "127.0.0.1", "-p", str(port), "-t", str(seconds), "-J"] + args
+    srv = subprocess.Popen(server, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.4)  # let the server listen; no probe connection (iperf3 -1 would count it)
+    cli = subprocess.Popen(client, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out = b""
+    deadline = time.time() + seconds + 30
+    while True:
+        pid, status, ru = os.wait4(cli.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.time() > deadline:
+            cli.kill()
+            srv.kill()
+            raise RuntimeError(f"{tool} client hung: {client}")
+        time.sleep(0.05)
+    out = cli.stdout.read()
+    cli_cpu = cpu_seconds(ru)
+    for _ in range(200):
+        pid, status, sru = os.wait4(srv.pid, os.WNOHANG)
+        if pid:
+            break
+        time.sleep(0.05)
+    else:
+        srv.kill()
+        _, _, sru = os.wait4(srv.pid, 0)
+    srv_cpu = cpu_seconds(sru)
+    try:
+        doc = json.loads(out)
+    except json.JSONDecodeError:
+        raise RuntimeError(f"{tool} printed no JSON: {client}\n{cli.stderr.read().decode()}")
+    if tool == "linerate" and doc["record"]["outcome"]["status"] != "completed":
+        raise RuntimeError(f"linerate run failed: {client}: {doc['record']['outcome']}")
+    if tool == "iperf3":
+        bps = doc["end"]["sum_received"]["bits_per_second"]
+        nbytes = doc["end"]["sum_received"]["bytes"]
+    else:
+        rcv = doc["summary"]["directions"][0]["receiver"]
+        bps, nbytes = rcv["bits_per_second"], rcv["bytes"]
+    return bps / 1e9, (cli_cpu + srv_cpu) / (nbytes / 1e9)
+
+
+def fmt_range(xs):
+    return f"{statistics.median(xs):6.1f} ({min(xs):.1f}-{max(xs):.1f})"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--time", type=int, default=5)
+    ap.add_argument("--only", default=",".join(CONFIGS))
+    ap.add_argument("--linerate", default="target/release/linerate")
+    a = ap.parse_args()
+    if not shutil.which("iperf3"):
+        sys.exit("iperf3 is not installed (apt-get install -y iperf3)")
+    if not os.path.exists(a.linerate):
+        sys.exit(f"{a.linerate} not found: run `cargo build --release` first")
+    names = [n for n in a.only.split(",") if n]
+    print(f"loopback, {a.time} s per run, {a.reps} interleaved repetitions, median (min-max)")
+    print(f"{'config':8} {'iperf3 Gbit/s':>20} {'linerate Gbit/s':>20} {'ratio':>6}   "
+          f"{'iperf3 CPU s/GB':>15} {'linerate CPU s/GB':>17} {'ratio':>6}")
+    worst = None
+    for name in names:
+        i_args, l_args = CONFIGS[name]
+        res = {"iperf3": ([], []), "linerate": ([], [])}
+        for _ in range(a.reps):
+            for tool, args in (("iperf3", i_args), ("linerate", l_args)):
+                g, c = measure(tool, args, a.time, a.linerate)
+                res[tool][0].append(g)
+                res[tool][1].append(c)
+        ig, ic = res["iperf3"]
+        lg, lc = res["linerate"]
+        ratio = statistics.median(lg) / statistics.median(ig)
+        cratio = statistics.median(lc) / statistics.median(ic)
+        worst = ratio if worst is None else min(worst, ratio)
+        print(f"{name:8} {fmt_range(ig):>20} {fmt_range(lg):>20} {ratio:6.2f}   "
+              f"{statistics.median(ic):15.3f} {statistics.median(lc):17.3f} {cratio:6.2f}", flush=True)
+    print(f"lowest throughput ratio: {worst:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,72 @@
+//! The command line as a user meets it: the newcomer's first command, usage errors, docs.
+
+use std::time::Duration;
+
+use crate::util::run;
+
+#[test]
+fn no_arguments_runs_the_selftest() {
+    let out = run(&[], Duration::from_secs(30));
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(
+        out.stdout.contains("linerate selftest: embedded server on 127.0.0.1"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("receiver (server)") && out.stdout.contains("Test complete."),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn selftest_json_is_a_valid_document() {
+    let out = run(&["selftest", "-J", "-t", "0.5"], Duration::from_secs(20));
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let doc = out.json();
+    assert_eq!(doc["kind"], "linerate.run");
+    assert!(
+        doc["summary"]["directions"][0]["receiver"]["bits_per_second"].as_f64().expect("rate")
+            > 0.0
+    );
+}
+
+#[test]
+fn usage_errors_exit_2_and_name_the_problem() {
+    for (args, needle) in [
+        (vec!["client"], "HOST"),
+        (vec!["client", "h", "-P", "0"], "--parallel"),
+        (vec!["client", "h", "-b", "10GB/s"], "bits"),
+        (vec!["client", "h", "-t", "-3"], "-3"),
+        (vec!["--frobnicate"], "--frobnicate"),
+    ] {
+        let out = run(&args, Duration::from_secs(10));
+        assert_eq!(out.code, Some(2), "{args:?}: {}", out.stderr);
+        assert!(out.stderr.contains(needle), "{args:?}: {}", out.stderr);
+    }
+}
+
+#[test]
+fn help_documents_units_and_iperf_flags() {
+    let out = run(&["client", "--help"], Duration::from_secs(10));
+    assert_eq!(out.code, Some(0));
+    for needle in ["--parallel", "--window", "--reverse", "--bidir", "--zerocopy", "--omit"] {
+        assert!(out.stdout.contains(needle), "{needle}");
+    }
+    let out = run(&["--help"], Duration::from_secs(10));
+    assert!(
+        out.stdout.contains("K = 1024") && out.stdout.contains("10G = 10^10"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn man_page_and_completions_are_generated() {
+    let out = run(&["generate", "man"], Duration::from_secs(10));
+    assert_eq!(out.code, Some(0));
+    assert!(out.stdout.contains(".TH linerate"), "{}", &out.stdout[..200.min(out.stdout.len())]);
+    let out = run(&["generate", "bash"], Duration::from_secs(10));
+    assert!(out.stdout.contains("linerate") && out.stdout.contains("--parallel"));
+}

@@ -1,0 +1,273 @@
+//! Every client flag has an observable effect on real loopback TCP, checked on both ends.
+
+use std::time::Duration;
+
+use crate::util::{Server, bytes, client_json, run, streams};
+
+fn secs(v: &serde_json::Value) -> f64 {
+    v["seconds"].as_f64().expect("seconds")
+}
+
+#[test]
+fn parallel_streams_all_carry_data_on_both_ends() {
+    let srv = Server::start(&[]);
+    let doc = client_json(srv.port, &["-P", "4", "-t", "1"]);
+    for end in ["client", "server_results"] {
+        let s = streams(&doc, end);
+        assert_eq!(s.len(), 4, "{end}");
+        for st in s {
+            assert!(st["bytes"].as_u64().expect("bytes") > 0, "{end} stream {st}");
+        }
+    }
+    assert_eq!(doc["record"]["outcome"]["status"], "completed");
+    assert_eq!(doc["schema_version"], 1);
+}
+
+#[test]
+fn reverse_makes_the_server_send() {
+    let srv = Server::start(&[]);
+    let doc = client_json(srv.port, &["-R", "-t", "1"]);
+    assert!(bytes(&doc, "server_results", "sender") > 0);
+    assert_eq!(bytes(&doc, "server_results", "receiver"), 0);
+    assert_eq!(bytes(&doc, "client", "sender"), 0);
+    assert!(bytes(&doc, "client", "receiver") > 0);
+    assert_eq!(doc["summary"]["directions"][0]["sender"]["end"], "server");
+}
+
+#[test]
+fn bidir_runs_both_directions_with_their_own_streams() {
+    let srv = Server::start(&[]);
+    let doc = client_json(srv.port, &["--bidir", "-P", "2", "-t", "1"]);
+    let dirs = doc["summary"]["directions"].as_array().expect("directions");
+    assert_eq!(dirs.len(), 2);
+    for d in dirs {
+        assert!(d["sender"]["bytes"].as_u64().expect("b") > 0, "{d}");
+        assert!(d["receiver"]["bytes"].as_u64().expect("b") > 0, "{d}");
+    }
+    assert_eq!(streams(&doc, "client").len(), 4);
+}
+
+#[test]
+fn byte_budget_stops_after_exactly_that_many_bytes() {
+    let srv = Server::start(&[]);
+    let doc = client_json(srv.port, &["-n", "100M", "-P", "3"]);
+    let want = 100 * 1024 * 1024;
+    assert_eq!(bytes(&doc, "client", "sender"), want);
+    assert_eq!(bytes(&doc, "server_results", "receiver"), want, "receiver got every byte");
+    let doc = client_json(srv.port, &["-n", "10M", "-R"]);
+    assert_eq!(bytes(&doc, "server_results", "sender"), 10 * 1024 * 1024);
+    assert_eq!(bytes(&doc, "client", "receiver"), 10 * 1024 * 1024);
+}
+
+#[test]
+fn time_flag_sets_the_test_length() {
+    let srv = Server::start(&[]);
+    let port = srv.port.to_string();
+    let out = run(&["client", "127.0.0.1", "-p", &port, "-J", "-t", "2"], Duration::from_secs(30));
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let doc = out.json();
+    let s = secs(&doc["summary"]["directions"][0]["sender"]);
+    assert!((1.95..2.3).contains(&s), "sender ran {s} s");
+    assert!(out.elapsed < Duration::from_secs(6), "whole run took {:?}", out.elapsed);
+}
+
+#[test]
+fn bitrate_paces_each_stream_within_five_percent() {
+    let srv = Server::start(&[]);
+    let doc = client_json(srv.port, &["-b", "200M", "-t", "3", "-P", "2"]);
+    for st in streams(&doc, "client") {
+        let rate =
+            st["bytes"].as_f64().expect("b") * 8.0 / (st["duration_us"].as_f64().expect("d") / 1e6);
+        assert!((rate / 200e6 - 1.0).abs() < 0.05, "stream paced at {rate} bit/s");
+    }
+}
+
+#[test]
+fn window_shows_the_buffer_the_kernel_granted_on_both_ends() {
+    let srv = Server::start(&[]);
+    let doc = client_json(srv.port, &["-w", "256K", "-t", "0.5"]);
+    // Linux doubles SO_SNDBUF/SO_RCVBUF requests (when under the sysctl maximum).
+    for end in ["client", "server_results"] {
+        let sock = &streams(&doc, end)[0]["socket"];
+        assert_eq!(sock["send_buffer_bytes"], 2 * 262_144, "{end}: {sock}");
+        assert_eq!(sock["recv_buffer_bytes"], 2 * 262_144, "{end}: {sock}");
+    }
+    let port = srv.port.to_string();
+    let out = run(
+        &["client", "127.0.0.1", "-p", &port, "-w", "256K", "-t", "0.5"],
+        Duration::from_secs(20),
+    );
+    assert!(out.stdout.contains("send buffer 512 KiB"), "{}", out.stdout);
+}
+
+#[test]
+fn two_clients_at_once_get_separate_correct_results() {
+    let srv = Server::start(&[]);
+    let port = srv.port;
+    let a = std::thread::spawn(move || client_json(port, &["-n", "300M", "-P", "2"]));
+    let b = std::thread::spawn(move || client_json(port, &["-n", "200M", "-R"]));
+    let (a, b) = (a.join().expect("a"), b.join().expect("b"));
+    assert_eq!(bytes(&a, "client", "sender"), 300 << 20);
+    assert_eq!(bytes(&a, "server_results", "receiver"), 300 << 20);
+    assert_eq!(streams(&a, "server_results").len(), 2);
+    assert_eq!(bytes(&b, "server_results", "sender"), 200 << 20);
+    assert_eq!(bytes(&b, "client", "receiver"), 200 << 20);
+    assert_eq!(streams(&b, "server_results").len(), 1);
+    assert!(srv.wait_for_log("[test 2]", Duration::from_secs(5)), "{}", srv.log());
+}
+
+#[test]
+fn omit_excludes_the_warmup_from_the_summary() {
+    let srv = Server::start(&[]);
+    let doc = client_json(srv.port, &["-O", "1", "-t", "1", "-i", "0.5"]);
+    let st = &streams(&doc, "client")[0];
+    assert!(st["omitted_bytes"].as_u64().expect("o") > 0);
+    assert!((0.95e6..1.2e6).contains(&st["omitted_us"].as_f64().expect("us")), "{st}");
+    let ivs = st["intervals"].as_array().expect("intervals");
+    assert!(ivs.iter().any(|i| i["omitted"] == true) && ivs.iter().any(|i| i["omitted"] == false));
+    let s = secs(&doc["summary"]["directions"][0]["sender"]);
+    assert!((0.95..1.3).contains(&s), "summary covers the measured second only: {s}");
+}
+
+#[test]
+fn interval_flag_sets_the_sampling_period() {
+    let srv = Server::start(&[]);
+    let doc = client_json(srv.port, &["-i", "0.25", "-t", "1"]);
+    for end in ["client", "server_results"] {
+        let n = streams(&doc, end)[0]["intervals"].as_array().expect("iv").len();
+        assert!((4..=6).contains(&n), "{end}: {n} intervals");
+    }
+    let doc = client_json(srv.port, &["-i", "0", "-t", "0.5"]);
+    assert!(streams(&doc, "client")[0]["intervals"].as_array().expect("iv").is_empty());
+}
+
+#[test]
+fn mss_congestion_and_nodelay_are_applied_and_read_back() {
+    let srv = Server::start(&[]);
+    let doc = client_json(srv.port, &["-M", "1000", "-C", "reno", "-N", "-t", "0.5"]);
+    let c = &streams(&doc, "client")[0]["socket"];
+    let mss = c["mss_bytes"].as_u64().expect("mss");
+    assert!(mss > 0 && mss <= 1000, "{c}");
+    assert_eq!(c["no_delay"], true);
+    for end in ["client", "server_results"] {
+        assert_eq!(streams(&doc, end)[0]["socket"]["congestion"], "reno", "{end}");
+    }
+    let doc = client_json(srv.port, &["-C", "cubic", "-t", "0.3"]);
+    assert_eq!(streams(&doc, "server_results")[0]["socket"]["congestion"], "cubic");
+    assert_eq!(streams(&doc, "client")[0]["socket"]["no_delay"], false);
+}
+
+#[test]
+fn cport_binds_consecutive_local_ports() {
+    let srv = Server::start(&[]);
+    // A port from the top of the range that the kernel does not hand out as ephemeral here.
+    let base = 61_000 + (std::process::id() % 2000) as u16;
+    let base_s = base.to_string();
+    let doc = client_json(srv.port, &["--cport", &base_s, "-P", "2", "-t", "0.3"]);
+    let s = streams(&doc, "client");
+    for (i, st) in s.iter().enumerate() {
+        let local = st["socket"]["local_address"].as_str().expect("local");
+        assert!(local.ends_with(&format!(":{}", base + i as u16)), "stream {i}: {local}");
+    }
+}
+
+#[test]
+fn zerocopy_sends_the_same_bytes() {
+    let srv = Server::start(&[]);
+    let doc = client_json(srv.port, &["-Z", "-n", "50M"]);
+    assert_eq!(bytes(&doc, "server_results", "receiver"), 50 << 20);
+    let doc = client_json(srv.port, &["-Z", "-R", "-t", "0.5"]);
+    assert!(bytes(&doc, "client", "receiver") > 0);
+}
+
+#[test]
+fn title_is_carried_into_json_and_text() {
+    let srv = Server::start(&[]);
+    let doc = client_json(srv.port, &["-T", "rack-12", "-t", "0.3"]);
+    assert_eq!(doc["record"]["spec"]["title"], "rack-12");
+    let port = srv.port.to_string();
+    let out = run(
+        &["client", "127.0.0.1", "-p", &port, "-T", "rack-12", "-t", "0.5", "-i", "0.2"],
+        Duration::from_secs(20),
+    );
+    assert!(
+        out.stdout.lines().any(|l| l.starts_with("rack-12:") && l.contains("Gbit/s")),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn ipv6_loopback_and_family_flags() {
+    let srv = Server::start(&[]);
+    let doc = client_json_host(srv.port, "::1", &["-6", "-t", "0.3"]);
+    assert!(doc["record"]["remote_address"].as_str().expect("addr").starts_with("[::1]"));
+    let port = srv.port.to_string();
+    let out = run(&["client", "::1", "-p", &port, "-4", "-t", "0.3"], Duration::from_secs(10));
+    assert_eq!(out.code, Some(1));
+    assert!(out.stderr.contains("-4/-6"), "{}", out.stderr);
+}
+
+fn client_json_host(port: u16, host: &str, extra: &[&str]) -> serde_json::Value {
+    let port = port.to_string();
+    let mut args = vec!["client", host, "-p", &port, "-J"];
+    args.extend_from_slice(extra);
+    let out = run(&args, Duration::from_secs(30));
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    out.json()
+}
+
+#[test]
+fn a_thousand_and_twenty_four_streams() {
+    let srv = Server::start(&[]);
+    let doc = client_json(srv.port, &["-P", "1024", "-t", "2", "-i", "0"]);
+    assert_eq!(doc["record"]["outcome"]["status"], "completed");
+    for end in ["client", "server_results"] {
+        assert_eq!(streams(&doc, end).len(), 1024, "{end}: every stream connected");
+    }
+    let sent = bytes(&doc, "client", "sender");
+    assert!(sent > 0);
+    assert_eq!(bytes(&doc, "server_results", "receiver"), sent, "no byte lost");
+    // With 2048 busy threads on a small host some streams may get no CPU or TCP memory in a
+    // short test; that must be reported, never hidden in the aggregate.
+    let idle = streams(&doc, "client").iter().filter(|s| s["bytes"] == 0).count();
+    let warnings = doc["summary"]["warnings"].as_array().expect("warnings");
+    if idle > 0 {
+        let w = warnings.iter().filter_map(|w| w.as_str()).collect::<Vec<_>>().join(" ");
+        assert!(w.contains(&format!("{idle} of 1024 streams moved no data")), "{w}");
+    } else {
+        assert!(warnings.is_empty());
+    }
+}
+
+#[test]
+fn text_output_has_intervals_sum_lines_and_both_ends() {
+    let srv = Server::start(&[]);
+    let port = srv.port.to_string();
+    let out = run(
+        &["client", "127.0.0.1", "-p", &port, "-P", "2", "-t", "1", "-i", "0.5"],
+        Duration::from_secs(20),
+    );
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let text = &out.stdout;
+    assert!(text.contains("[ SUM]"), "{text}");
+    assert!(text.contains("sender   (client)") && text.contains("receiver (server)"), "{text}");
+    assert!(text.contains("Gbit/s") || text.contains("Mbit/s"), "{text}");
+    assert!(text.contains("GiB") || text.contains("MiB"), "{text}");
+    assert!(text.contains("Test complete."), "{text}");
+}
+
+#[test]
+fn one_off_server_exits_after_one_test() {
+    let mut srv = Server::start(&["-1"]);
+    let _ = client_json(srv.port, &["-t", "0.3"]);
+    let end = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        if let Some(status) = srv.child.try_wait().expect("wait") {
+            assert!(status.success());
+            break;
+        }
+        assert!(std::time::Instant::now() < end, "server -1 still running");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -1,0 +1,154 @@
+//! Test harness: a server process on an ephemeral port, and bounded client runs.
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_linerate")
+}
+
+/// A `linerate server` child process, killed on drop.
+pub struct Server {
+    pub child: Child,
+    pub port: u16,
+    pub lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl Server {
+    /// Starts `linerate server -p 0 <extra>` and waits for its "listening" line.
+    pub fn start(extra: &[&str]) -> Server {
+        let mut child = Command::new(bin())
+            .args(["server", "-p", "0"])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start server");
+        let stdout = child.stdout.take().expect("stdout");
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let sink = lines.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Some(addr) = line.strip_prefix("Server listening on ") {
+                    let port = addr.rsplit(':').next().and_then(|p| p.parse::<u16>().ok());
+                    let _ = tx.send(port);
+                }
+                sink.lock().expect("lock").push(line);
+            }
+        });
+        let port = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("server printed its listening line")
+            .expect("port parses");
+        Server { child, port, lines }
+    }
+
+    pub fn log(&self) -> String {
+        self.lines.lock().expect("lock").join("\n")
+    }
+
+    /// Waits up to `limit` for a log line containing `needle`.
+    pub fn wait_for_log(&self, needle: &str, limit: Duration) -> bool {
+        let end = Instant::now() + limit;
+        while Instant::now() < end {
+            if self.log().contains(needle) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// What a finished process produced.
+#[derive(Debug)]
+pub struct Output {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+    pub elapsed: Duration,
+}
+
+impl Output {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!("stdout is not JSON ({e}):\n{}\nstderr:\n{}", self.stdout, self.stderr)
+        })
+    }
+}
+
+/// Runs `linerate <args>`, killing it after `limit`.
+pub fn run(args: &[&str], limit: Duration) -> Output {
+    let start = Instant::now();
+    let mut child = Command::new(bin())
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn linerate");
+    let mut out = child.stdout.take().expect("stdout");
+    let mut err = child.stderr.take().expect("stderr");
+    let t_out = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let code = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status.code();
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("linerate {args:?} did not finish within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    Output {
+        code,
+        stdout: t_out.join().expect("stdout thread"),
+        stderr: t_err.join().expect("stderr thread"),
+        elapsed: start.elapsed(),
+    }
+}
+
+/// Runs a JSON client test against `port` and returns the document (asserting exit 0).
+pub fn client_json(port: u16, extra: &[&str]) -> Value {
+    let port = port.to_string();
+    let mut args = vec!["client", "127.0.0.1", "-p", &port, "-J"];
+    args.extend_from_slice(extra);
+    let out = run(&args, Duration::from_secs(60));
+    assert_eq!(out.code, Some(0), "client {args:?} failed:\n{}\n{}", out.stderr, out.stdout);
+    out.json()
+}
+
+/// The streams one end reported (`client` or `server_results`).
+pub fn streams<'a>(doc: &'a Value, end: &str) -> &'a Vec<Value> {
+    doc["record"][end]["streams"].as_array().unwrap_or_else(|| panic!("no {end} streams in {doc}"))
+}
+
+/// Sum of `bytes` over one end's streams with the given role.
+pub fn bytes(doc: &Value, end: &str, role: &str) -> u64 {
+    streams(doc, end)
+        .iter()
+        .filter(|s| s["role"] == role)
+        .map(|s| s["bytes"].as_u64().expect("bytes"))
+        .sum()
+}
