@@ -172,3 +172,35 @@ fn ctrl_c_stops_early_and_keeps_both_ends_results() {
     assert_eq!(doc["record"]["outcome"]["status"], "interrupted");
     assert!(bytes(&doc, "server_results", "receiver") > 0, "server figures exchanged");
 }
+
+#[test]
+fn vanished_client_frees_its_test_and_the_server_keeps_serving() {
+    let srv = Server::start(&[]);
+    let mut child = Command::new(bin())
+        .args(["client", "127.0.0.1", "-p", &srv.port.to_string(), "-t", "30", "-R"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    assert!(srv.wait_for_log("accepted", Duration::from_secs(5)));
+    std::thread::sleep(Duration::from_millis(700));
+    child.kill().expect("kill -9 the client");
+    let _ = child.wait();
+    assert!(
+        srv.wait_for_log("[test 1] 127.0.0.1", Duration::from_secs(3))
+            && srv.wait_for_log("FAILED", Duration::from_secs(3)),
+        "server noticed the vanished client: {}",
+        srv.log()
+    );
+    let doc = client_json(srv.port, &["-t", "0.5"]);
+    assert_eq!(doc["record"]["outcome"]["status"], "completed");
+}
+
+#[test]
+fn second_server_on_a_busy_port_says_so() {
+    let srv = Server::start(&[]);
+    let port = srv.port.to_string();
+    let out = run(&["server", "-p", &port], Duration::from_secs(10));
+    assert_eq!(out.code, Some(1));
+    assert!(out.stderr.contains("cannot listen") && out.stderr.contains("-p"), "{}", out.stderr);
+}

@@ -17,7 +17,7 @@ use crate::plan::ClientPlan;
 use crate::record::{Outcome, RunRecord, SCHEMA_VERSION, unix_ms_now};
 use crate::session::{
     Clock, ControlChannel, End, Interrupt, LiveEvent, NO_PROGRESS_TIMEOUT, Observer, Recv,
-    SOFTWARE, StreamSet, wait_until,
+    SOFTWARE, StreamSet, wait_for_input,
 };
 
 /// Runs one test as described by `plan`. Never panics on peer behaviour; errors end up in
@@ -94,8 +94,7 @@ impl<'p> ClientRun<'p> {
             }
             let tick = self.streams.as_ref().and_then(StreamSet::next_tick);
             let proto = conn.poll_timeout().map(|t| clock.instant(t));
-            let wait = wait_until(&[tick, proto, st.stop_at], Duration::from_millis(50));
-            match ctrl.recv(wait)? {
+            match wait_for_input(ctrl, tick, &[proto, st.stop_at], Duration::from_millis(50))? {
                 Recv::Data(bytes) => conn.handle_input(bytes, clock.now())?,
                 Recv::Eof => conn.handle_eof()?,
                 Recv::Idle => {}

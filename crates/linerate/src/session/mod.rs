@@ -93,3 +93,28 @@ pub(crate) fn wait_until(deadlines: &[Option<Instant>], cap: Duration) -> Durati
     let soonest = deadlines.iter().flatten().map(|d| d.saturating_duration_since(now)).min();
     soonest.unwrap_or(cap).min(cap).max(Duration::from_millis(1))
 }
+
+/// Socket timeouts have scheduler-tick granularity (4 ms at HZ=250, rounded up), so waits
+/// for a sample tick stop this much early and the rest is slept with a precise timer.
+const TICK_MARGIN: Duration = Duration::from_millis(10);
+
+/// Waits for control input until the earliest deadline, without overshooting `tick` (the
+/// next interval sample) by more than the precise timer's resolution.
+pub(crate) fn wait_for_input<'c>(
+    ctrl: &'c mut ControlChannel,
+    tick: Option<Instant>,
+    deadlines: &[Option<Instant>],
+    cap: Duration,
+) -> anyhow::Result<Recv<'c>> {
+    let now = Instant::now();
+    if let Some(t) = tick {
+        let left = t.saturating_duration_since(now);
+        if left <= TICK_MARGIN {
+            std::thread::sleep(left);
+            return Ok(Recv::Idle);
+        }
+        let wait = wait_until(deadlines, cap).min(left - TICK_MARGIN);
+        return ctrl.recv(wait);
+    }
+    ctrl.recv(wait_until(deadlines, cap))
+}

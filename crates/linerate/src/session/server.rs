@@ -30,7 +30,7 @@ use crate::measure::sys;
 use crate::plan::{Family, ServerPlan};
 use crate::session::{
     Clock, ControlChannel, End, Interrupt, NO_PROGRESS_TIMEOUT, Recv, SOFTWARE, StreamSet,
-    wait_until,
+    wait_for_input,
 };
 
 /// How long a new connection has to send its first 8 bytes.
@@ -142,6 +142,7 @@ impl Server {
             handles.retain(|h| !h.is_finished());
             match self.listener.accept() {
                 Ok((sock, peer)) => {
+                    let peer = crate::session::streams::canonical(peer);
                     let (conn_shared, done) = (shared.clone(), sessions_done.clone());
                     let h = std::thread::Builder::new()
                         .name("lr-conn".into())
@@ -359,7 +360,7 @@ impl Session<'_> {
             } else {
                 Duration::from_millis(50)
             };
-            match ctrl.recv(wait_until(&[tick, proto], cap))? {
+            match wait_for_input(ctrl, tick, &[proto], cap)? {
                 Recv::Data(bytes) => conn.handle_input(bytes, clock.now())?,
                 Recv::Eof => conn.handle_eof()?,
                 Recv::Idle => {}
