@@ -18,8 +18,8 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use crate::conn::{
-    Deadline, HANDSHAKE_TIMEOUT, Input, RESULTS_TIMEOUT, Wire, check_version, missing_cap,
-    negotiate, run_deadline, streams_deadline, unexpected,
+    Core, Deadline, HANDSHAKE_TIMEOUT, Input, check_version, missing_cap, negotiate, run_deadline,
+    streams_deadline, unexpected,
 };
 use crate::error::ProtoError;
 use crate::results::SideResults;
@@ -51,45 +51,29 @@ enum State {
     Greeting,
     AwaitingAccept { software: String, caps: Vec<Capability> },
     Connecting,
-    Running(Running),
+    Running { stop_sent: bool },
     Done,
-    Failed,
-}
-
-#[derive(Debug, Default)]
-struct Running {
-    stop_sent: bool,
-    results_sent: bool,
-    peer_results: bool,
 }
 
 /// The client's control-connection state machine.
 #[derive(Debug)]
 pub struct ClientConn {
     spec: TestSpec,
-    wire: Wire,
+    core: Core,
     state: State,
-    deadline: Option<Deadline>,
     events: VecDeque<ClientEvent>,
-    /// An `abort` frame was queued; nothing more is sent after it.
-    farewell_sent: bool,
 }
 
 impl ClientConn {
     /// Starts a connection that will request `spec`. Fails if the spec is invalid.
     pub fn new(spec: TestSpec, software: &str, now: Duration) -> Result<Self, ProtoError> {
         spec.validate()?;
+        let greeting = Deadline::after(now, HANDSHAKE_TIMEOUT, "waiting for the server's hello");
         Ok(Self {
             spec,
-            wire: Wire::new(software),
+            core: Core::new(software, greeting),
             state: State::Greeting,
-            deadline: Some(Deadline::after(
-                now,
-                HANDSHAKE_TIMEOUT,
-                "waiting for the server's hello",
-            )),
             events: VecDeque::new(),
-            farewell_sent: false,
         })
     }
 
@@ -100,45 +84,49 @@ impl ClientConn {
 
     /// Feeds bytes read from the control connection.
     pub fn handle_input(&mut self, bytes: &[u8], now: Duration) -> Result<(), ProtoError> {
-        self.guard(|s| {
-            s.wire.push(bytes);
-            while let Some(input) = s.wire.next_input()? {
-                s.on_input(input, now)?;
-            }
-            Ok(())
-        })
+        self.core.ensure_alive()?;
+        self.core.wire.push(bytes);
+        let r = self.drain_input(now);
+        self.core.fail_on(r)
+    }
+
+    fn drain_input(&mut self, now: Duration) -> Result<(), ProtoError> {
+        while let Some(input) = self.core.wire.next_input()? {
+            self.on_input(input, now)?;
+        }
+        Ok(())
     }
 
     /// The server closed the control connection.
     pub fn handle_eof(&mut self) -> Result<(), ProtoError> {
+        if self.core.failed() {
+            return Ok(());
+        }
         let what = match &self.state {
-            State::Done | State::Failed => return Ok(()),
+            State::Done => return Ok(()),
             State::Greeting => "before its hello (is this a linerate server?)",
             State::AwaitingAccept { .. } => "before answering the test request",
             State::Connecting => "while the data streams were connecting",
-            State::Running(r) if r.results_sent => "before sending its results",
-            State::Running(_) => "during the test",
+            State::Running { .. } if self.core.results_sent() => "before sending its results",
+            State::Running { .. } => "during the test",
         };
-        self.state = State::Failed;
+        self.core.fail();
         Err(ProtoError::Closed(what.to_string()))
     }
 
     /// Checks deadlines; call at or after [`Self::poll_timeout`].
     pub fn handle_timeout(&mut self, now: Duration) -> Result<(), ProtoError> {
-        self.guard(|s| match &s.deadline {
-            Some(d) => d.check(now),
-            None => Ok(()),
-        })
+        self.core.handle_timeout(now)
     }
 
     /// The next deadline, if any.
     pub fn poll_timeout(&self) -> Option<Duration> {
-        self.deadline.as_ref().map(|d| d.at)
+        self.core.poll_timeout()
     }
 
     /// Bytes to write to the control connection.
     pub fn poll_transmit(&mut self) -> Option<Vec<u8>> {
-        self.wire.take()
+        self.core.wire.take()
     }
 
     /// The next event for the driver.
@@ -154,31 +142,22 @@ impl ClientConn {
     /// Tells the server's senders to stop (time elapsed or interrupted). Sent at most once;
     /// ignored outside the running state.
     pub fn stop(&mut self, reason: StopReason) {
-        if let State::Running(r) = &mut self.state
-            && !r.stop_sent
+        if let State::Running { stop_sent } = &mut self.state
+            && !*stop_sent
+            && !self.core.failed()
         {
-            r.stop_sent = true;
-            self.wire.send(&Message::Stop { reason });
+            *stop_sent = true;
+            self.core.wire.send(&Message::Stop { reason });
         }
     }
 
     /// Sends this side's results (once every local stream is done).
     pub fn send_results(&mut self, results: SideResults, now: Duration) -> Result<(), ProtoError> {
-        let State::Running(r) = &mut self.state else {
+        if !matches!(self.state, State::Running { .. }) || self.core.failed() {
             return Err(ProtoError::Violation("results can only be sent while running".into()));
-        };
-        if r.results_sent {
-            return Err(ProtoError::Violation("results were already sent".into()));
         }
-        r.results_sent = true;
-        let mut results = results;
-        results.fit_to(MAX_FRAME_RESULTS as usize - 1024);
-        self.wire.send(&Message::Results { results });
-        if r.peer_results {
+        if self.core.send_results(results, now, "waiting for the server's results")? {
             self.finish();
-        } else {
-            self.deadline =
-                Some(Deadline::after(now, RESULTS_TIMEOUT, "waiting for the server's results"));
         }
         Ok(())
     }
@@ -186,29 +165,12 @@ impl ClientConn {
     /// Aborts the test, telling the server why.
     ///
     /// Also valid after an error (the machine is then failed): the server learns why the
-    /// connection is closing. Sent at most once, and never after a refusal.
+    /// connection is closing. Sent at most once.
     pub fn abort(&mut self, reason: AbortReason, message: &str) {
-        if !matches!(self.state, State::Done) && !self.farewell_sent {
-            self.farewell_sent = true;
-            self.wire.send(&Message::Abort { reason, message: message.to_string() });
+        if !matches!(self.state, State::Done) {
+            self.core.farewell(&Message::Abort { reason, message: message.to_string() });
         }
-        self.state = State::Failed;
-        self.deadline = None;
-    }
-
-    fn guard(
-        &mut self,
-        f: impl FnOnce(&mut Self) -> Result<(), ProtoError>,
-    ) -> Result<(), ProtoError> {
-        if matches!(self.state, State::Failed) {
-            return Err(ProtoError::Violation("connection already failed".into()));
-        }
-        let r = f(self);
-        if r.is_err() {
-            self.state = State::Failed;
-            self.deadline = None;
-        }
-        r
+        self.core.fail();
     }
 
     fn on_input(&mut self, input: Input, now: Duration) -> Result<(), ProtoError> {
@@ -223,9 +185,8 @@ impl ClientConn {
                 State::Greeting => self.on_hello(msg),
                 State::AwaitingAccept { .. } => self.on_accept(msg, now),
                 State::Connecting => self.on_start(msg, now),
-                State::Running(_) => self.on_running(msg),
+                State::Running { .. } => self.on_running(msg),
                 State::Done => Err(unexpected(&msg, "finished")),
-                State::Failed => Ok(()),
             },
         }
     }
@@ -238,7 +199,7 @@ impl ClientConn {
         if let Some(why) = missing_cap(&self.spec, &caps, &format!("the server ({software})")) {
             return Err(ProtoError::Incompatible(why));
         }
-        self.wire.send(&Message::TestRequest { spec: self.spec.clone() });
+        self.core.wire.send(&Message::TestRequest { spec: self.spec.clone() });
         self.state = State::AwaitingAccept { software, caps };
         Ok(())
     }
@@ -255,8 +216,8 @@ impl ClientConn {
         else {
             return Err(ProtoError::Violation("internal: accept outside awaiting state".into()));
         };
-        self.wire.set_max_frame(MAX_FRAME_RESULTS);
-        self.deadline =
+        self.core.wire.set_max_frame(MAX_FRAME_RESULTS);
+        self.core.deadline =
             Some(streams_deadline(now, &self.spec, "waiting for the server to start the test"));
         self.events.push_back(ClientEvent::Accepted {
             cookie,
@@ -270,8 +231,8 @@ impl ClientConn {
         if !matches!(msg, Message::Start) {
             return Err(unexpected(&msg, "waiting for the server to start the test"));
         }
-        self.state = State::Running(Running::default());
-        self.deadline = run_deadline(now, &self.spec);
+        self.state = State::Running { stop_sent: false };
+        self.core.deadline = run_deadline(now, &self.spec);
         self.events.push_back(ClientEvent::Start);
         Ok(())
     }
@@ -280,12 +241,7 @@ impl ClientConn {
         let Message::Results { results } = msg else {
             return Err(unexpected(&msg, "running the test"));
         };
-        let State::Running(r) = &mut self.state else { return Ok(()) };
-        if r.peer_results {
-            return Err(ProtoError::Violation("the server sent its results twice".into()));
-        }
-        r.peer_results = true;
-        let done = r.results_sent;
+        let done = self.core.peer_results("server")?;
         self.events.push_back(ClientEvent::PeerResults(Box::new(results)));
         if done {
             self.finish();
@@ -295,7 +251,7 @@ impl ClientConn {
 
     fn finish(&mut self) {
         self.state = State::Done;
-        self.deadline = None;
+        self.core.deadline = None;
         self.events.push_back(ClientEvent::Finished);
     }
 }

@@ -1,11 +1,15 @@
 //! Plumbing shared by the client and server state machines: the frame decoder, the outbox,
-//! deadlines, the hello exchange and capability negotiation. No protocol decisions live here.
+//! deadlines, failure, the one-time farewell, the results exchange, the hello and capability
+//! negotiation. Each machine keeps only its own states and transitions.
 
 use std::time::Duration;
 
 use crate::error::ProtoError;
+use crate::results::SideResults;
 use crate::spec::{Direction, TestSpec};
-use crate::wire::{Capability, FrameDecoder, Message, PROTOCOL_VERSION, encode_frame, preamble};
+use crate::wire::{
+    Capability, FrameDecoder, MAX_FRAME_RESULTS, Message, PROTOCOL_VERSION, encode_frame, preamble,
+};
 
 /// How long a peer has for the whole greeting (preamble, hello, request/accept).
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -88,6 +92,109 @@ impl Wire {
 
     pub fn take(&mut self) -> Option<Vec<u8>> {
         if self.out.is_empty() { None } else { Some(std::mem::take(&mut self.out)) }
+    }
+}
+
+/// What both machines track besides their own state.
+#[derive(Debug)]
+pub(crate) struct Core {
+    pub wire: Wire,
+    pub deadline: Option<Deadline>,
+    failed: bool,
+    /// A `refused` or `abort` frame was queued; nothing more is sent after it.
+    farewell_sent: bool,
+    results_sent: bool,
+    peer_results: bool,
+}
+
+impl Core {
+    /// A core whose preamble and hello are queued, with the greeting deadline.
+    pub fn new(software: &str, greeting: Deadline) -> Self {
+        Self {
+            wire: Wire::new(software),
+            deadline: Some(greeting),
+            failed: false,
+            farewell_sent: false,
+            results_sent: false,
+            peer_results: false,
+        }
+    }
+
+    pub fn failed(&self) -> bool {
+        self.failed
+    }
+
+    /// Refuses further input once failed: a failed machine stays failed.
+    pub fn ensure_alive(&self) -> Result<(), ProtoError> {
+        if self.failed {
+            return Err(ProtoError::Violation("connection already failed".into()));
+        }
+        Ok(())
+    }
+
+    /// Marks the connection failed (no deadline, no more input).
+    pub fn fail(&mut self) {
+        self.failed = true;
+        self.deadline = None;
+    }
+
+    /// Passes `r` through, failing the connection if it is an error.
+    pub fn fail_on<T>(&mut self, r: Result<T, ProtoError>) -> Result<T, ProtoError> {
+        if r.is_err() {
+            self.fail();
+        }
+        r
+    }
+
+    pub fn handle_timeout(&mut self, now: Duration) -> Result<(), ProtoError> {
+        self.ensure_alive()?;
+        let r = self.deadline.as_ref().map_or(Ok(()), |d| d.check(now));
+        self.fail_on(r)
+    }
+
+    pub fn poll_timeout(&self) -> Option<Duration> {
+        self.deadline.as_ref().map(|d| d.at)
+    }
+
+    /// Queues `refused` or `abort` unless one was already queued.
+    pub fn farewell(&mut self, msg: &Message) {
+        if !self.farewell_sent {
+            self.farewell_sent = true;
+            self.wire.send(msg);
+        }
+    }
+
+    pub fn results_sent(&self) -> bool {
+        self.results_sent
+    }
+
+    /// Queues our results once. Returns true if the peer's are already in (exchange done);
+    /// otherwise waits for them with [`RESULTS_TIMEOUT`].
+    pub fn send_results(
+        &mut self,
+        mut results: SideResults,
+        now: Duration,
+        waiting_for: &'static str,
+    ) -> Result<bool, ProtoError> {
+        if self.results_sent {
+            return Err(ProtoError::Violation("results were already sent".into()));
+        }
+        self.results_sent = true;
+        results.fit_to(MAX_FRAME_RESULTS as usize - 1024);
+        self.wire.send(&Message::Results { results });
+        if !self.peer_results {
+            self.deadline = Some(Deadline::after(now, RESULTS_TIMEOUT, waiting_for));
+        }
+        Ok(self.peer_results)
+    }
+
+    /// Records that the peer's results arrived. Returns true if ours were already sent.
+    pub fn peer_results(&mut self, peer: &str) -> Result<bool, ProtoError> {
+        if self.peer_results {
+            return Err(ProtoError::Violation(format!("the {peer} sent its results twice")));
+        }
+        self.peer_results = true;
+        Ok(self.results_sent)
     }
 }
 

@@ -18,8 +18,8 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use crate::conn::{
-    Deadline, HANDSHAKE_TIMEOUT, Input, RESULTS_TIMEOUT, Wire, check_version, missing_cap,
-    negotiate, run_deadline, streams_deadline, unexpected,
+    Core, Deadline, HANDSHAKE_TIMEOUT, Input, check_version, missing_cap, negotiate, run_deadline,
+    streams_deadline, unexpected,
 };
 use crate::error::ProtoError;
 use crate::results::SideResults;
@@ -66,37 +66,32 @@ enum State {
     AwaitingRequest { software: String, caps: Vec<Capability> },
     Deciding,
     AwaitingStreams { attached: Vec<bool>, missing: u32 },
-    Running { results_sent: bool, peer_results: bool },
+    Running,
     Done,
-    Failed,
 }
 
 /// The server's state machine for one control connection.
 #[derive(Debug)]
 pub struct ServerConn {
-    wire: Wire,
+    core: Core,
     state: State,
     spec: Option<TestSpec>,
-    deadline: Option<Deadline>,
     events: VecDeque<ServerEvent>,
-    /// A `refused` or `abort` frame was queued; nothing more is sent after it.
-    farewell_sent: bool,
 }
 
 impl ServerConn {
     /// A new connection; the whole greeting must complete within the handshake timeout.
     pub fn new(software: &str, now: Duration) -> Self {
+        let greeting = Deadline::after(
+            now,
+            HANDSHAKE_TIMEOUT,
+            "waiting for the client's hello and test request",
+        );
         Self {
-            wire: Wire::new(software),
+            core: Core::new(software, greeting),
             state: State::Greeting,
             spec: None,
-            deadline: Some(Deadline::after(
-                now,
-                HANDSHAKE_TIMEOUT,
-                "waiting for the client's hello and test request",
-            )),
             events: VecDeque::new(),
-            farewell_sent: false,
         }
     }
 
@@ -105,47 +100,52 @@ impl ServerConn {
         self.spec.as_ref()
     }
 
-    /// Feeds bytes read from the control connection.
-    pub fn handle_input(&mut self, bytes: &[u8], now: Duration) -> Result<(), ProtoError> {
-        self.guard(|s| {
-            s.wire.push(bytes);
-            while let Some(input) = s.wire.next_input()? {
-                s.on_input(input, now)?;
-            }
-            Ok(())
-        })
+    /// Feeds bytes read from the control connection. (`now` keeps the call the same as the
+    /// client's; no server transition on input depends on time.)
+    pub fn handle_input(&mut self, bytes: &[u8], _now: Duration) -> Result<(), ProtoError> {
+        self.core.ensure_alive()?;
+        self.core.wire.push(bytes);
+        let r = self.drain_input();
+        self.core.fail_on(r)
+    }
+
+    fn drain_input(&mut self) -> Result<(), ProtoError> {
+        while let Some(input) = self.core.wire.next_input()? {
+            self.on_input(input)?;
+        }
+        Ok(())
     }
 
     /// The client closed the control connection.
     pub fn handle_eof(&mut self) -> Result<(), ProtoError> {
+        if self.core.failed() {
+            return Ok(());
+        }
         let what = match &self.state {
-            State::Done | State::Failed => return Ok(()),
+            State::Done => return Ok(()),
             State::Greeting | State::AwaitingRequest { .. } | State::Deciding => {
                 "before requesting a test"
             }
             State::AwaitingStreams { .. } => "while the data streams were connecting",
-            State::Running { .. } => "during the test",
+            State::Running => "during the test",
         };
-        self.state = State::Failed;
+        self.core.fail();
         Err(ProtoError::Closed(what.to_string()))
     }
 
     /// Checks deadlines.
     pub fn handle_timeout(&mut self, now: Duration) -> Result<(), ProtoError> {
-        self.guard(|s| match &s.deadline {
-            Some(d) => d.check(now),
-            None => Ok(()),
-        })
+        self.core.handle_timeout(now)
     }
 
     /// The next deadline, if any.
     pub fn poll_timeout(&self) -> Option<Duration> {
-        self.deadline.as_ref().map(|d| d.at)
+        self.core.poll_timeout()
     }
 
     /// Bytes to write to the control connection.
     pub fn poll_transmit(&mut self) -> Option<Vec<u8>> {
-        self.wire.take()
+        self.core.wire.take()
     }
 
     /// The next event for the driver.
@@ -160,27 +160,23 @@ impl ServerConn {
 
     /// Accepts the requested test; data connections must present `cookie`.
     pub fn accept(&mut self, cookie: Cookie, now: Duration) -> Result<(), ProtoError> {
-        let Some(spec) = self.spec.as_ref().filter(|_| matches!(self.state, State::Deciding))
-        else {
+        let pending = matches!(self.state, State::Deciding) && !self.core.failed();
+        let Some(spec) = self.spec.as_ref().filter(|_| pending) else {
             return Err(ProtoError::Violation("accept called without a pending request".into()));
         };
         let n = spec.connection_count();
-        self.deadline =
+        self.core.deadline =
             Some(streams_deadline(now, spec, "waiting for the data streams to connect"));
         self.state = State::AwaitingStreams { attached: vec![false; n as usize], missing: n };
-        self.wire.set_max_frame(MAX_FRAME_RESULTS);
-        self.wire.send(&Message::TestAccepted { cookie: cookie.to_hex() });
+        self.core.wire.set_max_frame(MAX_FRAME_RESULTS);
+        self.core.wire.send(&Message::TestAccepted { cookie: cookie.to_hex() });
         Ok(())
     }
 
     /// Refuses the requested test with a sentence the client prints; the connection is over.
     pub fn refuse(&mut self, reason: &str) {
-        if !self.farewell_sent {
-            self.farewell_sent = true;
-            self.wire.send(&Message::Refused { reason: reason.to_string() });
-        }
-        self.state = State::Failed;
-        self.deadline = None;
+        self.core.farewell(&Message::Refused { reason: reason.to_string() });
+        self.core.fail();
     }
 
     /// Would a data connection for stream `id` be attached now?
@@ -206,9 +202,9 @@ impl ServerConn {
         attached[id as usize - 1] = true;
         *missing -= 1;
         if *missing == 0 {
-            self.state = State::Running { results_sent: false, peer_results: false };
-            self.deadline = self.spec.as_ref().and_then(|s| run_deadline(now, s));
-            self.wire.send(&Message::Start);
+            self.state = State::Running;
+            self.core.deadline = self.spec.as_ref().and_then(|s| run_deadline(now, s));
+            self.core.wire.send(&Message::Start);
             self.events.push_back(ServerEvent::Start);
         }
         Ok(())
@@ -216,22 +212,11 @@ impl ServerConn {
 
     /// Sends this side's results (once every local stream is done).
     pub fn send_results(&mut self, results: SideResults, now: Duration) -> Result<(), ProtoError> {
-        let State::Running { results_sent, peer_results } = &mut self.state else {
+        if !matches!(self.state, State::Running) || self.core.failed() {
             return Err(ProtoError::Violation("results can only be sent while running".into()));
-        };
-        if *results_sent {
-            return Err(ProtoError::Violation("results were already sent".into()));
         }
-        *results_sent = true;
-        let peer_done = *peer_results;
-        let mut results = results;
-        results.fit_to(MAX_FRAME_RESULTS as usize - 1024);
-        self.wire.send(&Message::Results { results });
-        if peer_done {
+        if self.core.send_results(results, now, "waiting for the client's results")? {
             self.finish();
-        } else {
-            self.deadline =
-                Some(Deadline::after(now, RESULTS_TIMEOUT, "waiting for the client's results"));
         }
         Ok(())
     }
@@ -241,30 +226,13 @@ impl ServerConn {
     /// Also valid after an error (the machine is then failed): the client learns why the
     /// connection is closing. Sent at most once, and never after a refusal.
     pub fn abort(&mut self, reason: AbortReason, message: &str) {
-        if !matches!(self.state, State::Done) && !self.farewell_sent {
-            self.farewell_sent = true;
-            self.wire.send(&Message::Abort { reason, message: message.to_string() });
+        if !matches!(self.state, State::Done) {
+            self.core.farewell(&Message::Abort { reason, message: message.to_string() });
         }
-        self.state = State::Failed;
-        self.deadline = None;
+        self.core.fail();
     }
 
-    fn guard(
-        &mut self,
-        f: impl FnOnce(&mut Self) -> Result<(), ProtoError>,
-    ) -> Result<(), ProtoError> {
-        if matches!(self.state, State::Failed) {
-            return Err(ProtoError::Violation("connection already failed".into()));
-        }
-        let r = f(self);
-        if r.is_err() {
-            self.state = State::Failed;
-            self.deadline = None;
-        }
-        r
-    }
-
-    fn on_input(&mut self, input: Input, _now: Duration) -> Result<(), ProtoError> {
+    fn on_input(&mut self, input: Input) -> Result<(), ProtoError> {
         let msg = match input {
             Input::Preamble(v) => return check_version(v),
             Input::Message(m) => m,
@@ -277,9 +245,8 @@ impl ServerConn {
             State::AwaitingRequest { .. } => self.on_request(msg),
             State::Deciding => Err(unexpected(&msg, "deciding on the test request")),
             State::AwaitingStreams { .. } => self.on_early(msg),
-            State::Running { .. } => self.on_running(msg),
+            State::Running => self.on_running(msg),
             State::Done => Err(unexpected(&msg, "finished")),
-            State::Failed => Ok(()),
         }
     }
 
@@ -308,7 +275,7 @@ impl ServerConn {
             self.refuse(&why);
             return Err(ProtoError::Incompatible(why));
         }
-        self.deadline = None;
+        self.core.deadline = None;
         self.spec = Some(spec.clone());
         self.events.push_back(ServerEvent::TestRequested { spec, client_software: software });
         Ok(())
@@ -327,14 +294,7 @@ impl ServerConn {
                 Ok(())
             }
             Message::Results { results } => {
-                let State::Running { results_sent, peer_results } = &mut self.state else {
-                    return Ok(());
-                };
-                if *peer_results {
-                    return Err(ProtoError::Violation("the client sent its results twice".into()));
-                }
-                *peer_results = true;
-                let done = *results_sent;
+                let done = self.core.peer_results("client")?;
                 self.events.push_back(ServerEvent::PeerResults(Box::new(results)));
                 if done {
                     self.finish();
@@ -347,7 +307,7 @@ impl ServerConn {
 
     fn finish(&mut self) {
         self.state = State::Done;
-        self.deadline = None;
+        self.core.deadline = None;
         self.events.push_back(ServerEvent::Finished);
     }
 }
