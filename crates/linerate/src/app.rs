@@ -14,7 +14,7 @@ use crate::plan::{ClientPlan, Family, Generated, OutputFormat, Plan, ServerPlan,
 use crate::record::{Outcome, RunRecord};
 use crate::report::{json, text};
 use crate::session::server::{NoteSink, Server, ServerNote};
-use crate::session::{Interrupt, Observer, Quiet, client};
+use crate::session::{Interrupt, Quiet, client};
 
 /// Runs the plan to completion.
 pub fn execute(plan: Plan) -> Result<ExitCode> {
@@ -114,9 +114,4 @@ fn generate(what: Generated) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// An observer for callers that want to see nothing.
-pub fn quiet() -> impl Observer {
-    Quiet
 }

@@ -40,6 +40,7 @@ fn usage_errors_exit_2_and_name_the_problem() {
         (vec!["client", "h", "-b", "10GB/s"], "bits"),
         (vec!["client", "h", "-t", "-3"], "-3"),
         (vec!["--frobnicate"], "--frobnicate"),
+        (vec!["client", "h", "-P", "4096", "-l", "1M"], "1 GiB"),
     ] {
         let out = run(&args, Duration::from_secs(10));
         assert_eq!(out.code, Some(2), "{args:?}: {}", out.stderr);

@@ -14,6 +14,9 @@ pub const MAX_BLOCK_BYTES: u32 = 64 << 20;
 pub const MAX_TITLE_BYTES: usize = 256;
 /// The longest congestion-control name accepted (Linux TCP_CA_NAME_MAX is 16).
 pub const MAX_CONGESTION_NAME: usize = 16;
+/// The most stream-buffer memory one test may need on one end (streams × block): 1 GiB.
+/// Without this bound a peer could make a server allocate 4096 × 64 MiB.
+pub const MAX_TEST_BUFFER_BYTES: u64 = 1 << 30;
 /// The longest test duration accepted: 7 days.
 pub const MAX_DURATION_MS: u64 = 7 * 24 * 3600 * 1000;
 
@@ -170,6 +173,18 @@ impl TestSpec {
                 format!("1..={MAX_BLOCK_BYTES} bytes"),
             ));
         }
+        let buffers = u64::from(self.connection_count()) * u64::from(self.block_bytes);
+        if buffers > MAX_TEST_BUFFER_BYTES {
+            return Err(out_of_range(
+                "streams × block size (-P × -l)",
+                format!(
+                    "{} × {} bytes = {buffers} bytes",
+                    self.connection_count(),
+                    self.block_bytes
+                ),
+                "at most 1 GiB of stream buffers per test; use fewer streams or a smaller -l",
+            ));
+        }
         match self.end {
             EndCondition::Duration { duration_ms: 0 } => {
                 return Err(out_of_range("duration (-t)", "0 s", "more than 0 s"));
@@ -303,6 +318,20 @@ mod tests {
         assert!(s.validate().unwrap_err().to_string().contains("-M"));
         let mut s = TestSpec::default_tcp();
         s.window_bytes = Some(0);
+        assert!(s.validate().is_err());
+    }
+
+    #[test]
+    fn bounds_total_buffer_memory() {
+        let mut s = TestSpec::default_tcp();
+        s.streams = 1024;
+        s.block_bytes = 1 << 20;
+        assert_eq!(s.validate(), Ok(()), "1024 x 1 MiB = 1 GiB is allowed");
+        s.direction = Direction::Bidirectional;
+        let err = s.validate().unwrap_err().to_string();
+        assert!(err.contains("-P × -l") && err.contains("1 GiB"), "{err}");
+        s.streams = MAX_STREAMS;
+        s.block_bytes = MAX_BLOCK_BYTES;
         assert!(s.validate().is_err());
     }
 

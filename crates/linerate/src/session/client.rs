@@ -7,9 +7,9 @@ use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
+use linerate_proto::ProtoError;
 use linerate_proto::client::{ClientConn, ClientEvent};
 use linerate_proto::wire::{AbortReason, Cookie, DataHello, StopReason};
-use linerate_proto::{ProtoError, SideResults};
 use socket2::{Domain, Socket, Type};
 
 use crate::measure::sys;
@@ -373,9 +373,4 @@ fn explain(e: &anyhow::Error, plan: &ClientPlan) -> String {
         Some(h) => format!("{base}; {h}"),
         None => base,
     }
-}
-
-/// Results this end has (for callers that want them before the record is complete).
-pub fn local_results(record: &RunRecord) -> Option<&SideResults> {
-    record.client.as_ref()
 }
