@@ -271,3 +271,51 @@ fn one_off_server_exits_after_one_test() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+#[test]
+fn both_ends_report_sane_cpu_and_memory() {
+    let srv = Server::start(&[]);
+    let doc = client_json(srv.port, &["-t", "1.5", "-i", "0.5"]);
+    let cost = doc["summary"]["cost"].as_array().expect("cost");
+    let ends: Vec<&str> = cost.iter().filter_map(|c| c["end"].as_str()).collect();
+    assert_eq!(ends, ["client", "server"], "the server's figures reached the client");
+    for c in cost {
+        let cpus = c["cpus"].as_f64().expect("cpus");
+        let process = c["process_percent_of_core"].as_f64().expect("process");
+        assert!(process > 1.0 && process <= 100.0 * cpus + 5.0, "{c}");
+        let busy = c["cores_busy"].as_f64().expect("cores busy");
+        assert!(busy > 0.1 && busy <= cpus * 1.05, "{c}");
+        let busiest = c["busiest"]["busy_percent"].as_f64().expect("busiest");
+        assert!(busiest >= c["machine"]["busy_percent"].as_f64().expect("machine") - 0.01, "{c}");
+        assert!(c["peak_rss_bytes"].as_u64().expect("rss") > 1 << 20);
+        assert!(c["cpu_seconds_per_gb"].as_f64().expect("s/GB") > 0.0);
+        assert!(c["cycles_per_bit"].as_f64().expect("cycles/bit") > 0.0);
+        assert!(c["cycles_method"].is_string());
+    }
+    let raw = &doc["record"]["server_results"]["cost"];
+    let n = raw["intervals"].as_array().expect("cost intervals").len();
+    assert!((2..=4).contains(&n), "server cost sampled per interval: {n}");
+    let warnings = doc["summary"]["warnings"].to_string();
+    assert!(warnings.contains("same machine"), "{warnings}");
+}
+
+#[test]
+fn a_cpu_hog_during_the_test_is_named() {
+    let srv = Server::start(&[]);
+    // A bounded busy loop in another process: the foreign load the detector must see.
+    let mut hog = std::process::Command::new("timeout")
+        .args(["6", "sh", "-c", "while :; do :; done"])
+        .spawn()
+        .expect("start hog");
+    std::thread::sleep(Duration::from_millis(300));
+    let doc = client_json(srv.port, &["-t", "1.5", "-i", "0"]);
+    // SIGTERM, not SIGKILL: `timeout` forwards it to the loop and exits; a killed `timeout`
+    // would orphan the loop. The loop is bounded by `timeout 6` in any case.
+    // SAFETY: plain kill(2) on our own child's pid.
+    unsafe { libc::kill(hog.id() as i32, libc::SIGTERM) };
+    let _ = hog.wait();
+    let warnings = doc["summary"]["warnings"].to_string();
+    assert!(warnings.contains("other processes used") && warnings.contains("sh ("), "{warnings}");
+    let foreign = doc["summary"]["cost"][0]["foreign_percent_of_core"].as_f64().expect("foreign");
+    assert!(foreign >= 10.0, "{foreign}");
+}

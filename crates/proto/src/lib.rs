@@ -30,5 +30,8 @@ mod tests;
 
 pub use conn::{HANDSHAKE_TIMEOUT, RESULTS_TIMEOUT, RUN_GRACE, STREAMS_TIMEOUT};
 pub use error::{Blame, ProtoError};
-pub use results::{IntervalSample, SideResults, SocketReport, StreamResult, StreamRole};
+pub use results::{
+    CostSample, CpuTimes, CycleSource, HostCost, IntervalSample, MemoryUse, ProcessCpu,
+    SideResults, SocketReport, StreamResult, StreamRole, SystemCpu,
+};
 pub use spec::{Direction, EndCondition, Flow, Protocol, SpecError, TestSpec};

@@ -105,6 +105,149 @@ pub struct SideResults {
     /// True if per-interval samples were dropped to fit the frame cap.
     #[serde(default)]
     pub intervals_dropped: bool,
+    /// What the test cost this end (CPU, memory), over the test window.
+    #[serde(default)]
+    pub cost: Option<Box<HostCost>>,
+}
+
+/// CPU time by kind, microseconds, as the kernel accounts it (`/proc/stat` on Linux). Guest
+/// time is part of `user`, as the kernel reports it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuTimes {
+    /// User mode.
+    pub user_us: u64,
+    /// User mode at low priority.
+    pub nice_us: u64,
+    /// Kernel mode (system calls, kernel threads).
+    pub system_us: u64,
+    /// Idle.
+    pub idle_us: u64,
+    /// Idle while waiting for I/O.
+    pub iowait_us: u64,
+    /// Hardware interrupts.
+    pub irq_us: u64,
+    /// Software interrupts: most of the kernel's network receive work.
+    pub softirq_us: u64,
+    /// Stolen by the hypervisor for other guests.
+    pub steal_us: u64,
+}
+
+impl CpuTimes {
+    /// Time this machine spent working: user, nice, system, irq, softirq.
+    pub fn busy_us(&self) -> u64 {
+        self.user_us + self.nice_us + self.system_us + self.irq_us + self.softirq_us
+    }
+
+    /// All accounted time: busy, idle, iowait and steal.
+    pub fn total_us(&self) -> u64 {
+        self.busy_us() + self.idle_us + self.iowait_us + self.steal_us
+    }
+
+    /// The element-wise difference `self - earlier` (counters never run backwards; a counter
+    /// that did is treated as unchanged).
+    pub fn since(&self, earlier: &CpuTimes) -> CpuTimes {
+        let d = |a: u64, b: u64| a.saturating_sub(b);
+        CpuTimes {
+            user_us: d(self.user_us, earlier.user_us),
+            nice_us: d(self.nice_us, earlier.nice_us),
+            system_us: d(self.system_us, earlier.system_us),
+            idle_us: d(self.idle_us, earlier.idle_us),
+            iowait_us: d(self.iowait_us, earlier.iowait_us),
+            irq_us: d(self.irq_us, earlier.irq_us),
+            softirq_us: d(self.softirq_us, earlier.softirq_us),
+            steal_us: d(self.steal_us, earlier.steal_us),
+        }
+    }
+}
+
+/// User and system CPU time of a process or thread, microseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessCpu {
+    /// User mode.
+    pub user_us: u64,
+    /// Kernel mode (for a network tool: mostly the TCP stack working for its system calls).
+    pub system_us: u64,
+}
+
+/// Whole-machine CPU over a window.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SystemCpu {
+    /// CPUs (cores or hardware threads) the kernel accounts.
+    pub cpus: u32,
+    /// Sum over all CPUs.
+    pub all: CpuTimes,
+    /// The CPU with the most busy time, and its times.
+    pub busiest_cpu: u32,
+    /// The busiest CPU's times.
+    pub busiest: CpuTimes,
+}
+
+/// One interval of cost figures.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CostSample {
+    /// Start, microseconds since the test's start.
+    pub start_us: u64,
+    /// End, microseconds since the test's start.
+    pub end_us: u64,
+    /// This process's CPU during the interval.
+    pub process: Option<ProcessCpu>,
+    /// The machine's CPU during the interval.
+    pub system: Option<SystemCpu>,
+}
+
+/// Memory of the reporting process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryUse {
+    /// Peak resident set size of the process (VmHWM), bytes.
+    pub peak_rss_bytes: u64,
+    /// Resident set size at the end of the test (VmRSS), bytes.
+    pub final_rss_bytes: u64,
+}
+
+/// How a CPU clock rate or cycle count was obtained.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CycleSource {
+    /// `hardware_counter` (perf_event cycles), `cpufreq` (sysfs current frequency × CPU time)
+    /// or `cpuinfo` (/proc/cpuinfo MHz × CPU time).
+    pub method: String,
+    /// Cycles the process used during the window (measured, or CPU time × clock).
+    pub cycles: u64,
+    /// The clock used for an estimate, Hz (None for a hardware count).
+    pub clock_hz: Option<u64>,
+}
+
+/// What a test cost one end. Every field is optional: a figure the OS does not provide is
+/// None, and `unavailable` says why.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostCost {
+    /// Length of the measurement window (the test), microseconds.
+    pub window_us: u64,
+    /// This process's CPU over the window (all its threads; on a server running several
+    /// tests at once this includes the others: see `concurrent_tests`).
+    pub process: Option<ProcessCpu>,
+    /// CPU of this test's own stream threads over the window.
+    pub stream_threads: Option<ProcessCpu>,
+    /// The machine's CPU over the window.
+    pub system: Option<SystemCpu>,
+    /// CPU used during the window by processes other than linerate (kernel threads excluded:
+    /// their network work is the test's own and appears as softirq/system above).
+    pub foreign_us: Option<u64>,
+    /// The busiest foreign processes, as `name (pid): microseconds`, most first.
+    #[serde(default)]
+    pub foreign_top: Vec<String>,
+    /// Other tests this server ran during the window (0 on clients).
+    #[serde(default)]
+    pub concurrent_tests: u32,
+    /// Process memory.
+    pub memory: Option<MemoryUse>,
+    /// Cycles this process used, and how they were counted.
+    pub cycles: Option<CycleSource>,
+    /// Per-interval samples, aligned with the stream intervals.
+    #[serde(default)]
+    pub intervals: Vec<CostSample>,
+    /// Why some figures are missing, e.g. "hardware cycle counters: not supported (no PMU)".
+    #[serde(default)]
+    pub unavailable: Vec<String>,
 }
 
 impl SideResults {
@@ -115,6 +258,9 @@ impl SideResults {
         if size > max_bytes {
             for s in &mut self.streams {
                 s.intervals = Vec::new();
+            }
+            if let Some(c) = &mut self.cost {
+                c.intervals = Vec::new();
             }
             self.intervals_dropped = true;
         }
@@ -141,6 +287,23 @@ mod tests {
             retransmits: None,
             error: None,
         }
+    }
+
+    #[test]
+    fn cpu_times_busy_total_and_since() {
+        let a = CpuTimes {
+            user_us: 10,
+            system_us: 20,
+            idle_us: 70,
+            softirq_us: 5,
+            steal_us: 1,
+            ..Default::default()
+        };
+        assert_eq!(a.busy_us(), 35);
+        assert_eq!(a.total_us(), 106);
+        let b = CpuTimes { user_us: 15, system_us: 19, idle_us: 100, ..a };
+        let d = b.since(&a);
+        assert_eq!((d.user_us, d.system_us, d.idle_us, d.softirq_us), (5, 0, 30, 0));
     }
 
     #[test]

@@ -110,6 +110,7 @@ fn results(software: &str, bytes: u64) -> SideResults {
             error: None,
         }],
         intervals_dropped: false,
+        cost: None,
     }
 }
 

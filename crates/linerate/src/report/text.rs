@@ -10,7 +10,7 @@ use linerate_proto::{Direction, EndCondition, Flow, StreamRole, TestSpec};
 use crate::record::{Outcome, RunRecord};
 use crate::session::server::ServerNote;
 use crate::session::{IntervalRow, LiveEvent, Observer};
-use crate::stats::{Figures, SideFigures, summarize};
+use crate::stats::{CostSummary, Figures, SideFigures, summarize};
 use crate::units::{ByteCount, format_bits_per_second};
 
 /// Prints live events as they happen.
@@ -136,6 +136,17 @@ pub fn render_run(record: &RunRecord, out: &mut dyn Write) -> std::io::Result<()
         side_line(out, "sender  ", d.sender.as_ref())?;
         side_line(out, "receiver", d.receiver.as_ref())?;
     }
+    if !summary.cost.is_empty() {
+        writeln!(out, "CPU and memory (each end, over the test):")?;
+        for c in &summary.cost {
+            cost_lines(out, c)?;
+        }
+        let mut na: Vec<&String> = summary.cost.iter().flat_map(|c| &c.unavailable).collect();
+        na.dedup();
+        for n in na {
+            writeln!(out, "  n/a: {n}")?;
+        }
+    }
     for w in record.warnings.iter().chain(&summary.warnings) {
         writeln!(out, "warning: {w}")?;
     }
@@ -198,6 +209,53 @@ fn side_line(out: &mut dyn Write, label: &str, side: Option<&SideFigures>) -> st
         writeln!(out, "           error: {e}")?;
     }
     Ok(())
+}
+
+fn pct(v: Option<f64>) -> String {
+    v.map_or("n/a".into(), |v| format!("{v:.0}%"))
+}
+
+fn cost_lines(out: &mut dyn Write, c: &CostSummary) -> std::io::Result<()> {
+    let process = format!(
+        "process {} of a core (user {}, system {})",
+        pct(c.process_percent_of_core),
+        pct(c.process_user_percent_of_core),
+        pct(c.process_system_percent_of_core)
+    );
+    let machine = match (c.cores_busy, c.cpus, &c.machine) {
+        (Some(busy), Some(cpus), Some(m)) => format!(
+            "machine {busy:.2} of {cpus} cores busy ({:.0}%: user {:.0}, system {:.0}, softirq {:.0}, irq {:.0}, steal {:.0})",
+            m.busy_percent,
+            m.user_percent,
+            m.system_percent,
+            m.softirq_percent,
+            m.irq_percent,
+            m.steal_percent
+        ),
+        _ => "machine n/a".into(),
+    };
+    let busiest = match (c.busiest_cpu, &c.busiest) {
+        (Some(cpu), Some(b)) => format!(
+            "busiest cpu{cpu} {:.0}% (system {:.0}, softirq {:.0})",
+            b.busy_percent, b.system_percent, b.softirq_percent
+        ),
+        _ => "busiest core n/a".into(),
+    };
+    writeln!(out, "  {:<7} {process}; {machine}; {busiest}", c.end)?;
+    let per_gb = c.cpu_seconds_per_gb.map_or("n/a".into(), |v| format!("{v:.3}"));
+    let cycles = match (c.cycles_per_bit, &c.cycles_method) {
+        (Some(v), Some(m)) if m == "hardware_counter" => {
+            format!("{v:.2} cycles/bit (hardware counter)")
+        }
+        (Some(v), Some(m)) => format!("{v:.2} cycles/bit (machine CPU time x clock from {m})"),
+        _ => "cycles/bit n/a".into(),
+    };
+    let foreign = match c.foreign_percent_of_core {
+        Some(f) => format!("other processes {f:.0}% of a core"),
+        None => "other processes n/a".into(),
+    };
+    let rss = c.peak_rss_bytes.map_or("n/a".into(), |b| ByteCount(b).iec());
+    writeln!(out, "          {per_gb} CPU-s/GB (machine), {cycles}; {foreign}; peak RSS {rss}")
 }
 
 fn range_iec((lo, hi): (u64, u64)) -> String {

@@ -128,9 +128,8 @@ impl<'p> ClientRun<'p> {
                 self.streams = Some(open_streams(self.plan, cookie, server, local_ip)?);
             }
             ClientEvent::Start => {
-                let now = Instant::now();
                 let streams = self.streams.as_mut().context("start before streams")?;
-                streams.start(now);
+                let now = streams.start();
                 observer.on_event(LiveEvent::Started { streams: streams.len() });
                 let spec = conn.spec();
                 st.stop_at =
@@ -186,7 +185,7 @@ impl<'p> ClientRun<'p> {
                 if !rows.is_empty() {
                     observer.on_event(LiveEvent::Interval(&rows));
                 }
-                let local = streams.results(SOFTWARE);
+                let local = streams.results(SOFTWARE, 0);
                 self.record.client = Some(local.clone());
                 st.results_sent = true;
                 conn.send_results(local, clock.now())?;
@@ -199,7 +198,7 @@ impl<'p> ClientRun<'p> {
         if let Some(streams) = self.streams.as_mut() {
             if self.record.client.is_none() && streams.started().is_some() {
                 streams.abort();
-                self.record.client = Some(streams.results(SOFTWARE));
+                self.record.client = Some(streams.results(SOFTWARE, 0));
             }
         }
         self.record.outcome = match result {

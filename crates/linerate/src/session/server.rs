@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 use std::io::Read;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, Sender, TryRecvError, channel};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -95,6 +95,8 @@ struct Shared {
     shutting_down: AtomicBool,
     signal_name: Mutex<&'static str>,
     next_test: AtomicU64,
+    /// Tests accepted and not yet ended.
+    active_tests: AtomicU32,
     notes: NoteSink,
 }
 
@@ -130,6 +132,7 @@ impl Server {
             shutting_down: AtomicBool::new(false),
             signal_name: Mutex::new("a stop request"),
             next_test: AtomicU64::new(1),
+            active_tests: AtomicU32::new(0),
             notes,
         });
         (shared.notes)(&ServerNote::Listening { addr: self.local_addr()? });
@@ -295,6 +298,8 @@ struct Session<'a> {
     client_results: Option<SideResults>,
     server_results: Option<SideResults>,
     progress: (Instant, u64),
+    /// The most other tests seen running at once during this one.
+    overlap: u32,
 }
 
 fn run_session(stream: TcpStream, peer: SocketAddr, first: [u8; 8], shared: &Shared) {
@@ -310,6 +315,7 @@ fn run_session(stream: TcpStream, peer: SocketAddr, first: [u8; 8], shared: &Sha
         client_results: None,
         server_results: None,
         progress: (Instant::now(), 0),
+        overlap: 0,
     };
     let result = ControlChannel::new(stream).and_then(|mut ctrl| {
         let r = conn.handle_input(&first, clock.now()).map_err(anyhow::Error::from);
@@ -399,10 +405,8 @@ impl Session<'_> {
         match ev {
             ServerEvent::TestRequested { spec, .. } => self.on_request(spec, conn, clock)?,
             ServerEvent::Start => {
-                let now = Instant::now();
-                if let Some(s) = self.streams.as_mut() {
-                    s.start(now);
-                }
+                self.note_overlap();
+                let now = self.streams.as_mut().map_or_else(Instant::now, StreamSet::start);
                 self.progress = (now, 0);
             }
             ServerEvent::PeerStop(_) => {
@@ -441,12 +445,14 @@ impl Session<'_> {
         self.data_rx = Some(rx);
         self.streams = Some(streams);
         self.test = self.shared.next_test.fetch_add(1, Ordering::SeqCst);
+        self.shared.active_tests.fetch_add(1, Ordering::SeqCst);
         (self.shared.notes)(&ServerNote::TestAccepted { test: self.test, peer: self.peer, spec });
         conn.accept(Cookie(cookie), clock.now())?;
         Ok(())
     }
 
     fn on_clock(&mut self, conn: &mut ServerConn, clock: &Clock) -> Result<()> {
+        let overlap = self.overlap.max(self.others_running());
         let Some(streams) = self.streams.as_mut() else { return Ok(()) };
         if streams.started().is_none() || self.server_results.is_some() {
             return Ok(());
@@ -462,19 +468,31 @@ impl Session<'_> {
         }
         if streams.all_done() {
             streams.sample(now, true);
-            let results = streams.results(SOFTWARE);
+            let results = streams.results(SOFTWARE, overlap);
             self.server_results = Some(results.clone());
             conn.send_results(results, clock.now())?;
         }
         Ok(())
     }
 
+    fn others_running(&self) -> u32 {
+        self.shared.active_tests.load(Ordering::SeqCst).saturating_sub(1)
+    }
+
+    fn note_overlap(&mut self) {
+        self.overlap = self.overlap.max(self.others_running());
+    }
+
     fn finish(mut self, result: Result<()>) {
+        let overlap = self.overlap.max(self.others_running());
         if let Some(s) = self.streams.as_mut() {
             s.abort();
             if self.server_results.is_none() && s.started().is_some() {
-                self.server_results = Some(s.results(SOFTWARE));
+                self.server_results = Some(s.results(SOFTWARE, overlap));
             }
+        }
+        if self.test != 0 {
+            self.shared.active_tests.fetch_sub(1, Ordering::SeqCst);
         }
         if self.test == 0 {
             if let Err(e) = result {

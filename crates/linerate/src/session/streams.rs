@@ -11,10 +11,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use linerate_proto::{
-    EndCondition, Flow, IntervalSample, SideResults, SocketReport, StreamResult, StreamRole,
-    TestSpec,
+    EndCondition, Flow, IntervalSample, ProcessCpu, SideResults, SocketReport, StreamResult,
+    StreamRole, TestSpec,
 };
 
+use crate::measure::cost::CostMeter;
+use crate::measure::counters;
 use crate::measure::sys::{self, ZeroCopySource};
 use crate::traffic::{
     ByteBudget, SendOptions, StartGate, StreamCounters, TrafficControl, receive_loop, send_loop,
@@ -85,6 +87,7 @@ pub struct StreamSet {
     streams: Vec<LocalStream>,
     next_tick: Option<Duration>,
     omit: Duration,
+    cost: Option<CostMeter>,
 }
 
 impl std::fmt::Debug for StreamSet {
@@ -123,6 +126,7 @@ impl StreamSet {
             streams: Vec::new(),
             next_tick: None,
             omit: Duration::from_millis(spec.omit_ms),
+            cost: None,
         })
     }
 
@@ -166,6 +170,7 @@ impl StreamSet {
         let name = format!("lr-{}-{id}", if role == StreamRole::Sender { "tx" } else { "rx" });
         let body = move || {
             let Some(start) = gate.wait() else { return };
+            let cpu0 = counters::thread_cpu();
             let result = match role {
                 StreamRole::Sender => {
                     let buf = if zerocopy.is_some() { Vec::new() } else { pattern_block(block) };
@@ -184,7 +189,9 @@ impl StreamSet {
                     receive_loop(&mut sock, &ctl, &counters, &mut buf)
                 }
             };
-            counters.finish(start.elapsed(), result.err());
+            let elapsed = start.elapsed();
+            counters.set_thread_cpu(cpu_since(cpu0, counters::thread_cpu()));
+            counters.finish(elapsed, result.err());
         };
         std::thread::Builder::new()
             .name(name)
@@ -203,10 +210,15 @@ impl StreamSet {
         self.streams.is_empty()
     }
 
-    /// Starts every stream now.
-    pub fn start(&mut self, at: Instant) {
+    /// Starts the cost meter, then every stream, and returns the test's start instant. The
+    /// meter's snapshots come first so they do not eat into the streams' time.
+    pub fn start(&mut self) -> Instant {
         self.next_tick = self.first_tick();
+        let meter = CostMeter::start(Instant::now());
+        let at = Instant::now();
+        self.cost = Some(meter.restarted_at(at));
         self.gate.open(at);
+        at
     }
 
     /// When the test started, if it has.
@@ -308,13 +320,20 @@ impl StreamSet {
                 }
             }
         }
+        if intervals_on
+            && let Some(cost) = self.cost.as_mut()
+            && !(force && t_us < cost.last_sample_us() + sliver_us)
+        {
+            cost.sample(now);
+        }
         self.next_tick = self.following_tick(t);
         rows
     }
 
-    /// Final results of every local stream. Call after `all_done` (or after `abort`, for
-    /// partial results): waits up to a second for threads to exit.
-    pub fn results(&mut self, software: &str) -> SideResults {
+    /// Final results of every local stream and what the test cost this end. Call after
+    /// `all_done` (or after `abort`, for partial results): waits up to a second for threads
+    /// to exit. `concurrent_tests` is how many other tests this process ran meanwhile.
+    pub fn results(&mut self, software: &str, concurrent_tests: u32) -> SideResults {
         self.gate.release();
         let deadline = Instant::now() + Duration::from_secs(1);
         for s in &mut self.streams {
@@ -328,7 +347,18 @@ impl StreamSet {
             }
         }
         let streams = self.streams.iter().map(|s| self.stream_result(s)).collect();
-        SideResults { software: software.to_string(), streams, intervals_dropped: false }
+        let threads = self.streams.iter().map(|s| s.counters.thread_cpu()).try_fold(
+            ProcessCpu::default(),
+            |acc, c| {
+                c.map(|c| ProcessCpu {
+                    user_us: acc.user_us + c.user_us,
+                    system_us: acc.system_us + c.system_us,
+                })
+            },
+        );
+        let cost =
+            self.cost.take().map(|m| Box::new(m.finish(Instant::now(), threads, concurrent_tests)));
+        SideResults { software: software.to_string(), streams, intervals_dropped: false, cost }
     }
 
     fn stream_result(&self, s: &LocalStream) -> StreamResult {
@@ -381,6 +411,14 @@ pub fn canonical(addr: std::net::SocketAddr) -> std::net::SocketAddr {
         },
         v4 => v4,
     }
+}
+
+fn cpu_since(a: Option<ProcessCpu>, b: Option<ProcessCpu>) -> Option<ProcessCpu> {
+    let (a, b) = (a?, b?);
+    Some(ProcessCpu {
+        user_us: b.user_us.saturating_sub(a.user_us),
+        system_us: b.system_us.saturating_sub(a.system_us),
+    })
 }
 
 /// The byte pattern senders write: not all zeros, so compression or dedup on the path cannot

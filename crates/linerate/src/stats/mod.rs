@@ -1,6 +1,8 @@
 //! Pure statistics over raw results: no I/O, no clock. Everything a report shows is computed
 //! here from a [`crate::record::RunRecord`], so it can be recomputed from stored records.
 
+pub mod cost;
 pub mod summary;
 
+pub use cost::{CostSummary, CpuBreakdown, cost_summary, cost_warnings};
 pub use summary::{DirectionSummary, Figures, SideFigures, StreamSummary, Summary, summarize};

@@ -82,6 +82,8 @@ pub struct Summary {
     pub directions: Vec<DirectionSummary>,
     /// One per stream.
     pub streams: Vec<StreamSummary>,
+    /// What the test cost each end that reported it.
+    pub cost: Vec<crate::stats::CostSummary>,
     /// Things in the figures the reader must know about, in plain words.
     pub warnings: Vec<String>,
 }
@@ -123,8 +125,28 @@ pub fn summarize(record: &RunRecord) -> Summary {
             }
         })
         .collect();
-    let warnings = idle_stream_warning(&streams).into_iter().collect();
-    Summary { directions, streams, warnings }
+    let cost: Vec<crate::stats::CostSummary> =
+        sides.iter().filter_map(|(end, r)| crate::stats::cost_summary(end, (*r)?)).collect();
+    let mut warnings: Vec<String> = idle_stream_warning(&streams).into_iter().collect();
+    warnings.extend(cost.iter().flat_map(crate::stats::cost_warnings));
+    if cost.len() == 2 && same_host(record) {
+        warnings.push(
+            "client and server ran on the same machine (loopback): the machine-wide CPU figures \
+             of both ends cover both"
+                .to_string(),
+        );
+    }
+    Summary { directions, streams, cost, warnings }
+}
+
+/// True when the control connection stayed on one host (loopback on both sides).
+fn same_host(record: &RunRecord) -> bool {
+    let loopback = |a: &Option<String>| {
+        a.as_deref()
+            .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
+            .is_some_and(|a| crate::session::streams::canonical(a).ip().is_loopback())
+    };
+    loopback(&record.local_address) && loopback(&record.remote_address)
 }
 
 /// Streams whose sender moved nothing while others did: the aggregate hides starvation.
@@ -223,11 +245,13 @@ mod tests {
                 software: "c".into(),
                 streams: client,
                 intervals_dropped: false,
+                cost: None,
             }),
             server_results: Some(SideResults {
                 software: "s".into(),
                 streams: server,
                 intervals_dropped: false,
+                cost: None,
             }),
             outcome: Outcome::Completed,
             warnings: vec![],

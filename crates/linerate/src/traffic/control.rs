@@ -4,6 +4,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use linerate_proto::ProcessCpu;
+
 /// Progress of one stream, written by its thread and read by the sampler.
 #[derive(Debug, Default)]
 pub struct StreamCounters {
@@ -11,6 +13,7 @@ pub struct StreamCounters {
     /// Microseconds from test start when the stream finished, plus one (0 = still running).
     end_us_plus_one: AtomicU64,
     error: Mutex<Option<String>>,
+    thread_cpu: Mutex<Option<ProcessCpu>>,
 }
 
 impl StreamCounters {
@@ -46,6 +49,18 @@ impl StreamCounters {
     /// Why the stream failed, if it did.
     pub fn error(&self) -> Option<String> {
         self.error.lock().ok().and_then(|e| e.clone())
+    }
+
+    /// Records the CPU the stream's thread used while moving data.
+    pub fn set_thread_cpu(&self, cpu: Option<ProcessCpu>) {
+        if let Ok(mut slot) = self.thread_cpu.lock() {
+            *slot = cpu;
+        }
+    }
+
+    /// The CPU the stream's thread used, once it has finished (None where the OS cannot say).
+    pub fn thread_cpu(&self) -> Option<ProcessCpu> {
+        self.thread_cpu.lock().ok().and_then(|c| *c)
     }
 }
 

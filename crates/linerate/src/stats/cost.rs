@@ -1,0 +1,243 @@
+//! What a test cost each end, in the units people reason with: % of one core, cores busy,
+//! the busiest core, CPU-seconds per GB (netperf's service demand idea) and cycles per bit.
+//!
+//! Pure functions over `HostCost` raw deltas. None means "not measured"; the reason is in
+//! `unavailable`.
+
+use serde::Serialize;
+
+use linerate_proto::{CpuTimes, HostCost, SideResults};
+
+/// Foreign load above this share of one core earns a warning (shared machines: an unseen hog
+/// cut a result 3x in the project's baseline study).
+pub const FOREIGN_WARN_PERCENT: f64 = 10.0;
+
+/// Shares of CPU time by kind, in % of the time accounted.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct CpuBreakdown {
+    /// Busy: user + nice + system + irq + softirq.
+    pub busy_percent: f64,
+    /// User (and nice).
+    pub user_percent: f64,
+    /// Kernel mode.
+    pub system_percent: f64,
+    /// Software interrupts (network receive work).
+    pub softirq_percent: f64,
+    /// Hardware interrupts.
+    pub irq_percent: f64,
+    /// Stolen by the hypervisor.
+    pub steal_percent: f64,
+    /// Idle and iowait.
+    pub idle_percent: f64,
+}
+
+impl CpuBreakdown {
+    fn of(t: &CpuTimes) -> Option<Self> {
+        let total = t.total_us() as f64;
+        if total <= 0.0 {
+            return None;
+        }
+        let p = |us: u64| us as f64 * 100.0 / total;
+        Some(Self {
+            busy_percent: p(t.busy_us()),
+            user_percent: p(t.user_us + t.nice_us),
+            system_percent: p(t.system_us),
+            softirq_percent: p(t.softirq_us),
+            irq_percent: p(t.irq_us),
+            steal_percent: p(t.steal_us),
+            idle_percent: p(t.idle_us + t.iowait_us),
+        })
+    }
+}
+
+/// One end's cost figures.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CostSummary {
+    /// `client` or `server`.
+    pub end: &'static str,
+    /// The measurement window, seconds.
+    pub window_seconds: f64,
+    /// Process CPU in % of one core, and its user and system parts.
+    pub process_percent_of_core: Option<f64>,
+    /// User part of the process CPU, % of one core.
+    pub process_user_percent_of_core: Option<f64>,
+    /// System part of the process CPU, % of one core.
+    pub process_system_percent_of_core: Option<f64>,
+    /// This test's stream threads, % of one core.
+    pub stream_threads_percent_of_core: Option<f64>,
+    /// CPUs in the machine.
+    pub cpus: Option<u32>,
+    /// Whole machine: busy time divided by the window (2.0 = two cores fully busy).
+    pub cores_busy: Option<f64>,
+    /// Whole machine, by kind, % of all CPUs' time.
+    pub machine: Option<CpuBreakdown>,
+    /// The busiest CPU's number.
+    pub busiest_cpu: Option<u32>,
+    /// The busiest CPU, by kind, % of its time.
+    pub busiest: Option<CpuBreakdown>,
+    /// Other processes' CPU during the test, % of one core.
+    pub foreign_percent_of_core: Option<f64>,
+    /// The busiest of them.
+    pub foreign_top: Vec<String>,
+    /// Peak resident memory of the process, bytes.
+    pub peak_rss_bytes: Option<u64>,
+    /// Whole-machine busy CPU-seconds per 10^9 bytes this end moved.
+    pub cpu_seconds_per_gb: Option<f64>,
+    /// Process CPU-seconds per 10^9 bytes this end moved.
+    pub process_cpu_seconds_per_gb: Option<f64>,
+    /// Cycles per bit this end moved.
+    pub cycles_per_bit: Option<f64>,
+    /// How the cycles were obtained.
+    pub cycles_method: Option<String>,
+    /// Other tests the server ran during this one.
+    pub concurrent_tests: u32,
+    /// Figures that are missing, and why.
+    pub unavailable: Vec<String>,
+}
+
+/// The cost summary of one end, if it reported cost at all.
+pub fn cost_summary(end: &'static str, side: &SideResults) -> Option<CostSummary> {
+    let c: &HostCost = side.cost.as_ref()?;
+    let window = c.window_us as f64;
+    let of_core = |us: u64| (window > 0.0).then(|| us as f64 * 100.0 / window);
+    let bytes: u64 = side.streams.iter().map(|s| s.bytes).sum();
+    let per_gb = |us: u64| (bytes > 0).then(|| us as f64 / 1e6 / (bytes as f64 / 1e9));
+    let busy = c.system.as_ref().map(|s| s.all.busy_us());
+    Some(CostSummary {
+        end,
+        window_seconds: window / 1e6,
+        process_percent_of_core: c.process.and_then(|p| of_core(p.user_us + p.system_us)),
+        process_user_percent_of_core: c.process.and_then(|p| of_core(p.user_us)),
+        process_system_percent_of_core: c.process.and_then(|p| of_core(p.system_us)),
+        stream_threads_percent_of_core: c
+            .stream_threads
+            .and_then(|p| of_core(p.user_us + p.system_us)),
+        cpus: c.system.as_ref().map(|s| s.cpus),
+        cores_busy: busy.and_then(|b| (window > 0.0).then(|| b as f64 / window)),
+        machine: c.system.as_ref().and_then(|s| CpuBreakdown::of(&s.all)),
+        busiest_cpu: c.system.as_ref().map(|s| s.busiest_cpu),
+        busiest: c.system.as_ref().and_then(|s| CpuBreakdown::of(&s.busiest)),
+        foreign_percent_of_core: c.foreign_us.and_then(of_core),
+        foreign_top: c.foreign_top.clone(),
+        peak_rss_bytes: c.memory.map(|m| m.peak_rss_bytes),
+        cpu_seconds_per_gb: busy.and_then(per_gb),
+        process_cpu_seconds_per_gb: c.process.and_then(|p| per_gb(p.user_us + p.system_us)),
+        cycles_per_bit: c
+            .cycles
+            .as_ref()
+            .and_then(|cy| (bytes > 0).then(|| cy.cycles as f64 / (bytes as f64 * 8.0))),
+        cycles_method: c.cycles.as_ref().map(|cy| cy.method.clone()),
+        concurrent_tests: c.concurrent_tests,
+        unavailable: c.unavailable.clone(),
+    })
+}
+
+/// Warnings the cost figures call for, in plain words.
+pub fn cost_warnings(s: &CostSummary) -> Vec<String> {
+    let mut w = Vec::new();
+    if let Some(f) = s.foreign_percent_of_core.filter(|f| *f >= FOREIGN_WARN_PERCENT) {
+        w.push(format!(
+            "{}: other processes used {f:.0}% of a core during the test ({}); throughput and CPU \
+             figures may be distorted — rerun on a quiet machine",
+            s.end,
+            if s.foreign_top.is_empty() { "unnamed".to_string() } else { s.foreign_top.join(", ") }
+        ));
+    }
+    if s.concurrent_tests > 0 {
+        w.push(format!(
+            "{}: {} other test(s) ran on this server at the same time; its process and machine \
+             CPU figures include them (stream-thread CPU does not)",
+            s.end, s.concurrent_tests
+        ));
+    }
+    w
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use linerate_proto::{
+        CycleSource, Flow, ProcessCpu, SocketReport, StreamResult, StreamRole, SystemCpu,
+    };
+
+    fn side(cost: HostCost) -> SideResults {
+        SideResults {
+            software: "t".into(),
+            streams: vec![StreamResult {
+                id: 1,
+                flow: Flow::ClientToServer,
+                role: StreamRole::Sender,
+                bytes: 2_000_000_000,
+                omitted_bytes: 0,
+                duration_us: 1_000_000,
+                omitted_us: 0,
+                intervals: vec![],
+                socket: SocketReport::default(),
+                retransmits: None,
+                error: None,
+            }],
+            intervals_dropped: false,
+            cost: Some(Box::new(cost)),
+        }
+    }
+
+    fn times(user: u64, system: u64, softirq: u64, idle: u64) -> CpuTimes {
+        CpuTimes {
+            user_us: user,
+            system_us: system,
+            softirq_us: softirq,
+            idle_us: idle,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn figures_from_a_known_window() {
+        let cost = HostCost {
+            window_us: 2_000_000,
+            process: Some(ProcessCpu { user_us: 100_000, system_us: 1_900_000 }),
+            system: Some(SystemCpu {
+                cpus: 2,
+                all: times(200_000, 2_000_000, 800_000, 1_000_000),
+                busiest_cpu: 1,
+                busiest: times(0, 1_200_000, 700_000, 100_000),
+            }),
+            foreign_us: Some(400_000),
+            foreign_top: vec!["hog (7): 400000 us".into()],
+            cycles: Some(CycleSource {
+                method: "cpuinfo".into(),
+                cycles: 8_000_000_000,
+                clock_hz: Some(2_000_000_000),
+            }),
+            ..Default::default()
+        };
+        let s = cost_summary("client", &side(cost)).expect("summary");
+        assert_eq!(s.process_percent_of_core, Some(100.0));
+        assert_eq!(s.process_system_percent_of_core, Some(95.0));
+        assert_eq!(s.cores_busy, Some(1.5));
+        let m = s.machine.expect("machine");
+        assert_eq!((m.busy_percent, m.softirq_percent, m.idle_percent), (75.0, 20.0, 25.0));
+        assert_eq!(s.busiest_cpu, Some(1));
+        assert_eq!(s.busiest.expect("busiest").busy_percent, 95.0);
+        assert_eq!(s.foreign_percent_of_core, Some(20.0));
+        // 3 s of busy CPU for 2 GB = 1.5 CPU-s/GB; 8e9 cycles for 16e9 bits = 0.5 cycles/bit.
+        assert_eq!(s.cpu_seconds_per_gb, Some(1.5));
+        assert_eq!(s.process_cpu_seconds_per_gb, Some(1.0));
+        assert_eq!(s.cycles_per_bit, Some(0.5));
+        let w = cost_warnings(&s);
+        assert_eq!(w.len(), 1);
+        assert!(w[0].contains("20% of a core") && w[0].contains("hog (7)"), "{}", w[0]);
+    }
+
+    #[test]
+    fn missing_figures_stay_missing() {
+        let s =
+            cost_summary("server", &side(HostCost { concurrent_tests: 2, ..Default::default() }))
+                .expect("summary");
+        assert_eq!(s.process_percent_of_core, None);
+        assert_eq!(s.cores_busy, None);
+        assert_eq!(s.cycles_per_bit, None);
+        assert!(cost_warnings(&s)[0].contains("2 other test(s)"));
+        assert!(cost_summary("x", &SideResults::default()).is_none());
+    }
+}
