@@ -27,6 +27,15 @@ pub enum Outcome {
     },
 }
 
+/// The link the user says the path has (`--link-speed`, `--mtu`), for the theoretical maximum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkAssumption {
+    /// Link rate, bits per second.
+    pub bits_per_second: u64,
+    /// IP MTU, bytes.
+    pub mtu_bytes: u32,
+}
+
 /// One test, as seen from the client.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
@@ -54,6 +63,9 @@ pub struct RunRecord {
     pub outcome: Outcome,
     /// Things the user should know that did not stop the test.
     pub warnings: Vec<String>,
+    /// The link the user said the path has, if any.
+    #[serde(default)]
+    pub link: Option<LinkAssumption>,
 }
 
 /// Milliseconds since the Unix epoch now (0 if the clock is before 1970).

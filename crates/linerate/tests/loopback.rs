@@ -319,3 +319,33 @@ fn a_cpu_hog_during_the_test_is_named() {
     let foreign = doc["summary"]["cost"][0]["foreign_percent_of_core"].as_f64().expect("foreign");
     assert!(foreign >= 10.0, "{foreign}");
 }
+
+#[test]
+fn verdict_names_the_limit_the_test_imposed() {
+    let srv = Server::start(&[]);
+    let limit = |args: &[&str]| {
+        let doc = client_json(srv.port, args);
+        let v = &doc["summary"]["verdicts"][0];
+        (v["limit"].as_str().expect("limit").to_string(), v["summary"].to_string())
+    };
+    let (l, s) = limit(&["-b", "300M", "-t", "1.5", "-i", "0"]);
+    assert_eq!(l, "pacing_target", "{s}");
+    let (l, s) = limit(&["-w", "16K", "-t", "1.5", "-i", "0"]);
+    assert_eq!(l, "receive_window", "{s}");
+    // Unlimited loopback: a sending thread saturates a core on these machines.
+    let (l, s) = limit(&["-t", "1.5", "-i", "0"]);
+    assert_eq!(l, "cpu", "{s}");
+}
+
+#[test]
+fn tcp_internals_are_sampled_per_interval() {
+    let srv = Server::start(&[]);
+    let doc = client_json(srv.port, &["-t", "1", "-i", "0.25"]);
+    let st = &streams(&doc, "client")[0];
+    let tcp = &st["tcp"];
+    assert!(tcp["snd_mss_bytes"].as_u64().expect("mss") > 0, "{tcp}");
+    assert!(tcp["busy_us"].as_u64().expect("busy") > 0, "{tcp}");
+    assert!(st["thread_cpu"]["system_us"].as_u64().is_some());
+    let ivs = st["intervals"].as_array().expect("intervals");
+    assert!(ivs.iter().all(|i| i["tcp"]["cwnd_segments"].as_u64().is_some()), "{ivs:?}");
+}

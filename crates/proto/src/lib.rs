@@ -32,6 +32,6 @@ pub use conn::{HANDSHAKE_TIMEOUT, RESULTS_TIMEOUT, RUN_GRACE, STREAMS_TIMEOUT};
 pub use error::{Blame, ProtoError};
 pub use results::{
     CostSample, CpuTimes, CycleSource, HostCost, IntervalSample, MemoryUse, ProcessCpu,
-    SideResults, SocketReport, StreamResult, StreamRole, SystemCpu,
+    SideResults, SocketReport, StreamResult, StreamRole, SystemCpu, TcpInternals,
 };
 pub use spec::{Direction, EndCondition, Flow, Protocol, SpecError, TestSpec};

@@ -30,6 +30,9 @@ pub struct IntervalSample {
     pub bytes: u64,
     /// True if the interval lies in the omitted warm-up.
     pub omitted: bool,
+    /// TCP's view of the connection at the end of the interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp: Option<TcpInternals>,
 }
 
 /// Socket options as requested and as the kernel granted them on this end.
@@ -52,6 +55,44 @@ pub struct SocketReport {
     /// The other end's address of the data connection.
     #[serde(default)]
     pub peer_address: Option<String>,
+}
+
+/// TCP's own view of a connection (Linux `TCP_INFO`), at one moment. Fields the kernel does
+/// not report are None.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TcpInternals {
+    /// Smoothed round-trip time, microseconds.
+    pub rtt_us: u32,
+    /// Round-trip time variation, microseconds.
+    pub rttvar_us: u32,
+    /// Lowest round-trip time seen, microseconds.
+    pub min_rtt_us: Option<u32>,
+    /// Congestion window, segments.
+    pub cwnd_segments: u32,
+    /// Slow-start threshold, segments (very large = not yet set).
+    pub ssthresh_segments: u32,
+    /// Maximum segment size for sending, bytes.
+    pub snd_mss_bytes: u32,
+    /// Maximum segment size seen from the peer, bytes.
+    pub rcv_mss_bytes: u32,
+    /// Retransmitted segments over the connection's life.
+    pub total_retrans: u32,
+    /// The kernel's pacing rate, bits per second.
+    pub pacing_rate_bits_per_second: Option<u64>,
+    /// The most recent delivery-rate sample, bits per second.
+    pub delivery_rate_bits_per_second: Option<u64>,
+    /// Time the connection had data in flight ("busy"), microseconds.
+    pub busy_us: Option<u64>,
+    /// Time the sender was limited by the receiver's advertised window, microseconds.
+    pub rwnd_limited_us: Option<u64>,
+    /// Time the sender was limited by its own send buffer, microseconds.
+    pub sndbuf_limited_us: Option<u64>,
+    /// Bytes sent, retransmissions included.
+    pub bytes_sent: Option<u64>,
+    /// Bytes retransmitted.
+    pub bytes_retrans: Option<u64>,
+    /// The peer's advertised receive window, bytes.
+    pub snd_wnd_bytes: Option<u32>,
 }
 
 /// One stream as seen by one end.
@@ -79,6 +120,12 @@ pub struct StreamResult {
     pub socket: SocketReport,
     /// Retransmitted segments (senders only, where the OS reports them).
     pub retransmits: Option<u64>,
+    /// TCP's view of the connection at the end of the test (where the OS reports it).
+    #[serde(default)]
+    pub tcp: Option<TcpInternals>,
+    /// CPU the stream's own thread used while it moved data (where the OS reports it).
+    #[serde(default)]
+    pub thread_cpu: Option<ProcessCpu>,
     /// Why the stream ended early, if it did.
     pub error: Option<String>,
 }
@@ -281,10 +328,18 @@ mod tests {
             duration_us: 2_000_000,
             omitted_us: 500_000,
             intervals: (0..intervals as u64)
-                .map(|i| IntervalSample { start_us: i, end_us: i + 1, bytes: i, omitted: false })
+                .map(|i| IntervalSample {
+                    start_us: i,
+                    end_us: i + 1,
+                    bytes: i,
+                    omitted: false,
+                    tcp: None,
+                })
                 .collect(),
             socket: SocketReport::default(),
             retransmits: None,
+            tcp: None,
+            thread_cpu: None,
             error: None,
         }
     }

@@ -107,6 +107,8 @@ fn results(software: &str, bytes: u64) -> SideResults {
             intervals: Vec::new(),
             socket: SocketReport::default(),
             retransmits: Some(0),
+            tcp: None,
+            thread_cpu: None,
             error: None,
         }],
         intervals_dropped: false,

@@ -187,6 +187,14 @@ pub struct TestArgs {
     /// Label carried into the output and the JSON record.
     #[arg(short = 'T', long = "title", value_name = "TEXT")]
     pub title: Option<String>,
+    /// The path's link rate (SI bits per second, e.g. 10G): the summary shows the theoretical
+    /// TCP maximum over such a link and the share reached.
+    #[arg(long = "link-speed", value_name = "RATE", value_parser = rate)]
+    pub link_speed: Option<Bitrate>,
+    /// The path's IP MTU, with --link-speed.
+    #[arg(long = "mtu", value_name = "BYTES", default_value_t = 1500, requires = "link_speed",
+          value_parser = clap::value_parser!(u32).range(576..=65536))]
+    pub mtu: u32,
     /// Give up on each TCP connect after this long.
     #[arg(long = "connect-timeout", value_name = "SECONDS", value_parser = seconds, default_value = "10")]
     pub connect_timeout: Duration,

@@ -7,6 +7,7 @@ use linerate_proto::{Direction, EndCondition, Protocol, TestSpec};
 
 use crate::cli::args::{Cli, Command, CompatArgs, GenerateWhat, NetArgs, TestArgs};
 use crate::plan::{ClientPlan, Family, Generated, OutputFormat, Plan, ServerPlan, Shell};
+use crate::record::LinkAssumption;
 
 /// Default test length for `client`.
 pub const DEFAULT_TIME: Duration = Duration::from_secs(10);
@@ -96,6 +97,10 @@ fn client_plan(
         cport: t.cport,
         connect_timeout: t.connect_timeout,
         output: output(net),
+        link: t
+            .link_speed
+            .filter(|l| l.bits_per_second() > 0)
+            .map(|l| LinkAssumption { bits_per_second: l.bits_per_second(), mtu_bytes: t.mtu }),
     })
 }
 

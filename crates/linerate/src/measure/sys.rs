@@ -100,6 +100,12 @@ pub fn tcp_retransmits(sock: &impl AsFd) -> Option<u64> {
     imp::tcp_retransmits(sock.as_fd())
 }
 
+/// TCP's view of a connection from `TCP_INFO`; None where unsupported or not TCP. Fields the
+/// running kernel did not fill (older kernels return a shorter struct) are None.
+pub fn tcp_internals(sock: &impl AsFd) -> Option<linerate_proto::TcpInternals> {
+    imp::tcp_internals(sock.as_fd())
+}
+
 /// A memory-backed file (Linux `memfd`) holding a repeated byte pattern, sent
 /// with `sendfile(2)`: zero-copy sending, where the sender never copies user
 /// memory into the kernel.
@@ -424,6 +430,45 @@ mod imp {
         Some(soft)
     }
 
+    pub(super) fn tcp_internals(fd: BorrowedFd<'_>) -> Option<linerate_proto::TcpInternals> {
+        // SAFETY: `tcp_info` has integer fields only, so all-zero is a valid value.
+        let mut i: libc::tcp_info = unsafe { std::mem::zeroed() };
+        let written = getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_INFO, &mut i).ok()?;
+        macro_rules! have {
+            ($field:ident) => {
+                std::mem::offset_of!(libc::tcp_info, $field) + std::mem::size_of_val(&i.$field)
+                    <= written
+            };
+        }
+        macro_rules! opt {
+            ($field:ident) => {
+                have!($field).then_some(i.$field)
+            };
+        }
+        if !have!(tcpi_total_retrans) {
+            return None;
+        }
+        let bits = |v: Option<u64>| v.filter(|v| *v != u64::MAX).map(|v| v.saturating_mul(8));
+        Some(linerate_proto::TcpInternals {
+            rtt_us: i.tcpi_rtt,
+            rttvar_us: i.tcpi_rttvar,
+            min_rtt_us: opt!(tcpi_min_rtt),
+            cwnd_segments: i.tcpi_snd_cwnd,
+            ssthresh_segments: i.tcpi_snd_ssthresh,
+            snd_mss_bytes: i.tcpi_snd_mss,
+            rcv_mss_bytes: i.tcpi_rcv_mss,
+            total_retrans: i.tcpi_total_retrans,
+            pacing_rate_bits_per_second: bits(opt!(tcpi_pacing_rate)),
+            delivery_rate_bits_per_second: bits(opt!(tcpi_delivery_rate)),
+            busy_us: opt!(tcpi_busy_time),
+            rwnd_limited_us: opt!(tcpi_rwnd_limited),
+            sndbuf_limited_us: opt!(tcpi_sndbuf_limited),
+            bytes_sent: opt!(tcpi_bytes_sent),
+            bytes_retrans: opt!(tcpi_bytes_retrans),
+            snd_wnd_bytes: opt!(tcpi_snd_wnd),
+        })
+    }
+
     pub(super) fn tcp_retransmits(fd: BorrowedFd<'_>) -> Option<u64> {
         // SAFETY: `tcp_info` has integer fields only, so all-zero is a valid value.
         let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
@@ -531,6 +576,10 @@ mod imp {
 
     pub(super) fn set_recv_lowat(_fd: BorrowedFd<'_>, bytes: u32) -> io::Result<()> {
         Err(unsupported(format_args!("setting SO_RCVLOWAT to {bytes} bytes")))
+    }
+
+    pub(super) fn tcp_internals(_fd: BorrowedFd<'_>) -> Option<linerate_proto::TcpInternals> {
+        None
     }
 
     pub(super) fn set_mss(_fd: BorrowedFd<'_>, mss: u32) -> io::Result<()> {
@@ -766,6 +815,9 @@ mod tests {
             let (client, server) = pair();
             assert!(tcp_retransmits(&client).is_some());
             assert!(tcp_retransmits(&server).is_some());
+            let i = tcp_internals(&client).expect("TCP_INFO on a connected socket");
+            assert!(i.snd_mss_bytes > 0 && i.cwnd_segments > 0, "{i:?}");
+            assert!(i.busy_us.is_some() && i.bytes_sent.is_some(), "kernel 4.19+ fields: {i:?}");
         }
 
         #[test]
@@ -775,6 +827,7 @@ mod tests {
             assert!(facts.send_buffer_bytes.is_some() && facts.recv_buffer_bytes.is_some());
             assert_eq!((facts.mss_bytes, facts.congestion), (None, None));
             assert_eq!(tcp_retransmits(&udp), None);
+            assert_eq!(tcp_internals(&udp), None);
         }
 
         #[test]

@@ -61,6 +61,8 @@ pub struct ClientPlan {
     pub connect_timeout: Duration,
     /// Output format.
     pub output: OutputFormat,
+    /// The link the user says the path has (`--link-speed`, `--mtu`).
+    pub link: Option<crate::record::LinkAssumption>,
 }
 
 /// Serve tests.

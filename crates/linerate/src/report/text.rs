@@ -147,6 +147,17 @@ pub fn render_run(record: &RunRecord, out: &mut dyn Write) -> std::io::Result<()
             writeln!(out, "  n/a: {n}")?;
         }
     }
+    for d in &summary.directions {
+        if let Some(t) = sender_tcp_line(record, d.flow) {
+            writeln!(out, "TCP {} (sender's view): {t}", d.flow.label())?;
+        }
+    }
+    for v in &summary.verdicts {
+        writeln!(out, "Verdict {}: {}", v.flow.label(), v.summary)?;
+        for e in &v.evidence {
+            writeln!(out, "  evidence: {e}")?;
+        }
+    }
     for w in record.warnings.iter().chain(&summary.warnings) {
         writeln!(out, "warning: {w}")?;
     }
@@ -209,6 +220,35 @@ fn side_line(out: &mut dyn Write, label: &str, side: Option<&SideFigures>) -> st
         writeln!(out, "           error: {e}")?;
     }
     Ok(())
+}
+
+/// RTT, cwnd and rates of the direction's first sending stream, plus the stream count.
+fn sender_tcp_line(record: &RunRecord, flow: Flow) -> Option<String> {
+    let streams: Vec<_> = [record.client.as_ref(), record.server_results.as_ref()]
+        .into_iter()
+        .flatten()
+        .flat_map(|s| &s.streams)
+        .filter(|s| s.flow == flow && s.role == StreamRole::Sender)
+        .filter_map(|s| s.tcp)
+        .collect();
+    let n = streams.len() as u64;
+    if n == 0 {
+        return None;
+    }
+    let mean = |f: fn(&linerate_proto::TcpInternals) -> u64| streams.iter().map(f).sum::<u64>() / n;
+    let rate = |v: Option<u64>| v.map_or("n/a".into(), |b| format_bits_per_second(b as f64));
+    let first = streams[0];
+    Some(format!(
+        "mean RTT {} us (var {} us), mean cwnd {} segments, MSS {}, {} retransmitted segments; stream 1: delivery {}, pacing {}{}",
+        mean(|t| u64::from(t.rtt_us)),
+        mean(|t| u64::from(t.rttvar_us)),
+        mean(|t| u64::from(t.cwnd_segments)),
+        first.snd_mss_bytes,
+        streams.iter().map(|t| u64::from(t.total_retrans)).sum::<u64>(),
+        rate(first.delivery_rate_bits_per_second),
+        rate(first.pacing_rate_bits_per_second),
+        if n > 1 { format!(" ({n} streams)") } else { String::new() }
+    ))
 }
 
 fn pct(v: Option<f64>) -> String {

@@ -50,6 +50,7 @@ impl<'p> ClientRun<'p> {
             server_results: None,
             outcome: Outcome::Completed,
             warnings: Vec::new(),
+            link: plan.link,
         };
         Self { plan, record, streams: None, interrupted: false }
     }

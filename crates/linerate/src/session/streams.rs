@@ -299,6 +299,7 @@ impl StreamSet {
                 end_us,
                 bytes: bytes - s.last_bytes,
                 omitted,
+                tcp: if intervals_on { sys::tcp_internals(&s.probe) } else { None },
             };
             s.last_us = end_us;
             s.last_bytes = bytes;
@@ -313,6 +314,7 @@ impl StreamSet {
                 Some(prev) if sliver && prev.omitted == sample.omitted => {
                     prev.end_us = sample.end_us;
                     prev.bytes += sample.bytes;
+                    prev.tcp = sample.tcp.or(prev.tcp);
                 }
                 _ => {
                     s.intervals.push(sample);
@@ -388,6 +390,8 @@ impl StreamSet {
             retransmits: (s.role == StreamRole::Sender)
                 .then(|| sys::tcp_retransmits(&s.probe))
                 .flatten(),
+            tcp: sys::tcp_internals(&s.probe),
+            thread_cpu: s.counters.thread_cpu(),
             error: s.counters.error().or_else(|| {
                 (end.is_none() && self.started().is_some()).then(|| "did not finish".to_string())
             }),

@@ -174,6 +174,8 @@ mod tests {
                 intervals: vec![],
                 socket: SocketReport::default(),
                 retransmits: None,
+                tcp: None,
+                thread_cpu: None,
                 error: None,
             }],
             intervals_dropped: false,

@@ -3,6 +3,8 @@
 
 pub mod cost;
 pub mod summary;
+pub mod verdict;
 
 pub use cost::{CostSummary, CpuBreakdown, cost_summary, cost_warnings};
 pub use summary::{DirectionSummary, Figures, SideFigures, StreamSummary, Summary, summarize};
+pub use verdict::{Limit, Verdict};

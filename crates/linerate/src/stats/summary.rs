@@ -84,6 +84,8 @@ pub struct Summary {
     pub streams: Vec<StreamSummary>,
     /// What the test cost each end that reported it.
     pub cost: Vec<crate::stats::CostSummary>,
+    /// What limited each direction.
+    pub verdicts: Vec<crate::stats::Verdict>,
     /// Things in the figures the reader must know about, in plain words.
     pub warnings: Vec<String>,
 }
@@ -94,7 +96,7 @@ pub fn summarize(record: &RunRecord) -> Summary {
         [("client", record.client.as_ref()), ("server", record.server_results.as_ref())];
     let mut flows: Vec<Flow> = record.spec.stream_plan().iter().map(|(_, f)| *f).collect();
     flows.dedup();
-    let directions = flows
+    let directions: Vec<DirectionSummary> = flows
         .iter()
         .map(|&flow| DirectionSummary {
             flow,
@@ -129,6 +131,8 @@ pub fn summarize(record: &RunRecord) -> Summary {
         sides.iter().filter_map(|(end, r)| crate::stats::cost_summary(end, (*r)?)).collect();
     let mut warnings: Vec<String> = idle_stream_warning(&streams).into_iter().collect();
     warnings.extend(cost.iter().flat_map(crate::stats::cost_warnings));
+    warnings.extend(crate::stats::verdict::link_warning(record, &directions));
+    let verdicts = crate::stats::verdict::verdicts(record, &directions, &cost);
     if cost.len() == 2 && same_host(record) {
         warnings.push(
             "client and server ran on the same machine (loopback): the machine-wide CPU figures \
@@ -136,7 +140,7 @@ pub fn summarize(record: &RunRecord) -> Summary {
                 .to_string(),
         );
     }
-    Summary { directions, streams, cost, warnings }
+    Summary { directions, streams, cost, verdicts, warnings }
 }
 
 /// True when the control connection stayed on one host (loopback on both sides).
@@ -223,6 +227,8 @@ mod tests {
                 ..Default::default()
             },
             retransmits: (role == StreamRole::Sender).then_some(u64::from(id)),
+            tcp: None,
+            thread_cpu: None,
             error: None,
         }
     }
@@ -255,6 +261,7 @@ mod tests {
             }),
             outcome: Outcome::Completed,
             warnings: vec![],
+            link: None,
         }
     }
 

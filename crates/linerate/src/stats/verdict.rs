@@ -1,0 +1,518 @@
+//! What limited each direction of a test, in plain words with the evidence numbers.
+//!
+//! Rules, first match wins (each cites the figures it used):
+//! 1. **pacing target**: `-b` was set and the senders reached ≥ 95 % of it;
+//! 2. **receive window**: the sender spent ≥ 30 % of its busy time limited by the receiver's
+//!    advertised window (`tcpi_rwnd_limited`), or at the end the peer advertised at most half
+//!    of what the congestion window allowed (cwnd × MSS) — the kernel's timer misses windows
+//!    of a segment or two;
+//! 3. **send buffer**: ≥ 30 % limited by its own send buffer (`tcpi_sndbuf_limited`);
+//! 4. **CPU**: a stream thread used ≥ 90 % of a core (threads migrate between cores, so a
+//!    saturated thread need not show as one saturated core), or an end's busiest core was
+//!    ≥ 90 % busy; the thread or end is named, with the core's user/system/softirq split;
+//! 5. **link**: `--link-speed` was given and the receiver got ≥ 90 % of the theoretical TCP
+//!    goodput of that link;
+//! 6. **congestion/loss**: ≥ 1 % of the bytes sent were retransmissions;
+//! 7. otherwise **path**: none of the above, so the network path (link, shaper, peer) is the
+//!    likely limit.
+//!
+//! Thresholds are deliberately simple and documented in docs/METHODOLOGY.md; the evidence is
+//! always printed so a reader can disagree. Pure functions: no I/O.
+
+use serde::Serialize;
+
+use linerate_proto::{Flow, StreamRole, TcpInternals, TestSpec};
+
+use crate::record::{LinkAssumption, RunRecord};
+use crate::stats::{CostSummary, DirectionSummary};
+
+const PACING_REACHED: f64 = 0.95;
+const LIMITED_SHARE: f64 = 0.30;
+const CPU_SATURATED_PERCENT: f64 = 90.0;
+const LINK_REACHED: f64 = 0.90;
+const LOSS_SHARE: f64 = 0.01;
+
+/// The kind of limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Limit {
+    /// The requested pacing rate was reached.
+    PacingTarget,
+    /// The receiver's advertised window.
+    ReceiveWindow,
+    /// The sender's socket buffer.
+    SendBuffer,
+    /// A saturated CPU core.
+    Cpu,
+    /// The link's capacity (given with --link-speed).
+    Link,
+    /// Losses and retransmissions.
+    CongestionLoss,
+    /// The network path, by elimination.
+    Path,
+}
+
+/// The verdict for one direction.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Verdict {
+    /// Which direction.
+    pub flow: Flow,
+    /// What limited it.
+    pub limit: Limit,
+    /// One sentence.
+    pub summary: String,
+    /// The numbers behind it.
+    pub evidence: Vec<String>,
+}
+
+/// TCP internals summed over a direction's sending streams.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+struct TcpTotals {
+    busy_us: u64,
+    rwnd_limited_us: u64,
+    sndbuf_limited_us: u64,
+    bytes_sent: u64,
+    bytes_retrans: u64,
+    streams: u64,
+    rtt_us_sum: u64,
+    cwnd_sum: u64,
+    /// Streams whose peer advertised at most half of cwnd × MSS at the end.
+    window_smaller_than_cwnd: u64,
+    /// Smallest advertised window seen, bytes.
+    min_snd_wnd: Option<u32>,
+}
+
+fn tcp_totals(record: &RunRecord, flow: Flow) -> Option<TcpTotals> {
+    let sides = [record.client.as_ref(), record.server_results.as_ref()];
+    let finals: Vec<TcpInternals> = sides
+        .into_iter()
+        .flatten()
+        .flat_map(|s| &s.streams)
+        .filter(|s| s.flow == flow && s.role == StreamRole::Sender)
+        .filter_map(|s| s.tcp)
+        .collect();
+    if finals.is_empty() {
+        return None;
+    }
+    Some(finals.iter().fold(TcpTotals::default(), |t, i| TcpTotals {
+        busy_us: t.busy_us + i.busy_us.unwrap_or(0),
+        rwnd_limited_us: t.rwnd_limited_us + i.rwnd_limited_us.unwrap_or(0),
+        sndbuf_limited_us: t.sndbuf_limited_us + i.sndbuf_limited_us.unwrap_or(0),
+        bytes_sent: t.bytes_sent + i.bytes_sent.unwrap_or(0),
+        bytes_retrans: t.bytes_retrans + i.bytes_retrans.unwrap_or(0),
+        streams: t.streams + 1,
+        rtt_us_sum: t.rtt_us_sum + u64::from(i.rtt_us),
+        cwnd_sum: t.cwnd_sum + u64::from(i.cwnd_segments),
+        window_smaller_than_cwnd: t.window_smaller_than_cwnd
+            + u64::from(i.snd_wnd_bytes.is_some_and(|w| {
+                u64::from(w) * 2 <= u64::from(i.cwnd_segments) * u64::from(i.snd_mss_bytes)
+            })),
+        min_snd_wnd: match (t.min_snd_wnd, i.snd_wnd_bytes) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        },
+    }))
+}
+
+fn share(part: u64, whole: u64) -> Option<f64> {
+    (whole > 0).then(|| part as f64 / whole as f64)
+}
+
+/// The theoretical TCP goodput of a link, bits per second: each IP packet of `mtu` bytes
+/// carries `mtu` − 52 (IPv4: 20 IP + 20 TCP + 12 timestamp option; IPv6: 72) payload bytes and
+/// costs `mtu` + 38 bytes on Ethernet (preamble and start delimiter 8, header 14, FCS 4,
+/// inter-frame gap 12).
+pub fn tcp_goodput_bits_per_second(link: &LinkAssumption, ipv6: bool) -> Option<f64> {
+    let headers = if ipv6 { 72 } else { 52 };
+    let payload = link.mtu_bytes.checked_sub(headers)?;
+    Some(link.bits_per_second as f64 * f64::from(payload) / f64::from(link.mtu_bytes + 38))
+}
+
+/// One verdict per direction.
+pub fn verdicts(
+    record: &RunRecord,
+    directions: &[DirectionSummary],
+    cost: &[CostSummary],
+) -> Vec<Verdict> {
+    directions.iter().map(|d| verdict(record, d, cost)).collect()
+}
+
+fn verdict(record: &RunRecord, d: &DirectionSummary, cost: &[CostSummary]) -> Verdict {
+    let tcp = tcp_totals(record, d.flow);
+    let mut evidence = Vec::new();
+    let make = |limit, summary: String, evidence: Vec<String>| Verdict {
+        flow: d.flow,
+        limit,
+        summary,
+        evidence,
+    };
+    if let Some(v) = pacing(&record.spec, d) {
+        return make(Limit::PacingTarget, v, evidence);
+    }
+    if let Some(t) = tcp {
+        let rwnd = share(t.rwnd_limited_us, t.busy_us).unwrap_or(0.0);
+        let sndbuf = share(t.sndbuf_limited_us, t.busy_us).unwrap_or(0.0);
+        let retrans = share(t.bytes_retrans, t.bytes_sent).unwrap_or(0.0);
+        evidence.push(format!(
+            "sender TCP: receive-window-limited {:.0}% and send-buffer-limited {:.0}% of busy time, {:.2}% of bytes retransmitted, mean RTT {} us, mean cwnd {} segments",
+            rwnd * 100.0,
+            sndbuf * 100.0,
+            retrans * 100.0,
+            t.rtt_us_sum / t.streams,
+            t.cwnd_sum / t.streams
+        ));
+        let small_window = t.window_smaller_than_cwnd * 2 > t.streams;
+        if rwnd >= LIMITED_SHARE || small_window {
+            let rcvbuf = d.receiver.as_ref().and_then(|r| r.recv_buffer_bytes).map(|(_, hi)| hi);
+            let how = if rwnd >= LIMITED_SHARE {
+                format!("held the sender back {:.0}% of the time", rwnd * 100.0)
+            } else {
+                format!(
+                    "was smaller than the congestion window allowed (advertised {} bytes)",
+                    t.min_snd_wnd.unwrap_or(0)
+                )
+            };
+            return make(
+                Limit::ReceiveWindow,
+                format!(
+                    "receive-window-bound: the receiver's window {how}{}; raise -w or the receiver's net.ipv4.tcp_rmem",
+                    rcvbuf.map(|b| format!(" (receive buffer {b} bytes)")).unwrap_or_default()
+                ),
+                evidence,
+            );
+        }
+        if sndbuf >= LIMITED_SHARE {
+            return make(
+                Limit::SendBuffer,
+                format!(
+                    "send-buffer-bound: the sender's own socket buffer held it back {:.0}% of the time; raise -w or the sender's net.ipv4.tcp_wmem",
+                    sndbuf * 100.0
+                ),
+                evidence,
+            );
+        }
+    }
+    if let Some(v) = busy_thread(record) {
+        return make(Limit::Cpu, v, evidence);
+    }
+    if let Some(v) = cpu(cost, &mut evidence) {
+        return make(Limit::Cpu, v, evidence);
+    }
+    if let Some(v) = link(record, d, &mut evidence) {
+        return make(Limit::Link, v, evidence);
+    }
+    if let Some(t) = tcp
+        && let Some(r) = share(t.bytes_retrans, t.bytes_sent).filter(|r| *r >= LOSS_SHARE)
+    {
+        return make(
+            Limit::CongestionLoss,
+            format!(
+                "congestion/loss-bound: {:.1}% of the bytes sent were retransmissions",
+                r * 100.0
+            ),
+            evidence,
+        );
+    }
+    let why =
+        if tcp.is_none() { " (no TCP internals from the sender: limits not checked)" } else { "" };
+    make(
+        Limit::Path,
+        format!(
+            "path-bound: not CPU, window, buffer or loss limited{why}; the link, a shaper or the peer set the rate"
+        ),
+        evidence,
+    )
+}
+
+fn pacing(spec: &TestSpec, d: &DirectionSummary) -> Option<String> {
+    if spec.bits_per_second == 0 {
+        return None;
+    }
+    let sender = d.sender.as_ref()?;
+    let per_stream = sender.figures.bits_per_second? / sender.streams.max(1) as f64;
+    let target = spec.bits_per_second as f64;
+    (per_stream >= target * PACING_REACHED).then(|| {
+        format!(
+            "pacing target reached: each stream was paced to {} and averaged {}",
+            crate::units::format_bits_per_second(target),
+            crate::units::format_bits_per_second(per_stream)
+        )
+    })
+}
+
+/// The busiest stream thread of either end, if it used ≥ 90 % of a core.
+fn busy_thread(record: &RunRecord) -> Option<String> {
+    let ends = [("client", record.client.as_ref()), ("server", record.server_results.as_ref())];
+    let (end, s, pct) = ends
+        .into_iter()
+        .filter_map(|(end, r)| Some((end, r?)))
+        .flat_map(|(end, r)| r.streams.iter().map(move |s| (end, s)))
+        .filter_map(|(end, s)| {
+            let cpu = s.thread_cpu?;
+            let pct = (cpu.user_us + cpu.system_us) as f64 * 100.0 / s.duration_us.max(1) as f64;
+            Some((end, s, pct))
+        })
+        .max_by(|a, b| a.2.total_cmp(&b.2))?;
+    let role = if s.role == StreamRole::Sender { "sending" } else { "receiving" };
+    let cpu = s.thread_cpu?;
+    let kind = if cpu.system_us >= cpu.user_us { "system (kernel TCP/copy)" } else { "user" };
+    (pct >= CPU_SATURATED_PERCENT).then(|| {
+        format!("CPU-bound: the {end}'s {role} thread (stream {}) used {pct:.0}% of a core, mostly {kind} time", s.id)
+    })
+}
+
+fn cpu(cost: &[CostSummary], evidence: &mut Vec<String>) -> Option<String> {
+    for c in cost {
+        if let (Some(b), Some(cpu)) = (&c.busiest, c.busiest_cpu) {
+            evidence.push(format!(
+                "{}: busiest core cpu{cpu} {:.0}% busy (user {:.0}, system {:.0}, softirq {:.0}); process {:.0}% of a core",
+                c.end,
+                b.busy_percent,
+                b.user_percent,
+                b.system_percent,
+                b.softirq_percent,
+                c.process_percent_of_core.unwrap_or(0.0)
+            ));
+        }
+    }
+    let saturated =
+        cost.iter().any(|c| c.busiest.is_some_and(|b| b.busy_percent >= CPU_SATURATED_PERCENT));
+    if !saturated {
+        return None;
+    }
+    let blamed = cost.iter().filter(|c| c.busiest.is_some()).max_by(|a, b| {
+        a.process_percent_of_core
+            .unwrap_or(0.0)
+            .total_cmp(&b.process_percent_of_core.unwrap_or(0.0))
+    })?;
+    let b = blamed.busiest?;
+    let kind =
+        [("user", b.user_percent), ("system", b.system_percent), ("softirq", b.softirq_percent)]
+            .into_iter()
+            .max_by(|x, y| x.1.total_cmp(&y.1))
+            .map_or("system", |k| k.0);
+    Some(format!(
+        "CPU-bound: the {} is the bottleneck — its process used {:.0}% of a core and cpu{} was {:.0}% busy, mostly {kind} time",
+        blamed.end,
+        blamed.process_percent_of_core.unwrap_or(0.0),
+        blamed.busiest_cpu.unwrap_or(0),
+        b.busy_percent
+    ))
+}
+
+fn link(record: &RunRecord, d: &DirectionSummary, evidence: &mut Vec<String>) -> Option<String> {
+    let l = record.link.as_ref()?;
+    let ipv6 = record.remote_address.as_deref().is_some_and(|a| a.starts_with('['));
+    let max = tcp_goodput_bits_per_second(l, ipv6)?;
+    let got = d.receiver.as_ref()?.figures.bits_per_second?;
+    let ratio = got / max;
+    evidence.push(format!(
+        "link: {} at MTU {} carries at most {} of TCP payload; the receiver got {:.1}% of that",
+        crate::units::format_bits_per_second(l.bits_per_second as f64),
+        l.mtu_bytes,
+        crate::units::format_bits_per_second(max),
+        ratio * 100.0
+    ));
+    // Above the theoretical maximum the assumption is wrong, not the verdict: link_warning says so.
+    (LINK_REACHED..=1.01)
+        .contains(&ratio)
+        .then(|| format!("link-bound: {:.1}% of the link's theoretical TCP goodput", ratio * 100.0))
+}
+
+/// A warning when the measurement beats the assumed link's theoretical maximum.
+pub fn link_warning(record: &RunRecord, directions: &[DirectionSummary]) -> Option<String> {
+    let l = record.link.as_ref()?;
+    let ipv6 = record.remote_address.as_deref().is_some_and(|a| a.starts_with('['));
+    let max = tcp_goodput_bits_per_second(l, ipv6)?;
+    let over = directions
+        .iter()
+        .filter_map(|d| d.receiver.as_ref()?.figures.bits_per_second)
+        .find(|got| *got > max * 1.01)?;
+    Some(format!(
+        "measured {} but a {} link at MTU {} carries at most {}: is the path MTU larger than assumed (--mtu), or the link faster?",
+        crate::units::format_bits_per_second(over),
+        crate::units::format_bits_per_second(l.bits_per_second as f64),
+        l.mtu_bytes,
+        crate::units::format_bits_per_second(max)
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn goodput_of_common_links() {
+        let l = LinkAssumption { bits_per_second: 10_000_000_000, mtu_bytes: 1500 };
+        let g = tcp_goodput_bits_per_second(&l, false).expect("goodput");
+        assert!((g - 9.4148e9).abs() < 1e6, "{g}");
+        let jumbo = LinkAssumption { bits_per_second: 10_000_000_000, mtu_bytes: 9000 };
+        let g = tcp_goodput_bits_per_second(&jumbo, false).expect("goodput");
+        assert!((g - 9.9012e9).abs() < 1e6, "{g}");
+        assert!(
+            tcp_goodput_bits_per_second(&l, true).expect("v6")
+                < tcp_goodput_bits_per_second(&l, false).expect("v4")
+        );
+        assert_eq!(
+            tcp_goodput_bits_per_second(
+                &LinkAssumption { bits_per_second: 1, mtu_bytes: 40 },
+                false
+            ),
+            None
+        );
+    }
+}
+
+#[cfg(test)]
+mod rule_tests {
+    use super::*;
+    use crate::record::{Outcome, SCHEMA_VERSION};
+    use crate::stats::summarize;
+    use linerate_proto::{
+        CpuTimes, HostCost, ProcessCpu, SideResults, SocketReport, StreamResult, SystemCpu,
+    };
+
+    /// A one-stream upload: 1.25 GB in 1 s (10 Gbit/s) with the given sender TCP state.
+    fn record(tcp: TcpInternals, thread_pct: u64, busiest_pct: u64) -> RunRecord {
+        let stream = |role, tcp: Option<TcpInternals>, thread: Option<ProcessCpu>| StreamResult {
+            id: 1,
+            flow: Flow::ClientToServer,
+            role,
+            bytes: 1_250_000_000,
+            omitted_bytes: 0,
+            duration_us: 1_000_000,
+            omitted_us: 0,
+            intervals: vec![],
+            socket: SocketReport::default(),
+            retransmits: None,
+            tcp,
+            thread_cpu: thread,
+            error: None,
+        };
+        let cost = HostCost {
+            window_us: 1_000_000,
+            process: Some(ProcessCpu { user_us: 0, system_us: thread_pct * 10_000 }),
+            system: Some(SystemCpu {
+                cpus: 2,
+                all: CpuTimes {
+                    system_us: busiest_pct * 10_000,
+                    idle_us: 2_000_000 - busiest_pct * 10_000,
+                    ..Default::default()
+                },
+                busiest_cpu: 0,
+                busiest: CpuTimes {
+                    system_us: busiest_pct * 10_000,
+                    idle_us: 1_000_000 - busiest_pct * 10_000,
+                    ..Default::default()
+                },
+            }),
+            ..Default::default()
+        };
+        let side = |s: StreamResult| SideResults {
+            software: "t".into(),
+            streams: vec![s],
+            intervals_dropped: false,
+            cost: Some(Box::new(cost.clone())),
+        };
+        let thread = Some(ProcessCpu { user_us: 0, system_us: thread_pct * 10_000 });
+        RunRecord {
+            schema_version: SCHEMA_VERSION,
+            software: "t".into(),
+            started_unix_ms: 0,
+            server: "h:1".into(),
+            local_address: Some("10.0.0.1:40000".into()),
+            remote_address: Some("10.0.0.2:5201".into()),
+            server_software: None,
+            spec: TestSpec::default_tcp(),
+            client: Some(side(stream(StreamRole::Sender, Some(tcp), thread))),
+            server_results: Some(side(stream(StreamRole::Receiver, None, None))),
+            outcome: Outcome::Completed,
+            warnings: vec![],
+            link: None,
+        }
+    }
+
+    fn healthy() -> TcpInternals {
+        TcpInternals {
+            rtt_us: 500,
+            cwnd_segments: 100,
+            snd_mss_bytes: 1448,
+            busy_us: Some(1_000_000),
+            rwnd_limited_us: Some(0),
+            sndbuf_limited_us: Some(0),
+            bytes_sent: Some(1_250_000_000),
+            bytes_retrans: Some(0),
+            snd_wnd_bytes: Some(4_000_000),
+            ..Default::default()
+        }
+    }
+
+    fn limit_of(r: &RunRecord) -> (Limit, String) {
+        let v = &summarize(r).verdicts[0];
+        (v.limit, v.summary.clone())
+    }
+
+    #[test]
+    fn nothing_limiting_means_path() {
+        let (limit, text) = limit_of(&record(healthy(), 30, 40));
+        assert_eq!(limit, Limit::Path, "{text}");
+    }
+
+    #[test]
+    fn pacing_reached_wins() {
+        let mut r = record(healthy(), 99, 99);
+        r.spec.bits_per_second = 10_000_000_000;
+        assert_eq!(limit_of(&r).0, Limit::PacingTarget);
+        r.spec.bits_per_second = 20_000_000_000;
+        assert_ne!(limit_of(&r).0, Limit::PacingTarget, "half the target is not reaching it");
+    }
+
+    #[test]
+    fn receive_window_by_timer_or_by_state() {
+        let by_timer = TcpInternals { rwnd_limited_us: Some(400_000), ..healthy() };
+        let (limit, text) = limit_of(&record(by_timer, 30, 40));
+        assert_eq!(limit, Limit::ReceiveWindow);
+        assert!(text.contains("40% of the time"), "{text}");
+        let by_state = TcpInternals { snd_wnd_bytes: Some(65_536), ..healthy() };
+        let (limit, text) = limit_of(&record(by_state, 30, 40));
+        assert_eq!(limit, Limit::ReceiveWindow);
+        assert!(text.contains("advertised 65536 bytes"), "{text}");
+    }
+
+    #[test]
+    fn send_buffer() {
+        let t = TcpInternals { sndbuf_limited_us: Some(500_000), ..healthy() };
+        assert_eq!(limit_of(&record(t, 30, 40)).0, Limit::SendBuffer);
+    }
+
+    #[test]
+    fn cpu_by_thread_or_by_core() {
+        let (limit, text) = limit_of(&record(healthy(), 97, 60));
+        assert_eq!(limit, Limit::Cpu);
+        assert!(text.contains("client's sending thread (stream 1) used 97%"), "{text}");
+        let (limit, text) = limit_of(&record(healthy(), 60, 95));
+        assert_eq!(limit, Limit::Cpu);
+        assert!(text.contains("cpu0 was 95% busy"), "{text}");
+    }
+
+    #[test]
+    fn link_when_near_the_theoretical_goodput_only() {
+        let mut r = record(healthy(), 30, 40);
+        r.link = Some(LinkAssumption { bits_per_second: 10_700_000_000, mtu_bytes: 1500 });
+        let (limit, text) = limit_of(&r);
+        assert_eq!(limit, Limit::Link, "10 of 10.07 Gbit/s: {text}");
+        r.link = Some(LinkAssumption { bits_per_second: 1_000_000_000, mtu_bytes: 1500 });
+        assert_eq!(limit_of(&r).0, Limit::Path, "10x the link: the assumption is wrong");
+        assert!(summarize(&r).warnings.iter().any(|w| w.contains("path MTU larger")));
+        r.link = Some(LinkAssumption { bits_per_second: 40_000_000_000, mtu_bytes: 1500 });
+        assert_eq!(limit_of(&r).0, Limit::Path, "a quarter of the link is not link-bound");
+    }
+
+    #[test]
+    fn losses() {
+        let t = TcpInternals { bytes_retrans: Some(25_000_000), ..healthy() };
+        let (limit, text) = limit_of(&record(t, 30, 40));
+        assert_eq!(limit, Limit::CongestionLoss);
+        assert!(text.contains("2.0%"), "{text}");
+    }
+}
