@@ -7,4 +7,5 @@
 mod cli;
 mod faults;
 mod loopback;
+mod netns;
 mod util;

@@ -285,6 +285,10 @@ pub struct HostCost {
     /// Other tests this server ran during the window (0 on clients).
     #[serde(default)]
     pub concurrent_tests: u32,
+    /// An identifier of the running kernel (Linux boot id): equal on both ends when they ran
+    /// on one machine, network namespaces included.
+    #[serde(default)]
+    pub host_id: Option<String>,
     /// Process memory.
     pub memory: Option<MemoryUse>,
     /// Cycles this process used, and how they were counted.

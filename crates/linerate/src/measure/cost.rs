@@ -118,6 +118,7 @@ impl CostMeter {
             foreign_us,
             foreign_top,
             concurrent_tests,
+            host_id: procfs::boot_id(),
             memory,
             cycles,
             intervals: self.intervals,

@@ -154,6 +154,11 @@ mod read {
         parse_status_memory(&std::fs::read_to_string("/proc/self/status").ok()?)
     }
 
+    pub fn boot_id() -> Option<String> {
+        let id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+        Some(id.trim().to_string()).filter(|s| !s.is_empty())
+    }
+
     pub fn clock_hz() -> Option<(u64, &'static str)> {
         let cpufreq = "/sys/devices/system/cpu/cpu0/cpufreq/scaling_cur_freq";
         if let Some(hz) = std::fs::read_to_string(cpufreq).ok().and_then(|t| parse_cpufreq_khz(&t))
@@ -184,9 +189,13 @@ mod read {
     pub fn clock_hz() -> Option<(u64, &'static str)> {
         None
     }
+
+    pub fn boot_id() -> Option<String> {
+        None
+    }
 }
 
-pub use read::{all_pids, clock_hz, proc_stat, self_memory};
+pub use read::{all_pids, boot_id, clock_hz, proc_stat, self_memory};
 
 #[cfg(test)]
 mod tests {

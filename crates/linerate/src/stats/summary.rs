@@ -135,16 +135,22 @@ pub fn summarize(record: &RunRecord) -> Summary {
     let verdicts = crate::stats::verdict::verdicts(record, &directions, &cost);
     if cost.len() == 2 && same_host(record) {
         warnings.push(
-            "client and server ran on the same machine (loopback): the machine-wide CPU figures \
-             of both ends cover both"
+            "client and server ran on the same machine: the machine-wide CPU figures of both \
+             ends cover both"
                 .to_string(),
         );
     }
     Summary { directions, streams, cost, verdicts, warnings }
 }
 
-/// True when the control connection stayed on one host (loopback on both sides).
+/// True when both ends ran on one machine: the same kernel boot id (network namespaces
+/// included), or, when an end does not report one, a control connection on loopback.
 fn same_host(record: &RunRecord) -> bool {
+    let id =
+        |r: Option<&SideResults>| r.and_then(|r| r.cost.as_ref()).and_then(|c| c.host_id.clone());
+    if let (Some(a), Some(b)) = (id(record.client.as_ref()), id(record.server_results.as_ref())) {
+        return a == b;
+    }
     let loopback = |a: &Option<String>| {
         a.as_deref()
             .and_then(|a| a.parse::<std::net::SocketAddr>().ok())

@@ -1,0 +1,136 @@
+//! Shaped-link tests in network namespaces this test creates and removes: two namespaces
+//! joined by a veth pair, each end shaped with `tc tbf`. Traffic stays inside them.
+//!
+//! Needs root and iproute2. CI runs as root and must run these: without root they fail there
+//! with a clear message; elsewhere they are skipped with a note.
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use crate::util::{Output, bin};
+
+/// Two namespaces with a shaped veth link; removed on drop.
+struct ShapedLink {
+    a: String,
+    b: String,
+    addr_b: String,
+}
+
+fn ip(args: &[&str]) {
+    let out = Command::new("ip").args(args).output().expect("run ip (install iproute2)");
+    assert!(out.status.success(), "ip {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+fn tc(args: &[&str]) {
+    let out = Command::new("tc").args(args).output().expect("run tc (install iproute2)");
+    assert!(out.status.success(), "tc {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+impl ShapedLink {
+    /// Namespaces `lr<pid><tag>a/b`, link 10.203.<n>.1 <-> .2, tbf at `rate` on both ends.
+    fn new(tag: &str, rate: &str) -> ShapedLink {
+        let id = format!("lr{}{tag}", std::process::id() % 100_000);
+        let (a, b) = (format!("{id}a"), format!("{id}b"));
+        let (va, vb) = (format!("{id}x"), format!("{id}y"));
+        let net = 1 + (std::process::id() % 200) as u8;
+        let link = ShapedLink { a: a.clone(), b: b.clone(), addr_b: format!("10.203.{net}.2") };
+        ip(&["netns", "add", &a]);
+        ip(&["netns", "add", &b]);
+        ip(&["link", "add", &va, "type", "veth", "peer", "name", &vb]);
+        ip(&["link", "set", &va, "netns", &a]);
+        ip(&["link", "set", &vb, "netns", &b]);
+        for (ns, dev, host) in [(&a, &va, 1), (&b, &vb, 2)] {
+            ip(&["-n", ns, "addr", "add", &format!("10.203.{net}.{host}/24"), "dev", dev]);
+            ip(&["-n", ns, "link", "set", dev, "up"]);
+            ip(&["-n", ns, "link", "set", "lo", "up"]);
+            // burst >= 128 KiB keeps tbf at its theoretical rate (research: perf-baseline.md).
+            tc(&[
+                "-n", ns, "qdisc", "add", "dev", dev, "root", "tbf", "rate", rate, "burst",
+                "256kb", "latency", "20ms",
+            ]);
+        }
+        link
+    }
+
+    fn spawn_in(&self, ns: &str, args: &[&str]) -> Child {
+        Command::new("ip")
+            .args(["netns", "exec", ns, bin()])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("ip netns exec")
+    }
+
+    fn run_in(&self, ns: &str, args: &[&str]) -> Output {
+        let start = std::time::Instant::now();
+        let child = self.spawn_in(ns, args);
+        let out = child.wait_with_output().expect("wait");
+        Output {
+            code: out.status.code(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            elapsed: start.elapsed(),
+        }
+    }
+}
+
+impl Drop for ShapedLink {
+    fn drop(&mut self) {
+        for ns in [&self.a, &self.b] {
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+    }
+}
+
+/// A child process killed when dropped, also while a failing test unwinds.
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// True if this host can run namespace tests; in CI a missing capability is a failure.
+fn namespaces_available() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let ip = Command::new("ip").arg("-V").output().is_ok_and(|o| o.status.success());
+    if root && ip {
+        return true;
+    }
+    let why = if root { "iproute2 (`ip`, `tc`) is not installed" } else { "they need root" };
+    assert!(std::env::var_os("CI").is_none(), "network-namespace tests cannot run in CI: {why}");
+    eprintln!("skipping network-namespace test: {why}");
+    false
+}
+
+#[test]
+fn shaped_link_is_measured_at_its_rate_and_called_path_bound() {
+    if !namespaces_available() {
+        return;
+    }
+    let link = ShapedLink::new("s", "500mbit");
+    let _server = KillOnDrop(link.spawn_in(&link.b, &["server", "-p", "5201", "-B", &link.addr_b]));
+    std::thread::sleep(Duration::from_millis(400));
+    for dir in [&[][..], &["-R"][..]] {
+        let mut args = vec!["client", &link.addr_b, "-t", "3", "-i", "0", "-J"];
+        args.extend_from_slice(dir);
+        let out = link.run_in(&link.a, &args);
+        assert_eq!(out.code, Some(0), "{}", out.stderr);
+        let doc: serde_json::Value = serde_json::from_str(&out.stdout).expect("json");
+        let got =
+            doc["summary"]["directions"][0]["receiver"]["bits_per_second"].as_f64().expect("rate");
+        // tbf counts the 14-byte Ethernet header: TCP payload is at most 1448/1514 of the rate.
+        let theoretical = 500e6 * 1448.0 / 1514.0;
+        assert!((got / 500e6 - 1.0).abs() < 0.05, "{dir:?}: {got} bit/s vs 500 Mbit/s shaped");
+        assert!(got >= 0.97 * theoretical, "{dir:?}: {got} vs theoretical {theoretical}");
+        let v = &doc["summary"]["verdicts"][0];
+        assert_eq!(v["limit"], "path", "{dir:?}: {v}");
+        assert!(out.elapsed < Duration::from_secs(10));
+        let warnings = doc["summary"]["warnings"].to_string();
+        assert!(warnings.contains("same machine"), "namespaces share one kernel: {warnings}");
+    }
+}
