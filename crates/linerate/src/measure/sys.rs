@@ -434,6 +434,15 @@ mod imp {
         // SAFETY: `tcp_info` has integer fields only, so all-zero is a valid value.
         let mut i: libc::tcp_info = unsafe { std::mem::zeroed() };
         let written = getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_INFO, &mut i).ok()?;
+        from_tcp_info(&i, written)
+    }
+
+    /// Converts a `tcp_info` of which the kernel wrote the first `written` bytes: fields past
+    /// that (absent in older kernels) are None; rates become bits per second.
+    pub(super) fn from_tcp_info(
+        i: &libc::tcp_info,
+        written: usize,
+    ) -> Option<linerate_proto::TcpInternals> {
         macro_rules! have {
             ($field:ident) => {
                 std::mem::offset_of!(libc::tcp_info, $field) + std::mem::size_of_val(&i.$field)
@@ -622,6 +631,46 @@ mod imp {
 
 #[cfg(test)]
 mod tests {
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn tcp_info_fixture_full_and_truncated() {
+        // SAFETY: `tcp_info` has integer fields only, so all-zero is a valid value.
+        let mut i: libc::tcp_info = unsafe { std::mem::zeroed() };
+        i.tcpi_rtt = 2178;
+        i.tcpi_rttvar = 3;
+        i.tcpi_snd_cwnd = 252;
+        i.tcpi_snd_mss = 1448;
+        i.tcpi_total_retrans = 7;
+        i.tcpi_pacing_rate = 74_000_000; // bytes per second
+        i.tcpi_delivery_rate = 59_750_000;
+        i.tcpi_busy_time = 3_000_000;
+        i.tcpi_rwnd_limited = 12_000;
+        i.tcpi_snd_wnd = 65_535;
+        let full =
+            super::imp::from_tcp_info(&i, std::mem::size_of::<libc::tcp_info>()).expect("full");
+        assert_eq!((full.rtt_us, full.rttvar_us, full.cwnd_segments), (2178, 3, 252));
+        assert_eq!(full.pacing_rate_bits_per_second, Some(592_000_000));
+        assert_eq!(full.delivery_rate_bits_per_second, Some(478_000_000));
+        assert_eq!(full.busy_us, Some(3_000_000));
+        assert_eq!(full.rwnd_limited_us, Some(12_000));
+        assert_eq!(full.snd_wnd_bytes, Some(65_535));
+        // A kernel that stops after tcpi_total_retrans (before 3.15): no rates, no timers.
+        let old = std::mem::offset_of!(libc::tcp_info, tcpi_total_retrans) + 4;
+        let short = super::imp::from_tcp_info(&i, old).expect("short");
+        assert_eq!(short.total_retrans, 7);
+        assert_eq!(
+            (short.pacing_rate_bits_per_second, short.busy_us, short.snd_wnd_bytes),
+            (None, None, None)
+        );
+        // Too short to hold even the basics.
+        assert_eq!(super::imp::from_tcp_info(&i, 8), None);
+        // "Unlimited" pacing is reported as all ones: not a rate.
+        i.tcpi_pacing_rate = u64::MAX;
+        let unlimited =
+            super::imp::from_tcp_info(&i, std::mem::size_of::<libc::tcp_info>()).expect("full");
+        assert_eq!(unlimited.pacing_rate_bits_per_second, None);
+    }
     use super::*;
 
     #[test]
