@@ -14,7 +14,7 @@ use crate::plan::{ClientPlan, Family, Generated, OutputFormat, Plan, ServerPlan,
 use crate::record::{Outcome, RunRecord};
 use crate::report::{json, text};
 use crate::session::server::{NoteSink, Server, ServerNote};
-use crate::session::{Interrupt, Quiet, client};
+use crate::session::{Interrupt, Quiet, client, iperf3_client};
 
 /// Runs the plan to completion.
 pub fn execute(plan: Plan) -> Result<ExitCode> {
@@ -28,12 +28,13 @@ pub fn execute(plan: Plan) -> Result<ExitCode> {
 
 fn run_client(plan: &ClientPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     let stdout = std::io::stdout();
+    let run = if plan.iperf3 { iperf3_client::run } else { client::run };
     let record = match plan.output {
         OutputFormat::Text => {
             let mut live = text::LivePrinter::new(stdout.lock(), plan.spec.title.clone());
-            client::run(plan, &mut live, interrupt)
+            run(plan, &mut live, interrupt)
         }
-        OutputFormat::Json => client::run(plan, &mut Quiet, interrupt),
+        OutputFormat::Json => run(plan, &mut Quiet, interrupt),
     };
     finish_client(plan, &record)
 }

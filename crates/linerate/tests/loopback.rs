@@ -61,6 +61,7 @@ fn byte_budget_stops_after_exactly_that_many_bytes() {
 
 #[test]
 fn time_flag_sets_the_test_length() {
+    let _serial = crate::util::exclusive();
     let srv = Server::start(&[]);
     let port = srv.port.to_string();
     let out = run(&["client", "127.0.0.1", "-p", &port, "-J", "-t", "2"], Duration::from_secs(30));
@@ -73,6 +74,7 @@ fn time_flag_sets_the_test_length() {
 
 #[test]
 fn bitrate_paces_each_stream_within_five_percent() {
+    let _serial = crate::util::exclusive();
     let srv = Server::start(&[]);
     let doc = client_json(srv.port, &["-b", "200M", "-t", "3", "-P", "2"]);
     for st in streams(&doc, "client") {
@@ -102,6 +104,7 @@ fn window_shows_the_buffer_the_kernel_granted_on_both_ends() {
 
 #[test]
 fn two_clients_at_once_get_separate_correct_results() {
+    let _serial = crate::util::exclusive();
     let srv = Server::start(&[]);
     let port = srv.port;
     let a = std::thread::spawn(move || client_json(port, &["-n", "300M", "-P", "2"]));
@@ -219,6 +222,7 @@ fn client_json_host(port: u16, host: &str, extra: &[&str]) -> serde_json::Value 
 
 #[test]
 fn a_thousand_and_twenty_four_streams() {
+    let _serial = crate::util::exclusive();
     let srv = Server::start(&[]);
     let doc = client_json(srv.port, &["-P", "1024", "-t", "2", "-i", "0"]);
     assert_eq!(doc["record"]["outcome"]["status"], "completed");
@@ -274,6 +278,7 @@ fn one_off_server_exits_after_one_test() {
 
 #[test]
 fn both_ends_report_sane_cpu_and_memory() {
+    let _serial = crate::util::exclusive();
     let srv = Server::start(&[]);
     let doc = client_json(srv.port, &["-t", "1.5", "-i", "0.5"]);
     let cost = doc["summary"]["cost"].as_array().expect("cost");
@@ -301,6 +306,7 @@ fn both_ends_report_sane_cpu_and_memory() {
 
 #[test]
 fn a_cpu_hog_during_the_test_is_named() {
+    let _serial = crate::util::exclusive();
     let srv = Server::start(&[]);
     // A bounded busy loop in another process: the foreign load the detector must see.
     let mut hog = std::process::Command::new("timeout")
@@ -322,6 +328,7 @@ fn a_cpu_hog_during_the_test_is_named() {
 
 #[test]
 fn verdict_names_the_limit_the_test_imposed() {
+    let _serial = crate::util::exclusive();
     let srv = Server::start(&[]);
     let limit = |args: &[&str]| {
         let doc = client_json(srv.port, args);

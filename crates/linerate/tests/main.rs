@@ -6,6 +6,7 @@
 
 mod cli;
 mod faults;
+mod interop;
 mod loopback;
 mod netns;
 mod util;

@@ -109,6 +109,7 @@ fn namespaces_available() -> bool {
 
 #[test]
 fn shaped_link_is_measured_at_its_rate_and_called_path_bound() {
+    let _serial = crate::util::exclusive();
     if !namespaces_available() {
         return;
     }

@@ -7,6 +7,14 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+/// Serializes tests whose assertions depend on CPU time or timing (pacing, verdicts, the
+/// foreign-load detector, shaped links, heavy runs): the test harness runs tests on parallel
+/// threads, and another test saturating the cores would change what these measure.
+pub fn exclusive() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_linerate")
 }

@@ -20,6 +20,7 @@ pub mod client;
 mod conn;
 pub mod error;
 pub mod fuzzing;
+pub mod iperf3;
 pub mod results;
 pub mod server;
 pub mod spec;

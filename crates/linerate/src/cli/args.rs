@@ -195,6 +195,9 @@ pub struct TestArgs {
     #[arg(long = "mtu", value_name = "BYTES", default_value_t = 1500, requires = "link_speed",
           value_parser = clap::value_parser!(u32).range(576..=65536))]
     pub mtu: u32,
+    /// The server is an iperf3 server (3.12 or later): speak its protocol. TCP only for now.
+    #[arg(long = "iperf3")]
+    pub iperf3: bool,
     /// Give up on each TCP connect after this long.
     #[arg(long = "connect-timeout", value_name = "SECONDS", value_parser = seconds, default_value = "10")]
     pub connect_timeout: Duration,

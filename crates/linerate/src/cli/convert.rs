@@ -101,6 +101,7 @@ fn client_plan(
             .link_speed
             .filter(|l| l.bits_per_second() > 0)
             .map(|l| LinkAssumption { bits_per_second: l.bits_per_second(), mtu_bytes: t.mtu }),
+        iperf3: t.iperf3,
     })
 }
 

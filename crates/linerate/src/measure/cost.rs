@@ -17,7 +17,7 @@ use crate::measure::counters::{self, CycleCounter};
 use crate::measure::procfs::{self, ProcStat};
 
 /// Processes with this command name are linerate (this process, or a peer on the same host)
-/// and are not counted as foreign load.
+/// and are not counted as foreign load; a test against an iperf3 peer adds "iperf3".
 const OWN_NAME: &str = "linerate";
 /// How many of the busiest foreign processes to name.
 const FOREIGN_TOP: usize = 3;
@@ -34,24 +34,35 @@ pub struct CostMeter {
     last_process: Option<ProcessCpu>,
     intervals: Vec<CostSample>,
     cycles: Result<CycleCounter, String>,
+    /// Process names that belong to the test (this tool and its peer program).
+    own: Vec<String>,
 }
 
 impl CostMeter {
     /// Starts measuring now. Call it on the thread that then starts the stream threads, so a
     /// hardware cycle counter (where there is one) covers them.
-    pub fn start(now: Instant) -> Self {
-        let stat0 = procfs::proc_stat();
+    /// `peer_program` names the peer's process (e.g. "iperf3") so that, on one machine, its
+    /// work is not counted as foreign load.
+    pub fn start(now: Instant, peer_program: Option<&str>) -> Self {
+        let own: Vec<String> =
+            [Some(OWN_NAME), peer_program].into_iter().flatten().map(String::from).collect();
+        // The /proc scan is slow under load (tens of ms): do it first, and take the cheap
+        // snapshots last, so the CPU deltas cover the same span as the window.
+        let foreign0 = foreign_cpu(&own).into_iter().map(|(pid, _, us)| (pid, us)).collect();
+        let cycles = CycleCounter::open().map_err(|e| e.to_string());
         let process0 = counters::process_cpu();
+        let stat0 = procfs::proc_stat();
         Self {
             started: now,
-            foreign0: foreign_cpu().into_iter().map(|(pid, _, us)| (pid, us)).collect(),
+            foreign0,
+            own,
             last_us: 0,
             last_stat: stat0.clone(),
             last_process: process0,
             stat0,
             process0,
             intervals: Vec::new(),
-            cycles: CycleCounter::open().map_err(|e| e.to_string()),
+            cycles,
         }
     }
 
@@ -93,17 +104,21 @@ impl CostMeter {
         stream_threads: Option<ProcessCpu>,
         concurrent_tests: u32,
     ) -> HostCost {
-        let window_us = now.saturating_duration_since(self.started).as_micros() as u64;
+        // Cheap snapshots first, right at the end of the window; the slow scan afterwards.
+        let stat1 = procfs::proc_stat();
+        let process1 = counters::process_cpu();
+        let window_us =
+            Instant::now().max(now).saturating_duration_since(self.started).as_micros() as u64;
         let mut unavailable = Vec::new();
-        let system = system_delta(self.stat0.as_ref(), procfs::proc_stat().as_ref());
+        let system = system_delta(self.stat0.as_ref(), stat1.as_ref());
         if system.is_none() {
             unavailable.push("whole-system CPU: /proc/stat not available on this OS".to_string());
         }
-        let process = process_delta(self.process0, counters::process_cpu());
+        let process = process_delta(self.process0, process1);
         if process.is_none() {
             unavailable.push("process CPU: getrusage failed".to_string());
         }
-        let (foreign_us, foreign_top) = foreign_since(&self.foreign0);
+        let (foreign_us, foreign_top) = foreign_since(&self.foreign0, &self.own);
         if foreign_us.is_none() {
             unavailable.push("foreign load: /proc not available on this OS".to_string());
         }
@@ -149,19 +164,19 @@ pub fn system_delta(a: Option<&ProcStat>, b: Option<&ProcStat>) -> Option<System
     Some(SystemCpu { cpus: per_cpu.len() as u32, all: b.all.since(&a.all), busiest_cpu, busiest })
 }
 
-/// CPU microseconds of every user-space process that is not linerate: (pid, name, cpu).
-fn foreign_cpu() -> Vec<(u32, String, u64)> {
+/// CPU microseconds of every user-space process not named in `own`: (pid, name, cpu).
+fn foreign_cpu(own: &[String]) -> Vec<(u32, String, u64)> {
     procfs::all_pids()
         .into_iter()
-        .filter(|p| !p.kernel_thread && p.comm != OWN_NAME)
+        .filter(|p| !p.kernel_thread && !own.contains(&p.comm))
         .map(|p| (p.pid, p.comm, p.cpu_us))
         .collect()
 }
 
 /// Foreign CPU since the baseline; processes started meanwhile count from zero. Processes
 /// that exited meanwhile are missed (their time is gone from /proc), so this is a lower bound.
-fn foreign_since(base: &HashMap<u32, u64>) -> (Option<u64>, Vec<String>) {
-    let now = foreign_cpu();
+fn foreign_since(base: &HashMap<u32, u64>, own: &[String]) -> (Option<u64>, Vec<String>) {
+    let now = foreign_cpu(own);
     if now.is_empty() {
         return (None, Vec::new());
     }
@@ -240,7 +255,7 @@ mod tests {
     #[test]
     fn meter_reports_busy_work_on_this_host() {
         let t0 = Instant::now();
-        let mut m = CostMeter::start(t0);
+        let mut m = CostMeter::start(t0, None);
         let mut x = 0u64;
         while t0.elapsed() < std::time::Duration::from_millis(120) {
             x = x.wrapping_mul(6364136223846793005).wrapping_add(1);

@@ -164,7 +164,9 @@ mod tests {
         let spent =
             |a: ProcessCpu, b: ProcessCpu| (b.user_us + b.system_us) - (a.user_us + a.system_us);
         assert!(spent(t0, t1) >= 20_000, "thread spent {} us", spent(t0, t1));
-        assert!(spent(p0, p1) >= spent(t0, t1));
+        // The kernel adjusts process and thread times separately, at scheduler-tick
+        // granularity (4 ms at HZ=250): allow one tick either way.
+        assert!(spent(p0, p1) + 10_000 >= spent(t0, t1), "{p0:?} {p1:?} {t0:?} {t1:?}");
     }
 
     #[test]

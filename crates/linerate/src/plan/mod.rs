@@ -63,6 +63,8 @@ pub struct ClientPlan {
     pub output: OutputFormat,
     /// The link the user says the path has (`--link-speed`, `--mtu`).
     pub link: Option<crate::record::LinkAssumption>,
+    /// Speak iperf3's protocol to the server (`--iperf3`).
+    pub iperf3: bool,
 }
 
 /// Serve tests.

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, anyhow, bail};
 use linerate_proto::ProtoError;
 use linerate_proto::client::{ClientConn, ClientEvent};
-use linerate_proto::wire::{AbortReason, Cookie, DataHello, StopReason};
+use linerate_proto::wire::{AbortReason, DataHello, StopReason};
 use socket2::{Domain, Socket, Type};
 
 use crate::measure::sys;
@@ -37,22 +37,7 @@ struct ClientRun<'p> {
 
 impl<'p> ClientRun<'p> {
     fn new(plan: &'p ClientPlan) -> Self {
-        let record = RunRecord {
-            schema_version: SCHEMA_VERSION,
-            software: SOFTWARE.to_string(),
-            started_unix_ms: unix_ms_now(),
-            server: format_host_port(&plan.host, plan.port),
-            local_address: None,
-            remote_address: None,
-            server_software: None,
-            spec: plan.spec.clone(),
-            client: None,
-            server_results: None,
-            outcome: Outcome::Completed,
-            warnings: Vec::new(),
-            link: plan.link,
-        };
-        Self { plan, record, streams: None, interrupted: false }
+        Self { plan, record: new_record(plan), streams: None, interrupted: false }
     }
 
     fn drive(&mut self, observer: &mut dyn Observer, interrupt: &Interrupt) -> Result<()> {
@@ -126,7 +111,8 @@ impl<'p> ClientRun<'p> {
                 });
                 self.record.server_software = Some(server_software);
                 let local_ip = ctrl.stream().local_addr().ok().map(|a| a.ip());
-                self.streams = Some(open_streams(self.plan, cookie, server, local_ip)?);
+                let hello = |id| DataHello { cookie, stream_id: id }.encode().to_vec();
+                self.streams = Some(open_streams(self.plan, hello, server, local_ip)?);
             }
             ClientEvent::Start => {
                 let streams = self.streams.as_mut().context("start before streams")?;
@@ -211,12 +197,31 @@ impl<'p> ClientRun<'p> {
     }
 }
 
+/// A record for `plan` before anything happened.
+pub(super) fn new_record(plan: &ClientPlan) -> RunRecord {
+    RunRecord {
+        schema_version: SCHEMA_VERSION,
+        software: SOFTWARE.to_string(),
+        started_unix_ms: unix_ms_now(),
+        server: format_host_port(&plan.host, plan.port),
+        local_address: None,
+        remote_address: None,
+        server_software: None,
+        spec: plan.spec.clone(),
+        client: None,
+        server_results: None,
+        outcome: Outcome::Completed,
+        warnings: Vec::new(),
+        link: plan.link,
+    }
+}
+
 #[derive(Debug)]
-struct LoopState {
-    stop_at: Option<Instant>,
-    stopped: bool,
-    results_sent: bool,
-    progress: (Instant, u64),
+pub(super) struct LoopState {
+    pub(super) stop_at: Option<Instant>,
+    pub(super) stopped: bool,
+    pub(super) results_sent: bool,
+    pub(super) progress: (Instant, u64),
 }
 
 impl Default for LoopState {
@@ -226,7 +231,7 @@ impl Default for LoopState {
 }
 
 /// Fails if no local stream moved a byte for [`NO_PROGRESS_TIMEOUT`] (a silent peer or path).
-fn check_progress(streams: &StreamSet, st: &mut LoopState, now: Instant) -> Result<()> {
+pub(super) fn check_progress(streams: &StreamSet, st: &mut LoopState, now: Instant) -> Result<()> {
     let total = streams.total_bytes();
     if total != st.progress.1 {
         st.progress = (now, total);
@@ -253,7 +258,7 @@ pub fn format_host_port(host: &str, port: u16) -> String {
     if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") }
 }
 
-fn resolve(host: &str, port: u16, plan: &ClientPlan) -> Result<Vec<SocketAddr>> {
+pub(super) fn resolve(host: &str, port: u16, plan: &ClientPlan) -> Result<Vec<SocketAddr>> {
     let addrs: Vec<SocketAddr> = (host, port)
         .to_socket_addrs()
         .with_context(|| {
@@ -269,7 +274,10 @@ fn resolve(host: &str, port: u16, plan: &ClientPlan) -> Result<Vec<SocketAddr>> 
     Ok(addrs)
 }
 
-fn connect_any(addrs: &[SocketAddr], plan: &ClientPlan) -> Result<(TcpStream, SocketAddr)> {
+pub(super) fn connect_any(
+    addrs: &[SocketAddr],
+    plan: &ClientPlan,
+) -> Result<(TcpStream, SocketAddr)> {
     let mut last = None;
     for addr in addrs {
         match connect(*addr, plan.bind, None, plan) {
@@ -329,9 +337,10 @@ fn connect_error(e: std::io::Error, addr: SocketAddr, plan: &ClientPlan) -> anyh
     anyhow!("cannot connect to {addr}: {hint}")
 }
 
-fn open_streams(
+/// Connects every data stream of the plan, writing `hello(id)` first on each.
+pub(super) fn open_streams(
     plan: &ClientPlan,
-    cookie: Cookie,
+    hello: impl Fn(u32) -> Vec<u8>,
     server: SocketAddr,
     local_ip: Option<IpAddr>,
 ) -> Result<StreamSet> {
@@ -346,7 +355,7 @@ fn open_streams(
         let bind_ip = plan.bind.or(if port.is_some() { local_ip } else { None });
         let mut sock = connect(server, bind_ip, port, plan)
             .with_context(|| format!("data stream {id} could not connect"))?;
-        sock.write_all(&DataHello { cookie, stream_id: id }.encode())
+        sock.write_all(&hello(id))
             .with_context(|| format!("data stream {id}: cannot send its hello"))?;
         set.add(id, sock).with_context(|| format!("data stream {id}"))?;
     }
@@ -354,7 +363,7 @@ fn open_streams(
 }
 
 /// Turns an error into the one line the user sees, adding what to try where we know.
-fn explain(e: &anyhow::Error, plan: &ClientPlan) -> String {
+pub(super) fn explain(e: &anyhow::Error, plan: &ClientPlan) -> String {
     let base = format!("{e:#}");
     let hint = match e.downcast_ref::<ProtoError>() {
         Some(ProtoError::TimedOut { what, .. }) if what.contains("hello") => Some(format!(

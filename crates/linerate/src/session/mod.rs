@@ -7,6 +7,7 @@
 
 pub mod client;
 mod control;
+pub mod iperf3_client;
 pub mod server;
 mod signals;
 pub mod streams;

@@ -88,6 +88,7 @@ pub struct StreamSet {
     next_tick: Option<Duration>,
     omit: Duration,
     cost: Option<CostMeter>,
+    peer_program: Option<&'static str>,
 }
 
 impl std::fmt::Debug for StreamSet {
@@ -127,6 +128,7 @@ impl StreamSet {
             next_tick: None,
             omit: Duration::from_millis(spec.omit_ms),
             cost: None,
+            peer_program: None,
         })
     }
 
@@ -200,6 +202,12 @@ impl StreamSet {
             .context("cannot start a stream thread (too many streams for this host?)")
     }
 
+    /// Names the peer's program (e.g. "iperf3"), so its CPU on a shared machine is not counted
+    /// as foreign load.
+    pub fn set_peer_program(&mut self, name: &'static str) {
+        self.peer_program = Some(name);
+    }
+
     /// Number of streams added so far.
     pub fn len(&self) -> usize {
         self.streams.len()
@@ -214,7 +222,7 @@ impl StreamSet {
     /// meter's snapshots come first so they do not eat into the streams' time.
     pub fn start(&mut self) -> Instant {
         self.next_tick = self.first_tick();
-        let meter = CostMeter::start(Instant::now());
+        let meter = CostMeter::start(Instant::now(), self.peer_program);
         let at = Instant::now();
         self.cost = Some(meter.restarted_at(at));
         self.gate.open(at);

@@ -1,0 +1,245 @@
+//! The client driver for iperf3 servers (`linerate client HOST --iperf3`): iperf3's control
+//! protocol (from `linerate_proto::iperf3`) with linerate's own streams and measurements, so
+//! the record has both the server's figures (as iperf3 reports them) and linerate's full
+//! figures for this end.
+//!
+//! iperf3 differences this driver absorbs: the client sends TEST_END when its clock (or byte
+//! count) says so; the server then closes its data connections, often with a reset — normal
+//! there, so receive errors after TEST_END are not stream failures; the server reports only
+//! bytes, duration, retransmits and its process CPU.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use linerate_proto::iperf3::{
+    Iperf3Client, Iperf3Event, Iperf3Results, make_cookie, params, results_from_side,
+};
+use linerate_proto::{
+    EndCondition, HostCost, ProcessCpu, SideResults, SocketReport, StreamResult, StreamRole,
+};
+
+use crate::plan::ClientPlan;
+use crate::record::{Outcome, RunRecord};
+use crate::session::client::{
+    LoopState, check_progress, connect_any, explain, new_record, open_streams, resolve,
+};
+use crate::session::{
+    Clock, ControlChannel, End, Interrupt, LiveEvent, Observer, Recv, SOFTWARE, StreamSet,
+    wait_for_input,
+};
+
+/// How long local receivers may take to see the server close its data connections.
+const DRAIN_LIMIT: Duration = Duration::from_secs(3);
+
+/// Runs one test against an iperf3 server.
+pub fn run(plan: &ClientPlan, observer: &mut dyn Observer, interrupt: &Interrupt) -> RunRecord {
+    let mut record = new_record(plan);
+    record.server_software = Some("iperf3".into());
+    let mut streams = None;
+    let mut ended = false;
+    let result = drive(plan, &mut record, &mut streams, &mut ended, observer, interrupt);
+    if let Some(s) = streams.as_mut()
+        && record.client.is_none()
+        && s.started().is_some()
+    {
+        s.abort();
+        record.client = Some(s.results(SOFTWARE, 0));
+    }
+    if ended && let Some(c) = record.client.as_mut() {
+        forgive_end_of_test_resets(c);
+    }
+    record.outcome = match result {
+        Ok(()) => Outcome::Completed,
+        Err(e) => Outcome::Failed { error: explain(&e, plan) },
+    };
+    record
+}
+
+#[allow(clippy::too_many_arguments)]
+fn drive(
+    plan: &ClientPlan,
+    record: &mut RunRecord,
+    streams: &mut Option<StreamSet>,
+    ended: &mut bool,
+    observer: &mut dyn Observer,
+    interrupt: &Interrupt,
+) -> Result<()> {
+    let params = params(&plan.spec, SOFTWARE).map_err(|e| anyhow::anyhow!("--iperf3: {e}"))?;
+    let addrs = resolve(&plan.host, plan.port, plan)?;
+    let (stream, server) = connect_any(&addrs, plan)?;
+    record.local_address = stream.local_addr().ok().map(|a| a.to_string());
+    record.remote_address = Some(server.to_string());
+    let local_ip = stream.local_addr().ok().map(|a| a.ip());
+    let mut ctrl = ControlChannel::new(stream)?;
+    let mut random = [0u8; 36];
+    getrandom::getrandom(&mut random)
+        .map_err(|e| anyhow::anyhow!("no randomness for the cookie: {e}"))?;
+    let cookie = make_cookie(&random);
+    let clock = Clock::new();
+    let mut conn = Iperf3Client::new(plan.spec.clone(), cookie, params, clock.now());
+    let mut st = LoopState::default();
+    let result = (|| -> Result<()> {
+        loop {
+            if let Some(bytes) = conn.poll_transmit() {
+                ctrl.send(&bytes)?;
+            }
+            if conn.is_finished() {
+                return Ok(());
+            }
+            let tick = streams.as_ref().and_then(StreamSet::next_tick);
+            let proto = conn.poll_timeout().map(|t| clock.instant(t));
+            match wait_for_input(&mut ctrl, tick, &[proto, st.stop_at], Duration::from_millis(50))?
+            {
+                Recv::Data(b) => conn.handle_input(b, clock.now())?,
+                Recv::Eof => conn.handle_eof()?,
+                Recv::Idle => {}
+            }
+            conn.handle_timeout(clock.now())?;
+            while let Some(ev) = conn.poll_event() {
+                match ev {
+                    Iperf3Event::CreateStreams => {
+                        observer.on_event(LiveEvent::Accepted {
+                            local: record.local_address.clone().unwrap_or_default(),
+                            remote: server.to_string(),
+                            server_software: "iperf3",
+                        });
+                        let mut set = open_streams(plan, |_| cookie.to_vec(), server, local_ip)?;
+                        set.set_peer_program("iperf3");
+                        *streams = Some(set);
+                    }
+                    Iperf3Event::Start => {
+                        let s = streams.as_mut().context("start before streams")?;
+                        let now = s.start();
+                        observer.on_event(LiveEvent::Started { streams: s.len() });
+                        let spec = &plan.spec;
+                        st.stop_at = spec
+                            .duration_ms()
+                            .map(|d| now + Duration::from_millis(d + spec.omit_ms));
+                        st.progress = (now, 0);
+                    }
+                    Iperf3Event::ResultsRequested => {
+                        let s = streams.as_mut().context("results before streams")?;
+                        let local = finish_streams(s, observer);
+                        let json = serde_json::to_string(&results_from_side(&local))?;
+                        record.client = Some(local);
+                        conn.send_results(&json, clock.now())?;
+                    }
+                    Iperf3Event::PeerResults(r) => {
+                        record.server_results = Some(server_side(&r, plan))
+                    }
+                    Iperf3Event::Finished => {}
+                }
+            }
+            let Some(s) = streams.as_mut() else { continue };
+            if s.started().is_none() || *ended {
+                continue;
+            }
+            let rows = s.sample(Instant::now(), false);
+            if !rows.is_empty() {
+                observer.on_event(LiveEvent::Interval(&rows));
+            }
+            check_progress(s, &mut st, Instant::now())?;
+            if interrupt.count() > 0 || end_reached(plan, s, &st) {
+                *ended = true;
+                s.stop_senders();
+                conn.test_end(clock.now());
+            }
+        }
+    })();
+    if let Err(e) = &result {
+        if interrupt.count() > 0 && !*ended {
+            bail!("interrupted by {} before the test ended", interrupt.last_name());
+        }
+        conn.terminate();
+        if let Some(bytes) = conn.poll_transmit() {
+            let _ = ctrl.send(&bytes);
+        }
+        return Err(anyhow::anyhow!("{e:#}"));
+    }
+    result
+}
+
+/// The client decides the end: time, or (for -n) bytes moved by either side's streams here.
+fn end_reached(plan: &ClientPlan, s: &StreamSet, st: &LoopState) -> bool {
+    match plan.spec.end {
+        EndCondition::Duration { .. } => st.stop_at.is_some_and(|t| Instant::now() >= t),
+        EndCondition::Bytes { bytes } => s.total_bytes() >= bytes || s.all_done(),
+    }
+}
+
+/// Stops local streams (receivers end when the server closes its side) and collects results.
+fn finish_streams(s: &mut StreamSet, observer: &mut dyn Observer) -> SideResults {
+    s.stop_senders();
+    let deadline = Instant::now() + DRAIN_LIMIT;
+    while !s.all_done() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let rows = s.sample(Instant::now(), true);
+    if !rows.is_empty() {
+        observer.on_event(LiveEvent::Interval(&rows));
+    }
+    s.abort();
+    s.results(SOFTWARE, 0)
+}
+
+/// iperf3 servers close data connections at the end, often with a reset: not a failure.
+fn forgive_end_of_test_resets(side: &mut SideResults) {
+    for st in &mut side.streams {
+        if st.role == StreamRole::Receiver
+            && st.error.as_deref().is_some_and(|e| e.contains("reset") || e == "aborted")
+        {
+            st.error = None;
+        }
+    }
+}
+
+/// The iperf3 server's figures in linerate's shape: streams matched by creation order, and
+/// its process CPU (the only cost figure iperf3 reports).
+fn server_side(r: &Iperf3Results, plan: &ClientPlan) -> SideResults {
+    let plan_streams = plan.spec.stream_plan();
+    let streams: Vec<StreamResult> = r
+        .streams
+        .iter()
+        .zip(&plan_streams)
+        .map(|(s, &(id, flow))| {
+            let secs = (s.end_time.unwrap_or(0.0) - s.start_time.unwrap_or(0.0)).max(0.0);
+            StreamResult {
+                id,
+                flow,
+                role: End::Server.role(flow),
+                bytes: u64::try_from(s.bytes).unwrap_or(0),
+                omitted_bytes: 0,
+                duration_us: (secs * 1e6) as u64,
+                omitted_us: 0,
+                intervals: Vec::new(),
+                socket: SocketReport {
+                    congestion: r.congestion_used.clone(),
+                    ..SocketReport::default()
+                },
+                retransmits: u64::try_from(s.retransmits).ok(),
+                tcp: None,
+                thread_cpu: None,
+                error: None,
+            }
+        })
+        .collect();
+    let window_us = streams.iter().map(|s| s.duration_us).max().unwrap_or(0);
+    let share = |pct: f64| (pct.max(0.0) / 100.0 * window_us as f64) as u64;
+    let cost = HostCost {
+        window_us,
+        process: Some(ProcessCpu {
+            user_us: share(r.cpu_util_user),
+            system_us: share(r.cpu_util_system),
+        }),
+        unavailable: vec![
+            "iperf3 servers report only their process CPU and per-stream totals".into(),
+        ],
+        ..HostCost::default()
+    };
+    SideResults {
+        software: "iperf3".into(),
+        streams,
+        intervals_dropped: false,
+        cost: Some(Box::new(cost)),
+    }
+}

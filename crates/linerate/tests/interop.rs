@@ -1,0 +1,157 @@
+//! Interoperability with the real iperf3 (Debian's package, installed by `.ci/run`), on
+//! loopback only: `linerate client --iperf3` against `iperf3 -s`.
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use crate::util::{bytes, run};
+
+/// An `iperf3 -s` on a free loopback port, killed on drop.
+struct Iperf3Server {
+    child: Child,
+    port: u16,
+}
+
+impl Iperf3Server {
+    fn start() -> Option<Iperf3Server> {
+        if Command::new("iperf3").arg("--version").output().is_err() {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "iperf3 is not installed: .ci/run must install it"
+            );
+            eprintln!("skipping iperf3 interop test: iperf3 is not installed");
+            return None;
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .expect("bind")
+            .local_addr()
+            .expect("addr")
+            .port();
+        let child = Command::new("iperf3")
+            .args(["-s", "-B", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start iperf3 -s");
+        for _ in 0..100 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // The probe connection above counts as a (failed) client; give iperf3 a moment.
+        std::thread::sleep(Duration::from_millis(200));
+        Some(Iperf3Server { child, port })
+    }
+
+    fn client(&self, extra: &[&str]) -> serde_json::Value {
+        let port = self.port.to_string();
+        let mut args = vec!["client", "127.0.0.1", "-p", &port, "--iperf3", "-J", "-i", "0"];
+        args.extend_from_slice(extra);
+        let out = run(&args, Duration::from_secs(40));
+        assert_eq!(
+            out.code,
+            Some(0),
+            "{args:?}:\n{}\n{}",
+            out.stderr,
+            &out.stdout[..out.stdout.len().min(2000)]
+        );
+        out.json()
+    }
+}
+
+impl Drop for Iperf3Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The two ends agree within what was in flight at TEST_END: iperf3 stops counting there,
+/// while linerate's receivers count what still arrives until the server closes its side.
+fn assert_agree(sent: u64, received: u64, what: &str) {
+    let (lo, hi) = (sent.min(received) as f64, sent.max(received) as f64);
+    assert!(hi > 0.0 && lo >= hi * 0.9, "{what}: sent {sent}, received {received}");
+}
+
+#[test]
+fn tests_against_a_real_iperf3_server() {
+    let _serial = crate::util::exclusive();
+    let Some(srv) = Iperf3Server::start() else { return };
+    let doc = srv.client(&["-t", "1"]);
+    assert_eq!(doc["record"]["outcome"]["status"], "completed");
+    assert_agree(
+        bytes(&doc, "client", "sender"),
+        bytes(&doc, "server_results", "receiver"),
+        "upload",
+    );
+    assert_eq!(doc["record"]["server_software"], "iperf3");
+    let cost = doc["summary"]["cost"].as_array().expect("cost");
+    assert!(
+        cost.iter()
+            .any(|c| c["end"] == "server" && c["process_percent_of_core"].as_f64().is_some())
+    );
+    // Other tests may run meanwhile (their load is rightly foreign); the peer must not be.
+    let top = cost[0]["foreign_top"].to_string();
+    assert!(!top.contains("iperf3"), "the local iperf3 peer is not foreign load: {top}");
+
+    let doc = srv.client(&["-t", "1", "-R", "-P", "4"]);
+    assert_eq!(doc["record"]["server_results"]["streams"].as_array().expect("s").len(), 4);
+    assert_agree(
+        bytes(&doc, "server_results", "sender"),
+        bytes(&doc, "client", "receiver"),
+        "reverse",
+    );
+    assert!(bytes(&doc, "client", "receiver") > 0);
+    let errs =
+        doc["summary"]["directions"][0]["receiver"]["errors"].as_array().expect("errors").len();
+    assert_eq!(errs, 0, "resets at the end of an iperf3 test are not errors");
+
+    let doc = srv.client(&["-t", "1", "--bidir", "-P", "2"]);
+    let dirs = doc["summary"]["directions"].as_array().expect("dirs");
+    assert_eq!(dirs.len(), 2);
+    for d in dirs {
+        assert!(
+            d["sender"]["bytes"].as_u64().expect("b") > 0
+                && d["receiver"]["bytes"].as_u64().expect("b") > 0,
+            "{d}"
+        );
+    }
+
+    let doc = srv.client(&["-n", "50M"]);
+    assert_eq!(bytes(&doc, "client", "sender"), 50 << 20);
+    assert_agree(50 << 20, bytes(&doc, "server_results", "receiver"), "-n");
+}
+
+#[test]
+fn a_busy_iperf3_server_is_reported_as_busy() {
+    let _serial = crate::util::exclusive();
+    let Some(srv) = Iperf3Server::start() else { return };
+    let port = srv.port.to_string();
+    let long = {
+        let port = port.clone();
+        std::thread::spawn(move || {
+            run(
+                &["client", "127.0.0.1", "-p", &port, "--iperf3", "-t", "3", "-i", "0"],
+                Duration::from_secs(30),
+            )
+        })
+    };
+    std::thread::sleep(Duration::from_millis(800));
+    let out =
+        run(&["client", "127.0.0.1", "-p", &port, "--iperf3", "-t", "1"], Duration::from_secs(20));
+    assert_eq!(out.code, Some(1));
+    assert!(out.stderr.contains("busy"), "{}", out.stderr);
+    assert_eq!(long.join().expect("first").code, Some(0));
+}
+
+#[test]
+fn options_iperf3_cannot_take_are_refused_by_name() {
+    let out =
+        run(&["client", "127.0.0.1", "-p", "1", "--iperf3", "-P", "200"], Duration::from_secs(10));
+    assert_eq!(out.code, Some(1));
+    assert!(out.stderr.contains("128"), "{}", out.stderr);
+    let out =
+        run(&["client", "127.0.0.1", "-p", "1", "--iperf3", "-O", "0.5"], Duration::from_secs(10));
+    assert!(out.stderr.contains("-O"), "{}", out.stderr);
+}

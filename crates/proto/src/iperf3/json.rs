@@ -1,0 +1,255 @@
+//! iperf3's parameter and results JSON.
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value, json};
+
+use crate::results::{SideResults, StreamRole};
+use crate::spec::{Direction, EndCondition, TestSpec};
+
+/// iperf3's stream ids in creation order: 1, then 3, 4, 5, ... (a quirk kept for
+/// compatibility: both ends number independently and agree only because order matches).
+pub fn stream_ids(n: u32) -> Vec<u32> {
+    (0..n).map(|k| if k == 0 { 1 } else { k + 2 }).collect()
+}
+
+/// The parameter JSON for `spec`, or a sentence saying which option iperf3 cannot take.
+///
+/// Keys are only sent when the feature is wanted: iperf3 servers treat a present key as "on"
+/// whatever its value (`"reverse":false` turns reverse on).
+pub fn params(spec: &TestSpec, client_version: &str) -> Result<String, String> {
+    if spec.streams > 128 {
+        return Err(format!(
+            "iperf3 servers accept at most 128 streams (-P {}); use -P 128 or fewer",
+            spec.streams
+        ));
+    }
+    if spec.omit_ms % 1000 != 0 {
+        return Err("iperf3 servers take -O in whole seconds; use e.g. -O 1".into());
+    }
+    if spec.block_bytes > 1 << 20 {
+        return Err("iperf3 servers accept TCP blocks of at most 1 MiB (-l 1M)".into());
+    }
+    let mut m = Map::new();
+    m.insert("tcp".into(), Value::Bool(true));
+    m.insert("omit".into(), json!(spec.omit_ms / 1000));
+    let (time, num) = match spec.end {
+        // The client owns the clock and sends TEST_END itself; the server uses `time` only
+        // for its watchdog, so a fractional -t rounds up here.
+        EndCondition::Duration { duration_ms } => (duration_ms.div_ceil(1000), 0),
+        EndCondition::Bytes { bytes } => (0, bytes),
+    };
+    m.insert("time".into(), json!(time));
+    m.insert("num".into(), json!(num));
+    m.insert("blockcount".into(), json!(0));
+    if let Some(mss) = spec.mss_bytes {
+        m.insert("MSS".into(), json!(mss));
+    }
+    if spec.no_delay {
+        m.insert("nodelay".into(), Value::Bool(true));
+    }
+    m.insert("parallel".into(), json!(spec.streams));
+    match spec.direction {
+        Direction::Upload => {}
+        Direction::Download => {
+            m.insert("reverse".into(), Value::Bool(true));
+        }
+        Direction::Bidirectional => {
+            m.insert("bidirectional".into(), Value::Bool(true));
+        }
+    }
+    if let Some(w) = spec.window_bytes {
+        m.insert("window".into(), json!(w));
+    }
+    m.insert("len".into(), json!(spec.block_bytes));
+    if spec.bits_per_second > 0 {
+        m.insert("bandwidth".into(), json!(spec.bits_per_second));
+    }
+    m.insert("pacing_timer".into(), json!(1000));
+    if let Some(t) = &spec.title {
+        m.insert("title".into(), json!(t));
+    }
+    if let Some(cc) = &spec.congestion {
+        m.insert("congestion".into(), json!(cc));
+    }
+    if spec.zerocopy {
+        m.insert("zerocopy".into(), json!(1));
+    }
+    m.insert("client_version".into(), json!(client_version));
+    Ok(Value::Object(m).to_string())
+}
+
+/// iperf3 3.12 prints -1 as 18446744073709551615; map anything at or above 2^63 to -1.
+fn lenient_i64<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
+    let v = Value::deserialize(d)?;
+    match (v.as_i64(), v.as_u64(), v.as_f64()) {
+        (Some(i), _, _) => Ok(i),
+        (None, Some(_), _) => Ok(-1),
+        (None, None, Some(f)) => Ok(f as i64),
+        _ => Err(serde::de::Error::custom("expected an integer")),
+    }
+}
+
+/// One stream in an iperf3 results object.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Iperf3Stream {
+    /// iperf3 stream id (1, 3, 4, ...).
+    #[serde(deserialize_with = "lenient_i64")]
+    pub id: i64,
+    /// Bytes sent (sender) or received (receiver) after the omit period.
+    #[serde(deserialize_with = "lenient_i64")]
+    pub bytes: i64,
+    /// Retransmits, or -1 when not a sender with retransmit information.
+    #[serde(deserialize_with = "lenient_i64")]
+    pub retransmits: i64,
+    /// UDP jitter, seconds (0 for TCP).
+    #[serde(default)]
+    pub jitter: f64,
+    /// UDP lost datagrams (0 for TCP).
+    #[serde(default, deserialize_with = "lenient_i64")]
+    pub errors: i64,
+    /// UDP datagrams (0 for TCP).
+    #[serde(default, deserialize_with = "lenient_i64")]
+    pub packets: i64,
+    /// Start, seconds (0).
+    #[serde(default)]
+    pub start_time: Option<f64>,
+    /// End, seconds since the stream's start: the stream's duration.
+    #[serde(default)]
+    pub end_time: Option<f64>,
+}
+
+/// One side's iperf3 results object.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Iperf3Results {
+    /// Process CPU, % of one core.
+    pub cpu_util_total: f64,
+    /// User part.
+    pub cpu_util_user: f64,
+    /// System part.
+    pub cpu_util_system: f64,
+    /// 1 if this side sent TCP with retransmit figures, -1 if it only received, else 0.
+    #[serde(deserialize_with = "lenient_i64")]
+    pub sender_has_retransmits: i64,
+    /// Congestion control used, if reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub congestion_used: Option<String>,
+    /// Streams in creation order.
+    pub streams: Vec<Iperf3Stream>,
+}
+
+impl Iperf3Results {
+    /// Parses a peer's results JSON; the error names what is wrong.
+    pub fn parse(bytes: &[u8]) -> Result<Self, String> {
+        serde_json::from_slice(bytes).map_err(|e| format!("iperf3 results are not valid ({e})"))
+    }
+}
+
+/// Our figures in iperf3's shape: bytes after the warm-up, durations as end_time, and the
+/// process CPU where we measured it (0 otherwise, which iperf3 prints as 0 %).
+pub fn results_from_side(side: &SideResults) -> Iperf3Results {
+    let ids = stream_ids(side.streams.len() as u32);
+    let sends = side.streams.iter().any(|s| s.role == StreamRole::Sender);
+    let has_retrans =
+        side.streams.iter().any(|s| s.role == StreamRole::Sender && s.retransmits.is_some());
+    let (total, user, system) = side
+        .cost
+        .as_ref()
+        .and_then(|c| Some((c.process?, c.window_us)))
+        .filter(|(_, w)| *w > 0)
+        .map_or((0.0, 0.0, 0.0), |(p, w)| {
+            let pct = |us: u64| us as f64 * 100.0 / w as f64;
+            (pct(p.user_us + p.system_us), pct(p.user_us), pct(p.system_us))
+        });
+    Iperf3Results {
+        cpu_util_total: total,
+        cpu_util_user: user,
+        cpu_util_system: system,
+        sender_has_retransmits: if !sends {
+            -1
+        } else if has_retrans {
+            1
+        } else {
+            0
+        },
+        congestion_used: side.streams.iter().find_map(|s| s.socket.congestion.clone()),
+        streams: side
+            .streams
+            .iter()
+            .zip(ids)
+            .map(|(s, id)| Iperf3Stream {
+                id: i64::from(id),
+                bytes: i64::try_from(s.measured_bytes()).unwrap_or(i64::MAX),
+                retransmits: match (s.role, s.retransmits) {
+                    (StreamRole::Sender, Some(r)) => i64::try_from(r).unwrap_or(i64::MAX),
+                    _ => -1,
+                },
+                jitter: 0.0,
+                errors: 0,
+                packets: 0,
+                start_time: Some(0.0),
+                end_time: Some(s.measured_us() as f64 / 1e6),
+            })
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_follow_the_iperf3_quirk() {
+        assert_eq!(stream_ids(4), vec![1, 3, 4, 5]);
+        assert_eq!(stream_ids(1), vec![1]);
+    }
+
+    #[test]
+    fn params_match_a_3_12_capture() {
+        let mut spec = TestSpec::default_tcp();
+        spec.end = EndCondition::Duration { duration_ms: 2000 };
+        let p = params(&spec, "3.12").expect("params");
+        // Captured from iperf3 3.12 `-c 127.0.0.1 -t 2`.
+        assert_eq!(
+            p,
+            r#"{"tcp":true,"omit":0,"time":2,"num":0,"blockcount":0,"parallel":1,"len":131072,"pacing_timer":1000,"client_version":"3.12"}"#
+        );
+    }
+
+    #[test]
+    fn params_send_feature_keys_only_when_wanted() {
+        let mut spec = TestSpec::default_tcp();
+        spec.direction = Direction::Download;
+        spec.end = EndCondition::Bytes { bytes: 1000 };
+        spec.window_bytes = Some(262_144);
+        spec.end = EndCondition::Duration { duration_ms: 1500 };
+        let v: Value = serde_json::from_str(&params(&spec, "x").expect("p")).expect("json");
+        assert_eq!(v["reverse"], true);
+        assert_eq!(v["time"], 2, "fractional -t rounds up for the server's watchdog");
+        assert_eq!(v["window"], 262_144);
+        assert!(
+            v.get("bidirectional").is_none()
+                && v.get("nodelay").is_none()
+                && v.get("bandwidth").is_none()
+        );
+    }
+
+    #[test]
+    fn params_refuse_what_iperf3_cannot_take() {
+        let mut spec = TestSpec::default_tcp();
+        spec.streams = 129;
+        assert!(params(&spec, "x").unwrap_err().contains("128"));
+        let mut spec = TestSpec::default_tcp();
+        spec.omit_ms = 1500;
+        assert!(params(&spec, "x").unwrap_err().contains("-O"));
+    }
+
+    #[test]
+    fn results_parse_3_12_unsigned_minus_one() {
+        let text = br#"{"cpu_util_total":71.5,"cpu_util_user":1.2,"cpu_util_system":70.3,"sender_has_retransmits":18446744073709551615,"streams":[{"id":1,"bytes":20971520000,"retransmits":18446744073709551615,"jitter":0,"errors":0,"packets":0,"start_time":0,"end_time":5.000126}]}"#;
+        let r = Iperf3Results::parse(text).expect("parses");
+        assert_eq!(r.sender_has_retransmits, -1);
+        assert_eq!(r.streams[0].retransmits, -1);
+        assert_eq!(r.streams[0].end_time, Some(5.000126));
+        assert!(Iperf3Results::parse(b"{\"streams\":[]}").is_err(), "cpu fields are required");
+    }
+}

@@ -1,0 +1,159 @@
+//! iperf3's control protocol (versions 3.12 to 3.21), sans-IO, so linerate can test against
+//! iperf3 servers. Facts come from `../shared/research/iperf3-protocol.md`, which was checked on
+//! the wire against Debian's 3.12 and upstream 3.21; this code is written from that description.
+//!
+//! The wire: the client sends a 37-byte cookie; then the server drives the test with single
+//! *state bytes*, and two kinds of JSON (u32 big-endian length + compact JSON) travel: the
+//! parameters (client to server) and the results (both ways). Data connections are TCP
+//! connections to the same port that start with the same cookie.
+//!
+//! Like the native protocol, nothing here does I/O, reads a clock or draws random numbers.
+
+mod client;
+mod json;
+
+pub use client::{Iperf3Client, Iperf3Event};
+pub use json::{Iperf3Results, Iperf3Stream, params, results_from_side, stream_ids};
+
+/// Length of the cookie: 36 printable characters and a NUL.
+pub const COOKIE_LEN: usize = 37;
+
+/// Largest results JSON accepted from a peer (its whole `-J` output can ride along with
+/// `--get-server-output`, so this is generous; parameters are far smaller).
+pub const MAX_RESULTS_JSON: u32 = 16 << 20;
+
+/// A cookie from 36 random bytes, the way iperf3 makes them: each byte mod 32 picks a
+/// character of `abcdefghijklmnopqrstuvwxyz234567`; the 37th byte is NUL.
+pub fn make_cookie(random: &[u8; 36]) -> [u8; COOKIE_LEN] {
+    const ALPHABET: &[u8; 32] = b"abcdefghijklmnopqrstuvwxyz234567";
+    let mut c = [0u8; COOKIE_LEN];
+    for (dst, r) in c.iter_mut().zip(random) {
+        *dst = ALPHABET[usize::from(r % 32)];
+    }
+    c
+}
+
+/// iperf3's state bytes (signed on the wire).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    /// Server: all streams connected.
+    TestStart,
+    /// Server: start sending.
+    TestRunning,
+    /// Client: end condition reached, stop.
+    TestEnd,
+    /// Server: send the parameters.
+    ParamExchange,
+    /// Server: open the data streams now.
+    CreateStreams,
+    /// Server: it is shutting down (signal).
+    ServerTerminate,
+    /// Client: it is shutting down (signal).
+    ClientTerminate,
+    /// Server: exchange results now (client first).
+    ExchangeResults,
+    /// Server: results exchanged; the client may finish.
+    DisplayResults,
+    /// Client: finished; the last byte of a session.
+    IperfDone,
+    /// Server: busy or bad cookie; it closes.
+    AccessDenied,
+    /// Server: an error; two big-endian i32 follow (iperf3 error number, errno).
+    ServerError,
+}
+
+impl State {
+    /// The wire byte.
+    pub fn byte(self) -> u8 {
+        let v: i8 = match self {
+            State::TestStart => 1,
+            State::TestRunning => 2,
+            State::TestEnd => 4,
+            State::ParamExchange => 9,
+            State::CreateStreams => 10,
+            State::ServerTerminate => 11,
+            State::ClientTerminate => 12,
+            State::ExchangeResults => 13,
+            State::DisplayResults => 14,
+            State::IperfDone => 16,
+            State::AccessDenied => -1,
+            State::ServerError => -2,
+        };
+        v as u8
+    }
+
+    /// Parses a wire byte; None for values iperf3 never sends.
+    pub fn from_byte(b: u8) -> Option<State> {
+        [
+            State::TestStart,
+            State::TestRunning,
+            State::TestEnd,
+            State::ParamExchange,
+            State::CreateStreams,
+            State::ServerTerminate,
+            State::ClientTerminate,
+            State::ExchangeResults,
+            State::DisplayResults,
+            State::IperfDone,
+            State::AccessDenied,
+            State::ServerError,
+        ]
+        .into_iter()
+        .find(|s| s.byte() == b)
+    }
+}
+
+/// Human text for the iperf3 error numbers a server is likely to send (iperf_api.h).
+pub fn error_text(i_errno: i32) -> &'static str {
+    match i_errno {
+        5 => "invalid duration",
+        6 => "invalid number of streams",
+        7 => "invalid block size",
+        8 => "invalid socket buffer size",
+        10 => "invalid MSS",
+        11 => "zero-copy (sendfile) not supported",
+        12 => "invalid omit period",
+        27 => "requested rate over the server's total bitrate limit",
+        37 => "test longer than the server's maximum duration",
+        110 => "unknown control message",
+        114 => "the server could not read the parameters",
+        117 => "the server could not read the results",
+        119 => "the client terminated",
+        120 => "the server terminated",
+        121 => "access denied",
+        142 => "authentication failed",
+        144 => "no data received for the receive timeout",
+        160 => "the server's test duration expired",
+        208 => "bad stream id",
+        _ => "iperf3 error",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cookie_alphabet_and_nul() {
+        let c = make_cookie(&[
+            0, 1, 25, 26, 31, 32, 255, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22,
+            23, 24, 25, 26, 27, 28, 29, 30, 31, 33, 34, 35, 36,
+        ]);
+        assert_eq!(&c[..7], b"abz27a7");
+        assert_eq!(c[36], 0);
+        assert!(c[..36].iter().all(|b| b.is_ascii_lowercase() || (b'2'..=b'7').contains(b)));
+    }
+
+    #[test]
+    fn state_bytes_round_trip_and_golden() {
+        assert_eq!(State::ParamExchange.byte(), 9);
+        assert_eq!(State::AccessDenied.byte(), 0xff);
+        assert_eq!(State::ServerError.byte(), 0xfe);
+        for b in 0..=255u8 {
+            if let Some(s) = State::from_byte(b) {
+                assert_eq!(s.byte(), b);
+            }
+        }
+        assert_eq!(State::from_byte(3), None, "RESULT_REQUEST is never sent");
+    }
+}
