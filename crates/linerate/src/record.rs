@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use linerate_proto::{SideResults, TestSpec};
+use linerate_proto::{Flow, SideResults, StreamResult, StreamRole, TcpInternals, TestSpec};
 
 /// Version of the record (and of the JSON document around it).
 pub const SCHEMA_VERSION: u32 = 1;
@@ -66,6 +66,24 @@ pub struct RunRecord {
     /// The link the user said the path has, if any.
     #[serde(default)]
     pub link: Option<LinkAssumption>,
+}
+
+impl RunRecord {
+    /// Every stream result of both ends, with the end's name (`client`, `server`).
+    pub fn all_streams(&self) -> impl Iterator<Item = (&'static str, &StreamResult)> {
+        [("client", self.client.as_ref()), ("server", self.server_results.as_ref())]
+            .into_iter()
+            .filter_map(|(end, r)| Some((end, r?)))
+            .flat_map(|(end, r)| r.streams.iter().map(move |s| (end, s)))
+    }
+
+    /// The final TCP internals of one direction's sending streams, from whichever end sent.
+    pub fn sender_tcp(&self, flow: Flow) -> Vec<TcpInternals> {
+        self.all_streams()
+            .filter(|(_, s)| s.flow == flow && s.role == StreamRole::Sender)
+            .filter_map(|(_, s)| s.tcp)
+            .collect()
+    }
 }
 
 /// Milliseconds since the Unix epoch now (0 if the clock is before 1970).

@@ -224,13 +224,7 @@ fn side_line(out: &mut dyn Write, label: &str, side: Option<&SideFigures>) -> st
 
 /// RTT, cwnd and rates of the direction's first sending stream, plus the stream count.
 fn sender_tcp_line(record: &RunRecord, flow: Flow) -> Option<String> {
-    let streams: Vec<_> = [record.client.as_ref(), record.server_results.as_ref()]
-        .into_iter()
-        .flatten()
-        .flat_map(|s| &s.streams)
-        .filter(|s| s.flow == flow && s.role == StreamRole::Sender)
-        .filter_map(|s| s.tcp)
-        .collect();
+    let streams = record.sender_tcp(flow);
     let n = streams.len() as u64;
     if n == 0 {
         return None;

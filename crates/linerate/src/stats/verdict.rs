@@ -23,7 +23,7 @@
 
 use serde::Serialize;
 
-use linerate_proto::{Flow, StreamRole, TcpInternals, TestSpec};
+use linerate_proto::{Flow, StreamRole, TestSpec};
 
 use crate::record::{LinkAssumption, RunRecord};
 use crate::stats::{CostSummary, DirectionSummary};
@@ -87,14 +87,7 @@ struct TcpTotals {
 }
 
 fn tcp_totals(record: &RunRecord, flow: Flow) -> Option<TcpTotals> {
-    let sides = [record.client.as_ref(), record.server_results.as_ref()];
-    let finals: Vec<TcpInternals> = sides
-        .into_iter()
-        .flatten()
-        .flat_map(|s| &s.streams)
-        .filter(|s| s.flow == flow && s.role == StreamRole::Sender)
-        .filter_map(|s| s.tcp)
-        .collect();
+    let finals = record.sender_tcp(flow);
     if finals.is_empty() {
         return None;
     }
@@ -246,11 +239,8 @@ fn pacing(spec: &TestSpec, d: &DirectionSummary) -> Option<String> {
 
 /// The busiest stream thread of either end, if it used ≥ 90 % of a core.
 fn busy_thread(record: &RunRecord) -> Option<String> {
-    let ends = [("client", record.client.as_ref()), ("server", record.server_results.as_ref())];
-    let (end, s, pct) = ends
-        .into_iter()
-        .filter_map(|(end, r)| Some((end, r?)))
-        .flat_map(|(end, r)| r.streams.iter().map(move |s| (end, s)))
+    let (end, s, pct) = record
+        .all_streams()
         .filter_map(|(end, s)| {
             let cpu = s.thread_cpu?;
             let pct = (cpu.user_us + cpu.system_us) as f64 * 100.0 / s.duration_us.max(1) as f64;
@@ -371,6 +361,7 @@ mod rule_tests {
     use super::*;
     use crate::record::{Outcome, SCHEMA_VERSION};
     use crate::stats::summarize;
+    use linerate_proto::TcpInternals;
     use linerate_proto::{
         CpuTimes, HostCost, ProcessCpu, SideResults, SocketReport, StreamResult, SystemCpu,
     };
