@@ -18,6 +18,7 @@ fn no_arguments_runs_the_selftest() {
         "{}",
         out.stdout
     );
+    assert!(out.stdout.contains("ran in one process (selftest)"), "{}", out.stdout);
 }
 
 #[test]

@@ -289,6 +289,9 @@ pub struct HostCost {
     /// on one machine, network namespaces included.
     #[serde(default)]
     pub host_id: Option<String>,
+    /// The reporting process's id (with `host_id`, tells when both ends were one process).
+    #[serde(default)]
+    pub process_id: Option<u32>,
     /// Process memory.
     pub memory: Option<MemoryUse>,
     /// Cycles this process used, and how they were counted.

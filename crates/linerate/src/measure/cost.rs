@@ -134,6 +134,7 @@ impl CostMeter {
             foreign_top,
             concurrent_tests,
             host_id: procfs::boot_id(),
+            process_id: Some(std::process::id()),
             memory,
             cycles,
             intervals: self.intervals,

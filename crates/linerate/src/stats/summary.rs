@@ -134,13 +134,28 @@ pub fn summarize(record: &RunRecord) -> Summary {
     warnings.extend(crate::stats::verdict::link_warning(record, &directions));
     let verdicts = crate::stats::verdict::verdicts(record, &directions, &cost);
     if cost.len() == 2 && same_host(record) {
-        warnings.push(
+        warnings.push(if same_process(record) {
+            "client and server ran in one process (selftest): both ends' process and machine \
+             CPU figures cover both"
+                .to_string()
+        } else {
             "client and server ran on the same machine: the machine-wide CPU figures of both \
              ends cover both"
-                .to_string(),
-        );
+                .to_string()
+        });
     }
     Summary { directions, streams, cost, verdicts, warnings }
+}
+
+/// True when both ends reported the same kernel and the same process id.
+fn same_process(record: &RunRecord) -> bool {
+    let id = |r: Option<&SideResults>| {
+        r.and_then(|r| r.cost.as_ref()).and_then(|c| Some((c.host_id.clone()?, c.process_id?)))
+    };
+    match (id(record.client.as_ref()), id(record.server_results.as_ref())) {
+        (Some(a), Some(b)) => a == b,
+        _ => false,
+    }
 }
 
 /// True when both ends ran on one machine: the same kernel boot id (network namespaces
