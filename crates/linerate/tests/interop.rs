@@ -155,3 +155,24 @@ fn options_iperf3_cannot_take_are_refused_by_name() {
         run(&["client", "127.0.0.1", "-p", "1", "--iperf3", "-O", "0.5"], Duration::from_secs(10));
     assert!(out.stderr.contains("-O"), "{}", out.stderr);
 }
+
+#[test]
+fn without_the_flag_an_iperf3_server_is_recognised_and_used() {
+    let _serial = crate::util::exclusive();
+    let Some(srv) = Iperf3Server::start() else { return };
+    let port = srv.port.to_string();
+    let out = run(
+        &["client", "127.0.0.1", "-p", &port, "-t", "1", "-i", "0", "-J"],
+        Duration::from_secs(30),
+    );
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let doc = out.json();
+    assert_eq!(doc["record"]["outcome"]["status"], "completed");
+    assert_eq!(doc["record"]["server_software"], "iperf3");
+    assert!(doc["record"]["warnings"].to_string().contains("answered like an iperf3 server"));
+    assert_agree(
+        bytes(&doc, "client", "sender"),
+        bytes(&doc, "server_results", "receiver"),
+        "fallback",
+    );
+}

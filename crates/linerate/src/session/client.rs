@@ -22,10 +22,48 @@ use crate::session::{
 
 /// Runs one test as described by `plan`. Never panics on peer behaviour; errors end up in
 /// the record's outcome.
+///
+/// If the server turns out to be an iperf3 server, the test is run again with iperf3's
+/// protocol and the record says so (see [`PeerIsIperf3`]).
 pub fn run(plan: &ClientPlan, observer: &mut dyn Observer, interrupt: &Interrupt) -> RunRecord {
     let mut run = ClientRun::new(plan);
     let result = run.drive(observer, interrupt);
+    if result.as_ref().err().is_some_and(|e| e.downcast_ref::<PeerIsIperf3>().is_some()) {
+        observer.on_event(LiveEvent::Notice(
+            "the server answered like an iperf3 server: running the test with iperf3's protocol",
+        ));
+        // Give a single-threaded iperf3 server a moment to drop the aborted session.
+        std::thread::sleep(IPERF3_RETRY_PAUSE);
+        let mut record = super::iperf3_client::run(plan, observer, interrupt);
+        record.warnings.push(format!(
+            "{} answered like an iperf3 server (it asked for iperf3 parameters), so the test ran \
+             with iperf3's protocol; pass --iperf3 to skip the first attempt",
+            record.server
+        ));
+        return record;
+    }
     run.into_record(result)
+}
+
+/// The server replied to our hello with an iperf3 state byte: PARAM_EXCHANGE (it took our
+/// first 37 bytes for an iperf3 cookie) or ACCESS_DENIED (busy). A linerate server's first
+/// byte is always 0x89.
+#[derive(Debug)]
+pub struct PeerIsIperf3;
+
+impl std::fmt::Display for PeerIsIperf3 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the server speaks iperf3's protocol")
+    }
+}
+
+impl std::error::Error for PeerIsIperf3 {}
+
+const IPERF3_RETRY_PAUSE: Duration = Duration::from_millis(300);
+
+/// True if the first bytes from a server are an iperf3 state byte rather than our magic.
+fn looks_like_iperf3(first: &[u8]) -> bool {
+    matches!(first.first(), Some(9 | 0xff))
 }
 
 struct ClientRun<'p> {
@@ -51,7 +89,9 @@ impl<'p> ClientRun<'p> {
         let mut loop_state = LoopState::default();
         let result =
             self.pump(&mut ctrl, &mut conn, &clock, &mut loop_state, server, observer, interrupt);
-        if let Err(e) = &result {
+        if let Err(e) = &result
+            && e.downcast_ref::<PeerIsIperf3>().is_none()
+        {
             conn.abort(abort_reason(e), &format!("client error: {e:#}"));
             if let Some(bytes) = conn.poll_transmit() {
                 let _ = ctrl.send(&bytes);
@@ -81,7 +121,13 @@ impl<'p> ClientRun<'p> {
             let tick = self.streams.as_ref().and_then(StreamSet::next_tick);
             let proto = conn.poll_timeout().map(|t| clock.instant(t));
             match wait_for_input(ctrl, tick, &[proto, st.stop_at], Duration::from_millis(50))? {
-                Recv::Data(bytes) => conn.handle_input(bytes, clock.now())?,
+                Recv::Data(bytes) => {
+                    if !st.heard_from_server && looks_like_iperf3(bytes) {
+                        return Err(PeerIsIperf3.into());
+                    }
+                    st.heard_from_server = true;
+                    conn.handle_input(bytes, clock.now())?;
+                }
                 Recv::Eof => conn.handle_eof()?,
                 Recv::Idle => {}
             }
@@ -222,11 +268,19 @@ pub(super) struct LoopState {
     pub(super) stopped: bool,
     pub(super) results_sent: bool,
     pub(super) progress: (Instant, u64),
+    /// Whether any byte came from the server yet (the first ones identify its protocol).
+    pub(super) heard_from_server: bool,
 }
 
 impl Default for LoopState {
     fn default() -> Self {
-        Self { stop_at: None, stopped: false, results_sent: false, progress: (Instant::now(), 0) }
+        Self {
+            stop_at: None,
+            stopped: false,
+            results_sent: false,
+            progress: (Instant::now(), 0),
+            heard_from_server: false,
+        }
     }
 }
 
@@ -367,7 +421,7 @@ pub(super) fn explain(e: &anyhow::Error, plan: &ClientPlan) -> String {
     let base = format!("{e:#}");
     let hint = match e.downcast_ref::<ProtoError>() {
         Some(ProtoError::TimedOut { what, .. }) if what.contains("hello") => Some(format!(
-            "is {} a linerate server? (iperf3 servers need --iperf3, which is not available yet)",
+            "is {} a linerate server? (for an iperf3 server, add --iperf3)",
             format_host_port(&plan.host, plan.port)
         )),
         Some(ProtoError::Garbage(_)) => {
