@@ -12,7 +12,7 @@ use anyhow::{Context, Result, anyhow};
 
 use crate::plan::{ClientPlan, Family, Generated, OutputFormat, Plan, ServerPlan, Shell};
 use crate::record::{Outcome, RunRecord};
-use crate::report::{json, text};
+use crate::report::{iperf3_json, json, text};
 use crate::session::server::{NoteSink, Server, ServerNote};
 use crate::session::{Interrupt, Quiet, client, iperf3_client};
 
@@ -34,7 +34,7 @@ fn run_client(plan: &ClientPlan, interrupt: &Interrupt) -> Result<ExitCode> {
             let mut live = text::LivePrinter::new(stdout.lock(), plan.spec.title.clone());
             run(plan, &mut live, interrupt)
         }
-        OutputFormat::Json => run(plan, &mut Quiet, interrupt),
+        OutputFormat::Json | OutputFormat::Iperf3Json => run(plan, &mut Quiet, interrupt),
     };
     finish_client(plan, &record)
 }
@@ -44,6 +44,7 @@ fn finish_client(plan: &ClientPlan, record: &RunRecord) -> Result<ExitCode> {
     let has_figures = record.client.is_some() || record.server_results.is_some();
     match plan.output {
         OutputFormat::Json => json::render_run(record, &mut out)?,
+        OutputFormat::Iperf3Json => iperf3_json::render_run(record, &mut out)?,
         OutputFormat::Text if has_figures => text::render_run(record, &mut out)?,
         OutputFormat::Text => {}
     }
@@ -59,7 +60,7 @@ fn note_sink(format: OutputFormat) -> NoteSink {
         let mut out = std::io::stdout().lock();
         let _ = match format {
             OutputFormat::Text => text::render_server_note(note, &mut out),
-            OutputFormat::Json => json::render_line(note, &mut out),
+            OutputFormat::Json | OutputFormat::Iperf3Json => json::render_line(note, &mut out),
         };
         let _ = out.flush();
     })

@@ -176,3 +176,36 @@ fn without_the_flag_an_iperf3_server_is_recognised_and_used() {
         "fallback",
     );
 }
+
+#[test]
+fn iperf3_shaped_json_carries_the_same_figures() {
+    let srv = crate::util::Server::start(&[]);
+    let port = srv.port.to_string();
+    let get = |extra: &[&str]| {
+        let mut args = vec!["client", "127.0.0.1", "-p", &port, "-t", "1", "-i", "0.5", "-J"];
+        args.extend_from_slice(extra);
+        let out = run(&args, Duration::from_secs(30));
+        assert_eq!(out.code, Some(0), "{}", out.stderr);
+        out.json()
+    };
+    let doc = get(&["--json-format", "iperf3", "-P", "2"]);
+    let end = &doc["end"];
+    let client_sent: u64 = doc["end"]["streams"]
+        .as_array()
+        .expect("streams")
+        .iter()
+        .map(|s| s["sender"]["bytes"].as_u64().expect("bytes"))
+        .sum();
+    assert_eq!(end["sum_sent"]["bytes"].as_u64(), Some(client_sent));
+    assert!(end["sum_received"]["bits_per_second"].as_f64().expect("bps") > 0.0);
+    assert!(end["cpu_utilization_percent"]["host_total"].as_f64().expect("cpu") > 0.0);
+    assert_eq!(doc["start"]["test_start"]["num_streams"], 2);
+    assert!(doc["intervals"].as_array().expect("intervals").len() >= 2);
+    assert_eq!(doc["intervals"][0]["sum"]["sender"], true);
+    let bidir = get(&["--json-format", "iperf3", "--bidir"]);
+    assert!(bidir["end"]["sum_received_bidir_reverse"]["bytes"].as_u64().expect("reverse") > 0);
+    // The native document of the same kind of run agrees on what a sum means.
+    let native = get(&["-P", "2"]);
+    let n_sent = native["summary"]["directions"][0]["sender"]["bytes"].as_u64().expect("bytes");
+    assert!(n_sent > 0);
+}

@@ -133,6 +133,24 @@ pub struct NetArgs {
     /// JSON output (client: one document at the end, see docs/JSON.md; server: one line per event).
     #[arg(short = 'J', long = "json")]
     pub json: bool,
+    /// With -J on a client: `linerate` (default, docs/JSON.md) or `iperf3` (shaped like iperf3 -J).
+    #[arg(
+        long = "json-format",
+        value_enum,
+        value_name = "FORMAT",
+        requires = "json",
+        default_value = "linerate"
+    )]
+    pub json_format: JsonFormat,
+}
+
+/// JSON document shapes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum JsonFormat {
+    /// linerate's versioned schema (docs/JSON.md).
+    Linerate,
+    /// Shaped like `iperf3 -J`, for existing parsers.
+    Iperf3,
 }
 
 /// The test's flags (client and selftest).

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use linerate_proto::{Direction, EndCondition, Protocol, TestSpec};
 
-use crate::cli::args::{Cli, Command, CompatArgs, GenerateWhat, NetArgs, TestArgs};
+use crate::cli::args::{Cli, Command, CompatArgs, GenerateWhat, JsonFormat, NetArgs, TestArgs};
 use crate::plan::{ClientPlan, Family, Generated, OutputFormat, Plan, ServerPlan, Shell};
 use crate::record::LinkAssumption;
 
@@ -25,7 +25,14 @@ pub(super) fn to_plan(cli: Cli) -> Result<Plan, String> {
         }
         Some(Command::Server(a)) => Ok(Plan::Server(server_plan(&a.net, a.one_off)?)),
         Some(Command::Selftest(a)) => {
-            let net = NetArgs { port: 0, bind: None, ipv4: true, ipv6: false, json: a.json };
+            let net = NetArgs {
+                port: 0,
+                bind: None,
+                ipv4: true,
+                ipv6: false,
+                json: a.json,
+                json_format: JsonFormat::Linerate,
+            };
             client_plan("127.0.0.1".into(), &net, &a.test, SELFTEST_TIME).map(Plan::Selftest)
         }
         Some(Command::Generate { what }) => Ok(Plan::Generate(match what {
@@ -45,7 +52,14 @@ fn compat_plan(c: CompatArgs) -> Result<Plan, String> {
     match c.client {
         Some(host) => client_plan(host, &c.net, &c.test, DEFAULT_TIME).map(Plan::Client),
         None => {
-            let net = NetArgs { port: 0, bind: None, ipv4: true, ipv6: false, json: c.net.json };
+            let net = NetArgs {
+                port: 0,
+                bind: None,
+                ipv4: true,
+                ipv6: false,
+                json: c.net.json,
+                json_format: c.net.json_format,
+            };
             client_plan("127.0.0.1".into(), &net, &c.test, SELFTEST_TIME).map(Plan::Selftest)
         }
     }
@@ -60,7 +74,11 @@ fn family(net: &NetArgs) -> Family {
 }
 
 fn output(net: &NetArgs) -> OutputFormat {
-    if net.json { OutputFormat::Json } else { OutputFormat::Text }
+    match (net.json, net.json_format) {
+        (false, _) => OutputFormat::Text,
+        (true, JsonFormat::Linerate) => OutputFormat::Json,
+        (true, JsonFormat::Iperf3) => OutputFormat::Iperf3Json,
+    }
 }
 
 fn server_plan(net: &NetArgs, one_off: bool) -> Result<ServerPlan, String> {

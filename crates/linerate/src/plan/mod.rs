@@ -40,6 +40,8 @@ pub enum OutputFormat {
     Text,
     /// One JSON document at the end (`-J`), documented in docs/JSON.md.
     Json,
+    /// One JSON document shaped like `iperf3 -J` (`-J --json-format iperf3`).
+    Iperf3Json,
 }
 
 /// Run one test against a server.

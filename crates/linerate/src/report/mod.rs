@@ -3,5 +3,6 @@
 //! Every figure comes from `stats` (compute first, render separately). Renderers take a
 //! `Write` so they can be snapshot-tested.
 
+pub mod iperf3_json;
 pub mod json;
 pub mod text;

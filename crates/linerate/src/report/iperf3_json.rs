@@ -1,0 +1,268 @@
+//! A document shaped like `iperf3 -J` (`--json-format iperf3`), so the parsers and dashboards
+//! people already have keep working. It is derived from the same record and summary as every
+//! other view; fields iperf3 has and linerate does not measure are left out rather than faked.
+//!
+//! Shape (iperf3 3.x): `start` (connected sockets, version, timestamp, test_start), `intervals`
+//! (this end's streams and their sum per interval), `end` (per-stream sender/receiver,
+//! `sum_sent`, `sum_received`, and for --bidir `sum_sent_bidir_reverse` /
+//! `sum_received_bidir_reverse`, `cpu_utilization_percent`, congestion control).
+
+use std::io::Write;
+
+use serde_json::{Value, json};
+
+use linerate_proto::{Direction, EndCondition, Flow, StreamRole};
+
+use crate::record::{Outcome, RunRecord};
+use crate::stats::{DirectionSummary, SideFigures, summarize};
+
+/// Writes the run as an iperf3-style JSON document.
+pub fn render_run(record: &RunRecord, out: &mut dyn Write) -> std::io::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, &document(record)).map_err(std::io::Error::other)?;
+    writeln!(out)
+}
+
+/// The iperf3-style document of a run.
+pub fn document(record: &RunRecord) -> Value {
+    let summary = summarize(record);
+    let mut end = serde_json::Map::new();
+    end.insert("streams".into(), Value::Array(end_streams(record)));
+    let name = |flow: Flow, base: &str| match (record.spec.direction, flow) {
+        (Direction::Bidirectional, Flow::ServerToClient) => format!("{base}_bidir_reverse"),
+        _ => base.to_string(),
+    };
+    for d in &summary.directions {
+        let secs = d.sender.as_ref().map_or(0.0, |s| s.figures.seconds);
+        end.insert(name(d.flow, "sum_sent"), sum(d.sender.as_ref(), secs, true));
+        end.insert(name(d.flow, "sum_received"), sum(d.receiver.as_ref(), secs, false));
+    }
+    let cpu = |end: &str| summary.cost.iter().find(|c| c.end == end);
+    let pct = |v: Option<f64>| json!(v.unwrap_or(0.0));
+    end.insert(
+        "cpu_utilization_percent".into(),
+        json!({
+            "host_total": pct(cpu("client").and_then(|c| c.process_percent_of_core)),
+            "host_user": pct(cpu("client").and_then(|c| c.process_user_percent_of_core)),
+            "host_system": pct(cpu("client").and_then(|c| c.process_system_percent_of_core)),
+            "remote_total": pct(cpu("server").and_then(|c| c.process_percent_of_core)),
+            "remote_user": pct(cpu("server").and_then(|c| c.process_user_percent_of_core)),
+            "remote_system": pct(cpu("server").and_then(|c| c.process_system_percent_of_core)),
+        }),
+    );
+    if let Some(cc) = congestion(&summary.directions, true) {
+        end.insert("sender_tcp_congestion".into(), json!(cc));
+    }
+    if let Some(cc) = congestion(&summary.directions, false) {
+        end.insert("receiver_tcp_congestion".into(), json!(cc));
+    }
+    let mut doc = json!({ "start": start(record), "intervals": intervals(record), "end": Value::Object(end) });
+    if let Outcome::Failed { error } = &record.outcome {
+        doc["error"] = json!(error);
+    }
+    doc
+}
+
+fn congestion(dirs: &[DirectionSummary], sender: bool) -> Option<String> {
+    dirs.iter().find_map(|d| {
+        if sender { d.sender.as_ref() } else { d.receiver.as_ref() }?.congestion.clone()
+    })
+}
+
+fn sum(side: Option<&SideFigures>, secs: f64, sender: bool) -> Value {
+    let Some(s) = side else {
+        return json!({ "start": 0, "end": secs, "seconds": secs, "bytes": 0, "bits_per_second": 0, "sender": sender });
+    };
+    let mut v = json!({
+        "start": 0,
+        "end": s.figures.seconds,
+        "seconds": s.figures.seconds,
+        "bytes": s.figures.bytes,
+        "bits_per_second": s.figures.bits_per_second.unwrap_or(0.0),
+        "sender": sender,
+    });
+    if let Some(r) = s.retransmits {
+        v["retransmits"] = json!(r);
+    }
+    v
+}
+
+fn start(record: &RunRecord) -> Value {
+    let connected: Vec<Value> = record
+        .client
+        .iter()
+        .flat_map(|c| &c.streams)
+        .map(|s| {
+            let (lh, lp) = split_addr(s.socket.local_address.as_deref());
+            let (rh, rp) = split_addr(s.socket.peer_address.as_deref());
+            json!({ "socket": s.id, "local_host": lh, "local_port": lp, "remote_host": rh, "remote_port": rp })
+        })
+        .collect();
+    let spec = &record.spec;
+    let (duration, bytes) = match spec.end {
+        EndCondition::Duration { duration_ms } => (duration_ms / 1000, 0),
+        EndCondition::Bytes { bytes } => (0, bytes),
+    };
+    let secs = record.started_unix_ms / 1000;
+    let first = record.client.as_ref().and_then(|c| c.streams.first());
+    json!({
+        "connected": connected,
+        "sndbuf_actual": first.and_then(|s| s.socket.send_buffer_bytes).unwrap_or(0),
+        "rcvbuf_actual": first.and_then(|s| s.socket.recv_buffer_bytes).unwrap_or(0),
+        "sock_bufsize": spec.window_bytes.unwrap_or(0),
+        "tcp_mss_default": first.and_then(|s| s.socket.mss_bytes).unwrap_or(0),
+        "target_bitrate": spec.bits_per_second,
+        "version": record.software,
+        "system_info": record.software,
+        "timestamp": { "time": http_date(secs), "timesecs": secs },
+        "connecting_to": { "host": record.server.rsplit_once(':').map_or(record.server.as_str(), |(h, _)| h), "port": record.server.rsplit_once(':').and_then(|(_, p)| p.parse::<u16>().ok()).unwrap_or(0) },
+        "test_start": {
+            "protocol": "TCP",
+            "num_streams": spec.streams,
+            "blksize": spec.block_bytes,
+            "omit": spec.omit_ms / 1000,
+            "duration": duration,
+            "bytes": bytes,
+            "blocks": 0,
+            "reverse": i32::from(spec.direction == Direction::Download),
+            "tos": 0,
+            "target_bitrate": spec.bits_per_second,
+            "bidir": i32::from(spec.direction == Direction::Bidirectional),
+        },
+    })
+}
+
+fn split_addr(a: Option<&str>) -> (String, u16) {
+    let Some(a) = a else { return (String::new(), 0) };
+    match a.rsplit_once(':') {
+        Some((h, p)) => (h.trim_matches(['[', ']']).to_string(), p.parse().unwrap_or(0)),
+        None => (a.to_string(), 0),
+    }
+}
+
+/// This end's interval samples, grouped by interval index, with a sum per interval.
+fn intervals(record: &RunRecord) -> Vec<Value> {
+    let Some(client) = &record.client else { return Vec::new() };
+    let count = client.streams.iter().map(|s| s.intervals.len()).max().unwrap_or(0);
+    (0..count)
+        .map(|k| {
+            let mut bytes = 0u64;
+            let mut retransmits: Option<u64> = None;
+            let (mut start, mut end, mut omitted) = (f64::MAX, 0.0f64, false);
+            let sender = client.streams.iter().any(|s| s.role == StreamRole::Sender);
+            let streams: Vec<Value> = client
+                .streams
+                .iter()
+                .filter_map(|s| Some((s, s.intervals.get(k)?)))
+                .map(|(s, iv)| {
+                    let (a, b) = (iv.start_us as f64 / 1e6, iv.end_us as f64 / 1e6);
+                    (start, end, omitted) = (start.min(a), end.max(b), omitted || iv.omitted);
+                    bytes += iv.bytes;
+                    let secs = (b - a).max(1e-9);
+                    let mut v = json!({
+                        "socket": s.id, "start": a, "end": b, "seconds": b - a, "bytes": iv.bytes,
+                        "bits_per_second": iv.bytes as f64 * 8.0 / secs, "omitted": iv.omitted,
+                        "sender": s.role == StreamRole::Sender,
+                    });
+                    if let Some(t) = iv.tcp.filter(|_| s.role == StreamRole::Sender) {
+                        v["snd_cwnd"] = json!(u64::from(t.cwnd_segments) * u64::from(t.snd_mss_bytes));
+                        v["rtt"] = json!(t.rtt_us);
+                        v["rttvar"] = json!(t.rttvar_us);
+                        if let Some(w) = t.snd_wnd_bytes {
+                            v["snd_wnd"] = json!(w);
+                        }
+                        // TCP_INFO counts since the connection began: the interval's share is
+                        // the difference from the previous sample.
+                        let before = k.checked_sub(1).and_then(|p| s.intervals.get(p)?.tcp).map_or(0, |p| p.total_retrans);
+                        let r = u64::from(t.total_retrans.saturating_sub(before));
+                        v["retransmits"] = json!(r);
+                        retransmits = Some(retransmits.unwrap_or(0) + r);
+                    }
+                    v
+                })
+                .collect();
+            let secs = (end - start).max(1e-9);
+            let mut sum = json!({ "start": start, "end": end, "seconds": end - start, "bytes": bytes,
+                                  "bits_per_second": bytes as f64 * 8.0 / secs, "omitted": omitted,
+                                  "sender": sender });
+            if let Some(r) = retransmits {
+                sum["retransmits"] = json!(r);
+            }
+            json!({ "streams": streams, "sum": sum })
+        })
+        .collect()
+}
+
+/// Per stream: the sending and the receiving end's figures, from whichever end had each role.
+fn end_streams(record: &RunRecord) -> Vec<Value> {
+    record
+        .spec
+        .stream_plan()
+        .iter()
+        .map(|&(id, _)| {
+            let part = |role: StreamRole| {
+                record.all_streams().find(|(_, s)| s.id == id && s.role == role).map(|(_, s)| {
+                    let secs = s.measured_us() as f64 / 1e6;
+                    let mut v = json!({
+                        "socket": id, "start": 0, "end": secs, "seconds": secs,
+                        "bytes": s.measured_bytes(),
+                        "bits_per_second": if secs > 0.0 { s.measured_bytes() as f64 * 8.0 / secs } else { 0.0 },
+                        "sender": role == StreamRole::Sender,
+                    });
+                    if let Some(r) = s.retransmits {
+                        v["retransmits"] = json!(r);
+                    }
+                    let samples: Vec<_> = s.intervals.iter().filter_map(|i| i.tcp).chain(s.tcp).collect();
+                    if role == StreamRole::Sender && !samples.is_empty() {
+                        let rtts = samples.iter().map(|t| u64::from(t.rtt_us));
+                        v["max_snd_cwnd"] = json!(samples.iter().map(|t| u64::from(t.cwnd_segments) * u64::from(t.snd_mss_bytes)).max());
+                        v["max_snd_wnd"] = json!(samples.iter().filter_map(|t| t.snd_wnd_bytes).max());
+                        v["max_rtt"] = json!(rtts.clone().max());
+                        v["min_rtt"] = json!(rtts.clone().min());
+                        v["mean_rtt"] = json!(rtts.sum::<u64>() / samples.len() as u64);
+                    }
+                    v
+                })
+            };
+            json!({ "sender": part(StreamRole::Sender), "receiver": part(StreamRole::Receiver) })
+        })
+        .collect()
+}
+
+/// `Sun, 22 Nov 2026 05:56:01 GMT` from Unix seconds (iperf3's timestamp format).
+fn http_date(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    const WEEKDAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] =
+        ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    format!(
+        "{}, {day:02} {} {year} {:02}:{:02}:{:02} GMT",
+        WEEKDAYS[days.rem_euclid(7) as usize],
+        MONTHS[(month - 1) as usize],
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::http_date;
+
+    #[test]
+    fn dates_like_iperf3() {
+        assert_eq!(http_date(0), "Thu, 01 Jan 1970 00:00:00 GMT");
+        assert_eq!(http_date(1_795_326_961), "Sun, 22 Nov 2026 05:56:01 GMT");
+        assert_eq!(http_date(951_782_400), "Tue, 29 Feb 2000 00:00:00 GMT");
+    }
+}
