@@ -479,12 +479,8 @@ mod imp {
     }
 
     pub(super) fn tcp_retransmits(fd: BorrowedFd<'_>) -> Option<u64> {
-        // SAFETY: `tcp_info` has integer fields only, so all-zero is a valid value.
-        let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
-        let written = getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_INFO, &mut info).ok()?;
-        // Older kernels fill a shorter struct; only trust the field if it was written.
-        let needed = std::mem::offset_of!(libc::tcp_info, tcpi_total_retrans) + size_of::<u32>();
-        (written >= needed).then_some(u64::from(info.tcpi_total_retrans))
+        // One reader of TCP_INFO: `tcp_internals` already checks the field was written.
+        tcp_internals(fd).map(|t| u64::from(t.total_retrans))
     }
 
     /// Creates an anonymous memory-backed file (close-on-exec).

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use linerate_proto::{Direction, EndCondition, Flow, StreamRole};
 
 use crate::record::{Outcome, RunRecord};
-use crate::stats::{DirectionSummary, SideFigures, summarize};
+use crate::stats::{DirectionSummary, Figures, SideFigures, summarize};
 
 /// Writes the run as an iperf3-style JSON document.
 pub fn render_run(record: &RunRecord, out: &mut dyn Write) -> std::io::Result<()> {
@@ -201,21 +201,28 @@ fn end_streams(record: &RunRecord) -> Vec<Value> {
         .map(|&(id, _)| {
             let part = |role: StreamRole| {
                 record.all_streams().find(|(_, s)| s.id == id && s.role == role).map(|(_, s)| {
-                    let secs = s.measured_us() as f64 / 1e6;
+                    let f = Figures::of_streams(std::iter::once(s));
                     let mut v = json!({
-                        "socket": id, "start": 0, "end": secs, "seconds": secs,
-                        "bytes": s.measured_bytes(),
-                        "bits_per_second": if secs > 0.0 { s.measured_bytes() as f64 * 8.0 / secs } else { 0.0 },
+                        "socket": id, "start": 0, "end": f.seconds, "seconds": f.seconds,
+                        "bytes": f.bytes,
+                        "bits_per_second": f.bits_per_second.unwrap_or(0.0),
                         "sender": role == StreamRole::Sender,
                     });
                     if let Some(r) = s.retransmits {
                         v["retransmits"] = json!(r);
                     }
-                    let samples: Vec<_> = s.intervals.iter().filter_map(|i| i.tcp).chain(s.tcp).collect();
+                    let samples: Vec<_> =
+                        s.intervals.iter().filter_map(|i| i.tcp).chain(s.tcp).collect();
                     if role == StreamRole::Sender && !samples.is_empty() {
                         let rtts = samples.iter().map(|t| u64::from(t.rtt_us));
-                        v["max_snd_cwnd"] = json!(samples.iter().map(|t| u64::from(t.cwnd_segments) * u64::from(t.snd_mss_bytes)).max());
-                        v["max_snd_wnd"] = json!(samples.iter().filter_map(|t| t.snd_wnd_bytes).max());
+                        v["max_snd_cwnd"] = json!(
+                            samples
+                                .iter()
+                                .map(|t| u64::from(t.cwnd_segments) * u64::from(t.snd_mss_bytes))
+                                .max()
+                        );
+                        v["max_snd_wnd"] =
+                            json!(samples.iter().filter_map(|t| t.snd_wnd_bytes).max());
                         v["max_rtt"] = json!(rtts.clone().max());
                         v["min_rtt"] = json!(rtts.clone().min());
                         v["mean_rtt"] = json!(rtts.sum::<u64>() / samples.len() as u64);

@@ -352,20 +352,16 @@ pub fn render_server_note(note: &ServerNote, out: &mut dyn Write) -> std::io::Re
                 .map(|s| (s.flow, s.role))
                 .collect::<std::collections::BTreeSet<_>>()
             {
-                let streams: Vec<_> = server
-                    .iter()
-                    .flat_map(|r| &r.streams)
-                    .filter(|x| (x.flow, x.role) == s)
-                    .collect();
-                let bytes: u64 = streams.iter().map(|x| x.measured_bytes()).sum();
-                let us = streams.iter().map(|x| x.measured_us()).max().unwrap_or(0);
-                let rate = if us > 0 {
-                    format_bits_per_second(bytes as f64 * 8e6 / us as f64)
-                } else {
-                    "n/a".into()
-                };
+                let f = Figures::of_streams(
+                    server.iter().flat_map(|r| &r.streams).filter(|x| (x.flow, x.role) == s),
+                );
                 let verb = if s.1 == StreamRole::Sender { "sent" } else { "received" };
-                parts.push(format!("{} {verb} {} at {rate}", s.0.label(), ByteCount(bytes).iec()));
+                parts.push(format!(
+                    "{} {verb} {} at {}",
+                    s.0.label(),
+                    ByteCount(f.bytes).iec(),
+                    rate_or_na(Some(&f))
+                ));
             }
             let status = match error {
                 None => "done".to_string(),

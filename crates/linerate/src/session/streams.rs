@@ -372,6 +372,8 @@ impl StreamSet {
     }
 
     fn stream_result(&self, s: &LocalStream) -> StreamResult {
+        // One TCP_INFO read serves both the snapshot and the retransmit count.
+        let tcp = sys::tcp_internals(&s.probe);
         let bytes = s.counters.bytes();
         let end = s.counters.end();
         let duration_us = end
@@ -395,10 +397,10 @@ impl StreamSet {
             omitted_us,
             intervals: s.intervals.clone(),
             socket,
-            retransmits: (s.role == StreamRole::Sender)
-                .then(|| sys::tcp_retransmits(&s.probe))
-                .flatten(),
-            tcp: sys::tcp_internals(&s.probe),
+            retransmits: tcp
+                .filter(|_| s.role == StreamRole::Sender)
+                .map(|t| u64::from(t.total_retrans)),
+            tcp,
             thread_cpu: s.counters.thread_cpu(),
             error: s.counters.error().or_else(|| {
                 (end.is_none() && self.started().is_some()).then(|| "did not finish".to_string())

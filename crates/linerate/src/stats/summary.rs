@@ -23,6 +23,14 @@ impl Figures {
         let bits_per_second = (micros > 0).then(|| bytes as f64 * 8.0 / seconds);
         Self { bytes, seconds, bits_per_second }
     }
+
+    /// Several streams together: bytes after the warm-up summed, over the longest stream's
+    /// time after the warm-up.
+    pub fn of_streams<'a>(streams: impl IntoIterator<Item = &'a StreamResult> + Clone) -> Self {
+        let bytes = streams.clone().into_iter().map(|s| s.measured_bytes()).sum();
+        let micros = streams.into_iter().map(|s| s.measured_us()).max().unwrap_or(0);
+        Self::new(bytes, micros)
+    }
 }
 
 /// One end's view of one direction.
@@ -200,12 +208,10 @@ fn side_figures(
         if streams.is_empty() {
             return None;
         }
-        let bytes = streams.iter().map(|s| s.measured_bytes()).sum();
-        let micros = streams.iter().map(|s| s.measured_us()).max().unwrap_or(0);
         let retransmits = streams.iter().map(|s| s.retransmits).sum::<Option<u64>>();
         Some(SideFigures {
             end,
-            figures: Figures::new(bytes, micros),
+            figures: Figures::of_streams(streams.iter().copied()),
             streams: streams.len(),
             retransmits: if role == StreamRole::Sender { retransmits } else { None },
             send_buffer_bytes: range(streams.iter().filter_map(|s| s.socket.send_buffer_bytes)),
