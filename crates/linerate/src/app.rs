@@ -14,7 +14,7 @@ use crate::plan::{ClientPlan, Family, Generated, OutputFormat, Plan, ServerPlan,
 use crate::record::{Outcome, RunRecord};
 use crate::report::{iperf3_json, json, text};
 use crate::session::server::{NoteSink, Server, ServerNote};
-use crate::session::{Interrupt, Quiet, client, iperf3_client};
+use crate::session::{Interrupt, Quiet, client, iperf3};
 
 /// Runs the plan to completion.
 pub fn execute(plan: Plan) -> Result<ExitCode> {
@@ -28,7 +28,7 @@ pub fn execute(plan: Plan) -> Result<ExitCode> {
 
 fn run_client(plan: &ClientPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     let stdout = std::io::stdout();
-    let run = if plan.iperf3 { iperf3_client::run } else { client::run };
+    let run = if plan.iperf3 { iperf3::client::run } else { client::run };
     let record = match plan.output {
         OutputFormat::Text => {
             let mut live = text::LivePrinter::new(stdout.lock(), plan.spec.title.clone());

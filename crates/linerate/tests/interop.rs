@@ -4,7 +4,7 @@
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use crate::util::{bytes, run};
+use crate::util::{assert_agree, bytes, run};
 
 /// An `iperf3 -s` on a free loopback port, killed on drop.
 struct Iperf3Server {
@@ -65,13 +65,6 @@ impl Drop for Iperf3Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// The two ends agree within what was in flight at TEST_END: iperf3 stops counting there,
-/// while linerate's receivers count what still arrives until the server closes its side.
-fn assert_agree(sent: u64, received: u64, what: &str) {
-    let (lo, hi) = (sent.min(received) as f64, sent.max(received) as f64);
-    assert!(hi > 0.0 && lo >= hi * 0.9, "{what}: sent {sent}, received {received}");
 }
 
 #[test]

@@ -7,6 +7,7 @@
 mod cli;
 mod faults;
 mod interop;
+mod interop_server;
 mod loopback;
 mod netns;
 mod util;

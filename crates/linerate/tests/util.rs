@@ -42,7 +42,13 @@ impl Server {
         let sink = lines.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Some(addr) = line.strip_prefix("Server listening on ") {
+                // Text mode prints "Server listening on ADDR"; JSON mode a "listening" event.
+                let addr =
+                    line.strip_prefix("Server listening on ").map(str::to_string).or_else(|| {
+                        let v: Value = serde_json::from_str(&line).ok()?;
+                        (v["event"] == "listening").then(|| v["addr"].as_str().map(String::from))?
+                    });
+                if let Some(addr) = addr {
                     let port = addr.rsplit(':').next().and_then(|p| p.parse::<u16>().ok());
                     let _ = tx.send(port);
                 }
@@ -159,4 +165,11 @@ pub fn bytes(doc: &Value, end: &str, role: &str) -> u64 {
         .filter(|s| s["role"] == role)
         .map(|s| s["bytes"].as_u64().expect("bytes"))
         .sum()
+}
+
+/// The two ends of an iperf3 test agree within what was in flight at TEST_END: iperf3 stops
+/// counting there, linerate counts what still arrives (at most a socket buffer on loopback).
+pub fn assert_agree(a: u64, b: u64, what: &str) {
+    let (lo, hi) = (a.min(b) as f64, a.max(b) as f64);
+    assert!(hi > 0.0 && lo >= hi * 0.9, "{what}: {a} vs {b}");
 }

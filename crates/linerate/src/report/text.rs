@@ -341,8 +341,8 @@ pub fn describe_spec(spec: &TestSpec) -> String {
 pub fn render_server_note(note: &ServerNote, out: &mut dyn Write) -> std::io::Result<()> {
     match note {
         ServerNote::Listening { addr } => writeln!(out, "Server listening on {addr}"),
-        ServerNote::TestAccepted { test, peer, spec } => {
-            writeln!(out, "[test {test}] {peer}: accepted: {}", describe_spec(spec))
+        ServerNote::TestAccepted { test, peer, client, spec } => {
+            writeln!(out, "[test {test}] {peer} ({client}): accepted: {}", describe_spec(spec))
         }
         ServerNote::TestEnded { test, peer, server, error, .. } => {
             let mut parts = Vec::new();

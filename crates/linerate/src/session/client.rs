@@ -34,7 +34,7 @@ pub fn run(plan: &ClientPlan, observer: &mut dyn Observer, interrupt: &Interrupt
         ));
         // Give a single-threaded iperf3 server a moment to drop the aborted session.
         std::thread::sleep(IPERF3_RETRY_PAUSE);
-        let mut record = super::iperf3_client::run(plan, observer, interrupt);
+        let mut record = super::iperf3::client::run(plan, observer, interrupt);
         record.warnings.push(format!(
             "{} answered like an iperf3 server (it asked for iperf3 parameters), so the test ran \
              with iperf3's protocol; pass --iperf3 to skip the first attempt",

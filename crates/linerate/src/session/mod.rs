@@ -7,7 +7,8 @@
 
 pub mod client;
 mod control;
-pub mod iperf3_client;
+pub mod iperf3;
+mod served;
 pub mod server;
 mod signals;
 pub mod streams;

@@ -1,10 +1,14 @@
 //! The server driver: one listener, many concurrent tests.
 //!
-//! Every accepted connection gets a short-lived thread that reads its first 8 bytes (within
-//! [`CLASSIFY_TIMEOUT`]) to tell a control connection from a data connection. A control
-//! connection becomes a test session on that thread; a data connection is handed, by its
-//! cookie, to the session that owns it. Sessions share nothing but the cookie registry, so
-//! tests from different clients are isolated: own streams, own counters, own results.
+//! Every accepted connection gets a short-lived thread that reads its first bytes (within
+//! [`CLASSIFY_TIMEOUT`]) to tell a control connection from a data connection, and linerate
+//! from iperf3: linerate connections start with a binary magic (first byte 0x89), iperf3
+//! connections with a 37-byte printable cookie. A control connection becomes a test session on
+//! that thread; a data connection is handed, by its cookie, to the session that owns it. An
+//! iperf3 cookie that no running test owns starts a new iperf3 session (iperf3 data and control
+//! connections look alike; only the cookie tells them apart). Sessions share nothing but the
+//! cookie registries, so tests from different clients are isolated: own streams, own counters,
+//! own results — and unlike iperf3, several iperf3 clients are served at once.
 //!
 //! On SIGINT/SIGTERM the accept loop stops, every running session sends `abort` with reason
 //! `server_shutdown` to its client, and the server exits within [`SHUTDOWN_GRACE`].
@@ -19,6 +23,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+use linerate_proto::iperf3::COOKIE_LEN;
 use linerate_proto::server::{ServerConn, ServerEvent};
 use linerate_proto::wire::{
     AbortReason, CONTROL_MAGIC, Cookie, DATA_HELLO_LEN, DATA_MAGIC, DataHello,
@@ -28,10 +33,8 @@ use socket2::{Domain, Socket, Type};
 
 use crate::measure::sys;
 use crate::plan::{Family, ServerPlan};
-use crate::session::{
-    Clock, ControlChannel, End, Interrupt, NO_PROGRESS_TIMEOUT, Recv, SOFTWARE, StreamSet,
-    wait_for_input,
-};
+use crate::session::served::ServedTest;
+use crate::session::{Clock, ControlChannel, End, Interrupt, SOFTWARE, StreamSet};
 
 /// How long a new connection has to send its first 8 bytes.
 pub const CLASSIFY_TIMEOUT: Duration = Duration::from_secs(2);
@@ -53,6 +56,8 @@ pub enum ServerNote {
         test: u64,
         /// The client's control address.
         peer: SocketAddr,
+        /// The client's software, as it said (iperf3 clients: "iperf3 <version>").
+        client: String,
         /// What it asked for.
         spec: TestSpec,
     },
@@ -90,14 +95,50 @@ pub type NoteSink = Arc<dyn Fn(&ServerNote) + Send + Sync>;
 
 type DataConn = (u32, TcpStream);
 
-struct Shared {
+/// An iperf3 data connection and its place in the server's accept order.
+pub(crate) type Iperf3Conn = (u64, TcpStream);
+
+/// What every session of one server shares.
+pub(crate) struct Shared {
     registry: Mutex<HashMap<[u8; 16], Sender<DataConn>>>,
+    pub(crate) iperf3: Mutex<HashMap<[u8; COOKIE_LEN], Sender<Iperf3Conn>>>,
     shutting_down: AtomicBool,
     signal_name: Mutex<&'static str>,
     next_test: AtomicU64,
     /// Tests accepted and not yet ended.
     active_tests: AtomicU32,
-    notes: NoteSink,
+    pub(crate) notes: NoteSink,
+}
+
+impl Shared {
+    /// Why sessions must end now, if the server is shutting down.
+    pub(crate) fn shutdown_reason(&self) -> Option<String> {
+        self.shutting_down.load(Ordering::SeqCst).then(|| {
+            let signal = *self.signal_name.lock().unwrap_or_else(|e| e.into_inner());
+            format!("the server is shutting down ({signal}); run the test again when it is back")
+        })
+    }
+
+    /// Numbers a new test and counts it as running.
+    pub(crate) fn begin_test(&self) -> u64 {
+        self.active_tests.fetch_add(1, Ordering::SeqCst);
+        self.next_test.fetch_add(1, Ordering::SeqCst)
+    }
+
+    /// A numbered test ended.
+    pub(crate) fn end_test(&self) {
+        self.active_tests.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// How many other tests run now, besides the caller's.
+    pub(crate) fn others_running(&self) -> u32 {
+        self.active_tests.load(Ordering::SeqCst).saturating_sub(1)
+    }
+
+    /// Reports a connection dropped before it became part of a test.
+    pub(crate) fn reject(&self, peer: SocketAddr, reason: String) {
+        (self.notes)(&ServerNote::Rejected { peer, reason });
+    }
 }
 
 /// A bound, not yet running server.
@@ -129,6 +170,7 @@ impl Server {
     pub fn run(self, interrupt: &Interrupt, notes: NoteSink) -> Result<()> {
         let shared = Arc::new(Shared {
             registry: Mutex::new(HashMap::new()),
+            iperf3: Mutex::new(HashMap::new()),
             shutting_down: AtomicBool::new(false),
             signal_name: Mutex::new("a stop request"),
             next_test: AtomicU64::new(1),
@@ -138,6 +180,7 @@ impl Server {
         (shared.notes)(&ServerNote::Listening { addr: self.local_addr()? });
         let sessions_done = Arc::new(AtomicU64::new(0));
         let mut handles: Vec<JoinHandle<()>> = Vec::new();
+        let mut accepted: u64 = 0;
         while interrupt.count() == 0 {
             if self.plan.one_off && sessions_done.load(Ordering::SeqCst) > 0 {
                 break;
@@ -145,11 +188,13 @@ impl Server {
             handles.retain(|h| !h.is_finished());
             match self.listener.accept() {
                 Ok((sock, peer)) => {
+                    accepted += 1;
+                    let seq = accepted;
                     let peer = crate::session::streams::canonical(peer);
                     let (conn_shared, done) = (shared.clone(), sessions_done.clone());
                     let h = std::thread::Builder::new()
                         .name("lr-conn".into())
-                        .spawn(move || classify(sock, peer, &conn_shared, &done));
+                        .spawn(move || classify(sock, peer, seq, &conn_shared, &done));
                     match h {
                         Ok(h) => handles.push(h),
                         Err(e) => {
@@ -184,7 +229,7 @@ fn unspecified() -> SocketAddr {
 }
 
 fn eprintln_note(shared: &Shared, peer: SocketAddr, reason: String) {
-    (shared.notes)(&ServerNote::Rejected { peer, reason });
+    shared.reject(peer, reason);
 }
 
 fn is_timeout(e: &std::io::Error) -> bool {
@@ -231,8 +276,14 @@ fn listen_on(addr: SocketAddr, dual: bool) -> Result<TcpListener> {
     Ok(sock.into())
 }
 
-/// Reads the first bytes of a new connection and routes it.
-fn classify(mut sock: TcpStream, peer: SocketAddr, shared: &Arc<Shared>, done: &AtomicU64) {
+/// Reads the first bytes of a new connection and routes it. `seq` is its place in accept order.
+fn classify(
+    mut sock: TcpStream,
+    peer: SocketAddr,
+    seq: u64,
+    shared: &Arc<Shared>,
+    done: &AtomicU64,
+) {
     let mut first = [0u8; 8];
     let read =
         sock.set_read_timeout(Some(CLASSIFY_TIMEOUT)).and_then(|_| sock.read_exact(&mut first));
@@ -247,14 +298,49 @@ fn classify(mut sock: TcpStream, peer: SocketAddr, shared: &Arc<Shared>, done: &
         done.fetch_add(1, Ordering::SeqCst);
     } else if first == DATA_MAGIC {
         route_data(sock, peer, first, shared);
+    } else if first.iter().all(|b| (0x20..0x7f).contains(b)) {
+        route_iperf3(sock, peer, seq, first, shared, done);
     } else {
         eprintln_note(
             shared,
             peer,
-            format!(
-                "not the linerate protocol (first bytes {first:02x?}); iperf3 clients are not served yet"
-            ),
+            format!("neither linerate nor iperf3 (first bytes {first:02x?})"),
         );
+    }
+}
+
+/// An iperf3 connection: a data stream of a running test if a session owns its cookie, else a
+/// new control connection.
+fn route_iperf3(
+    mut sock: TcpStream,
+    peer: SocketAddr,
+    seq: u64,
+    first: [u8; 8],
+    shared: &Shared,
+    done: &AtomicU64,
+) {
+    let mut cookie = [0u8; COOKIE_LEN];
+    cookie[..8].copy_from_slice(&first);
+    if let Err(e) = sock.read_exact(&mut cookie[8..]) {
+        return eprintln_note(shared, peer, format!("incomplete iperf3 cookie: {e}"));
+    }
+    let printable = cookie[..COOKIE_LEN - 1].iter().all(|b| (0x20..0x7f).contains(b));
+    if !printable || cookie[COOKIE_LEN - 1] != 0 {
+        return eprintln_note(
+            shared,
+            peer,
+            "neither linerate nor iperf3 (no 36-character cookie and NUL)".into(),
+        );
+    }
+    let owner = shared.iperf3.lock().ok().and_then(|r| r.get(&cookie).cloned());
+    match owner {
+        Some(tx) => {
+            let _ = tx.send((seq, sock));
+        }
+        None => {
+            super::iperf3::server::run_session(sock, peer, cookie, shared);
+            done.fetch_add(1, Ordering::SeqCst);
+        }
     }
 }
 
@@ -274,48 +360,47 @@ fn route_data(mut sock: TcpStream, peer: SocketAddr, first: [u8; 8], shared: &Sh
     }
 }
 
-/// Removes a test's cookie from the registry when the session ends, however it ends.
-struct Registration<'a> {
-    shared: &'a Shared,
-    cookie: Option<[u8; 16]>,
+/// Removes a test's cookie from its registry when the session ends, however it ends.
+pub(crate) struct Registration<'a, K: std::hash::Hash + Eq, V> {
+    registry: &'a Mutex<HashMap<K, V>>,
+    cookie: Option<K>,
 }
 
-impl Drop for Registration<'_> {
+impl<'a, K: std::hash::Hash + Eq + Copy, V> Registration<'a, K, V> {
+    /// Nothing registered yet.
+    pub(crate) fn new(registry: &'a Mutex<HashMap<K, V>>) -> Self {
+        Self { registry, cookie: None }
+    }
+
+    /// Routes connections presenting `cookie` to `to` until this registration drops.
+    pub(crate) fn register(&mut self, cookie: K, to: V) -> Result<()> {
+        self.registry.lock().map_err(|_| anyhow::anyhow!("registry poisoned"))?.insert(cookie, to);
+        self.cookie = Some(cookie);
+        Ok(())
+    }
+}
+
+impl<K: std::hash::Hash + Eq, V> Drop for Registration<'_, K, V> {
     fn drop(&mut self) {
-        if let (Some(c), Ok(mut r)) = (self.cookie, self.shared.registry.lock()) {
+        if let (Some(c), Ok(mut r)) = (self.cookie.take(), self.registry.lock()) {
             r.remove(&c);
         }
     }
 }
 
 struct Session<'a> {
-    shared: &'a Shared,
-    test: u64,
-    peer: SocketAddr,
-    streams: Option<StreamSet>,
+    t: ServedTest<'a>,
     data_rx: Option<Receiver<DataConn>>,
-    registration: Registration<'a>,
-    client_results: Option<SideResults>,
-    server_results: Option<SideResults>,
-    progress: (Instant, u64),
-    /// The most other tests seen running at once during this one.
-    overlap: u32,
+    registration: Registration<'a, [u8; 16], Sender<DataConn>>,
 }
 
 fn run_session(stream: TcpStream, peer: SocketAddr, first: [u8; 8], shared: &Shared) {
     let clock = Clock::new();
     let mut conn = ServerConn::new(SOFTWARE, clock.now());
     let mut s = Session {
-        shared,
-        test: 0,
-        peer,
-        streams: None,
+        t: ServedTest::new(shared, peer),
         data_rx: None,
-        registration: Registration { shared, cookie: None },
-        client_results: None,
-        server_results: None,
-        progress: (Instant::now(), 0),
-        overlap: 0,
+        registration: Registration::new(&shared.registry),
     };
     let result = ControlChannel::new(stream).and_then(|mut ctrl| {
         let r = conn.handle_input(&first, clock.now()).map_err(anyhow::Error::from);
@@ -325,7 +410,7 @@ fn run_session(stream: TcpStream, peer: SocketAddr, first: [u8; 8], shared: &Sha
                 e.downcast_ref::<ProtoError>(),
                 Some(ProtoError::Closed(_) | ProtoError::Aborted { .. })
             ) {
-                let reason = if shared.shutting_down.load(Ordering::SeqCst) {
+                let reason = if shared.shutdown_reason().is_some() {
                     AbortReason::ServerShutdown
                 } else {
                     AbortReason::Other
@@ -338,7 +423,7 @@ fn run_session(stream: TcpStream, peer: SocketAddr, first: [u8; 8], shared: &Sha
         }
         r
     });
-    s.finish(result);
+    s.t.finish(result);
 }
 
 impl Session<'_> {
@@ -348,40 +433,22 @@ impl Session<'_> {
         conn: &mut ServerConn,
         clock: &Clock,
     ) -> Result<()> {
-        loop {
-            if let Some(bytes) = conn.poll_transmit() {
-                ctrl.send(&bytes)?;
-            }
-            if conn.is_finished() {
-                return Ok(());
-            }
-            if self.shared.shutting_down.load(Ordering::SeqCst) {
-                let signal = *self.shared.signal_name.lock().unwrap_or_else(|e| e.into_inner());
-                bail!("the server is shutting down ({signal}); run the test again when it is back");
-            }
-            let tick = self.streams.as_ref().and_then(StreamSet::next_tick);
-            let proto = conn.poll_timeout().map(|t| clock.instant(t));
-            let cap = if self.awaiting_streams() {
-                Duration::from_millis(5)
-            } else {
-                Duration::from_millis(50)
-            };
-            match wait_for_input(ctrl, tick, &[proto], cap)? {
-                Recv::Data(bytes) => conn.handle_input(bytes, clock.now())?,
-                Recv::Eof => conn.handle_eof()?,
-                Recv::Idle => {}
-            }
-            conn.handle_timeout(clock.now())?;
+        while self.t.turn(ctrl, conn, clock, self.awaiting_streams())? {
             self.attach_arrivals(conn, clock)?;
             while let Some(ev) = conn.poll_event() {
                 self.on_event(ev, conn, clock)?;
             }
-            self.on_clock(conn, clock)?;
+            self.t.watch()?;
+            if self.t.running() && self.t.streams.as_ref().is_some_and(StreamSet::all_done) {
+                let results = self.t.take_results().context("results without streams")?;
+                conn.send_results(results, clock.now())?;
+            }
         }
+        Ok(())
     }
 
     fn awaiting_streams(&self) -> bool {
-        self.data_rx.is_some() && self.streams.as_ref().is_some_and(|s| s.started().is_none())
+        self.data_rx.is_some() && self.t.streams.as_ref().is_some_and(|s| s.started().is_none())
     }
 
     fn attach_arrivals(&mut self, conn: &mut ServerConn, clock: &Clock) -> Result<()> {
@@ -392,10 +459,10 @@ impl Session<'_> {
                 Err(TryRecvError::Empty | TryRecvError::Disconnected) => return Ok(()),
             };
             if let Err(e) = conn.expects_stream(id) {
-                eprintln_note(self.shared, self.peer, format!("test {}: {e}", self.test));
+                self.t.shared.reject(self.t.peer, format!("test {}: {e}", self.t.test));
                 continue;
             }
-            let streams = self.streams.as_mut().context("streams arrived before the test")?;
+            let streams = self.t.streams.as_mut().context("streams arrived before the test")?;
             streams.add(id, sock)?;
             conn.attach_stream(id, clock.now())?;
         }
@@ -403,24 +470,28 @@ impl Session<'_> {
 
     fn on_event(&mut self, ev: ServerEvent, conn: &mut ServerConn, clock: &Clock) -> Result<()> {
         match ev {
-            ServerEvent::TestRequested { spec, .. } => self.on_request(spec, conn, clock)?,
-            ServerEvent::Start => {
-                self.note_overlap();
-                let now = self.streams.as_mut().map_or_else(Instant::now, StreamSet::start);
-                self.progress = (now, 0);
+            ServerEvent::TestRequested { spec, client_software } => {
+                self.on_request(spec, client_software, conn, clock)?
             }
+            ServerEvent::Start => self.t.start(),
             ServerEvent::PeerStop(_) => {
-                if let Some(s) = &self.streams {
+                if let Some(s) = &self.t.streams {
                     s.stop_senders();
                 }
             }
-            ServerEvent::PeerResults(r) => self.client_results = Some(*r),
+            ServerEvent::PeerResults(r) => self.t.client_results = Some(*r),
             ServerEvent::Finished => {}
         }
         Ok(())
     }
 
-    fn on_request(&mut self, spec: TestSpec, conn: &mut ServerConn, clock: &Clock) -> Result<()> {
+    fn on_request(
+        &mut self,
+        spec: TestSpec,
+        client: String,
+        conn: &mut ServerConn,
+        clock: &Clock,
+    ) -> Result<()> {
         if let Some(why) = policy_refusal(&spec) {
             conn.refuse(&why);
             bail!("refused: {why}");
@@ -436,82 +507,16 @@ impl Session<'_> {
         getrandom::getrandom(&mut cookie)
             .map_err(|e| anyhow::anyhow!("no randomness for the test cookie: {e}"))?;
         let (tx, rx) = channel();
-        self.shared
-            .registry
-            .lock()
-            .map_err(|_| anyhow::anyhow!("registry poisoned"))?
-            .insert(cookie, tx);
-        self.registration.cookie = Some(cookie);
+        self.registration.register(cookie, tx)?;
         self.data_rx = Some(rx);
-        self.streams = Some(streams);
-        self.test = self.shared.next_test.fetch_add(1, Ordering::SeqCst);
-        self.shared.active_tests.fetch_add(1, Ordering::SeqCst);
-        (self.shared.notes)(&ServerNote::TestAccepted { test: self.test, peer: self.peer, spec });
+        self.t.begin(streams, client, spec);
         conn.accept(Cookie(cookie), clock.now())?;
         Ok(())
-    }
-
-    fn on_clock(&mut self, conn: &mut ServerConn, clock: &Clock) -> Result<()> {
-        let overlap = self.overlap.max(self.others_running());
-        let Some(streams) = self.streams.as_mut() else { return Ok(()) };
-        if streams.started().is_none() || self.server_results.is_some() {
-            return Ok(());
-        }
-        let now = Instant::now();
-        streams.sample(now, false);
-        let total = streams.total_bytes();
-        if total != self.progress.1 {
-            self.progress = (now, total);
-        } else if !streams.all_done() && now.duration_since(self.progress.0) >= NO_PROGRESS_TIMEOUT
-        {
-            bail!("no data moved on any stream for {} s", NO_PROGRESS_TIMEOUT.as_secs());
-        }
-        if streams.all_done() {
-            streams.sample(now, true);
-            let results = streams.results(SOFTWARE, overlap);
-            self.server_results = Some(results.clone());
-            conn.send_results(results, clock.now())?;
-        }
-        Ok(())
-    }
-
-    fn others_running(&self) -> u32 {
-        self.shared.active_tests.load(Ordering::SeqCst).saturating_sub(1)
-    }
-
-    fn note_overlap(&mut self) {
-        self.overlap = self.overlap.max(self.others_running());
-    }
-
-    fn finish(mut self, result: Result<()>) {
-        let overlap = self.overlap.max(self.others_running());
-        if let Some(s) = self.streams.as_mut() {
-            s.abort();
-            if self.server_results.is_none() && s.started().is_some() {
-                self.server_results = Some(s.results(SOFTWARE, overlap));
-            }
-        }
-        if self.test != 0 {
-            self.shared.active_tests.fetch_sub(1, Ordering::SeqCst);
-        }
-        if self.test == 0 {
-            if let Err(e) = result {
-                eprintln_note(self.shared, self.peer, format!("{e:#}"));
-            }
-            return;
-        }
-        (self.shared.notes)(&ServerNote::TestEnded {
-            test: self.test,
-            peer: self.peer,
-            server: self.server_results.take(),
-            client: self.client_results.take(),
-            error: result.err().map(|e| format!("{e:#}")),
-        });
     }
 }
 
 /// Server-side checks a valid spec can still fail here.
-fn policy_refusal(spec: &TestSpec) -> Option<String> {
+pub(crate) fn policy_refusal(spec: &TestSpec) -> Option<String> {
     let cc = spec.congestion.as_ref()?;
     let available = sys::available_congestion()?;
     (!available.iter().any(|a| a == cc)).then(|| {

@@ -173,6 +173,7 @@ impl StreamSet {
         let body = move || {
             let Some(start) = gate.wait() else { return };
             let cpu0 = counters::thread_cpu();
+            let mut elapsed = None;
             let result = match role {
                 StreamRole::Sender => {
                     let buf = if zerocopy.is_some() { Vec::new() } else { pattern_block(block) };
@@ -183,15 +184,20 @@ impl StreamSet {
                         zerocopy: zerocopy.as_deref(),
                     };
                     let r = send_loop(&mut sock, start, &ctl, &counters, opts, &buf);
+                    let now = Instant::now();
+                    let end = ctl.stopped_at().map_or(now, |s| s.min(now));
+                    elapsed = Some(end.saturating_duration_since(start));
                     let _ = sock.shutdown(Shutdown::Write);
                     r
                 }
                 StreamRole::Receiver => {
                     let mut buf = vec![0u8; block];
-                    receive_loop(&mut sock, &ctl, &counters, &mut buf)
+                    receive_loop(&mut sock, &ctl, &counters, &mut buf).map(|last| {
+                        elapsed = last.map(|t| t.saturating_duration_since(start));
+                    })
                 }
             };
-            let elapsed = start.elapsed();
+            let elapsed = elapsed.unwrap_or_else(|| start.elapsed());
             counters.set_thread_cpu(cpu_since(cpu0, counters::thread_cpu()));
             counters.finish(elapsed, result.err());
         };
@@ -236,7 +242,14 @@ impl StreamSet {
 
     /// Tells local senders to finish (normal end of a timed test or an interrupt).
     pub fn stop_senders(&self) {
-        self.ctl.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.ctl.request_stop(Instant::now());
+    }
+
+    /// The control connection ended the test (iperf3): senders stop, receivers end once
+    /// their socket is quiet, without counting that as an error.
+    pub fn finish(&self) {
+        self.stop_senders();
+        let _ = self.ctl.finish_at.set(Instant::now());
     }
 
     /// Stops everything at once and releases threads still waiting for the start.

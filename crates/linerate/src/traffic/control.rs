@@ -69,8 +69,13 @@ impl StreamCounters {
 pub struct TrafficControl {
     /// Senders finish their current block and stop (normal end of a timed test).
     pub stop: AtomicBool,
+    /// When `stop` was requested (set by [`TrafficControl::request_stop`]).
+    pub stop_at: std::sync::OnceLock<std::time::Instant>,
     /// Everyone stops at once (error, shutdown); receivers stop without waiting for EOF.
     pub abort: AtomicBool,
+    /// When the control connection said the test is over (iperf3 clients never close their
+    /// sending side): receivers stop cleanly once their socket has been quiet for a moment.
+    pub finish_at: std::sync::OnceLock<std::time::Instant>,
 }
 
 impl TrafficControl {
@@ -79,9 +84,26 @@ impl TrafficControl {
         self.stop.load(Ordering::Relaxed) || self.aborted()
     }
 
+    /// Tells senders to stop, remembering when (the first call wins).
+    pub fn request_stop(&self, at: std::time::Instant) {
+        let _ = self.stop_at.set(at);
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
+    /// When a stop was requested: a sender's time ends there even if noticing took longer
+    /// (a write blocked on a full socket buffer returns only at its timeout).
+    pub fn stopped_at(&self) -> Option<std::time::Instant> {
+        self.stop_at.get().copied()
+    }
+
     /// Has the test been aborted?
     pub fn aborted(&self) -> bool {
         self.abort.load(Ordering::Relaxed)
+    }
+
+    /// When receivers were told to end at their next quiet moment, if they were.
+    pub fn finishing(&self) -> Option<std::time::Instant> {
+        self.finish_at.get().copied()
     }
 }
 

@@ -79,22 +79,27 @@ pub fn send_loop(
     Ok(())
 }
 
-/// Receives until end-of-stream (the peer's sender finished) or abort.
+/// Receives until end-of-stream (the peer's sender finished), until the socket is quiet after
+/// `finish`, or until abort. Returns when the last byte arrived (None if none did), so a
+/// receiver's duration ends with its data, not with the wait that noticed the end.
 pub fn receive_loop(
     sock: &mut TcpStream,
     ctl: &TrafficControl,
     counters: &StreamCounters,
     buf: &mut [u8],
-) -> Result<(), String> {
+) -> Result<Option<Instant>, String> {
     let mut got: u64 = 0;
+    let mut last = None;
     let mut batcher = WakeBatcher::new(Instant::now());
     loop {
         match sock.read(buf) {
-            Ok(0) => return Ok(()),
+            Ok(0) => return Ok(last),
             Ok(n) => {
+                let now = Instant::now();
                 got += n as u64;
+                last = Some(now);
                 counters.set_bytes(got);
-                if let Some(lowat) = batcher.observe(got, Instant::now()) {
+                if let Some(lowat) = batcher.observe(got, now) {
                     // Best effort: without it the receiver is only slower, never wrong.
                     let _ = crate::measure::sys::set_recv_lowat(sock, lowat);
                 }
@@ -103,11 +108,38 @@ pub fn receive_loop(
                 if ctl.aborted() {
                     return Err("aborted".into());
                 }
+                if let Some(end) = ctl.finishing() {
+                    // Bytes below the low-water mark may still sit in the buffer; they were
+                    // sent before the end, so the stream's time ends there at the latest (a
+                    // read held by the low-water mark returns late, not when they arrived).
+                    let _ = crate::measure::sys::set_recv_lowat(sock, 1);
+                    let last = drain_now(sock, counters, buf, got, last);
+                    return Ok(last.map(|t| t.min(end)));
+                }
             }
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
             Err(e) => return Err(format!("receive failed: {e}")),
         }
     }
+}
+
+/// Reads what is already buffered (without waiting) and ends the stream.
+fn drain_now(
+    sock: &mut TcpStream,
+    counters: &StreamCounters,
+    buf: &mut [u8],
+    mut got: u64,
+    mut last: Option<Instant>,
+) -> Option<Instant> {
+    if sock.set_nonblocking(true).is_err() {
+        return last;
+    }
+    while let Ok(n @ 1..) = sock.read(buf) {
+        got += n as u64;
+        last = Some(Instant::now());
+        counters.set_bytes(got);
+    }
+    last
 }
 
 /// Chooses the receive low-water mark from the observed receive rate.
@@ -212,6 +244,34 @@ mod tests {
         assert_eq!(rc.bytes(), 1_000_001);
     }
 
+    /// iperf3 clients never close their sending side: `finish` must end the receiver with
+    /// every byte counted (also those below the low-water mark) and the time of the last one.
+    #[test]
+    fn finish_ends_a_receiver_whose_peer_stays_open() {
+        let (mut tx, mut rx) = pair();
+        rx.set_read_timeout(Some(Duration::from_millis(50))).expect("timeout");
+        crate::measure::sys::set_recv_lowat(&rx, 1 << 20).expect("lowat");
+        let ctl = TrafficControl::default();
+        let rc = StreamCounters::default();
+        tx.write_all(&[1u8; 3000]).expect("write");
+        let sent_at = Instant::now();
+        std::thread::scope(|s| {
+            let r = s.spawn(|| {
+                let mut buf = vec![0u8; 4096];
+                receive_loop(&mut rx, &ctl, &rc, &mut buf)
+            });
+            std::thread::sleep(Duration::from_millis(300));
+            let end = Instant::now();
+            ctl.finish_at.set(end).expect("first finish");
+            let last = r.join().expect("join").expect("clean end");
+            let last = last.expect("data arrived");
+            assert!(last <= end, "never later than the end");
+            assert!(last.duration_since(sent_at) < Duration::from_millis(250), "last byte time");
+        });
+        assert_eq!(rc.bytes(), 3000);
+        drop(tx);
+    }
+
     #[test]
     fn wake_batcher_follows_rate_and_caps() {
         let t0 = Instant::now();
@@ -246,7 +306,7 @@ mod tests {
             });
             s.spawn(|| {
                 std::thread::sleep(Duration::from_millis(500));
-                ctl.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                ctl.request_stop(Instant::now());
             });
             let opts = SendOptions {
                 block: 8192,

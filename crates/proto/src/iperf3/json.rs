@@ -1,81 +1,14 @@
 //! iperf3's parameter and results JSON.
 
 use serde::{Deserialize, Deserializer, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
 use crate::results::{SideResults, StreamRole};
-use crate::spec::{Direction, EndCondition, TestSpec};
 
 /// iperf3's stream ids in creation order: 1, then 3, 4, 5, ... (a quirk kept for
 /// compatibility: both ends number independently and agree only because order matches).
 pub fn stream_ids(n: u32) -> Vec<u32> {
     (0..n).map(|k| if k == 0 { 1 } else { k + 2 }).collect()
-}
-
-/// The parameter JSON for `spec`, or a sentence saying which option iperf3 cannot take.
-///
-/// Keys are only sent when the feature is wanted: iperf3 servers treat a present key as "on"
-/// whatever its value (`"reverse":false` turns reverse on).
-pub fn params(spec: &TestSpec, client_version: &str) -> Result<String, String> {
-    if spec.streams > 128 {
-        return Err(format!(
-            "iperf3 servers accept at most 128 streams (-P {}); use -P 128 or fewer",
-            spec.streams
-        ));
-    }
-    if spec.omit_ms % 1000 != 0 {
-        return Err("iperf3 servers take -O in whole seconds; use e.g. -O 1".into());
-    }
-    if spec.block_bytes > 1 << 20 {
-        return Err("iperf3 servers accept TCP blocks of at most 1 MiB (-l 1M)".into());
-    }
-    let mut m = Map::new();
-    m.insert("tcp".into(), Value::Bool(true));
-    m.insert("omit".into(), json!(spec.omit_ms / 1000));
-    let (time, num) = match spec.end {
-        // The client owns the clock and sends TEST_END itself; the server uses `time` only
-        // for its watchdog, so a fractional -t rounds up here.
-        EndCondition::Duration { duration_ms } => (duration_ms.div_ceil(1000), 0),
-        EndCondition::Bytes { bytes } => (0, bytes),
-    };
-    m.insert("time".into(), json!(time));
-    m.insert("num".into(), json!(num));
-    m.insert("blockcount".into(), json!(0));
-    if let Some(mss) = spec.mss_bytes {
-        m.insert("MSS".into(), json!(mss));
-    }
-    if spec.no_delay {
-        m.insert("nodelay".into(), Value::Bool(true));
-    }
-    m.insert("parallel".into(), json!(spec.streams));
-    match spec.direction {
-        Direction::Upload => {}
-        Direction::Download => {
-            m.insert("reverse".into(), Value::Bool(true));
-        }
-        Direction::Bidirectional => {
-            m.insert("bidirectional".into(), Value::Bool(true));
-        }
-    }
-    if let Some(w) = spec.window_bytes {
-        m.insert("window".into(), json!(w));
-    }
-    m.insert("len".into(), json!(spec.block_bytes));
-    if spec.bits_per_second > 0 {
-        m.insert("bandwidth".into(), json!(spec.bits_per_second));
-    }
-    m.insert("pacing_timer".into(), json!(1000));
-    if let Some(t) = &spec.title {
-        m.insert("title".into(), json!(t));
-    }
-    if let Some(cc) = &spec.congestion {
-        m.insert("congestion".into(), json!(cc));
-    }
-    if spec.zerocopy {
-        m.insert("zerocopy".into(), json!(1));
-    }
-    m.insert("client_version".into(), json!(client_version));
-    Ok(Value::Object(m).to_string())
 }
 
 /// iperf3 3.12 prints -1 as 18446744073709551615; map anything at or above 2^63 to -1.
@@ -135,6 +68,12 @@ pub struct Iperf3Results {
     pub congestion_used: Option<String>,
     /// Streams in creation order.
     pub streams: Vec<Iperf3Stream>,
+    /// Server to client, with `--get-server-output`: what the server printed for this test.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_output_text: Option<String>,
+    /// Server to client, with `--get-server-output`, from a server in JSON mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_output_json: Option<Value>,
 }
 
 impl Iperf3Results {
@@ -190,6 +129,8 @@ pub fn results_from_side(side: &SideResults) -> Iperf3Results {
                 end_time: Some(s.measured_us() as f64 / 1e6),
             })
             .collect(),
+        server_output_text: None,
+        server_output_json: None,
     }
 }
 
@@ -201,46 +142,6 @@ mod tests {
     fn ids_follow_the_iperf3_quirk() {
         assert_eq!(stream_ids(4), vec![1, 3, 4, 5]);
         assert_eq!(stream_ids(1), vec![1]);
-    }
-
-    #[test]
-    fn params_match_a_3_12_capture() {
-        let mut spec = TestSpec::default_tcp();
-        spec.end = EndCondition::Duration { duration_ms: 2000 };
-        let p = params(&spec, "3.12").expect("params");
-        // Captured from iperf3 3.12 `-c 127.0.0.1 -t 2`.
-        assert_eq!(
-            p,
-            r#"{"tcp":true,"omit":0,"time":2,"num":0,"blockcount":0,"parallel":1,"len":131072,"pacing_timer":1000,"client_version":"3.12"}"#
-        );
-    }
-
-    #[test]
-    fn params_send_feature_keys_only_when_wanted() {
-        let mut spec = TestSpec::default_tcp();
-        spec.direction = Direction::Download;
-        spec.end = EndCondition::Bytes { bytes: 1000 };
-        spec.window_bytes = Some(262_144);
-        spec.end = EndCondition::Duration { duration_ms: 1500 };
-        let v: Value = serde_json::from_str(&params(&spec, "x").expect("p")).expect("json");
-        assert_eq!(v["reverse"], true);
-        assert_eq!(v["time"], 2, "fractional -t rounds up for the server's watchdog");
-        assert_eq!(v["window"], 262_144);
-        assert!(
-            v.get("bidirectional").is_none()
-                && v.get("nodelay").is_none()
-                && v.get("bandwidth").is_none()
-        );
-    }
-
-    #[test]
-    fn params_refuse_what_iperf3_cannot_take() {
-        let mut spec = TestSpec::default_tcp();
-        spec.streams = 129;
-        assert!(params(&spec, "x").unwrap_err().contains("128"));
-        let mut spec = TestSpec::default_tcp();
-        spec.omit_ms = 1500;
-        assert!(params(&spec, "x").unwrap_err().contains("-O"));
     }
 
     #[test]

@@ -9,11 +9,19 @@
 //!
 //! Like the native protocol, nothing here does I/O, reads a clock or draws random numbers.
 
+#[cfg(test)]
+mod captures;
 mod client;
 mod json;
+mod params;
+mod server;
 
 pub use client::{Iperf3Client, Iperf3Event};
-pub use json::{Iperf3Results, Iperf3Stream, params, results_from_side, stream_ids};
+pub use json::{Iperf3Results, Iperf3Stream, results_from_side, stream_ids};
+pub use params::{
+    Iperf3Refusal, Iperf3Request, MAX_PARAMS_JSON, errno, params, request_from_params,
+};
+pub use server::{Iperf3Server, Iperf3ServerEvent};
 
 /// Length of the cookie: 36 printable characters and a NUL.
 pub const COOKIE_LEN: usize = 37;

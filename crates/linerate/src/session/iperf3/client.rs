@@ -11,13 +11,10 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use linerate_proto::iperf3::{
-    Iperf3Client, Iperf3Event, Iperf3Results, make_cookie, params, results_from_side,
-};
-use linerate_proto::{
-    EndCondition, HostCost, ProcessCpu, SideResults, SocketReport, StreamResult, StreamRole,
-};
+use linerate_proto::iperf3::{Iperf3Client, Iperf3Event, make_cookie, params, results_from_side};
+use linerate_proto::{EndCondition, SideResults};
 
+use super::{forgive_end_of_test_resets, peer_side};
 use crate::plan::ClientPlan;
 use crate::record::{Outcome, RunRecord};
 use crate::session::client::{
@@ -125,7 +122,7 @@ fn drive(
                         conn.send_results(&json, clock.now())?;
                     }
                     Iperf3Event::PeerResults(r) => {
-                        record.server_results = Some(server_side(&r, plan))
+                        record.server_results = Some(peer_side(&r, &plan.spec, End::Server))
                     }
                     Iperf3Event::Finished => {}
                 }
@@ -180,66 +177,4 @@ fn finish_streams(s: &mut StreamSet, observer: &mut dyn Observer) -> SideResults
     }
     s.abort();
     s.results(SOFTWARE, 0)
-}
-
-/// iperf3 servers close data connections at the end, often with a reset: not a failure.
-fn forgive_end_of_test_resets(side: &mut SideResults) {
-    for st in &mut side.streams {
-        if st.role == StreamRole::Receiver
-            && st.error.as_deref().is_some_and(|e| e.contains("reset") || e == "aborted")
-        {
-            st.error = None;
-        }
-    }
-}
-
-/// The iperf3 server's figures in linerate's shape: streams matched by creation order, and
-/// its process CPU (the only cost figure iperf3 reports).
-fn server_side(r: &Iperf3Results, plan: &ClientPlan) -> SideResults {
-    let plan_streams = plan.spec.stream_plan();
-    let streams: Vec<StreamResult> = r
-        .streams
-        .iter()
-        .zip(&plan_streams)
-        .map(|(s, &(id, flow))| {
-            let secs = (s.end_time.unwrap_or(0.0) - s.start_time.unwrap_or(0.0)).max(0.0);
-            StreamResult {
-                id,
-                flow,
-                role: End::Server.role(flow),
-                bytes: u64::try_from(s.bytes).unwrap_or(0),
-                omitted_bytes: 0,
-                duration_us: (secs * 1e6) as u64,
-                omitted_us: 0,
-                intervals: Vec::new(),
-                socket: SocketReport {
-                    congestion: r.congestion_used.clone(),
-                    ..SocketReport::default()
-                },
-                retransmits: u64::try_from(s.retransmits).ok(),
-                tcp: None,
-                thread_cpu: None,
-                error: None,
-            }
-        })
-        .collect();
-    let window_us = streams.iter().map(|s| s.duration_us).max().unwrap_or(0);
-    let share = |pct: f64| (pct.max(0.0) / 100.0 * window_us as f64) as u64;
-    let cost = HostCost {
-        window_us,
-        process: Some(ProcessCpu {
-            user_us: share(r.cpu_util_user),
-            system_us: share(r.cpu_util_system),
-        }),
-        unavailable: vec![
-            "iperf3 servers report only their process CPU and per-stream totals".into(),
-        ],
-        ..HostCost::default()
-    };
-    SideResults {
-        software: "iperf3".into(),
-        streams,
-        intervals_dropped: false,
-        cost: Some(Box::new(cost)),
-    }
 }

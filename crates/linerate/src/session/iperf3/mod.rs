@@ -1,0 +1,74 @@
+//! Speaking iperf3: the client driver for iperf3 servers ([`client`]) and the server session
+//! for iperf3 clients ([`server`]), with what both share: turning the figures an iperf3 peer
+//! reports into linerate's shape, and forgiving the resets iperf3 ends its streams with.
+
+pub mod client;
+pub mod server;
+
+use linerate_proto::iperf3::Iperf3Results;
+use linerate_proto::{
+    HostCost, ProcessCpu, SideResults, SocketReport, StreamResult, StreamRole, TestSpec,
+};
+
+use crate::session::End;
+
+/// iperf3 servers close data connections at the end, often with a reset: not a failure.
+pub(crate) fn forgive_end_of_test_resets(side: &mut SideResults) {
+    for st in &mut side.streams {
+        if st.role == StreamRole::Receiver
+            && st.error.as_deref().is_some_and(|e| e.contains("reset") || e == "aborted")
+        {
+            st.error = None;
+        }
+    }
+}
+
+/// An iperf3 peer's figures in linerate's shape: streams matched by creation order (which is
+/// how iperf3 itself matches them), and its process CPU (the only cost figure iperf3 reports).
+/// `peer` is the end the iperf3 program played.
+pub(crate) fn peer_side(r: &Iperf3Results, spec: &TestSpec, peer: End) -> SideResults {
+    let plan_streams = spec.stream_plan();
+    let streams: Vec<StreamResult> = r
+        .streams
+        .iter()
+        .zip(&plan_streams)
+        .map(|(s, &(id, flow))| {
+            let secs = (s.end_time.unwrap_or(0.0) - s.start_time.unwrap_or(0.0)).max(0.0);
+            StreamResult {
+                id,
+                flow,
+                role: peer.role(flow),
+                bytes: u64::try_from(s.bytes).unwrap_or(0),
+                omitted_bytes: 0,
+                duration_us: (secs * 1e6) as u64,
+                omitted_us: 0,
+                intervals: Vec::new(),
+                socket: SocketReport {
+                    congestion: r.congestion_used.clone(),
+                    ..SocketReport::default()
+                },
+                retransmits: u64::try_from(s.retransmits).ok(),
+                tcp: None,
+                thread_cpu: None,
+                error: None,
+            }
+        })
+        .collect();
+    let window_us = streams.iter().map(|s| s.duration_us).max().unwrap_or(0);
+    let share = |pct: f64| (pct.max(0.0) / 100.0 * window_us as f64) as u64;
+    let cost = HostCost {
+        window_us,
+        process: Some(ProcessCpu {
+            user_us: share(r.cpu_util_user),
+            system_us: share(r.cpu_util_system),
+        }),
+        unavailable: vec!["iperf3 reports only its process CPU and per-stream totals".into()],
+        ..HostCost::default()
+    };
+    SideResults {
+        software: "iperf3".into(),
+        streams,
+        intervals_dropped: false,
+        cost: Some(Box::new(cost)),
+    }
+}

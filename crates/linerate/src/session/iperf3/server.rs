@@ -1,0 +1,220 @@
+//! The server session for one iperf3 client: iperf3's control protocol (from
+//! `linerate_proto::iperf3::Iperf3Server`) driving linerate's own streams, so an `iperf3 -c`
+//! gets the answers it expects and the server's log has linerate's full figures.
+//!
+//! What differs from a linerate client: data connections carry only the cookie, so they are
+//! numbered by the server's accept order (the order the client opened them); the client never
+//! closes its sending side, so at TEST_END receivers stop once their socket is quiet (bytes
+//! still in flight at that moment are counted, so both ends agree); and the client's report
+//! holds only what iperf3's results format carries (bytes, duration, retransmits, CPU).
+
+use std::io::Write;
+use std::net::{SocketAddr, TcpStream};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use linerate_proto::iperf3::{
+    COOKIE_LEN, Iperf3Request, Iperf3Server, Iperf3ServerEvent, State, errno, results_from_side,
+};
+use linerate_proto::{ProtoError, SideResults, TestSpec};
+
+use super::{forgive_end_of_test_resets, peer_side};
+use crate::session::served::ServedTest;
+use crate::session::server::{Iperf3Conn, Registration, ServerNote, Shared, policy_refusal};
+use crate::session::{Clock, ControlChannel, End, StreamSet};
+
+/// How long receivers may take to notice the end (their socket poll is 250 ms).
+const DRAIN_LIMIT: Duration = Duration::from_secs(2);
+
+struct Session<'a> {
+    t: ServedTest<'a>,
+    request: Option<Iperf3Request>,
+    client: String,
+    arrivals: Option<Receiver<Iperf3Conn>>,
+    pending: Vec<Iperf3Conn>,
+    registration: Registration<'a, [u8; COOKIE_LEN], Sender<Iperf3Conn>>,
+}
+
+/// Serves one iperf3 client whose control connection sent `cookie`.
+pub(crate) fn run_session(
+    stream: TcpStream,
+    peer: SocketAddr,
+    cookie: [u8; COOKIE_LEN],
+    shared: &Shared,
+) {
+    let clock = Clock::new();
+    let mut m = Iperf3Server::new(clock.now());
+    let mut s = Session {
+        t: ServedTest::new(shared, peer),
+        request: None,
+        client: "iperf3".into(),
+        arrivals: None,
+        pending: Vec::new(),
+        registration: Registration::new(&shared.iperf3),
+    };
+    let result = ControlChannel::new(stream).and_then(|mut ctrl| {
+        let r = m.handle_input(&cookie, clock.now()).map_err(anyhow::Error::from);
+        let r = r.and_then(|_| s.pump(&mut ctrl, &mut m, &clock));
+        if let Err(e) = &r {
+            if e.downcast_ref::<ProtoError>().is_none() {
+                let started = s.t.streams.as_ref().is_some_and(|st| st.started().is_some());
+                if shared.shutdown_reason().is_some() {
+                    m.terminate();
+                } else {
+                    m.fail_with(if started { errno::NO_MSG } else { errno::NEW_TEST });
+                }
+            }
+            if let Some(bytes) = m.poll_transmit() {
+                let _ = ctrl.send(&bytes);
+            }
+        }
+        r
+    });
+    s.t.finish(result);
+}
+
+impl Session<'_> {
+    fn pump(
+        &mut self,
+        ctrl: &mut ControlChannel,
+        m: &mut Iperf3Server,
+        clock: &Clock,
+    ) -> Result<()> {
+        loop {
+            let eager = m.awaiting_streams();
+            if !self.t.turn(ctrl, m, clock, eager)? {
+                return Ok(());
+            }
+            self.attach_arrivals(m, clock)?;
+            while let Some(ev) = m.poll_event() {
+                self.on_event(ev, m, clock)?;
+            }
+            self.t.watch()?;
+        }
+    }
+
+    /// Collects data connections; when all are there, numbers them in accept order.
+    fn attach_arrivals(&mut self, m: &mut Iperf3Server, clock: &Clock) -> Result<()> {
+        let Some(rx) = &self.arrivals else { return Ok(()) };
+        while let Ok((seq, mut sock)) = rx.try_recv() {
+            if !m.awaiting_streams() {
+                // As iperf3 does with a connection it did not ask for.
+                let _ = sock.write_all(&[State::AccessDenied.byte()]);
+                let why =
+                    format!("test {}: an extra iperf3 data connection was refused", self.t.test);
+                self.t.shared.reject(self.t.peer, why);
+                continue;
+            }
+            self.pending.push((seq, sock));
+            if !m.stream_arrived(clock.now())? {
+                continue;
+            }
+            self.pending.sort_by_key(|(seq, _)| *seq);
+            let spec = &self.request.as_ref().context("streams before the request")?.spec;
+            let streams = self.t.streams.as_mut().context("streams before the test")?;
+            for ((id, _), (_, sock)) in spec.stream_plan().into_iter().zip(self.pending.drain(..)) {
+                streams.add(id, sock)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn on_event(
+        &mut self,
+        ev: Iperf3ServerEvent,
+        m: &mut Iperf3Server,
+        clock: &Clock,
+    ) -> Result<()> {
+        match ev {
+            Iperf3ServerEvent::TestRequested(Err(why)) => bail!("refused an iperf3 client: {why}"),
+            Iperf3ServerEvent::TestRequested(Ok(req)) => self.on_request(*req, m, clock)?,
+            Iperf3ServerEvent::Start => self.t.start(),
+            Iperf3ServerEvent::TestEnd => {
+                let json = self.end_streams()?;
+                m.exchange_results(json, clock.now())?;
+            }
+            Iperf3ServerEvent::PeerResults(r) => {
+                let spec = &self.request.as_ref().context("results before the request")?.spec;
+                self.t.client_results = Some(peer_side(&r, spec, End::Client));
+            }
+            Iperf3ServerEvent::Finished => {}
+        }
+        Ok(())
+    }
+
+    fn on_request(
+        &mut self,
+        req: Iperf3Request,
+        m: &mut Iperf3Server,
+        clock: &Clock,
+    ) -> Result<()> {
+        if let Some(why) = policy_refusal(&req.spec) {
+            m.refuse(errno::SET_CONGESTION);
+            bail!("refused an iperf3 client: {why}");
+        }
+        let mut streams = match StreamSet::new(&req.spec, End::Server) {
+            Ok(s) => s,
+            Err(e) => {
+                m.refuse(errno::NEW_TEST);
+                return Err(e);
+            }
+        };
+        streams.set_peer_program("iperf3");
+        let cookie = m.cookie().context("a request before the cookie")?;
+        let (tx, rx) = channel();
+        self.registration.register(cookie, tx)?;
+        self.arrivals = Some(rx);
+        if let Some(v) = &req.client_version {
+            self.client = format!("iperf3 {v}");
+        }
+        self.t.begin(streams, self.client.clone(), req.spec.clone());
+        self.request = Some(req);
+        m.accept(clock.now())?;
+        Ok(())
+    }
+
+    /// TEST_END: stops the streams, keeps our figures and returns them as iperf3 results JSON.
+    fn end_streams(&mut self) -> Result<String> {
+        let streams = self.t.streams.as_mut().context("TEST_END before the streams")?;
+        streams.finish();
+        let deadline = Instant::now() + DRAIN_LIMIT;
+        while !streams.all_done() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let mut side = self.t.take_results().context("TEST_END before the streams")?;
+        forgive_end_of_test_resets(&mut side);
+        self.t.server_results = Some(side.clone());
+        let mut doc = results_from_side(&side);
+        if self.request.as_ref().is_some_and(|r| r.get_server_output) {
+            doc.server_output_text = Some(self.output_text(&side));
+        }
+        Ok(serde_json::to_string(&doc)?)
+    }
+
+    /// What this server prints for the test, for `--get-server-output`.
+    fn output_text(&self, side: &SideResults) -> String {
+        let spec =
+            self.request.as_ref().map(|r| r.spec.clone()).unwrap_or_else(TestSpec::default_tcp);
+        let mut out = Vec::new();
+        let notes = [
+            ServerNote::TestAccepted {
+                test: self.t.test,
+                peer: self.t.peer,
+                client: self.client.clone(),
+                spec,
+            },
+            ServerNote::TestEnded {
+                test: self.t.test,
+                peer: self.t.peer,
+                server: Some(side.clone()),
+                client: None,
+                error: None,
+            },
+        ];
+        for n in &notes {
+            let _ = crate::report::text::render_server_note(n, &mut out);
+        }
+        String::from_utf8_lossy(&out).into_owned()
+    }
+}

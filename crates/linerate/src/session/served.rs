@@ -1,0 +1,201 @@
+//! One test as the server sees it, whatever protocol the client speaks: its number, its
+//! streams, both ends' results, the no-progress watchdog, how many other tests overlapped it,
+//! and the notes that open and close it. The native session (`server.rs`) and the iperf3
+//! session (`iperf3/server.rs`) each own one and differ only in their control protocol.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, bail};
+use linerate_proto::{ProtoError, SideResults, TestSpec};
+
+use crate::session::server::{ServerNote, Shared};
+use crate::session::{
+    Clock, ControlChannel, NO_PROGRESS_TIMEOUT, Recv, SOFTWARE, StreamSet, wait_for_input,
+};
+
+/// A served test's state.
+pub(crate) struct ServedTest<'a> {
+    pub(crate) shared: &'a Shared,
+    /// Server-local number; 0 until the test is accepted.
+    pub(crate) test: u64,
+    pub(crate) peer: SocketAddr,
+    pub(crate) streams: Option<StreamSet>,
+    pub(crate) server_results: Option<SideResults>,
+    pub(crate) client_results: Option<SideResults>,
+    progress: (Instant, u64),
+    /// The most other tests seen running at once during this one.
+    overlap: u32,
+}
+
+impl<'a> ServedTest<'a> {
+    /// A connection from `peer` that has not asked for a test yet.
+    pub(crate) fn new(shared: &'a Shared, peer: SocketAddr) -> Self {
+        Self {
+            shared,
+            test: 0,
+            peer,
+            streams: None,
+            server_results: None,
+            client_results: None,
+            progress: (Instant::now(), 0),
+            overlap: 0,
+        }
+    }
+
+    /// The test is accepted: numbers it, keeps its streams and says so.
+    pub(crate) fn begin(&mut self, streams: StreamSet, client: String, spec: TestSpec) {
+        self.streams = Some(streams);
+        self.test = self.shared.begin_test();
+        (self.shared.notes)(&ServerNote::TestAccepted {
+            test: self.test,
+            peer: self.peer,
+            client,
+            spec,
+        });
+    }
+
+    /// Every stream is attached: starts them.
+    pub(crate) fn start(&mut self) {
+        self.note_overlap();
+        let now = self.streams.as_mut().map_or_else(Instant::now, StreamSet::start);
+        self.progress = (now, 0);
+    }
+
+    /// The most other tests running at once, so far.
+    pub(crate) fn note_overlap(&mut self) -> u32 {
+        self.overlap = self.overlap.max(self.shared.others_running());
+        self.overlap
+    }
+
+    /// True once the streams started and the server's results are not taken yet.
+    pub(crate) fn running(&self) -> bool {
+        self.server_results.is_none()
+            && self.streams.as_ref().is_some_and(|s| s.started().is_some())
+    }
+
+    /// Samples the running streams and fails the test if nothing moved for too long.
+    pub(crate) fn watch(&mut self) -> Result<()> {
+        if !self.running() {
+            return Ok(());
+        }
+        let Some(streams) = self.streams.as_mut() else { return Ok(()) };
+        let now = Instant::now();
+        streams.sample(now, false);
+        let total = streams.total_bytes();
+        if total != self.progress.1 {
+            self.progress = (now, total);
+        } else if !streams.all_done() && now.duration_since(self.progress.0) >= NO_PROGRESS_TIMEOUT
+        {
+            bail!("no data moved on any stream for {} s", NO_PROGRESS_TIMEOUT.as_secs());
+        }
+        Ok(())
+    }
+
+    /// Takes the final sample and this end's results (kept, and returned for the peer).
+    pub(crate) fn take_results(&mut self) -> Option<SideResults> {
+        let overlap = self.note_overlap();
+        let streams = self.streams.as_mut()?;
+        streams.sample(Instant::now(), true);
+        let results = streams.results(SOFTWARE, overlap);
+        self.server_results = Some(results.clone());
+        Some(results)
+    }
+
+    /// Ends the test however it went: stops the streams, keeps partial figures and reports.
+    pub(crate) fn finish(mut self, result: Result<()>) {
+        let overlap = self.note_overlap();
+        if let Some(s) = self.streams.as_mut() {
+            s.abort();
+            if self.server_results.is_none() && s.started().is_some() {
+                self.server_results = Some(s.results(SOFTWARE, overlap));
+            }
+        }
+        if self.test == 0 {
+            if let Err(e) = result {
+                self.shared.reject(self.peer, format!("{e:#}"));
+            }
+            return;
+        }
+        self.shared.end_test();
+        (self.shared.notes)(&ServerNote::TestEnded {
+            test: self.test,
+            peer: self.peer,
+            server: self.server_results.take(),
+            client: self.client_results.take(),
+            error: result.err().map(|e| format!("{e:#}")),
+        });
+    }
+}
+
+/// What a server-side protocol machine offers the shared pump (the native
+/// [`linerate_proto::server::ServerConn`] and [`linerate_proto::iperf3::Iperf3Server`]).
+#[allow(missing_docs)]
+pub(crate) trait ServerMachine {
+    fn handle_input(&mut self, bytes: &[u8], now: Duration) -> Result<(), ProtoError>;
+    fn handle_eof(&mut self) -> Result<(), ProtoError>;
+    fn handle_timeout(&mut self, now: Duration) -> Result<(), ProtoError>;
+    fn poll_timeout(&self) -> Option<Duration>;
+    fn poll_transmit(&mut self) -> Option<Vec<u8>>;
+    fn is_finished(&self) -> bool;
+}
+
+macro_rules! server_machine {
+    ($t:ty) => {
+        impl ServerMachine for $t {
+            fn handle_input(&mut self, bytes: &[u8], now: Duration) -> Result<(), ProtoError> {
+                <$t>::handle_input(self, bytes, now)
+            }
+            fn handle_eof(&mut self) -> Result<(), ProtoError> {
+                <$t>::handle_eof(self)
+            }
+            fn handle_timeout(&mut self, now: Duration) -> Result<(), ProtoError> {
+                <$t>::handle_timeout(self, now)
+            }
+            fn poll_timeout(&self) -> Option<Duration> {
+                <$t>::poll_timeout(self)
+            }
+            fn poll_transmit(&mut self) -> Option<Vec<u8>> {
+                <$t>::poll_transmit(self)
+            }
+            fn is_finished(&self) -> bool {
+                <$t>::is_finished(self)
+            }
+        }
+    };
+}
+server_machine!(linerate_proto::server::ServerConn);
+server_machine!(linerate_proto::iperf3::Iperf3Server);
+
+impl ServedTest<'_> {
+    /// One turn of a server session's loop: flushes the machine's output, stops on shutdown,
+    /// waits for control input (or the next sample tick) and feeds it in. Returns false once
+    /// the machine has finished. `eager` shortens the wait (while data connections arrive).
+    pub(crate) fn turn(
+        &self,
+        ctrl: &mut ControlChannel,
+        m: &mut dyn ServerMachine,
+        clock: &Clock,
+        eager: bool,
+    ) -> Result<bool> {
+        if let Some(bytes) = m.poll_transmit() {
+            ctrl.send(&bytes)?;
+        }
+        if m.is_finished() {
+            return Ok(false);
+        }
+        if let Some(why) = self.shared.shutdown_reason() {
+            bail!("{why}");
+        }
+        let tick = self.streams.as_ref().and_then(StreamSet::next_tick);
+        let proto = m.poll_timeout().map(|t| clock.instant(t));
+        let cap = Duration::from_millis(if eager { 5 } else { 50 });
+        match wait_for_input(ctrl, tick, &[proto], cap)? {
+            Recv::Data(bytes) => m.handle_input(bytes, clock.now())?,
+            Recv::Eof => m.handle_eof()?,
+            Recv::Idle => {}
+        }
+        m.handle_timeout(clock.now())?;
+        Ok(true)
+    }
+}

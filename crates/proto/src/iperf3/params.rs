@@ -1,0 +1,353 @@
+//! iperf3's parameter JSON: building it (client) and reading it into a [`TestSpec`] (server).
+//!
+//! The server side follows what the newest iperf3 servers check (ranges, types) and refuses,
+//! with the iperf3 error number the client will print and a sentence for linerate's own log,
+//! every option it does not implement. A present flag key means "on" whatever its value, as in
+//! iperf3 (`"reverse":false` turns reverse on), so both directions agree with real iperf3.
+
+use serde_json::{Map, Value, json};
+
+use crate::spec::{Direction, EndCondition, Protocol, TestSpec};
+
+/// iperf3's limit on the parameter JSON (`MAX_PARAMS_JSON_STRING` in 3.18+).
+pub const MAX_PARAMS_JSON: u32 = 8192;
+
+/// iperf3 error numbers a server sends back (iperf_api.h).
+pub mod errno {
+    /// Invalid duration.
+    pub const DURATION: i32 = 5;
+    /// Invalid number of streams.
+    pub const NUM_STREAMS: i32 = 6;
+    /// Invalid block size.
+    pub const BLOCK_SIZE: i32 = 7;
+    /// Invalid socket buffer size.
+    pub const BUF_SIZE: i32 = 8;
+    /// Invalid MSS.
+    pub const MSS: i32 = 10;
+    /// Invalid omit period.
+    pub const OMIT: i32 = 12;
+    /// "Not implemented yet": an option this server does not support.
+    pub const UNIMPLEMENTED: i32 = 13;
+    /// Reverse and bidirectional together.
+    pub const REVERSE_BIDIR: i32 = 25;
+    /// The server could not create the test.
+    pub const NEW_TEST: i32 = 100;
+    /// The parameters could not be read.
+    pub const RECV_PARAMS: i32 = 114;
+    /// The requested congestion control cannot be set.
+    pub const SET_CONGESTION: i32 = 134;
+    /// No data for too long.
+    pub const NO_MSG: i32 = 144;
+    /// The server is terminating.
+    pub const SERVER_TERM: i32 = 120;
+}
+
+/// What an iperf3 client asked for, in linerate's terms.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Iperf3Request {
+    /// The test.
+    pub spec: TestSpec,
+    /// The client wants the server's output in the results (`--get-server-output`).
+    pub get_server_output: bool,
+    /// The version the client says it is, if it says.
+    pub client_version: Option<String>,
+}
+
+/// Why the server will not run a requested test.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Iperf3Refusal {
+    /// The iperf3 error number sent to the client (it prints iperf3's text for it).
+    pub i_errno: i32,
+    /// linerate's own explanation, naming the option and the fix.
+    pub message: String,
+}
+
+fn refuse(i_errno: i32, message: impl Into<String>) -> Iperf3Refusal {
+    Iperf3Refusal { i_errno, message: message.into() }
+}
+
+/// The parameter JSON for `spec`, or a sentence saying which option iperf3 cannot take.
+///
+/// Keys are only sent when the feature is wanted: iperf3 servers treat a present key as "on"
+/// whatever its value (`"reverse":false` turns reverse on).
+pub fn params(spec: &TestSpec, client_version: &str) -> Result<String, String> {
+    if spec.streams > 128 {
+        return Err(format!(
+            "iperf3 servers accept at most 128 streams (-P {}); use -P 128 or fewer",
+            spec.streams
+        ));
+    }
+    if spec.omit_ms % 1000 != 0 {
+        return Err("iperf3 servers take -O in whole seconds; use e.g. -O 1".into());
+    }
+    if spec.block_bytes > 1 << 20 {
+        return Err("iperf3 servers accept TCP blocks of at most 1 MiB (-l 1M)".into());
+    }
+    let mut m = Map::new();
+    m.insert("tcp".into(), Value::Bool(true));
+    m.insert("omit".into(), json!(spec.omit_ms / 1000));
+    let (time, num) = match spec.end {
+        // The client owns the clock and sends TEST_END itself; the server uses `time` only
+        // for its watchdog, so a fractional -t rounds up here.
+        EndCondition::Duration { duration_ms } => (duration_ms.div_ceil(1000), 0),
+        EndCondition::Bytes { bytes } => (0, bytes),
+    };
+    m.insert("time".into(), json!(time));
+    m.insert("num".into(), json!(num));
+    m.insert("blockcount".into(), json!(0));
+    if let Some(mss) = spec.mss_bytes {
+        m.insert("MSS".into(), json!(mss));
+    }
+    if spec.no_delay {
+        m.insert("nodelay".into(), Value::Bool(true));
+    }
+    m.insert("parallel".into(), json!(spec.streams));
+    match spec.direction {
+        Direction::Upload => {}
+        Direction::Download => {
+            m.insert("reverse".into(), Value::Bool(true));
+        }
+        Direction::Bidirectional => {
+            m.insert("bidirectional".into(), Value::Bool(true));
+        }
+    }
+    if let Some(w) = spec.window_bytes {
+        m.insert("window".into(), json!(w));
+    }
+    m.insert("len".into(), json!(spec.block_bytes));
+    if spec.bits_per_second > 0 {
+        m.insert("bandwidth".into(), json!(spec.bits_per_second));
+    }
+    m.insert("pacing_timer".into(), json!(1000));
+    if let Some(t) = &spec.title {
+        m.insert("title".into(), json!(t));
+    }
+    if let Some(cc) = &spec.congestion {
+        m.insert("congestion".into(), json!(cc));
+    }
+    if spec.zerocopy {
+        m.insert("zerocopy".into(), json!(1));
+    }
+    m.insert("client_version".into(), json!(client_version));
+    Ok(Value::Object(m).to_string())
+}
+
+/// Options that change what a test does and that this server does not implement, with the
+/// client flag that sends each (refused rather than silently ignored).
+const UNSUPPORTED: &[(&str, &str)] = &[
+    ("sctp", "--sctp"),
+    ("mptcp", "-m/--mptcp"),
+    ("fqrate", "--fq-rate"),
+    ("burst", "-b RATE/BURST"),
+    ("TOS", "-S/--tos or --dscp"),
+    ("flowlabel", "-L/--flowlabel"),
+    ("server_affinity", "-A (server CPU affinity)"),
+    ("authtoken", "--username/--rsa-public-key-path (authentication)"),
+];
+
+/// Reads an iperf3 client's parameter JSON into a linerate test, or says why not.
+pub fn request_from_params(bytes: &[u8]) -> Result<Iperf3Request, Iperf3Refusal> {
+    let v: Value = serde_json::from_slice(bytes)
+        .map_err(|e| refuse(errno::RECV_PARAMS, format!("the parameters are not JSON ({e})")))?;
+    let m = v
+        .as_object()
+        .ok_or_else(|| refuse(errno::RECV_PARAMS, "the parameters are not a JSON object"))?;
+    if let Some((_, flag)) = UNSUPPORTED.iter().find(|(k, _)| m.contains_key(*k)) {
+        return Err(refuse(
+            errno::UNIMPLEMENTED,
+            format!(
+                "iperf3 option {flag} is not supported by this linerate server; run without it"
+            ),
+        ));
+    }
+    if m.contains_key("udp") {
+        return Err(refuse(
+            errno::UNIMPLEMENTED,
+            "UDP tests (-u) from iperf3 clients are not supported by this linerate server yet",
+        ));
+    }
+    let mut spec = TestSpec::default_tcp();
+    spec.protocol = Protocol::Tcp;
+    spec.direction = match (m.contains_key("reverse"), m.contains_key("bidirectional")) {
+        (true, true) => {
+            return Err(refuse(errno::REVERSE_BIDIR, "-R and --bidir cannot be combined"));
+        }
+        (true, false) => Direction::Download,
+        (false, true) => Direction::Bidirectional,
+        (false, false) => Direction::Upload,
+    };
+    spec.streams = ranged(m, "parallel", 1, 128, errno::NUM_STREAMS)?.unwrap_or(1) as u32;
+    spec.block_bytes =
+        ranged(m, "len", 1, 1 << 20, errno::BLOCK_SIZE)?.unwrap_or(128 * 1024) as u32;
+    spec.omit_ms = ranged(m, "omit", 0, 600, errno::OMIT)?.unwrap_or(0) * 1000;
+    spec.end = end_condition(m, spec.block_bytes)?;
+    spec.window_bytes = ranged(m, "window", 1, 512 << 20, errno::BUF_SIZE)?;
+    spec.mss_bytes = ranged(m, "MSS", 1, 32767, errno::MSS)?.map(|v| v as u32);
+    spec.bits_per_second =
+        ranged(m, "bandwidth", 0, u64::MAX >> 1, errno::RECV_PARAMS)?.unwrap_or(0);
+    spec.no_delay = m.contains_key("nodelay");
+    spec.zerocopy = m.contains_key("zerocopy");
+    spec.title = text(m, "title")?;
+    spec.congestion = text(m, "congestion")?;
+    spec.validate().map_err(|e| refuse(errno::RECV_PARAMS, e.to_string()))?;
+    Ok(Iperf3Request {
+        spec,
+        get_server_output: m.contains_key("get_server_output"),
+        client_version: text(m, "client_version")?,
+    })
+}
+
+fn end_condition(m: &Map<String, Value>, block: u32) -> Result<EndCondition, Iperf3Refusal> {
+    let time = ranged(m, "time", 0, 86_400, errno::DURATION)?.unwrap_or(0);
+    let num = ranged(m, "num", 0, u64::MAX >> 1, errno::RECV_PARAMS)?.unwrap_or(0);
+    let blocks = ranged(m, "blockcount", 0, u64::MAX >> 1, errno::RECV_PARAMS)?.unwrap_or(0);
+    Ok(match (time, num, blocks) {
+        (_, n, _) if n > 0 => EndCondition::Bytes { bytes: n },
+        (_, _, k) if k > 0 => EndCondition::Bytes { bytes: k.saturating_mul(u64::from(block)) },
+        (t, _, _) if t > 0 => EndCondition::Duration { duration_ms: t * 1000 },
+        _ => {
+            return Err(refuse(
+                errno::DURATION,
+                "an endless test (-t 0 without -n or -k) is not served; give a duration",
+            ));
+        }
+    })
+}
+
+fn ranged(
+    m: &Map<String, Value>,
+    key: &str,
+    min: u64,
+    max: u64,
+    i_errno: i32,
+) -> Result<Option<u64>, Iperf3Refusal> {
+    let Some(v) = m.get(key) else { return Ok(None) };
+    match v.as_u64() {
+        Some(n) if (min..=max).contains(&n) => Ok(Some(n)),
+        _ => Err(refuse(i_errno, format!("parameter {key:?} = {v} is out of range {min}..={max}"))),
+    }
+}
+
+fn text(m: &Map<String, Value>, key: &str) -> Result<Option<String>, Iperf3Refusal> {
+    match m.get(key) {
+        None => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(v) => Err(refuse(errno::RECV_PARAMS, format!("parameter {key:?} = {v} is not text"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn params_match_a_3_12_capture() {
+        let mut spec = TestSpec::default_tcp();
+        spec.end = EndCondition::Duration { duration_ms: 2000 };
+        let p = params(&spec, "3.12").expect("params");
+        // Captured from iperf3 3.12 `-c 127.0.0.1 -t 2`.
+        assert_eq!(
+            p,
+            r#"{"tcp":true,"omit":0,"time":2,"num":0,"blockcount":0,"parallel":1,"len":131072,"pacing_timer":1000,"client_version":"3.12"}"#
+        );
+    }
+
+    #[test]
+    fn params_send_feature_keys_only_when_wanted() {
+        let mut spec = TestSpec::default_tcp();
+        spec.direction = Direction::Download;
+        spec.end = EndCondition::Bytes { bytes: 1000 };
+        spec.window_bytes = Some(262_144);
+        spec.end = EndCondition::Duration { duration_ms: 1500 };
+        let v: Value = serde_json::from_str(&params(&spec, "x").expect("p")).expect("json");
+        assert_eq!(v["reverse"], true);
+        assert_eq!(v["time"], 2, "fractional -t rounds up for the server's watchdog");
+        assert_eq!(v["window"], 262_144);
+        assert!(
+            v.get("bidirectional").is_none()
+                && v.get("nodelay").is_none()
+                && v.get("bandwidth").is_none()
+        );
+    }
+
+    #[test]
+    fn params_refuse_what_iperf3_cannot_take() {
+        let mut spec = TestSpec::default_tcp();
+        spec.streams = 129;
+        assert!(params(&spec, "x").unwrap_err().contains("128"));
+        let mut spec = TestSpec::default_tcp();
+        spec.omit_ms = 1500;
+        assert!(params(&spec, "x").unwrap_err().contains("-O"));
+    }
+
+    fn req(text: &str) -> Result<Iperf3Request, Iperf3Refusal> {
+        request_from_params(text.as_bytes())
+    }
+
+    #[test]
+    fn a_3_12_capture_reads_back_as_the_same_test() {
+        let r = req(r#"{"tcp":true,"omit":0,"time":2,"num":0,"blockcount":0,"parallel":1,"len":131072,"pacing_timer":1000,"client_version":"3.12"}"#).expect("ok");
+        let mut want = TestSpec::default_tcp();
+        want.end = EndCondition::Duration { duration_ms: 2000 };
+        assert_eq!(r.spec, want);
+        assert_eq!(r.client_version.as_deref(), Some("3.12"));
+        assert!(!r.get_server_output);
+    }
+
+    #[test]
+    fn round_trip_through_our_own_builder() {
+        let mut spec = TestSpec::default_tcp();
+        spec.direction = Direction::Bidirectional;
+        spec.streams = 4;
+        spec.window_bytes = Some(1 << 20);
+        spec.bits_per_second = 100_000_000;
+        spec.mss_bytes = Some(1200);
+        spec.no_delay = true;
+        spec.omit_ms = 2000;
+        spec.title = Some("t".into());
+        spec.congestion = Some("cubic".into());
+        spec.end = EndCondition::Bytes { bytes: 12345 };
+        let back = req(&params(&spec, "x").expect("params")).expect("parses").spec;
+        assert_eq!(back, spec);
+    }
+
+    #[test]
+    fn present_flags_are_on_whatever_their_value() {
+        let r = req(r#"{"tcp":true,"time":1,"reverse":false,"get_server_output":0}"#).expect("ok");
+        assert_eq!(r.spec.direction, Direction::Download);
+        assert!(r.get_server_output);
+    }
+
+    #[test]
+    fn block_count_becomes_bytes() {
+        let r = req(r#"{"tcp":true,"time":0,"blockcount":3,"len":1000}"#).expect("ok");
+        assert_eq!(r.spec.end, EndCondition::Bytes { bytes: 3000 });
+    }
+
+    #[test]
+    fn refusals_name_the_option_and_carry_iperf3_numbers() {
+        let cases = [
+            (r#"{"udp":true,"time":1}"#, errno::UNIMPLEMENTED, "UDP"),
+            (r#"{"tcp":true,"time":1,"authtoken":"x"}"#, errno::UNIMPLEMENTED, "authentication"),
+            (r#"{"tcp":true,"time":1,"TOS":8}"#, errno::UNIMPLEMENTED, "--tos"),
+            (r#"{"tcp":true,"time":1,"parallel":129}"#, errno::NUM_STREAMS, "parallel"),
+            (r#"{"tcp":true,"time":1,"parallel":0}"#, errno::NUM_STREAMS, "parallel"),
+            (r#"{"tcp":true,"time":1,"len":2000000}"#, errno::BLOCK_SIZE, "len"),
+            (r#"{"tcp":true,"time":1,"omit":-1}"#, errno::OMIT, "omit"),
+            (r#"{"tcp":true,"time":0}"#, errno::DURATION, "endless"),
+            (
+                r#"{"tcp":true,"time":1,"reverse":true,"bidirectional":true}"#,
+                errno::REVERSE_BIDIR,
+                "-R",
+            ),
+            (r#"{"tcp":true,"time":1,"title":5}"#, errno::RECV_PARAMS, "title"),
+            (r#"[1,2]"#, errno::RECV_PARAMS, "object"),
+            ("not json", errno::RECV_PARAMS, "JSON"),
+        ];
+        for (text, code, word) in cases {
+            let e = req(text).expect_err(text);
+            assert_eq!(e.i_errno, code, "{text}: {e:?}");
+            assert!(e.message.contains(word), "{text}: {}", e.message);
+        }
+    }
+}

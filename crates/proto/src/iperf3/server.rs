@@ -1,0 +1,522 @@
+//! The server side of iperf3's control protocol, so iperf3 clients can test against linerate.
+//!
+//! Call order: [`Iperf3Server::new`], then feed the control connection's bytes (starting with
+//! the 37-byte cookie). The machine asks for parameters and reports
+//! [`Iperf3ServerEvent::TestRequested`]; the driver answers [`Iperf3Server::accept`] (CREATE_STREAMS
+//! goes out) or [`Iperf3Server::refuse`] (SERVER_ERROR with an iperf3 error number). The driver
+//! attaches data connections as they arrive and calls [`Iperf3Server::stream_arrived`] for each;
+//! after the last one TEST_START and TEST_RUNNING go out and [`Iperf3ServerEvent::Start`] fires.
+//! The client owns the clock: its TEST_END becomes [`Iperf3ServerEvent::TestEnd`]. The driver
+//! stops its streams and calls [`Iperf3Server::exchange_results`] with its own results; the
+//! client's results arrive as [`Iperf3ServerEvent::PeerResults`], ours and DISPLAY_RESULTS go
+//! out, and the client's IPERF_DONE (or its close) ends the session with
+//! [`Iperf3ServerEvent::Finished`].
+//!
+//! Data connections carry no id in iperf3: the driver numbers them in accept order, which is
+//! the order the client opened them (first its sending streams, then its receiving ones).
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use crate::conn::{Deadline, HANDSHAKE_TIMEOUT, RESULTS_TIMEOUT, run_deadline, streams_deadline};
+use crate::error::ProtoError;
+use crate::iperf3::{
+    COOKIE_LEN, Iperf3Request, Iperf3Results, MAX_PARAMS_JSON, MAX_RESULTS_JSON, State,
+    request_from_params,
+};
+use crate::spec::TestSpec;
+use crate::wire::AbortReason;
+
+/// What the driver must act on.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Iperf3ServerEvent {
+    /// The client's parameters, read: call `accept` or `refuse`. A refusal the parameters
+    /// themselves call for arrives as `Err` (already queued as SERVER_ERROR; the driver logs it).
+    TestRequested(Result<Box<Iperf3Request>, String>),
+    /// Every data connection is attached: start the streams now.
+    Start,
+    /// The client reached its end condition: stop the streams, then `exchange_results`.
+    TestEnd,
+    /// The client's own results.
+    PeerResults(Box<Iperf3Results>),
+    /// The session is over.
+    Finished,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    AwaitCookie,
+    AwaitParams,
+    Deciding,
+    AwaitStreams { expected: u32, arrived: u32 },
+    Running,
+    Ending,
+    AwaitPeerResults,
+    AwaitDone,
+    Done,
+    Failed,
+}
+
+/// The iperf3 server state machine for one control connection.
+#[derive(Debug)]
+pub struct Iperf3Server {
+    phase: Phase,
+    cookie: Option<[u8; COOKIE_LEN]>,
+    spec: Option<TestSpec>,
+    out: Vec<u8>,
+    inbuf: Vec<u8>,
+    ours: Option<String>,
+    deadline: Option<Deadline>,
+    events: VecDeque<Iperf3ServerEvent>,
+}
+
+impl Iperf3Server {
+    /// A session whose control connection just opened.
+    pub fn new(now: Duration) -> Self {
+        Self {
+            phase: Phase::AwaitCookie,
+            cookie: None,
+            spec: None,
+            out: Vec::new(),
+            inbuf: Vec::new(),
+            ours: None,
+            deadline: Some(Deadline::after(
+                now,
+                HANDSHAKE_TIMEOUT,
+                "waiting for the iperf3 cookie",
+            )),
+            events: VecDeque::new(),
+        }
+    }
+
+    /// The client's cookie, once read (data connections start with the same 37 bytes).
+    pub fn cookie(&self) -> Option<[u8; COOKIE_LEN]> {
+        self.cookie
+    }
+
+    /// Feeds bytes from the control connection.
+    pub fn handle_input(&mut self, bytes: &[u8], now: Duration) -> Result<(), ProtoError> {
+        if self.phase == Phase::Failed {
+            return Err(ProtoError::Violation("connection already failed".into()));
+        }
+        self.inbuf.extend_from_slice(bytes);
+        let r = self.drain(now);
+        if r.is_err() {
+            self.fail();
+        }
+        r
+    }
+
+    /// The client closed the control connection.
+    pub fn handle_eof(&mut self) -> Result<(), ProtoError> {
+        let r = match self.phase {
+            Phase::Done | Phase::Failed => return Ok(()),
+            // Some clients close right after DISPLAY_RESULTS without IPERF_DONE.
+            Phase::AwaitDone => {
+                self.finish();
+                return Ok(());
+            }
+            Phase::Running => Err(ProtoError::Closed("during the test".into())),
+            _ => Err(ProtoError::Closed("before the test ended cleanly".into())),
+        };
+        self.fail();
+        r
+    }
+
+    /// Checks deadlines.
+    pub fn handle_timeout(&mut self, now: Duration) -> Result<(), ProtoError> {
+        let r = self.deadline.as_ref().map_or(Ok(()), |d| d.check(now));
+        if r.is_err() {
+            self.fail();
+        }
+        r
+    }
+
+    /// The next deadline.
+    pub fn poll_timeout(&self) -> Option<Duration> {
+        self.deadline.as_ref().map(|d| d.at)
+    }
+
+    /// Bytes to write.
+    pub fn poll_transmit(&mut self) -> Option<Vec<u8>> {
+        (!self.out.is_empty()).then(|| std::mem::take(&mut self.out))
+    }
+
+    /// The next event.
+    pub fn poll_event(&mut self) -> Option<Iperf3ServerEvent> {
+        self.events.pop_front()
+    }
+
+    /// True once the session ended cleanly.
+    pub fn is_finished(&self) -> bool {
+        self.phase == Phase::Done
+    }
+
+    /// True while data connections for this test are expected.
+    pub fn awaiting_streams(&self) -> bool {
+        matches!(self.phase, Phase::AwaitStreams { .. })
+    }
+
+    /// Runs the requested test: CREATE_STREAMS goes out.
+    pub fn accept(&mut self, now: Duration) -> Result<(), ProtoError> {
+        let spec = match (self.phase, &self.spec) {
+            (Phase::Deciding, Some(spec)) => spec,
+            _ => return Err(ProtoError::Violation("no test request to accept".into())),
+        };
+        self.deadline = Some(streams_deadline(now, spec, "waiting for the iperf3 data streams"));
+        self.phase = Phase::AwaitStreams { expected: spec.connection_count(), arrived: 0 };
+        self.out.push(State::CreateStreams.byte());
+        Ok(())
+    }
+
+    /// Declines the test with an iperf3 error number (the client prints iperf3's text for it).
+    pub fn refuse(&mut self, i_errno: i32) {
+        self.push_error(i_errno);
+        self.fail();
+    }
+
+    /// One more data connection is attached. Returns true when it was the last: TEST_START and
+    /// TEST_RUNNING are queued and [`Iperf3ServerEvent::Start`] fires.
+    pub fn stream_arrived(&mut self, now: Duration) -> Result<bool, ProtoError> {
+        let Phase::AwaitStreams { expected, arrived } = self.phase else {
+            return Err(ProtoError::Violation(
+                "a data connection arrived outside CREATE_STREAMS".into(),
+            ));
+        };
+        let arrived = arrived + 1;
+        if arrived < expected {
+            self.phase = Phase::AwaitStreams { expected, arrived };
+            return Ok(false);
+        }
+        self.out.extend_from_slice(&[State::TestStart.byte(), State::TestRunning.byte()]);
+        self.phase = Phase::Running;
+        self.deadline = self.spec.as_ref().and_then(|s| run_deadline(now, s));
+        self.events.push_back(Iperf3ServerEvent::Start);
+        Ok(true)
+    }
+
+    /// After TEST_END, with the streams stopped: asks for the client's results; `ours` (the
+    /// results JSON from [`crate::iperf3::results_from_side`]) follows once they arrive.
+    pub fn exchange_results(&mut self, ours: String, now: Duration) -> Result<(), ProtoError> {
+        if self.phase != Phase::Ending {
+            return Err(ProtoError::Violation("results are exchanged only after TEST_END".into()));
+        }
+        self.ours = Some(ours);
+        self.out.push(State::ExchangeResults.byte());
+        self.phase = Phase::AwaitPeerResults;
+        self.deadline =
+            Some(Deadline::after(now, RESULTS_TIMEOUT, "waiting for the iperf3 client's results"));
+        self.drain(now)
+    }
+
+    /// The server is shutting down: SERVER_TERMINATE goes out.
+    pub fn terminate(&mut self) {
+        if !matches!(self.phase, Phase::Done | Phase::Failed) {
+            self.out.push(State::ServerTerminate.byte());
+        }
+        self.fail();
+    }
+
+    /// A local failure during the test (e.g. a data socket could not be configured).
+    pub fn fail_with(&mut self, i_errno: i32) {
+        if !matches!(self.phase, Phase::Done | Phase::Failed) {
+            self.push_error(i_errno);
+        }
+        self.fail();
+    }
+
+    fn push_error(&mut self, i_errno: i32) {
+        self.out.push(State::ServerError.byte());
+        self.out.extend_from_slice(&i_errno.to_be_bytes());
+        self.out.extend_from_slice(&0i32.to_be_bytes());
+    }
+
+    fn fail(&mut self) {
+        self.phase = Phase::Failed;
+        self.deadline = None;
+    }
+
+    fn finish(&mut self) {
+        self.phase = Phase::Done;
+        self.deadline = None;
+        self.events.push_back(Iperf3ServerEvent::Finished);
+    }
+
+    fn drain(&mut self, now: Duration) -> Result<(), ProtoError> {
+        loop {
+            let progressed = match self.phase {
+                Phase::AwaitCookie => self.take_cookie(now),
+                Phase::AwaitParams => self.take_params()?,
+                Phase::AwaitPeerResults => self.take_results()?,
+                Phase::Deciding | Phase::Done | Phase::Failed => false,
+                _ => self.take_state()?,
+            };
+            if !progressed {
+                return Ok(());
+            }
+        }
+    }
+
+    fn take_cookie(&mut self, now: Duration) -> bool {
+        let Some(c) = self.inbuf.get(..COOKIE_LEN) else { return false };
+        let mut cookie = [0u8; COOKIE_LEN];
+        cookie.copy_from_slice(c);
+        self.inbuf.drain(..COOKIE_LEN);
+        self.cookie = Some(cookie);
+        self.out.push(State::ParamExchange.byte());
+        self.phase = Phase::AwaitParams;
+        self.deadline =
+            Some(Deadline::after(now, HANDSHAKE_TIMEOUT, "waiting for the iperf3 parameters"));
+        true
+    }
+
+    fn take_params(&mut self) -> Result<bool, ProtoError> {
+        let Some(body) = take_frame(&mut self.inbuf, MAX_PARAMS_JSON, "parameters")? else {
+            return Ok(false);
+        };
+        self.deadline = None;
+        match request_from_params(&body) {
+            Ok(req) => {
+                self.spec = Some(req.spec.clone());
+                self.phase = Phase::Deciding;
+                self.events.push_back(Iperf3ServerEvent::TestRequested(Ok(Box::new(req))));
+            }
+            Err(refusal) => {
+                self.refuse(refusal.i_errno);
+                self.events.push_back(Iperf3ServerEvent::TestRequested(Err(refusal.message)));
+            }
+        }
+        Ok(true)
+    }
+
+    fn take_results(&mut self) -> Result<bool, ProtoError> {
+        let Some(body) = take_frame(&mut self.inbuf, MAX_RESULTS_JSON, "results")? else {
+            return Ok(false);
+        };
+        let theirs = Iperf3Results::parse(&body).map_err(ProtoError::Violation)?;
+        self.events.push_back(Iperf3ServerEvent::PeerResults(Box::new(theirs)));
+        let ours = self.ours.take().unwrap_or_default();
+        let len = u32::try_from(ours.len()).unwrap_or(u32::MAX);
+        self.out.extend_from_slice(&len.to_be_bytes());
+        self.out.extend_from_slice(ours.as_bytes());
+        self.out.push(State::DisplayResults.byte());
+        self.phase = Phase::AwaitDone;
+        Ok(true)
+    }
+
+    fn take_state(&mut self) -> Result<bool, ProtoError> {
+        let Some(&b) = self.inbuf.first() else { return Ok(false) };
+        self.inbuf.remove(0);
+        match (self.phase, State::from_byte(b)) {
+            // A client may echo TEST_START; iperf3 servers ignore it.
+            (_, Some(State::TestStart)) => {}
+            (_, Some(State::ClientTerminate)) => {
+                return Err(ProtoError::Aborted {
+                    reason: AbortReason::Interrupted,
+                    message: "the iperf3 client terminated (CLIENT_TERMINATE)".into(),
+                });
+            }
+            (Phase::Running, Some(State::TestEnd)) => {
+                self.phase = Phase::Ending;
+                self.deadline = None;
+                self.events.push_back(Iperf3ServerEvent::TestEnd);
+            }
+            (Phase::AwaitDone, Some(State::IperfDone)) => self.finish(),
+            (phase, Some(s)) => {
+                return Err(ProtoError::Violation(format!(
+                    "unexpected iperf3 state {s:?} from the client while {phase:?}"
+                )));
+            }
+            (_, None) => {
+                return Err(ProtoError::Garbage(format!("byte {b:#04x} is not an iperf3 state")));
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// Takes one length-prefixed JSON frame if complete; the length is checked before buffering.
+fn take_frame(inbuf: &mut Vec<u8>, max: u32, what: &str) -> Result<Option<Vec<u8>>, ProtoError> {
+    let Some(head) = inbuf.get(..4) else { return Ok(None) };
+    let len = u32::from_be_bytes([head[0], head[1], head[2], head[3]]);
+    if len == 0 || len > max {
+        return Err(ProtoError::Garbage(format!(
+            "iperf3 {what} length {len} is out of range 1..={max}"
+        )));
+    }
+    let total = 4 + len as usize;
+    if inbuf.len() < total {
+        return Ok(None);
+    }
+    let body = inbuf[4..total].to_vec();
+    inbuf.drain(..total);
+    Ok(Some(body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::iperf3::{Iperf3Client, Iperf3Event, make_cookie, params, results_from_side};
+    use crate::results::SideResults;
+    use crate::spec::{Direction, EndCondition};
+
+    const T0: Duration = Duration::ZERO;
+
+    fn frame(json: &[u8]) -> Vec<u8> {
+        let mut f = (json.len() as u32).to_be_bytes().to_vec();
+        f.extend_from_slice(json);
+        f
+    }
+
+    fn events(s: &mut Iperf3Server) -> Vec<Iperf3ServerEvent> {
+        std::iter::from_fn(|| s.poll_event()).collect()
+    }
+
+    /// The bytes a 3.12 client sends for `-c -t 2`, fed one at a time.
+    #[test]
+    fn full_session_as_a_3_12_client_sends_it() {
+        let mut s = Iperf3Server::new(T0);
+        let mut input = b"inbretlqnvzocagns4n3hlbnjlx45hdgaoe7\0".to_vec();
+        input.extend(frame(br#"{"tcp":true,"omit":0,"time":2,"num":0,"blockcount":0,"parallel":1,"len":131072,"pacing_timer":1000,"client_version":"3.12"}"#));
+        for b in &input {
+            s.handle_input(&[*b], T0).expect("trickled");
+        }
+        assert_eq!(s.cookie().map(|c| c[..4].to_vec()), Some(b"inbr".to_vec()));
+        assert_eq!(s.poll_transmit(), Some(vec![9]), "PARAM_EXCHANGE");
+        let ev = events(&mut s);
+        assert!(matches!(&ev[..], [Iperf3ServerEvent::TestRequested(Ok(r))]
+            if r.spec.end == EndCondition::Duration { duration_ms: 2000 }));
+        s.accept(T0).expect("accept");
+        assert_eq!(s.poll_transmit(), Some(vec![10]), "CREATE_STREAMS");
+        assert!(s.awaiting_streams());
+        assert_eq!(s.stream_arrived(T0), Ok(true));
+        assert_eq!(s.poll_transmit(), Some(vec![1, 2]), "TEST_START, TEST_RUNNING");
+        assert_eq!(events(&mut s), vec![Iperf3ServerEvent::Start]);
+        s.handle_input(&[4], T0).expect("TEST_END");
+        assert_eq!(events(&mut s), vec![Iperf3ServerEvent::TestEnd]);
+        s.exchange_results("{\"ours\":1}".into(), T0).expect("exchange");
+        assert_eq!(s.poll_transmit(), Some(vec![13]));
+        let theirs = br#"{"cpu_util_total":1,"cpu_util_user":0,"cpu_util_system":1,"sender_has_retransmits":1,"streams":[{"id":1,"bytes":100,"retransmits":0,"jitter":0,"errors":0,"packets":0,"start_time":0,"end_time":2.0}]}"#;
+        s.handle_input(&frame(theirs), T0).expect("results");
+        let mut want = frame(b"{\"ours\":1}");
+        want.push(14);
+        assert_eq!(s.poll_transmit(), Some(want), "our results, then DISPLAY_RESULTS");
+        assert!(
+            matches!(&events(&mut s)[..], [Iperf3ServerEvent::PeerResults(r)] if r.streams[0].bytes == 100)
+        );
+        s.handle_input(&[16], T0).expect("IPERF_DONE");
+        assert_eq!(events(&mut s), vec![Iperf3ServerEvent::Finished]);
+        assert!(s.is_finished());
+        assert_eq!(s.handle_eof(), Ok(()));
+    }
+
+    #[test]
+    fn bad_params_become_server_error_with_the_iperf3_number() {
+        let mut s = Iperf3Server::new(T0);
+        s.handle_input(&[b'a'; 37], T0).expect("cookie");
+        s.handle_input(&frame(br#"{"udp":true,"time":1}"#), T0).expect("read");
+        let ev = events(&mut s);
+        assert!(matches!(&ev[..], [Iperf3ServerEvent::TestRequested(Err(m))] if m.contains("UDP")));
+        assert_eq!(s.poll_transmit(), Some(vec![9, 0xfe, 0, 0, 0, 13, 0, 0, 0, 0]));
+    }
+
+    #[test]
+    fn oversized_or_empty_frames_are_refused_before_buffering() {
+        for len in [0u32, MAX_PARAMS_JSON + 1, u32::MAX] {
+            let mut s = Iperf3Server::new(T0);
+            s.handle_input(&[b'a'; 37], T0).expect("cookie");
+            let err = s.handle_input(&len.to_be_bytes(), T0).unwrap_err();
+            assert!(matches!(err, ProtoError::Garbage(_)), "{len}: {err}");
+        }
+    }
+
+    #[test]
+    fn client_terminate_eof_and_silence_fail_clearly() {
+        let mut s = running(Direction::Upload, 1);
+        let err = s.handle_input(&[12], T0).unwrap_err();
+        assert!(err.to_string().contains("CLIENT_TERMINATE"), "{err}");
+        let mut s = running(Direction::Upload, 1);
+        assert!(matches!(s.handle_eof(), Err(ProtoError::Closed(_))));
+        let mut s = Iperf3Server::new(T0);
+        assert!(matches!(s.handle_timeout(HANDSHAKE_TIMEOUT), Err(ProtoError::TimedOut { .. })));
+        let mut s = running(Direction::Upload, 1);
+        assert!(matches!(s.handle_input(&[99], T0), Err(ProtoError::Garbage(_))));
+    }
+
+    #[test]
+    fn streams_outside_create_streams_are_violations() {
+        let mut s = Iperf3Server::new(T0);
+        assert!(s.stream_arrived(T0).is_err());
+        let mut s = running(Direction::Upload, 1);
+        assert!(s.stream_arrived(T0).is_err());
+    }
+
+    #[test]
+    fn terminate_sends_server_terminate_once() {
+        let mut s = running(Direction::Upload, 1);
+        s.terminate();
+        s.terminate();
+        assert_eq!(s.poll_transmit(), Some(vec![11]));
+    }
+
+    fn running(direction: Direction, streams: u32) -> Iperf3Server {
+        let mut spec = TestSpec::default_tcp();
+        spec.direction = direction;
+        spec.streams = streams;
+        let mut s = Iperf3Server::new(T0);
+        s.handle_input(&[b'a'; 37], T0).expect("cookie");
+        s.handle_input(&frame(params(&spec, "t").expect("p").as_bytes()), T0).expect("params");
+        s.accept(T0).expect("accept");
+        for _ in 0..spec.connection_count() {
+            s.stream_arrived(T0).expect("stream");
+        }
+        let _ = s.poll_transmit();
+        let _ = events(&mut s);
+        s
+    }
+
+    /// Our iperf3 client and server machines talk to each other through memory.
+    #[test]
+    fn our_client_and_server_complete_a_bidirectional_test() {
+        let mut spec = TestSpec::default_tcp();
+        spec.direction = Direction::Bidirectional;
+        spec.streams = 2;
+        let p = params(&spec, "linerate").expect("params");
+        let mut c = Iperf3Client::new(spec, make_cookie(&[7; 36]), p, T0);
+        let mut s = Iperf3Server::new(T0);
+        let ours = serde_json::to_string(&results_from_side(&SideResults::default())).expect("j");
+        let mut finished = false;
+        for _ in 0..50 {
+            if let Some(b) = c.poll_transmit() {
+                s.handle_input(&b, T0).expect("server input");
+            }
+            if let Some(b) = s.poll_transmit() {
+                c.handle_input(&b, T0).expect("client input");
+            }
+            while let Some(ev) = s.poll_event() {
+                match ev {
+                    Iperf3ServerEvent::TestRequested(r) => {
+                        assert_eq!(r.expect("ok").spec.connection_count(), 4);
+                        s.accept(T0).expect("accept");
+                    }
+                    Iperf3ServerEvent::TestEnd => s.exchange_results(ours.clone(), T0).expect("x"),
+                    Iperf3ServerEvent::Finished => finished = true,
+                    _ => {}
+                }
+            }
+            while let Some(ev) = c.poll_event() {
+                match ev {
+                    Iperf3Event::CreateStreams => {
+                        for _ in 0..4 {
+                            s.stream_arrived(T0).expect("arrive");
+                        }
+                    }
+                    Iperf3Event::Start => c.test_end(T0),
+                    Iperf3Event::ResultsRequested => c.send_results(&ours, T0).expect("send"),
+                    _ => {}
+                }
+            }
+        }
+        assert!(finished && c.is_finished() && s.is_finished());
+    }
+}
