@@ -66,6 +66,10 @@ pub struct RunRecord {
     /// The link the user said the path has, if any.
     #[serde(default)]
     pub link: Option<LinkAssumption>,
+    /// What an iperf3 server printed for the test (`--get-server-output`), as text or as its
+    /// `-J` document.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_output: Option<serde_json::Value>,
 }
 
 impl RunRecord {

@@ -202,3 +202,37 @@ fn iperf3_shaped_json_carries_the_same_figures() {
     let n_sent = native["summary"]["directions"][0]["sender"]["bytes"].as_u64().expect("bytes");
     assert!(n_sent > 0);
 }
+
+#[test]
+fn options_reach_a_real_iperf3_server_and_its_output_comes_back() {
+    let _serial = crate::util::exclusive();
+    let Some(srv) = Iperf3Server::start() else { return };
+    let doc = srv.client(&[
+        "-t",
+        "2",
+        "-b",
+        "100M",
+        "-w",
+        "256K",
+        "-l",
+        "64K",
+        "-C",
+        "cubic",
+        "-O",
+        "1",
+        "--get-server-output",
+    ]);
+    let output = doc["record"]["server_output"].as_str().expect("server output text");
+    // The iperf3 server's own log of this test: its receiver line.
+    assert!(output.contains("receiver"), "{output}");
+    let server = &doc["record"]["server_results"];
+    assert_eq!(server["streams"][0]["socket"]["congestion"], "cubic", "{server}");
+    let up = &doc["summary"]["directions"][0];
+    for end in ["sender", "receiver"] {
+        let rate = up[end]["bits_per_second"].as_f64().expect("rate");
+        assert!((90e6..=110e6).contains(&rate), "-b 100M reached {rate} at the {end}");
+    }
+    // -w and -l are ours too: the client's data socket got the window (Linux doubles it).
+    let sock = &doc["record"]["client"]["streams"][0]["socket"];
+    assert!(sock["send_buffer_bytes"].as_u64().expect("sndbuf") >= 256 * 1024, "{sock}");
+}

@@ -216,6 +216,10 @@ pub struct TestArgs {
     /// The server is an iperf3 server (3.12 or later): speak its protocol. TCP only for now.
     #[arg(long = "iperf3")]
     pub iperf3: bool,
+    /// Against an iperf3 server: also fetch what it printed for the test (its text, or its
+    /// JSON when it runs with -J). linerate servers always send their full figures.
+    #[arg(long = "get-server-output")]
+    pub get_server_output: bool,
     /// Give up on each TCP connect after this long.
     #[arg(long = "connect-timeout", value_name = "SECONDS", value_parser = seconds, default_value = "10")]
     pub connect_timeout: Duration,

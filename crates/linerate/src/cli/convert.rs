@@ -120,6 +120,7 @@ fn client_plan(
             .filter(|l| l.bits_per_second() > 0)
             .map(|l| LinkAssumption { bits_per_second: l.bits_per_second(), mtu_bytes: t.mtu }),
         iperf3: t.iperf3,
+        get_server_output: t.get_server_output,
     })
 }
 

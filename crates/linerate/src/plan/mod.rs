@@ -67,6 +67,8 @@ pub struct ClientPlan {
     pub link: Option<crate::record::LinkAssumption>,
     /// Speak iperf3's protocol to the server (`--iperf3`).
     pub iperf3: bool,
+    /// Ask an iperf3 server for its own output (`--get-server-output`).
+    pub get_server_output: bool,
 }
 
 /// Serve tests.

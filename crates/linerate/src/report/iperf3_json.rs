@@ -56,6 +56,11 @@ pub fn document(record: &RunRecord) -> Value {
         end.insert("receiver_tcp_congestion".into(), json!(cc));
     }
     let mut doc = json!({ "start": start(record), "intervals": intervals(record), "end": Value::Object(end) });
+    match &record.server_output {
+        Some(Value::String(text)) => doc["server_output_text"] = json!(text),
+        Some(other) => doc["server_output_json"] = other.clone(),
+        None => {}
+    }
     if let Outcome::Failed { error } = &record.outcome {
         doc["error"] = json!(error);
     }

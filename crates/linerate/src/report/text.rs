@@ -161,6 +161,13 @@ pub fn render_run(record: &RunRecord, out: &mut dyn Write) -> std::io::Result<()
     for w in record.warnings.iter().chain(&summary.warnings) {
         writeln!(out, "warning: {w}")?;
     }
+    match &record.server_output {
+        Some(serde_json::Value::String(text)) => {
+            writeln!(out, "Server output:\n{}", text.trim_end())?
+        }
+        Some(doc) => writeln!(out, "Server output (JSON):\n{doc:#}")?,
+        None => {}
+    }
     match &record.outcome {
         Outcome::Completed => writeln!(out, "Test complete."),
         Outcome::Interrupted => {

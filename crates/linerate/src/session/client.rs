@@ -259,6 +259,7 @@ pub(super) fn new_record(plan: &ClientPlan) -> RunRecord {
         outcome: Outcome::Completed,
         warnings: Vec::new(),
         link: plan.link,
+        server_output: None,
     }
 }
 

@@ -289,6 +289,7 @@ mod tests {
             outcome: Outcome::Completed,
             warnings: vec![],
             link: None,
+            server_output: None,
         }
     }
 

@@ -423,6 +423,7 @@ mod rule_tests {
             outcome: Outcome::Completed,
             warnings: vec![],
             link: None,
+            server_output: None,
         }
     }
 

@@ -294,7 +294,7 @@ mod tests {
 
     fn client() -> Iperf3Client {
         let spec = TestSpec::default_tcp();
-        let p = params(&spec, "linerate").expect("params");
+        let p = params(&spec, "linerate", false).expect("params");
         Iperf3Client::new(spec, make_cookie(&[3; 36]), p, Duration::ZERO)
     }
 

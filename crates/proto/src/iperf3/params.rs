@@ -66,11 +66,16 @@ fn refuse(i_errno: i32, message: impl Into<String>) -> Iperf3Refusal {
     Iperf3Refusal { i_errno, message: message.into() }
 }
 
-/// The parameter JSON for `spec`, or a sentence saying which option iperf3 cannot take.
+/// The parameter JSON for `spec` (with `--get-server-output` if asked), or a sentence saying
+/// which option iperf3 cannot take.
 ///
 /// Keys are only sent when the feature is wanted: iperf3 servers treat a present key as "on"
 /// whatever its value (`"reverse":false` turns reverse on).
-pub fn params(spec: &TestSpec, client_version: &str) -> Result<String, String> {
+pub fn params(
+    spec: &TestSpec,
+    client_version: &str,
+    get_server_output: bool,
+) -> Result<String, String> {
     if spec.streams > 128 {
         return Err(format!(
             "iperf3 servers accept at most 128 streams (-P {}); use -P 128 or fewer",
@@ -124,6 +129,9 @@ pub fn params(spec: &TestSpec, client_version: &str) -> Result<String, String> {
     }
     if let Some(cc) = &spec.congestion {
         m.insert("congestion".into(), json!(cc));
+    }
+    if get_server_output {
+        m.insert("get_server_output".into(), json!(1));
     }
     if spec.zerocopy {
         m.insert("zerocopy".into(), json!(1));
@@ -244,7 +252,7 @@ mod tests {
     fn params_match_a_3_12_capture() {
         let mut spec = TestSpec::default_tcp();
         spec.end = EndCondition::Duration { duration_ms: 2000 };
-        let p = params(&spec, "3.12").expect("params");
+        let p = params(&spec, "3.12", false).expect("params");
         // Captured from iperf3 3.12 `-c 127.0.0.1 -t 2`.
         assert_eq!(
             p,
@@ -259,7 +267,7 @@ mod tests {
         spec.end = EndCondition::Bytes { bytes: 1000 };
         spec.window_bytes = Some(262_144);
         spec.end = EndCondition::Duration { duration_ms: 1500 };
-        let v: Value = serde_json::from_str(&params(&spec, "x").expect("p")).expect("json");
+        let v: Value = serde_json::from_str(&params(&spec, "x", false).expect("p")).expect("json");
         assert_eq!(v["reverse"], true);
         assert_eq!(v["time"], 2, "fractional -t rounds up for the server's watchdog");
         assert_eq!(v["window"], 262_144);
@@ -274,10 +282,10 @@ mod tests {
     fn params_refuse_what_iperf3_cannot_take() {
         let mut spec = TestSpec::default_tcp();
         spec.streams = 129;
-        assert!(params(&spec, "x").unwrap_err().contains("128"));
+        assert!(params(&spec, "x", false).unwrap_err().contains("128"));
         let mut spec = TestSpec::default_tcp();
         spec.omit_ms = 1500;
-        assert!(params(&spec, "x").unwrap_err().contains("-O"));
+        assert!(params(&spec, "x", false).unwrap_err().contains("-O"));
     }
 
     fn req(text: &str) -> Result<Iperf3Request, Iperf3Refusal> {
@@ -307,8 +315,9 @@ mod tests {
         spec.title = Some("t".into());
         spec.congestion = Some("cubic".into());
         spec.end = EndCondition::Bytes { bytes: 12345 };
-        let back = req(&params(&spec, "x").expect("params")).expect("parses").spec;
-        assert_eq!(back, spec);
+        let back = req(&params(&spec, "x", true).expect("params")).expect("parses");
+        assert_eq!(back.spec, spec);
+        assert!(back.get_server_output);
     }
 
     #[test]

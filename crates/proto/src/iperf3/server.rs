@@ -465,7 +465,8 @@ mod tests {
         spec.streams = streams;
         let mut s = Iperf3Server::new(T0);
         s.handle_input(&[b'a'; 37], T0).expect("cookie");
-        s.handle_input(&frame(params(&spec, "t").expect("p").as_bytes()), T0).expect("params");
+        s.handle_input(&frame(params(&spec, "t", false).expect("p").as_bytes()), T0)
+            .expect("params");
         s.accept(T0).expect("accept");
         for _ in 0..spec.connection_count() {
             s.stream_arrived(T0).expect("stream");
@@ -481,7 +482,7 @@ mod tests {
         let mut spec = TestSpec::default_tcp();
         spec.direction = Direction::Bidirectional;
         spec.streams = 2;
-        let p = params(&spec, "linerate").expect("params");
+        let p = params(&spec, "linerate", false).expect("params");
         let mut c = Iperf3Client::new(spec, make_cookie(&[7; 36]), p, T0);
         let mut s = Iperf3Server::new(T0);
         let ours = serde_json::to_string(&results_from_side(&SideResults::default())).expect("j");

@@ -61,7 +61,8 @@ fn drive(
     observer: &mut dyn Observer,
     interrupt: &Interrupt,
 ) -> Result<()> {
-    let params = params(&plan.spec, SOFTWARE).map_err(|e| anyhow::anyhow!("--iperf3: {e}"))?;
+    let params = params(&plan.spec, SOFTWARE, plan.get_server_output)
+        .map_err(|e| anyhow::anyhow!("--iperf3: {e}"))?;
     let addrs = resolve(&plan.host, plan.port, plan)?;
     let (stream, server) = connect_any(&addrs, plan)?;
     record.local_address = stream.local_addr().ok().map(|a| a.to_string());
@@ -122,7 +123,11 @@ fn drive(
                         conn.send_results(&json, clock.now())?;
                     }
                     Iperf3Event::PeerResults(r) => {
-                        record.server_results = Some(peer_side(&r, &plan.spec, End::Server))
+                        record.server_results = Some(peer_side(&r, &plan.spec, End::Server));
+                        record.server_output = r
+                            .server_output_json
+                            .clone()
+                            .or_else(|| r.server_output_text.clone().map(serde_json::Value::from));
                     }
                     Iperf3Event::Finished => {}
                 }
