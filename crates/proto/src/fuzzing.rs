@@ -9,6 +9,10 @@ use std::time::Duration;
 use crate::client::{ClientConn, ClientEvent};
 use crate::server::{ServerConn, ServerEvent};
 use crate::spec::TestSpec;
+use crate::udp::{
+    Arrival, DatagramHeader, JitterMeter, SeqWidth, SequenceTracker, TrackerCounts, Unwrapper,
+    header_len,
+};
 use crate::wire::{Cookie, DATA_HELLO_LEN, DataHello, FrameDecoder, PROTOCOL_VERSION, preamble};
 
 /// Feeds `data` (after a valid preamble) to a frame decoder in chunks whose sizes come from
@@ -94,6 +98,67 @@ pub fn client(data: &[u8]) {
         let _ = cli.poll_transmit();
     }
     let _ = cli.handle_eof();
+}
+
+/// Decodes `data` as a receiver would a stream of UDP datagrams and checks the accounting
+/// invariants after every one. The first byte picks the sequence width (bit 0: 64-bit) and
+/// the tracker's window (bits 1-2: 64, 256, 4096 or 65536 sequence numbers); then each record
+/// is one byte of arrival-time advance (in 10 µs steps) followed by a datagram header.
+pub fn udp_receiver(data: &[u8]) {
+    let Some((&mode, mut rest)) = data.split_first() else { return };
+    let width = if mode & 1 == 1 { SeqWidth::Bits64 } else { SeqWidth::Bits32 };
+    let mut tracker = SequenceTracker::with_window(64 << (2 * ((mode >> 1) & 3)));
+    let mut jitter = JitterMeter::new();
+    let mut unwrap = Unwrapper::new();
+    let mut arrival = Duration::ZERO;
+    let mut datagrams = 0u64;
+    let mut before = tracker.snapshot();
+    while let Some((&advance, tail)) = rest.split_first() {
+        arrival += Duration::from_micros(u64::from(advance) * 10);
+        let len = header_len(width).min(tail.len());
+        let (datagram, tail) = tail.split_at(len);
+        rest = tail;
+        datagrams += 1;
+        match DatagramHeader::decode(datagram, width) {
+            None => tracker.on_malformed(),
+            Some(mut h) => {
+                if width == SeqWidth::Bits32 {
+                    h.seq = unwrap.extend(h.seq as u32);
+                }
+                if let Arrival::InOrder { .. } = tracker.on_seq(h.seq) {
+                    jitter.on_in_order(h.send_time, arrival);
+                }
+            }
+        }
+        let now = tracker.snapshot();
+        check_udp_counts(&before, &now, datagrams);
+        before = now;
+    }
+    check_udp_jitter(&jitter);
+    for sent in [before.highest_seq, before.received, before.highest_seq.saturating_add(7), 0] {
+        let s = tracker.settle(sent);
+        assert!(s.lost <= sent && s.tail_lost <= s.lost);
+        assert_eq!(s.inconsistent.is_some(), sent < before.highest_seq);
+        assert_eq!(s.lost, sent.saturating_sub(s.received));
+    }
+}
+
+fn check_udp_counts(before: &TrackerCounts, now: &TrackerCounts, datagrams: u64) {
+    assert_eq!(now.highest_seq, now.received + now.lost);
+    assert_eq!(now.received + now.duplicates + now.too_late + now.invalid, datagrams);
+    assert!(now.out_of_order <= now.received);
+    let d = now.since(before);
+    assert_eq!(d.received + d.duplicates + d.too_late + d.invalid, 1);
+    assert!(d.lost_change >= -1);
+}
+
+fn check_udp_jitter(jitter: &JitterMeter) {
+    let s = jitter.summary();
+    assert!(s.jitter_seconds.is_finite() && s.jitter_seconds >= 0.0);
+    assert!(s.ipdv_p50 <= s.ipdv_p99 && s.ipdv_p99 <= s.ipdv_max);
+    if let Some(max) = s.ipdv_max {
+        assert!(s.jitter_seconds <= max.as_secs_f64() + 1e-9);
+    }
 }
 
 /// Splits input into chunks whose lengths are taken from the input (1..=64 bytes).

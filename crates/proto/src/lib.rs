@@ -2,8 +2,9 @@
 //!
 //! This crate turns bytes into protocol events and protocol decisions into bytes. It owns the
 //! test specification ([`spec::TestSpec`]), the wire format ([`wire`]), the results both ends
-//! exchange ([`results`]), the error taxonomy ([`error`]) and the client and server state
-//! machines ([`client::ClientConn`], [`server::ServerConn`]).
+//! exchange ([`results`]), the error taxonomy ([`error`]), the client and server state
+//! machines ([`client::ClientConn`], [`server::ServerConn`]) and the UDP test core ([`udp`]:
+//! datagram header, loss/reorder/duplicate accounting, jitter, pacing).
 //!
 //! It must not open sockets, read clocks, spawn threads, draw random numbers or log: time and
 //! randomness are passed in by the caller (the driver in `linerate::session`). That keeps every
@@ -24,6 +25,7 @@ pub mod iperf3;
 pub mod results;
 pub mod server;
 pub mod spec;
+pub mod udp;
 pub mod wire;
 
 #[cfg(test)]

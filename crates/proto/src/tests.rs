@@ -422,6 +422,7 @@ fn fuzz_bodies_survive_generated_inputs() {
         fuzzing::data_hello(input);
         fuzzing::server(input);
         fuzzing::client(input);
+        fuzzing::udp_receiver(input);
     }
     assert!(inputs.len() > 1000);
 }

@@ -1,0 +1,256 @@
+//! Smooth UDP pacing: a token bucket that says how many datagrams may go now.
+//!
+//! iperf3 paces by sleeping and then sending until the average since the stream began is back
+//! on target, so after a late wake-up (or a descheduled thread) it sends a burst as long as the
+//! delay: users see 100 ms line-rate bursts and the loss they cause (issues #386, #486, #609).
+//! [`Pacer`] keeps the average exact but caps the catch-up: at most [`Pacer::burst_cap`]
+//! datagrams (by default the rate's worth of [`BURST_WINDOW`], at least 1) may go at once. If
+//! the sender falls further behind than that, the excess is skipped, not sent later, and
+//! counted ([`Pacer::fell_behind`], [`Pacer::skipped_datagrams`]) so reports can say the
+//! sender could not keep up instead of silently sending less.
+//!
+//! Arithmetic is exact integer: by time `t` the stream is entitled to
+//! `floor((t − start) × rate / datagram_bits) + 1` datagrams (the first may go at `start`), so
+//! a sender that keeps up sends exactly the rate over any long run. The rate counts the
+//! datagram bytes the caller gives (UDP payload, as iperf3's `-b` does).
+//!
+//! The pacer reads no clock and does not sleep: the driver passes `now` and waits until
+//! [`Pacer::next_send_at`] itself.
+
+use std::time::Duration;
+
+/// The default burst allowance: a late sender may catch up at most this much sending time.
+pub const BURST_WINDOW: Duration = Duration::from_millis(1);
+
+const NANOS_PER_SECOND: u128 = 1_000_000_000;
+
+/// A token bucket for one UDP stream; see the module docs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pacer {
+    start: Duration,
+    bits_per_second: u64,
+    datagram_bits: u64,
+    burst_cap: u64,
+    /// Datagrams sent plus datagrams skipped: the part of the entitlement used up.
+    used: u64,
+    sent: u64,
+    skipped: u64,
+    fell_behind: u64,
+}
+
+fn duration_from_nanos(ns: u128) -> Duration {
+    let secs = u64::try_from(ns / NANOS_PER_SECOND).unwrap_or(u64::MAX);
+    Duration::new(secs, (ns % NANOS_PER_SECOND) as u32)
+}
+
+impl Pacer {
+    /// A pacer for `bits_per_second` (0 = unlimited) of `datagram_bytes`-byte datagrams
+    /// (0 is taken as 1), starting at `start` on the caller's monotonic clock.
+    pub fn new(bits_per_second: u64, datagram_bytes: u32, start: Duration) -> Self {
+        let datagram_bits = u64::from(datagram_bytes.max(1)) * 8;
+        let per_window = u128::from(bits_per_second) * BURST_WINDOW.as_nanos()
+            / (u128::from(datagram_bits) * NANOS_PER_SECOND);
+        Self {
+            start,
+            bits_per_second,
+            datagram_bits,
+            burst_cap: u64::try_from(per_window).unwrap_or(u64::MAX).max(1),
+            used: 0,
+            sent: 0,
+            skipped: 0,
+            fell_behind: 0,
+        }
+    }
+
+    /// The same pacer with a different burst cap, in datagrams (at least 1).
+    pub fn with_burst_cap(mut self, datagrams: u64) -> Self {
+        self.burst_cap = datagrams.max(1);
+        self
+    }
+
+    /// The most datagrams [`Pacer::allowed`] returns at once.
+    pub fn burst_cap(&self) -> u64 {
+        self.burst_cap
+    }
+
+    /// Datagrams the stream may have sent by `now` since `start`, ignoring the cap.
+    fn entitled(&self, now: Duration) -> u64 {
+        let Some(elapsed) = now.checked_sub(self.start) else { return 0 };
+        let bits = elapsed.as_nanos().saturating_mul(u128::from(self.bits_per_second));
+        let n = bits / (u128::from(self.datagram_bits) * NANOS_PER_SECOND);
+        u64::try_from(n).unwrap_or(u64::MAX).saturating_add(1)
+    }
+
+    /// When the next datagram may go (in the past if the sender is behind). `start` when the
+    /// rate is unlimited.
+    pub fn next_send_at(&self) -> Duration {
+        if self.bits_per_second == 0 {
+            return self.start;
+        }
+        let bits_ns = (u128::from(self.used) * u128::from(self.datagram_bits))
+            .saturating_mul(NANOS_PER_SECOND);
+        let offset_ns = bits_ns.div_ceil(u128::from(self.bits_per_second));
+        self.start.saturating_add(duration_from_nanos(offset_ns))
+    }
+
+    /// How many datagrams may be sent at `now`: the unused entitlement, at most
+    /// [`Pacer::burst_cap`]. `u64::MAX` when the rate is unlimited (send what the socket
+    /// takes).
+    pub fn allowed(&self, now: Duration) -> u64 {
+        if self.bits_per_second == 0 {
+            return u64::MAX;
+        }
+        self.entitled(now).saturating_sub(self.used).min(self.burst_cap)
+    }
+
+    /// Records that `n_datagrams` were sent at `now`. If the sender was more than the burst cap
+    /// behind at `now`, the excess is skipped first (and counted), so it is never sent later
+    /// as a burst.
+    pub fn on_sent(&mut self, n_datagrams: u64, now: Duration) {
+        if self.bits_per_second != 0 {
+            let backlog = self.entitled(now).saturating_sub(self.used);
+            if backlog > self.burst_cap {
+                let skip = backlog - self.burst_cap;
+                self.used = self.used.saturating_add(skip);
+                self.skipped = self.skipped.saturating_add(skip);
+                self.fell_behind += 1;
+            }
+        }
+        self.used = self.used.saturating_add(n_datagrams);
+        self.sent = self.sent.saturating_add(n_datagrams);
+    }
+
+    /// Datagrams reported sent.
+    pub fn sent(&self) -> u64 {
+        self.sent
+    }
+
+    /// Datagrams given up because the sender fell more than the burst cap behind.
+    pub fn skipped_datagrams(&self) -> u64 {
+        self.skipped
+    }
+
+    /// How many times the sender fell more than the burst cap behind.
+    pub fn fell_behind(&self) -> u64 {
+        self.fell_behind
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::udp::burst::BurstStats;
+
+    const GBIT: u64 = 1_000_000_000;
+    const DATAGRAM_BYTES: u32 = 1472;
+
+    /// Runs a sender for `run` that wakes `lateness(i)` after each `next_send_at`.
+    fn simulate(p: &mut Pacer, run: Duration, mut lateness: impl FnMut(u64) -> Duration) {
+        let start = p.next_send_at();
+        let mut burst = BurstStats::new(BURST_WINDOW);
+        let mut now = start;
+        let mut wake = 0;
+        while now < start + run {
+            let n = p.allowed(now);
+            assert!((1..=p.burst_cap()).contains(&n), "woke with nothing to send or burst {n}");
+            p.on_sent(n, now);
+            burst.record(now, n);
+            wake += 1;
+            now = p.next_send_at().max(now) + lateness(wake);
+        }
+        let report = burst.report();
+        assert!(report.max_in_window <= 2 * p.burst_cap() + 1, "{report:?}");
+    }
+
+    fn xorshift(state: &mut u64) -> u64 {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        *state
+    }
+
+    #[test]
+    fn punctual_sender_gets_exactly_the_rate() {
+        let mut p = Pacer::new(GBIT, DATAGRAM_BYTES, Duration::from_secs(50));
+        assert_eq!(p.burst_cap(), 84, "1 ms of 1 Gbit/s in 11776-bit datagrams");
+        simulate(&mut p, Duration::from_secs(1), |_| Duration::ZERO);
+        // 10^9 / 11776 = 84918.5 intervals in the second, +1 for the one at start.
+        assert_eq!(p.sent(), 84_919);
+        assert_eq!((p.fell_behind(), p.skipped_datagrams()), (0, 0));
+        assert_eq!(
+            p.next_send_at(),
+            Duration::from_secs(50) + Duration::from_nanos(84_919 * 11_776)
+        );
+    }
+
+    #[test]
+    fn jittery_wakeups_average_within_a_thousandth_and_never_exceed_the_cap() {
+        let mut state = 0x2545_f491_4f6c_dd1d;
+        let mut p = Pacer::new(GBIT, DATAGRAM_BYTES, Duration::from_millis(3));
+        simulate(&mut p, Duration::from_secs(1), |_| {
+            Duration::from_nanos(xorshift(&mut state) % 500_000) // late by up to 0.5 ms
+        });
+        let ideal = 1e9 / 11776.0;
+        let err = (p.sent() as f64 - ideal).abs() / ideal;
+        assert!(err < 0.001, "sent {} vs {ideal}: {err}", p.sent());
+        assert_eq!(p.fell_behind(), 0);
+    }
+
+    #[test]
+    fn a_stall_longer_than_the_cap_is_skipped_and_counted_not_burst() {
+        let mut p = Pacer::new(GBIT, DATAGRAM_BYTES, Duration::ZERO);
+        simulate(&mut p, Duration::from_millis(100), |i| {
+            if i == 100 { Duration::from_millis(5) } else { Duration::from_micros(20) }
+        });
+        assert_eq!(p.fell_behind(), 1);
+        // 5 ms behind = 424 datagrams of which the cap (84) were sent.
+        let skipped = p.skipped_datagrams();
+        assert!((335..=345).contains(&skipped), "{skipped}");
+        let ideal = 100e6 / 11776.0;
+        let err = (p.sent() + skipped) as f64 / ideal - 1.0;
+        assert!(err.abs() < 0.001, "sent + skipped keeps the schedule: {err}");
+    }
+
+    #[test]
+    fn before_start_nothing_and_unlimited_everything() {
+        let p = Pacer::new(8_000, 1000, Duration::from_secs(1));
+        assert_eq!(p.allowed(Duration::from_millis(999)), 0);
+        assert_eq!(p.allowed(Duration::from_secs(1)), 1);
+        assert_eq!(p.allowed(Duration::from_secs(3)), 1, "cap is at least 1");
+        let mut u = Pacer::new(0, 1472, Duration::from_secs(1));
+        assert_eq!(u.allowed(Duration::ZERO), u64::MAX);
+        u.on_sent(1_000_000, Duration::from_secs(2));
+        assert_eq!(
+            (u.sent(), u.next_send_at(), u.fell_behind()),
+            (1_000_000, Duration::from_secs(1), 0)
+        );
+    }
+
+    #[test]
+    fn slow_rate_schedule_and_custom_cap() {
+        // 8 kbit/s of 1000-byte datagrams: one per second.
+        let mut p = Pacer::new(8_000, 1000, Duration::ZERO).with_burst_cap(3);
+        p.on_sent(1, Duration::ZERO);
+        assert_eq!(p.next_send_at(), Duration::from_secs(1));
+        assert_eq!(p.allowed(Duration::from_millis(999)), 0);
+        assert_eq!(p.allowed(Duration::from_secs(10)), 3);
+        p.on_sent(3, Duration::from_secs(10));
+        assert_eq!((p.skipped_datagrams(), p.fell_behind()), (7, 1));
+        assert_eq!(p.next_send_at(), Duration::from_secs(11));
+        let odd = Pacer::new(3, 0, Duration::ZERO); // 3 bit/s of 1-byte datagrams
+        assert_eq!(odd.burst_cap(), 1);
+        let mut odd = odd;
+        odd.on_sent(1, Duration::ZERO);
+        assert_eq!(odd.next_send_at(), Duration::from_nanos(2_666_666_667), "rounded up");
+    }
+
+    #[test]
+    fn extreme_values_do_not_panic() {
+        let mut p = Pacer::new(u64::MAX, u32::MAX, Duration::MAX);
+        let _ = p.allowed(Duration::ZERO);
+        p.on_sent(u64::MAX, Duration::MAX);
+        let _ = p.next_send_at();
+        let q = Pacer::new(u64::MAX, 1, Duration::ZERO);
+        assert_eq!(q.allowed(Duration::MAX), q.burst_cap());
+    }
+}
