@@ -13,7 +13,7 @@ use crate::wire::{
 
 /// How long a peer has for the whole greeting (preamble, hello, request/accept).
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
-/// How long the data streams may take to connect, plus [`PER_STREAM_CONNECT`] each.
+/// How long the data streams may take to connect, plus `PER_STREAM_CONNECT` each.
 pub const STREAMS_TIMEOUT: Duration = Duration::from_secs(10);
 /// Extra connect allowance per data connection.
 pub const PER_STREAM_CONNECT: Duration = Duration::from_millis(10);

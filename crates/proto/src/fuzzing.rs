@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use crate::client::{ClientConn, ClientEvent};
+use crate::iperf3::{Iperf3Server, Iperf3ServerEvent};
 use crate::server::{ServerConn, ServerEvent};
 use crate::spec::TestSpec;
 use crate::udp::{
@@ -72,6 +73,44 @@ pub fn server(data: &[u8]) {
         }
         for b in chunk {
             let _ = srv.attach_stream(u32::from(*b), now);
+        }
+        let _ = srv.poll_transmit();
+    }
+    let _ = srv.handle_eof();
+}
+
+/// Drives the iperf3 server machine with `data` as an iperf3 client's bytes (after a valid
+/// cookie and parameters when the first byte is even), accepting requests, attaching the
+/// streams it expects and answering TEST_END with results.
+pub fn iperf3_server(data: &[u8]) {
+    let mut now = Duration::ZERO;
+    let mut srv = Iperf3Server::new(now);
+    let mut prefix = Vec::new();
+    if data.first().is_some_and(|b| b % 2 == 0) {
+        let p = br#"{"tcp":true,"time":1,"parallel":2,"len":1000}"#;
+        prefix.extend_from_slice(&[b'a'; 36]);
+        prefix.push(0);
+        prefix.extend_from_slice(&(p.len() as u32).to_be_bytes());
+        prefix.extend_from_slice(p);
+    }
+    for (k, chunk) in chunks(data).enumerate() {
+        now += Duration::from_millis(u64::from(chunk.first().copied().unwrap_or(0)) * 40);
+        let input = if k == 0 { [prefix.as_slice(), chunk].concat() } else { chunk.to_vec() };
+        if srv.handle_input(&input, now).is_err() || srv.handle_timeout(now).is_err() {
+            let _ = srv.poll_transmit();
+            return;
+        }
+        while let Some(ev) = srv.poll_event() {
+            match ev {
+                Iperf3ServerEvent::TestRequested(Ok(_)) => {
+                    let _ = srv.accept(now);
+                    while srv.awaiting_streams() && srv.stream_arrived(now).is_ok() {}
+                }
+                Iperf3ServerEvent::TestEnd => {
+                    let _ = srv.exchange_results("{}".into(), now);
+                }
+                _ => {}
+            }
         }
         let _ = srv.poll_transmit();
     }

@@ -423,6 +423,7 @@ fn fuzz_bodies_survive_generated_inputs() {
         fuzzing::server(input);
         fuzzing::client(input);
         fuzzing::udp_receiver(input);
+        fuzzing::iperf3_server(input);
     }
     assert!(inputs.len() > 1000);
 }
