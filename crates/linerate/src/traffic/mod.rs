@@ -4,12 +4,19 @@
 //! [`StreamCounters`] (plain atomic stores by the one writer, loads by the one sampler). There
 //! are no locks and no shared counters on the hot path. Threads wait at a [`StartGate`] so
 //! that every stream starts when the test starts, not when its thread happened to spawn.
+//! UDP streams also publish loss and jitter figures in a [`UdpShared`], once per batch.
 //!
 //! This module must not print, talk the control protocol or decide policy; it moves bytes and
-//! counts them. Socket options and zero-copy syscalls come from `measure::sys`.
+//! counts them. Socket options and zero-copy syscalls come from `measure::sys`, UDP batching
+//! and offloads from `measure::udp_sys`.
 
 mod control;
 mod tcp;
+mod udp;
 
 pub use control::{ByteBudget, StartGate, StreamCounters, TrafficControl};
 pub use tcp::{SendOptions, receive_loop, send_loop};
+pub use udp::{
+    UdpReceiveFinal, UdpReceiveOptions, UdpSendFinal, UdpSendOptions, UdpShared, UdpSnapshot,
+    udp_receive_loop, udp_send_loop,
+};

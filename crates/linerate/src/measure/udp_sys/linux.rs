@@ -251,3 +251,15 @@ pub(super) fn set_udp_buffers(fd: BorrowedFd<'_>, bytes: c_int) -> io::Result<(u
     }
     Ok((granted[0], granted[1]))
 }
+
+pub(super) fn set_timer_slack(nanoseconds: u64) -> Option<u64> {
+    // SAFETY: PR_GET_TIMERSLACK takes no pointer arguments and only reads the calling
+    // thread's slack, which it returns.
+    let previous = unsafe { libc::prctl(libc::PR_GET_TIMERSLACK) };
+    let previous = u64::try_from(previous).ok()?;
+    let value = libc::c_ulong::try_from(nanoseconds.max(1)).ok()?;
+    // SAFETY: PR_SET_TIMERSLACK takes the new slack as an integer argument and changes only
+    // the calling thread.
+    let rc = unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, value) };
+    (rc == 0).then_some(previous)
+}

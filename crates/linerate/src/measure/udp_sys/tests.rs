@@ -186,3 +186,14 @@ fn portable_fallback_sends_and_receives_one_by_one() {
     let (snd, rcv) = portable::set_udp_buffers(tx.as_fd(), 65536).expect("buffers");
     assert!(snd >= 65536 && rcv >= 65536);
 }
+
+#[test]
+fn timer_slack_is_set_and_restored() {
+    std::thread::spawn(|| {
+        let default = set_timer_slack(1).expect("Linux has timer slack");
+        assert!(default >= 1, "{default}");
+        assert_eq!(set_timer_slack(default), Some(1));
+    })
+    .join()
+    .expect("thread");
+}
