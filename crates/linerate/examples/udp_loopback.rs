@@ -6,7 +6,8 @@
 //! cargo run --release -p linerate --example udp_loopback -- [-l BYTES] [-b BITS_PER_S] [-t SECS] [--gso] [--gro]
 //! ```
 //!
-//! Defaults: `-l 1472 -b 0 -t 2`. Traffic goes to 127.0.0.1 only; the run is bounded to at
+//! Defaults: `-l 1472 -b 0 -t 2 -w 4194304` (`-w`: receive and send buffer request, with
+//! `SO_*BUFFORCE` as root; `-w 0` keeps the kernel defaults, as iperf3 does without `-w`). Traffic goes to 127.0.0.1 only; the run is bounded to at
 //! most 10 s. Note that GSO into a GRO receiver over loopback delivers super-datagrams
 //! unsegmented, so that combination measures no per-packet receive work.
 
@@ -26,10 +27,11 @@ struct Args {
     secs: f64,
     gso: bool,
     gro: bool,
+    window: u64,
 }
 
 fn parse() -> Result<Args, String> {
-    let mut a = Args { size: 1472, rate: 0, secs: 2.0, gso: false, gro: false };
+    let mut a = Args { size: 1472, rate: 0, secs: 2.0, gso: false, gro: false, window: 4 << 20 };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let mut value = || it.next().ok_or(format!("{flag} needs a value"));
@@ -37,6 +39,7 @@ fn parse() -> Result<Args, String> {
             "-l" => a.size = value()?.parse().map_err(|e| format!("-l: {e}"))?,
             "-b" => a.rate = value()?.parse().map_err(|e| format!("-b: {e}"))?,
             "-t" => a.secs = value()?.parse().map_err(|e| format!("-t: {e}"))?,
+            "-w" => a.window = value()?.parse().map_err(|e| format!("-w: {e}"))?,
             "--gso" => a.gso = true,
             "--gro" => a.gro = true,
             other => return Err(format!("unknown argument {other}")),
@@ -53,7 +56,10 @@ fn main() -> Result<(), String> {
     let rx = UdpSocket::bind("127.0.0.1:0").map_err(e("bind"))?;
     tx.connect(rx.local_addr().map_err(e("addr"))?).map_err(e("connect"))?;
     rx.connect(tx.local_addr().map_err(e("addr"))?).map_err(e("connect"))?;
-    let (_, rcvbuf) = udp_sys::set_udp_buffers(&rx, 4 << 20).map_err(e("buffers"))?;
+    let rcvbuf = match a.window {
+        0 => linerate::measure::sys::socket_facts(&rx).recv_buffer_bytes.unwrap_or(0),
+        w => udp_sys::set_udp_buffers(&rx, w).map_err(e("buffers"))?.1,
+    };
     let ctl = TrafficControl::default();
     let (sc, rc) = (StreamCounters::default(), StreamCounters::default());
     let (ss, rs) = (UdpShared::default(), UdpShared::default());

@@ -111,10 +111,15 @@ pub fn enable_drop_counter(sock: &impl AsFd) -> bool {
     imp::enable_drop_counter(sock.as_fd())
 }
 
-/// The socket's cumulative kernel drop count (`SO_MEMINFO`, Linux 4.13+): datagrams the
+/// The socket's cumulative kernel drop count (`SO_MEMINFO`, Linux 4.13+): packets the
 /// kernel discarded for this socket, mostly because its receive buffer was full. Unlike
 /// [`RecvMeta::drops`] this also covers drops after the last datagram was queued. None where
 /// unsupported.
+///
+/// The kernel counts packets as it queues them, so on a socket with `UDP_GRO` one drop can
+/// be a whole coalesced super-datagram: measured over loopback with 1472-byte datagrams in
+/// 44-segment GSO sends, every drop stood for exactly 44 lost datagrams (310 drops, 13 640
+/// lost). Without GRO one drop is one datagram.
 pub fn kernel_drops(sock: &impl AsFd) -> Option<u64> {
     imp::kernel_drops(sock.as_fd())
 }

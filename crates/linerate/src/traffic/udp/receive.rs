@@ -59,7 +59,9 @@ pub struct UdpReceiveFinal {
     /// Jitter and packet delay variation.
     pub jitter: JitterSummary,
     /// The socket's cumulative kernel drop count (receive buffer overflow); None where the
-    /// OS cannot say.
+    /// OS cannot say. Counted in packets: with `gro` one drop may be up to 64 coalesced
+    /// datagrams (see `measure::udp_sys::kernel_drops`), so it says *that* the socket
+    /// overflowed, not how many datagrams that cost.
     pub kernel_drops: Option<u64>,
     /// Whether `UDP_GRO` was enabled on the socket.
     pub gro: bool,

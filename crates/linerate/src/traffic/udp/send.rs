@@ -7,11 +7,14 @@
 //!
 //! Why sleep and not spin: measured on this project's 2-vCPU VMs (release build, loopback,
 //! 1472-byte datagrams at 1 Gbit/s, 2 s), the default 50 µs timer slack gave a gap CV of 2.2,
-//! burstiness (peak 1 ms window / ideal) 1.9 and some catch-up skips; 1 ns slack gave CV 0.95,
-//! burstiness 1.22–1.30 and no skips. What remains are wake-ups delayed 0.8–1.8 ms by the
-//! scheduler (seen a few times per second when the receiver shares the two vCPUs), which no
-//! spin before the due time can avoid; the pacer's 1 ms catch-up cap bounds their effect to
-//! burstiness 2, and longer stalls are skipped and counted, never sent as a burst.
+//! burstiness (peak 1 ms window / ideal) 1.9 and some catch-up skips; 1 ns slack gave CV
+//! 0.9–1.0, burstiness 1.18–1.61 and no skips. What remains are wake-ups delayed 0.8–1.8 ms
+//! by the scheduler (a few per second when the receiver shares the two vCPUs; most visible
+//! at 200 Mbit/s, where the thread sleeps between almost every datagram), which no spin
+//! before the due time can avoid short of never sleeping (a whole core burnt to send a
+//! fraction of it, which would spoil linerate's cost figures). The pacer's 1 ms catch-up cap
+//! bounds their effect to burstiness 2, and longer stalls are skipped and counted, never sent
+//! as a burst.
 //!
 //! Failures that say nothing about the test are retried without counting the datagrams as
 //! sent: a full socket buffer (timeout), `ENOBUFS`, and ICMP errors from the peer (counted in

@@ -101,14 +101,16 @@ fn pacing_is_smooth_at_200_mbit() {
         Duration::from_millis(500),
     );
     let burst = sent.burst.burstiness(200_000_000, 1250).expect("rate set");
-    // 20 datagrams per ms are due. Over any 1 ms window the sender can exceed that only by
-    // the catch-up after its longest stall (capped by the pacer at 1 ms worth), plus rounding:
-    // never the 100 ms catch-up bursts iperf3 sends. Other tests share the two vCPUs, so
-    // stalls happen; the gaps between sends must still be regular (a metronome has CV 0,
-    // random sending 1, the default 50 µs timer slack gave about 1 here).
-    let stall = sent.burst.max_gap.as_secs_f64() / 1e-3;
-    assert!(burst <= 1.0 + stall.min(1.0) + 0.1, "burstiness {burst}: {sent:?}");
-    assert!(sent.burst.gap_cv.expect("gaps") < 0.8, "{sent:?}");
+    // 20 datagrams per ms are due. Other tests share the two vCPUs, so the sender is
+    // sometimes woken late; it may then catch up at most the pacer's cap (1 ms worth), so no
+    // window ever holds more than twice the rate (iperf3 catches up 100 ms at once). Without
+    // a long stall the peak stays well below that, and the gaps stay regular (CV: 0 for a
+    // metronome, 1 for random sending; the default 50 µs timer slack gave about 1 here).
+    assert!(burst <= 2.1, "burstiness {burst}: {sent:?}");
+    if sent.burst.max_gap < Duration::from_micros(500) {
+        assert!(burst < 1.5, "burstiness {burst} without a stall: {sent:?}");
+        assert!(sent.burst.gap_cv.expect("gaps") < 0.8, "{sent:?}");
+    }
     assert!(sent.datagrams > 9000, "{} of ~10000 sent", sent.datagrams);
     assert_eq!(got.counts.received + got.counts.lost, got.counts.highest_seq);
 }
