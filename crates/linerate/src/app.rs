@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow};
 
+use crate::plan::search::{RateSearch, SearchPlan};
 use crate::plan::{ClientPlan, Family, Generated, OutputFormat, Plan, ServerPlan, Shell};
 use crate::record::{Outcome, RunRecord};
 use crate::report::{iperf3_json, json, text};
@@ -27,6 +28,9 @@ pub fn execute(plan: Plan) -> Result<ExitCode> {
 }
 
 fn run_client(plan: &ClientPlan, interrupt: &Interrupt) -> Result<ExitCode> {
+    if let Some(search) = plan.find_max {
+        return find_max(plan, search, interrupt);
+    }
     let stdout = std::io::stdout();
     let run = if plan.iperf3 { iperf3::client::run } else { client::run };
     let record = match plan.output {
@@ -53,6 +57,40 @@ fn finish_client(plan: &ClientPlan, record: &RunRecord) -> Result<ExitCode> {
         Outcome::Completed | Outcome::Interrupted => Ok(ExitCode::SUCCESS),
         Outcome::Failed { error } => Err(anyhow!("{error}")),
     }
+}
+
+/// `--find-max`: runs trials until the search is done, printing each, then the answer.
+fn find_max(plan: &ClientPlan, search_plan: SearchPlan, interrupt: &Interrupt) -> Result<ExitCode> {
+    let mut search = RateSearch::new(search_plan);
+    let mut records = Vec::new();
+    let mut out = std::io::stdout().lock();
+    let text = plan.output == OutputFormat::Text;
+    if text {
+        text::render_search_start(&plan.spec, &search_plan, &mut out)?;
+    }
+    while let Some(rate) = search.next_rate() {
+        if interrupt.count() > 0 {
+            break;
+        }
+        let mut trial_plan = plan.clone();
+        trial_plan.spec.bits_per_second = rate;
+        let record = client::run(&trial_plan, &mut Quiet, interrupt);
+        if let Outcome::Failed { error } = &record.outcome {
+            return Err(anyhow!("trial {} at {} failed: {error}", records.len() + 1, rate));
+        }
+        let trial = search.record(crate::stats::udp::trial_of(&record, rate));
+        if text {
+            text::render_trial(records.len() + 1, &trial, &mut out)?;
+        }
+        records.push(record);
+    }
+    let answer = search.answer();
+    match plan.output {
+        OutputFormat::Text => text::render_search_answer(&answer, &search_plan, &mut out)?,
+        _ => json::render_search(&answer, &search_plan, &records, &mut out)?,
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn note_sink(format: OutputFormat) -> NoteSink {

@@ -73,6 +73,27 @@ pub struct RunRecord {
 }
 
 impl RunRecord {
+    /// A completed record of `spec` with these two ends' results, for tests.
+    #[cfg(test)]
+    pub fn for_tests(spec: TestSpec, client: SideResults, server: SideResults) -> Self {
+        Self {
+            schema_version: SCHEMA_VERSION,
+            software: "t".into(),
+            started_unix_ms: 0,
+            server: "h:1".into(),
+            local_address: None,
+            remote_address: None,
+            server_software: None,
+            spec,
+            client: Some(client),
+            server_results: Some(server),
+            outcome: Outcome::Completed,
+            warnings: vec![],
+            link: None,
+            server_output: None,
+        }
+    }
+
     /// Every stream result of both ends, with the end's name (`client`, `server`).
     pub fn all_streams(&self) -> impl Iterator<Item = (&'static str, &StreamResult)> {
         [("client", self.client.as_ref()), ("server", self.server_results.as_ref())]

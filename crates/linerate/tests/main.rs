@@ -10,4 +10,5 @@ mod interop;
 mod interop_server;
 mod loopback;
 mod netns;
+mod udp;
 mod util;

@@ -14,6 +14,8 @@ struct ShapedLink {
     a: String,
     b: String,
     addr_b: String,
+    /// The veth end in namespace `a` (its qdisc shapes a -> b).
+    dev_a: String,
 }
 
 fn ip(args: &[&str]) {
@@ -33,7 +35,12 @@ impl ShapedLink {
         let (a, b) = (format!("{id}a"), format!("{id}b"));
         let (va, vb) = (format!("{id}x"), format!("{id}y"));
         let net = 1 + (std::process::id() % 200) as u8;
-        let link = ShapedLink { a: a.clone(), b: b.clone(), addr_b: format!("10.203.{net}.2") };
+        let link = ShapedLink {
+            a: a.clone(),
+            b: b.clone(),
+            addr_b: format!("10.203.{net}.2"),
+            dev_a: va.clone(),
+        };
         ip(&["netns", "add", &a]);
         ip(&["netns", "add", &b]);
         ip(&["link", "add", &va, "type", "veth", "peer", "name", &vb]);
@@ -72,6 +79,30 @@ impl ShapedLink {
             stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
             elapsed: start.elapsed(),
         }
+    }
+}
+
+impl ShapedLink {
+    /// Packets the tbf qdisc on `a`'s end has passed on and dropped so far. "Sent … pkt"
+    /// counts segments; "dropped" counts queue entries, and one GSO entry can hold many.
+    fn qdisc_counts_a(&self) -> (u64, u64) {
+        let out = Command::new("tc")
+            .args(["-s", "-n", &self.a, "qdisc", "show", "dev", &self.dev_a])
+            .output()
+            .expect("tc -s");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let number_after = |key: &str| -> u64 {
+            let after = text.split(key).nth(1).unwrap_or_else(|| panic!("no {key:?} in {text}"));
+            let digits = after.trim_start().split(|c: char| !c.is_ascii_digit()).next();
+            digits.and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{key:?} in {text}"))
+        };
+        let sent = text
+            .split(" pkt")
+            .next()
+            .and_then(|s| s.rsplit(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no packet count in {text}"));
+        (sent, number_after("dropped "))
     }
 }
 
@@ -134,4 +165,70 @@ fn shaped_link_is_measured_at_its_rate_and_called_path_bound() {
         let warnings = doc["summary"]["warnings"].to_string();
         assert!(warnings.contains("same machine"), "namespaces share one kernel: {warnings}");
     }
+}
+
+fn n(v: &serde_json::Value, key: &str) -> u64 {
+    v[key].as_u64().unwrap_or_else(|| panic!("no {key} in {v}"))
+}
+
+#[test]
+fn udp_loss_over_a_shaped_link_matches_the_qdisc_drops() {
+    let _serial = crate::util::exclusive();
+    if !namespaces_available() {
+        return;
+    }
+    let link = ShapedLink::new("u", "200mbit");
+    let _server = KillOnDrop(link.spawn_in(&link.b, &["server", "-p", "5201", "-B", &link.addr_b]));
+    std::thread::sleep(Duration::from_millis(400));
+    let (passed0, dropped0) = link.qdisc_counts_a();
+    let args = ["client", &link.addr_b, "-u", "-b", "300M", "-t", "2", "-i", "0", "-J"];
+    let out = link.run_in(&link.a, &args);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let (passed1, dropped1) = link.qdisc_counts_a();
+    let (passed, dropped) = (passed1 - passed0, dropped1 - dropped0);
+    let doc: serde_json::Value = serde_json::from_str(&out.stdout).expect("json");
+    let u = &doc["summary"]["udp"][0];
+    assert_eq!(u["datagram_bytes"], 1472, "the default fits the veth's 1500-byte MTU");
+    let (sent, received, lost) = (n(u, "sent"), n(u, "received"), n(u, "lost"));
+    // 300 Mbit/s into a 200 Mbit/s shaper: about a third is dropped, all by the qdisc, so
+    // what the qdisc let through is what arrived (plus a few control-connection packets) and
+    // what it did not is linerate's loss.
+    assert!(dropped > 100, "the shaper dropped {dropped} queue entries");
+    let control = 200;
+    assert!(
+        passed >= received && passed - received <= control,
+        "qdisc passed {passed} packets, linerate received {received} datagrams"
+    );
+    assert_eq!(lost, sent - received, "loss is settled from the sender's count");
+    assert!(lost * 100 >= sent * 25, "about a third lost: {lost} of {sent}");
+    assert_eq!(u["kernel_drops"], 0, "the receiver kept up: {u}");
+    assert_eq!(
+        doc["summary"]["verdicts"][0]["limit"], "path_loss",
+        "{}",
+        doc["summary"]["verdicts"]
+    );
+}
+
+#[test]
+fn find_max_lands_near_the_shaped_rate() {
+    let _serial = crate::util::exclusive();
+    if !namespaces_available() {
+        return;
+    }
+    let link = ShapedLink::new("f", "200mbit");
+    let _server = KillOnDrop(link.spawn_in(&link.b, &["server", "-p", "5201", "-B", &link.addr_b]));
+    std::thread::sleep(Duration::from_millis(400));
+    let args = ["client", &link.addr_b, "-u", "--find-max", "--trial", "1", "-i", "0", "-J"];
+    let out = link.run_in(&link.a, &args);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let doc: serde_json::Value = serde_json::from_str(&out.stdout).expect("json");
+    let best = &doc["answer"]["best"];
+    let got = best["received_bits_per_second"].as_f64().expect("an answer");
+    // tbf counts Ethernet frames: 1472 bytes of UDP payload per 1514-byte frame.
+    let shaped = 200e6 * 1472.0 / 1514.0;
+    assert!((got / shaped - 1.0).abs() < 0.10, "found {got}, shaped goodput {shaped}");
+    let trials = doc["answer"]["trials"].as_array().expect("trials");
+    assert!(trials.len() >= 3 && trials.len() <= 14, "{} trials", trials.len());
+    assert_eq!(trials[0]["passed"], false, "the unpaced first trial overloads the shaper");
+    assert!(out.elapsed < Duration::from_secs(60), "{:?}", out.elapsed);
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::error::ProtoError;
 use crate::results::SideResults;
-use crate::spec::{Direction, TestSpec};
+use crate::spec::{Direction, Protocol, TestSpec};
 use crate::wire::{
     Capability, FrameDecoder, MAX_FRAME_RESULTS, Message, PROTOCOL_VERSION, encode_frame, preamble,
 };
@@ -220,7 +220,10 @@ pub(crate) fn negotiate(peer: &[String]) -> Vec<Capability> {
 
 /// The capabilities a spec needs, with the flag that asked for each.
 pub(crate) fn required_caps(spec: &TestSpec) -> Vec<(Capability, &'static str)> {
-    let mut need = vec![(Capability::Tcp, "TCP")];
+    let mut need = vec![match spec.protocol {
+        Protocol::Tcp => (Capability::Tcp, "TCP"),
+        Protocol::Udp => (Capability::Udp, "UDP (-u)"),
+    }];
     match spec.direction {
         Direction::Upload => {}
         Direction::Download => need.push((Capability::Reverse, "-R")),

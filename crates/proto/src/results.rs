@@ -33,6 +33,9 @@ pub struct IntervalSample {
     /// TCP's view of the connection at the end of the interval.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tcp: Option<TcpInternals>,
+    /// UDP datagram counts and jitter of the interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp: Option<crate::udp::UdpIntervalSample>,
 }
 
 /// Socket options as requested and as the kernel granted them on this end.
@@ -126,6 +129,12 @@ pub struct StreamResult {
     /// CPU the stream's own thread used while it moved data (where the OS reports it).
     #[serde(default)]
     pub thread_cpu: Option<ProcessCpu>,
+    /// UDP sender figures (UDP streams this end sent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp_sender: Option<crate::udp::UdpSenderResult>,
+    /// UDP receiver figures (UDP streams this end received).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp_receiver: Option<crate::udp::UdpReceiverResult>,
     /// Why the stream ended early, if it did.
     pub error: Option<String>,
 }
@@ -341,12 +350,15 @@ mod tests {
                     bytes: i,
                     omitted: false,
                     tcp: None,
+                    udp: None,
                 })
                 .collect(),
             socket: SocketReport::default(),
             retransmits: None,
             tcp: None,
             thread_cpu: None,
+            udp_sender: None,
+            udp_receiver: None,
             error: None,
         }
     }

@@ -17,6 +17,10 @@ pub const MAX_CONGESTION_NAME: usize = 16;
 /// The most stream-buffer memory one test may need on one end (streams × block): 1 GiB.
 /// Without this bound a peer could make a server allocate 4096 × 64 MiB.
 pub const MAX_TEST_BUFFER_BYTES: u64 = 1 << 30;
+/// Smallest UDP datagram: the 16-byte header (send time and 64-bit sequence number).
+pub const MIN_UDP_DATAGRAM: u32 = 16;
+/// Largest UDP datagram over IPv4 (65535 − 20 − 8).
+pub const MAX_UDP_DATAGRAM: u32 = 65507;
 /// The longest test duration accepted: 7 days.
 pub const MAX_DURATION_MS: u64 = 7 * 24 * 3600 * 1000;
 
@@ -26,6 +30,8 @@ pub const MAX_DURATION_MS: u64 = 7 * 24 * 3600 * 1000;
 pub enum Protocol {
     /// TCP streams.
     Tcp,
+    /// UDP datagrams (`-u`), paced at `bits_per_second` (0 = as fast as possible).
+    Udp,
 }
 
 /// Which way data flows in the whole test.
@@ -213,7 +219,33 @@ impl TestSpec {
         {
             return Err(out_of_range("MSS (-M)", m, "88..=65535 bytes"));
         }
+        if self.protocol == Protocol::Udp {
+            self.validate_udp()?;
+        }
         self.validate_text()
+    }
+
+    fn validate_udp(&self) -> Result<(), SpecError> {
+        if !(MIN_UDP_DATAGRAM..=MAX_UDP_DATAGRAM).contains(&self.block_bytes) {
+            return Err(out_of_range(
+                "UDP datagram size (-l)",
+                self.block_bytes,
+                format!("{MIN_UDP_DATAGRAM}..={MAX_UDP_DATAGRAM} bytes"),
+            ));
+        }
+        let tcp_only = [
+            (self.mss_bytes.is_some(), "-M (MSS)"),
+            (self.no_delay, "-N (no delay)"),
+            (self.congestion.is_some(), "-C (congestion control)"),
+            (self.zerocopy, "-Z (zero copy)"),
+        ];
+        if let Some((_, flag)) = tcp_only.iter().find(|(set, _)| *set) {
+            return Err(SpecError::BadText {
+                field: "protocol",
+                reason: format!("{flag} applies to TCP only; drop it or drop -u"),
+            });
+        }
+        Ok(())
     }
 
     fn validate_text(&self) -> Result<(), SpecError> {

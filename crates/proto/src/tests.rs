@@ -109,6 +109,8 @@ fn results(software: &str, bytes: u64) -> SideResults {
             retransmits: Some(0),
             tcp: None,
             thread_cpu: None,
+            udp_sender: None,
+            udp_receiver: None,
             error: None,
         }],
         intervals_dropped: false,

@@ -172,16 +172,22 @@ pub struct TestArgs {
     /// Socket buffer size (SO_SNDBUF and SO_RCVBUF) on both ends; the granted size is reported.
     #[arg(short = 'w', long = "window", value_name = "SIZE", value_parser = size)]
     pub window: Option<ByteCount>,
-    /// Bytes per write/read call [default: 128K].
+    /// Bytes per write/read call [default: 128K]; with -u, bytes per datagram [default: the
+    /// largest that fits the path MTU unfragmented, e.g. 1472 on Ethernet].
     #[arg(short = 'l', long = "length", value_name = "SIZE", value_parser = size)]
     pub length: Option<ByteCount>,
+    /// UDP instead of TCP: paced datagrams (-b, default 1M per stream; -b 0 = as fast as
+    /// possible) with loss, reordering, duplicates and jitter measured at the receiver.
+    #[arg(short = 'u', long = "udp")]
+    pub udp: bool,
     /// Reverse: the server sends, the client receives.
     #[arg(short = 'R', long = "reverse", conflicts_with = "bidir")]
     pub reverse: bool,
     /// Both directions at once, each with -P streams.
     #[arg(long = "bidir")]
     pub bidir: bool,
-    /// Pace each stream to this rate in bit/s (SI); 0 = unlimited.
+    /// Pace each stream to this rate in bit/s (SI); 0 = unlimited [default: unlimited for TCP,
+    /// 1M for UDP].
     #[arg(short = 'b', long = "bitrate", value_name = "RATE", value_parser = rate)]
     pub bitrate: Option<Bitrate>,
     /// TCP maximum segment size (set before connecting).
@@ -216,6 +222,16 @@ pub struct TestArgs {
     /// The server is an iperf3 server (3.12 or later): speak its protocol. TCP only for now.
     #[arg(long = "iperf3")]
     pub iperf3: bool,
+    /// With -u: search for the highest rate whose loss stays within --loss (RFC 2544 style):
+    /// one unpaced trial (or one at -b), then a binary search; prints every trial.
+    #[arg(long = "find-max", requires = "udp", conflicts_with_all = ["bytes", "iperf3"])]
+    pub find_max: bool,
+    /// With --find-max: the most loss a passing trial may have, in percent [default: 0.1].
+    #[arg(long = "loss", value_name = "PERCENT", requires = "find_max", value_parser = percent)]
+    pub loss: Option<f64>,
+    /// With --find-max: length of each trial [default: 5 s].
+    #[arg(long = "trial", value_name = "SECONDS", requires = "find_max", value_parser = seconds)]
+    pub trial: Option<Duration>,
     /// Against an iperf3 server: also fetch what it printed for the test (its text, or its
     /// JSON when it runs with -J). linerate servers always send their full figures.
     #[arg(long = "get-server-output")]
@@ -223,6 +239,19 @@ pub struct TestArgs {
     /// Give up on each TCP connect after this long.
     #[arg(long = "connect-timeout", value_name = "SECONDS", value_parser = seconds, default_value = "10")]
     pub connect_timeout: Duration,
+}
+
+/// A percentage such as `0.1`, `0.1%` or `2%`, from 0 to 100.
+fn percent(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| format!("{s:?} is not a percentage; write e.g. 0.1 or 0.1%"))?;
+    if !(0.0..=100.0).contains(&v) {
+        return Err(format!("{s} is outside 0..100 %"));
+    }
+    Ok(v)
 }
 
 fn seconds(s: &str) -> Result<Duration, String> {

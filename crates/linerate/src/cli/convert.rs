@@ -6,6 +6,7 @@ use std::time::Duration;
 use linerate_proto::{Direction, EndCondition, Protocol, TestSpec};
 
 use crate::cli::args::{Cli, Command, CompatArgs, GenerateWhat, JsonFormat, NetArgs, TestArgs};
+use crate::plan::search::SearchPlan;
 use crate::plan::{ClientPlan, Family, Generated, OutputFormat, Plan, ServerPlan, Shell};
 use crate::record::LinkAssumption;
 
@@ -13,6 +14,14 @@ use crate::record::LinkAssumption;
 pub const DEFAULT_TIME: Duration = Duration::from_secs(10);
 /// Default test length for `selftest`: long enough for a stable figure, short enough to wait for.
 pub const SELFTEST_TIME: Duration = Duration::from_secs(3);
+/// `--find-max` trial length when `--trial` is not given.
+pub const DEFAULT_TRIAL: Duration = Duration::from_secs(5);
+/// `--find-max` loss threshold when `--loss` is not given, percent.
+pub const DEFAULT_MAX_LOSS_PERCENT: f64 = 0.1;
+/// Default UDP rate per stream, as iperf3's (bit/s): low enough to be safe on any path.
+pub const DEFAULT_UDP_RATE: u64 = 1 << 20;
+/// UDP datagram size before the path MTU is known: fits a 1500-byte IPv4 MTU.
+pub const DEFAULT_UDP_DATAGRAM: u32 = 1472;
 /// Default TCP block size (bytes per write/read), as iperf3's.
 pub const DEFAULT_TCP_BLOCK: u64 = 128 * 1024;
 /// Shortest interval between reports.
@@ -102,7 +111,16 @@ fn client_plan(
     t: &TestArgs,
     default_time: Duration,
 ) -> Result<ClientPlan, String> {
-    let spec = test_spec(t, default_time)?;
+    let mut spec = test_spec(t, default_time)?;
+    let find_max = t.find_max.then(|| {
+        let trial = t.trial.unwrap_or(DEFAULT_TRIAL);
+        spec.end = EndCondition::Duration { duration_ms: millis(trial).max(1) };
+        SearchPlan {
+            max_loss: t.loss.unwrap_or(DEFAULT_MAX_LOSS_PERCENT) / 100.0,
+            // Unset -b means "start unpaced", not the 1 Mbit/s UDP default.
+            start_bits_per_second: t.bitrate.map_or(0, |b| b.bits_per_second()),
+        }
+    });
     if t.connect_timeout.is_zero() {
         return Err("--connect-timeout must be more than 0 s".into());
     }
@@ -121,6 +139,8 @@ fn client_plan(
             .map(|l| LinkAssumption { bits_per_second: l.bits_per_second(), mtu_bytes: t.mtu }),
         iperf3: t.iperf3,
         get_server_output: t.get_server_output,
+        udp_length_auto: t.udp && t.length.is_none(),
+        find_max,
     })
 }
 
@@ -142,11 +162,17 @@ fn test_spec(t: &TestArgs, default_time: Duration) -> Result<TestSpec, String> {
     if !t.interval.is_zero() && t.interval < MIN_INTERVAL {
         return Err("-i must be 0 (no interval reports) or at least 0.01 s".into());
     }
-    let block = t.length.map_or(DEFAULT_TCP_BLOCK, |l| l.bytes());
+    let block = match (t.length, t.udp) {
+        (Some(l), _) => l.bytes(),
+        // Replaced by the path's size once the control connection is up (see
+        // `ClientPlan::udp_length_auto`); 1472 fits a 1500-byte IPv4 MTU.
+        (None, true) => u64::from(DEFAULT_UDP_DATAGRAM),
+        (None, false) => DEFAULT_TCP_BLOCK,
+    };
     let block_bytes =
         u32::try_from(block).map_err(|_| format!("-l {block} is too large; at most 64M"))?;
     let spec = TestSpec {
-        protocol: Protocol::Tcp,
+        protocol: if t.udp { Protocol::Udp } else { Protocol::Tcp },
         direction: match (t.reverse, t.bidir) {
             (true, _) => Direction::Download,
             (_, true) => Direction::Bidirectional,
@@ -156,7 +182,11 @@ fn test_spec(t: &TestArgs, default_time: Duration) -> Result<TestSpec, String> {
         end,
         block_bytes,
         window_bytes: t.window.map(|w| w.bytes()),
-        bits_per_second: t.bitrate.map_or(0, |b| b.bits_per_second()),
+        bits_per_second: match (t.bitrate, t.udp) {
+            (Some(b), _) => b.bits_per_second(),
+            (None, true) => DEFAULT_UDP_RATE,
+            (None, false) => 0,
+        },
         mss_bytes: t.mss,
         no_delay: t.no_delay,
         congestion: t.congestion.clone(),

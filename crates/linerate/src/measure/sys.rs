@@ -85,6 +85,12 @@ pub fn set_recv_lowat(sock: &impl AsFd, bytes: u32) -> io::Result<()> {
     imp::set_recv_lowat(sock.as_fd(), bytes)
 }
 
+/// The path MTU the kernel holds for a connected socket's route (IP_MTU / IPV6_MTU), in
+/// bytes; None where the OS does not say.
+pub fn path_mtu(sock: &impl AsFd, ipv6: bool) -> Option<u32> {
+    imp::path_mtu(sock.as_fd(), ipv6)
+}
+
 /// Raises the soft `RLIMIT_NOFILE` (open-file limit) to the hard limit and
 /// returns the soft limit now in force (unchanged when raising was refused);
 /// `None` when unsupported. `RLIM_INFINITY` comes back as its raw value
@@ -346,6 +352,15 @@ mod imp {
         Ok(())
     }
 
+    pub(super) fn path_mtu(fd: BorrowedFd<'_>, ipv6: bool) -> Option<u32> {
+        let v = if ipv6 {
+            getsockopt_int(fd, libc::IPPROTO_IPV6, libc::IPV6_MTU)
+        } else {
+            getsockopt_int(fd, libc::IPPROTO_IP, libc::IP_MTU)
+        };
+        v.ok().and_then(|m| u32::try_from(m).ok()).filter(|m| *m > 0)
+    }
+
     pub(super) fn set_recv_lowat(fd: BorrowedFd<'_>, bytes: u32) -> io::Result<()> {
         let value = c_int::try_from(bytes.max(1)).unwrap_or(c_int::MAX);
         setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT, value)
@@ -577,6 +592,10 @@ mod imp {
             .map_err(|e| context(e, format_args!("setting SO_SNDBUF to {bytes} bytes")))?;
         sock.set_recv_buffer_size(size)
             .map_err(|e| context(e, format_args!("setting SO_RCVBUF to {bytes} bytes")))
+    }
+
+    pub(super) fn path_mtu(_fd: BorrowedFd<'_>, _ipv6: bool) -> Option<u32> {
+        None
     }
 
     pub(super) fn set_recv_lowat(_fd: BorrowedFd<'_>, bytes: u32) -> io::Result<()> {

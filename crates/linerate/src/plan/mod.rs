@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use linerate_proto::TestSpec;
 
+pub mod search;
+
 /// Default TCP port, the same as iperf3's so firewalls and habits carry over.
 pub const DEFAULT_PORT: u16 = 5201;
 
@@ -69,6 +71,10 @@ pub struct ClientPlan {
     pub iperf3: bool,
     /// Ask an iperf3 server for its own output (`--get-server-output`).
     pub get_server_output: bool,
+    /// `-u` without `-l`: size datagrams to the path MTU once the control connection is up.
+    pub udp_length_auto: bool,
+    /// `--find-max`: run a rate search instead of one test.
+    pub find_max: Option<search::SearchPlan>,
 }
 
 /// Serve tests.

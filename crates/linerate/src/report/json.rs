@@ -7,6 +7,7 @@ use std::io::Write;
 
 use serde::Serialize;
 
+use crate::plan::search::{SearchAnswer, SearchPlan};
 use crate::record::{RunRecord, SCHEMA_VERSION};
 use crate::stats::{Summary, summarize};
 
@@ -33,5 +34,32 @@ pub fn render_run(record: &RunRecord, out: &mut dyn Write) -> std::io::Result<()
 /// Writes any serializable value as one JSON line (server logs).
 pub fn render_line<T: Serialize>(value: &T, out: &mut dyn Write) -> std::io::Result<()> {
     serde_json::to_writer(&mut *out, value).map_err(std::io::Error::other)?;
+    writeln!(out)
+}
+
+#[derive(Serialize)]
+struct SearchDocument<'a> {
+    schema_version: u32,
+    kind: &'static str,
+    max_loss_percent: f64,
+    answer: &'a SearchAnswer,
+    records: &'a [RunRecord],
+}
+
+/// Writes a `--find-max` search: the answer, every trial, and each trial's full record.
+pub fn render_search(
+    answer: &SearchAnswer,
+    plan: &SearchPlan,
+    records: &[RunRecord],
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    let doc = SearchDocument {
+        schema_version: SCHEMA_VERSION,
+        kind: "linerate.find_max",
+        max_loss_percent: plan.max_loss * 100.0,
+        answer,
+        records,
+    };
+    serde_json::to_writer_pretty(&mut *out, &doc).map_err(std::io::Error::other)?;
     writeln!(out)
 }

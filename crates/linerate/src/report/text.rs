@@ -5,8 +5,9 @@
 
 use std::io::Write;
 
-use linerate_proto::{Direction, EndCondition, Flow, StreamRole, TestSpec};
+use linerate_proto::{Direction, EndCondition, Flow, Protocol, StreamRole, TestSpec};
 
+use crate::plan::search::{SearchAnswer, SearchPlan, Trial};
 use crate::record::{Outcome, RunRecord};
 use crate::session::server::ServerNote;
 use crate::session::{IntervalRow, LiveEvent, Observer};
@@ -75,7 +76,8 @@ fn write_interval(out: &mut dyn Write, p: &str, rows: &[IntervalRow]) -> std::io
         let s = r.sample;
         let line = row(&format!("{:>3}", r.id), r.flow, s.start_us, s.end_us, s.bytes);
         let omitted = if s.omitted { "  (omitted)" } else { "" };
-        writeln!(out, "{p}{line}  {}{omitted}", role_name(r.role))?;
+        let udp = s.udp.map(|u| udp_interval(r.role, &u)).unwrap_or_default();
+        writeln!(out, "{p}{line}  {}{udp}{omitted}", role_name(r.role))?;
     }
     for flow in [Flow::ClientToServer, Flow::ServerToClient] {
         let of_flow: Vec<&IntervalRow> = rows.iter().filter(|r| r.flow == flow).collect();
@@ -92,6 +94,20 @@ fn write_interval(out: &mut dyn Write, p: &str, rows: &[IntervalRow]) -> std::io
         }
     }
     Ok(())
+}
+
+/// A UDP interval's datagram figures, after the role.
+fn udp_interval(role: StreamRole, u: &linerate_proto::udp::UdpIntervalSample) -> String {
+    match role {
+        StreamRole::Sender => format!("  {} datagrams", u.datagrams),
+        StreamRole::Receiver => format!(
+            "  {} datagrams, {} lost, {} out of order, jitter {:.3} ms",
+            u.datagrams,
+            u.lost,
+            u.out_of_order,
+            u.jitter_ns as f64 / 1e6
+        ),
+    }
 }
 
 fn row(id: &str, flow: Flow, start_us: u64, end_us: u64, bytes: u64) -> String {
@@ -147,6 +163,9 @@ pub fn render_run(record: &RunRecord, out: &mut dyn Write) -> std::io::Result<()
             writeln!(out, "  n/a: {n}")?;
         }
     }
+    for u in &summary.udp {
+        udp_lines(out, u)?;
+    }
     for d in &summary.directions {
         if let Some(t) = sender_tcp_line(record, d.flow) {
             writeln!(out, "TCP {} (sender's view): {t}", d.flow.label())?;
@@ -175,6 +194,38 @@ pub fn render_run(record: &RunRecord, out: &mut dyn Write) -> std::io::Result<()
         }
         Outcome::Failed { .. } => writeln!(out, "Test FAILED: the figures above are partial."),
     }
+}
+
+/// The UDP accounting of one direction, in two lines.
+fn udp_lines(out: &mut dyn Write, u: &crate::stats::udp::UdpSummary) -> std::io::Result<()> {
+    let ms = |v: Option<f64>| v.map_or("n/a".into(), |v| format!("{v:.3} ms"));
+    let sent = u.sent.map_or("n/a (sender did not report)".into(), |s| s.to_string());
+    let pct = u.loss_percent.map_or(String::new(), |p| format!(" ({p:.3}%)"));
+    writeln!(
+        out,
+        "UDP {}: {} B datagrams: sent {sent}, received {}, lost {}{pct}, out of order {}, duplicates {}{}",
+        u.flow.label(),
+        u.datagram_bytes,
+        u.received,
+        u.lost,
+        u.out_of_order,
+        u.duplicates,
+        if u.too_late + u.invalid > 0 {
+            format!(", too late {}, not ours {}", u.too_late, u.invalid)
+        } else {
+            String::new()
+        }
+    )?;
+    writeln!(
+        out,
+        "UDP {}: jitter {} (RFC 3550), transit variation p99 {} max {}; receiver kernel drops {}; sender burstiness {}",
+        u.flow.label(),
+        ms(u.jitter_ms),
+        ms(u.ipdv_p99_ms),
+        ms(u.ipdv_max_ms),
+        u.kernel_drops.map_or("n/a".into(), |d| d.to_string()),
+        u.burstiness.map_or("n/a (unpaced)".into(), |b| format!("{b:.2}x the even rate per ms"))
+    )
 }
 
 fn bytes_or_na(f: Option<&Figures>) -> String {
@@ -318,8 +369,16 @@ pub fn describe_spec(spec: &TestSpec) -> String {
         EndCondition::Duration { duration_ms } => format!("{} s", duration_ms as f64 / 1000.0),
         EndCondition::Bytes { bytes } => format!("{} per direction", ByteCount(bytes).iec()),
     };
-    let mut parts = vec![format!("TCP {dir}"), format!("{} stream(s)", spec.streams), end];
-    parts.push(format!("{} blocks", ByteCount(u64::from(spec.block_bytes)).iec()));
+    let (proto, unit) = match spec.protocol {
+        Protocol::Tcp => ("TCP", "blocks"),
+        Protocol::Udp => ("UDP", "datagrams"),
+    };
+    let mut parts = vec![format!("{proto} {dir}"), format!("{} stream(s)", spec.streams), end];
+    parts.push(if spec.protocol == Protocol::Udp {
+        format!("{} B {unit}", spec.block_bytes)
+    } else {
+        format!("{} {unit}", ByteCount(u64::from(spec.block_bytes)).iec())
+    });
     if let Some(w) = spec.window_bytes {
         parts.push(format!("window {} requested", ByteCount(w).iec()));
     }
@@ -386,5 +445,68 @@ pub fn render_server_note(note: &ServerNote, out: &mut dyn Write) -> std::io::Re
         ServerNote::ShuttingDown { signal, running } => {
             writeln!(out, "Shutting down on {signal}: telling {running} running test(s) why")
         }
+    }
+}
+
+/// The line before the first `--find-max` trial.
+pub fn render_search_start(
+    spec: &TestSpec,
+    plan: &SearchPlan,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    let start = match plan.start_bits_per_second {
+        0 => "unpaced".to_string(),
+        r => format_bits_per_second(r as f64),
+    };
+    writeln!(
+        out,
+        "Searching for the highest rate with loss <= {}%: {}, first trial {start}",
+        plan.max_loss * 100.0,
+        describe_spec(spec)
+    )
+}
+
+/// One `--find-max` trial.
+pub fn render_trial(n: usize, t: &Trial, out: &mut dyn Write) -> std::io::Result<()> {
+    let target = match t.target_bits_per_second {
+        0 => "unpaced".to_string(),
+        r => format_bits_per_second(r as f64),
+    };
+    writeln!(
+        out,
+        "trial {n:>2}: {target:>14}: sent {:>14}, received {:>14}, lost {} of {} ({:.3}%): {}",
+        format_bits_per_second(t.sent_bits_per_second),
+        format_bits_per_second(t.received_bits_per_second),
+        t.lost,
+        t.sent,
+        t.loss() * 100.0,
+        if t.passed { "pass" } else { "FAIL" }
+    )
+}
+
+/// The `--find-max` answer.
+pub fn render_search_answer(
+    a: &SearchAnswer,
+    plan: &SearchPlan,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    let limit = plan.max_loss * 100.0;
+    match &a.best {
+        Some(b) if a.sender_bound => writeln!(
+            out,
+            "Answer: {} with loss <= {limit}% — the sender's own maximum: the path may carry more",
+            format_bits_per_second(b.received_bits_per_second)
+        ),
+        Some(b) => writeln!(
+            out,
+            "Answer: {} received with loss <= {limit}% (paced at {}, {} trials)",
+            format_bits_per_second(b.received_bits_per_second),
+            format_bits_per_second(b.target_bits_per_second as f64),
+            a.trials.len()
+        ),
+        None => writeln!(
+            out,
+            "Answer: none — every trial lost more than {limit}%; try a lower -b to start from"
+        ),
     }
 }

@@ -7,9 +7,10 @@ use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
-use linerate_proto::ProtoError;
 use linerate_proto::client::{ClientConn, ClientEvent};
+use linerate_proto::spec::{MAX_UDP_DATAGRAM, MIN_UDP_DATAGRAM};
 use linerate_proto::wire::{AbortReason, DataHello, StopReason};
+use linerate_proto::{ProtoError, Protocol, TestSpec};
 use socket2::{Domain, Socket, Type};
 
 use crate::measure::sys;
@@ -83,9 +84,11 @@ impl<'p> ClientRun<'p> {
         let (stream, server) = connect_any(&addr_list, self.plan)?;
         self.record.local_address = stream.local_addr().ok().map(|a| a.to_string());
         self.record.remote_address = Some(server.to_string());
+        let spec = effective_spec(self.plan, &stream, server);
+        self.record.spec = spec.clone();
         let mut ctrl = ControlChannel::new(stream)?;
         let clock = Clock::new();
-        let mut conn = ClientConn::new(self.plan.spec.clone(), SOFTWARE, clock.now())?;
+        let mut conn = ClientConn::new(spec, SOFTWARE, clock.now())?;
         let mut loop_state = LoopState::default();
         let result =
             self.pump(&mut ctrl, &mut conn, &clock, &mut loop_state, server, observer, interrupt);
@@ -156,9 +159,9 @@ impl<'p> ClientRun<'p> {
                     server_software: &server_software,
                 });
                 self.record.server_software = Some(server_software);
-                let local_ip = ctrl.stream().local_addr().ok().map(|a| a.ip());
                 let hello = |id| DataHello { cookie, stream_id: id }.encode().to_vec();
-                self.streams = Some(open_streams(self.plan, hello, server, local_ip)?);
+                let spec = conn.spec();
+                self.streams = Some(open_streams(self.plan, spec, hello, server, ctrl)?);
             }
             ClientEvent::Start => {
                 let streams = self.streams.as_mut().context("start before streams")?;
@@ -169,7 +172,13 @@ impl<'p> ClientRun<'p> {
                     spec.duration_ms().map(|d| now + Duration::from_millis(d + spec.omit_ms));
                 st.progress = (now, 0);
             }
-            ClientEvent::PeerResults(r) => self.record.server_results = Some(*r),
+            ClientEvent::PeerResults(r) => {
+                // A byte-bound UDP test has no stop: the server's results are the end signal.
+                if let Some(s) = &self.streams {
+                    s.end_signalled();
+                }
+                self.record.server_results = Some(*r);
+            }
             ClientEvent::Finished => {}
         }
         Ok(())
@@ -199,12 +208,12 @@ impl<'p> ClientRun<'p> {
                 "interrupted: stopping early and collecting results (press Ctrl-C again to abort)",
             ));
             st.stopped = true;
-            streams.stop_senders();
+            streams.end_signalled();
             conn.stop(StopReason::Interrupted);
         }
         if !st.stopped && st.stop_at.is_some_and(|t| now >= t) {
             st.stopped = true;
-            streams.stop_senders();
+            streams.end_signalled();
             conn.stop(StopReason::TimeElapsed);
         }
         let rows = streams.sample(now, false);
@@ -395,12 +404,16 @@ fn connect_error(e: std::io::Error, addr: SocketAddr, plan: &ClientPlan) -> anyh
 /// Connects every data stream of the plan, writing `hello(id)` first on each.
 pub(super) fn open_streams(
     plan: &ClientPlan,
+    spec: &TestSpec,
     hello: impl Fn(u32) -> Vec<u8>,
     server: SocketAddr,
-    local_ip: Option<IpAddr>,
+    ctrl: &ControlChannel,
 ) -> Result<StreamSet> {
-    let mut set = StreamSet::new(&plan.spec, End::Client)?;
-    for (id, _) in plan.spec.stream_plan() {
+    let local_ip = ctrl.stream().local_addr().ok().map(|a| a.ip());
+    let mut set = StreamSet::new(spec, End::Client)?;
+    let rtt = sys::tcp_internals(ctrl.stream()).map(|t| Duration::from_micros(t.rtt_us.into()));
+    set.set_rtt(rtt);
+    for (id, _) in spec.stream_plan() {
         let port = match plan.cport {
             Some(p) => Some(u16::try_from(u32::from(p) + id - 1).ok().context(
                 "--cport plus the stream count runs past port 65535; pick a lower --cport",
@@ -408,6 +421,12 @@ pub(super) fn open_streams(
             None => None,
         };
         let bind_ip = plan.bind.or(if port.is_some() { local_ip } else { None });
+        if spec.protocol == Protocol::Udp {
+            let sock = crate::session::udp::connect_stream(server, bind_ip, port, &hello(id))
+                .with_context(|| format!("UDP stream {id}"))?;
+            set.add_udp(id, sock).with_context(|| format!("UDP stream {id}"))?;
+            continue;
+        }
         let mut sock = connect(server, bind_ip, port, plan)
             .with_context(|| format!("data stream {id} could not connect"))?;
         sock.write_all(&hello(id))
@@ -415,6 +434,19 @@ pub(super) fn open_streams(
         set.add(id, sock).with_context(|| format!("data stream {id}"))?;
     }
     Ok(set)
+}
+
+/// The spec as run: with `-u` and no `-l`, datagrams sized to the control connection's path
+/// MTU (minus IP and UDP headers), so they are never fragmented.
+fn effective_spec(plan: &ClientPlan, ctrl: &TcpStream, server: SocketAddr) -> TestSpec {
+    let mut spec = plan.spec.clone();
+    if plan.udp_length_auto
+        && let Some(mtu) = sys::path_mtu(ctrl, server.is_ipv6())
+    {
+        let headers = if server.is_ipv6() { 48 } else { 28 };
+        spec.block_bytes = mtu.saturating_sub(headers).clamp(MIN_UDP_DATAGRAM, MAX_UDP_DATAGRAM);
+    }
+    spec
 }
 
 /// Turns an error into the one line the user sees, adding what to try where we know.

@@ -12,6 +12,8 @@ mod served;
 pub mod server;
 mod signals;
 pub mod streams;
+pub mod udp;
+mod udp_stream;
 
 use std::time::{Duration, Instant};
 

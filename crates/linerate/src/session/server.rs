@@ -34,6 +34,7 @@ use socket2::{Domain, Socket, Type};
 use crate::measure::sys;
 use crate::plan::{Family, ServerPlan};
 use crate::session::served::ServedTest;
+use crate::session::udp::UdpAcceptor;
 use crate::session::{Clock, ControlChannel, End, Interrupt, SOFTWARE, StreamSet};
 
 /// How long a new connection has to send its first 8 bytes.
@@ -93,7 +94,15 @@ pub enum ServerNote {
 /// Where notes go. Called from many threads.
 pub type NoteSink = Arc<dyn Fn(&ServerNote) + Send + Sync>;
 
-type DataConn = (u32, TcpStream);
+/// A data stream presented to the session that owns its cookie.
+pub(crate) enum DataSock {
+    /// A TCP data connection (its hello already read).
+    Tcp(TcpStream),
+    /// A UDP stream hello from this client address, received by the acceptor.
+    Udp(SocketAddr),
+}
+
+type DataConn = (u32, DataSock);
 
 /// An iperf3 data connection and its place in the server's accept order.
 pub(crate) type Iperf3Conn = (u64, TcpStream);
@@ -107,6 +116,10 @@ pub(crate) struct Shared {
     next_test: AtomicU64,
     /// Tests accepted and not yet ended.
     active_tests: AtomicU32,
+    /// Why UDP tests cannot be served, if they cannot.
+    udp_unavailable: Option<String>,
+    /// The listening port (UDP streams use the same number).
+    port: u16,
     pub(crate) notes: NoteSink,
 }
 
@@ -135,6 +148,16 @@ impl Shared {
         self.active_tests.load(Ordering::SeqCst).saturating_sub(1)
     }
 
+    /// Why this server cannot run `spec`, if it cannot.
+    pub(crate) fn refusal(&self, spec: &TestSpec) -> Option<String> {
+        if spec.protocol == linerate_proto::Protocol::Udp
+            && let Some(why) = &self.udp_unavailable
+        {
+            return Some(format!("this server cannot serve UDP tests: {why}"));
+        }
+        policy_refusal(spec)
+    }
+
     /// Reports a connection dropped before it became part of a test.
     pub(crate) fn reject(&self, peer: SocketAddr, reason: String) {
         (self.notes)(&ServerNote::Rejected { peer, reason });
@@ -144,6 +167,8 @@ impl Shared {
 /// A bound, not yet running server.
 pub struct Server {
     listener: TcpListener,
+    /// The UDP socket on the same port, or why there is none (UDP tests are then refused).
+    udp: std::result::Result<UdpAcceptor, String>,
     plan: ServerPlan,
 }
 
@@ -158,7 +183,10 @@ impl Server {
     pub fn bind(plan: &ServerPlan) -> Result<Self> {
         sys::raise_fd_limit();
         let listener = listen(plan)?;
-        Ok(Self { listener, plan: plan.clone() })
+        let addr = listener.local_addr().context("cannot read the listening address")?;
+        let dual = plan.bind.is_none() && plan.family == Family::Any && addr.is_ipv6();
+        let udp = UdpAcceptor::bind(addr, dual).map_err(|e| format!("{e:#}"));
+        Ok(Self { listener, udp, plan: plan.clone() })
     }
 
     /// The address actually bound (port 0 resolves to the chosen port).
@@ -175,9 +203,25 @@ impl Server {
             signal_name: Mutex::new("a stop request"),
             next_test: AtomicU64::new(1),
             active_tests: AtomicU32::new(0),
+            udp_unavailable: self.udp.as_ref().err().cloned(),
+            port: self.local_addr()?.port(),
             notes,
         });
         (shared.notes)(&ServerNote::Listening { addr: self.local_addr()? });
+        let udp_stop = Arc::new(AtomicBool::new(false));
+        let udp_thread = match self.udp {
+            Ok(acceptor) => {
+                let routes = shared.clone();
+                Some(acceptor.spawn(udp_stop.clone(), move |hello, from| {
+                    let tx =
+                        routes.registry.lock().ok().and_then(|r| r.get(&hello.cookie.0).cloned());
+                    if let Some(tx) = tx {
+                        let _ = tx.send((hello.stream_id, DataSock::Udp(from)));
+                    }
+                })?)
+            }
+            Err(_) => None,
+        };
         let sessions_done = Arc::new(AtomicU64::new(0));
         let mut handles: Vec<JoinHandle<()>> = Vec::new();
         let mut accepted: u64 = 0;
@@ -219,6 +263,10 @@ impl Server {
         let deadline = Instant::now() + SHUTDOWN_GRACE;
         while handles.iter().any(|h| !h.is_finished()) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(10));
+        }
+        udp_stop.store(true, Ordering::SeqCst);
+        if let Some(t) = udp_thread {
+            let _ = t.join();
         }
         Ok(())
     }
@@ -354,7 +402,7 @@ fn route_data(mut sock: TcpStream, peer: SocketAddr, first: [u8; 8], shared: &Sh
     let tx = shared.registry.lock().ok().and_then(|r| r.get(&h.cookie.0).cloned());
     match tx {
         Some(tx) => {
-            let _ = tx.send((h.stream_id, sock));
+            let _ = tx.send((h.stream_id, DataSock::Tcp(sock)));
         }
         None => eprintln_note(shared, peer, "data connection with an unknown test cookie".into()),
     }
@@ -390,6 +438,11 @@ impl<K: std::hash::Hash + Eq, V> Drop for Registration<'_, K, V> {
 
 struct Session<'a> {
     t: ServedTest<'a>,
+    /// The server address the client reached (UDP stream sockets bind to it).
+    local_ip: IpAddr,
+    /// Round trip of the control connection when it opened.
+    rtt: Option<Duration>,
+    cookie: [u8; 16],
     data_rx: Option<Receiver<DataConn>>,
     registration: Registration<'a, [u8; 16], Sender<DataConn>>,
 }
@@ -397,8 +450,14 @@ struct Session<'a> {
 fn run_session(stream: TcpStream, peer: SocketAddr, first: [u8; 8], shared: &Shared) {
     let clock = Clock::new();
     let mut conn = ServerConn::new(SOFTWARE, clock.now());
+    let local_ip = stream
+        .local_addr()
+        .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |a| crate::session::streams::canonical(a).ip());
     let mut s = Session {
         t: ServedTest::new(shared, peer),
+        local_ip,
+        rtt: sys::tcp_internals(&stream).map(|t| Duration::from_micros(t.rtt_us.into())),
+        cookie: [0; 16],
         data_rx: None,
         registration: Registration::new(&shared.registry),
     };
@@ -463,7 +522,16 @@ impl Session<'_> {
                 continue;
             }
             let streams = self.t.streams.as_mut().context("streams arrived before the test")?;
-            streams.add(id, sock)?;
+            match sock {
+                DataSock::Tcp(sock) => streams.add(id, sock)?,
+                DataSock::Udp(from) => {
+                    let local = SocketAddr::new(self.local_ip, self.t.shared.port);
+                    let hello = DataHello { cookie: Cookie(self.cookie), stream_id: id }.encode();
+                    let sock = crate::session::udp::accept_stream(local, from, &hello)
+                        .with_context(|| format!("UDP stream {id}"))?;
+                    streams.add_udp(id, sock)?;
+                }
+            }
             conn.attach_stream(id, clock.now())?;
         }
     }
@@ -476,10 +544,16 @@ impl Session<'_> {
             ServerEvent::Start => self.t.start(),
             ServerEvent::PeerStop(_) => {
                 if let Some(s) = &self.t.streams {
-                    s.stop_senders();
+                    s.end_signalled();
                 }
             }
-            ServerEvent::PeerResults(r) => self.t.client_results = Some(*r),
+            ServerEvent::PeerResults(r) => {
+                // A byte-bound UDP upload has no stop: the client's results end it.
+                if let Some(s) = &self.t.streams {
+                    s.end_signalled();
+                }
+                self.t.client_results = Some(*r);
+            }
             ServerEvent::Finished => {}
         }
         Ok(())
@@ -492,22 +566,24 @@ impl Session<'_> {
         conn: &mut ServerConn,
         clock: &Clock,
     ) -> Result<()> {
-        if let Some(why) = policy_refusal(&spec) {
+        if let Some(why) = self.t.shared.refusal(&spec) {
             conn.refuse(&why);
             bail!("refused: {why}");
         }
-        let streams = match StreamSet::new(&spec, End::Server) {
+        let mut streams = match StreamSet::new(&spec, End::Server) {
             Ok(s) => s,
             Err(e) => {
                 conn.refuse(&format!("{e:#}"));
                 return Err(e);
             }
         };
+        streams.set_rtt(self.rtt);
         let mut cookie = [0u8; 16];
         getrandom::getrandom(&mut cookie)
             .map_err(|e| anyhow::anyhow!("no randomness for the test cookie: {e}"))?;
         let (tx, rx) = channel();
         self.registration.register(cookie, tx)?;
+        self.cookie = cookie;
         self.data_rx = Some(rx);
         self.t.begin(streams, client, spec);
         conn.accept(Cookie(cookie), clock.now())?;
@@ -516,7 +592,7 @@ impl Session<'_> {
 }
 
 /// Server-side checks a valid spec can still fail here.
-pub(crate) fn policy_refusal(spec: &TestSpec) -> Option<String> {
+fn policy_refusal(spec: &TestSpec) -> Option<String> {
     let cc = spec.congestion.as_ref()?;
     let available = sys::available_congestion()?;
     (!available.iter().any(|a| a == cc)).then(|| {

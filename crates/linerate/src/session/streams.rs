@@ -4,20 +4,22 @@
 //! Both the client and the server driver own one `StreamSet`. It must not speak the control
 //! protocol or print; it hands interval rows to the driver, which passes them to an observer.
 
-use std::net::{Shutdown, TcpStream};
+use std::net::{Shutdown, TcpStream, UdpSocket};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use linerate_proto::{
-    EndCondition, Flow, IntervalSample, ProcessCpu, SideResults, SocketReport, StreamResult,
-    StreamRole, TestSpec,
+    EndCondition, Flow, IntervalSample, ProcessCpu, Protocol, SideResults, SocketReport,
+    StreamResult, StreamRole, TestSpec,
 };
 
 use crate::measure::cost::CostMeter;
 use crate::measure::counters;
 use crate::measure::sys::{self, ZeroCopySource};
+use crate::measure::udp_sys;
+use crate::session::udp_stream::{self, UdpStreamSetup, UdpTrack};
 use crate::traffic::{
     ByteBudget, SendOptions, StartGate, StreamCounters, TrafficControl, receive_loop, send_loop,
 };
@@ -45,6 +47,9 @@ impl End {
 
 /// Socket timeout that lets blocked stream threads notice stop/abort.
 const POLL_TIMEOUT: Duration = Duration::from_millis(250);
+/// UDP socket buffers when -w does not say: large enough that a receiver on a fast path is not
+/// the first thing to drop (a 1 Gbit/s burst of 4 ms), small enough for many streams.
+const UDP_DEFAULT_BUFFER: u64 = 4 << 20;
 /// Stack for stream threads: they hold no deep recursion, and -P 1024 must stay cheap.
 const STREAM_STACK: usize = 256 * 1024;
 
@@ -61,19 +66,63 @@ pub struct IntervalRow {
     pub sample: IntervalSample,
 }
 
+/// A second handle on a stream's socket, for reading socket facts while the thread runs.
+enum Probe {
+    Tcp(TcpStream),
+    /// UDP sockets have no TCP_INFO; their facts are read once when the stream is added.
+    Udp,
+}
+
+impl Probe {
+    fn tcp_internals(&self) -> Option<linerate_proto::TcpInternals> {
+        match self {
+            Probe::Tcp(s) => sys::tcp_internals(s),
+            Probe::Udp => None,
+        }
+    }
+}
+
 struct LocalStream {
     id: u32,
     flow: Flow,
     role: StreamRole,
     counters: Arc<StreamCounters>,
-    /// A second handle on the socket for reading socket facts while the thread runs.
-    probe: TcpStream,
+    probe: Probe,
+    /// UDP streams: live counters and final figures.
+    udp: Option<UdpTrack>,
     socket: SocketReport,
     thread: Option<JoinHandle<()>>,
     intervals: Vec<IntervalSample>,
     last_us: u64,
     last_bytes: u64,
     omitted: Option<(u64, u64)>,
+}
+
+impl LocalStream {
+    fn new(
+        id: u32,
+        flow: Flow,
+        role: StreamRole,
+        counters: Arc<StreamCounters>,
+        probe: Probe,
+        socket: SocketReport,
+        thread: JoinHandle<()>,
+    ) -> Self {
+        Self {
+            id,
+            flow,
+            role,
+            counters,
+            probe,
+            udp: None,
+            socket,
+            thread: Some(thread),
+            intervals: Vec::new(),
+            last_us: 0,
+            last_bytes: 0,
+            omitted: None,
+        }
+    }
 }
 
 /// The local streams of one test.
@@ -89,7 +138,14 @@ pub struct StreamSet {
     omit: Duration,
     cost: Option<CostMeter>,
     peer_program: Option<&'static str>,
+    /// Time base of UDP datagram timestamps.
+    epoch: Instant,
+    /// How long UDP receivers keep listening after the end, for datagrams still in flight.
+    udp_quiet: Duration,
 }
+
+/// Shortest wait for UDP datagrams still in flight at the end (plus twice the RTT).
+pub const UDP_QUIET_MIN: Duration = Duration::from_millis(250);
 
 impl std::fmt::Debug for StreamSet {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -129,7 +185,71 @@ impl StreamSet {
             omit: Duration::from_millis(spec.omit_ms),
             cost: None,
             peer_program: None,
+            epoch: Instant::now(),
+            udp_quiet: UDP_QUIET_MIN,
         })
+    }
+
+    /// Sets how long UDP receivers wait for stragglers after the end: [`UDP_QUIET_MIN`] plus
+    /// twice the round trip (from the control connection), so a long path loses nothing.
+    pub fn set_rtt(&mut self, rtt: Option<Duration>) {
+        self.udp_quiet = UDP_QUIET_MIN + rtt.unwrap_or_default() * 2;
+    }
+
+    /// Configures `sock` as UDP stream `id` and spawns its thread (which waits for the start).
+    pub fn add_udp(&mut self, id: u32, sock: UdpSocket) -> Result<()> {
+        let flow =
+            self.spec.flow_of(id).with_context(|| format!("stream {id} is not in the test"))?;
+        let role = self.end.role(flow);
+        let want = self.spec.window_bytes.unwrap_or(UDP_DEFAULT_BUFFER);
+        // Best effort: a smaller buffer only makes the receiver drop sooner, which is reported.
+        let _ = udp_sys::set_udp_buffers(&sock, want);
+        sock.set_read_timeout(Some(Duration::from_millis(20))).context("cannot set a timeout")?;
+        sock.set_write_timeout(Some(Duration::from_millis(20))).context("cannot set a timeout")?;
+        let probe = sock.try_clone().context("cannot duplicate a UDP socket handle")?;
+        let counters = Arc::new(StreamCounters::default());
+        let (body, track) = udp_stream::prepare(UdpStreamSetup {
+            role,
+            sock,
+            ctl: self.ctl.clone(),
+            gate: self.gate.clone(),
+            counters: counters.clone(),
+            budget: self.budget.clone(),
+            datagram_bytes: self.spec.block_bytes,
+            bits_per_second: self.spec.bits_per_second,
+            epoch: self.epoch,
+            quiet: self.udp_quiet,
+        });
+        let name = format!("lr-u{}-{id}", if role == StreamRole::Sender { "tx" } else { "rx" });
+        let thread = std::thread::Builder::new()
+            .name(name)
+            .stack_size(STREAM_STACK)
+            .spawn(body)
+            .context("cannot start a stream thread (too many streams for this host?)")?;
+        let mut socket = SocketReport {
+            local_address: probe.local_addr().ok().map(|a| canonical(a).to_string()),
+            peer_address: probe.peer_addr().ok().map(|a| canonical(a).to_string()),
+            ..SocketReport::default()
+        };
+        let f = sys::socket_facts(&probe);
+        socket.send_buffer_bytes = f.send_buffer_bytes;
+        socket.recv_buffer_bytes = f.recv_buffer_bytes;
+        self.streams.push(LocalStream::new(id, flow, role, counters, Probe::Udp, socket, thread));
+        if let Some(s) = self.streams.last_mut() {
+            s.udp = Some(track);
+        }
+        Ok(())
+    }
+
+    /// The control connection signalled the end (the client's stop, or the peer's results):
+    /// senders stop; UDP receivers keep listening for stragglers, then end. TCP receivers are
+    /// left to see the sender's end-of-stream.
+    pub fn end_signalled(&self) {
+        if self.spec.protocol == Protocol::Udp {
+            self.finish();
+        } else {
+            self.stop_senders();
+        }
     }
 
     /// Configures `sock` as stream `id` and spawns its thread (which waits for the start).
@@ -139,22 +259,10 @@ impl StreamSet {
         let role = self.end.role(flow);
         configure_data_socket(&sock, &self.spec)?;
         let socket = socket_report(&sock);
-        let probe = sock.try_clone().context("cannot duplicate a data socket handle")?;
+        let probe = Probe::Tcp(sock.try_clone().context("cannot duplicate a data socket handle")?);
         let counters = Arc::new(StreamCounters::default());
         let thread = self.spawn(id, role, sock, counters.clone())?;
-        self.streams.push(LocalStream {
-            id,
-            flow,
-            role,
-            counters,
-            probe,
-            socket,
-            thread: Some(thread),
-            intervals: Vec::new(),
-            last_us: 0,
-            last_bytes: 0,
-            omitted: None,
-        });
+        self.streams.push(LocalStream::new(id, flow, role, counters, probe, socket, thread));
         Ok(())
     }
 
@@ -310,6 +418,9 @@ impl StreamSet {
             let bytes = s.counters.bytes();
             if s.omitted.is_none() && omit_us > 0 && t_us >= omit_us {
                 s.omitted = Some((bytes, end_us));
+                if let Some(u) = s.udp.as_mut() {
+                    u.mark_omitted();
+                }
             }
             if end_us <= s.last_us {
                 continue;
@@ -320,7 +431,8 @@ impl StreamSet {
                 end_us,
                 bytes: bytes - s.last_bytes,
                 omitted,
-                tcp: if intervals_on { sys::tcp_internals(&s.probe) } else { None },
+                tcp: if intervals_on { s.probe.tcp_internals() } else { None },
+                udp: s.udp.as_mut().map(|u| u.interval(s.role)),
             };
             s.last_us = end_us;
             s.last_bytes = bytes;
@@ -336,6 +448,12 @@ impl StreamSet {
                     prev.end_us = sample.end_us;
                     prev.bytes += sample.bytes;
                     prev.tcp = sample.tcp.or(prev.tcp);
+                    if let (Some(p), Some(n)) = (prev.udp.as_mut(), sample.udp) {
+                        p.datagrams += n.datagrams;
+                        p.lost += n.lost;
+                        p.out_of_order += n.out_of_order;
+                        p.jitter_ns = n.jitter_ns;
+                    }
                 }
                 _ => {
                     s.intervals.push(sample);
@@ -386,7 +504,8 @@ impl StreamSet {
 
     fn stream_result(&self, s: &LocalStream) -> StreamResult {
         // One TCP_INFO read serves both the snapshot and the retransmit count.
-        let tcp = sys::tcp_internals(&s.probe);
+        let tcp = s.probe.tcp_internals();
+        let (udp_sender, udp_receiver) = s.udp.as_ref().map_or((None, None), |u| u.results(s.role));
         let bytes = s.counters.bytes();
         let end = s.counters.end();
         let duration_us = end
@@ -399,7 +518,9 @@ impl StreamSet {
             None => (bytes, duration_us),
         };
         let mut socket = s.socket.clone();
-        refresh_socket_report(&mut socket, &s.probe);
+        if let Probe::Tcp(p) = &s.probe {
+            refresh_socket_report(&mut socket, p);
+        }
         StreamResult {
             id: s.id,
             flow: s.flow,
@@ -415,6 +536,8 @@ impl StreamSet {
                 .map(|t| u64::from(t.total_retrans)),
             tcp,
             thread_cpu: s.counters.thread_cpu(),
+            udp_sender,
+            udp_receiver,
             error: s.counters.error().or_else(|| {
                 (end.is_none() && self.started().is_some()).then(|| "did not finish".to_string())
             }),
@@ -440,7 +563,7 @@ pub fn canonical(addr: std::net::SocketAddr) -> std::net::SocketAddr {
     }
 }
 
-fn cpu_since(a: Option<ProcessCpu>, b: Option<ProcessCpu>) -> Option<ProcessCpu> {
+pub(super) fn cpu_since(a: Option<ProcessCpu>, b: Option<ProcessCpu>) -> Option<ProcessCpu> {
     let (a, b) = (a?, b?);
     Some(ProcessCpu {
         user_us: b.user_us.saturating_sub(a.user_us),

@@ -176,6 +176,8 @@ mod tests {
                 retransmits: None,
                 tcp: None,
                 thread_cpu: None,
+                udp_sender: None,
+                udp_receiver: None,
                 error: None,
             }],
             intervals_dropped: false,

@@ -3,6 +3,7 @@
 
 pub mod cost;
 pub mod summary;
+pub mod udp;
 pub mod verdict;
 
 pub use cost::{CostSummary, CpuBreakdown, cost_summary, cost_warnings};

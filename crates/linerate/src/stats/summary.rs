@@ -96,6 +96,9 @@ pub struct Summary {
     pub verdicts: Vec<crate::stats::Verdict>,
     /// Things in the figures the reader must know about, in plain words.
     pub warnings: Vec<String>,
+    /// UDP accounting per direction (UDP tests only).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub udp: Vec<crate::stats::udp::UdpSummary>,
 }
 
 /// Computes the summary of a run from both ends' raw results.
@@ -140,7 +143,9 @@ pub fn summarize(record: &RunRecord) -> Summary {
     let mut warnings: Vec<String> = idle_stream_warning(&streams).into_iter().collect();
     warnings.extend(cost.iter().flat_map(crate::stats::cost_warnings));
     warnings.extend(crate::stats::verdict::link_warning(record, &directions));
-    let verdicts = crate::stats::verdict::verdicts(record, &directions, &cost);
+    let udp = crate::stats::udp::summarize_udp(record);
+    warnings.extend(crate::stats::udp::udp_warnings(&udp));
+    let verdicts = crate::stats::verdict::verdicts(record, &directions, &cost, &udp);
     if cost.len() == 2 && same_host(record) {
         warnings.push(if same_process(record) {
             "client and server ran in one process (selftest): both ends' process and machine \
@@ -152,7 +157,7 @@ pub fn summarize(record: &RunRecord) -> Summary {
                 .to_string()
         });
     }
-    Summary { directions, streams, cost, verdicts, warnings }
+    Summary { directions, streams, cost, verdicts, warnings, udp }
 }
 
 /// True when both ends reported the same kernel and the same process id.
@@ -236,7 +241,6 @@ fn range<T: Ord + Copy>(values: impl Iterator<Item = T>) -> Option<(T, T)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{Outcome, SCHEMA_VERSION};
     use linerate_proto::{Direction, SocketReport, TestSpec};
 
     fn stream(id: u32, flow: Flow, role: StreamRole, bytes: u64, us: u64) -> StreamResult {
@@ -256,41 +260,22 @@ mod tests {
             retransmits: (role == StreamRole::Sender).then_some(u64::from(id)),
             tcp: None,
             thread_cpu: None,
+            udp_sender: None,
+            udp_receiver: None,
             error: None,
         }
     }
 
     fn record(client: Vec<StreamResult>, server: Vec<StreamResult>) -> RunRecord {
-        RunRecord {
-            schema_version: SCHEMA_VERSION,
-            software: "t".into(),
-            started_unix_ms: 0,
-            server: "h:1".into(),
-            local_address: None,
-            remote_address: None,
-            server_software: None,
-            spec: TestSpec {
-                direction: Direction::Bidirectional,
-                streams: 2,
-                ..TestSpec::default_tcp()
-            },
-            client: Some(SideResults {
-                software: "c".into(),
-                streams: client,
-                intervals_dropped: false,
-                cost: None,
-            }),
-            server_results: Some(SideResults {
-                software: "s".into(),
-                streams: server,
-                intervals_dropped: false,
-                cost: None,
-            }),
-            outcome: Outcome::Completed,
-            warnings: vec![],
-            link: None,
-            server_output: None,
-        }
+        let side = |software: &str, streams| SideResults {
+            software: software.into(),
+            streams,
+            intervals_dropped: false,
+            cost: None,
+        };
+        let spec =
+            TestSpec { direction: Direction::Bidirectional, streams: 2, ..TestSpec::default_tcp() };
+        RunRecord::for_tests(spec, side("c", client), side("s", server))
     }
 
     #[test]

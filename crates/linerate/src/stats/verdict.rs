@@ -23,9 +23,10 @@
 
 use serde::Serialize;
 
-use linerate_proto::{Flow, StreamRole, TestSpec};
+use linerate_proto::{Flow, Protocol, StreamRole, TestSpec};
 
 use crate::record::{LinkAssumption, RunRecord};
+use crate::stats::udp::{UdpSummary, udp_verdict};
 use crate::stats::{CostSummary, DirectionSummary};
 
 const PACING_REACHED: f64 = 0.95;
@@ -54,6 +55,10 @@ pub enum Limit {
     CongestionLoss,
     /// The network path, by elimination.
     Path,
+    /// UDP: the receiving host's socket buffer overflowed.
+    ReceiverBuffer,
+    /// UDP: datagrams were lost between the hosts.
+    PathLoss,
 }
 
 /// The verdict for one direction.
@@ -130,8 +135,24 @@ pub fn verdicts(
     record: &RunRecord,
     directions: &[DirectionSummary],
     cost: &[CostSummary],
+    udp: &[UdpSummary],
 ) -> Vec<Verdict> {
-    directions.iter().map(|d| verdict(record, d, cost)).collect()
+    directions
+        .iter()
+        .map(|d| {
+            let u = udp.iter().find(|u| u.flow == d.flow);
+            let v = u.and_then(|u| udp_verdict(u, d, record.spec.bits_per_second));
+            match v {
+                Some((summary, evidence, receiver)) => Verdict {
+                    flow: d.flow,
+                    limit: if receiver { Limit::ReceiverBuffer } else { Limit::PathLoss },
+                    summary,
+                    evidence,
+                },
+                None => verdict(record, d, cost),
+            }
+        })
+        .collect()
 }
 
 fn verdict(record: &RunRecord, d: &DirectionSummary, cost: &[CostSummary]) -> Verdict {
@@ -210,8 +231,11 @@ fn verdict(record: &RunRecord, d: &DirectionSummary, cost: &[CostSummary]) -> Ve
             evidence,
         );
     }
-    let why =
-        if tcp.is_none() { " (no TCP internals from the sender: limits not checked)" } else { "" };
+    let why = match (tcp, record.spec.protocol) {
+        (_, Protocol::Udp) => " (UDP: no loss to speak of, sender not CPU-bound)",
+        (None, _) => " (no TCP internals from the sender: limits not checked)",
+        _ => "",
+    };
     make(
         Limit::Path,
         format!(
@@ -381,6 +405,8 @@ mod rule_tests {
             retransmits: None,
             tcp,
             thread_cpu: thread,
+            udp_sender: None,
+            udp_receiver: None,
             error: None,
         };
         let cost = HostCost {

@@ -76,6 +76,12 @@ pub fn params(
     client_version: &str,
     get_server_output: bool,
 ) -> Result<String, String> {
+    if spec.protocol == Protocol::Udp {
+        return Err(
+            "UDP (-u) against iperf3 servers is not supported yet; run `linerate server` on the far end"
+                .into(),
+        );
+    }
     if spec.streams > 128 {
         return Err(format!(
             "iperf3 servers accept at most 128 streams (-P {}); use -P 128 or fewer",

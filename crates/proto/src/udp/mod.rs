@@ -24,6 +24,7 @@ mod header;
 mod histogram;
 mod jitter;
 mod pacer;
+mod results;
 mod tracker;
 mod window;
 
@@ -35,6 +36,7 @@ pub use header::{BufferTooShort, DatagramHeader, SeqWidth, Unwrapper, header_len
 pub use histogram::DurationHistogram;
 pub use jitter::{JitterMeter, JitterSummary};
 pub use pacer::{BURST_WINDOW, Pacer};
+pub use results::{UdpCounts, UdpIntervalSample, UdpReceiverResult, UdpSenderResult};
 pub use tracker::{
     Arrival, DEFAULT_WINDOW_BITS, Inconsistency, MAX_JUMP, MAX_WINDOW_BITS, REORDER_BUCKETS,
     SequenceTracker, Settled, TrackerCounts, TrackerDelta,

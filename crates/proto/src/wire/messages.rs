@@ -22,12 +22,14 @@ pub enum Capability {
     Pacing,
     /// Zero-copy sending (`-Z`).
     Zerocopy,
+    /// UDP data streams (`-u`).
+    Udp,
 }
 
 impl Capability {
     /// Every capability this crate knows, in a stable order.
-    pub const ALL: [Capability; 5] =
-        [Self::Tcp, Self::Reverse, Self::Bidir, Self::Pacing, Self::Zerocopy];
+    pub const ALL: [Capability; 6] =
+        [Self::Tcp, Self::Reverse, Self::Bidir, Self::Pacing, Self::Zerocopy, Self::Udp];
 
     /// The wire name.
     pub fn as_str(self) -> &'static str {
@@ -37,6 +39,7 @@ impl Capability {
             Self::Bidir => "bidir",
             Self::Pacing => "pacing",
             Self::Zerocopy => "zerocopy",
+            Self::Udp => "udp",
         }
     }
 

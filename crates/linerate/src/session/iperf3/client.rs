@@ -67,7 +67,6 @@ fn drive(
     let (stream, server) = connect_any(&addrs, plan)?;
     record.local_address = stream.local_addr().ok().map(|a| a.to_string());
     record.remote_address = Some(server.to_string());
-    let local_ip = stream.local_addr().ok().map(|a| a.ip());
     let mut ctrl = ControlChannel::new(stream)?;
     let mut random = [0u8; 36];
     getrandom::getrandom(&mut random)
@@ -101,7 +100,8 @@ fn drive(
                             remote: server.to_string(),
                             server_software: "iperf3",
                         });
-                        let mut set = open_streams(plan, |_| cookie.to_vec(), server, local_ip)?;
+                        let mut set =
+                            open_streams(plan, &plan.spec, |_| cookie.to_vec(), server, &ctrl)?;
                         set.set_peer_program("iperf3");
                         *streams = Some(set);
                     }

@@ -50,6 +50,8 @@ pub(crate) fn peer_side(r: &Iperf3Results, spec: &TestSpec, peer: End) -> SideRe
                 retransmits: u64::try_from(s.retransmits).ok(),
                 tcp: None,
                 thread_cpu: None,
+                udp_sender: None,
+                udp_receiver: None,
                 error: None,
             }
         })

@@ -21,7 +21,7 @@ use linerate_proto::{ProtoError, SideResults, TestSpec};
 
 use super::{forgive_end_of_test_resets, peer_side};
 use crate::session::served::ServedTest;
-use crate::session::server::{Iperf3Conn, Registration, ServerNote, Shared, policy_refusal};
+use crate::session::server::{Iperf3Conn, Registration, ServerNote, Shared};
 use crate::session::{Clock, ControlChannel, End, StreamSet};
 
 /// How long receivers may take to notice the end (their socket poll is 250 ms).
@@ -149,7 +149,7 @@ impl Session<'_> {
         m: &mut Iperf3Server,
         clock: &Clock,
     ) -> Result<()> {
-        if let Some(why) = policy_refusal(&req.spec) {
+        if let Some(why) = self.t.shared.refusal(&req.spec) {
             m.refuse(errno::SET_CONGESTION);
             bail!("refused an iperf3 client: {why}");
         }

@@ -1,0 +1,123 @@
+//! UDP tests on real loopback sockets: pacing, accounting on both ends, directions, the
+//! datagram size default, and refusals. Loopback only; every run is bounded.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::util::{Server, client_json, run, streams};
+
+fn udp(doc: &Value, dir: usize) -> &Value {
+    &doc["summary"]["udp"][dir]
+}
+
+fn n(v: &Value, key: &str) -> u64 {
+    v[key].as_u64().unwrap_or_else(|| panic!("no {key} in {v}"))
+}
+
+#[test]
+fn paced_udp_arrives_whole_at_the_rate_asked() {
+    let _serial = crate::util::exclusive();
+    let srv = Server::start(&[]);
+    let doc = client_json(srv.port, &["-u", "-b", "200M", "-l", "1472", "-t", "2", "-i", "0.5"]);
+    assert_eq!(doc["record"]["outcome"]["status"], "completed", "{doc}");
+    let u = udp(&doc, 0);
+    let sent = n(u, "sent");
+    assert!(sent > 30_000, "{u}");
+    assert_eq!(n(u, "received"), sent, "loopback at 200M loses nothing: {u}");
+    assert_eq!(n(u, "lost"), 0);
+    assert_eq!(n(u, "duplicates"), 0);
+    let rate = doc["summary"]["directions"][0]["sender"]["bits_per_second"].as_f64().expect("r");
+    assert!((rate / 200e6 - 1.0).abs() < 0.01, "sender rate {rate} within 1 % of 200M");
+    let rx_rate =
+        doc["summary"]["directions"][0]["receiver"]["bits_per_second"].as_f64().expect("r");
+    assert!((rx_rate / 200e6 - 1.0).abs() < 0.02, "receiver rate {rx_rate}");
+    let burst = u["burstiness"].as_f64().expect("burstiness");
+    assert!(burst < 3.0, "smooth pacing: at most {burst}x the even share per ms");
+    assert_eq!(
+        doc["summary"]["verdicts"][0]["limit"], "pacing_target",
+        "{}",
+        doc["summary"]["verdicts"]
+    );
+    // Interval lines carry datagram counts that add up to the total.
+    let rx = &streams(&doc, "server_results")[0];
+    let per_interval: u64 =
+        rx["intervals"].as_array().expect("iv").iter().map(|i| n(&i["udp"], "datagrams")).sum();
+    assert_eq!(per_interval, n(&rx["udp_receiver"]["counts"], "received"));
+}
+
+#[test]
+fn reverse_parallel_and_bidir_udp_account_for_every_datagram() {
+    let _serial = crate::util::exclusive();
+    let srv = Server::start(&[]);
+    for args in [&["-R", "-P", "2"][..], &["--bidir"][..]] {
+        let mut all = vec!["-u", "-b", "50M", "-l", "1400", "-t", "1"];
+        all.extend_from_slice(args);
+        let doc = client_json(srv.port, &all);
+        let dirs = doc["summary"]["udp"].as_array().expect("udp");
+        assert_eq!(dirs.len(), if args[0] == "--bidir" { 2 } else { 1 }, "{args:?}");
+        for u in dirs {
+            assert!(n(u, "sent") > 3000, "{args:?}: {u}");
+            assert_eq!(n(u, "received") + n(u, "lost"), n(u, "sent"), "{args:?}: {u}");
+            assert_eq!(n(u, "lost"), 0, "{args:?}: loopback at 50M: {u}");
+        }
+    }
+}
+
+#[test]
+fn byte_budget_udp_stops_and_ends_without_a_stop_message() {
+    let srv = Server::start(&[]);
+    for extra in [&[][..], &["-R"][..]] {
+        let mut args = vec!["-u", "-b", "100M", "-l", "1000", "-n", "2M"];
+        args.extend_from_slice(extra);
+        let doc = client_json(srv.port, &args);
+        let u = udp(&doc, 0);
+        let sent = n(u, "sent");
+        assert_eq!(sent, 2 * 1024 * 1024 / 1000 + 1, "{extra:?}: whole datagrams to cover -n: {u}");
+        assert_eq!(n(u, "received"), sent, "{extra:?}");
+    }
+}
+
+#[test]
+fn default_datagram_fits_the_path_mtu() {
+    let srv = Server::start(&[]);
+    let doc = client_json(srv.port, &["-u", "-t", "0.5"]);
+    // Loopback's MTU is 65536: the largest IPv4 datagram, 65507 bytes, fits unfragmented.
+    assert_eq!(doc["record"]["spec"]["block_bytes"], 65507);
+    assert_eq!(doc["record"]["spec"]["bits_per_second"], 1 << 20, "default rate 1 Mbit/s");
+    assert_eq!(n(udp(&doc, 0), "datagram_bytes"), 65507);
+}
+
+#[test]
+fn tcp_only_flags_with_udp_are_refused_by_name() {
+    for (flag, val) in [("-C", Some("cubic")), ("-M", Some("1000")), ("-N", None), ("-Z", None)] {
+        let mut args = vec!["client", "127.0.0.1", "-p", "1", "-u", flag];
+        args.extend(val);
+        let out = run(&args, Duration::from_secs(10));
+        assert_eq!(out.code, Some(2), "{args:?}: {}", out.stderr);
+        assert!(out.stderr.contains("TCP only"), "{args:?}: {}", out.stderr);
+    }
+    let out = run(&["client", "127.0.0.1", "-p", "1", "-u", "-l", "8"], Duration::from_secs(10));
+    assert!(out.stderr.contains("16..=65507"), "{}", out.stderr);
+}
+
+#[test]
+fn text_output_shows_udp_accounting() {
+    let srv = Server::start(&[]);
+    let port = srv.port.to_string();
+    let out = run(
+        &["client", "127.0.0.1", "-p", &port, "-u", "-b", "10M", "-t", "1", "-i", "0.5"],
+        Duration::from_secs(30),
+    );
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(out.stdout.contains("UDP C->S: 65507 B datagrams: sent"), "{}", out.stdout);
+    assert!(out.stdout.contains("lost 0 (0.000%)"), "{}", out.stdout);
+    assert!(out.stdout.contains("jitter"), "{}", out.stdout);
+    // The client prints its own interval lines: with -R it is the receiver.
+    let out = run(
+        &["client", "127.0.0.1", "-p", &port, "-u", "-b", "10M", "-t", "1", "-i", "0.5", "-R"],
+        Duration::from_secs(30),
+    );
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(out.stdout.contains("datagrams, 0 lost, 0 out of order, jitter"), "{}", out.stdout);
+}
