@@ -236,3 +236,24 @@ fn options_reach_a_real_iperf3_server_and_its_output_comes_back() {
     let sock = &doc["record"]["client"]["streams"][0]["socket"];
     assert!(sock["send_buffer_bytes"].as_u64().expect("sndbuf") >= 256 * 1024, "{sock}");
 }
+
+#[test]
+fn udp_against_a_real_iperf3_server_both_ways() {
+    let _serial = crate::util::exclusive();
+    let Some(srv) = Iperf3Server::start() else { return };
+    for extra in [&[][..], &["-R"][..]] {
+        let mut args = vec!["-u", "-b", "50M", "-l", "1400", "-t", "1"];
+        args.extend_from_slice(extra);
+        let doc = srv.client(&args);
+        assert_eq!(doc["record"]["outcome"]["status"], "completed", "{extra:?}");
+        let u = &doc["summary"]["udp"][0];
+        let sent = u["sent"].as_u64().expect("sent");
+        assert!(sent > 3000, "{extra:?}: {u}");
+        assert_eq!(u["received"].as_u64(), Some(sent), "{extra:?}: every datagram arrived: {u}");
+        assert_eq!(u["lost"], 0, "{extra:?}");
+        // The iperf3 side's own figures came back and were read.
+        let theirs = &doc["record"]["server_results"]["streams"][0];
+        let key = if extra.is_empty() { "udp_receiver" } else { "udp_sender" };
+        assert!(theirs[key].is_object(), "{extra:?}: {theirs}");
+    }
+}

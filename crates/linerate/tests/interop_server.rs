@@ -152,11 +152,9 @@ fn unsupported_iperf3_options_are_refused_by_name() {
         return;
     }
     let srv = Server::start(&[]);
-    for (args, option) in [
-        (&["-u", "-t", "1"][..], "UDP"),
-        (&["-t", "1", "-S", "8"][..], "--tos"),
-        (&["-t", "1", "-b", "10M/5"][..], "BURST"),
-    ] {
+    for (args, option) in
+        [(&["-t", "1", "-S", "8"][..], "--tos"), (&["-t", "1", "-b", "10M/5"][..], "BURST")]
+    {
         // iperf3 3.12 exits 0 even on errors when -J is given; its JSON says what failed.
         let (_, doc, _) = iperf3_client(srv.port, args);
         let err = doc["error"].as_str().unwrap_or_default();
@@ -204,4 +202,47 @@ fn an_iperf3_client_hears_that_the_server_is_shutting_down() {
     let (_, doc, _) = run.join().expect("client");
     let err = doc["error"].as_str().unwrap_or_default();
     assert!(err.contains("server has terminated"), "iperf3 says {err}");
+}
+
+#[test]
+fn real_iperf3_udp_clients_are_served_with_both_counter_widths() {
+    let _serial = crate::util::exclusive();
+    if !have_iperf3() {
+        return;
+    }
+    let srv = Server::start(&["-J"]);
+    let cases: [(&[&str], &str); 4] = [
+        (&["-u", "-b", "50M", "-l", "1400", "-t", "1"], "client_to_server"),
+        (&["-u", "-b", "50M", "-l", "1400", "-t", "1", "--udp-counters-64bit"], "client_to_server"),
+        (&["-u", "-b", "30M", "-l", "1200", "-t", "1", "-R", "-P", "2"], "server_to_client"),
+        (&["-u", "-b", "20M", "-l", "1000", "-n", "1M"], "client_to_server"),
+    ];
+    for (test, (args, flow)) in (1u64..).zip(cases) {
+        let (code, doc, stderr) = iperf3_client(srv.port, args);
+        assert_eq!(code, Some(0), "{args:?}: {stderr}");
+        assert!(doc.get("error").is_none(), "{args:?}: {}", doc["error"]);
+        let sum = &doc["end"]["sum"];
+        let packets = sum["packets"].as_u64().expect("packets");
+        assert!(packets > 100, "{args:?}: {sum}");
+        assert_eq!(sum["lost_packets"], 0, "{args:?}: loopback loses nothing: {sum}");
+        let rec = server_record(&srv, test);
+        assert!(rec["error"].is_null(), "{args:?}: server says {}", rec["error"]);
+        let ours: u64 = rec["server"]["streams"]
+            .as_array()
+            .expect("streams")
+            .iter()
+            .filter(|s| s["flow"] == flow)
+            .map(|s| {
+                let u =
+                    if flow == "client_to_server" { &s["udp_receiver"] } else { &s["udp_sender"] };
+                let n = if flow == "client_to_server" {
+                    &u["counts"]["received"]
+                } else {
+                    &u["datagrams"]
+                };
+                n.as_u64().unwrap_or_else(|| panic!("{args:?}: {s}"))
+            })
+            .sum();
+        assert_eq!(ours, packets, "{args:?}: the server's own count is what iperf3 reports");
+    }
 }

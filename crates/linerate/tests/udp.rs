@@ -121,3 +121,36 @@ fn text_output_shows_udp_accounting() {
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     assert!(out.stdout.contains("datagrams, 0 lost, 0 out of order, jitter"), "{}", out.stdout);
 }
+
+#[test]
+fn iperf3_shaped_json_has_iperf3s_udp_keys() {
+    let srv = Server::start(&[]);
+    let port = srv.port.to_string();
+    let out = run(
+        &[
+            "client",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "-u",
+            "-b",
+            "20M",
+            "-l",
+            "1000",
+            "-t",
+            "1",
+            "-J",
+            "--json-format",
+            "iperf3",
+        ],
+        Duration::from_secs(30),
+    );
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let doc = out.json();
+    let sum = &doc["end"]["sum"];
+    let packets = n(sum, "packets");
+    assert!((2400..=2600).contains(&packets), "20 Mbit/s of 1000-byte datagrams for 1 s: {sum}");
+    assert_eq!(n(sum, "lost_packets"), 0);
+    assert!(sum["jitter_ms"].as_f64().is_some(), "{sum}");
+    assert_eq!(n(&doc["end"]["sum_sent"], "packets"), packets);
+}

@@ -33,8 +33,18 @@ pub fn document(record: &RunRecord) -> Value {
     };
     for d in &summary.directions {
         let secs = d.sender.as_ref().map_or(0.0, |s| s.figures.seconds);
-        end.insert(name(d.flow, "sum_sent"), sum(d.sender.as_ref(), secs, true));
-        end.insert(name(d.flow, "sum_received"), sum(d.receiver.as_ref(), secs, false));
+        let mut sent = sum(d.sender.as_ref(), secs, true);
+        let mut received = sum(d.receiver.as_ref(), secs, false);
+        if let Some(u) = summary.udp.iter().find(|u| u.flow == d.flow) {
+            udp_sum(&mut sent, u);
+            udp_sum(&mut received, u);
+            // iperf3 -u -J has a combined `sum` (the client's direction) beside the two.
+            if !end.contains_key("sum") {
+                end.insert("sum".into(), received.clone());
+            }
+        }
+        end.insert(name(d.flow, "sum_sent"), sent);
+        end.insert(name(d.flow, "sum_received"), received);
     }
     let cpu = |end: &str| summary.cost.iter().find(|c| c.end == end);
     let pct = |v: Option<f64>| json!(v.unwrap_or(0.0));
@@ -89,6 +99,15 @@ fn sum(side: Option<&SideFigures>, secs: f64, sender: bool) -> Value {
         v["retransmits"] = json!(r);
     }
     v
+}
+
+/// iperf3's UDP keys: datagrams, loss (settled from both ends) and jitter.
+fn udp_sum(v: &mut Value, u: &crate::stats::udp::UdpSummary) {
+    v["jitter_ms"] = json!(u.jitter_ms.unwrap_or(0.0));
+    v["lost_packets"] = json!(u.lost);
+    v["packets"] = json!(u.sent.unwrap_or(u.received + u.lost));
+    v["lost_percent"] = json!(u.loss_percent.unwrap_or(0.0));
+    v["out_of_order"] = json!(u.out_of_order);
 }
 
 fn start(record: &RunRecord) -> Value {

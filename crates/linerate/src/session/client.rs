@@ -16,6 +16,7 @@ use socket2::{Domain, Socket, Type};
 use crate::measure::sys;
 use crate::plan::ClientPlan;
 use crate::record::{Outcome, RunRecord, SCHEMA_VERSION, unix_ms_now};
+use crate::session::udp::{Handshake, connect_stream};
 use crate::session::{
     Clock, ControlChannel, End, Interrupt, LiveEvent, NO_PROGRESS_TIMEOUT, Observer, Recv,
     SOFTWARE, StreamSet, wait_for_input,
@@ -161,7 +162,7 @@ impl<'p> ClientRun<'p> {
                 self.record.server_software = Some(server_software);
                 let hello = |id| DataHello { cookie, stream_id: id }.encode().to_vec();
                 let spec = conn.spec();
-                self.streams = Some(open_streams(self.plan, spec, hello, server, ctrl)?);
+                self.streams = Some(open_streams(self.plan, spec, hello, server, ctrl, false)?);
             }
             ClientEvent::Start => {
                 let streams = self.streams.as_mut().context("start before streams")?;
@@ -408,6 +409,7 @@ pub(super) fn open_streams(
     hello: impl Fn(u32) -> Vec<u8>,
     server: SocketAddr,
     ctrl: &ControlChannel,
+    iperf3_peer: bool,
 ) -> Result<StreamSet> {
     let local_ip = ctrl.stream().local_addr().ok().map(|a| a.ip());
     let mut set = StreamSet::new(spec, End::Client)?;
@@ -422,7 +424,11 @@ pub(super) fn open_streams(
         };
         let bind_ip = plan.bind.or(if port.is_some() { local_ip } else { None });
         if spec.protocol == Protocol::Udp {
-            let sock = crate::session::udp::connect_stream(server, bind_ip, port, &hello(id))
+            let bytes = hello(id);
+            let echo = [bytes.as_slice()];
+            let hs =
+                if iperf3_peer { Handshake::iperf3() } else { Handshake::native(&bytes, &echo) };
+            let sock = connect_stream(server, bind_ip, port, hs)
                 .with_context(|| format!("UDP stream {id}"))?;
             set.add_udp(id, sock).with_context(|| format!("UDP stream {id}"))?;
             continue;

@@ -111,6 +111,8 @@ pub(crate) type Iperf3Conn = (u64, TcpStream);
 pub(crate) struct Shared {
     registry: Mutex<HashMap<[u8; 16], Sender<DataConn>>>,
     pub(crate) iperf3: Mutex<HashMap<[u8; COOKIE_LEN], Sender<Iperf3Conn>>>,
+    /// iperf3 UDP tests opening their streams, by client address.
+    pub(crate) iperf3_udp: Mutex<HashMap<IpAddr, Sender<SocketAddr>>>,
     shutting_down: AtomicBool,
     signal_name: Mutex<&'static str>,
     next_test: AtomicU64,
@@ -119,7 +121,7 @@ pub(crate) struct Shared {
     /// Why UDP tests cannot be served, if they cannot.
     udp_unavailable: Option<String>,
     /// The listening port (UDP streams use the same number).
-    port: u16,
+    pub(crate) port: u16,
     pub(crate) notes: NoteSink,
 }
 
@@ -146,6 +148,23 @@ impl Shared {
     /// How many other tests run now, besides the caller's.
     pub(crate) fn others_running(&self) -> u32 {
         self.active_tests.load(Ordering::SeqCst).saturating_sub(1)
+    }
+
+    /// Routes a datagram that reached the UDP port's unconnected socket: a linerate hello by
+    /// its cookie, an iperf3 connect by the client's address (iperf3 sends no cookie on UDP).
+    fn route_udp(&self, datagram: &[u8], from: SocketAddr) {
+        if let Some(h) = crate::session::udp::native_hello(datagram) {
+            let tx = self.registry.lock().ok().and_then(|r| r.get(&h.cookie.0).cloned());
+            if let Some(tx) = tx {
+                let _ = tx.send((h.stream_id, DataSock::Udp(from)));
+            }
+        } else if crate::session::udp::is_iperf3_connect(datagram) {
+            let ip = crate::session::streams::canonical(from).ip();
+            let tx = self.iperf3_udp.lock().ok().and_then(|r| r.get(&ip).cloned());
+            if let Some(tx) = tx {
+                let _ = tx.send(from);
+            }
+        }
     }
 
     /// Why this server cannot run `spec`, if it cannot.
@@ -199,6 +218,7 @@ impl Server {
         let shared = Arc::new(Shared {
             registry: Mutex::new(HashMap::new()),
             iperf3: Mutex::new(HashMap::new()),
+            iperf3_udp: Mutex::new(HashMap::new()),
             shutting_down: AtomicBool::new(false),
             signal_name: Mutex::new("a stop request"),
             next_test: AtomicU64::new(1),
@@ -212,13 +232,7 @@ impl Server {
         let udp_thread = match self.udp {
             Ok(acceptor) => {
                 let routes = shared.clone();
-                Some(acceptor.spawn(udp_stop.clone(), move |hello, from| {
-                    let tx =
-                        routes.registry.lock().ok().and_then(|r| r.get(&hello.cookie.0).cloned());
-                    if let Some(tx) = tx {
-                        let _ = tx.send((hello.stream_id, DataSock::Udp(from)));
-                    }
-                })?)
+                Some(acceptor.spawn(udp_stop.clone(), move |d, from| routes.route_udp(d, from))?)
             }
             Err(_) => None,
         };

@@ -23,6 +23,7 @@ use crate::session::udp_stream::{self, UdpStreamSetup, UdpTrack};
 use crate::traffic::{
     ByteBudget, SendOptions, StartGate, StreamCounters, TrafficControl, receive_loop, send_loop,
 };
+use linerate_proto::udp::SeqWidth;
 
 /// Which end of the test this process is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,6 +143,8 @@ pub struct StreamSet {
     epoch: Instant,
     /// How long UDP receivers keep listening after the end, for datagrams still in flight.
     udp_quiet: Duration,
+    /// Width of UDP sequence numbers (64-bit except for iperf3 peers without 64-bit counters).
+    seq_width: SeqWidth,
 }
 
 /// Shortest wait for UDP datagrams still in flight at the end (plus twice the RTT).
@@ -187,6 +190,7 @@ impl StreamSet {
             peer_program: None,
             epoch: Instant::now(),
             udp_quiet: UDP_QUIET_MIN,
+            seq_width: SeqWidth::Bits64,
         })
     }
 
@@ -194,6 +198,11 @@ impl StreamSet {
     /// twice the round trip (from the control connection), so a long path loses nothing.
     pub fn set_rtt(&mut self, rtt: Option<Duration>) {
         self.udp_quiet = UDP_QUIET_MIN + rtt.unwrap_or_default() * 2;
+    }
+
+    /// Sets the UDP sequence number width (iperf3 peers use 32 bits unless asked otherwise).
+    pub fn set_seq_width(&mut self, width: SeqWidth) {
+        self.seq_width = width;
     }
 
     /// Configures `sock` as UDP stream `id` and spawns its thread (which waits for the start).
@@ -219,6 +228,7 @@ impl StreamSet {
             bits_per_second: self.spec.bits_per_second,
             epoch: self.epoch,
             quiet: self.udp_quiet,
+            width: self.seq_width,
         });
         let name = format!("lr-u{}-{id}", if role == StreamRole::Sender { "tx" } else { "rx" });
         let thread = std::thread::Builder::new()

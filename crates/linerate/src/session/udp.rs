@@ -16,9 +16,10 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+use linerate_proto::iperf3::{UDP_CONNECT, UDP_CONNECT_LEGACY, UDP_REPLY, UDP_REPLY_LEGACY};
 use linerate_proto::wire::{DATA_HELLO_LEN, DataHello};
 use socket2::{Domain, Protocol, Socket, Type};
 
@@ -27,30 +28,67 @@ pub const HELLO_TRIES: u32 = 3;
 /// How long the client waits for each echo.
 pub const HELLO_WAIT: Duration = Duration::from_secs(1);
 
-/// Opens the client's socket for one UDP stream and completes the hello exchange.
+/// How a client opens one UDP stream: what it sends, what answers count, how often it tries.
+#[derive(Debug, Clone, Copy)]
+pub struct Handshake<'a> {
+    /// The datagram that opens the stream.
+    pub hello: &'a [u8],
+    /// Answers that mean "attached".
+    pub replies: &'a [&'a [u8]],
+    /// Sends before giving up.
+    pub tries: u32,
+    /// Wait for an answer after each send.
+    pub wait: Duration,
+}
+
+impl<'a> Handshake<'a> {
+    /// linerate's: the data hello, echoed; resent up to [`HELLO_TRIES`] times.
+    pub fn native(hello: &'a [u8], echo: &'a [&'a [u8]]) -> Self {
+        Self { hello, replies: echo, tries: HELLO_TRIES, wait: HELLO_WAIT }
+    }
+
+    /// iperf3's: "9876", answered by "6789" (or the pre-3.12 value). Sent once: a repeat
+    /// would reach an iperf3 server's stream socket as a malformed data datagram.
+    pub fn iperf3() -> Self {
+        Self {
+            hello: &UDP_CONNECT,
+            replies: &[&UDP_REPLY, &UDP_REPLY_LEGACY],
+            tries: 1,
+            wait: Duration::from_secs(5),
+        }
+    }
+}
+
+/// Opens the client's socket for one UDP stream and completes the handshake.
 pub fn connect_stream(
     server: SocketAddr,
     bind_ip: Option<IpAddr>,
     port: Option<u16>,
-    hello: &[u8],
+    hs: Handshake<'_>,
 ) -> Result<UdpSocket> {
     let local = SocketAddr::new(bind_ip.unwrap_or_else(|| unspecified(server)), port.unwrap_or(0));
     let sock =
         UdpSocket::bind(local).with_context(|| format!("cannot bind a UDP socket to {local}"))?;
     sock.connect(server).with_context(|| format!("cannot address UDP to {server}"))?;
-    sock.set_read_timeout(Some(HELLO_WAIT)).context("cannot set a UDP socket timeout")?;
-    let mut echo = [0u8; 64];
-    for _ in 0..HELLO_TRIES {
-        sock.send(hello).context("cannot send the UDP stream hello")?;
-        match sock.recv(&mut echo) {
-            Ok(n) if echo[..n] == *hello => return Ok(sock),
-            // A stale or foreign datagram, or ICMP port unreachable: try again.
-            Ok(_) | Err(_) => {}
+    sock.set_read_timeout(Some(hs.wait)).context("cannot set a UDP socket timeout")?;
+    let mut answer = [0u8; 64];
+    for _ in 0..hs.tries {
+        sock.send(hs.hello).context("cannot send the UDP stream hello")?;
+        let deadline = Instant::now() + hs.wait;
+        // Skip stale or foreign datagrams until an answer, an error (ICMP port unreachable,
+        // timeout) or the end of the wait.
+        while Instant::now() < deadline {
+            match sock.recv(&mut answer) {
+                Ok(n) if hs.replies.iter().any(|r| answer[..n] == **r) => return Ok(sock),
+                Ok(_) => {}
+                Err(_) => break,
+            }
         }
     }
     bail!(
-        "no answer to the UDP stream hello from {server} after {HELLO_TRIES} tries: is UDP port {} \
+        "no answer to the UDP stream hello from {server} after {} tries: is UDP port {} \
          blocked by a firewall, or is the server's UDP port taken by another program?",
+        hs.tries,
         server.port()
     )
 }
@@ -105,27 +143,36 @@ impl UdpAcceptor {
         Ok(Self { sock: sock.into() })
     }
 
-    /// Reads hellos until `stop`, handing each valid one to `route` with the sender's address.
-    /// Anything else on the port is ignored (a stale data datagram, a scan).
+    /// Reads datagrams until `stop`, handing each to `route` with the sender's address;
+    /// `route` decides what is a hello (linerate's or iperf3's) and ignores the rest (a stale
+    /// data datagram, a scan).
     pub fn spawn(
         self,
         stop: Arc<AtomicBool>,
-        route: impl Fn(DataHello, SocketAddr) + Send + 'static,
+        route: impl Fn(&[u8], SocketAddr) + Send + 'static,
     ) -> Result<JoinHandle<()>> {
         std::thread::Builder::new()
             .name("lr-udp-accept".into())
             .spawn(move || {
                 let mut buf = [0u8; 2048];
                 while !stop.load(Ordering::SeqCst) {
-                    let Ok((n, from)) = self.sock.recv_from(&mut buf) else { continue };
-                    let hello = <&[u8; DATA_HELLO_LEN]>::try_from(&buf[..n]).ok();
-                    if let Some(h) = hello.and_then(DataHello::decode) {
-                        route(h, from);
+                    if let Ok((n, from)) = self.sock.recv_from(&mut buf) {
+                        route(&buf[..n], from);
                     }
                 }
             })
             .context("cannot start the UDP accept thread")
     }
+}
+
+/// A linerate UDP stream hello, if `datagram` is one.
+pub fn native_hello(datagram: &[u8]) -> Option<DataHello> {
+    <&[u8; DATA_HELLO_LEN]>::try_from(datagram).ok().and_then(DataHello::decode)
+}
+
+/// True if `datagram` is an iperf3 client's UDP stream connect (3.12+ or older).
+pub fn is_iperf3_connect(datagram: &[u8]) -> bool {
+    datagram == UDP_CONNECT || datagram == UDP_CONNECT_LEGACY
 }
 
 #[cfg(test)]
@@ -141,13 +188,15 @@ mod tests {
         let stop = Arc::new(AtomicBool::new(false));
         let (tx, rx) = std::sync::mpsc::channel();
         let t = acceptor
-            .spawn(stop.clone(), move |h, from| {
+            .spawn(stop.clone(), move |d, from| {
+                let Some(h) = native_hello(d) else { return };
                 let s = accept_stream(server, from, &h.encode()).expect("accept");
                 tx.send((h, s)).expect("send");
             })
             .expect("spawn");
         let hello = DataHello { cookie: Cookie([9; 16]), stream_id: 3 }.encode();
-        let client = connect_stream(server, None, None, &hello).expect("connect");
+        let client =
+            connect_stream(server, None, None, Handshake::native(&hello, &[&hello])).expect("c");
         let (h, srv_sock) = rx.recv_timeout(Duration::from_secs(5)).expect("routed");
         assert_eq!(h.stream_id, 3);
         client.send(b"data").expect("send");
@@ -163,7 +212,9 @@ mod tests {
         // A bound socket that never answers.
         let silent = UdpSocket::bind("127.0.0.1:0").expect("bind");
         let addr = silent.local_addr().expect("addr");
-        let err = connect_stream(addr, None, None, &[0u8; DATA_HELLO_LEN]).unwrap_err();
+        let hello = [0u8; DATA_HELLO_LEN];
+        let err =
+            connect_stream(addr, None, None, Handshake::native(&hello, &[&hello])).unwrap_err();
         assert!(format!("{err:#}").contains("firewall"), "{err:#}");
     }
 }

@@ -50,6 +50,7 @@ pub(super) struct UdpStreamSetup {
     pub bits_per_second: u64,
     pub epoch: Instant,
     pub quiet: Duration,
+    pub width: SeqWidth,
 }
 
 /// The thread body of a UDP stream and the handle the stream set keeps.
@@ -74,7 +75,7 @@ pub(super) fn prepare(setup: UdpStreamSetup) -> (impl FnOnce() + Send + 'static,
                     datagram_bytes: bytes,
                     bits_per_second: s.bits_per_second,
                     budget: s.budget.as_deref(),
-                    width: SeqWidth::Bits64,
+                    width: s.width,
                     epoch: s.epoch,
                     gso: true,
                 };
@@ -87,7 +88,7 @@ pub(super) fn prepare(setup: UdpStreamSetup) -> (impl FnOnce() + Send + 'static,
             StreamRole::Receiver => {
                 let opts = UdpReceiveOptions {
                     datagram_bytes: bytes,
-                    width: SeqWidth::Bits64,
+                    width: s.width,
                     epoch: s.epoch,
                     quiet: s.quiet,
                     gro: false,

@@ -122,9 +122,9 @@ pub fn results_from_side(side: &SideResults) -> Iperf3Results {
                     (StreamRole::Sender, Some(r)) => i64::try_from(r).unwrap_or(i64::MAX),
                     _ => -1,
                 },
-                jitter: 0.0,
-                errors: 0,
-                packets: 0,
+                jitter: s.udp_receiver.map_or(0.0, |r| r.jitter_ns as f64 / 1e9),
+                errors: udp_errors(s),
+                packets: udp_packets(s),
                 start_time: Some(0.0),
                 end_time: Some(s.measured_us() as f64 / 1e6),
             })
@@ -132,6 +132,22 @@ pub fn results_from_side(side: &SideResults) -> Iperf3Results {
         server_output_text: None,
         server_output_json: None,
     }
+}
+
+/// UDP datagrams lost as iperf3 reports them: gaps the receiver saw (0 for senders and TCP).
+fn udp_errors(s: &crate::results::StreamResult) -> i64 {
+    s.udp_receiver.map_or(0, |r| i64::try_from(r.measured().lost).unwrap_or(i64::MAX))
+}
+
+/// UDP datagram count as iperf3 reports it: sent (sender) or the highest sequence number seen
+/// (receiver); 0 for TCP.
+fn udp_packets(s: &crate::results::StreamResult) -> i64 {
+    let n = match (s.udp_sender, s.udp_receiver) {
+        (Some(tx), _) => tx.measured_datagrams(),
+        (_, Some(rx)) => rx.measured().highest_seq,
+        _ => 0,
+    };
+    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 #[cfg(test)]

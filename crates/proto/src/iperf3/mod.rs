@@ -26,6 +26,17 @@ pub use server::{Iperf3Server, Iperf3ServerEvent};
 /// Length of the cookie: 36 printable characters and a NUL.
 pub const COOKIE_LEN: usize = 37;
 
+/// The datagram an iperf3 client sends to open each UDP stream (3.12+: ASCII "9876").
+pub const UDP_CONNECT: [u8; 4] = *b"9876";
+/// The server's answer from the stream's connected socket (3.12+: ASCII "6789").
+pub const UDP_REPLY: [u8; 4] = *b"6789";
+/// The answer of servers before 3.12 (987654321 as a little-endian int).
+pub const UDP_REPLY_LEGACY: [u8; 4] = [0xb1, 0x68, 0xde, 0x3a];
+/// The connect datagram of clients before 3.12 (123456789 as a little-endian int).
+pub const UDP_CONNECT_LEGACY: [u8; 4] = [0x15, 0xcd, 0x5b, 0x07];
+/// iperf3's default UDP rate per stream when the client sends no `bandwidth`, bit/s.
+pub const UDP_DEFAULT_RATE: u64 = 1 << 20;
+
 /// Largest results JSON accepted from a peer (its whole `-J` output can ride along with
 /// `--get-server-output`, so this is generous; parameters are far smaller).
 pub const MAX_RESULTS_JSON: u32 = 16 << 20;

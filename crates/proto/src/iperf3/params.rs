@@ -24,6 +24,8 @@ pub mod errno {
     pub const BUF_SIZE: i32 = 8;
     /// Invalid MSS.
     pub const MSS: i32 = 10;
+    /// Invalid UDP datagram size.
+    pub const UDP_BLOCK_SIZE: i32 = 20;
     /// Invalid omit period.
     pub const OMIT: i32 = 12;
     /// "Not implemented yet": an option this server does not support.
@@ -49,6 +51,8 @@ pub struct Iperf3Request {
     pub spec: TestSpec,
     /// The client wants the server's output in the results (`--get-server-output`).
     pub get_server_output: bool,
+    /// UDP datagrams carry 64-bit sequence numbers (`--udp-counters-64bit`), else 32-bit.
+    pub udp_counters_64bit: bool,
     /// The version the client says it is, if it says.
     pub client_version: Option<String>,
 }
@@ -76,12 +80,6 @@ pub fn params(
     client_version: &str,
     get_server_output: bool,
 ) -> Result<String, String> {
-    if spec.protocol == Protocol::Udp {
-        return Err(
-            "UDP (-u) against iperf3 servers is not supported yet; run `linerate server` on the far end"
-                .into(),
-        );
-    }
     if spec.streams > 128 {
         return Err(format!(
             "iperf3 servers accept at most 128 streams (-P {}); use -P 128 or fewer",
@@ -95,7 +93,8 @@ pub fn params(
         return Err("iperf3 servers accept TCP blocks of at most 1 MiB (-l 1M)".into());
     }
     let mut m = Map::new();
-    m.insert("tcp".into(), Value::Bool(true));
+    let udp = spec.protocol == Protocol::Udp;
+    m.insert(if udp { "udp" } else { "tcp" }.into(), Value::Bool(true));
     m.insert("omit".into(), json!(spec.omit_ms / 1000));
     let (time, num) = match spec.end {
         // The client owns the clock and sends TEST_END itself; the server uses `time` only
@@ -139,6 +138,10 @@ pub fn params(
     if get_server_output {
         m.insert("get_server_output".into(), json!(1));
     }
+    if udp {
+        // linerate's datagram header is iperf3's with 64-bit counters, in both directions.
+        m.insert("udp_counters_64bit".into(), json!(1));
+    }
     if spec.zerocopy {
         m.insert("zerocopy".into(), json!(1));
     }
@@ -174,14 +177,9 @@ pub fn request_from_params(bytes: &[u8]) -> Result<Iperf3Request, Iperf3Refusal>
             ),
         ));
     }
-    if m.contains_key("udp") {
-        return Err(refuse(
-            errno::UNIMPLEMENTED,
-            "UDP tests (-u) from iperf3 clients are not supported by this linerate server yet",
-        ));
-    }
+    let udp = m.contains_key("udp");
     let mut spec = TestSpec::default_tcp();
-    spec.protocol = Protocol::Tcp;
+    spec.protocol = if udp { Protocol::Udp } else { Protocol::Tcp };
     spec.direction = match (m.contains_key("reverse"), m.contains_key("bidirectional")) {
         (true, true) => {
             return Err(refuse(errno::REVERSE_BIDIR, "-R and --bidir cannot be combined"));
@@ -191,14 +189,18 @@ pub fn request_from_params(bytes: &[u8]) -> Result<Iperf3Request, Iperf3Refusal>
         (false, false) => Direction::Upload,
     };
     spec.streams = ranged(m, "parallel", 1, 128, errno::NUM_STREAMS)?.unwrap_or(1) as u32;
-    spec.block_bytes =
-        ranged(m, "len", 1, 1 << 20, errno::BLOCK_SIZE)?.unwrap_or(128 * 1024) as u32;
+    spec.block_bytes = if udp {
+        ranged(m, "len", 16, 65507, errno::UDP_BLOCK_SIZE)?.unwrap_or(1460) as u32
+    } else {
+        ranged(m, "len", 1, 1 << 20, errno::BLOCK_SIZE)?.unwrap_or(128 * 1024) as u32
+    };
     spec.omit_ms = ranged(m, "omit", 0, 600, errno::OMIT)?.unwrap_or(0) * 1000;
     spec.end = end_condition(m, spec.block_bytes)?;
     spec.window_bytes = ranged(m, "window", 1, 512 << 20, errno::BUF_SIZE)?;
     spec.mss_bytes = ranged(m, "MSS", 1, 32767, errno::MSS)?.map(|v| v as u32);
+    let default_rate = if udp { super::UDP_DEFAULT_RATE } else { 0 };
     spec.bits_per_second =
-        ranged(m, "bandwidth", 0, u64::MAX >> 1, errno::RECV_PARAMS)?.unwrap_or(0);
+        ranged(m, "bandwidth", 0, u64::MAX >> 1, errno::RECV_PARAMS)?.unwrap_or(default_rate);
     spec.no_delay = m.contains_key("nodelay");
     spec.zerocopy = m.contains_key("zerocopy");
     spec.title = text(m, "title")?;
@@ -206,6 +208,7 @@ pub fn request_from_params(bytes: &[u8]) -> Result<Iperf3Request, Iperf3Refusal>
     spec.validate().map_err(|e| refuse(errno::RECV_PARAMS, e.to_string()))?;
     Ok(Iperf3Request {
         spec,
+        udp_counters_64bit: m.contains_key("udp_counters_64bit"),
         get_server_output: m.contains_key("get_server_output"),
         client_version: text(m, "client_version")?,
     })
@@ -342,7 +345,7 @@ mod tests {
     #[test]
     fn refusals_name_the_option_and_carry_iperf3_numbers() {
         let cases = [
-            (r#"{"udp":true,"time":1}"#, errno::UNIMPLEMENTED, "UDP"),
+            (r#"{"udp":true,"time":1,"len":8}"#, errno::UDP_BLOCK_SIZE, "len"),
             (r#"{"tcp":true,"time":1,"authtoken":"x"}"#, errno::UNIMPLEMENTED, "authentication"),
             (r#"{"tcp":true,"time":1,"TOS":8}"#, errno::UNIMPLEMENTED, "--tos"),
             (r#"{"tcp":true,"time":1,"parallel":129}"#, errno::NUM_STREAMS, "parallel"),

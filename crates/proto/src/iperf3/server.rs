@@ -414,9 +414,11 @@ mod tests {
     fn bad_params_become_server_error_with_the_iperf3_number() {
         let mut s = Iperf3Server::new(T0);
         s.handle_input(&[b'a'; 37], T0).expect("cookie");
-        s.handle_input(&frame(br#"{"udp":true,"time":1}"#), T0).expect("read");
+        s.handle_input(&frame(br#"{"tcp":true,"time":1,"TOS":8}"#), T0).expect("read");
         let ev = events(&mut s);
-        assert!(matches!(&ev[..], [Iperf3ServerEvent::TestRequested(Err(m))] if m.contains("UDP")));
+        assert!(
+            matches!(&ev[..], [Iperf3ServerEvent::TestRequested(Err(m))] if m.contains("--tos"))
+        );
         assert_eq!(s.poll_transmit(), Some(vec![9, 0xfe, 0, 0, 0, 13, 0, 0, 0, 0]));
     }
 

@@ -100,8 +100,14 @@ fn drive(
                             remote: server.to_string(),
                             server_software: "iperf3",
                         });
-                        let mut set =
-                            open_streams(plan, &plan.spec, |_| cookie.to_vec(), server, &ctrl)?;
+                        let mut set = open_streams(
+                            plan,
+                            &plan.spec,
+                            |_| cookie.to_vec(),
+                            server,
+                            &ctrl,
+                            true,
+                        )?;
                         set.set_peer_program("iperf3");
                         *streams = Some(set);
                     }
@@ -143,7 +149,7 @@ fn drive(
             check_progress(s, &mut st, Instant::now())?;
             if interrupt.count() > 0 || end_reached(plan, s, &st) {
                 *ended = true;
-                s.stop_senders();
+                s.end_signalled();
                 conn.test_end(clock.now());
             }
         }
@@ -171,7 +177,7 @@ fn end_reached(plan: &ClientPlan, s: &StreamSet, st: &LoopState) -> bool {
 
 /// Stops local streams (receivers end when the server closes its side) and collects results.
 fn finish_streams(s: &mut StreamSet, observer: &mut dyn Observer) -> SideResults {
-    s.stop_senders();
+    s.end_signalled();
     let deadline = Instant::now() + DRAIN_LIMIT;
     while !s.all_done() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(5));

@@ -5,9 +5,10 @@
 pub mod client;
 pub mod server;
 
-use linerate_proto::iperf3::Iperf3Results;
+use linerate_proto::iperf3::{Iperf3Results, Iperf3Stream};
+use linerate_proto::udp::{UdpCounts, UdpReceiverResult, UdpSenderResult};
 use linerate_proto::{
-    HostCost, ProcessCpu, SideResults, SocketReport, StreamResult, StreamRole, TestSpec,
+    HostCost, ProcessCpu, Protocol, SideResults, SocketReport, StreamResult, StreamRole, TestSpec,
 };
 
 use crate::session::End;
@@ -28,6 +29,7 @@ pub(crate) fn forgive_end_of_test_resets(side: &mut SideResults) {
 /// `peer` is the end the iperf3 program played.
 pub(crate) fn peer_side(r: &Iperf3Results, spec: &TestSpec, peer: End) -> SideResults {
     let plan_streams = spec.stream_plan();
+    let udp = spec.protocol == Protocol::Udp;
     let streams: Vec<StreamResult> = r
         .streams
         .iter()
@@ -50,8 +52,10 @@ pub(crate) fn peer_side(r: &Iperf3Results, spec: &TestSpec, peer: End) -> SideRe
                 retransmits: u64::try_from(s.retransmits).ok(),
                 tcp: None,
                 thread_cpu: None,
-                udp_sender: None,
-                udp_receiver: None,
+                udp_sender: (udp && peer.role(flow) == StreamRole::Sender)
+                    .then(|| udp_sender(s, spec)),
+                udp_receiver: (udp && peer.role(flow) == StreamRole::Receiver)
+                    .then(|| udp_receiver(s)),
                 error: None,
             }
         })
@@ -72,5 +76,31 @@ pub(crate) fn peer_side(r: &Iperf3Results, spec: &TestSpec, peer: End) -> SideRe
         streams,
         intervals_dropped: false,
         cost: Some(Box::new(cost)),
+    }
+}
+
+/// An iperf3 UDP sender's stream: it reports only how many datagrams it sent.
+fn udp_sender(s: &Iperf3Stream, spec: &TestSpec) -> UdpSenderResult {
+    UdpSenderResult {
+        datagrams: u64::try_from(s.packets).unwrap_or(0),
+        datagram_bytes: spec.block_bytes,
+        ..UdpSenderResult::default()
+    }
+}
+
+/// An iperf3 UDP receiver's stream: the highest sequence number it saw (`packets`), the gaps
+/// below it (`errors`, which iperf3 reduces again for late arrivals) and its jitter.
+fn udp_receiver(s: &Iperf3Stream) -> UdpReceiverResult {
+    let highest = u64::try_from(s.packets).unwrap_or(0);
+    let lost = u64::try_from(s.errors).unwrap_or(0).min(highest);
+    UdpReceiverResult {
+        counts: UdpCounts {
+            highest_seq: highest,
+            received: highest - lost,
+            lost,
+            ..UdpCounts::default()
+        },
+        jitter_ns: (s.jitter.max(0.0) * 1e9).round() as u64,
+        ..UdpReceiverResult::default()
     }
 }

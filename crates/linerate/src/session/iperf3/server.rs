@@ -9,19 +9,24 @@
 //! holds only what iperf3's results format carries (bytes, duration, retransmits, CPU).
 
 use std::io::Write;
-use std::net::{SocketAddr, TcpStream};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use linerate_proto::iperf3::{
-    COOKIE_LEN, Iperf3Request, Iperf3Server, Iperf3ServerEvent, State, errno, results_from_side,
+    COOKIE_LEN, Iperf3Request, Iperf3Server, Iperf3ServerEvent, State, UDP_REPLY, errno,
+    results_from_side,
 };
-use linerate_proto::{ProtoError, SideResults, TestSpec};
+use linerate_proto::udp::SeqWidth;
+use linerate_proto::{ProtoError, Protocol, SideResults, TestSpec};
 
 use super::{forgive_end_of_test_resets, peer_side};
+use crate::measure::sys;
 use crate::session::served::ServedTest;
 use crate::session::server::{Iperf3Conn, Registration, ServerNote, Shared};
+use crate::session::streams::canonical;
+use crate::session::udp::accept_stream;
 use crate::session::{Clock, ControlChannel, End, StreamSet};
 
 /// How long receivers may take to notice the end (their socket poll is 250 ms).
@@ -34,6 +39,14 @@ struct Session<'a> {
     arrivals: Option<Receiver<Iperf3Conn>>,
     pending: Vec<Iperf3Conn>,
     registration: Registration<'a, [u8; COOKIE_LEN], Sender<Iperf3Conn>>,
+    /// UDP tests: the client addresses of stream connects, in arrival order.
+    udp_arrivals: Option<Receiver<SocketAddr>>,
+    udp_registration: Registration<'a, IpAddr, Sender<SocketAddr>>,
+    udp_attached: usize,
+    /// The server address the client reached (UDP stream sockets bind to it).
+    local_ip: IpAddr,
+    /// Round trip of the control connection when it opened.
+    rtt: Option<Duration>,
 }
 
 /// Serves one iperf3 client whose control connection sent `cookie`.
@@ -52,6 +65,13 @@ pub(crate) fn run_session(
         arrivals: None,
         pending: Vec::new(),
         registration: Registration::new(&shared.iperf3),
+        udp_arrivals: None,
+        udp_registration: Registration::new(&shared.iperf3_udp),
+        udp_attached: 0,
+        local_ip: stream
+            .local_addr()
+            .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |a| canonical(a).ip()),
+        rtt: sys::tcp_internals(&stream).map(|t| Duration::from_micros(t.rtt_us.into())),
     };
     let result = ControlChannel::new(stream).and_then(|mut ctrl| {
         let r = m.handle_input(&cookie, clock.now()).map_err(anyhow::Error::from);
@@ -95,7 +115,32 @@ impl Session<'_> {
     }
 
     /// Collects data connections; when all are there, numbers them in accept order.
+    /// UDP streams: each connect from the client gets a socket connected to it and the reply;
+    /// they arrive one after another (the client waits for each reply), so order is known.
+    fn attach_udp_arrivals(&mut self, m: &mut Iperf3Server, clock: &Clock) -> Result<()> {
+        let Some(rx) = &self.udp_arrivals else { return Ok(()) };
+        while let Ok(from) = rx.try_recv() {
+            if !m.awaiting_streams() {
+                continue;
+            }
+            let spec = &self.request.as_ref().context("streams before the request")?.spec;
+            let (id, _) = *spec.stream_plan().get(self.udp_attached).context("too many streams")?;
+            let local = SocketAddr::new(self.local_ip, self.t.shared.port);
+            let sock = accept_stream(local, from, &UDP_REPLY)
+                .with_context(|| format!("iperf3 UDP stream {id}"))?;
+            let streams = self.t.streams.as_mut().context("streams before the test")?;
+            streams.add_udp(id, sock)?;
+            self.udp_attached += 1;
+            if m.stream_arrived(clock.now())? {
+                // Every stream is attached: the next test from this address may open its own.
+                self.udp_registration = Registration::new(&self.t.shared.iperf3_udp);
+            }
+        }
+        Ok(())
+    }
+
     fn attach_arrivals(&mut self, m: &mut Iperf3Server, clock: &Clock) -> Result<()> {
+        self.attach_udp_arrivals(m, clock)?;
         let Some(rx) = &self.arrivals else { return Ok(()) };
         while let Ok((seq, mut sock)) = rx.try_recv() {
             if !m.awaiting_streams() {
@@ -150,7 +195,11 @@ impl Session<'_> {
         clock: &Clock,
     ) -> Result<()> {
         if let Some(why) = self.t.shared.refusal(&req.spec) {
-            m.refuse(errno::SET_CONGESTION);
+            m.refuse(if req.spec.congestion.is_some() {
+                errno::SET_CONGESTION
+            } else {
+                errno::NEW_TEST
+            });
             bail!("refused an iperf3 client: {why}");
         }
         let mut streams = match StreamSet::new(&req.spec, End::Server) {
@@ -161,6 +210,15 @@ impl Session<'_> {
             }
         };
         streams.set_peer_program("iperf3");
+        streams.set_rtt(self.rtt);
+        if req.spec.protocol == Protocol::Udp {
+            streams.set_seq_width(if req.udp_counters_64bit {
+                SeqWidth::Bits64
+            } else {
+                SeqWidth::Bits32
+            });
+            self.open_udp_registration(m)?;
+        }
         let cookie = m.cookie().context("a request before the cookie")?;
         let (tx, rx) = channel();
         self.registration.register(cookie, tx)?;
@@ -171,6 +229,24 @@ impl Session<'_> {
         self.t.begin(streams, self.client.clone(), req.spec.clone());
         self.request = Some(req);
         m.accept(clock.now())?;
+        Ok(())
+    }
+
+    /// iperf3 UDP connects carry no cookie: they are routed by the client's address, so only
+    /// one test per address may be opening UDP streams at a time.
+    fn open_udp_registration(&mut self, m: &mut Iperf3Server) -> Result<()> {
+        let ip = self.t.peer.ip();
+        let busy = self.t.shared.iperf3_udp.lock().map_or(true, |r| r.contains_key(&ip));
+        if busy {
+            m.refuse(errno::NEW_TEST);
+            bail!(
+                "refused an iperf3 client: another iperf3 UDP test from {ip} is still opening its \
+                 streams (iperf3's UDP streams carry no cookie to tell them apart); try again"
+            );
+        }
+        let (tx, rx) = channel();
+        self.udp_registration.register(ip, tx)?;
+        self.udp_arrivals = Some(rx);
         Ok(())
     }
 
