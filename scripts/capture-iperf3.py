@@ -22,13 +22,23 @@ CASES = {
     "reverse-p2": ["-t", "1", "-R", "-P", "2"],
     "bidir": ["-t", "1", "--bidir"],
     "bytes": ["-n", "10M"],
+    "udp": ["-u", "-b", "10M", "-t", "1"],
+    "udp-64bit": ["-u", "-b", "10M", "-t", "1", "--udp-counters-64bit", "-R"],
 }
 
 
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port free for both TCP and UDP on 127.0.0.1."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        try:
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+                u.bind(("127.0.0.1", port))
+            return port
+        except OSError:
+            continue
 
 
 def pump(src, dst, log):
@@ -72,6 +82,38 @@ def relay(listen_port, target_port, record, stop):
     srv.close()
 
 
+def udp_relay(listen_port, target_port, stop):
+    """Forwards UDP datagrams both ways (UDP tests open their streams on the same port)."""
+    front = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    front.bind(("127.0.0.1", listen_port))
+    front.settimeout(0.2)
+    upstream = {}
+
+    def back(up, client):
+        up.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                front.sendto(up.recv(65536), client)
+            except (socket.timeout, OSError):
+                continue
+
+    while not stop.is_set():
+        try:
+            data, client = front.recvfrom(65536)
+        except socket.timeout:
+            continue
+        if client not in upstream:
+            up = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            up.connect(("127.0.0.1", target_port))
+            upstream[client] = up
+            threading.Thread(target=back, args=(up, client), daemon=True).start()
+        try:
+            upstream[client].send(data)
+        except OSError:
+            pass
+    front.close()
+
+
 def main():
     version = subprocess.run(["iperf3", "--version"], capture_output=True, text=True).stdout
     version = version.split()[1]
@@ -86,11 +128,14 @@ def main():
         record, stop = {"c2s": bytearray(), "s2c": bytearray()}, threading.Event()
         t = threading.Thread(target=relay, args=(relay_port, server_port, record, stop))
         t.start()
+        u = threading.Thread(target=udp_relay, args=(relay_port, server_port, stop))
+        u.start()
         cmd = ["iperf3", "-c", "127.0.0.1", "-p", str(relay_port)] + args
         rc = subprocess.run(cmd, stdout=subprocess.DEVNULL, timeout=30).returncode
         time.sleep(0.3)
         stop.set()
         t.join()
+        u.join()
         server.wait(timeout=10)
         if rc != 0:
             sys.exit(f"{' '.join(cmd)} failed with {rc}")

@@ -164,6 +164,15 @@ mod tests {
     }
 
     #[test]
+    fn udp_handshake_bytes_are_the_ones_seen_on_the_wire() {
+        // research/iperf3-protocol.md 6.2, confirmed on x86: 39 38 37 36 and 36 37 38 39.
+        assert_eq!(UDP_CONNECT, [0x39, 0x38, 0x37, 0x36]);
+        assert_eq!(UDP_REPLY, [0x36, 0x37, 0x38, 0x39]);
+        assert_eq!(u32::from_le_bytes(UDP_REPLY_LEGACY), 987_654_321);
+        assert_eq!(u32::from_le_bytes(UDP_CONNECT_LEGACY), 123_456_789);
+    }
+
+    #[test]
     fn state_bytes_round_trip_and_golden() {
         assert_eq!(State::ParamExchange.byte(), 9);
         assert_eq!(State::AccessDenied.byte(), 0xff);
