@@ -12,5 +12,6 @@ pub mod record;
 pub mod report;
 pub mod session;
 pub mod stats;
+pub mod store;
 pub mod traffic;
 pub mod units;

@@ -1,0 +1,287 @@
+//! The SQL behind [`super::Store`]'s reads and writes, and the turning of rows back into
+//! typed values.
+//!
+//! Rows come out "raw" (strings and integers as stored) and are decoded separately, so that a
+//! row damaged outside linerate becomes an error naming that run or group rather than a
+//! failed query. This module must not open files or manage transactions: callers hand it a
+//! connection or a transaction.
+
+use anyhow::Result;
+use linerate_proto::{Direction, Protocol};
+use rusqlite::types::Type;
+use rusqlite::{Connection, Row, ToSql, Transaction, params};
+
+use super::{GroupRow, ListFilter, RunKind, RunMeta, RunRow, StoreError};
+use crate::record::{Outcome, RunRecord, SCHEMA_VERSION};
+
+/// Stores one run (`json` is `record` serialized) and its labels; the caller commits.
+pub(super) fn insert_run(
+    tx: &Transaction<'_>,
+    record: &RunRecord,
+    json: &str,
+    meta: &RunMeta,
+) -> rusqlite::Result<i64> {
+    let spec = &record.spec;
+    tx.execute(
+        "INSERT INTO runs (group_id, kind, cell, repetition, started_unix_ms, server, protocol,
+             direction, streams, block_bytes, window_bytes, bits_per_second_target, outcome,
+             receiver_bits_per_second, record_json, record_schema_version)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+        params![
+            meta.group,
+            meta.kind.as_str(),
+            meta.cell,
+            meta.repetition,
+            int(record.started_unix_ms)?,
+            record.server,
+            protocol_name(spec.protocol),
+            direction_name(spec.direction),
+            spec.streams,
+            spec.block_bytes,
+            spec.window_bytes.map(int).transpose()?,
+            int(spec.bits_per_second)?,
+            outcome_name(&record.outcome),
+            receiver_rate(record),
+            json,
+            record.schema_version,
+        ],
+    )?;
+    let id = tx.last_insert_rowid();
+    let mut label =
+        tx.prepare_cached("INSERT OR IGNORE INTO run_labels (run_id, label) VALUES (?1, ?2)")?;
+    for l in &meta.labels {
+        label.execute(params![id, l])?;
+    }
+    Ok(id)
+}
+
+/// `v` as SQLite's signed 64-bit integer; values past `i64::MAX` (no real count or time
+/// reaches them) are refused rather than wrapped.
+pub(super) fn int(v: u64) -> rusqlite::Result<i64> {
+    i64::try_from(v).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))
+}
+
+/// Column `i` as an unsigned count or time; a negative value is a conversion error.
+fn get_u64(r: &Row<'_>, i: usize) -> rusqlite::Result<u64> {
+    let v: i64 = r.get(i)?;
+    u64::try_from(v)
+        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(i, Type::Integer, Box::new(e)))
+}
+
+/// The first direction's receiver rate, the figure a listing shows; None if nothing arrived.
+fn receiver_rate(record: &RunRecord) -> Option<f64> {
+    let summary = crate::stats::summarize(record);
+    let first = summary.directions.first()?;
+    first.receiver.as_ref()?.figures.bits_per_second.filter(|r| r.is_finite())
+}
+
+fn protocol_name(p: Protocol) -> &'static str {
+    match p {
+        Protocol::Tcp => "tcp",
+        Protocol::Udp => "udp",
+    }
+}
+
+fn direction_name(d: Direction) -> &'static str {
+    match d {
+        Direction::Upload => "upload",
+        Direction::Download => "download",
+        Direction::Bidirectional => "bidirectional",
+    }
+}
+
+fn outcome_name(o: &Outcome) -> &'static str {
+    match o {
+        Outcome::Completed => "completed",
+        Outcome::Interrupted => "interrupted",
+        Outcome::Failed { .. } => "failed",
+    }
+}
+
+/// The labels of run `id`, in the order they were stored.
+fn labels(conn: &Connection, id: i64) -> rusqlite::Result<Vec<String>> {
+    let mut stmt =
+        conn.prepare_cached("SELECT label FROM run_labels WHERE run_id = ?1 ORDER BY rowid")?;
+    stmt.query_map([id], |r| r.get(0))?.collect()
+}
+
+/// Runs matching `filter`, newest first, from the indexed columns only, each with its stored
+/// kind name (decoded by the caller, so that a damaged row is named rather than hidden).
+pub(super) fn list(
+    conn: &Connection,
+    filter: &ListFilter,
+) -> rusqlite::Result<Vec<(RunRow, String)>> {
+    let mut clauses: Vec<&str> = Vec::new();
+    let mut args: Vec<&dyn ToSql> = Vec::new();
+    if let Some(label) = &filter.label {
+        clauses.push("id IN (SELECT run_id FROM run_labels WHERE label = ?)");
+        args.push(label);
+    }
+    if let Some(server) = &filter.server {
+        clauses.push("server = ?");
+        args.push(server);
+    }
+    if let Some(group) = &filter.group {
+        clauses.push("group_id = ?");
+        args.push(group);
+    }
+    // SQLite reads a negative LIMIT as "no limit".
+    let limit = filter.limit.map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX));
+    args.push(&limit);
+    let mut sql = String::from(
+        "SELECT id, started_unix_ms, kind, group_id, cell, server, protocol, direction, streams,
+                outcome, receiver_bits_per_second
+         FROM runs",
+    );
+    if !clauses.is_empty() {
+        sql.push_str(" WHERE ");
+        sql.push_str(&clauses.join(" AND "));
+    }
+    sql.push_str(" ORDER BY started_unix_ms DESC, id DESC LIMIT ?");
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let rows = stmt.query_map(args.as_slice(), |r| {
+        let row = RunRow {
+            id: r.get(0)?,
+            started_unix_ms: get_u64(r, 1)?,
+            kind: RunKind::Test,
+            group: r.get(3)?,
+            cell: r.get(4)?,
+            server: r.get(5)?,
+            protocol: r.get(6)?,
+            direction: r.get(7)?,
+            streams: r.get(8)?,
+            outcome: r.get(9)?,
+            bits_per_second: r.get(10)?,
+            labels: Vec::new(),
+        };
+        Ok((row, r.get(2)?))
+    })?;
+    let mut out = rows.collect::<rusqlite::Result<Vec<_>>>()?;
+    for (row, _) in &mut out {
+        row.labels = labels(conn, row.id)?;
+    }
+    Ok(out)
+}
+
+/// Puts the stored kind name into `row`, or names the run whose kind is unknown.
+pub(super) fn with_kind((mut row, kind): (RunRow, String)) -> Result<RunRow> {
+    row.kind = RunKind::parse(&kind).ok_or_else(|| StoreError::UnreadableRecord {
+        run: row.id,
+        detail: format!("unknown run kind {kind:?}"),
+    })?;
+    Ok(row)
+}
+
+/// One run as stored, before its record is parsed.
+#[derive(Debug)]
+pub(super) struct RawRun {
+    id: i64,
+    kind: String,
+    group: Option<i64>,
+    cell: Option<String>,
+    repetition: Option<i64>,
+    record_json: String,
+    record_schema_version: i64,
+    labels: Vec<String>,
+}
+
+/// Runs selected by `tail` (a WHERE clause with `?1` = `arg`, and an ORDER BY).
+pub(super) fn raw_run(conn: &Connection, tail: &str, arg: i64) -> rusqlite::Result<Vec<RawRun>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT id, kind, group_id, cell, repetition, record_json, record_schema_version
+         FROM runs {tail}"
+    ))?;
+    let rows = stmt.query_map([arg], |r| {
+        Ok(RawRun {
+            id: r.get(0)?,
+            kind: r.get(1)?,
+            group: r.get(2)?,
+            cell: r.get(3)?,
+            repetition: r.get(4)?,
+            record_json: r.get(5)?,
+            record_schema_version: r.get(6)?,
+            labels: Vec::new(),
+        })
+    })?;
+    let mut out = rows.collect::<rusqlite::Result<Vec<_>>>()?;
+    for run in &mut out {
+        run.labels = labels(conn, run.id)?;
+    }
+    Ok(out)
+}
+
+impl RawRun {
+    /// The run's id, meta and record, or an error naming the run.
+    pub(super) fn decode(self) -> Result<(i64, RunMeta, RunRecord)> {
+        let id = self.id;
+        let bad = |detail: String| StoreError::UnreadableRecord { run: id, detail };
+        let kind = RunKind::parse(&self.kind)
+            .ok_or_else(|| bad(format!("unknown run kind {:?}", self.kind)))?;
+        let repetition = self
+            .repetition
+            .map(u32::try_from)
+            .transpose()
+            .map_err(|_| bad(format!("repetition {:?} out of range", self.repetition)))?;
+        if self.record_schema_version > i64::from(SCHEMA_VERSION) {
+            return Err(bad(format!(
+                "record schema {} is newer than this linerate reads (up to {SCHEMA_VERSION}); \
+                 upgrade linerate",
+                self.record_schema_version
+            ))
+            .into());
+        }
+        let record: RunRecord =
+            serde_json::from_str(&self.record_json).map_err(|e| bad(e.to_string()))?;
+        let meta =
+            RunMeta { kind, group: self.group, cell: self.cell, repetition, labels: self.labels };
+        Ok((id, meta, record))
+    }
+}
+
+/// The columns of a group, in the order [`raw_group`] reads them.
+pub(super) const GROUP_SELECT: &str = "SELECT id, kind, name, started_unix_ms,
+    finished_unix_ms IS NOT NULL, params_json FROM groups";
+
+/// One group as stored, before its parameters are parsed.
+#[derive(Debug)]
+pub(super) struct RawGroup {
+    id: i64,
+    kind: String,
+    name: Option<String>,
+    started_unix_ms: u64,
+    finished: bool,
+    params_json: String,
+}
+
+/// Reads a row of [`GROUP_SELECT`].
+pub(super) fn raw_group(r: &Row<'_>) -> rusqlite::Result<RawGroup> {
+    Ok(RawGroup {
+        id: r.get(0)?,
+        kind: r.get(1)?,
+        name: r.get(2)?,
+        started_unix_ms: get_u64(r, 3)?,
+        finished: r.get(4)?,
+        params_json: r.get(5)?,
+    })
+}
+
+impl RawGroup {
+    /// The group, or an error naming it.
+    pub(super) fn decode(self) -> Result<GroupRow> {
+        let params = serde_json::from_str(&self.params_json).map_err(|e| {
+            anyhow::anyhow!(
+                "group {}: stored parameters cannot be read ({e}); the row was changed outside \
+                 linerate, its runs are unaffected",
+                self.id
+            )
+        })?;
+        Ok(GroupRow {
+            id: self.id,
+            kind: self.kind,
+            name: self.name,
+            started_unix_ms: self.started_unix_ms,
+            params,
+            finished: self.finished,
+        })
+    }
+}
