@@ -10,12 +10,15 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow};
 
+use crate::plan::matrix::{Cell, MatrixPlan};
 use crate::plan::search::{RateSearch, SearchPlan};
 use crate::plan::{ClientPlan, Family, Generated, OutputFormat, Plan, ServerPlan, Shell};
 use crate::record::{Outcome, RunRecord};
-use crate::report::{iperf3_json, json, text};
+use crate::report::{self, iperf3_json, json, text};
 use crate::session::server::{NoteSink, Server, ServerNote};
 use crate::session::{Interrupt, Quiet, client, iperf3};
+use crate::store::{RunKind, RunMeta};
+use crate::{session, stats};
 
 /// Runs the plan to completion.
 pub fn execute(plan: Plan) -> Result<ExitCode> {
@@ -23,6 +26,8 @@ pub fn execute(plan: Plan) -> Result<ExitCode> {
         Plan::Client(p) => run_client(&p, &Interrupt::install()?),
         Plan::Server(p) => run_server(&p),
         Plan::Selftest(p) => run_selftest(p),
+        Plan::Matrix(base, m) => run_matrix(&base, &m, &Interrupt::install()?),
+        Plan::History(h) => crate::history::run(&h),
         Plan::Generate(g) => generate(g),
     }
 }
@@ -44,6 +49,11 @@ fn run_client(plan: &ClientPlan, interrupt: &Interrupt) -> Result<ExitCode> {
 }
 
 fn finish_client(plan: &ClientPlan, record: &RunRecord) -> Result<ExitCode> {
+    let stored = crate::history::keep(
+        &mut crate::history::open(&plan.store),
+        record,
+        &RunMeta::test(plan.store.labels.clone()),
+    );
     let mut out = std::io::stdout().lock();
     let has_figures = record.client.is_some() || record.server_results.is_some();
     match plan.output {
@@ -51,6 +61,9 @@ fn finish_client(plan: &ClientPlan, record: &RunRecord) -> Result<ExitCode> {
         OutputFormat::Iperf3Json => iperf3_json::render_run(record, &mut out)?,
         OutputFormat::Text if has_figures => text::render_run(record, &mut out)?,
         OutputFormat::Text => {}
+    }
+    if let (Some(id), OutputFormat::Text) = (stored, plan.output) {
+        writeln!(out, "Stored as run {id} (linerate show {id}).")?;
     }
     out.flush()?;
     match &record.outcome {
@@ -63,6 +76,9 @@ fn finish_client(plan: &ClientPlan, record: &RunRecord) -> Result<ExitCode> {
 fn find_max(plan: &ClientPlan, search_plan: SearchPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     let mut search = RateSearch::new(search_plan);
     let mut records = Vec::new();
+    let mut store = crate::history::open(&plan.store);
+    let params = serde_json::json!({ "max_loss": search_plan.max_loss, "start_bits_per_second": search_plan.start_bits_per_second, "spec": plan.spec });
+    let group = store.as_mut().and_then(|s| s.begin_group("find_max", None, &params).ok());
     let mut out = std::io::stdout().lock();
     let text = plan.output == OutputFormat::Text;
     if text {
@@ -79,18 +95,96 @@ fn find_max(plan: &ClientPlan, search_plan: SearchPlan, interrupt: &Interrupt) -
             return Err(anyhow!("trial {} at {} failed: {error}", records.len() + 1, rate));
         }
         let trial = search.record(crate::stats::udp::trial_of(&record, rate));
+        let meta = RunMeta {
+            kind: RunKind::FindMaxTrial,
+            group,
+            cell: Some(format!("b={rate}")),
+            repetition: None,
+            labels: plan.store.labels.clone(),
+        };
+        crate::history::keep(&mut store, &record, &meta);
         if text {
             text::render_trial(records.len() + 1, &trial, &mut out)?;
         }
         records.push(record);
     }
     let answer = search.answer();
+    if let (Some(s), Some(g)) = (store.as_mut(), group) {
+        let _ = s.finish_group(g);
+    }
     match plan.output {
         OutputFormat::Text => text::render_search_answer(&answer, &search_plan, &mut out)?,
         _ => json::render_search(&answer, &search_plan, &records, &mut out)?,
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `linerate matrix`: runs every cell, shows progress on a terminal, then the table and
+/// findings (or one JSON document).
+fn run_matrix(base: &ClientPlan, plan: &MatrixPlan, interrupt: &Interrupt) -> Result<ExitCode> {
+    use std::io::IsTerminal;
+    let cells = plan.cells();
+    let text_out = base.output == OutputFormat::Text;
+    if text_out {
+        report::matrix::render_start(plan, cells.len(), &mut std::io::stdout().lock())?;
+    }
+    let tty = std::io::stderr().is_terminal();
+    let mut progress = |p: session::matrix::Progress<'_>| {
+        if tty {
+            let line = report::matrix::progress_line(
+                p.done,
+                p.planned,
+                &p.cell.label(),
+                p.repetition,
+                p.eta,
+            );
+            eprint!("\r\x1b[2K{line}");
+        }
+    };
+    let mut store = crate::history::open(&base.store);
+    let axes: Vec<Vec<String>> =
+        plan.axes.iter().map(|a| a.iter().map(|v| v.label()).collect()).collect();
+    let params = serde_json::json!({ "axes": axes, "repeat": plan.repeat, "seed": plan.seed, "until_ci": plan.until_ci, "spec": base.spec });
+    let group = store.as_mut().and_then(|s| s.begin_group("matrix", None, &params).ok());
+    let labels = base.store.labels.clone();
+    let mut keep = |cell: &Cell, rep: u32, record: &RunRecord| {
+        let meta = RunMeta {
+            kind: RunKind::MatrixCell,
+            group,
+            cell: Some(cell.label()),
+            repetition: Some(rep),
+            labels: labels.clone(),
+        };
+        crate::history::keep(&mut store, record, &meta);
+    };
+    let outcome = session::matrix::run_matrix(base, plan, interrupt, &mut progress, &mut keep);
+    if let (Some(s), Some(g), None) = (store.as_mut(), group, outcome.stopped.as_ref()) {
+        let _ = s.finish_group(g);
+    }
+    if tty {
+        eprint!("\r\x1b[2K");
+    }
+    let runs: Vec<(usize, RunRecord)> =
+        outcome.runs.iter().map(|(c, _, r)| (*c, r.clone())).collect();
+    let summary = stats::matrix::summarize_matrix(&cells, &runs, plan.until_ci);
+    let mut out = std::io::stdout().lock();
+    let stopped = outcome.stopped.as_deref();
+    match base.output {
+        OutputFormat::Text => report::matrix::render_text(&summary, stopped, &mut out)?,
+        _ => report::matrix::render_json(plan, &summary, &outcome.runs, stopped, &mut out)?,
+    }
+    if let (Some(g), OutputFormat::Text) = (group, base.output) {
+        writeln!(
+            out,
+            "Stored as matrix m{g} (linerate history --group {g}; linerate compare m{g} mN)."
+        )?;
+    }
+    out.flush()?;
+    match stopped {
+        Some(why) if interrupt.count() == 0 => Err(anyhow!("matrix stopped early: {why}")),
+        _ => Ok(ExitCode::SUCCESS),
+    }
 }
 
 fn note_sink(format: OutputFormat) -> NoteSink {

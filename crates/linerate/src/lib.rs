@@ -6,6 +6,7 @@
 
 pub mod app;
 pub mod cli;
+pub mod history;
 pub mod measure;
 pub mod plan;
 pub mod record;

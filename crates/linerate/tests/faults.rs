@@ -156,6 +156,7 @@ fn garbage_and_silent_connections_do_not_block_tests() {
 fn ctrl_c_stops_early_and_keeps_both_ends_results() {
     let srv = Server::start(&[]);
     let child = Command::new(bin())
+        .env("XDG_DATA_HOME", crate::util::data_home())
         .args(["client", "127.0.0.1", "-p", &srv.port.to_string(), "-t", "30", "-J"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -177,6 +178,7 @@ fn ctrl_c_stops_early_and_keeps_both_ends_results() {
 fn vanished_client_frees_its_test_and_the_server_keeps_serving() {
     let srv = Server::start(&[]);
     let mut child = Command::new(bin())
+        .env("XDG_DATA_HOME", crate::util::data_home())
         .args(["client", "127.0.0.1", "-p", &srv.port.to_string(), "-t", "30", "-R"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())

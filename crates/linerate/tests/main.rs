@@ -9,6 +9,8 @@ mod faults;
 mod interop;
 mod interop_server;
 mod loopback;
+mod matrix;
 mod netns;
+mod store;
 mod udp;
 mod util;

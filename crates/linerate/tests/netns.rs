@@ -61,6 +61,7 @@ impl ShapedLink {
 
     fn spawn_in(&self, ns: &str, args: &[&str]) -> Child {
         Command::new("ip")
+            .env("XDG_DATA_HOME", crate::util::data_home())
             .args(["netns", "exec", ns, bin()])
             .args(args)
             .stdout(Stdio::piped())

@@ -19,6 +19,12 @@ pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_linerate")
 }
 
+/// Where runs started by tests keep their history (XDG_DATA_HOME), so tests never write to
+/// the user's real one; one directory per test process.
+pub fn data_home() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("linerate-tests-{}", std::process::id()))
+}
+
 /// A `linerate server` child process, killed on drop.
 pub struct Server {
     pub child: Child,
@@ -30,6 +36,7 @@ impl Server {
     /// Starts `linerate server -p 0 <extra>` and waits for its "listening" line.
     pub fn start(extra: &[&str]) -> Server {
         let mut child = Command::new(bin())
+            .env("XDG_DATA_HOME", data_home())
             .args(["server", "-p", "0"])
             .args(extra)
             .stdout(Stdio::piped())
@@ -107,6 +114,7 @@ impl Output {
 pub fn run(args: &[&str], limit: Duration) -> Output {
     let start = Instant::now();
     let mut child = Command::new(bin())
+        .env("XDG_DATA_HOME", data_home())
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -44,6 +44,46 @@ pub enum Command {
     Server(ServerArgs),
     /// Start an embedded server on loopback and run a short test against it.
     Selftest(SelftestArgs),
+    /// Run every combination of the given axes against a server, each repeated, in a random
+    /// order, with statistics per cell and findings in plain words.
+    Matrix(MatrixArgs),
+    /// List stored runs, newest first.
+    History {
+        /// Only runs with this label.
+        #[arg(long = "label", value_name = "TEXT")]
+        label: Option<String>,
+        /// Only runs against this server (`host:port` as given).
+        #[arg(long = "server", value_name = "HOST:PORT")]
+        server: Option<String>,
+        /// Only runs of this matrix or search (its group id).
+        #[arg(long = "group", value_name = "ID")]
+        group: Option<i64>,
+        /// At most this many.
+        #[arg(long = "limit", value_name = "N", default_value_t = 20)]
+        limit: usize,
+        #[command(flatten)]
+        db: DbArgs,
+    },
+    /// Show one stored run as the client printed it (or its JSON document).
+    Show {
+        /// Run id (from `linerate history`).
+        #[arg(value_name = "RUN")]
+        run: i64,
+        #[command(flatten)]
+        db: DbArgs,
+    },
+    /// Compare two stored runs (`12`) or two matrices (`m3`), cell by cell, with a
+    /// significance test.
+    Compare {
+        /// The before: a run id or `m` and a matrix's group id.
+        #[arg(value_name = "A")]
+        a: String,
+        /// The after.
+        #[arg(value_name = "B")]
+        b: String,
+        #[command(flatten)]
+        db: DbArgs,
+    },
     /// Print the man page or shell completions.
     Generate {
         /// What to print.
@@ -93,6 +133,33 @@ pub struct ClientArgs {
     pub net: NetArgs,
     #[command(flatten)]
     pub test: TestArgs,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// Where results are kept.
+#[derive(Debug, Args)]
+pub struct StoreArgs {
+    /// History database [default: $XDG_DATA_HOME/linerate/history.sqlite].
+    #[arg(long = "db", value_name = "PATH")]
+    pub db: Option<std::path::PathBuf>,
+    /// Do not store this run in the history.
+    #[arg(long = "no-store", conflicts_with = "db")]
+    pub no_store: bool,
+    /// A label to find the run by later (repeatable), e.g. --label before-tuning.
+    #[arg(long = "label", value_name = "TEXT")]
+    pub label: Vec<String>,
+}
+
+/// Only the database location (history commands).
+#[derive(Debug, Args)]
+pub struct DbArgs {
+    /// History database [default: $XDG_DATA_HOME/linerate/history.sqlite].
+    #[arg(long = "db", value_name = "PATH")]
+    pub db: Option<std::path::PathBuf>,
+    /// Print JSON.
+    #[arg(short = 'J', long = "json")]
+    pub json: bool,
 }
 
 /// `linerate server`.
@@ -113,6 +180,100 @@ pub struct SelftestArgs {
     pub json: bool,
     #[command(flatten)]
     pub test: TestArgs,
+}
+
+/// `linerate matrix HOST --parallel 1,2,4,8 --window default,800k --repeat 3`.
+#[derive(Debug, Args)]
+pub struct MatrixArgs {
+    /// Server host name or address.
+    #[arg(value_name = "HOST")]
+    pub host: String,
+    #[command(flatten)]
+    pub net: NetArgs,
+    /// Streams per direction to try (axis), e.g. 1,2,4,8.
+    #[arg(long = "parallel", value_name = "N,...", value_delimiter = ',',
+          value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub parallel: Vec<u32>,
+    /// Socket buffer sizes to try (axis): `default` (autotuning) or a size, e.g. default,800k.
+    #[arg(long = "window", value_name = "SIZE,...", value_delimiter = ',', value_parser = optional_size)]
+    pub window: Vec<Option<ByteCount>>,
+    /// Block or datagram sizes to try (axis): `default` or a size, e.g. 8K,64K,1M.
+    #[arg(long = "length", value_name = "SIZE,...", value_delimiter = ',', value_parser = optional_size)]
+    pub length: Vec<Option<ByteCount>>,
+    /// Protocols to try (axis): tcp, udp.
+    #[arg(long = "protocol", value_name = "P,...", value_delimiter = ',', value_enum)]
+    pub protocol: Vec<ProtocolArg>,
+    /// Directions to try (axis): send (client sends), recv (-R), bidir.
+    #[arg(long = "direction", value_name = "D,...", value_delimiter = ',', value_enum)]
+    pub direction: Vec<DirectionArg>,
+    /// Runs per cell [with --until-ci: the first round].
+    #[arg(long = "repeat", value_name = "N", default_value_t = 3,
+          value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub repeat: u32,
+    /// Repeat each cell until its 95 % confidence interval is within this share of the mean
+    /// (e.g. 5%), up to --max-repeat runs.
+    #[arg(long = "until-ci", value_name = "PERCENT", value_parser = percent)]
+    pub until_ci: Option<f64>,
+    /// With --until-ci: the most runs per cell.
+    #[arg(long = "max-repeat", value_name = "N", default_value_t = 10, requires = "until_ci",
+          value_parser = clap::value_parser!(u32).range(2..=1000))]
+    pub max_repeat: u32,
+    /// Seed of the random run order [default: random, printed].
+    #[arg(long = "seed", value_name = "N")]
+    pub seed: Option<u64>,
+    #[command(flatten)]
+    pub test: MatrixTestArgs,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// The test flags that apply to every cell of a matrix (the axes set the rest).
+#[derive(Debug, Args)]
+pub struct MatrixTestArgs {
+    /// Length of each run in seconds.
+    #[arg(short = 't', long = "time", value_name = "SECONDS", value_parser = seconds, default_value = "10")]
+    pub time: Duration,
+    /// Interval samples in each run's record (0 = off).
+    #[arg(short = 'i', long = "interval", value_name = "SECONDS", value_parser = seconds, default_value = "1")]
+    pub interval: Duration,
+    /// Pacing per stream (TCP: unlimited if not given; UDP cells: 1M if not given).
+    #[arg(short = 'b', long = "bitrate", value_name = "RATE", value_parser = rate)]
+    pub bitrate: Option<Bitrate>,
+    /// Warm-up seconds excluded from each run.
+    #[arg(short = 'O', long = "omit", value_name = "SECONDS", value_parser = seconds)]
+    pub omit: Option<Duration>,
+    /// Congestion control on both ends.
+    #[arg(short = 'C', long = "congestion", value_name = "ALGO")]
+    pub congestion: Option<String>,
+    /// Disable Nagle's algorithm.
+    #[arg(short = 'N', long = "no-delay")]
+    pub no_delay: bool,
+    /// Label carried into every record.
+    #[arg(short = 'T', long = "title", value_name = "TEXT")]
+    pub title: Option<String>,
+    /// Give up on each TCP connect after this long.
+    #[arg(long = "connect-timeout", value_name = "SECONDS", value_parser = seconds, default_value = "10")]
+    pub connect_timeout: Duration,
+}
+
+/// `--protocol` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProtocolArg {
+    /// TCP.
+    Tcp,
+    /// UDP.
+    Udp,
+}
+
+/// `--direction` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DirectionArg {
+    /// The client sends.
+    Send,
+    /// The server sends (-R).
+    Recv,
+    /// Both at once (--bidir).
+    Bidir,
 }
 
 /// Addressing flags shared by client and server.
@@ -260,6 +421,11 @@ fn seconds(s: &str) -> Result<Duration, String> {
 
 fn size(s: &str) -> Result<ByteCount, String> {
     units::parse_size(s).map_err(|e| e.to_string())
+}
+
+/// `default` (None) or a size.
+fn optional_size(s: &str) -> Result<Option<ByteCount>, String> {
+    if s.eq_ignore_ascii_case("default") { Ok(None) } else { size(s).map(Some) }
 }
 
 fn rate(s: &str) -> Result<Bitrate, String> {

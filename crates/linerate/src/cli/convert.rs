@@ -5,10 +5,18 @@ use std::time::Duration;
 
 use linerate_proto::{Direction, EndCondition, Protocol, TestSpec};
 
-use crate::cli::args::{Cli, Command, CompatArgs, GenerateWhat, JsonFormat, NetArgs, TestArgs};
+use crate::cli::args::{
+    Cli, Command, CompatArgs, DbArgs, DirectionArg, GenerateWhat, JsonFormat, MatrixArgs, NetArgs,
+    ProtocolArg, StoreArgs, TestArgs,
+};
+use crate::plan::matrix::{AxisValue, MatrixPlan};
 use crate::plan::search::SearchPlan;
 use crate::plan::{ClientPlan, Family, Generated, OutputFormat, Plan, ServerPlan, Shell};
+use crate::plan::{DEFAULT_TCP_BLOCK, DEFAULT_UDP_DATAGRAM, DEFAULT_UDP_RATE};
+use crate::plan::{HistoryCommand, HistoryPlan, HistoryRef, StorePlan};
 use crate::record::LinkAssumption;
+use crate::store::Store;
+use crate::units::ByteCount;
 
 /// Default test length for `client`.
 pub const DEFAULT_TIME: Duration = Duration::from_secs(10);
@@ -18,19 +26,19 @@ pub const SELFTEST_TIME: Duration = Duration::from_secs(3);
 pub const DEFAULT_TRIAL: Duration = Duration::from_secs(5);
 /// `--find-max` loss threshold when `--loss` is not given, percent.
 pub const DEFAULT_MAX_LOSS_PERCENT: f64 = 0.1;
-/// Default UDP rate per stream, as iperf3's (bit/s): low enough to be safe on any path.
-pub const DEFAULT_UDP_RATE: u64 = 1 << 20;
-/// UDP datagram size before the path MTU is known: fits a 1500-byte IPv4 MTU.
-pub const DEFAULT_UDP_DATAGRAM: u32 = 1472;
-/// Default TCP block size (bytes per write/read), as iperf3's.
-pub const DEFAULT_TCP_BLOCK: u64 = 128 * 1024;
 /// Shortest interval between reports.
 const MIN_INTERVAL: Duration = Duration::from_millis(10);
 
 pub(super) fn to_plan(cli: Cli) -> Result<Plan, String> {
     match cli.command {
-        Some(Command::Client(a)) => {
-            client_plan(a.host, &a.net, &a.test, DEFAULT_TIME).map(Plan::Client)
+        Some(Command::Client(a)) => client_plan(a.host, &a.net, &a.test, DEFAULT_TIME)
+            .map(|p| Plan::Client(with_store(p, &a.store))),
+        Some(Command::History { label, server, group, limit, db }) => {
+            history(&db, HistoryCommand::List { label, server, group, limit })
+        }
+        Some(Command::Show { run, db }) => history(&db, HistoryCommand::Show(run)),
+        Some(Command::Compare { a, b, db }) => {
+            history(&db, HistoryCommand::Compare(history_ref(&a)?, history_ref(&b)?))
         }
         Some(Command::Server(a)) => Ok(Plan::Server(server_plan(&a.net, a.one_off)?)),
         Some(Command::Selftest(a)) => {
@@ -44,6 +52,7 @@ pub(super) fn to_plan(cli: Cli) -> Result<Plan, String> {
             };
             client_plan("127.0.0.1".into(), &net, &a.test, SELFTEST_TIME).map(Plan::Selftest)
         }
+        Some(Command::Matrix(a)) => matrix_plan(a).map(|(c, m)| Plan::Matrix(c, m)),
         Some(Command::Generate { what }) => Ok(Plan::Generate(match what {
             GenerateWhat::Man => Generated::Man,
             GenerateWhat::Bash => Generated::Completions(Shell::Bash),
@@ -52,6 +61,114 @@ pub(super) fn to_plan(cli: Cli) -> Result<Plan, String> {
         })),
         None => compat_plan(cli.compat),
     }
+}
+
+fn matrix_plan(a: MatrixArgs) -> Result<(ClientPlan, MatrixPlan), String> {
+    let m = &a.test;
+    let test = TestArgs {
+        time: Some(m.time),
+        bytes: None,
+        interval: m.interval,
+        parallel: 1,
+        window: None,
+        length: None,
+        udp: false,
+        reverse: false,
+        bidir: false,
+        bitrate: m.bitrate,
+        mss: None,
+        no_delay: m.no_delay,
+        congestion: m.congestion.clone(),
+        omit: m.omit,
+        zerocopy: false,
+        cport: None,
+        title: m.title.clone(),
+        link_speed: None,
+        mtu: 1500,
+        find_max: false,
+        loss: None,
+        trial: None,
+        get_server_output: false,
+        iperf3: false,
+        connect_timeout: m.connect_timeout,
+    };
+    let base = with_store(client_plan(a.host, &a.net, &test, DEFAULT_TIME)?, &a.store);
+    let u32_size = |b: ByteCount| {
+        u32::try_from(b.bytes()).map_err(|_| format!("--length {} is too large", b.bytes()))
+    };
+    let lengths: Result<Vec<AxisValue>, String> =
+        a.length.iter().map(|l| Ok(AxisValue::Length(l.map(u32_size).transpose()?))).collect();
+    let axes = vec![
+        a.parallel.iter().map(|p| AxisValue::Parallel(*p)).collect(),
+        a.window.iter().map(|w| AxisValue::Window(w.map(|w| w.bytes()))).collect(),
+        lengths?,
+        a.protocol
+            .iter()
+            .map(|p| {
+                AxisValue::Protocol(match p {
+                    ProtocolArg::Tcp => Protocol::Tcp,
+                    ProtocolArg::Udp => Protocol::Udp,
+                })
+            })
+            .collect(),
+        a.direction
+            .iter()
+            .map(|d| {
+                AxisValue::Direction(match d {
+                    DirectionArg::Send => Direction::Upload,
+                    DirectionArg::Recv => Direction::Download,
+                    DirectionArg::Bidir => Direction::Bidirectional,
+                })
+            })
+            .collect(),
+    ];
+    let plan = MatrixPlan {
+        axes,
+        repeat: a.repeat,
+        until_ci: a.until_ci.map(|p| p / 100.0),
+        max_repeat: a.max_repeat.max(a.repeat),
+        seed: a.seed.unwrap_or_else(random_seed),
+        udp_rate: a.test.bitrate.map_or(DEFAULT_UDP_RATE, |b| b.bits_per_second()),
+        length_given: false,
+    };
+    // Check every cell's test now, so a bad combination fails before the first run.
+    for cell in plan.cells() {
+        let spec = plan.cell_plan(&base, &cell).spec;
+        spec.validate().map_err(|e| format!("cell {}: {e}", cell.label()))?;
+    }
+    Ok((base, plan))
+}
+
+fn with_store(mut plan: ClientPlan, s: &StoreArgs) -> ClientPlan {
+    plan.store = StorePlan {
+        path: if s.no_store { None } else { s.db.clone().or_else(Store::default_path) },
+        labels: s.label.clone(),
+    };
+    plan
+}
+
+fn history(db: &DbArgs, command: HistoryCommand) -> Result<Plan, String> {
+    let path =
+        db.db.clone().or_else(Store::default_path).ok_or(
+            "no history database: set XDG_DATA_HOME or HOME, or give --db PATH".to_string(),
+        )?;
+    Ok(Plan::History(HistoryPlan { db: path, json: db.json, command }))
+}
+
+/// `12` is a run, `m3` a matrix (or search) group.
+fn history_ref(s: &str) -> Result<HistoryRef, String> {
+    let bad = || format!("{s:?} is neither a run id (e.g. 12) nor a matrix id (e.g. m3)");
+    match s.strip_prefix('m') {
+        Some(g) => g.parse().map(HistoryRef::Group).map_err(|_| bad()),
+        None => s.parse().map(HistoryRef::Run).map_err(|_| bad()),
+    }
+}
+
+fn random_seed() -> u64 {
+    let mut b = [0u8; 8];
+    // Without randomness the order is still a valid shuffle, just the same every time.
+    let _ = getrandom::getrandom(&mut b);
+    u64::from_le_bytes(b)
 }
 
 fn compat_plan(c: CompatArgs) -> Result<Plan, String> {
@@ -141,6 +258,7 @@ fn client_plan(
         get_server_output: t.get_server_output,
         udp_length_auto: t.udp && t.length.is_none(),
         find_max,
+        store: StorePlan { path: Store::default_path(), labels: Vec::new() },
     })
 }
 

@@ -8,8 +8,15 @@ use std::time::Duration;
 
 use linerate_proto::TestSpec;
 
+pub mod matrix;
 pub mod search;
 
+/// Default UDP rate per stream, as iperf3's (bit/s): low enough to be safe on any path.
+pub const DEFAULT_UDP_RATE: u64 = 1 << 20;
+/// UDP datagram size before the path MTU is known: fits a 1500-byte IPv4 MTU.
+pub const DEFAULT_UDP_DATAGRAM: u32 = 1472;
+/// Default TCP block size (bytes per write/read), as iperf3's.
+pub const DEFAULT_TCP_BLOCK: u64 = 128 * 1024;
 /// Default TCP port, the same as iperf3's so firewalls and habits carry over.
 pub const DEFAULT_PORT: u16 = 5201;
 
@@ -75,6 +82,57 @@ pub struct ClientPlan {
     pub udp_length_auto: bool,
     /// `--find-max`: run a rate search instead of one test.
     pub find_max: Option<search::SearchPlan>,
+    /// Where the run is stored.
+    pub store: StorePlan,
+}
+
+/// Where results go in the history database.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct StorePlan {
+    /// The database file; None = do not store (`--no-store`, or no home directory).
+    pub path: Option<std::path::PathBuf>,
+    /// `--label` values.
+    pub labels: Vec<String>,
+}
+
+/// A stored run or group, as the user names it: `12` or `m3`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HistoryRef {
+    /// One run.
+    Run(i64),
+    /// A matrix or search (its group id).
+    Group(i64),
+}
+
+/// What to do with the history.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HistoryCommand {
+    /// List runs.
+    List {
+        /// Only runs with this label.
+        label: Option<String>,
+        /// Only runs against this server.
+        server: Option<String>,
+        /// Only runs of this group.
+        group: Option<i64>,
+        /// At most this many.
+        limit: usize,
+    },
+    /// Show one run.
+    Show(i64),
+    /// Compare two runs or two groups.
+    Compare(HistoryRef, HistoryRef),
+}
+
+/// A history command and its database.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryPlan {
+    /// The database file.
+    pub db: std::path::PathBuf,
+    /// JSON output.
+    pub json: bool,
+    /// What to do.
+    pub command: HistoryCommand,
 }
 
 /// Serve tests.
@@ -121,6 +179,10 @@ pub enum Plan {
     Server(ServerPlan),
     /// An embedded loopback server plus a client test against it.
     Selftest(ClientPlan),
+    /// A matrix of tests against a server: the base test and the axes.
+    Matrix(ClientPlan, matrix::MatrixPlan),
+    /// Read the history.
+    History(HistoryPlan),
     /// Generated docs.
     Generate(Generated),
 }

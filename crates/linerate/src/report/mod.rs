@@ -3,6 +3,8 @@
 //! Every figure comes from `stats` (compute first, render separately). Renderers take a
 //! `Write` so they can be snapshot-tested.
 
+pub mod history;
 pub mod iperf3_json;
 pub mod json;
+pub mod matrix;
 pub mod text;

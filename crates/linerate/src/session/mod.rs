@@ -8,6 +8,7 @@
 pub mod client;
 mod control;
 pub mod iperf3;
+pub mod matrix;
 mod served;
 pub mod server;
 mod signals;

@@ -3,6 +3,7 @@
 
 pub mod compare;
 pub mod cost;
+pub mod matrix;
 pub mod sample;
 pub mod summary;
 pub mod udp;

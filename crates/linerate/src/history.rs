@@ -1,0 +1,127 @@
+//! Glue between runs and the history database: storing what ran (never at the cost of the
+//! run: a database that cannot be opened or written gives a warning and the results are still
+//! printed) and the `history`, `show` and `compare` commands.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, anyhow, bail};
+
+use crate::plan::{HistoryCommand, HistoryPlan, HistoryRef, StorePlan};
+use crate::record::{Outcome, RunRecord};
+use crate::report;
+use crate::stats::compare::compare;
+use crate::stats::matrix::received_rate;
+use crate::stats::summarize;
+use crate::store::{ListFilter, RunMeta, Store};
+
+/// Significance level of `linerate compare`.
+pub const ALPHA: f64 = 0.05;
+
+/// The store of a plan, or None (with a warning saying why) when it cannot be used.
+pub fn open(plan: &StorePlan) -> Option<Store> {
+    let path = plan.path.as_ref()?;
+    match Store::open(path) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            eprintln!("warning: results will not be stored: {e:#}");
+            None
+        }
+    }
+}
+
+/// Stores `record`; a failure is a warning, not an error. Returns the run id.
+pub fn keep(store: &mut Option<Store>, record: &RunRecord, meta: &RunMeta) -> Option<i64> {
+    let s = store.as_mut()?;
+    match s.insert_run(record, meta) {
+        Ok(id) => Some(id),
+        Err(e) => {
+            eprintln!("warning: this run was not stored: {e:#}");
+            None
+        }
+    }
+}
+
+/// Runs a history command.
+pub fn run(plan: &HistoryPlan) -> Result<ExitCode> {
+    if !plan.db.exists() {
+        bail!(
+            "no history at {}: run a test first (results are stored by default), or give --db PATH",
+            plan.db.display()
+        );
+    }
+    let store = Store::open(&plan.db)?;
+    let mut out = std::io::stdout().lock();
+    match &plan.command {
+        HistoryCommand::List { label, server, group, limit } => {
+            let filter = ListFilter {
+                label: label.clone(),
+                server: server.clone(),
+                group: *group,
+                limit: Some(*limit),
+            };
+            let rows = store.list(&filter)?;
+            report::history::render_list(&rows, plan.json, &mut out)?;
+        }
+        HistoryCommand::Show(id) => {
+            let (_, record) =
+                store.run(*id)?.ok_or_else(|| anyhow!("no run {id} in {}", plan.db.display()))?;
+            if plan.json {
+                report::json::render_run(&record, &mut out)?;
+            } else {
+                report::text::render_run(&record, &mut out)?;
+            }
+        }
+        HistoryCommand::Compare(a, b) => {
+            let (a_cells, b_cells) = (samples(&store, *a)?, samples(&store, *b)?);
+            let rows: Vec<report::history::CompareRow> = a_cells
+                .iter()
+                .filter_map(|(cell, xs)| {
+                    let ys = &b_cells.iter().find(|(c, _)| c == cell)?.1;
+                    Some(report::history::CompareRow {
+                        cell: cell.clone(),
+                        result: compare(xs, ys, ALPHA),
+                    })
+                })
+                .collect();
+            if rows.is_empty() {
+                bail!(
+                    "{a:?} and {b:?} have no cell in common: compare runs with runs and matrices with matrices of the same axes"
+                );
+            }
+            report::history::render_compare(&rows, plan.json, &mut out)?;
+        }
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Received rates per cell: one cell (`run`) for a run, the matrix's cells for a group.
+fn samples(store: &Store, r: HistoryRef) -> Result<Vec<(String, Vec<f64>)>> {
+    let completed = |rec: &RunRecord| !matches!(rec.outcome, Outcome::Failed { .. });
+    match r {
+        HistoryRef::Run(id) => {
+            let (_, rec) = store.run(id)?.with_context(|| format!("no run {id} in the history"))?;
+            if !completed(&rec) {
+                bail!("run {id} failed: it has no figures to compare");
+            }
+            Ok(vec![("run".into(), vec![received_rate(&summarize(&rec))])])
+        }
+        HistoryRef::Group(id) => {
+            store.group(id)?.with_context(|| format!("no matrix m{id} in the history"))?;
+            let mut cells: Vec<(String, Vec<f64>)> = Vec::new();
+            for (_, meta, rec) in store.group_runs(id)? {
+                if !completed(&rec) {
+                    continue;
+                }
+                let cell = meta.cell.unwrap_or_else(|| "run".into());
+                let v = received_rate(&summarize(&rec));
+                match cells.iter_mut().find(|(c, _)| *c == cell) {
+                    Some((_, xs)) => xs.push(v),
+                    None => cells.push((cell, vec![v])),
+                }
+            }
+            Ok(cells)
+        }
+    }
+}

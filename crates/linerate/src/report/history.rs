@@ -1,0 +1,115 @@
+//! The history listing and comparisons, as text or JSON.
+
+use std::io::Write;
+
+use serde::Serialize;
+
+use crate::stats::compare::Comparison;
+use crate::store::RunRow;
+use crate::units::format_bits_per_second;
+
+/// One compared cell.
+#[derive(Debug, Clone, Serialize)]
+pub struct CompareRow {
+    /// The cell (`run` for single runs).
+    pub cell: String,
+    /// The test.
+    pub result: Comparison,
+}
+
+/// UTC date and time of a Unix timestamp in ms, e.g. `2026-11-22 07:30:12`.
+pub fn utc(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil-from-days (Howard Hinnant's algorithm), for dates after 1970.
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+/// Stored runs, newest first.
+pub fn render_list(rows: &[RunRow], json: bool, out: &mut dyn Write) -> std::io::Result<()> {
+    if json {
+        let v: Vec<serde_json::Value> = rows
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "id": r.id, "started_unix_ms": r.started_unix_ms, "kind": r.kind.as_str(),
+                    "group": r.group, "cell": r.cell, "server": r.server, "protocol": r.protocol,
+                    "direction": r.direction, "streams": r.streams, "outcome": r.outcome,
+                    "bits_per_second": r.bits_per_second, "labels": r.labels,
+                })
+            })
+            .collect();
+        serde_json::to_writer_pretty(&mut *out, &v).map_err(std::io::Error::other)?;
+        return writeln!(out);
+    }
+    writeln!(
+        out,
+        "{:>5}  {:<19}  {:<22} {:<21} {:<4} {:<13} {:>3} {:>14}  {:<9} labels",
+        "run", "started (UTC)", "what", "server", "prot", "direction", "P", "received", "outcome"
+    )?;
+    for r in rows {
+        let what = match (r.group, &r.cell) {
+            (Some(g), Some(c)) => format!("m{g} {c}"),
+            (Some(g), None) => format!("m{g}"),
+            _ => r.kind.as_str().to_string(),
+        };
+        writeln!(
+            out,
+            "{:>5}  {:<19}  {:<22} {:<21} {:<4} {:<13} {:>3} {:>14}  {:<9} {}",
+            r.id,
+            utc(r.started_unix_ms),
+            what,
+            r.server,
+            r.protocol,
+            r.direction,
+            r.streams,
+            r.bits_per_second.map_or("n/a".into(), format_bits_per_second),
+            r.outcome,
+            r.labels.join(",")
+        )?;
+    }
+    Ok(())
+}
+
+/// Cell-by-cell comparison of A (before) and B (after).
+pub fn render_compare(rows: &[CompareRow], json: bool, out: &mut dyn Write) -> std::io::Result<()> {
+    if json {
+        serde_json::to_writer_pretty(&mut *out, rows).map_err(std::io::Error::other)?;
+        return writeln!(out);
+    }
+    writeln!(out, "{:<24} {:>16} {:>16} {:>9}  verdict", "cell", "A mean", "B mean", "change")?;
+    for r in rows {
+        let c = &r.result;
+        writeln!(
+            out,
+            "{:<24} {:>16} {:>16} {:>9}  {}",
+            r.cell,
+            format!("{} (n={})", format_bits_per_second(c.mean_a), c.n_a),
+            format!("{} (n={})", format_bits_per_second(c.mean_b), c.n_b),
+            c.change_percent.map_or("n/a".into(), |p| format!("{p:+.1}%")),
+            c.verdict
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::utc;
+
+    #[test]
+    fn utc_dates() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00");
+        assert_eq!(utc(951_782_400_000), "2000-02-29 00:00:00");
+        assert_eq!(utc(1_795_328_386_000), "2026-11-22 06:19:46");
+    }
+}

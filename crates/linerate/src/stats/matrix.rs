@@ -1,0 +1,286 @@
+//! A matrix's results: per-cell statistics over the repetitions and findings in plain words,
+//! the way the seeds conclude ("use -P = half the CPUs", "the window made no difference").
+//!
+//! Every finding cites the numbers behind it, and differences are only called differences
+//! when a Welch t-test says they are unlikely to be noise (`stats::compare`). Pure functions
+//! over stored records: a matrix can be re-summarised from the history at any time.
+
+use serde::Serialize;
+
+use crate::plan::matrix::{AxisValue, Cell};
+use crate::record::{Outcome, RunRecord};
+use crate::stats::compare::{Comparison, compare};
+use crate::stats::sample::{SampleStats, ci_within, describe};
+use crate::stats::summarize;
+use crate::units::format_bits_per_second;
+
+/// A cell counts as having reached the best when its mean is within this share of it.
+pub const NEAR_BEST: f64 = 0.95;
+/// Significance level of the comparisons in findings.
+pub const ALPHA: f64 = 0.05;
+
+/// One cell over its repetitions.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CellSummary {
+    /// Position in the matrix.
+    pub index: usize,
+    /// `P=4 w=800k`.
+    pub label: String,
+    /// The axis values.
+    pub values: Vec<AxisValue>,
+    /// Runs that completed.
+    pub runs: usize,
+    /// Runs that failed (not counted in the statistics).
+    pub failed: usize,
+    /// Received bits per second (summed over directions), per completed run.
+    pub samples: Vec<f64>,
+    /// Statistics of `samples`.
+    pub bits_per_second: Option<SampleStats>,
+    /// Mean process CPU of the client, % of a core.
+    pub client_cpu_percent: Option<f64>,
+    /// Mean process CPU of the server, % of a core.
+    pub server_cpu_percent: Option<f64>,
+    /// Largest peak RSS of either end, bytes.
+    pub peak_rss_bytes: Option<u64>,
+    /// UDP cells: mean loss, %.
+    pub loss_percent: Option<f64>,
+    /// The verdict most runs gave (e.g. `cpu`, `path`).
+    pub limit: Option<String>,
+    /// With `--until-ci`: whether the confidence target was reached.
+    pub ci_target_met: Option<bool>,
+}
+
+/// Everything derived from a matrix.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MatrixSummary {
+    /// One per cell, in matrix order.
+    pub cells: Vec<CellSummary>,
+    /// Conclusions with their evidence.
+    pub findings: Vec<String>,
+}
+
+/// Summarises `runs` (cell index, record) over `cells`.
+pub fn summarize_matrix(
+    cells: &[Cell],
+    runs: &[(usize, RunRecord)],
+    until_ci: Option<f64>,
+) -> MatrixSummary {
+    let cells: Vec<CellSummary> = cells
+        .iter()
+        .map(|c| {
+            cell_summary(c, runs.iter().filter(|(i, _)| *i == c.index).map(|(_, r)| r), until_ci)
+        })
+        .collect();
+    let findings = findings(&cells);
+    MatrixSummary { cells, findings }
+}
+
+fn cell_summary<'a>(
+    cell: &Cell,
+    records: impl Iterator<Item = &'a RunRecord>,
+    until_ci: Option<f64>,
+) -> CellSummary {
+    let (mut samples, mut failed) = (Vec::new(), 0);
+    let (mut ccpu, mut scpu, mut loss, mut limits) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut rss: Option<u64> = None;
+    for r in records {
+        if matches!(r.outcome, Outcome::Failed { .. }) {
+            failed += 1;
+            continue;
+        }
+        let s = summarize(r);
+        samples.push(received_rate(&s));
+        for c in &s.cost {
+            let v = if c.end == "client" { &mut ccpu } else { &mut scpu };
+            v.extend(c.process_percent_of_core);
+            rss = rss.max(c.peak_rss_bytes);
+        }
+        loss.extend(s.udp.iter().filter_map(|u| u.loss_percent));
+        let limit = s.verdicts.first().and_then(|v| serde_json::to_value(v.limit).ok());
+        limits.extend(limit.and_then(|l| l.as_str().map(String::from)));
+    }
+    let stats = describe(&samples);
+    CellSummary {
+        index: cell.index,
+        label: cell.label(),
+        values: cell.values.clone(),
+        runs: samples.len(),
+        failed,
+        ci_target_met: until_ci.map(|t| stats.as_ref().is_some_and(|s| ci_within(s, t))),
+        bits_per_second: stats,
+        samples,
+        client_cpu_percent: mean(&ccpu),
+        server_cpu_percent: mean(&scpu),
+        peak_rss_bytes: rss,
+        loss_percent: mean(&loss),
+        limit: most_common(limits),
+    }
+}
+
+/// The figure a cell is judged by: what the receivers got, summed over directions.
+pub fn received_rate(s: &crate::stats::Summary) -> f64 {
+    s.directions.iter().filter_map(|d| d.receiver.as_ref()?.figures.bits_per_second).sum()
+}
+
+fn mean(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+fn most_common(mut v: Vec<String>) -> Option<String> {
+    v.sort();
+    let mut best: Option<(usize, String)> = None;
+    for chunk in v.chunk_by(|a, b| a == b) {
+        if best.as_ref().is_none_or(|(n, _)| chunk.len() > *n) {
+            best = Some((chunk.len(), chunk[0].clone()));
+        }
+    }
+    best.map(|(_, l)| l)
+}
+
+fn rate(bps: f64) -> String {
+    format_bits_per_second(bps)
+}
+
+fn mean_of(c: &CellSummary) -> Option<f64> {
+    c.bits_per_second.as_ref().map(|s| s.mean)
+}
+
+fn mean_or_zero(c: &CellSummary) -> f64 {
+    mean_of(c).unwrap_or(0.0)
+}
+
+/// The cells that differ from `c` only in the axis `same_axis` says is free.
+fn siblings<'a>(
+    cells: &'a [CellSummary],
+    c: &CellSummary,
+    free: impl Fn(&AxisValue) -> bool,
+) -> Vec<&'a CellSummary> {
+    let key = |x: &CellSummary| x.values.iter().filter(|v| !free(v)).copied().collect::<Vec<_>>();
+    let k = key(c);
+    cells.iter().filter(|x| key(x) == k).collect()
+}
+
+fn findings(cells: &[CellSummary]) -> Vec<String> {
+    let mut out = Vec::new();
+    let measured: Vec<&CellSummary> = cells.iter().filter(|c| mean_of(c).is_some()).collect();
+    let Some(best) = measured.iter().max_by(|a, b| mean_or_zero(a).total_cmp(&mean_or_zero(b)))
+    else {
+        out.push("no cell completed a run: nothing to conclude".into());
+        return out;
+    };
+    let bs = best.bits_per_second.as_ref().map_or(0.0, |s| s.mean);
+    out.push(format!("best: {} at {} (mean of {} runs)", best.label, rate(bs), best.runs));
+    out.extend(parallel_findings(cells));
+    out.extend(pairwise_findings(cells, |v| matches!(v, AxisValue::Window(_)), "window"));
+    out.extend(pairwise_findings(cells, |v| matches!(v, AxisValue::Length(_)), "length"));
+    let cpu = measured.iter().filter(|c| c.limit.as_deref() == Some("cpu")).count();
+    if cpu > 0 {
+        out.push(format!(
+            "{cpu} of {} cells were CPU-bound (the verdict most of their runs gave): faster \
+             hosts or more streams per core would raise them, not a faster link",
+            measured.len()
+        ));
+    }
+    for c in cells.iter().filter(|c| c.ci_target_met == Some(false)) {
+        out.push(format!(
+            "{}: the confidence target was not reached in {} runs (±{:.1}% at 95%): the results vary more than asked",
+            c.label,
+            c.runs,
+            c.bits_per_second.as_ref().and_then(|s| Some(s.ci95_half_width? / s.mean * 100.0)).unwrap_or(f64::NAN)
+        ));
+    }
+    out
+}
+
+/// Over the streams axis: the smallest stream count within [`NEAR_BEST`] of the best, and
+/// whether more streams than the best hurt significantly.
+fn parallel_findings(cells: &[CellSummary]) -> Vec<String> {
+    let is_p = |v: &AxisValue| matches!(v, AxisValue::Parallel(_));
+    let p_of = |c: &CellSummary| {
+        c.values.iter().find_map(|v| if let AxisValue::Parallel(p) = v { Some(*p) } else { None })
+    };
+    let mut out = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for c in cells {
+        let mut group = siblings(cells, c, is_p);
+        group.retain(|x| mean_of(x).is_some() && p_of(x).is_some());
+        if group.len() < 2 || !seen.insert(group.iter().map(|x| x.index).collect::<Vec<_>>()) {
+            continue;
+        }
+        group.sort_by_key(|x| p_of(x));
+        let best = group.iter().max_by(|a, b| mean_or_zero(a).total_cmp(&mean_or_zero(b))).copied();
+        let Some(best) = best else { continue };
+        let top = mean_of(best).unwrap_or(0.0);
+        let rest: String = c
+            .values
+            .iter()
+            .filter(|v| !is_p(v))
+            .map(AxisValue::label)
+            .collect::<Vec<_>>()
+            .join(" ");
+        let within = if rest.is_empty() { String::new() } else { format!(" with {rest}") };
+        if let Some(first) = group.iter().find(|x| mean_or_zero(x) >= NEAR_BEST * top) {
+            out.push(if first.index == best.index {
+                format!(
+                    "streams{within}: P={} is the best ({}); no smaller stream count came within {:.0}% of it",
+                    p_of(best).unwrap_or(0),
+                    rate(top),
+                    NEAR_BEST * 100.0
+                )
+            } else {
+                format!(
+                    "streams{within}: P={} already reaches {:.0}% of the best ({} vs {} at P={}); more streams add little",
+                    p_of(first).unwrap_or(0),
+                    mean_or_zero(first) / top * 100.0,
+                    rate(mean_or_zero(first)),
+                    rate(top),
+                    p_of(best).unwrap_or(0)
+                )
+            });
+        }
+        if let Some(last) = group.last().filter(|l| l.index != best.index) {
+            let cmp = compare(&best.samples, &last.samples, ALPHA);
+            if cmp.significant && cmp.mean_b < cmp.mean_a {
+                out.push(format!(
+                    "streams{within}: more streams hurt: P={} is {:.1}% below P={} ({})",
+                    p_of(last).unwrap_or(0),
+                    -cmp.change_percent.unwrap_or(0.0),
+                    p_of(best).unwrap_or(0),
+                    p_text(&cmp)
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// For an axis with two or more values: each pair of cells that differ only in it, compared.
+fn pairwise_findings(
+    cells: &[CellSummary],
+    is_axis: impl Fn(&AxisValue) -> bool + Copy,
+    name: &str,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, a) in cells.iter().enumerate() {
+        for b in &cells[i + 1..] {
+            let same_rest = siblings(cells, a, is_axis).iter().any(|x| x.index == b.index);
+            let differs = a.values.iter().zip(&b.values).any(|(x, y)| is_axis(x) && x != y);
+            if !same_rest || !differs || a.samples.is_empty() || b.samples.is_empty() {
+                continue;
+            }
+            let cmp = compare(&a.samples, &b.samples, ALPHA);
+            let verdict = cmp.verdict.replacen("B is", &format!("{} is", b.label), 1).replacen(
+                "than A",
+                &format!("than {}", a.label),
+                1,
+            );
+            out.push(format!("{name}: {} vs {}: {verdict}", b.label, a.label));
+        }
+    }
+    out
+}
+
+fn p_text(c: &Comparison) -> String {
+    c.p_value.map_or("not testable".into(), |p| format!("Welch p = {p:.3}"))
+}

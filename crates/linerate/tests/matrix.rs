@@ -1,0 +1,168 @@
+//! `linerate matrix` end to end on loopback: every cell run the right number of times in a
+//! seeded random order, statistics and findings present, bad axes refused.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::util::{Server, run};
+
+fn matrix(port: u16, extra: &[&str]) -> Value {
+    let port = port.to_string();
+    let mut args = vec!["matrix", "127.0.0.1", "-p", &port, "-i", "0", "-J"];
+    args.extend_from_slice(extra);
+    let out = run(&args, Duration::from_secs(120));
+    assert_eq!(out.code, Some(0), "{args:?}: {}\n{}", out.stderr, out.stdout);
+    out.json()
+}
+
+fn cell_order(doc: &Value) -> Vec<u64> {
+    doc["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .map(|r| r["cell"].as_u64().expect("cell"))
+        .collect()
+}
+
+#[test]
+fn a_two_by_two_matrix_runs_every_cell_twice_with_statistics_and_findings() {
+    let _serial = crate::util::exclusive();
+    let srv = Server::start(&[]);
+    let doc = matrix(
+        srv.port,
+        &[
+            "--parallel",
+            "1,2",
+            "--window",
+            "default,256K",
+            "--repeat",
+            "2",
+            "--seed",
+            "7",
+            "-t",
+            "0.5",
+        ],
+    );
+    assert_eq!(doc["kind"], "linerate.matrix");
+    let cells = doc["summary"]["cells"].as_array().expect("cells");
+    assert_eq!(cells.len(), 4);
+    let labels: Vec<&str> = cells.iter().map(|c| c["label"].as_str().expect("label")).collect();
+    assert_eq!(labels, ["P=1 w=default", "P=1 w=256K", "P=2 w=default", "P=2 w=256K"]);
+    for c in cells {
+        assert_eq!(c["runs"], 2, "{c}");
+        let s = &c["bits_per_second"];
+        assert_eq!(s["n"], 2);
+        assert!(s["min"].as_f64().expect("min") > 1e8, "{s}");
+        assert!(s["ci95"].is_array(), "{s}");
+    }
+    // The streams and window really changed between cells.
+    let runs = doc["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 8);
+    for r in runs {
+        let cell = &cells[r["cell"].as_u64().expect("c") as usize];
+        let spec = &r["record"]["spec"];
+        let p = if cell["label"].as_str().expect("l").starts_with("P=2") { 2 } else { 1 };
+        assert_eq!(spec["streams"], p);
+        let w = if cell["label"].as_str().expect("l").ends_with("256K") {
+            Value::from(262_144)
+        } else {
+            Value::Null
+        };
+        assert_eq!(spec["window_bytes"], w);
+    }
+    let findings = doc["summary"]["findings"].as_array().expect("findings");
+    assert!(findings[0].as_str().expect("f").starts_with("best: "), "{findings:?}");
+    assert!(
+        findings.iter().any(|f| f.as_str().expect("f").starts_with("window: ")),
+        "{findings:?}"
+    );
+    // Same seed, same order; the order is not the cell order.
+    let again = matrix(
+        srv.port,
+        &[
+            "--parallel",
+            "1,2",
+            "--window",
+            "default,256K",
+            "--repeat",
+            "2",
+            "--seed",
+            "7",
+            "-t",
+            "0.2",
+        ],
+    );
+    assert_eq!(cell_order(&doc), cell_order(&again));
+    assert_ne!(cell_order(&doc), vec![0, 0, 1, 1, 2, 2, 3, 3]);
+}
+
+#[test]
+fn until_ci_repeats_cells_within_the_bounds() {
+    let _serial = crate::util::exclusive();
+    let srv = Server::start(&[]);
+    let doc = matrix(
+        srv.port,
+        &[
+            "--parallel",
+            "1",
+            "--repeat",
+            "2",
+            "--until-ci",
+            "0.001%",
+            "--max-repeat",
+            "4",
+            "-t",
+            "0.3",
+        ],
+    );
+    let c = &doc["summary"]["cells"][0];
+    assert_eq!(c["runs"], 4, "an unreachable target runs to --max-repeat: {c}");
+    assert_eq!(c["ci_target_met"], false);
+    let findings = doc["summary"]["findings"].to_string();
+    assert!(findings.contains("confidence target was not reached"), "{findings}");
+}
+
+#[test]
+fn text_output_has_the_table_and_findings() {
+    let srv = Server::start(&[]);
+    let port = srv.port.to_string();
+    let out = run(
+        &[
+            "matrix",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "--parallel",
+            "1,2",
+            "--repeat",
+            "2",
+            "-t",
+            "0.3",
+            "-i",
+            "0",
+        ],
+        Duration::from_secs(60),
+    );
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(out.stdout.contains("Matrix: 2 cell(s) x 2 run(s)"), "{}", out.stdout);
+    assert!(out.stdout.contains("cell (Gbit/s received)"), "{}", out.stdout);
+    assert!(out.stdout.contains("P=2 "), "{}", out.stdout);
+    assert!(out.stdout.contains("Findings:\n  - best: "), "{}", out.stdout);
+}
+
+#[test]
+fn bad_axes_are_refused_with_the_flag_named() {
+    for (args, word) in [
+        (&["--parallel", "0"][..], "--parallel"),
+        (&["--window", "huge"][..], "--window"),
+        (&["--protocol", "sctp"][..], "--protocol"),
+        (&["--length", "100000", "--protocol", "udp"][..], "16..=65507"),
+    ] {
+        let mut all = vec!["matrix", "127.0.0.1", "-p", "1"];
+        all.extend_from_slice(args);
+        let out = run(&all, Duration::from_secs(10));
+        assert_eq!(out.code, Some(2), "{args:?}: {}", out.stderr);
+        assert!(out.stderr.contains(word), "{args:?}: {}", out.stderr);
+    }
+}

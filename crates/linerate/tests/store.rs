@@ -1,0 +1,123 @@
+//! The history database through the command line: runs are stored by default, listed,
+//! shown, compared; a database linerate cannot use never costs a run its results.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::util::{Output, Server, run};
+
+fn db_path(name: &str) -> String {
+    let dir = crate::util::data_home().join("store-tests");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let p = dir.join(format!("{name}.sqlite"));
+    let _ = std::fs::remove_file(&p);
+    p.to_string_lossy().into_owned()
+}
+
+fn ok(args: &[&str]) -> Output {
+    let out = run(args, Duration::from_secs(120));
+    assert_eq!(out.code, Some(0), "{args:?}: {}\n{}", out.stderr, out.stdout);
+    out
+}
+
+#[test]
+fn a_run_is_stored_listed_and_shown_as_it_was() {
+    let srv = Server::start(&[]);
+    let (port, db) = (srv.port.to_string(), db_path("show"));
+    let out = ok(&[
+        "client",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "-t",
+        "0.5",
+        "--db",
+        &db,
+        "--label",
+        "before",
+        "-J",
+    ]);
+    let original: Value = out.json();
+    let list = ok(&["history", "--db", &db, "--label", "before", "-J"]).json();
+    let rows = list.as_array().expect("rows");
+    assert_eq!(rows.len(), 1, "{list}");
+    assert_eq!(rows[0]["labels"][0], "before");
+    let id = rows[0]["id"].as_i64().expect("id").to_string();
+    let shown = ok(&["show", &id, "--db", &db, "-J"]).json();
+    assert_eq!(shown["record"], original["record"], "the stored record is the run's record");
+    let text = ok(&["show", &id, "--db", &db]).stdout;
+    assert!(text.contains("Test: TCP upload"), "{text}");
+    let none = ok(&["history", "--db", &db, "--label", "after", "-J"]).json();
+    assert_eq!(none.as_array().map(Vec::len), Some(0));
+}
+
+#[test]
+fn compare_finds_a_real_difference_and_not_a_false_one() {
+    let _serial = crate::util::exclusive();
+    let srv = Server::start(&[]);
+    let (port, db) = (srv.port.to_string(), db_path("compare"));
+    let matrix = |rate: &str| {
+        let out = ok(&[
+            "matrix",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "--parallel",
+            "1",
+            "--repeat",
+            "3",
+            "-t",
+            "0.5",
+            "-i",
+            "0",
+            "-b",
+            rate,
+            "--db",
+            &db,
+        ]);
+        let line =
+            out.stdout.lines().find(|l| l.starts_with("Stored as matrix m")).expect("stored");
+        line.trim_start_matches("Stored as matrix ").split(' ').next().expect("id").to_string()
+    };
+    let (a, b, c) = (matrix("100M"), matrix("200M"), matrix("100M"));
+    let diff = ok(&["compare", &a, &b, "--db", &db, "-J"]).json();
+    let r = &diff[0]["result"];
+    assert_eq!(r["significant"], true, "{diff}");
+    let change = r["change_percent"].as_f64().expect("change");
+    assert!((95.0..=105.0).contains(&change), "-b 200M vs 100M is +100%: {change}");
+    let same = ok(&["compare", &a, &c, "--db", &db, "-J"]).json();
+    let r = &same[0]["result"];
+    let change = r["change_percent"].as_f64().expect("change").abs();
+    // Equal settings: no significant difference, or (at the 5 % false-positive rate of any
+    // test at p < 0.05) one too small to matter.
+    assert!(r["significant"] == false || change < 1.0, "{same}");
+    let text = ok(&["compare", &a, &b, "--db", &db]).stdout;
+    assert!(text.contains("P=1") && text.contains("significant"), "{text}");
+}
+
+#[test]
+fn an_unusable_database_costs_a_warning_not_the_results() {
+    let srv = Server::start(&[]);
+    let (port, db) = (srv.port.to_string(), db_path("garbage"));
+    std::fs::write(&db, b"this is not a database, but someone's notes").expect("write");
+    let before = std::fs::read(&db).expect("read");
+    let out = ok(&["client", "127.0.0.1", "-p", &port, "-t", "0.3", "--db", &db]);
+    assert!(out.stdout.contains("Test complete."), "{}", out.stdout);
+    assert!(out.stderr.contains("not a SQLite database"), "{}", out.stderr);
+    assert_eq!(std::fs::read(&db).expect("read"), before, "the file was left untouched");
+    let out = run(&["history", "--db", &db], Duration::from_secs(10));
+    assert_eq!(out.code, Some(1));
+    assert!(out.stderr.contains("left untouched"), "{}", out.stderr);
+}
+
+#[test]
+fn no_store_stores_nothing() {
+    let srv = Server::start(&[]);
+    let port = srv.port.to_string();
+    let db = db_path("nostore");
+    let out = ok(&["client", "127.0.0.1", "-p", &port, "-t", "0.3", "--no-store"]);
+    assert!(!out.stdout.contains("Stored as run"), "{}", out.stdout);
+    let out = ok(&["client", "127.0.0.1", "-p", &port, "-t", "0.3", "--db", &db]);
+    assert!(out.stdout.contains("Stored as run 1 "), "{}", out.stdout);
+}
