@@ -28,6 +28,14 @@ pub fn execute(plan: Plan) -> Result<ExitCode> {
         Plan::Selftest(p) => run_selftest(p),
         Plan::Matrix(base, m) => run_matrix(&base, &m, &Interrupt::install()?),
         Plan::History(h) => crate::history::run(&h),
+        Plan::SelftestMatrix(base, m) => with_embedded_server(base, |plan| {
+            println!(
+                "linerate: the default methodology on loopback against an embedded server on \
+                     127.0.0.1:{} (run `linerate --help` for everything else)",
+                plan.port
+            );
+            run_matrix(plan, &m, &Interrupt::install()?)
+        }),
         Plan::Generate(g) => generate(g),
     }
 }
@@ -205,7 +213,24 @@ fn run_server(plan: &ServerPlan) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn run_selftest(mut plan: ClientPlan) -> Result<ExitCode> {
+fn run_selftest(plan: ClientPlan) -> Result<ExitCode> {
+    with_embedded_server(plan, |plan| {
+        if plan.output == OutputFormat::Text {
+            println!(
+                "linerate selftest: embedded server on 127.0.0.1:{}, {}",
+                plan.port,
+                text::describe_spec(&plan.spec)
+            );
+        }
+        run_client(plan, &Interrupt::install()?)
+    })
+}
+
+/// Runs `f` with `plan` pointed at a server started on loopback for the purpose.
+fn with_embedded_server(
+    mut plan: ClientPlan,
+    f: impl FnOnce(&ClientPlan) -> Result<ExitCode>,
+) -> Result<ExitCode> {
     let server_plan = ServerPlan {
         port: 0,
         bind: Some(std::net::IpAddr::from([127, 0, 0, 1])),
@@ -220,14 +245,7 @@ fn run_selftest(mut plan: ClientPlan) -> Result<ExitCode> {
         let stop = stop_server.clone();
         std::thread::spawn(move || server.run(&stop, Arc::new(|_: &ServerNote| {})))
     };
-    if plan.output == OutputFormat::Text {
-        println!(
-            "linerate selftest: embedded server on 127.0.0.1:{}, {}",
-            plan.port,
-            text::describe_spec(&plan.spec)
-        );
-    }
-    let result = run_client(&plan, &Interrupt::install()?);
+    let result = f(&plan);
     stop_server.trigger();
     let _ = server_thread.join();
     result

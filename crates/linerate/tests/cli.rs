@@ -5,8 +5,21 @@ use std::time::Duration;
 use crate::util::run;
 
 #[test]
-fn no_arguments_runs_the_selftest() {
-    let out = run(&[], Duration::from_secs(30));
+fn no_arguments_runs_the_default_methodology_on_loopback() {
+    let out = run(&[], Duration::from_secs(60));
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(out.stdout.contains("embedded server on 127.0.0.1"), "{}", out.stdout);
+    assert!(out.stdout.contains("Matrix: 2 cell(s) x 2 run(s)"), "{}", out.stdout);
+    for cell in ["\nP=1 ", "\nP=2 "] {
+        assert!(out.stdout.contains(cell), "{cell}: {}", out.stdout);
+    }
+    assert!(out.stdout.contains("Findings:\n  - best: P="), "{}", out.stdout);
+    assert!(out.stdout.contains("Stored as matrix m"), "{}", out.stdout);
+}
+
+#[test]
+fn selftest_runs_one_test_with_the_full_report() {
+    let out = run(&["selftest", "-t", "1"], Duration::from_secs(30));
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     assert!(
         out.stdout.contains("linerate selftest: embedded server on 127.0.0.1"),

@@ -164,6 +164,41 @@ fn history_ref(s: &str) -> Result<HistoryRef, String> {
     }
 }
 
+/// `linerate` with no arguments: streams 1 and 2, twice each, 1 s per run, against an
+/// embedded loopback server — the seeds' first tier in a few seconds.
+pub(super) fn default_methodology() -> Plan {
+    let mut base = ClientPlan {
+        host: "127.0.0.1".into(),
+        port: 0,
+        spec: TestSpec {
+            end: EndCondition::Duration { duration_ms: 1000 },
+            ..TestSpec::default_tcp()
+        },
+        family: Family::V4,
+        bind: None,
+        cport: None,
+        connect_timeout: Duration::from_secs(10),
+        output: OutputFormat::Text,
+        link: None,
+        iperf3: false,
+        get_server_output: false,
+        udp_length_auto: false,
+        find_max: None,
+        store: StorePlan { path: Store::default_path(), labels: vec!["selftest".into()] },
+    };
+    base.spec.interval_ms = 0;
+    let matrix = MatrixPlan {
+        axes: vec![vec![AxisValue::Parallel(1), AxisValue::Parallel(2)]],
+        repeat: 2,
+        until_ci: None,
+        max_repeat: 2,
+        seed: random_seed(),
+        udp_rate: DEFAULT_UDP_RATE,
+        length_given: false,
+    };
+    Plan::SelftestMatrix(base, matrix)
+}
+
 fn random_seed() -> u64 {
     let mut b = [0u8; 8];
     // Without randomness the order is still a valid shuffle, just the same every time.
@@ -358,7 +393,7 @@ mod tests {
         assert_eq!(p.spec.interval_ms, 1000);
         assert_eq!(p.family, Family::Any);
         assert_eq!(p.output, OutputFormat::Text);
-        assert!(matches!(parse(["linerate"]), Ok(Plan::Selftest(_))));
+        assert!(matches!(parse(["linerate"]), Ok(Plan::SelftestMatrix(..))));
         assert!(matches!(parse(["linerate", "-s", "-1"]), Ok(Plan::Server(s)) if s.one_off));
     }
 

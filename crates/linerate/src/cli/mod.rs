@@ -3,7 +3,8 @@
 //!
 //! iperf muscle memory works: `linerate -s` is `linerate server`, `linerate -c HOST` is
 //! `linerate client HOST`, and the short flags are iperf3's. `linerate` with no arguments
-//! runs the self-test (an embedded loopback server and a short test against it).
+//! runs the default methodology on loopback (a small matrix against an embedded server, the
+//! seeds' "localhost" tier); `linerate selftest` runs one test against it.
 
 mod args;
 mod convert;
@@ -22,7 +23,12 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
+    let argv: Vec<T> = argv.into_iter().collect();
+    let bare = argv.len() <= 1;
     let cli = Cli::try_parse_from(argv)?;
+    if bare {
+        return Ok(convert::default_methodology());
+    }
     convert::to_plan(cli)
         .map_err(|msg| Cli::command().error(clap::error::ErrorKind::ValueValidation, msg))
 }

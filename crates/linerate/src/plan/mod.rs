@@ -183,6 +183,8 @@ pub enum Plan {
     Matrix(ClientPlan, matrix::MatrixPlan),
     /// Read the history.
     History(HistoryPlan),
+    /// An embedded loopback server plus a matrix against it (`linerate` with no arguments).
+    SelftestMatrix(ClientPlan, matrix::MatrixPlan),
     /// Generated docs.
     Generate(Generated),
 }
