@@ -74,6 +74,14 @@ fn finish_client(plan: &ClientPlan, record: &RunRecord) -> Result<ExitCode> {
         writeln!(out, "Stored as run {id} (linerate show {id}).")?;
     }
     out.flush()?;
+    if !matches!(record.outcome, Outcome::Failed { .. }) {
+        let cells = vec![(
+            "run".to_string(),
+            vec![stats::matrix::received_rate(&stats::summarize(record))],
+        )];
+        gate(plan, &cells)?;
+    }
+    out.flush()?;
     match &record.outcome {
         Outcome::Completed | Outcome::Interrupted => Ok(ExitCode::SUCCESS),
         Outcome::Failed { error } => Err(anyhow!("{error}")),
@@ -189,10 +197,22 @@ fn run_matrix(base: &ClientPlan, plan: &MatrixPlan, interrupt: &Interrupt) -> Re
         )?;
     }
     out.flush()?;
-    match stopped {
-        Some(why) if interrupt.count() == 0 => Err(anyhow!("matrix stopped early: {why}")),
-        _ => Ok(ExitCode::SUCCESS),
+    if let Some(why) = stopped.filter(|_| interrupt.count() == 0) {
+        return Err(anyhow!("matrix stopped early: {why}"));
     }
+    let cells: Vec<(String, Vec<f64>)> =
+        summary.cells.iter().map(|c| (c.label.clone(), c.samples.clone())).collect();
+    gate(base, &cells)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Exits 1 (through an error) when a `--fail-below` or `--fail-regression` gate failed.
+fn gate(plan: &ClientPlan, cells: &[(String, Vec<f64>)]) -> Result<()> {
+    let failed = crate::history::failed_gates(&plan.gates, plan.store.path.as_deref(), cells)?;
+    if failed.is_empty() {
+        return Ok(());
+    }
+    Err(anyhow!("gate failed: {}", failed.join("; ")))
 }
 
 fn note_sink(format: OutputFormat) -> NoteSink {

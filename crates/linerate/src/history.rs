@@ -7,13 +7,16 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, anyhow, bail};
 
-use crate::plan::{HistoryCommand, HistoryPlan, HistoryRef, StorePlan};
+use std::path::Path;
+
+use crate::plan::{Gates, HistoryCommand, HistoryPlan, HistoryRef, StorePlan};
 use crate::record::{Outcome, RunRecord};
 use crate::report;
 use crate::stats::compare::compare;
 use crate::stats::matrix::received_rate;
 use crate::stats::summarize;
 use crate::store::{ListFilter, RunMeta, Store};
+use crate::units::format_bits_per_second;
 
 /// Significance level of `linerate compare`.
 pub const ALPHA: f64 = 0.05;
@@ -94,6 +97,53 @@ pub fn run(plan: &HistoryPlan) -> Result<ExitCode> {
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Which gates failed for these results (cell label, received rates); empty = passed.
+/// The baseline comes from the history at `db`.
+pub fn failed_gates(
+    gates: &Gates,
+    db: Option<&Path>,
+    cells: &[(String, Vec<f64>)],
+) -> Result<Vec<String>> {
+    let mut failed = Vec::new();
+    if let Some(min) = gates.below {
+        for (cell, xs) in cells.iter().filter(|(_, xs)| !xs.is_empty()) {
+            let mean = xs.iter().sum::<f64>() / xs.len() as f64;
+            if mean < min as f64 {
+                failed.push(format!(
+                    "{cell}: received {} (mean of {}), below --fail-below {}",
+                    format_bits_per_second(mean),
+                    xs.len(),
+                    format_bits_per_second(min as f64)
+                ));
+            }
+        }
+    }
+    if let Some((drop, baseline)) = gates.regression {
+        let db = db.context("--fail-regression needs the history")?;
+        let before = samples(&Store::open(db)?, baseline)?;
+        let mut common = 0;
+        for (cell, xs) in cells {
+            let Some((_, base)) = before.iter().find(|(c, _)| c == cell) else { continue };
+            common += 1;
+            let c = compare(base, xs, ALPHA);
+            let change = c.change_percent.unwrap_or(0.0);
+            let testable = c.n_a >= 2 && c.n_b >= 2;
+            if change < -drop * 100.0 && (c.significant || !testable) {
+                let how = if testable {
+                    c.verdict.clone()
+                } else {
+                    "single runs: not tested for significance".into()
+                };
+                failed.push(format!("{cell}: {change:.1}% against the baseline ({how})"));
+            }
+        }
+        if common == 0 {
+            bail!("the baseline {baseline:?} has no cell in common with these results");
+        }
+    }
+    Ok(failed)
 }
 
 /// Received rates per cell: one cell (`run`) for a run, the matrix's cells for a group.

@@ -121,3 +121,57 @@ fn no_store_stores_nothing() {
     let out = ok(&["client", "127.0.0.1", "-p", &port, "-t", "0.3", "--db", &db]);
     assert!(out.stdout.contains("Stored as run 1 "), "{}", out.stdout);
 }
+
+#[test]
+fn gates_fail_below_a_rate_and_on_a_regression_against_a_baseline() {
+    let _serial = crate::util::exclusive();
+    let srv = Server::start(&[]);
+    let (port, db) = (srv.port.to_string(), db_path("gates"));
+    let out = run(
+        &["client", "127.0.0.1", "-p", &port, "-t", "0.3", "--db", &db, "--fail-below", "1T"],
+        Duration::from_secs(30),
+    );
+    assert_eq!(out.code, Some(1), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("gate failed") && out.stderr.contains("below --fail-below 1.00 Tbit/s"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stdout.contains("Test complete."), "results are printed before the verdict");
+    ok(&["client", "127.0.0.1", "-p", &port, "-t", "0.3", "--db", &db, "--fail-below", "1M"]);
+    let m = |rate: &str, extra: &[&str]| {
+        let mut args = vec![
+            "matrix",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "--parallel",
+            "1",
+            "--repeat",
+            "3",
+            "-t",
+            "0.4",
+            "-i",
+            "0",
+            "-b",
+            rate,
+            "--db",
+            &db,
+        ];
+        args.extend_from_slice(extra);
+        run(&args, Duration::from_secs(60))
+    };
+    let base = m("200M", &[]);
+    assert_eq!(base.code, Some(0), "{}", base.stderr);
+    let id = base.stdout.lines().find_map(|l| l.strip_prefix("Stored as matrix ")).expect("id");
+    let id = id.split(' ').next().expect("id").to_string();
+    let slower = m("100M", &["--fail-regression", "5%", "--baseline", &id]);
+    assert_eq!(slower.code, Some(1), "{}", slower.stderr);
+    assert!(
+        slower.stderr.contains("P=1: -") && slower.stderr.contains("against the baseline"),
+        "{}",
+        slower.stderr
+    );
+    let same = m("200M", &["--fail-regression", "5%", "--baseline", &id]);
+    assert_eq!(same.code, Some(0), "{}", same.stderr);
+}

@@ -135,6 +135,8 @@ pub struct ClientArgs {
     pub test: TestArgs,
     #[command(flatten)]
     pub store: StoreArgs,
+    #[command(flatten)]
+    pub gates: GateArgs,
 }
 
 /// Where results are kept.
@@ -149,6 +151,21 @@ pub struct StoreArgs {
     /// A label to find the run by later (repeatable), e.g. --label before-tuning.
     #[arg(long = "label", value_name = "TEXT")]
     pub label: Vec<String>,
+}
+
+/// Pass/fail gates for CI use.
+#[derive(Debug, Args)]
+pub struct GateArgs {
+    /// Exit 1 if the received rate (a matrix: any cell's mean) is below RATE, e.g. 9G.
+    #[arg(long = "fail-below", value_name = "RATE", value_parser = rate)]
+    pub fail_below: Option<Bitrate>,
+    /// Exit 1 if a cell is this much slower than in --baseline (significantly so, when both
+    /// have two or more runs), e.g. 5%.
+    #[arg(long = "fail-regression", value_name = "PERCENT", value_parser = percent, requires = "baseline")]
+    pub fail_regression: Option<f64>,
+    /// The stored run (`12`) or matrix (`m3`) to compare with for --fail-regression.
+    #[arg(long = "baseline", value_name = "RUN", requires = "fail_regression")]
+    pub baseline: Option<String>,
 }
 
 /// Only the database location (history commands).
@@ -225,6 +242,8 @@ pub struct MatrixArgs {
     pub test: MatrixTestArgs,
     #[command(flatten)]
     pub store: StoreArgs,
+    #[command(flatten)]
+    pub gates: GateArgs,
 }
 
 /// The test flags that apply to every cell of a matrix (the axes set the rest).

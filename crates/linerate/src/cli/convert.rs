@@ -6,14 +6,14 @@ use std::time::Duration;
 use linerate_proto::{Direction, EndCondition, Protocol, TestSpec};
 
 use crate::cli::args::{
-    Cli, Command, CompatArgs, DbArgs, DirectionArg, GenerateWhat, JsonFormat, MatrixArgs, NetArgs,
-    ProtocolArg, StoreArgs, TestArgs,
+    Cli, Command, CompatArgs, DbArgs, DirectionArg, GateArgs, GenerateWhat, JsonFormat, MatrixArgs,
+    NetArgs, ProtocolArg, StoreArgs, TestArgs,
 };
 use crate::plan::matrix::{AxisValue, MatrixPlan};
 use crate::plan::search::SearchPlan;
 use crate::plan::{ClientPlan, Family, Generated, OutputFormat, Plan, ServerPlan, Shell};
 use crate::plan::{DEFAULT_TCP_BLOCK, DEFAULT_UDP_DATAGRAM, DEFAULT_UDP_RATE};
-use crate::plan::{HistoryCommand, HistoryPlan, HistoryRef, StorePlan};
+use crate::plan::{Gates, HistoryCommand, HistoryPlan, HistoryRef, StorePlan};
 use crate::record::LinkAssumption;
 use crate::store::Store;
 use crate::units::ByteCount;
@@ -31,8 +31,10 @@ const MIN_INTERVAL: Duration = Duration::from_millis(10);
 
 pub(super) fn to_plan(cli: Cli) -> Result<Plan, String> {
     match cli.command {
-        Some(Command::Client(a)) => client_plan(a.host, &a.net, &a.test, DEFAULT_TIME)
-            .map(|p| Plan::Client(with_store(p, &a.store))),
+        Some(Command::Client(a)) => {
+            let p = with_store(client_plan(a.host, &a.net, &a.test, DEFAULT_TIME)?, &a.store);
+            Ok(Plan::Client(with_gates(p, &a.gates)?))
+        }
         Some(Command::History { label, server, group, limit, db }) => {
             history(&db, HistoryCommand::List { label, server, group, limit })
         }
@@ -93,6 +95,7 @@ fn matrix_plan(a: MatrixArgs) -> Result<(ClientPlan, MatrixPlan), String> {
         connect_timeout: m.connect_timeout,
     };
     let base = with_store(client_plan(a.host, &a.net, &test, DEFAULT_TIME)?, &a.store);
+    let base = with_gates(base, &a.gates)?;
     let u32_size = |b: ByteCount| {
         u32::try_from(b.bytes()).map_err(|_| format!("--length {} is too large", b.bytes()))
     };
@@ -147,6 +150,18 @@ fn with_store(mut plan: ClientPlan, s: &StoreArgs) -> ClientPlan {
     plan
 }
 
+fn with_gates(mut plan: ClientPlan, g: &GateArgs) -> Result<ClientPlan, String> {
+    let regression = match (g.fail_regression, &g.baseline) {
+        (Some(pct), Some(b)) => Some((pct / 100.0, history_ref(b)?)),
+        _ => None,
+    };
+    if regression.is_some() && plan.store.path.is_none() {
+        return Err("--fail-regression reads the baseline from the history: drop --no-store".into());
+    }
+    plan.gates = Gates { below: g.fail_below.map(|b| b.bits_per_second()), regression };
+    Ok(plan)
+}
+
 fn history(db: &DbArgs, command: HistoryCommand) -> Result<Plan, String> {
     let path =
         db.db.clone().or_else(Store::default_path).ok_or(
@@ -185,6 +200,7 @@ pub(super) fn default_methodology() -> Plan {
         udp_length_auto: false,
         find_max: None,
         store: StorePlan { path: Store::default_path(), labels: vec!["selftest".into()] },
+        gates: Gates::default(),
     };
     base.spec.interval_ms = 0;
     let matrix = MatrixPlan {
@@ -294,6 +310,7 @@ fn client_plan(
         udp_length_auto: t.udp && t.length.is_none(),
         find_max,
         store: StorePlan { path: Store::default_path(), labels: Vec::new() },
+        gates: Gates::default(),
     })
 }
 

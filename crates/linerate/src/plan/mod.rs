@@ -84,6 +84,17 @@ pub struct ClientPlan {
     pub find_max: Option<search::SearchPlan>,
     /// Where the run is stored.
     pub store: StorePlan,
+    /// Pass/fail conditions (`--fail-below`, `--fail-regression`).
+    pub gates: Gates,
+}
+
+/// Conditions under which a finished run or matrix exits 1.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Gates {
+    /// Received rate below this (bit/s) fails.
+    pub below: Option<u64>,
+    /// A drop of more than this fraction against the baseline fails.
+    pub regression: Option<(f64, HistoryRef)>,
 }
 
 /// Where results go in the history database.
