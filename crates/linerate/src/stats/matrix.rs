@@ -182,6 +182,21 @@ fn findings(cells: &[CellSummary]) -> Vec<String> {
             measured.len()
         ));
     }
+    for c in cells {
+        let Some(s) = &c.bits_per_second else { continue };
+        if !s.outliers.is_empty() {
+            let values: Vec<String> = s.outliers.iter().map(|&i| rate(c.samples[i])).collect();
+            out.push(format!(
+                "{}: {} of {} runs are outliers ({}; median {}): kept in the figures — look for \
+                 what else ran then",
+                c.label,
+                s.outliers.len(),
+                s.n,
+                values.join(", "),
+                rate(s.median)
+            ));
+        }
+    }
     for c in cells.iter().filter(|c| c.ci_target_met == Some(false)) {
         out.push(format!(
             "{}: the confidence target was not reached in {} runs (±{:.1}% at 95%): the results vary more than asked",
@@ -270,11 +285,7 @@ fn pairwise_findings(
                 continue;
             }
             let cmp = compare(&a.samples, &b.samples, ALPHA);
-            let verdict = cmp.verdict.replacen("B is", &format!("{} is", b.label), 1).replacen(
-                "than A",
-                &format!("than {}", a.label),
-                1,
-            );
+            let verdict = name_sides(&cmp.verdict, &a.label, &b.label);
             out.push(format!("{name}: {} vs {}: {verdict}", b.label, a.label));
         }
     }
@@ -282,5 +293,77 @@ fn pairwise_findings(
 }
 
 fn p_text(c: &Comparison) -> String {
-    c.p_value.map_or("not testable".into(), |p| format!("Welch p = {p:.3}"))
+    match c.p_value {
+        None => "not testable".into(),
+        Some(p) if p < 0.001 => "Welch p < 0.001".into(),
+        Some(p) => format!("Welch p = {p:.3}"),
+    }
+}
+
+/// The comparison's sentence with the cells' names for "A" and "B".
+fn name_sides(verdict: &str, a: &str, b: &str) -> String {
+    verdict
+        .replacen("B equals A", &format!("{b} equals {a}"), 1)
+        .replacen("B is", &format!("{b} is"), 1)
+        .replacen("than A", &format!("than {a}"), 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::sample::describe;
+
+    fn cell(index: usize, values: Vec<AxisValue>, samples: Vec<f64>) -> CellSummary {
+        CellSummary {
+            index,
+            label: values.iter().map(AxisValue::label).collect::<Vec<_>>().join(" "),
+            values,
+            runs: samples.len(),
+            failed: 0,
+            bits_per_second: describe(&samples),
+            samples,
+            client_cpu_percent: None,
+            server_cpu_percent: None,
+            peak_rss_bytes: None,
+            loss_percent: None,
+            limit: Some("cpu".into()),
+            ci_target_met: None,
+        }
+    }
+
+    #[test]
+    fn findings_name_the_knee_the_window_effect_and_outliers() {
+        let w = |w| AxisValue::Window(w);
+        let p = AxisValue::Parallel;
+        let cells = vec![
+            cell(0, vec![p(1), w(None)], vec![9.2e9, 9.25e9, 9.15e9]),
+            cell(1, vec![p(1), w(Some(800_000))], vec![5e9, 5.05e9, 4.95e9]),
+            cell(2, vec![p(2), w(None)], vec![9.5e9, 9.6e9, 9.4e9]),
+            cell(3, vec![p(2), w(Some(800_000))], vec![9.5e9, 9.55e9, 9.45e9]),
+            cell(4, vec![p(4), w(None)], vec![9.8e9, 9.9e9, 9.7e9, 9.8e9, 9.85e9, 9.75e9, 2e9]),
+            cell(5, vec![p(4), w(Some(800_000))], vec![9.0e9, 9.05e9, 8.95e9]),
+        ];
+        let f = findings(&cells);
+        let all = f.join("\n");
+        assert!(f[0].starts_with("best: P=2 w="), "{all}");
+        assert!(
+            all.contains("streams with w=default: P=1 already reaches 97% of the best"),
+            "{all}"
+        );
+        assert!(all.contains("streams with w=800k: P=2 is the best"), "{all}");
+        assert!(
+            all.contains("more streams hurt: P=4 is 5.3% below P=2 (Welch p < 0.001)"),
+            "{all}"
+        );
+        assert!(all.contains("window: P=1 w=800k vs P=1 w=default: P=1 w=800k is 45."), "{all}");
+        assert!(all.contains("window: P=2 w=800k vs P=2 w=default: no significant"), "{all}");
+        assert!(all.contains("P=4 w=default: 1 of 7 runs are outliers (2.00 Gbit/s"), "{all}");
+        assert!(all.contains("6 of 6 cells were CPU-bound"), "{all}");
+    }
+
+    #[test]
+    fn no_completed_cell_says_so() {
+        let f = findings(&[cell(0, vec![AxisValue::Parallel(1)], vec![])]);
+        assert_eq!(f, vec!["no cell completed a run: nothing to conclude".to_string()]);
+    }
 }
