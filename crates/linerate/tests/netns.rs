@@ -229,7 +229,8 @@ fn find_max_lands_near_the_shaped_rate() {
     let shaped = 200e6 * 1472.0 / 1514.0;
     assert!((got / shaped - 1.0).abs() < 0.10, "found {got}, shaped goodput {shaped}");
     let trials = doc["answer"]["trials"].as_array().expect("trials");
-    assert!(trials.len() >= 3 && trials.len() <= 14, "{} trials", trials.len());
+    // The unpaced first trial delivered about the shaped rate, which bounds the search.
+    assert!(trials.len() >= 3 && trials.len() <= 9, "{} trials", trials.len());
     assert_eq!(trials[0]["passed"], false, "the unpaced first trial overloads the shaper");
     assert!(out.elapsed < Duration::from_secs(60), "{:?}", out.elapsed);
 }

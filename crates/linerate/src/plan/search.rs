@@ -2,10 +2,11 @@
 //! below a threshold. Pure logic: [`RateSearch`] proposes the next trial rate from the results
 //! so far; the caller runs the trials (`app.rs`) and reports every one.
 //!
-//! The first trial runs unpaced (or at `--max`): if even that loses no more than allowed, the
+//! The first trial runs unpaced (or at `-b`): if even that loses no more than allowed, the
 //! answer is what the sender achieved (the path is not the limit; the sender is). Otherwise a
-//! binary search runs between 0 and the rate that trial achieved, until the bracket is narrower
-//! than [`RESOLUTION`] of the upper end or [`MAX_TRIALS`] trials ran. Loss is not monotonic in
+//! binary search runs between 0 and the lower of that trial's rate and what it delivered
+//! (+5 %), until the bracket is narrower than [`RESOLUTION`] of the upper end or
+//! [`MAX_TRIALS`] trials ran. Loss is not monotonic in
 //! rate on a noisy path, so the answer is the best passing trial actually measured, never an
 //! interpolated rate.
 
@@ -15,6 +16,8 @@ use serde::Serialize;
 pub const RESOLUTION: f64 = 0.02;
 /// Never run more trials than this (12 halvings of the first bracket).
 pub const MAX_TRIALS: usize = 14;
+/// A failed trial caps the search at what it delivered times this.
+pub const DELIVERED_MARGIN: f64 = 1.05;
 
 /// What the user asked of the search.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -98,10 +101,18 @@ impl RateSearch {
         } else {
             t.target_bits_per_second
         };
+        // A rate that lost datagrams bounds the answer twice: the answer is below it, and
+        // (give or take the burst a shaper lets through) below what that trial delivered —
+        // sending more never makes a path lose less. The second bound matters after an
+        // unpaced first trial, which a sender can push far above any path (a qdisc drops at
+        // the sender almost for free).
+        let delivered = (t.received_bits_per_second * DELIVERED_MARGIN) as u64;
+        let fail_bound = if delivered > 0 { rate.min(delivered) } else { rate };
         match self.hi {
-            None => self.hi = Some(rate),
+            None if t.passed => self.hi = Some(rate),
+            None => self.hi = Some(fail_bound),
             Some(_) if t.passed => self.lo = self.lo.max(rate),
-            Some(h) => self.hi = Some(h.min(rate)),
+            Some(h) => self.hi = Some(h.min(fail_bound)),
         }
         self.trials.push(t);
         t
@@ -157,7 +168,7 @@ mod tests {
         assert!(best.received_bits_per_second <= 480e6);
         assert!(best.received_bits_per_second >= 480e6 * (1.0 - 2.0 * RESOLUTION), "{best:?}");
         assert!(!a.sender_bound);
-        assert!(a.trials.len() <= MAX_TRIALS);
+        assert!(a.trials.len() <= 8, "the delivered rate bounds the search: {}", a.trials.len());
         assert!(!a.trials[0].passed, "the unpaced trial overloads the path");
     }
 

@@ -458,11 +458,13 @@ pub fn render_search_start(
         0 => "unpaced".to_string(),
         r => format_bits_per_second(r as f64),
     };
+    // Each trial sets its own pacing; the spec's -b is not the search's.
+    let unpaced = TestSpec { bits_per_second: 0, ..spec.clone() };
     writeln!(
         out,
         "Searching for the highest rate with loss <= {}%: {}, first trial {start}",
         plan.max_loss * 100.0,
-        describe_spec(spec)
+        describe_spec(&unpaced)
     )
 }
 
