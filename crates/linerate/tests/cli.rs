@@ -9,7 +9,7 @@ fn no_arguments_runs_the_default_methodology_on_loopback() {
     let out = run(&[], Duration::from_secs(60));
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     assert!(out.stdout.contains("embedded server on 127.0.0.1"), "{}", out.stdout);
-    assert!(out.stdout.contains("Matrix: 2 cell(s) x 2 run(s)"), "{}", out.stdout);
+    assert!(out.stdout.contains("Matrix: 2 cell(s) x 3 run(s)"), "{}", out.stdout);
     for cell in ["\nP=1 ", "\nP=2 "] {
         assert!(out.stdout.contains(cell), "{cell}: {}", out.stdout);
     }

@@ -179,7 +179,7 @@ fn history_ref(s: &str) -> Result<HistoryRef, String> {
     }
 }
 
-/// `linerate` with no arguments: streams 1 and 2, twice each, 1 s per run, against an
+/// `linerate` with no arguments: streams 1 and 2, three times each, 1 s per run, against an
 /// embedded loopback server — the seeds' first tier in a few seconds.
 pub(super) fn default_methodology() -> Plan {
     let mut base = ClientPlan {
@@ -205,9 +205,9 @@ pub(super) fn default_methodology() -> Plan {
     base.spec.interval_ms = 0;
     let matrix = MatrixPlan {
         axes: vec![vec![AxisValue::Parallel(1), AxisValue::Parallel(2)]],
-        repeat: 2,
+        repeat: 3,
         until_ci: None,
-        max_repeat: 2,
+        max_repeat: 3,
         seed: random_seed(),
         udp_rate: DEFAULT_UDP_RATE,
         length_given: false,

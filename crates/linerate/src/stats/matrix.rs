@@ -18,6 +18,8 @@ use crate::units::format_bits_per_second;
 pub const NEAR_BEST: f64 = 0.95;
 /// Significance level of the comparisons in findings.
 pub const ALPHA: f64 = 0.05;
+/// A cell whose 95 % interval is wider than this share of its mean is called uncertain.
+pub const WIDE_CI: f64 = 0.10;
 
 /// One cell over its repetitions.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -197,6 +199,24 @@ fn findings(cells: &[CellSummary]) -> Vec<String> {
             ));
         }
     }
+    let wide: Vec<String> = cells
+        .iter()
+        .filter(|c| c.ci_target_met.is_none())
+        .filter_map(|c| {
+            let s = c.bits_per_second.as_ref()?;
+            let rel = s.ci95_half_width? / s.mean.abs();
+            (rel > WIDE_CI).then(|| format!("{} ±{:.0}%", c.label, rel * 100.0))
+        })
+        .collect();
+    if !wide.is_empty() {
+        out.push(format!(
+            "uncertain: the 95% interval of {} is wider than ±{:.0}% of the mean (few runs or a \
+             noisy machine); differences smaller than that are not established — rerun with \
+             more --repeat or --until-ci 5%",
+            wide.join(", "),
+            WIDE_CI * 100.0
+        ));
+    }
     for c in cells.iter().filter(|c| c.ci_target_met == Some(false)) {
         out.push(format!(
             "{}: the confidence target was not reached in {} runs (±{:.1}% at 95%): the results vary more than asked",
@@ -236,22 +256,34 @@ fn parallel_findings(cells: &[CellSummary]) -> Vec<String> {
             .join(" ");
         let within = if rest.is_empty() { String::new() } else { format!(" with {rest}") };
         if let Some(first) = group.iter().find(|x| mean_or_zero(x) >= NEAR_BEST * top) {
-            out.push(if first.index == best.index {
-                format!(
+            // The next smaller stream count, if the best's lead over it is not established.
+            let below = group.iter().rev().find(|x| p_of(x) < p_of(best));
+            let unproven = below.map(|b| (b, compare(&b.samples, &best.samples, ALPHA)));
+            let unproven = unproven.filter(|(_, c)| !c.significant);
+            out.push(match unproven {
+                Some((b, c)) if first.index == best.index => format!(
+                    "streams{within}: P={} has the highest mean ({}), but its lead over P={} ({}) \
+                     is not significant ({}): more runs would tell",
+                    p_of(best).unwrap_or(0),
+                    rate(top),
+                    p_of(b).unwrap_or(0),
+                    rate(mean_or_zero(b)),
+                    p_text(&c)
+                ),
+                _ if first.index == best.index => format!(
                     "streams{within}: P={} is the best ({}); no smaller stream count came within {:.0}% of it",
                     p_of(best).unwrap_or(0),
                     rate(top),
                     NEAR_BEST * 100.0
-                )
-            } else {
-                format!(
+                ),
+                _ => format!(
                     "streams{within}: P={} already reaches {:.0}% of the best ({} vs {} at P={}); more streams add little",
                     p_of(first).unwrap_or(0),
                     mean_or_zero(first) / top * 100.0,
                     rate(mean_or_zero(first)),
                     rate(top),
                     p_of(best).unwrap_or(0)
-                )
+                ),
             });
         }
         if let Some(last) = group.last().filter(|l| l.index != best.index) {
@@ -359,6 +391,19 @@ mod tests {
         assert!(all.contains("window: P=2 w=800k vs P=2 w=default: no significant"), "{all}");
         assert!(all.contains("P=4 w=default: 1 of 7 runs are outliers (2.00 Gbit/s"), "{all}");
         assert!(all.contains("6 of 6 cells were CPU-bound"), "{all}");
+    }
+
+    #[test]
+    fn a_lead_within_the_noise_is_not_called_best() {
+        let p = AxisValue::Parallel;
+        let cells = vec![
+            cell(0, vec![p(1)], vec![9e9, 10e9, 8e9]),
+            cell(1, vec![p(2)], vec![9.5e9, 11e9, 8.2e9]),
+        ];
+        let all = findings(&cells).join("\n");
+        assert!(all.contains("P=2 has the highest mean (9.57 Gbit/s), but its lead over P=1"), "{all}");
+        assert!(all.contains("is not significant (Welch p = 0."), "{all}");
+        assert!(!all.contains("P=2 is the best"), "{all}");
     }
 
     #[test]
