@@ -45,6 +45,27 @@ pub struct CampaignPlan {
     pub tiers: Vec<Tier>,
 }
 
+/// `linerate campaign FILE`: the parsed file and how to run it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CampaignRun {
+    /// The campaign.
+    pub plan: CampaignPlan,
+    /// The file as given (for the resume hint).
+    pub file: std::path::PathBuf,
+    /// Order seed (the file's, else random); a resumed campaign uses its stored one.
+    pub seed: u64,
+    /// `--resume` (Some), with a group id (Some(Some)).
+    pub resume: Option<Option<i64>>,
+    /// Where runs are stored.
+    pub store: StorePlan,
+    /// `--db` as given (repeated in the resume hint).
+    pub db_given: Option<std::path::PathBuf>,
+    /// Text or JSON.
+    pub output: OutputFormat,
+    /// Hidden `--stop-after N`: stop after N runs as if interrupted (tests of `--resume`).
+    pub stop_after: Option<usize>,
+}
+
 /// One tier: a target and the matrix to run against it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Tier {

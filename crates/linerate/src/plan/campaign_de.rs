@@ -110,7 +110,7 @@ impl Scalar for Seconds {
         units::parse_seconds(&v.to_string()).map(Seconds).map_err(E::custom)
     }
     fn from_f64<E: de::Error>(v: f64) -> Result<Self, E> {
-        if !v.is_finite() || v < 0.0 || v > 366.0 * 86_400.0 {
+        if !v.is_finite() || !(0.0..=366.0 * 86_400.0).contains(&v) {
             return Err(E::custom(format!("{v} s is not a duration from 0 to 366 days")));
         }
         Ok(Seconds(Duration::from_secs_f64(v)))

@@ -198,6 +198,8 @@ pub enum Plan {
     History(HistoryPlan),
     /// An embedded loopback server plus a matrix against it (`linerate` with no arguments).
     SelftestMatrix(ClientPlan, matrix::MatrixPlan),
+    /// Tiers of matrices from a campaign file.
+    Campaign(campaign::CampaignRun),
     /// Generated docs.
     Generate(Generated),
 }
