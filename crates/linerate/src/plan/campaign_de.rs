@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::units;
 
-/// A value that is one of a few TOML scalar kinds; `Item::from_*` turns it into `Self`.
+/// A value read from one of a few TOML scalar kinds; the `from_*` that applies turns it into `Self`.
 trait Scalar: Sized {
     const EXPECTING: &'static str;
     fn from_str<E: de::Error>(_: &str) -> Result<Self, E> {
