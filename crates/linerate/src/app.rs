@@ -36,6 +36,7 @@ pub fn execute(plan: Plan) -> Result<ExitCode> {
             );
             run_matrix(plan, &m, &Interrupt::install()?)
         }),
+        Plan::Campaign(c) => crate::campaign::run(&c, &Interrupt::install()?),
         Plan::Generate(g) => generate(g),
     }
 }

@@ -5,6 +5,7 @@
 //! `linerate-proto` crate. This crate is the binary's internals, not a stable library API.
 
 pub mod app;
+pub mod campaign;
 pub mod cli;
 pub mod history;
 pub mod measure;

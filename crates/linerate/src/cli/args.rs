@@ -47,6 +47,9 @@ pub enum Command {
     /// Run every combination of the given axes against a server, each repeated, in a random
     /// order, with statistics per cell and findings in plain words.
     Matrix(MatrixArgs),
+    /// Run a campaign file: tiers (targets) in file order, each with its own matrix, then a
+    /// summary across tiers (see docs/METHODOLOGY.md, "Campaigns", and examples/*.toml).
+    Campaign(CampaignArgs),
     /// List stored runs, newest first.
     History {
         /// Only runs with this label.
@@ -244,6 +247,26 @@ pub struct MatrixArgs {
     pub store: StoreArgs,
     #[command(flatten)]
     pub gates: GateArgs,
+}
+
+/// `linerate campaign FILE.toml [--resume [GROUP]]`.
+#[derive(Debug, Args)]
+pub struct CampaignArgs {
+    /// The campaign file (TOML).
+    #[arg(value_name = "FILE")]
+    pub file: std::path::PathBuf,
+    /// Continue the newest unfinished run of this campaign (or the campaign group GROUP):
+    /// completed runs are kept, failed and missing ones are run.
+    #[arg(long = "resume", value_name = "GROUP", num_args = 0..=1)]
+    pub resume: Option<Option<i64>>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// One JSON document with every tier at the end.
+    #[arg(short = 'J', long = "json")]
+    pub json: bool,
+    /// Stop after N runs as if interrupted (for testing --resume).
+    #[arg(long = "stop-after", value_name = "N", hide = true)]
+    pub stop_after: Option<usize>,
 }
 
 /// The test flags that apply to every cell of a matrix (the axes set the rest).

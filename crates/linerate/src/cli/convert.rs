@@ -6,9 +6,10 @@ use std::time::Duration;
 use linerate_proto::{Direction, EndCondition, Protocol, TestSpec};
 
 use crate::cli::args::{
-    Cli, Command, CompatArgs, DbArgs, DirectionArg, GateArgs, GenerateWhat, JsonFormat, MatrixArgs,
-    NetArgs, ProtocolArg, StoreArgs, TestArgs,
+    CampaignArgs, Cli, Command, CompatArgs, DbArgs, DirectionArg, GateArgs, GenerateWhat,
+    JsonFormat, MatrixArgs, NetArgs, ProtocolArg, StoreArgs, TestArgs,
 };
+use crate::plan::campaign::{self, CampaignRun};
 use crate::plan::matrix::{AxisValue, MatrixPlan};
 use crate::plan::search::SearchPlan;
 use crate::plan::{ClientPlan, Family, Generated, OutputFormat, Plan, ServerPlan, Shell};
@@ -55,6 +56,7 @@ pub(super) fn to_plan(cli: Cli) -> Result<Plan, String> {
             client_plan("127.0.0.1".into(), &net, &a.test, SELFTEST_TIME).map(Plan::Selftest)
         }
         Some(Command::Matrix(a)) => matrix_plan(a).map(|(c, m)| Plan::Matrix(c, m)),
+        Some(Command::Campaign(a)) => campaign_run(a).map(Plan::Campaign),
         Some(Command::Generate { what }) => Ok(Plan::Generate(match what {
             GenerateWhat::Man => Generated::Man,
             GenerateWhat::Bash => Generated::Completions(Shell::Bash),
@@ -142,12 +144,41 @@ fn matrix_plan(a: MatrixArgs) -> Result<(ClientPlan, MatrixPlan), String> {
     Ok((base, plan))
 }
 
+fn campaign_run(a: CampaignArgs) -> Result<CampaignRun, String> {
+    let text = std::fs::read_to_string(&a.file)
+        .map_err(|e| format!("cannot read the campaign file {}: {e}", a.file.display()))?;
+    let stem = a.file.file_stem().map_or("campaign".into(), |s| s.to_string_lossy());
+    let plan =
+        campaign::parse(&text, &a.file.display().to_string(), &stem).map_err(|e| e.to_string())?;
+    if a.resume.is_some() && a.store.no_store {
+        return Err("--resume reads the campaign's runs from the history: drop --no-store".into());
+    }
+    let store = store_plan(&a.store);
+    if a.resume.is_some() && store.path.is_none() {
+        return Err("--resume needs the history: set XDG_DATA_HOME or HOME, or give --db".into());
+    }
+    Ok(CampaignRun {
+        seed: plan.seed.unwrap_or_else(random_seed),
+        plan,
+        file: a.file,
+        resume: a.resume,
+        store,
+        db_given: a.store.db,
+        output: if a.json { OutputFormat::Json } else { OutputFormat::Text },
+        stop_after: a.stop_after,
+    })
+}
+
 fn with_store(mut plan: ClientPlan, s: &StoreArgs) -> ClientPlan {
-    plan.store = StorePlan {
+    plan.store = store_plan(s);
+    plan
+}
+
+fn store_plan(s: &StoreArgs) -> StorePlan {
+    StorePlan {
         path: if s.no_store { None } else { s.db.clone().or_else(Store::default_path) },
         labels: s.label.clone(),
-    };
-    plan
+    }
 }
 
 fn with_gates(mut plan: ClientPlan, g: &GateArgs) -> Result<ClientPlan, String> {

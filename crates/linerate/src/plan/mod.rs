@@ -1,13 +1,15 @@
 //! Typed plans: what the user asked for, parsed once by `cli/` and read by everything else.
 //!
-//! Nothing outside `cli/` sees raw flags; nothing here imports clap. Later, matrices and
-//! campaigns (many tests) will live here too.
+//! Nothing outside `cli/` sees raw flags; nothing here imports clap. Matrices, campaigns (many
+//! tests) and searches live here too.
 
 use std::net::IpAddr;
 use std::time::Duration;
 
 use linerate_proto::TestSpec;
 
+pub mod campaign;
+pub mod campaign_de;
 pub mod matrix;
 pub mod search;
 
@@ -196,6 +198,8 @@ pub enum Plan {
     History(HistoryPlan),
     /// An embedded loopback server plus a matrix against it (`linerate` with no arguments).
     SelftestMatrix(ClientPlan, matrix::MatrixPlan),
+    /// Tiers of matrices from a campaign file.
+    Campaign(campaign::CampaignRun),
     /// Generated docs.
     Generate(Generated),
 }

@@ -3,6 +3,7 @@
 //! Every figure comes from `stats` (compute first, render separately). Renderers take a
 //! `Write` so they can be snapshot-tested.
 
+pub mod campaign;
 pub mod history;
 pub mod iperf3_json;
 pub mod json;

@@ -5,6 +5,10 @@
 //! failed run is kept and counted, not retried silently; three failures in a row stop the
 //! matrix (the server is probably gone). Ctrl-C stops after the current run, keeping every
 //! completed one. Progress goes to a callback; this module prints nothing.
+//!
+//! A matrix can be resumed ([`run_matrix_from`]): given the runs that already completed, the
+//! same seeded order is walked and those (cell, repetition) pairs are skipped, so the runs
+//! left are the ones the interrupted matrix had not reached.
 
 use std::time::{Duration, Instant};
 
@@ -51,12 +55,28 @@ pub fn run_matrix(
     progress: &mut dyn FnMut(Progress<'_>),
     each: &mut dyn FnMut(&Cell, u32, &RunRecord),
 ) -> MatrixOutcome {
+    run_matrix_from(base, plan, Vec::new(), interrupt, progress, each)
+}
+
+/// [`run_matrix`] after `prior` (cell index, repetition, record: completed runs of an earlier,
+/// interrupted attempt at the same plan and seed), which are not run again. The outcome's runs
+/// start with `prior`; `each` sees only the new ones.
+pub fn run_matrix_from(
+    base: &ClientPlan,
+    plan: &MatrixPlan,
+    prior: Vec<(usize, u32, RunRecord)>,
+    interrupt: &Interrupt,
+    progress: &mut dyn FnMut(Progress<'_>),
+    each: &mut dyn FnMut(&Cell, u32, &RunRecord),
+) -> MatrixOutcome {
     let cells = plan.cells();
     let all: Vec<usize> = cells.iter().map(|c| c.index).collect();
     let mut order = plan.round(&all, plan.repeat, 0);
-    let mut out = MatrixOutcome { runs: Vec::new(), stopped: None };
+    let done: std::collections::HashSet<(usize, u32)> =
+        prior.iter().map(|(c, r, _)| (*c, *r)).collect();
+    let mut out = MatrixOutcome { runs: prior, stopped: None };
     let mut reps = vec![0u32; cells.len()];
-    let (mut failures, mut round, mut next) = (0u32, 0u64, 0usize);
+    let (mut failures, mut round, mut next, mut skipped) = (0u32, 0u64, 0usize, 0usize);
     let started = Instant::now();
     loop {
         if next == order.len() {
@@ -73,7 +93,13 @@ pub fn run_matrix(
         }
         let cell = &cells[order[next]];
         reps[cell.index] += 1;
-        let eta = (next > 0).then(|| started.elapsed() / next as u32 * (order.len() - next) as u32);
+        if done.contains(&(cell.index, reps[cell.index])) {
+            (next, skipped) = (next + 1, skipped + 1);
+            continue;
+        }
+        let ran = (next - skipped) as u32;
+        let left = (order.len() - next).saturating_sub(done.len() - skipped) as u32;
+        let eta = (ran > 0).then(|| started.elapsed() / ran * left);
         progress(Progress {
             done: next,
             planned: order.len(),

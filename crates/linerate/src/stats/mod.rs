@@ -1,6 +1,7 @@
 //! Pure statistics over raw results: no I/O, no clock. Everything a report shows is computed
 //! here from a [`crate::record::RunRecord`], so it can be recomputed from stored records.
 
+pub mod campaign;
 pub mod compare;
 pub mod cost;
 pub mod matrix;

@@ -1,0 +1,220 @@
+//! `linerate campaign FILE`: glue between the campaign plan, its runner
+//! (`session::campaign`), the history (one group of kind "campaign", every run a
+//! `CampaignCell` named `TIER/CELL`) and the report.
+//!
+//! Resuming: the group's params hold the parsed plan and the order seed. `--resume` takes the
+//! newest unfinished campaign group whose stored plan equals the file's (or the group given)
+//! and refuses, naming the group, if the file changed since — mixing runs of two different
+//! plans in one table would be silently wrong. Completed runs are kept; failed, interrupted and
+//! missing ones are run; the same seed gives the same order, so the runs left are the ones the
+//! first attempt had not reached. A group is finished only when every planned run completed.
+
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, anyhow, bail};
+use serde_json::{Value, json};
+
+use crate::plan::campaign::{CampaignPlan, CampaignRun, Tier};
+use crate::plan::matrix::Cell;
+use crate::record::{Outcome, RunRecord};
+use crate::report::campaign::{self as render, CampaignMeta};
+use crate::session::Interrupt;
+use crate::session::campaign::{CampaignProgress, run_campaign};
+use crate::stats::campaign::{TierSummary, cross_tier_findings, summarize_tier};
+use crate::store::{GroupRow, RunKind, RunMeta, Store};
+
+/// Completed runs of an earlier attempt, per tier: (cell index, repetition, record).
+type Prior = Vec<Vec<(usize, u32, RunRecord)>>;
+
+/// Runs the campaign, stores every run, renders the report.
+pub fn run(c: &CampaignRun, interrupt: &Interrupt) -> Result<ExitCode> {
+    let mut store = crate::history::open(&c.store);
+    let (group, seed, prior) = start_or_resume(c, &mut store)?;
+    let text = c.output == crate::plan::OutputFormat::Text;
+    let kept: usize = prior.iter().map(Vec::len).sum();
+    if text {
+        let resumed = c.resume.and(group).map(|g| (g, kept));
+        render::render_start(&c.plan, seed, resumed, &mut std::io::stdout().lock())?;
+    }
+    let bases: Vec<_> =
+        c.plan.tiers.iter().map(|t| t.client_plan(c.output, c.store.clone())).collect();
+    let tty = std::io::stderr().is_terminal();
+    let mut progress = |p: CampaignProgress<'_>| {
+        if tty {
+            let line = render::progress_line(
+                &p.tier.name,
+                p.tier_index,
+                p.tiers,
+                &p.cell.label(),
+                p.repetition,
+                (p.done, p.planned),
+                p.eta,
+            );
+            eprint!("\r\x1b[2K{line}");
+        }
+    };
+    let (mut stored, labels) = (0usize, c.store.labels.clone());
+    let mut keep = |tier: &Tier, cell: &Cell, rep: u32, record: &RunRecord| {
+        let meta = RunMeta {
+            kind: RunKind::CampaignCell,
+            group,
+            cell: Some(format!("{}/{}", tier.name, cell.label())),
+            repetition: Some(rep),
+            labels: labels.clone(),
+        };
+        crate::history::keep(&mut store, record, &meta);
+        stored += 1;
+        if c.stop_after.is_some_and(|n| stored >= n) {
+            interrupt.trigger();
+        }
+    };
+    let outcome = run_campaign(&c.plan, &bases, seed, prior, interrupt, &mut progress, &mut keep);
+    if tty {
+        eprint!("\r\x1b[2K");
+    }
+    let summaries: Vec<TierSummary> = c
+        .plan
+        .tiers
+        .iter()
+        .zip(&outcome.tiers)
+        .map(|(t, o)| {
+            let runs: Vec<(usize, RunRecord)> =
+                o.runs.iter().map(|(i, _, r)| (*i, r.clone())).collect();
+            summarize_tier(t, &runs, o.stopped.as_deref())
+        })
+        .collect();
+    let complete = summaries.iter().all(|t| t.stopped.is_none() && t.failed == 0);
+    if let (Some(s), Some(g), true) = (store.as_mut(), group, complete) {
+        s.finish_group(g)?;
+    }
+    let findings = cross_tier_findings(&summaries);
+    let mut out = std::io::stdout().lock();
+    if text {
+        render::render_text(&summaries, &findings, &mut out)?;
+    } else {
+        let meta = CampaignMeta { name: &c.plan.name, seed, group, finished: complete };
+        let tiers: Vec<_> =
+            summaries.into_iter().zip(&outcome.tiers).map(|(s, o)| (s, &o.runs[..])).collect();
+        render::render_json(meta, &tiers, &findings, &mut out)?;
+    }
+    out.flush()?;
+    conclude(c, group, complete, interrupt, &mut out)
+}
+
+/// A new group (if there is a history), or the group to resume with its seed and runs.
+fn start_or_resume(
+    c: &CampaignRun,
+    store: &mut Option<Store>,
+) -> Result<(Option<i64>, u64, Prior)> {
+    let plan_json = serde_json::to_value(&c.plan)?;
+    match c.resume {
+        Some(which) => {
+            let s = store.as_ref().context("--resume needs the history, which cannot be opened")?;
+            let g = find_group(s, which, &plan_json, &c.plan.name)?;
+            let seed = g.params["seed"].as_u64().context("the stored campaign has no seed")?;
+            Ok((Some(g.id), seed, prior_runs(s, g.id, &c.plan, seed)?))
+        }
+        None => {
+            let params = json!({ "plan": plan_json, "seed": c.seed });
+            let g = store
+                .as_mut()
+                .and_then(|s| s.begin_group("campaign", Some(&c.plan.name), &params).ok());
+            Ok((g, c.seed, vec![Vec::new(); c.plan.tiers.len()]))
+        }
+    }
+}
+
+/// The last lines and the exit status: how to continue an incomplete campaign.
+fn conclude(
+    c: &CampaignRun,
+    group: Option<i64>,
+    complete: bool,
+    interrupt: &Interrupt,
+    out: &mut dyn Write,
+) -> Result<ExitCode> {
+    let db = c.db_given.as_ref().map_or(String::new(), |d| format!(" --db {}", d.display()));
+    let hint = format!("linerate campaign {}{db} --resume", c.file.display());
+    if let (Some(g), true) = (group, c.output == crate::plan::OutputFormat::Text) {
+        writeln!(out, "Stored as campaign group {g} (linerate history --group {g}).")?;
+    }
+    if complete {
+        return Ok(ExitCode::SUCCESS);
+    }
+    if group.is_none() {
+        bail!("the campaign did not complete, and without the history it cannot be resumed");
+    }
+    if interrupt.count() > 0 {
+        eprintln!("Interrupted: the completed runs are stored; continue with `{hint}`");
+        return Ok(ExitCode::SUCCESS);
+    }
+    Err(anyhow!(
+        "the campaign did not complete (a tier stopped early or runs failed; see above); \
+         fix the cause and run the missing runs with `{hint}`"
+    ))
+}
+
+/// The group to resume: `which`, or the newest unfinished campaign with the same plan.
+fn find_group(store: &Store, which: Option<i64>, plan: &Value, name: &str) -> Result<GroupRow> {
+    if let Some(id) = which {
+        let g = store.group(id)?.with_context(|| format!("no group {id} in the history"))?;
+        if g.kind != "campaign" {
+            bail!("group {id} is a {}, not a campaign", g.kind);
+        }
+        if g.finished {
+            bail!("campaign group {id} is already finished; run without --resume to start anew");
+        }
+        if g.params["plan"] != *plan {
+            bail!(changed(&g));
+        }
+        return Ok(g);
+    }
+    let open: Vec<GroupRow> =
+        store.groups(10_000)?.into_iter().filter(|g| g.kind == "campaign" && !g.finished).collect();
+    if let Some(g) = open.iter().find(|g| g.params["plan"] == *plan) {
+        return Ok(g.clone());
+    }
+    match open.iter().find(|g| g.name.as_deref() == Some(name)) {
+        Some(g) => bail!(changed(g)),
+        None => bail!(
+            "no unfinished campaign {name:?} to resume in {}; run without --resume to start one",
+            store.path().display()
+        ),
+    }
+}
+
+fn changed(g: &GroupRow) -> String {
+    format!(
+        "the campaign file changed since campaign group {} was started (its stored plan \
+         differs), so its runs cannot be continued with this file: restore the file, or run \
+         without --resume to start a new campaign",
+        g.id
+    )
+}
+
+/// The completed runs of group `id`, per tier, by cell index; other outcomes are run again.
+fn prior_runs(store: &Store, id: i64, plan: &CampaignPlan, seed: u64) -> Result<Prior> {
+    let cells: Vec<Vec<Cell>> = plan
+        .tiers
+        .iter()
+        .enumerate()
+        .map(|(i, t)| t.matrix_plan(CampaignPlan::tier_seed(seed, i)).cells())
+        .collect();
+    let mut prior: Prior = vec![Vec::new(); plan.tiers.len()];
+    for (run, meta, record) in store.group_runs(id)? {
+        if record.outcome != Outcome::Completed {
+            continue;
+        }
+        let (Some(name), Some(rep)) = (meta.cell.as_deref(), meta.repetition) else { continue };
+        let found = plan.tiers.iter().enumerate().find_map(|(t, tier)| {
+            let label = name.strip_prefix(&tier.name)?.strip_prefix('/')?;
+            Some((t, cells[t].iter().find(|c| c.label() == label)?.index))
+        });
+        let (tier, cell) = found
+            .with_context(|| format!("run {run} of group {id} is of no cell of this campaign"))?;
+        if !prior[tier].iter().any(|(c, r, _)| (*c, *r) == (cell, rep)) {
+            prior[tier].push((cell, rep, record));
+        }
+    }
+    Ok(prior)
+}

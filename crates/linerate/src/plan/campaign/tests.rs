@@ -1,0 +1,170 @@
+//! Parsing campaign files: defaults, order, units, and errors that point at the line.
+
+use super::*;
+
+fn ok(text: &str) -> CampaignPlan {
+    parse(text, "plan.toml", "plan").unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn err(text: &str) -> String {
+    parse(text, "plan.toml", "plan").expect_err("must be refused").to_string()
+}
+
+const TWO_TIERS: &str = r#"name = "dc"
+
+[defaults]
+parallel = [1, 2, 4, 8]
+window = ["default", "800k"]
+time = 60
+repeat = 3
+
+[tiers.zeta]
+host = "127.0.0.1"
+
+[tiers.alpha]
+host = "vm2.example"
+port = 5202
+link_speed = "10G"
+mtu = 9000
+parallel = [4]
+time = "250ms"
+"#;
+
+#[test]
+fn tiers_keep_file_order_and_take_defaults_unless_they_override() {
+    let p = ok(TWO_TIERS);
+    assert_eq!(p.name, "dc");
+    let names: Vec<&str> = p.tiers.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["zeta", "alpha"]);
+    let (z, a) = (&p.tiers[0], &p.tiers[1]);
+    assert_eq!(z.target.port, 5201);
+    assert_eq!(z.target.link, None);
+    assert_eq!(z.matrix.parallel, [1, 2, 4, 8]);
+    assert_eq!(z.matrix.window_bytes, [None, Some(800_000)]);
+    assert_eq!((z.matrix.time_ms, z.matrix.repeat), (60_000, 3));
+    assert_eq!(a.target.port, 5202);
+    assert_eq!(
+        a.target.link,
+        Some(LinkAssumption { bits_per_second: 10_000_000_000, mtu_bytes: 9000 })
+    );
+    assert_eq!(a.matrix.parallel, [4]);
+    assert_eq!(a.matrix.time_ms, 250);
+    assert_eq!(z.matrix_plan(1).cells().len(), 8);
+    assert_eq!(p.planned_runs(), 8 * 3 + 2 * 3);
+}
+
+#[test]
+fn cells_carry_the_tier_settings_into_the_client_plan() {
+    let p = ok(TWO_TIERS);
+    let t = &p.tiers[1];
+    let m = t.matrix_plan(9);
+    let base = t.client_plan(OutputFormat::Json, StorePlan::default());
+    assert_eq!((base.host.as_str(), base.port), ("vm2.example", 5202));
+    assert!(base.link.is_some());
+    let cells = m.cells();
+    let spec = m.cell_plan(&base, &cells[1]).spec;
+    assert_eq!((spec.streams, spec.window_bytes), (4, Some(800_000)));
+    assert_eq!(spec.end, EndCondition::Duration { duration_ms: 250 });
+}
+
+#[test]
+fn single_values_units_and_names_are_read_like_the_flags() {
+    let p = ok(r#"
+[tiers.l]
+host = "::1"
+parallel = 2
+length = ["8K", 1000, "default"]
+protocol = "udp"
+direction = ["send", "recv", "bidir"]
+bitrate = "100M"
+until_ci = "5%"
+max_repeat = 6
+omit = 0.5
+"#);
+    let m = &p.tiers[0].matrix;
+    assert_eq!(p.name, "plan");
+    assert_eq!(m.parallel, [2]);
+    assert_eq!(m.length_bytes, [Some(8192), Some(1000), None]);
+    assert_eq!(m.protocol, [Protocol::Udp]);
+    assert_eq!(m.direction, [Direction::Upload, Direction::Download, Direction::Bidirectional]);
+    assert_eq!(m.bitrate_bits_per_second, Some(100_000_000));
+    assert_eq!(m.until_ci_fraction, Some(0.05));
+    assert_eq!((m.max_repeat, m.omit_ms), (6, 500));
+}
+
+#[test]
+fn an_unknown_key_names_the_table_and_the_likely_key() {
+    let e = err("[tiers.localhost]\nhost = \"127.0.0.1\"\nparalel = [1, 2]\n");
+    assert_eq!(
+        e,
+        "plan.toml:3:1: unknown key \"paralel\" in [tiers.localhost]; did you mean \"parallel\"?"
+    );
+    let e = err("[tier.localhost]\nhost = \"127.0.0.1\"\n");
+    assert!(e.starts_with("plan.toml:1:"), "{e}");
+    assert!(e.contains("unknown key \"tier\" at the top level; did you mean \"tiers\"?"), "{e}");
+    let e = err("[defaults]\nzzzzzz = 1\n[tiers.a]\nhost = \"h\"\n");
+    assert!(
+        e.starts_with(
+            "plan.toml:2:1: unknown key \"zzzzzz\" in [defaults]; the keys are: host, port"
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_bad_value_points_at_the_value_and_says_the_fix() {
+    let e = err("[tiers.a]\nhost = \"h\"\nwindow = [\"default\", \"80xk\"]\n");
+    assert!(e.starts_with("plan.toml:3:22: window: invalid size \"80xk\""), "{e}");
+    let e = err("[tiers.a]\nhost = \"h\"\ntime = -1\n");
+    assert!(e.starts_with("plan.toml:3:8: time: "), "{e}");
+    let e = err("[tiers.a]\nhost = \"h\"\nprotocol = [\"tcp\", \"sctp\"]\n");
+    assert!(e.starts_with("plan.toml:3:20:") && e.contains("\"sctp\""), "{e}");
+    let e = err("[tiers.a]\nhost = \"h\"\nparallel = []\n");
+    assert!(e.contains("empty list"), "{e}");
+}
+
+#[test]
+fn a_tier_without_a_host_or_with_an_invalid_cell_is_refused_at_its_header() {
+    let e = err("[defaults]\ntime = 1\n\n\n[tiers.dc]\nport = 5201\n");
+    assert!(e.starts_with("plan.toml:5:1: tier \"dc\" has no host"), "{e}");
+    let e = err("[tiers.u]\nhost = \"h\"\nprotocol = \"udp\"\nlength = [8, 1400]\n");
+    assert!(e.starts_with("plan.toml:1:1: tier \"u\", cell \"l=8 udp\""), "{e}");
+    let e = err("name = \"x\"\n");
+    assert!(e.starts_with("plan.toml:1:1: no tiers"), "{e}");
+    let e = err("[tiers.a]\nhost = \"h\"\nrepeat = 0\n");
+    assert!(e.contains("repeat = 0"), "{e}");
+}
+
+#[test]
+fn toml_syntax_errors_have_a_position_too() {
+    let e = err("[tiers.a]\nhost = \"h\nport = 1\n");
+    assert!(e.starts_with("plan.toml:2:"), "{e}");
+}
+
+#[test]
+fn the_example_campaigns_stay_valid() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/");
+    for (file, tiers, cells) in [("dc-interconnect.toml", 4, 8), ("vmware-sweep.toml", 2, 0)] {
+        let text = std::fs::read_to_string(format!("{root}{file}")).expect("example exists");
+        let p = parse(&text, file, file).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(p.tiers.len(), tiers, "{file}");
+        if cells > 0 {
+            assert!(p.tiers.iter().all(|t| t.matrix_plan(0).cells().len() == cells), "{file}");
+        }
+        assert!(p.tiers.iter().all(|t| t.matrix.repeat == 3), "{file}");
+    }
+    let sweep = std::fs::read_to_string(format!("{root}vmware-sweep.toml")).expect("example");
+    let p = parse(&sweep, "vmware-sweep.toml", "x").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(p.tiers[0].matrix_plan(0).cells().len(), 6 * 4 * 2);
+    assert_eq!(p.tiers[0].matrix.window_bytes.first(), Some(&Some(8192)));
+    assert_eq!(p.tiers[1].target.link.map(|l| l.mtu_bytes), Some(9000));
+}
+
+#[test]
+fn edit_distance_counts_single_edits() {
+    assert_eq!(edit_distance("paralel", "parallel"), 1);
+    assert_eq!(edit_distance("", "abc"), 3);
+    assert_eq!(edit_distance("windwo", "window"), 2);
+    assert_eq!(nearest("prt", &["port", "protocol"]), Some("port"));
+    assert_eq!(nearest("zzzz", &["port", "protocol"]), None);
+}

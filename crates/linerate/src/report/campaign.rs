@@ -1,0 +1,173 @@
+//! A campaign's report: per tier a heading, the matrix table and findings
+//! (`report::matrix`), then the cross-tier summary; or one JSON document with every tier.
+
+use std::io::Write;
+
+use serde::Serialize;
+
+use crate::plan::campaign::CampaignPlan;
+use crate::record::{RunRecord, SCHEMA_VERSION};
+use crate::stats::campaign::TierSummary;
+use crate::units::format_bits_per_second;
+
+/// The line before the first run.
+pub fn render_start(
+    plan: &CampaignPlan,
+    seed: u64,
+    already_done: Option<(i64, usize)>,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "Campaign {}: {} tier(s), {} run(s), tiers in file order, each in its own random order \
+         (seed {seed})",
+        plan.name,
+        plan.tiers.len(),
+        plan.planned_runs()
+    )?;
+    if let Some((group, done)) = already_done {
+        writeln!(out, "Resuming campaign group {group}: {done} completed run(s) kept")?;
+    }
+    Ok(())
+}
+
+/// Every tier's table and findings, then the summary across tiers.
+pub fn render_text(
+    tiers: &[TierSummary],
+    findings: &[String],
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    for t in tiers {
+        writeln!(out)?;
+        let link = t.link.map_or(String::new(), |l| {
+            format!(
+                ", link {} MTU {}",
+                format_bits_per_second(l.bits_per_second as f64),
+                l.mtu_bytes
+            )
+        });
+        writeln!(out, "== Tier {}: {}{link} ==", t.name, t.server)?;
+        crate::report::matrix::render_text(&t.summary, t.stopped.as_deref(), out)?;
+    }
+    writeln!(out)?;
+    writeln!(out, "== Campaign summary (best cell per tier, received) ==")?;
+    writeln!(
+        out,
+        "{:<20} {:<26} {:<22} {:>14} {:>14} {:>7}",
+        "tier", "server", "best cell", "mean", "link goodput", "share"
+    )?;
+    for t in tiers {
+        let rate = |v: Option<f64>| v.map_or("n/a".into(), format_bits_per_second);
+        writeln!(
+            out,
+            "{:<20} {:<26} {:<22} {:>14} {:>14} {:>7}",
+            t.name,
+            t.server,
+            t.best_cell.as_deref().unwrap_or("n/a"),
+            rate(t.best_bits_per_second),
+            rate(t.link_goodput_bits_per_second),
+            t.share_of_link_goodput.map_or("n/a".into(), |s| format!("{:.1}%", s * 100.0))
+        )?;
+    }
+    if !findings.is_empty() {
+        writeln!(out, "Findings across tiers:")?;
+        for f in findings {
+            writeln!(out, "  - {f}")?;
+        }
+    }
+    Ok(())
+}
+
+/// One tier's runs for the JSON document: (cell index, repetition, record).
+pub type TierRuns<'a> = &'a [(usize, u32, RunRecord)];
+
+#[derive(Serialize)]
+struct Document<'a> {
+    schema_version: u32,
+    kind: &'static str,
+    name: &'a str,
+    seed: u64,
+    group: Option<i64>,
+    finished: bool,
+    tiers: Vec<TierEntry<'a>>,
+    findings: &'a [String],
+}
+
+#[derive(Serialize)]
+struct TierEntry<'a> {
+    #[serde(flatten)]
+    summary: &'a TierSummary,
+    runs: Vec<RunEntry<'a>>,
+}
+
+#[derive(Serialize)]
+struct RunEntry<'a> {
+    cell: usize,
+    repetition: u32,
+    record: &'a RunRecord,
+}
+
+/// What the JSON document says about the campaign as a whole.
+#[derive(Debug, Clone, Copy)]
+pub struct CampaignMeta<'a> {
+    /// Its name.
+    pub name: &'a str,
+    /// The order seed.
+    pub seed: u64,
+    /// Its history group, if stored.
+    pub group: Option<i64>,
+    /// Whether every run completed.
+    pub finished: bool,
+}
+
+/// One JSON document: every tier's summary and runs, then the cross-tier findings.
+pub fn render_json(
+    meta: CampaignMeta<'_>,
+    tiers: &[(TierSummary, TierRuns<'_>)],
+    findings: &[String],
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    let doc = Document {
+        schema_version: SCHEMA_VERSION,
+        kind: "linerate.campaign",
+        name: meta.name,
+        seed: meta.seed,
+        group: meta.group,
+        finished: meta.finished,
+        tiers: tiers
+            .iter()
+            .map(|(summary, runs)| TierEntry {
+                summary,
+                runs: runs
+                    .iter()
+                    .map(|(cell, repetition, record)| RunEntry {
+                        cell: *cell,
+                        repetition: *repetition,
+                        record,
+                    })
+                    .collect(),
+            })
+            .collect(),
+        findings,
+    };
+    serde_json::to_writer_pretty(&mut *out, &doc).map_err(std::io::Error::other)?;
+    writeln!(out)
+}
+
+/// A one-line progress note (for a terminal).
+pub fn progress_line(
+    tier: &str,
+    tier_index: usize,
+    tiers: usize,
+    cell: &str,
+    repetition: u32,
+    (done, planned): (usize, usize),
+    eta: Option<std::time::Duration>,
+) -> String {
+    let eta = eta.map_or(String::new(), |e| format!(", about {} s left", e.as_secs()));
+    format!(
+        "[{}/{planned}] tier {}/{tiers} {tier}: {cell} (run {repetition}){eta}",
+        done + 1,
+        tier_index + 1
+    )
+}

@@ -1,0 +1,130 @@
+//! A campaign's results: each tier's matrix summary (`stats::matrix`) and a cross-tier view —
+//! each tier's best cell, and for tiers with a stated link, the share of that link's
+//! theoretical TCP goodput the best cell reached. Reading the tiers side by side is the seeds'
+//! method: a DC link that reaches 97 % of its goodput while localhost does 90 Gbit/s is fine;
+//! one at 60 % while the same-L2 tier reaches 20 Gbit/s points at the link.
+//!
+//! Pure functions over records.
+
+use serde::Serialize;
+
+use crate::plan::campaign::Tier;
+use crate::record::{LinkAssumption, RunRecord};
+use crate::stats::matrix::{MatrixSummary, summarize_matrix};
+use crate::stats::verdict::tcp_goodput_bits_per_second;
+use crate::units::format_bits_per_second;
+
+/// One tier, summarised.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TierSummary {
+    /// The tier's name.
+    pub name: String,
+    /// `host:port`.
+    pub server: String,
+    /// The link the file states for the tier.
+    pub link: Option<LinkAssumption>,
+    /// The cell with the highest mean received rate.
+    pub best_cell: Option<String>,
+    /// Its mean, bits per second.
+    pub best_bits_per_second: Option<f64>,
+    /// The theoretical TCP goodput of `link` (payload over the wire, full-size segments).
+    pub link_goodput_bits_per_second: Option<f64>,
+    /// `best_bits_per_second` / `link_goodput_bits_per_second`.
+    pub share_of_link_goodput: Option<f64>,
+    /// Completed runs.
+    pub runs: usize,
+    /// Failed runs.
+    pub failed: usize,
+    /// Why the tier stopped early, if it did.
+    pub stopped: Option<String>,
+    /// The tier's table and findings.
+    pub summary: MatrixSummary,
+}
+
+/// Summarises one tier's runs (cell index, record).
+pub fn summarize_tier(
+    tier: &Tier,
+    runs: &[(usize, RunRecord)],
+    stopped: Option<&str>,
+) -> TierSummary {
+    let m = tier.matrix_plan(0);
+    let summary = summarize_matrix(&m.cells(), runs, m.until_ci);
+    let best = summary
+        .cells
+        .iter()
+        .filter_map(|c| Some((c, c.bits_per_second.as_ref()?.mean)))
+        .max_by(|a, b| a.1.total_cmp(&b.1));
+    let ipv6 = tier.target.host.parse::<std::net::Ipv6Addr>().is_ok();
+    let goodput = tier.target.link.and_then(|l| tcp_goodput_bits_per_second(&l, ipv6));
+    let best_rate = best.map(|(_, r)| r);
+    TierSummary {
+        name: tier.name.clone(),
+        server: server(tier),
+        link: tier.target.link,
+        best_cell: best.map(|(c, _)| c.label.clone()),
+        best_bits_per_second: best_rate,
+        link_goodput_bits_per_second: goodput,
+        share_of_link_goodput: best_rate.zip(goodput).map(|(r, g)| r / g),
+        runs: summary.cells.iter().map(|c| c.runs).sum(),
+        failed: summary.cells.iter().map(|c| c.failed).sum(),
+        stopped: stopped.map(String::from),
+        summary,
+    }
+}
+
+fn server(tier: &Tier) -> String {
+    let host = &tier.target.host;
+    if host.contains(':') {
+        format!("[{host}]:{}", tier.target.port)
+    } else {
+        format!("{host}:{}", tier.target.port)
+    }
+}
+
+/// Conclusions across tiers, with their numbers.
+pub fn cross_tier_findings(tiers: &[TierSummary]) -> Vec<String> {
+    let mut out = Vec::new();
+    for t in tiers {
+        let (Some(rate), Some(share), Some(link)) =
+            (t.best_bits_per_second, t.share_of_link_goodput, t.link)
+        else {
+            continue;
+        };
+        let verdict = if share >= 0.95 {
+            "the link delivers what it should"
+        } else if share >= 0.8 {
+            "close, but below what the link can carry"
+        } else {
+            "well below the link: compare with the tiers before it to see which layer limits"
+        };
+        out.push(format!(
+            "{}: best {} ({}) is {:.1}% of the TCP goodput of a {} link ({}); {verdict}",
+            t.name,
+            format_bits_per_second(rate),
+            t.best_cell.as_deref().unwrap_or("?"),
+            share * 100.0,
+            format_bits_per_second(link.bits_per_second as f64),
+            format_bits_per_second(t.link_goodput_bits_per_second.unwrap_or(0.0)),
+        ));
+    }
+    // The blog's point: a tier below the link under test cannot fill it, so that link's
+    // figure measures the hosts, not the link.
+    for (i, t) in tiers.iter().enumerate() {
+        let Some(goodput) = t.link_goodput_bits_per_second else { continue };
+        for before in &tiers[..i] {
+            let Some(rate) = before.best_bits_per_second.filter(|r| *r < goodput) else {
+                continue;
+            };
+            out.push(format!(
+                "{}: its best ({}) is below the TCP goodput of {}'s link ({}): if {} runs on the \
+                 same hosts, they cannot fill that link, and its figure measures them, not the link",
+                before.name,
+                format_bits_per_second(rate),
+                t.name,
+                format_bits_per_second(goodput),
+                t.name
+            ));
+        }
+    }
+    out
+}
