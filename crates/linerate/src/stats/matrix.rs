@@ -401,7 +401,10 @@ mod tests {
             cell(1, vec![p(2)], vec![9.5e9, 11e9, 8.2e9]),
         ];
         let all = findings(&cells).join("\n");
-        assert!(all.contains("P=2 has the highest mean (9.57 Gbit/s), but its lead over P=1"), "{all}");
+        assert!(
+            all.contains("P=2 has the highest mean (9.57 Gbit/s), but its lead over P=1"),
+            "{all}"
+        );
         assert!(all.contains("is not significant (Welch p = 0."), "{all}");
         assert!(!all.contains("P=2 is the best"), "{all}");
     }
