@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use crate::plan::campaign::CampaignPlan;
 use crate::record::{RunRecord, SCHEMA_VERSION};
+use crate::report::matrix::{RunEntry, run_entries};
 use crate::stats::campaign::TierSummary;
 use crate::units::format_bits_per_second;
 
@@ -100,13 +101,6 @@ struct TierEntry<'a> {
     runs: Vec<RunEntry<'a>>,
 }
 
-#[derive(Serialize)]
-struct RunEntry<'a> {
-    cell: usize,
-    repetition: u32,
-    record: &'a RunRecord,
-}
-
 /// What the JSON document says about the campaign as a whole.
 #[derive(Debug, Clone, Copy)]
 pub struct CampaignMeta<'a> {
@@ -136,17 +130,7 @@ pub fn render_json(
         finished: meta.finished,
         tiers: tiers
             .iter()
-            .map(|(summary, runs)| TierEntry {
-                summary,
-                runs: runs
-                    .iter()
-                    .map(|(cell, repetition, record)| RunEntry {
-                        cell: *cell,
-                        repetition: *repetition,
-                        record,
-                    })
-                    .collect(),
-            })
+            .map(|(summary, runs)| TierEntry { summary, runs: run_entries(runs) })
             .collect(),
         findings,
     };

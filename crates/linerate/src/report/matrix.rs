@@ -114,11 +114,19 @@ struct Document<'a> {
     runs: Vec<RunEntry<'a>>,
 }
 
+/// One run in a JSON document, with its cell and repetition.
 #[derive(Serialize)]
-struct RunEntry<'a> {
+pub(crate) struct RunEntry<'a> {
     cell: usize,
     repetition: u32,
     record: &'a RunRecord,
+}
+
+/// The runs of a matrix (or a campaign tier) as JSON entries.
+pub(crate) fn run_entries(runs: &[(usize, u32, RunRecord)]) -> Vec<RunEntry<'_>> {
+    runs.iter()
+        .map(|(cell, repetition, record)| RunEntry { cell: *cell, repetition: *repetition, record })
+        .collect()
 }
 
 /// One JSON document: the summary, then every run's record with its cell.
@@ -135,14 +143,7 @@ pub fn render_json(
         seed: plan.seed,
         stopped,
         summary,
-        runs: runs
-            .iter()
-            .map(|(cell, repetition, record)| RunEntry {
-                cell: *cell,
-                repetition: *repetition,
-                record,
-            })
-            .collect(),
+        runs: run_entries(runs),
     };
     serde_json::to_writer_pretty(&mut *out, &doc).map_err(std::io::Error::other)?;
     writeln!(out)

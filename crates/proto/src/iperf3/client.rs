@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use crate::conn::{Deadline, HANDSHAKE_TIMEOUT, RESULTS_TIMEOUT, run_deadline, streams_deadline};
 use crate::error::ProtoError;
-use crate::iperf3::{COOKIE_LEN, Iperf3Results, MAX_RESULTS_JSON, State, error_text};
+use crate::iperf3::{COOKIE_LEN, Iperf3Results, MAX_RESULTS_JSON, State, error_text, take_frame};
 use crate::spec::TestSpec;
 use crate::wire::AbortReason;
 
@@ -251,19 +251,10 @@ impl Iperf3Client {
 
     /// Takes the server's results frame if complete; false if more bytes are needed.
     fn take_results(&mut self) -> Result<bool, ProtoError> {
-        let Some(head) = self.inbuf.get(..4) else { return Ok(false) };
-        let len = u32::from_be_bytes([head[0], head[1], head[2], head[3]]);
-        if len == 0 || len > MAX_RESULTS_JSON {
-            return Err(ProtoError::Garbage(format!(
-                "iperf3 results length {len} is out of range"
-            )));
-        }
-        let total = 4 + len as usize;
-        if self.inbuf.len() < total {
+        let Some(body) = take_frame(&mut self.inbuf, MAX_RESULTS_JSON, "results")? else {
             return Ok(false);
-        }
-        let results = Iperf3Results::parse(&self.inbuf[4..total]).map_err(ProtoError::Violation)?;
-        self.inbuf.drain(..total);
+        };
+        let results = Iperf3Results::parse(&body).map_err(ProtoError::Violation)?;
         self.phase = Phase::AwaitDisplay;
         self.events.push_back(Iperf3Event::PeerResults(Box::new(results)));
         Ok(true)

@@ -16,6 +16,8 @@ mod json;
 mod params;
 mod server;
 
+use crate::error::ProtoError;
+
 pub use client::{Iperf3Client, Iperf3Event};
 pub use json::{Iperf3Results, Iperf3Stream, results_from_side, stream_ids};
 pub use params::{
@@ -50,6 +52,28 @@ pub fn make_cookie(random: &[u8; 36]) -> [u8; COOKIE_LEN] {
         *dst = ALPHABET[usize::from(r % 32)];
     }
     c
+}
+
+/// Takes one length-prefixed JSON frame if complete; the length is checked before buffering.
+pub(crate) fn take_frame(
+    inbuf: &mut Vec<u8>,
+    max: u32,
+    what: &str,
+) -> Result<Option<Vec<u8>>, ProtoError> {
+    let Some(head) = inbuf.get(..4) else { return Ok(None) };
+    let len = u32::from_be_bytes([head[0], head[1], head[2], head[3]]);
+    if len == 0 || len > max {
+        return Err(ProtoError::Garbage(format!(
+            "iperf3 {what} length {len} is out of range 1..={max}"
+        )));
+    }
+    let total = 4 + len as usize;
+    if inbuf.len() < total {
+        return Ok(None);
+    }
+    let body = inbuf[4..total].to_vec();
+    inbuf.drain(..total);
+    Ok(Some(body))
 }
 
 /// iperf3's state bytes (signed on the wire).

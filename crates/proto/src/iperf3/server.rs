@@ -22,7 +22,7 @@ use crate::conn::{Deadline, HANDSHAKE_TIMEOUT, RESULTS_TIMEOUT, run_deadline, st
 use crate::error::ProtoError;
 use crate::iperf3::{
     COOKIE_LEN, Iperf3Request, Iperf3Results, MAX_PARAMS_JSON, MAX_RESULTS_JSON, State,
-    request_from_params,
+    request_from_params, take_frame,
 };
 use crate::spec::TestSpec;
 use crate::wire::AbortReason;
@@ -333,24 +333,6 @@ impl Iperf3Server {
         }
         Ok(true)
     }
-}
-
-/// Takes one length-prefixed JSON frame if complete; the length is checked before buffering.
-fn take_frame(inbuf: &mut Vec<u8>, max: u32, what: &str) -> Result<Option<Vec<u8>>, ProtoError> {
-    let Some(head) = inbuf.get(..4) else { return Ok(None) };
-    let len = u32::from_be_bytes([head[0], head[1], head[2], head[3]]);
-    if len == 0 || len > max {
-        return Err(ProtoError::Garbage(format!(
-            "iperf3 {what} length {len} is out of range 1..={max}"
-        )));
-    }
-    let total = 4 + len as usize;
-    if inbuf.len() < total {
-        return Ok(None);
-    }
-    let body = inbuf[4..total].to_vec();
-    inbuf.drain(..total);
-    Ok(Some(body))
 }
 
 #[cfg(test)]
