@@ -141,6 +141,8 @@ fn text_output_has_the_table_and_findings() {
             "0.3",
             "-i",
             "0",
+            "--link-speed",
+            "1T",
         ],
         Duration::from_secs(60),
     );
@@ -149,6 +151,12 @@ fn text_output_has_the_table_and_findings() {
     assert!(out.stdout.contains("cell (Gbit/s received)"), "{}", out.stdout);
     assert!(out.stdout.contains("P=2 "), "{}", out.stdout);
     assert!(out.stdout.contains("Findings:\n  - best: "), "{}", out.stdout);
+    // Loopback is far from a 1 Tbit/s link: the finding says how close the best came.
+    assert!(
+        out.stdout.contains("link: no cell reached 90% of the declared link"),
+        "{}",
+        out.stdout
+    );
 }
 
 #[test]

@@ -296,6 +296,14 @@ pub struct MatrixTestArgs {
     /// Give up on each TCP connect after this long.
     #[arg(long = "connect-timeout", value_name = "SECONDS", value_parser = seconds, default_value = "10")]
     pub connect_timeout: Duration,
+    /// The path's link rate: findings say which cell first reaches 90 % of its theoretical
+    /// TCP goodput.
+    #[arg(long = "link-speed", value_name = "RATE", value_parser = rate)]
+    pub link_speed: Option<Bitrate>,
+    /// The path's IP MTU, with --link-speed.
+    #[arg(long = "mtu", value_name = "BYTES", default_value_t = 1500, requires = "link_speed",
+          value_parser = clap::value_parser!(u32).range(576..=65536))]
+    pub mtu: u32,
 }
 
 /// `--protocol` values.

@@ -18,6 +18,8 @@ use crate::units::format_bits_per_second;
 pub const NEAR_BEST: f64 = 0.95;
 /// Significance level of the comparisons in findings.
 pub const ALPHA: f64 = 0.05;
+/// A cell at this share of the declared link's goodput counts as reaching the link.
+pub const LINK_NEAR: f64 = 0.90;
 /// A cell whose 95 % interval is wider than this share of its mean is called uncertain.
 pub const WIDE_CI: f64 = 0.10;
 
@@ -50,6 +52,8 @@ pub struct CellSummary {
     pub limit: Option<String>,
     /// With `--until-ci`: whether the confidence target was reached.
     pub ci_target_met: Option<bool>,
+    /// With `--link-speed`: the mean as a share of the link's theoretical TCP goodput.
+    pub link_share: Option<f64>,
 }
 
 /// Everything derived from a matrix.
@@ -86,7 +90,9 @@ fn cell_summary<'a>(
     let (mut ccpu, mut scpu, mut loss, mut limits) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut rss: Option<u64> = None;
+    let mut goodput = None;
     for r in records {
+        goodput = goodput.or_else(|| crate::stats::verdict::declared_goodput(r));
         if matches!(r.outcome, Outcome::Failed { .. }) {
             failed += 1;
             continue;
@@ -99,8 +105,17 @@ fn cell_summary<'a>(
             rss = rss.max(c.peak_rss_bytes);
         }
         loss.extend(s.udp.iter().filter_map(|u| u.loss_percent));
-        let limit = s.verdicts.first().and_then(|v| serde_json::to_value(v.limit).ok());
-        limits.extend(limit.and_then(|l| l.as_str().map(String::from)));
+        if let Some(v) = s.verdicts.first() {
+            let name =
+                serde_json::to_value(v.limit).ok().and_then(|l| l.as_str().map(String::from));
+            // A CPU verdict names the end whose CPU ran out; keep it in the limit's name.
+            let side =
+                ["client", "server"].into_iter().find(|e| v.summary.contains(&format!("the {e}")));
+            limits.extend(name.map(|n| match (n.as_str(), side) {
+                ("cpu", Some(e)) => format!("cpu({e})"),
+                _ => n,
+            }));
+        }
     }
     let stats = describe(&samples);
     CellSummary {
@@ -110,6 +125,7 @@ fn cell_summary<'a>(
         runs: samples.len(),
         failed,
         ci_target_met: until_ci.map(|t| stats.as_ref().is_some_and(|s| ci_within(s, t))),
+        link_share: goodput.zip(stats.as_ref()).map(|(g, s)| s.mean / g),
         bits_per_second: stats,
         samples,
         client_cpu_percent: mean(&ccpu),
@@ -174,14 +190,24 @@ fn findings(cells: &[CellSummary]) -> Vec<String> {
     let bs = best.bits_per_second.as_ref().map_or(0.0, |s| s.mean);
     out.push(format!("best: {} at {} (mean of {} runs)", best.label, rate(bs), best.runs));
     out.extend(parallel_findings(cells));
+    out.extend(link_finding(&measured));
     out.extend(pairwise_findings(cells, |v| matches!(v, AxisValue::Window(_)), "window"));
     out.extend(pairwise_findings(cells, |v| matches!(v, AxisValue::Length(_)), "length"));
-    let cpu = measured.iter().filter(|c| c.limit.as_deref() == Some("cpu")).count();
-    if cpu > 0 {
+    let cpu: Vec<String> = measured
+        .iter()
+        .filter(|c| c.limit.as_deref().is_some_and(|l| l.starts_with("cpu")))
+        .map(|c| match c.limit.as_deref().and_then(|l| l.strip_prefix("cpu(")) {
+            Some(side) => format!("{} ({} CPU)", c.label, side.trim_end_matches(')')),
+            None => c.label.clone(),
+        })
+        .collect();
+    if !cpu.is_empty() {
         out.push(format!(
-            "{cpu} of {} cells were CPU-bound (the verdict most of their runs gave): faster \
+            "{} of {} cells were CPU-bound (the verdict most of their runs gave): {}; faster \
              hosts or more streams per core would raise them, not a faster link",
-            measured.len()
+            cpu.len(),
+            measured.len(),
+            cpu.join(", ")
         ));
     }
     for c in cells {
@@ -302,6 +328,28 @@ fn parallel_findings(cells: &[CellSummary]) -> Vec<String> {
     out
 }
 
+/// With `--link-speed`: the first cell (in matrix order, so the fewest streams) at 90 % of the
+/// link's theoretical TCP goodput, or how close the best came.
+fn link_finding(measured: &[&CellSummary]) -> Option<String> {
+    let shares: Vec<(&CellSummary, f64)> =
+        measured.iter().filter_map(|c| Some((*c, c.link_share?))).collect();
+    let (best, top) = shares.iter().max_by(|a, b| a.1.total_cmp(&b.1)).copied()?;
+    Some(match shares.iter().find(|(_, s)| *s >= LINK_NEAR) {
+        Some((c, s)) => format!(
+            "link: {} already reaches {:.0}% of the declared link's theoretical TCP goodput",
+            c.label,
+            s * 100.0
+        ),
+        None => format!(
+            "link: no cell reached {:.0}% of the declared link's theoretical TCP goodput; the \
+             best, {}, reached {:.0}%",
+            LINK_NEAR * 100.0,
+            best.label,
+            top * 100.0
+        ),
+    })
+}
+
 /// For an axis with two or more values: each pair of cells that differ only in it, compared.
 fn pairwise_findings(
     cells: &[CellSummary],
@@ -358,8 +406,9 @@ mod tests {
             server_cpu_percent: None,
             peak_rss_bytes: None,
             loss_percent: None,
-            limit: Some("cpu".into()),
+            limit: Some("cpu(client)".into()),
             ci_target_met: None,
+            link_share: None,
         }
     }
 
@@ -391,6 +440,7 @@ mod tests {
         assert!(all.contains("window: P=2 w=800k vs P=2 w=default: no significant"), "{all}");
         assert!(all.contains("P=4 w=default: 1 of 7 runs are outliers (2.00 Gbit/s"), "{all}");
         assert!(all.contains("6 of 6 cells were CPU-bound"), "{all}");
+        assert!(all.contains("P=1 w=default (client CPU)"), "{all}");
     }
 
     #[test]

@@ -337,6 +337,12 @@ fn link(record: &RunRecord, d: &DirectionSummary, evidence: &mut Vec<String>) ->
 }
 
 /// A warning when the measurement beats the assumed link's theoretical maximum.
+/// The theoretical TCP goodput of the link the user declared for `record`, if any.
+pub fn declared_goodput(record: &RunRecord) -> Option<f64> {
+    let ipv6 = record.remote_address.as_deref().is_some_and(|a| a.starts_with('['));
+    tcp_goodput_bits_per_second(record.link.as_ref()?, ipv6)
+}
+
 pub fn link_warning(record: &RunRecord, directions: &[DirectionSummary]) -> Option<String> {
     let l = record.link.as_ref()?;
     let ipv6 = record.remote_address.as_deref().is_some_and(|a| a.starts_with('['));
