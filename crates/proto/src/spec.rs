@@ -21,6 +21,11 @@ pub const MAX_TEST_BUFFER_BYTES: u64 = 1 << 30;
 pub const MIN_UDP_DATAGRAM: u32 = 16;
 /// Largest UDP datagram over IPv4 (65535 − 20 − 8).
 pub const MAX_UDP_DATAGRAM: u32 = 65507;
+/// Datagram buffers a UDP receiver holds per stream (it reads up to this many per system
+/// call), which the per-test memory bound counts.
+pub const UDP_RECEIVE_BATCH: u64 = 64;
+/// The smallest receive buffer a UDP receiver uses per datagram, whatever `-l` is.
+pub const UDP_MIN_RECEIVE_BUFFER: u32 = 2048;
 /// The longest test duration accepted: 7 days.
 pub const MAX_DURATION_MS: u64 = 7 * 24 * 3600 * 1000;
 
@@ -233,6 +238,20 @@ impl TestSpec {
                 format!("{MIN_UDP_DATAGRAM}..={MAX_UDP_DATAGRAM} bytes"),
             ));
         }
+        let buffers = u64::from(self.connection_count())
+            * u64::from(self.block_bytes.max(UDP_MIN_RECEIVE_BUFFER))
+            * UDP_RECEIVE_BATCH;
+        if buffers > MAX_TEST_BUFFER_BYTES {
+            return Err(out_of_range(
+                "UDP streams × datagram size (-P × -l)",
+                format!(
+                    "{} × {} bytes (× {UDP_RECEIVE_BATCH} receive buffers) = {buffers} bytes",
+                    self.connection_count(),
+                    self.block_bytes
+                ),
+                "at most 1 GiB of receive buffers per test; use fewer streams or a smaller -l",
+            ));
+        }
         let tcp_only = [
             (self.mss_bytes.is_some(), "-M (MSS)"),
             (self.no_delay, "-N (no delay)"),
@@ -365,6 +384,24 @@ mod tests {
         s.streams = MAX_STREAMS;
         s.block_bytes = MAX_BLOCK_BYTES;
         assert!(s.validate().is_err());
+    }
+
+    #[test]
+    fn bounds_udp_receive_buffers() {
+        let mut s =
+            TestSpec { protocol: Protocol::Udp, block_bytes: 65507, ..TestSpec::default_tcp() };
+        s.streams = 256;
+        assert_eq!(s.validate(), Ok(()), "256 x 64 x 65507 bytes is just under 1 GiB");
+        s.streams = 257;
+        let err = s.validate().unwrap_err().to_string();
+        assert!(err.contains("receive buffers") && err.contains("1 GiB"), "{err}");
+        // Tiny datagrams still cost the minimum buffer each: 8192 x 64 x 2048 is the limit.
+        s.block_bytes = 16;
+        s.streams = MAX_STREAMS;
+        s.direction = Direction::Bidirectional;
+        assert_eq!(s.validate(), Ok(()), "exactly 1 GiB");
+        s.block_bytes = 2049;
+        assert!(s.validate().is_err(), "one byte more per buffer is over 1 GiB");
     }
 
     #[test]

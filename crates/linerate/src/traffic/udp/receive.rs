@@ -34,7 +34,9 @@ const GRO_BATCH: usize = 16;
 /// Bytes of one buffer when GRO is on: the largest UDP datagram fits.
 const GRO_BUF: usize = 65_536;
 /// Smallest buffer without GRO, so that a peer's larger datagrams are not cut.
-const MIN_BUF: usize = 2048;
+const MIN_BUF: usize = linerate_proto::spec::UDP_MIN_RECEIVE_BUFFER as usize;
+// The spec's memory bound counts this many buffers per stream.
+const _: () = assert!(MAX_BATCH as u64 == linerate_proto::spec::UDP_RECEIVE_BATCH);
 
 /// How a UDP receiver receives.
 #[derive(Debug, Clone, Copy)]
