@@ -16,6 +16,11 @@ use serde::Serialize;
 /// Modified z-scores above this are outliers (Iglewicz and Hoaglin, 1993).
 pub const OUTLIER_Z: f64 = 3.5;
 
+/// A value must also lie this share of the median away to be called an outlier: with three
+/// runs at 61.4, 61.6 and 63.4 Gbit/s the MAD is tiny and the z-score of the last one is 6,
+/// but a 3 % spread in throughput is ordinary run-to-run variation, not a separate event.
+pub const OUTLIER_MIN_DEVIATION: f64 = 0.05;
+
 /// Φ⁻¹(0.75): turns a median absolute deviation into a normal standard deviation (MAD / 0.6745).
 const MAD_TO_SIGMA: f64 = 0.6745;
 
@@ -138,9 +143,10 @@ fn median_of_sorted(sorted: &[f64]) -> f64 {
     }
 }
 
-/// Indices of values with |modified z| > [`OUTLIER_Z`]. The scale is MAD / 0.6745; when the MAD
-/// is 0 it is the mean absolute deviation from the median × √(π/2); when that is 0 too, all
-/// values are equal and none is an outlier.
+/// Indices of values with |modified z| > [`OUTLIER_Z`] that also lie at least
+/// [`OUTLIER_MIN_DEVIATION`] of the median away. The scale is MAD / 0.6745; when the MAD is 0
+/// it is the mean absolute deviation from the median × √(π/2); when that is 0 too, all values
+/// are equal and none is an outlier.
 fn outliers(values: &[f64], median: f64) -> Vec<usize> {
     let mut dev: Vec<f64> = values.iter().map(|v| (v - median).abs()).collect();
     let mean_ad = dev.iter().sum::<f64>() / dev.len() as f64;
@@ -151,7 +157,13 @@ fn outliers(values: &[f64], median: f64) -> Vec<usize> {
         return Vec::new();
     }
     let z = |v: f64| ((v - median) / sigma).abs();
-    values.iter().enumerate().filter(|(_, v)| z(**v) > OUTLIER_Z).map(|(i, _)| i).collect()
+    let far = |v: f64| (v - median).abs() >= OUTLIER_MIN_DEVIATION * median.abs();
+    values
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| z(**v) > OUTLIER_Z && far(**v))
+        .map(|(i, _)| i)
+        .collect()
 }
 
 /// The two-sided 95 % Student t quantile t(0.975, df): the multiplier of the standard error in
@@ -197,6 +209,15 @@ pub fn ci_within(stats: &SampleStats, relative_half_width: f64) -> bool {
 
 #[cfg(test)]
 pub(crate) mod tests {
+
+    #[test]
+    fn ordinary_spread_is_not_an_outlier_however_small_the_mad() {
+        let s = describe(&[61.372e9, 61.571e9, 63.384e9]).expect("stats");
+        assert!(s.outliers.is_empty(), "3 % from the median: {:?}", s.outliers);
+        let s = describe(&[28.7e9, 62.27e9, 62.3e9]).expect("stats");
+        assert_eq!(s.outliers, vec![0], "half the median away");
+    }
+
     use super::*;
 
     /// xorshift64: deterministic, good enough to generate test samples.
