@@ -12,9 +12,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use linerate_proto::iperf3::{Iperf3Client, Iperf3Event, make_cookie, params, results_from_side};
-use linerate_proto::{EndCondition, SideResults};
+use linerate_proto::{EndCondition, Protocol, SideResults};
 
 use super::{forgive_end_of_test_resets, peer_side};
+use crate::measure::sys;
 use crate::plan::ClientPlan;
 use crate::record::{Outcome, RunRecord};
 use crate::session::client::{
@@ -24,6 +25,11 @@ use crate::session::{
     Clock, ControlChannel, End, Interrupt, LiveEvent, Observer, Recv, SOFTWARE, StreamSet,
     wait_for_input,
 };
+
+/// UDP: an iperf3 server stops counting at TEST_END, so datagrams still in flight when it
+/// arrives would show as lost. TEST_END waits this long (plus two round trips) after the
+/// local senders stopped.
+const UDP_END_TAIL: Duration = Duration::from_millis(50);
 
 /// How long local receivers may take to see the server close its data connections.
 const DRAIN_LIMIT: Duration = Duration::from_secs(3);
@@ -75,6 +81,8 @@ fn drive(
     let clock = Clock::new();
     let mut conn = Iperf3Client::new(plan.spec.clone(), cookie, params, clock.now());
     let mut st = LoopState::default();
+    // UDP: when TEST_END goes out after the senders stopped (see UDP_END_TAIL).
+    let mut test_end_at: Option<Instant> = None;
     let result = (|| -> Result<()> {
         loop {
             if let Some(bytes) = conn.poll_transmit() {
@@ -85,8 +93,8 @@ fn drive(
             }
             let tick = streams.as_ref().and_then(StreamSet::next_tick);
             let proto = conn.poll_timeout().map(|t| clock.instant(t));
-            match wait_for_input(&mut ctrl, tick, &[proto, st.stop_at], Duration::from_millis(50))?
-            {
+            let deadlines = [proto, st.stop_at, test_end_at];
+            match wait_for_input(&mut ctrl, tick, &deadlines, Duration::from_millis(50))? {
                 Recv::Data(b) => conn.handle_input(b, clock.now())?,
                 Recv::Eof => conn.handle_eof()?,
                 Recv::Idle => {}
@@ -138,6 +146,10 @@ fn drive(
                     Iperf3Event::Finished => {}
                 }
             }
+            if test_end_at.is_some_and(|t| Instant::now() >= t) {
+                test_end_at = None;
+                conn.test_end(clock.now());
+            }
             let Some(s) = streams.as_mut() else { continue };
             if s.started().is_none() || *ended {
                 continue;
@@ -150,7 +162,13 @@ fn drive(
             if interrupt.count() > 0 || end_reached(plan, s, &st) {
                 *ended = true;
                 s.end_signalled();
-                conn.test_end(clock.now());
+                if plan.spec.protocol == Protocol::Udp {
+                    let rtt = sys::tcp_internals(ctrl.stream())
+                        .map_or(Duration::ZERO, |t| Duration::from_micros(t.rtt_us.into()));
+                    test_end_at = Some(Instant::now() + UDP_END_TAIL + rtt * 2);
+                } else {
+                    conn.test_end(clock.now());
+                }
             }
         }
     })();
