@@ -62,11 +62,15 @@ impl Server {
                 sink.lock().expect("lock").push(line);
             }
         });
-        let port = rx
-            .recv_timeout(Duration::from_secs(10))
-            .expect("server printed its listening line")
-            .expect("port parses");
-        Server { child, port, lines }
+        // Construct the guard before any assertion, so a failing start still kills the child.
+        let mut srv = Server { child, port: 0, lines };
+        match rx.recv_timeout(Duration::from_secs(10)) {
+            Ok(Some(port)) => srv.port = port,
+            other => {
+                panic!("server printed no listening line with a port ({other:?}): {}", srv.log())
+            }
+        }
+        srv
     }
 
     pub fn log(&self) -> String {
