@@ -381,6 +381,16 @@ impl StreamSet {
         self.started().is_some() && self.streams.iter().all(|s| s.counters.end().is_some())
     }
 
+    /// Waits up to `limit` for every local stream to finish (after an end signal); true if
+    /// they all did.
+    pub fn wait_done(&self, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        while !self.all_done() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        self.all_done()
+    }
+
     /// Total bytes moved by all local streams (for progress watchdogs).
     pub fn total_bytes(&self) -> u64 {
         self.streams.iter().map(|s| s.counters.bytes()).sum()

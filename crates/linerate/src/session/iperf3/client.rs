@@ -196,10 +196,7 @@ fn end_reached(plan: &ClientPlan, s: &StreamSet, st: &LoopState) -> bool {
 /// Stops local streams (receivers end when the server closes its side) and collects results.
 fn finish_streams(s: &mut StreamSet, observer: &mut dyn Observer) -> SideResults {
     s.end_signalled();
-    let deadline = Instant::now() + DRAIN_LIMIT;
-    while !s.all_done() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    s.wait_done(DRAIN_LIMIT);
     let rows = s.sample(Instant::now(), true);
     if !rows.is_empty() {
         observer.on_event(LiveEvent::Interval(&rows));

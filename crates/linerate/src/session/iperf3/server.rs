@@ -11,7 +11,7 @@
 use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream};
 use std::sync::mpsc::{Receiver, Sender, channel};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use linerate_proto::iperf3::{
@@ -254,10 +254,7 @@ impl Session<'_> {
     fn end_streams(&mut self) -> Result<String> {
         let streams = self.t.streams.as_mut().context("TEST_END before the streams")?;
         streams.finish();
-        let deadline = Instant::now() + DRAIN_LIMIT;
-        while !streams.all_done() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        streams.wait_done(DRAIN_LIMIT);
         let mut side = self.t.take_results().context("TEST_END before the streams")?;
         forgive_end_of_test_resets(&mut side);
         self.t.server_results = Some(side.clone());
