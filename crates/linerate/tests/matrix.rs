@@ -16,6 +16,10 @@ fn matrix(port: u16, extra: &[&str]) -> Value {
     out.json()
 }
 
+/// Two streams x two windows, twice each, in the order seed 7 gives.
+const SEEDED_2X2: [&str; 8] =
+    ["--parallel", "1,2", "--window", "default,256K", "--repeat", "2", "--seed", "7"];
+
 fn cell_order(doc: &Value) -> Vec<u64> {
     doc["runs"]
         .as_array()
@@ -29,21 +33,7 @@ fn cell_order(doc: &Value) -> Vec<u64> {
 fn a_two_by_two_matrix_runs_every_cell_twice_with_statistics_and_findings() {
     let _serial = crate::util::exclusive();
     let srv = Server::start(&[]);
-    let doc = matrix(
-        srv.port,
-        &[
-            "--parallel",
-            "1,2",
-            "--window",
-            "default,256K",
-            "--repeat",
-            "2",
-            "--seed",
-            "7",
-            "-t",
-            "0.5",
-        ],
-    );
+    let doc = matrix(srv.port, &[&SEEDED_2X2[..], &["-t", "0.5"]].concat());
     assert_eq!(doc["kind"], "linerate.matrix");
     let cells = doc["summary"]["cells"].as_array().expect("cells");
     assert_eq!(cells.len(), 4);
@@ -78,21 +68,7 @@ fn a_two_by_two_matrix_runs_every_cell_twice_with_statistics_and_findings() {
         "{findings:?}"
     );
     // Same seed, same order; the order is not the cell order.
-    let again = matrix(
-        srv.port,
-        &[
-            "--parallel",
-            "1,2",
-            "--window",
-            "default,256K",
-            "--repeat",
-            "2",
-            "--seed",
-            "7",
-            "-t",
-            "0.2",
-        ],
-    );
+    let again = matrix(srv.port, &[&SEEDED_2X2[..], &["-t", "0.2"]].concat());
     assert_eq!(cell_order(&doc), cell_order(&again));
     assert_ne!(cell_order(&doc), vec![0, 0, 1, 1, 2, 2, 3, 3]);
 }

@@ -52,33 +52,30 @@ fn a_run_is_stored_listed_and_shown_as_it_was() {
     assert_eq!(none.as_array().map(Vec::len), Some(0));
 }
 
+/// A one-cell matrix (P=1, three runs) paced at `rate`, stored in `db`.
+fn paced_matrix(port: &str, db: &str, rate: &str, secs: &str, extra: &[&str]) -> Output {
+    let mut args = vec!["matrix", "127.0.0.1", "-p", port, "--parallel", "1", "--repeat", "3"];
+    args.extend(["-t", secs, "-i", "0", "-b", rate, "--db", db]);
+    args.extend_from_slice(extra);
+    run(&args, Duration::from_secs(60))
+}
+
+/// The `mN` a matrix run says it was stored as.
+fn stored_matrix(out: &Output) -> String {
+    let line = out.stdout.lines().find_map(|l| l.strip_prefix("Stored as matrix "));
+    let line = line.unwrap_or_else(|| panic!("not stored: {}", out.stdout));
+    line.split(' ').next().expect("id").to_string()
+}
+
 #[test]
 fn compare_finds_a_real_difference_and_not_a_false_one() {
     let _serial = crate::util::exclusive();
     let srv = Server::start(&[]);
     let (port, db) = (srv.port.to_string(), db_path("compare"));
     let matrix = |rate: &str| {
-        let out = ok(&[
-            "matrix",
-            "127.0.0.1",
-            "-p",
-            &port,
-            "--parallel",
-            "1",
-            "--repeat",
-            "3",
-            "-t",
-            "0.5",
-            "-i",
-            "0",
-            "-b",
-            rate,
-            "--db",
-            &db,
-        ]);
-        let line =
-            out.stdout.lines().find(|l| l.starts_with("Stored as matrix m")).expect("stored");
-        line.trim_start_matches("Stored as matrix ").split(' ').next().expect("id").to_string()
+        let out = paced_matrix(&port, &db, rate, "0.5", &[]);
+        assert_eq!(out.code, Some(0), "{}", out.stderr);
+        stored_matrix(&out)
     };
     let (a, b, c) = (matrix("100M"), matrix("200M"), matrix("100M"));
     let diff = ok(&["compare", &a, &b, "--db", &db, "-J"]).json();
@@ -139,32 +136,10 @@ fn gates_fail_below_a_rate_and_on_a_regression_against_a_baseline() {
     );
     assert!(out.stdout.contains("Test complete."), "results are printed before the verdict");
     ok(&["client", "127.0.0.1", "-p", &port, "-t", "0.3", "--db", &db, "--fail-below", "1M"]);
-    let m = |rate: &str, extra: &[&str]| {
-        let mut args = vec![
-            "matrix",
-            "127.0.0.1",
-            "-p",
-            &port,
-            "--parallel",
-            "1",
-            "--repeat",
-            "3",
-            "-t",
-            "0.4",
-            "-i",
-            "0",
-            "-b",
-            rate,
-            "--db",
-            &db,
-        ];
-        args.extend_from_slice(extra);
-        run(&args, Duration::from_secs(60))
-    };
+    let m = |rate: &str, extra: &[&str]| paced_matrix(&port, &db, rate, "0.4", extra);
     let base = m("200M", &[]);
     assert_eq!(base.code, Some(0), "{}", base.stderr);
-    let id = base.stdout.lines().find_map(|l| l.strip_prefix("Stored as matrix ")).expect("id");
-    let id = id.split(' ').next().expect("id").to_string();
+    let id = stored_matrix(&base);
     let slower = m("100M", &["--fail-regression", "5%", "--baseline", &id]);
     assert_eq!(slower.code, Some(1), "{}", slower.stderr);
     assert!(
