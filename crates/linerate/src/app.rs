@@ -10,15 +10,15 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow};
 
-use crate::plan::matrix::{Cell, MatrixPlan};
+use crate::plan::matrix::MatrixRun;
 use crate::plan::search::{RateSearch, SearchPlan};
 use crate::plan::{ClientPlan, Family, Generated, OutputFormat, Plan, ServerPlan, Shell};
 use crate::record::{Outcome, RunRecord};
-use crate::report::{self, iperf3_json, json, text};
+use crate::report::{iperf3_json, json, text};
 use crate::session::server::{NoteSink, Server, ServerNote};
 use crate::session::{Interrupt, Quiet, client, iperf3};
+use crate::stats;
 use crate::store::{RunKind, RunMeta};
-use crate::{session, stats};
 
 /// Runs the plan to completion.
 pub fn execute(plan: Plan) -> Result<ExitCode> {
@@ -26,7 +26,7 @@ pub fn execute(plan: Plan) -> Result<ExitCode> {
         Plan::Client(p) => run_client(&p, &Interrupt::install()?),
         Plan::Server(p) => run_server(&p),
         Plan::Selftest(p) => run_selftest(p),
-        Plan::Matrix(base, m) => run_matrix(&base, &m, &Interrupt::install()?),
+        Plan::Matrix(base, m, how) => crate::matrix::run(&base, &m, &how, &Interrupt::install()?),
         Plan::History(h) => crate::history::run(&h),
         Plan::SelftestMatrix(base, m) => with_embedded_server(base, |plan| {
             println!(
@@ -34,7 +34,7 @@ pub fn execute(plan: Plan) -> Result<ExitCode> {
                      127.0.0.1:{} (run `linerate --help` for everything else)",
                 plan.port
             );
-            run_matrix(plan, &m, &Interrupt::install()?)
+            crate::matrix::run(plan, &m, &MatrixRun::default(), &Interrupt::install()?)
         }),
         Plan::Campaign(c) => crate::campaign::run(&c, &Interrupt::install()?),
         Plan::Generate(g) => generate(g),
@@ -137,78 +137,8 @@ fn find_max(plan: &ClientPlan, search_plan: SearchPlan, interrupt: &Interrupt) -
     Ok(ExitCode::SUCCESS)
 }
 
-/// `linerate matrix`: runs every cell, shows progress on a terminal, then the table and
-/// findings (or one JSON document).
-fn run_matrix(base: &ClientPlan, plan: &MatrixPlan, interrupt: &Interrupt) -> Result<ExitCode> {
-    use std::io::IsTerminal;
-    let cells = plan.cells();
-    let text_out = base.output == OutputFormat::Text;
-    if text_out {
-        report::matrix::render_start(plan, cells.len(), &mut std::io::stdout().lock())?;
-    }
-    let tty = std::io::stderr().is_terminal();
-    let mut progress = |p: session::matrix::Progress<'_>| {
-        if tty {
-            let line = report::matrix::progress_line(
-                p.done,
-                p.planned,
-                &p.cell.label(),
-                p.repetition,
-                p.eta,
-            );
-            eprint!("\r\x1b[2K{line}");
-        }
-    };
-    let mut store = crate::history::open(&base.store);
-    let axes: Vec<Vec<String>> =
-        plan.axes.iter().map(|a| a.iter().map(|v| v.label()).collect()).collect();
-    let params = serde_json::json!({ "axes": axes, "repeat": plan.repeat, "seed": plan.seed, "until_ci": plan.until_ci, "spec": base.spec });
-    let group = store.as_mut().and_then(|s| s.begin_group("matrix", None, &params).ok());
-    let labels = base.store.labels.clone();
-    let mut keep = |cell: &Cell, rep: u32, record: &RunRecord| {
-        let meta = RunMeta {
-            kind: RunKind::MatrixCell,
-            group,
-            cell: Some(cell.label()),
-            repetition: Some(rep),
-            labels: labels.clone(),
-        };
-        crate::history::keep(&mut store, record, &meta);
-    };
-    let outcome = session::matrix::run_matrix(base, plan, interrupt, &mut progress, &mut keep);
-    if let (Some(s), Some(g), None) = (store.as_mut(), group, outcome.stopped.as_ref()) {
-        let _ = s.finish_group(g);
-    }
-    if tty {
-        eprint!("\r\x1b[2K");
-    }
-    let runs: Vec<(usize, RunRecord)> =
-        outcome.runs.iter().map(|(c, _, r)| (*c, r.clone())).collect();
-    let summary = stats::matrix::summarize_matrix(&cells, &runs, plan.until_ci);
-    let mut out = std::io::stdout().lock();
-    let stopped = outcome.stopped.as_deref();
-    match base.output {
-        OutputFormat::Text => report::matrix::render_text(&summary, stopped, &mut out)?,
-        _ => report::matrix::render_json(plan, &summary, &outcome.runs, stopped, &mut out)?,
-    }
-    if let (Some(g), OutputFormat::Text) = (group, base.output) {
-        writeln!(
-            out,
-            "Stored as matrix m{g} (linerate history --group {g}; linerate compare m{g} mN)."
-        )?;
-    }
-    out.flush()?;
-    if let Some(why) = stopped.filter(|_| interrupt.count() == 0) {
-        return Err(anyhow!("matrix stopped early: {why}"));
-    }
-    let cells: Vec<(String, Vec<f64>)> =
-        summary.cells.iter().map(|c| (c.label.clone(), c.samples.clone())).collect();
-    gate(base, &cells)?;
-    Ok(ExitCode::SUCCESS)
-}
-
 /// Exits 1 (through an error) when a `--fail-below` or `--fail-regression` gate failed.
-fn gate(plan: &ClientPlan, cells: &[(String, Vec<f64>)]) -> Result<()> {
+pub(crate) fn gate(plan: &ClientPlan, cells: &[(String, Vec<f64>)]) -> Result<()> {
     let failed = crate::history::failed_gates(&plan.gates, plan.store.path.as_deref(), cells)?;
     if failed.is_empty() {
         return Ok(());

@@ -13,16 +13,18 @@ use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, anyhow, bail};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::plan::campaign::{CampaignPlan, CampaignRun, Tier};
 use crate::plan::matrix::Cell;
-use crate::record::{Outcome, RunRecord};
+use crate::record::RunRecord;
 use crate::report::campaign::{self as render, CampaignMeta};
+use crate::report::progress::DEFAULT_COLUMNS;
+use crate::resume::{self, Resumable};
 use crate::session::Interrupt;
 use crate::session::campaign::{CampaignProgress, run_campaign};
 use crate::stats::campaign::{TierSummary, cross_tier_findings, summarize_tier};
-use crate::store::{GroupRow, RunKind, RunMeta, Store};
+use crate::store::{RunKind, RunMeta, Store};
 
 /// Completed runs of an earlier attempt, per tier: (cell index, repetition, record).
 type Prior = Vec<Vec<(usize, u32, RunRecord)>>;
@@ -43,13 +45,12 @@ pub fn run(c: &CampaignRun, interrupt: &Interrupt) -> Result<ExitCode> {
     let mut progress = |p: CampaignProgress<'_>| {
         if tty {
             let line = render::progress_line(
-                &p.tier.name,
-                p.tier_index,
-                p.tiers,
+                (&p.tier.name, p.tier_index, p.tiers),
                 &p.cell.label(),
                 p.repetition,
                 (p.done, p.planned),
                 p.eta,
+                crate::measure::sys::stderr_columns().unwrap_or(DEFAULT_COLUMNS),
             );
             eprint!("\r\x1b[2K{line}");
         }
@@ -111,8 +112,14 @@ fn start_or_resume(
     match c.resume {
         Some(which) => {
             let s = store.as_ref().context("--resume needs the history, which cannot be opened")?;
-            let g = find_group(s, which, &plan_json, &c.plan.name)?;
-            let seed = g.params["seed"].as_u64().context("the stored campaign has no seed")?;
+            let resumable = Resumable {
+                kind: "campaign",
+                plan: &plan_json,
+                name: Some(&c.plan.name),
+                fix: "restore the campaign file",
+            };
+            let g = resume::find_open_group(s, which, &resumable)?;
+            let seed = resume::stored_seed(&g)?;
             Ok((Some(g.id), seed, prior_runs(s, g.id, &c.plan, seed)?))
         }
         None => {
@@ -154,44 +161,6 @@ fn conclude(
     ))
 }
 
-/// The group to resume: `which`, or the newest unfinished campaign with the same plan.
-fn find_group(store: &Store, which: Option<i64>, plan: &Value, name: &str) -> Result<GroupRow> {
-    if let Some(id) = which {
-        let g = store.group(id)?.with_context(|| format!("no group {id} in the history"))?;
-        if g.kind != "campaign" {
-            bail!("group {id} is a {}, not a campaign", g.kind);
-        }
-        if g.finished {
-            bail!("campaign group {id} is already finished; run without --resume to start anew");
-        }
-        if g.params["plan"] != *plan {
-            bail!(changed(&g));
-        }
-        return Ok(g);
-    }
-    let open: Vec<GroupRow> =
-        store.groups(10_000)?.into_iter().filter(|g| g.kind == "campaign" && !g.finished).collect();
-    if let Some(g) = open.iter().find(|g| g.params["plan"] == *plan) {
-        return Ok(g.clone());
-    }
-    match open.iter().find(|g| g.name.as_deref() == Some(name)) {
-        Some(g) => bail!(changed(g)),
-        None => bail!(
-            "no unfinished campaign {name:?} to resume in {}; run without --resume to start one",
-            store.path().display()
-        ),
-    }
-}
-
-fn changed(g: &GroupRow) -> String {
-    format!(
-        "the campaign file changed since campaign group {} was started (its stored plan \
-         differs), so its runs cannot be continued with this file: restore the file, or run \
-         without --resume to start a new campaign",
-        g.id
-    )
-}
-
 /// The completed runs of group `id`, per tier, by cell index; other outcomes are run again.
 fn prior_runs(store: &Store, id: i64, plan: &CampaignPlan, seed: u64) -> Result<Prior> {
     let cells: Vec<Vec<Cell>> = plan
@@ -201,20 +170,15 @@ fn prior_runs(store: &Store, id: i64, plan: &CampaignPlan, seed: u64) -> Result<
         .map(|(i, t)| t.matrix_plan(CampaignPlan::tier_seed(seed, i)).cells())
         .collect();
     let mut prior: Prior = vec![Vec::new(); plan.tiers.len()];
-    for (run, meta, record) in store.group_runs(id)? {
-        if record.outcome != Outcome::Completed {
-            continue;
-        }
-        let (Some(name), Some(rep)) = (meta.cell.as_deref(), meta.repetition) else { continue };
+    for (name, rep, record) in resume::completed_runs(store, id)? {
         let found = plan.tiers.iter().enumerate().find_map(|(t, tier)| {
             let label = name.strip_prefix(&tier.name)?.strip_prefix('/')?;
             Some((t, cells[t].iter().find(|c| c.label() == label)?.index))
         });
-        let (tier, cell) = found
-            .with_context(|| format!("run {run} of group {id} is of no cell of this campaign"))?;
-        if !prior[tier].iter().any(|(c, r, _)| (*c, *r) == (cell, rep)) {
-            prior[tier].push((cell, rep, record));
-        }
+        let (tier, cell) = found.with_context(|| {
+            format!("run {name:?} of group {id} is of no cell of this campaign")
+        })?;
+        prior[tier].push((cell, rep, record));
     }
     Ok(prior)
 }

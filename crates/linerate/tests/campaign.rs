@@ -1,21 +1,12 @@
 //! `linerate campaign FILE.toml` end to end on loopback: errors that point at the line, two
 //! tiers against two servers into one history group, and resuming an interrupted campaign.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use linerate::store::{RunKind, Store};
 use serde_json::Value;
 
-use crate::util::{Output, Server, data_home, run};
-
-/// A fresh directory for one test's files.
-fn dir(name: &str) -> PathBuf {
-    let d = data_home().join("campaign-tests").join(name);
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("dir");
-    d
-}
+use crate::util::{Output, Server, completed, run, test_dir as dir};
 
 fn write(dir: &std::path::Path, text: &str) -> String {
     let p = dir.join("plan.toml");
@@ -109,15 +100,6 @@ fn campaign_of_two_tiers_runs_each_matrix_into_one_finished_group() {
 }
 
 /// (cell, repetition) of every completed run of the group.
-fn completed(store: &Store, group: i64) -> Vec<(String, u32)> {
-    store
-        .group_runs(group)
-        .expect("runs")
-        .into_iter()
-        .filter(|(_, _, r)| r.outcome == linerate::record::Outcome::Completed)
-        .map(|(_, m, _)| (m.cell.expect("cell"), m.repetition.expect("rep")))
-        .collect()
-}
 
 #[test]
 fn campaign_resume_runs_only_what_an_interrupted_campaign_left() {
@@ -152,12 +134,5 @@ fn campaign_resume_runs_only_what_an_interrupted_campaign_left() {
     for t in doc["tiers"].as_array().expect("tiers") {
         assert_eq!(t["runs"].as_array().expect("runs").len(), 4, "{t}");
     }
-    let store = Store::open(&db).expect("history");
-    assert!(store.group(g.id).expect("read").expect("group").finished);
-    let mut done = completed(&store, g.id);
-    assert_eq!(done.len(), 8);
-    done.sort();
-    done.dedup();
-    assert_eq!(done.len(), 8, "no (tier, cell, repetition) stored twice: {done:?}");
-    assert_eq!(store.groups(10).expect("groups").len(), 1, "no new group on resume");
+    crate::util::assert_resumed_whole(&db, g.id, 8);
 }

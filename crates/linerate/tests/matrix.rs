@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::util::{Server, run};
+use linerate::store::Store;
+
+use crate::util::{Server, completed, run};
 
 fn matrix(port: u16, extra: &[&str]) -> Value {
     let port = port.to_string();
@@ -149,4 +151,52 @@ fn bad_axes_are_refused_with_the_flag_named() {
         assert_eq!(out.code, Some(2), "{args:?}: {}", out.stderr);
         assert!(out.stderr.contains(word), "{args:?}: {}", out.stderr);
     }
+}
+
+#[test]
+fn an_interrupted_matrix_resumes_in_its_stored_order_without_repeating_a_run() {
+    let _serial = crate::util::exclusive();
+    let srv = Server::start(&[]);
+    let d = crate::util::test_dir("matrix-resume");
+    let db = d.join("h.sqlite");
+    let db_s = db.to_string_lossy().into_owned();
+    let port = srv.port.to_string();
+    let base = ["matrix", "127.0.0.1", "-p", &port, "-i", "0", "-t", "0.2", "--db", &db_s];
+    let with = |extra: &[&str]| run(&[&base[..], extra].concat(), Duration::from_secs(120));
+    let first = with(&[&SEEDED_2X2[..], &["--stop-after", "3"]].concat());
+    assert_eq!(first.code, Some(0), "{}\n{}", first.stderr, first.stdout);
+    assert!(first.stderr.contains("--resume m"), "says how to resume: {}", first.stderr);
+    let store = Store::open(&db).expect("history");
+    let g = store.groups(10).expect("groups").remove(0);
+    assert_eq!((g.kind.as_str(), g.finished), ("matrix", false));
+    assert_eq!(completed(&store, g.id).len(), 3);
+    drop(store);
+
+    // Other settings are another matrix: refused, naming the group when it is named.
+    let other = ["--parallel", "1,2", "--window", "default,256K", "--repeat", "3"];
+    let refused = with(&[&other[..], &["--resume"]].concat());
+    assert_eq!(refused.code, Some(1), "{}", refused.stderr);
+    assert!(refused.stderr.contains("no unfinished matrix"), "{}", refused.stderr);
+    let named = format!("m{}", g.id);
+    let refused = with(&[&other[..], &["--resume", &named]].concat());
+    assert_eq!(refused.code, Some(1), "{}", refused.stderr);
+    assert!(refused.stderr.contains("changed since matrix group"), "{}", refused.stderr);
+
+    // The same settings without --seed: the stored seed and order are used.
+    let resumed = with(
+        &["--parallel", "1,2", "--window", "default,256K", "--repeat", "2"]
+            .iter()
+            .copied()
+            .chain(["--resume", "-J"])
+            .collect::<Vec<_>>(),
+    );
+    assert_eq!(resumed.code, Some(0), "{}\n{}", resumed.stderr, resumed.stdout);
+    let doc = resumed.json();
+    assert_eq!(doc["seed"], 7);
+    let fresh = matrix(srv.port, &[&SEEDED_2X2[..], &["-t", "0.2", "--no-store"]].concat());
+    assert_eq!(cell_order(&doc), cell_order(&fresh), "the stored order, prior runs first");
+    crate::util::assert_resumed_whole(&db, g.id, 8);
+    let finished = with(&[&SEEDED_2X2[..], &["--resume", &named]].concat());
+    assert_eq!(finished.code, Some(1), "{}", finished.stderr);
+    assert!(finished.stderr.contains("already finished"), "{}", finished.stderr);
 }

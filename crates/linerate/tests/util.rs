@@ -25,6 +25,38 @@ pub fn data_home() -> std::path::PathBuf {
     std::env::temp_dir().join(format!("linerate-tests-{}", std::process::id()))
 }
 
+/// An empty directory for one test's files, under [`data_home`].
+pub fn test_dir(name: &str) -> std::path::PathBuf {
+    let d = data_home().join("test-dirs").join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("dir");
+    d
+}
+
+/// The (cell, repetition) of every completed run of a stored group, in the order stored.
+pub fn completed(store: &linerate::store::Store, group: i64) -> Vec<(String, u32)> {
+    store
+        .group_runs(group)
+        .expect("runs")
+        .into_iter()
+        .filter(|(_, _, r)| r.outcome == linerate::record::Outcome::Completed)
+        .map(|(_, m, _)| (m.cell.expect("cell"), m.repetition.expect("rep")))
+        .collect()
+}
+
+/// After a resume: the history at `db` holds one group, `group`, finished, with `runs`
+/// completed runs and no (cell, repetition) twice.
+pub fn assert_resumed_whole(db: &std::path::Path, group: i64, runs: usize) {
+    let store = linerate::store::Store::open(db).expect("history");
+    assert!(store.group(group).expect("read").expect("group").finished);
+    let mut done = completed(&store, group);
+    assert_eq!(done.len(), runs, "{done:?}");
+    done.sort();
+    done.dedup();
+    assert_eq!(done.len(), runs, "no (cell, repetition) stored twice: {done:?}");
+    assert_eq!(store.groups(10).expect("groups").len(), 1, "no new group on resume");
+}
+
 /// A `linerate server` child process, killed on drop.
 pub struct Server {
     pub child: Child,

@@ -241,6 +241,13 @@ pub struct MatrixArgs {
     /// Seed of the random run order [default: random, printed].
     #[arg(long = "seed", value_name = "N")]
     pub seed: Option<u64>,
+    /// Continue the newest unfinished matrix with these settings (or matrix mN): completed
+    /// runs are kept, failed and missing ones are run in the stored order.
+    #[arg(long = "resume", value_name = "mN", num_args = 0..=1, value_parser = matrix_ref)]
+    pub resume: Option<Option<i64>>,
+    /// Stop after N runs as if interrupted (for testing --resume).
+    #[arg(long = "stop-after", value_name = "N", hide = true)]
+    pub stop_after: Option<usize>,
     #[command(flatten)]
     pub test: MatrixTestArgs,
     #[command(flatten)]
@@ -480,4 +487,15 @@ fn optional_size(s: &str) -> Result<Option<ByteCount>, String> {
 
 fn rate(s: &str) -> Result<Bitrate, String> {
     units::parse_rate(s).map_err(|e| e.to_string())
+}
+
+/// A matrix group: `m3` as `linerate history` shows it, or the bare group number.
+fn matrix_ref(s: &str) -> Result<i64, String> {
+    let digits = s.strip_prefix('m').unwrap_or(s);
+    match digits.parse::<i64>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => {
+            Err(format!("{s:?} is not a matrix; write it as `linerate history` shows it, e.g. m3"))
+        }
+    }
 }

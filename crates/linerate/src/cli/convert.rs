@@ -10,7 +10,7 @@ use crate::cli::args::{
     JsonFormat, MatrixArgs, NetArgs, ProtocolArg, StoreArgs, TestArgs,
 };
 use crate::plan::campaign::{self, CampaignRun};
-use crate::plan::matrix::{AxisValue, MatrixPlan};
+use crate::plan::matrix::{AxisValue, MatrixPlan, MatrixRun};
 use crate::plan::search::SearchPlan;
 use crate::plan::{ClientPlan, Family, Generated, OutputFormat, Plan, ServerPlan, Shell};
 use crate::plan::{DEFAULT_TCP_BLOCK, DEFAULT_UDP_DATAGRAM, DEFAULT_UDP_RATE};
@@ -55,7 +55,7 @@ pub(super) fn to_plan(cli: Cli) -> Result<Plan, String> {
             };
             client_plan("127.0.0.1".into(), &net, &a.test, SELFTEST_TIME).map(Plan::Selftest)
         }
-        Some(Command::Matrix(a)) => matrix_plan(a).map(|(c, m)| Plan::Matrix(c, m)),
+        Some(Command::Matrix(a)) => matrix_plan(a).map(|(c, m, r)| Plan::Matrix(c, m, r)),
         Some(Command::Campaign(a)) => campaign_run(a).map(Plan::Campaign),
         Some(Command::Generate { what }) => Ok(Plan::Generate(match what {
             GenerateWhat::Man => Generated::Man,
@@ -67,7 +67,10 @@ pub(super) fn to_plan(cli: Cli) -> Result<Plan, String> {
     }
 }
 
-fn matrix_plan(a: MatrixArgs) -> Result<(ClientPlan, MatrixPlan), String> {
+fn matrix_plan(a: MatrixArgs) -> Result<(ClientPlan, MatrixPlan, MatrixRun), String> {
+    if a.resume.is_some() && a.store.no_store {
+        return Err("--resume reads the matrix's runs from the history: drop --no-store".into());
+    }
     let m = &a.test;
     let test = TestArgs {
         time: Some(m.time),
@@ -141,7 +144,10 @@ fn matrix_plan(a: MatrixArgs) -> Result<(ClientPlan, MatrixPlan), String> {
         let spec = plan.cell_plan(&base, &cell).spec;
         spec.validate().map_err(|e| format!("cell {}: {e}", cell.label()))?;
     }
-    Ok((base, plan))
+    if a.resume.is_some() && base.store.path.is_none() {
+        return Err("--resume needs the history: set XDG_DATA_HOME or HOME, or give --db".into());
+    }
+    Ok((base, plan, MatrixRun { resume: a.resume, stop_after: a.stop_after }))
 }
 
 fn campaign_run(a: CampaignArgs) -> Result<CampaignRun, String> {

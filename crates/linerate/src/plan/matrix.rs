@@ -96,6 +96,15 @@ impl Cell {
     }
 }
 
+/// How one `linerate matrix` command runs: afresh, or continuing a stored group.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct MatrixRun {
+    /// `--resume` (Some), naming a group (Some(Some)).
+    pub resume: Option<Option<i64>>,
+    /// Hidden `--stop-after N`: stop after N runs as if interrupted (tests of `--resume`).
+    pub stop_after: Option<usize>,
+}
+
 /// What to run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MatrixPlan {

@@ -193,7 +193,7 @@ pub enum Plan {
     /// An embedded loopback server plus a client test against it.
     Selftest(ClientPlan),
     /// A matrix of tests against a server: the base test and the axes.
-    Matrix(ClientPlan, matrix::MatrixPlan),
+    Matrix(ClientPlan, matrix::MatrixPlan, matrix::MatrixRun),
     /// Read the history.
     History(HistoryPlan),
     /// An embedded loopback server plus a matrix against it (`linerate` with no arguments).

@@ -138,20 +138,15 @@ pub fn render_json(
     writeln!(out)
 }
 
-/// A one-line progress note (for a terminal).
+/// The progress bar line (for a terminal `columns` wide).
 pub fn progress_line(
-    tier: &str,
-    tier_index: usize,
-    tiers: usize,
+    (tier, tier_index, tiers): (&str, usize, usize),
     cell: &str,
     repetition: u32,
     (done, planned): (usize, usize),
     eta: Option<std::time::Duration>,
+    columns: usize,
 ) -> String {
-    let eta = eta.map_or(String::new(), |e| format!(", about {} s left", e.as_secs()));
-    format!(
-        "[{}/{planned}] tier {}/{tiers} {tier}: {cell} (run {repetition}){eta}",
-        done + 1,
-        tier_index + 1
-    )
+    let what = format!("tier {}/{tiers} {tier}: {cell} (run {repetition})", tier_index + 1);
+    super::progress::bar_line(done, planned, &what, eta, columns)
 }

@@ -149,14 +149,13 @@ pub fn render_json(
     writeln!(out)
 }
 
-/// A one-line progress note (for a terminal).
+/// The progress bar line (for a terminal `columns` wide).
 pub fn progress_line(
-    done: usize,
-    planned: usize,
+    (done, planned): (usize, usize),
     cell: &str,
     repetition: u32,
     eta: Option<std::time::Duration>,
+    columns: usize,
 ) -> String {
-    let eta = eta.map_or(String::new(), |e| format!(", about {} s left", e.as_secs()));
-    format!("[{}/{planned}] {cell} (run {repetition}){eta}", done + 1)
+    super::progress::bar_line(done, planned, &format!("{cell} (run {repetition})"), eta, columns)
 }

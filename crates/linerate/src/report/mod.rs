@@ -8,4 +8,5 @@ pub mod history;
 pub mod iperf3_json;
 pub mod json;
 pub mod matrix;
+pub mod progress;
 pub mod text;

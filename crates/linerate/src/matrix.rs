@@ -1,0 +1,166 @@
+//! `linerate matrix HOST`: glue between the matrix plan, its runner (`session::matrix`), the
+//! history (one group of kind "matrix", every run a `MatrixCell`) and the report.
+//!
+//! Resuming (`--resume [mN]`): the group's params hold the matrix's settings (target, axes,
+//! repetitions, the base test) and the order seed. The same command line with `--resume`
+//! continues the newest unfinished matrix with exactly those settings (or the one named),
+//! keeps its completed runs, runs the failed and missing ones in the stored order, and refuses
+//! a group whose settings differ (see `resume`). A group is finished only when every planned
+//! run completed, so a matrix with failed runs can be completed later.
+
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, anyhow};
+use serde_json::{Value, json};
+
+use crate::plan::matrix::{Cell, MatrixPlan, MatrixRun};
+use crate::plan::{ClientPlan, OutputFormat};
+use crate::record::{Outcome, RunRecord};
+use crate::report::progress::DEFAULT_COLUMNS;
+use crate::resume::{self, Resumable};
+use crate::session::{self, Interrupt};
+use crate::stats;
+use crate::store::{RunKind, RunMeta, Store};
+
+/// Completed runs of an earlier attempt: (cell index, repetition, record).
+type Prior = Vec<(usize, u32, RunRecord)>;
+
+/// Runs every cell (after the completed runs of a resumed group), shows progress on a
+/// terminal, stores every run, then renders the table and findings (or one JSON document).
+pub fn run(
+    base: &ClientPlan,
+    plan: &MatrixPlan,
+    how: &MatrixRun,
+    interrupt: &Interrupt,
+) -> Result<ExitCode> {
+    let mut store = crate::history::open(&base.store);
+    let (group, plan, prior) = start_or_resume(base, plan, how, &mut store)?;
+    let cells = plan.cells();
+    let text_out = base.output == OutputFormat::Text;
+    if text_out {
+        let mut out = std::io::stdout().lock();
+        crate::report::matrix::render_start(&plan, cells.len(), &mut out)?;
+        if let (Some(g), Some(_)) = (group, how.resume) {
+            writeln!(out, "Resuming matrix m{g}: {} completed run(s) kept.", prior.len())?;
+        }
+    }
+    let tty = std::io::stderr().is_terminal();
+    let mut progress = |p: session::matrix::Progress<'_>| {
+        if tty {
+            let line = crate::report::matrix::progress_line(
+                (p.done, p.planned),
+                &p.cell.label(),
+                p.repetition,
+                p.eta,
+                crate::measure::sys::stderr_columns().unwrap_or(DEFAULT_COLUMNS),
+            );
+            eprint!("\r\x1b[2K{line}");
+        }
+    };
+    let (labels, mut stored) = (base.store.labels.clone(), 0usize);
+    let mut keep = |cell: &Cell, rep: u32, record: &RunRecord| {
+        let meta = RunMeta {
+            kind: RunKind::MatrixCell,
+            group,
+            cell: Some(cell.label()),
+            repetition: Some(rep),
+            labels: labels.clone(),
+        };
+        crate::history::keep(&mut store, record, &meta);
+        stored += 1;
+        if how.stop_after.is_some_and(|n| stored >= n) {
+            interrupt.trigger();
+        }
+    };
+    let outcome =
+        session::matrix::run_matrix_from(base, &plan, prior, interrupt, &mut progress, &mut keep);
+    if tty {
+        eprint!("\r\x1b[2K");
+    }
+    let complete = outcome.stopped.is_none()
+        && outcome.runs.iter().all(|(_, _, r)| r.outcome == Outcome::Completed);
+    if let (Some(s), Some(g), true) = (store.as_mut(), group, complete) {
+        s.finish_group(g)?;
+    }
+    let runs: Vec<(usize, RunRecord)> =
+        outcome.runs.iter().map(|(c, _, r)| (*c, r.clone())).collect();
+    let summary = stats::matrix::summarize_matrix(&cells, &runs, plan.until_ci);
+    let mut out = std::io::stdout().lock();
+    let stopped = outcome.stopped.as_deref();
+    match base.output {
+        OutputFormat::Text => crate::report::matrix::render_text(&summary, stopped, &mut out)?,
+        _ => crate::report::matrix::render_json(&plan, &summary, &outcome.runs, stopped, &mut out)?,
+    }
+    if let (Some(g), true) = (group, text_out) {
+        writeln!(
+            out,
+            "Stored as matrix m{g} (linerate history --group {g}; linerate compare m{g} mN)."
+        )?;
+    }
+    out.flush()?;
+    if let (Some(g), false) = (group, complete) {
+        eprintln!(
+            "The matrix did not complete: its completed runs are stored; run the rest with the \
+             same command and `--resume m{g}`"
+        );
+    }
+    if let Some(why) = stopped.filter(|_| interrupt.count() == 0) {
+        return Err(anyhow!("matrix stopped early: {why}"));
+    }
+    let cells: Vec<(String, Vec<f64>)> =
+        summary.cells.iter().map(|c| (c.label.clone(), c.samples.clone())).collect();
+    crate::app::gate(base, &cells)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What identifies a matrix for `--resume`: everything that shapes its runs but the seed.
+fn identity(base: &ClientPlan, plan: &MatrixPlan) -> Value {
+    let axes: Vec<Vec<String>> =
+        plan.axes.iter().map(|a| a.iter().map(|v| v.label()).collect()).collect();
+    json!({
+        "host": base.host,
+        "port": base.port,
+        "axes": axes,
+        "repeat": plan.repeat,
+        "until_ci": plan.until_ci,
+        "max_repeat": plan.max_repeat,
+        "udp_bits_per_second": plan.udp_rate,
+        "length_given": plan.length_given,
+        "spec": base.spec,
+    })
+}
+
+/// A new group (if there is a history), or the group to resume with its seed and runs.
+fn start_or_resume(
+    base: &ClientPlan,
+    plan: &MatrixPlan,
+    how: &MatrixRun,
+    store: &mut Option<Store>,
+) -> Result<(Option<i64>, MatrixPlan, Prior)> {
+    let identity = identity(base, plan);
+    let Some(which) = how.resume else {
+        let params = json!({ "plan": identity, "seed": plan.seed });
+        let group = store.as_mut().and_then(|s| s.begin_group("matrix", None, &params).ok());
+        return Ok((group, plan.clone(), Vec::new()));
+    };
+    let s = store.as_ref().context("--resume needs the history, which cannot be opened")?;
+    let resumable = Resumable {
+        kind: "matrix",
+        plan: &identity,
+        name: None,
+        fix: "repeat the original command line (host, port, axes, --repeat, test flags)",
+    };
+    let g = resume::find_open_group(s, which, &resumable)?;
+    let plan = MatrixPlan { seed: resume::stored_seed(&g)?, ..plan.clone() };
+    let cells = plan.cells();
+    let mut prior = Prior::new();
+    for (label, rep, record) in resume::completed_runs(s, g.id)? {
+        let cell = cells
+            .iter()
+            .find(|c| c.label() == label)
+            .with_context(|| format!("run {label:?} of matrix m{} is of no cell here", g.id))?;
+        prior.push((cell.index, rep, record));
+    }
+    Ok((Some(g.id), plan, prior))
+}

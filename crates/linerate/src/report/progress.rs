@@ -1,0 +1,93 @@
+//! The progress bar of matrices and campaigns: one line, redrawn in place on a terminal.
+//!
+//! `[=========>          ] 12/40  30%  about 1 min 20 s left  P=2 (run 2)`
+//!
+//! The counts and the time left come first and the label last, cut to the terminal's width,
+//! because a line that wraps cannot be redrawn with `\r`. Callers only draw it when stderr is a
+//! terminal; logs and pipes get nothing. The time left is the caller's estimate (the mean
+//! time per finished run times the runs left), shown only once a run has finished.
+
+use std::time::Duration;
+
+/// Width of the bar between the brackets, in characters.
+const BAR_WIDTH: usize = 20;
+
+/// Columns assumed when the terminal does not say.
+pub const DEFAULT_COLUMNS: usize = 80;
+
+/// The progress line for run `done + 1` of `planned` (`done` finished), about to run `what`,
+/// at most `columns` characters wide.
+pub fn bar_line(
+    done: usize,
+    planned: usize,
+    what: &str,
+    eta: Option<Duration>,
+    columns: usize,
+) -> String {
+    let planned = planned.max(done + 1);
+    let filled = BAR_WIDTH * done / planned;
+    let head = if filled < BAR_WIDTH { ">" } else { "" };
+    let bar =
+        format!("[{}{head}{}]", "=".repeat(filled), " ".repeat(BAR_WIDTH - filled - head.len()));
+    let percent = 100 * done / planned;
+    let left = eta.map_or(String::new(), |e| format!("  about {} left", duration_words(e)));
+    let line = format!("{bar} {}/{planned}  {percent}%{left}  {what}", done + 1);
+    cut(&line, columns.max(BAR_WIDTH + 2))
+}
+
+/// `42 s`, `3 min 20 s`, `1 h 05 min`: how long, to the nearest second, then to what matters.
+pub fn duration_words(d: Duration) -> String {
+    let s = (d.as_millis() as u64).saturating_add(500) / 1000;
+    match s {
+        0..60 => format!("{s} s"),
+        60..3600 => format!("{} min {:02} s", s / 60, s % 60),
+        _ => format!("{} h {:02} min", s / 3600, s % 3600 / 60),
+    }
+}
+
+/// `line` cut to `columns` characters (not bytes: labels may hold any text), the cut marked.
+fn cut(line: &str, columns: usize) -> String {
+    if line.chars().count() <= columns {
+        return line.to_string();
+    }
+    let mut kept: String = line.chars().take(columns.saturating_sub(1)).collect();
+    kept.push('…');
+    kept
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bar_fills_with_the_runs_done() {
+        let first = bar_line(0, 4, "P=1 (run 1)", None, 80);
+        assert_eq!(first, "[>                   ] 1/4  0%  P=1 (run 1)");
+        let half = bar_line(2, 4, "P=2 (run 1)", Some(Duration::from_secs(75)), 80);
+        assert_eq!(half, "[==========>         ] 3/4  50%  about 1 min 15 s left  P=2 (run 1)");
+        let last = bar_line(3, 4, "x", None, 80);
+        assert_eq!(last, "[===============>    ] 4/4  75%  x");
+        // More runs done than planned (an `--until-ci` round not yet counted): never past full.
+        let over = bar_line(9, 4, "x", None, 80);
+        assert!(over.starts_with("[==================> ] 10/10  90%"), "{over}");
+    }
+
+    #[test]
+    fn the_line_never_wraps_a_narrow_terminal() {
+        let label = "tier 3/4 two-hosts-same-l2: P=8 w=800k l=128K tcp bidir (run 3)";
+        for columns in [30, 60, 80] {
+            let line = bar_line(7, 40, label, Some(Duration::from_secs(4000)), columns);
+            assert!(line.chars().count() <= columns, "{columns}: {line}");
+        }
+        assert!(bar_line(7, 40, label, None, 30).ends_with('…'));
+        assert!(bar_line(7, 40, "short", None, 200).ends_with("short"));
+    }
+
+    #[test]
+    fn durations_read_in_words() {
+        assert_eq!(duration_words(Duration::from_secs(42)), "42 s");
+        assert_eq!(duration_words(Duration::from_millis(990)), "1 s");
+        assert_eq!(duration_words(Duration::from_secs(200)), "3 min 20 s");
+        assert_eq!(duration_words(Duration::from_secs(3900)), "1 h 05 min");
+    }
+}

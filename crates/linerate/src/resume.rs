@@ -1,0 +1,93 @@
+//! Continuing an interrupted matrix or campaign from the history: finding the group to
+//! continue and the runs it already completed.
+//!
+//! A group is identified by the plan it ran (stored in its params under `"plan"`), not by
+//! when it ran: mixing runs of two different plans into one table would be silently wrong, so
+//! a group whose stored plan differs from the one given is refused, naming the group. The
+//! order seed is stored beside the plan (`"seed"`), so the continued runs walk the same
+//! random order and the runs left are exactly the ones the first attempt had not reached.
+//! Only completed runs count as done; failed and interrupted ones are run again.
+
+use anyhow::{Context, Result, bail};
+use serde_json::Value;
+
+use crate::record::{Outcome, RunRecord};
+use crate::store::{GroupRow, Store};
+
+/// What is being resumed, for finding its group and for the errors.
+#[derive(Debug)]
+pub struct Resumable<'a> {
+    /// The group kind ("matrix", "campaign").
+    pub kind: &'a str,
+    /// The plan as stored under `"plan"` in the group's params.
+    pub plan: &'a Value,
+    /// The group's name, when plans have names (campaigns): an open group of that name with
+    /// another plan means the plan was edited since.
+    pub name: Option<&'a str>,
+    /// How to get a matching plan back, ending the "cannot be continued" error.
+    pub fix: &'a str,
+}
+
+/// The group to continue: `which`, or the newest unfinished group of the kind with this plan.
+pub fn find_open_group(store: &Store, which: Option<i64>, r: &Resumable<'_>) -> Result<GroupRow> {
+    if let Some(id) = which {
+        let g = store.group(id)?.with_context(|| format!("no group {id} in the history"))?;
+        if g.kind != r.kind {
+            bail!("group {id} is a {}, not a {}", g.kind, r.kind);
+        }
+        if g.finished {
+            bail!("{} group {id} is already finished; run without --resume to start anew", r.kind);
+        }
+        if g.params["plan"] != *r.plan {
+            bail!(changed(&g, r));
+        }
+        return Ok(g);
+    }
+    let open: Vec<GroupRow> =
+        store.groups(10_000)?.into_iter().filter(|g| g.kind == r.kind && !g.finished).collect();
+    if let Some(g) = open.iter().find(|g| g.params["plan"] == *r.plan) {
+        return Ok(g.clone());
+    }
+    if let Some(g) = r.name.and_then(|n| open.iter().find(|g| g.name.as_deref() == Some(n))) {
+        bail!(changed(g, r));
+    }
+    let named = r.name.map_or(String::new(), |n| format!(" {n:?}"));
+    bail!(
+        "no unfinished {}{named} with these settings to resume in {}; run without --resume to \
+         start one (`linerate history` lists the stored groups)",
+        r.kind,
+        store.path().display()
+    )
+}
+
+fn changed(g: &GroupRow, r: &Resumable<'_>) -> String {
+    format!(
+        "the {kind} changed since {kind} group {id} was started (its stored plan differs from \
+         this one), so its runs cannot be continued with it: {fix}, or run without --resume to \
+         start a new {kind}",
+        kind = r.kind,
+        id = g.id,
+        fix = r.fix
+    )
+}
+
+/// The order seed stored with group `g`.
+pub fn stored_seed(g: &GroupRow) -> Result<u64> {
+    g.params["seed"].as_u64().with_context(|| format!("group {} has no stored seed", g.id))
+}
+
+/// The completed runs of group `id`: (cell name, repetition, record), the first of each
+/// (cell, repetition) pair; runs without a cell or repetition are not part of the plan.
+pub fn completed_runs(store: &Store, id: i64) -> Result<Vec<(String, u32, RunRecord)>> {
+    let mut runs: Vec<(String, u32, RunRecord)> = Vec::new();
+    for (_, meta, record) in store.group_runs(id)? {
+        if record.outcome != Outcome::Completed {
+            continue;
+        }
+        let (Some(cell), Some(rep)) = (meta.cell, meta.repetition) else { continue };
+        if !runs.iter().any(|(c, r, _)| (c, *r) == (&cell, rep)) {
+            runs.push((cell, rep, record));
+        }
+    }
+    Ok(runs)
+}
