@@ -50,6 +50,11 @@ fn a_run_is_stored_listed_and_shown_as_it_was() {
     assert!(text.contains("Test: TCP upload"), "{text}");
     let none = ok(&["history", "--db", &db, "--label", "after", "-J"]).json();
     assert_eq!(none.as_array().map(Vec::len), Some(0));
+    let target = format!("127.0.0.1:{port}");
+    let by_target = ok(&["history", "--db", &db, "--target", &target, "-J"]).json();
+    assert_eq!(by_target.as_array().map(Vec::len), Some(1), "{by_target}");
+    let other = ok(&["history", "--db", &db, "--target", "127.0.0.1:1", "-J"]).json();
+    assert_eq!(other.as_array().map(Vec::len), Some(0), "{other}");
 }
 
 /// A one-cell matrix (P=1, three runs) paced at `rate`, stored in `db`.

@@ -56,7 +56,7 @@ pub enum Command {
         #[arg(long = "label", value_name = "TEXT")]
         label: Option<String>,
         /// Only runs against this server (`host:port` as given).
-        #[arg(long = "server", value_name = "HOST:PORT")]
+        #[arg(long = "server", visible_alias = "target", value_name = "HOST:PORT")]
         server: Option<String>,
         /// Only runs of this matrix or search (its group id).
         #[arg(long = "group", value_name = "ID")]
