@@ -6,6 +6,7 @@
 
 mod campaign;
 mod cli;
+mod environment;
 mod faults;
 mod interop;
 mod interop_server;

@@ -19,6 +19,7 @@
 
 pub mod client;
 mod conn;
+pub mod environment;
 pub mod error;
 pub mod fuzzing;
 pub mod iperf3;
@@ -32,6 +33,7 @@ pub mod wire;
 mod tests;
 
 pub use conn::{HANDSHAKE_TIMEOUT, RESULTS_TIMEOUT, RUN_GRACE, STREAMS_TIMEOUT};
+pub use environment::{CpuEnvironment, Environment, Fact, InterfaceEnvironment};
 pub use error::{Blame, ProtoError};
 pub use results::{
     CostSample, CpuTimes, CycleSource, HostCost, IntervalSample, MemoryUse, ProcessCpu,

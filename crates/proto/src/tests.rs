@@ -115,6 +115,7 @@ fn results(software: &str, bytes: u64) -> SideResults {
         }],
         intervals_dropped: false,
         cost: None,
+        environment: None,
     }
 }
 

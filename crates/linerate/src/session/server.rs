@@ -592,6 +592,7 @@ impl Session<'_> {
             }
         };
         streams.set_rtt(self.rtt);
+        streams.record_environment(Some(self.local_ip));
         let mut cookie = [0u8; 16];
         getrandom::getrandom(&mut cookie)
             .map_err(|e| anyhow::anyhow!("no randomness for the test cookie: {e}"))?;
