@@ -6,6 +6,7 @@
 
 mod campaign;
 mod cli;
+mod doctor;
 mod environment;
 mod faults;
 mod interop;

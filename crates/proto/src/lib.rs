@@ -19,6 +19,7 @@
 
 pub mod client;
 mod conn;
+pub mod doctor;
 pub mod environment;
 pub mod error;
 pub mod fuzzing;
@@ -29,6 +30,8 @@ pub mod spec;
 pub mod udp;
 pub mod wire;
 
+#[cfg(test)]
+mod doctor_tests;
 #[cfg(test)]
 mod tests;
 

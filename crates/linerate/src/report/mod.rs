@@ -4,6 +4,7 @@
 //! `Write` so they can be snapshot-tested.
 
 pub mod campaign;
+pub mod doctor;
 pub mod environment;
 pub mod history;
 pub mod iperf3_json;

@@ -64,7 +64,7 @@ impl std::error::Error for PeerIsIperf3 {}
 const IPERF3_RETRY_PAUSE: Duration = Duration::from_millis(300);
 
 /// True if the first bytes from a server are an iperf3 state byte rather than our magic.
-fn looks_like_iperf3(first: &[u8]) -> bool {
+pub(super) fn looks_like_iperf3(first: &[u8]) -> bool {
     matches!(first.first(), Some(9 | 0xff))
 }
 

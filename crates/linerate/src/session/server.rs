@@ -459,6 +459,8 @@ struct Session<'a> {
     cookie: [u8; 16],
     data_rx: Option<Receiver<DataConn>>,
     registration: Registration<'a, [u8; 16], Sender<DataConn>>,
+    /// A doctor's probe echo, stopped when the session ends.
+    echo: Option<crate::session::doctor_echo::Echo>,
 }
 
 fn run_session(stream: TcpStream, peer: SocketAddr, first: [u8; 8], shared: &Shared) {
@@ -474,6 +476,7 @@ fn run_session(stream: TcpStream, peer: SocketAddr, first: [u8; 8], shared: &Sha
         cookie: [0; 16],
         data_rx: None,
         registration: Registration::new(&shared.registry),
+        echo: None,
     };
     let result = ControlChannel::new(stream).and_then(|mut ctrl| {
         let r = conn.handle_input(&first, clock.now()).map_err(anyhow::Error::from);
@@ -569,6 +572,28 @@ impl Session<'_> {
                 self.t.client_results = Some(*r);
             }
             ServerEvent::Finished => {}
+            ServerEvent::EnvironmentRequested { .. } => {
+                let scope = crate::measure::host::Scope::AllUp(Some(self.local_ip));
+                conn.send_environment(crate::measure::host::snapshot(scope))?;
+            }
+            ServerEvent::EchoRequested { client_port } => {
+                let mut cookie = [0u8; 16];
+                getrandom::getrandom(&mut cookie)
+                    .map_err(|e| anyhow::anyhow!("no randomness for the echo cookie: {e}"))?;
+                let peer = SocketAddr::new(self.t.peer.ip(), client_port);
+                let started =
+                    crate::session::doctor_echo::Echo::start(self.local_ip, peer, Cookie(cookie));
+                match started {
+                    Ok((echo, port)) => {
+                        self.echo = Some(echo);
+                        conn.echo_ready(port, Cookie(cookie))?;
+                    }
+                    Err(e) => {
+                        conn.refuse(&format!("this server cannot echo probes: {e:#}"));
+                        return Err(e);
+                    }
+                }
+            }
         }
         Ok(())
     }
