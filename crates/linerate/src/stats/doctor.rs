@@ -90,7 +90,7 @@ pub fn diagnose(mut report: DoctorReport) -> DoctorReport {
             }
         }
         (None, _) => notes.push(
-            "socket buffers not checked against the bandwidth-delay product: no link rate (give --link-speed; the test interface reports no speed)".into(),
+            "socket buffers not checked against the bandwidth-delay product: no link rate (give --link-speed; no test interface reports its speed)".into(),
         ),
         (_, None) => notes.push(
             "socket buffers not checked against the bandwidth-delay product: no round trip (give a HOST running `linerate server`)".into(),
@@ -207,8 +207,10 @@ fn host_rules(host: &'static str, e: &Environment) -> Vec<Recommendation> {
             freebsd: Some("service powerd stop; sysctl dev.cpu.0.freq=<highest in dev.cpu.0.freq_levels>".into()),
         });
     }
+    let cpus = e.cpu.count.value().copied();
     for i in e.interfaces.iter().filter(|i| i.name != "lo") {
         out.extend(crate::stats::doctor_path::offload_rules(host, i));
+        out.extend(crate::stats::doctor_path::queue_rule(host, cpus, i));
     }
     out
 }

@@ -62,26 +62,58 @@ pub fn offload_rules(host: &'static str, i: &InterfaceEnvironment) -> Vec<Recomm
     let on = |k: &str| i.offloads.get(k).and_then(Fact::value).copied();
     let n = &i.name;
     let mut out = Vec::new();
-    let rule = |id, what: &str, feature: &str, bsd: &str| Recommendation {
+    let rule = |id, what: &str, feature: &str, bsd: Option<&str>| Recommendation {
         id,
         host,
         reason: format!(
             "{what} is off on {n}: every packet costs the CPU more work, which caps throughput per core"
         ),
         linux: format!("ethtool -K {n} {feature} on"),
-        freebsd: Some(format!("ifconfig {n} {bsd}")),
+        freebsd: bsd.map(|b| format!("ifconfig {n} {b}")),
     };
     if on("tso") == Some(false) {
-        out.push(rule("tso-off", "TCP segmentation offload (TSO)", "tso", "tso4 tso6"));
+        out.push(rule("tso-off", "TCP segmentation offload (TSO)", "tso", Some("tso4 tso6")));
     }
     if on("gso") == Some(false) {
-        out.push(rule("gso-off", "generic segmentation offload (GSO)", "gso", "tso4 tso6"));
+        // FreeBSD has no separate GSO switch; TSO covers it.
+        out.push(rule("gso-off", "generic segmentation offload (GSO)", "gso", None));
     }
     if on("gro") == Some(false) && on("lro") != Some(true) {
-        out.push(rule("gro-off", "receive coalescing (GRO, and LRO)", "gro", "lro"));
+        out.push(rule("gro-off", "receive coalescing (GRO, and LRO)", "gro", Some("lro")));
     }
     if on("rx_checksum") == Some(false) || on("tx_checksum") == Some(false) {
-        out.push(rule("checksum-offload-off", "checksum offload", "rx on tx", "rxcsum txcsum"));
+        let bsd = Some("rxcsum txcsum");
+        out.push(rule("checksum-offload-off", "checksum offload", "rx on tx", bsd));
     }
     out
+}
+
+/// Drivers of software devices, whose queue count says nothing about the hardware.
+const SOFTWARE_DRIVERS: [&str; 6] = ["veth", "bridge", "tun", "dummy", "vxlan", "bonding"];
+
+/// One receive queue on a NIC of a host with several CPUs: all receive work (interrupts,
+/// softirq, GRO) lands on one CPU, which caps a multi-stream test at what one core handles.
+pub fn queue_rule(
+    host: &'static str,
+    cpus: Option<u32>,
+    i: &InterfaceEnvironment,
+) -> Option<Recommendation> {
+    let driver = i.driver.value()?;
+    let cpus = cpus.filter(|c| *c > 1)?;
+    if SOFTWARE_DRIVERS.contains(&driver.as_str()) || *i.rx_queues.value()? != 1 {
+        return None;
+    }
+    let n = &i.name;
+    Some(Recommendation {
+        id: "single-rx-queue",
+        host,
+        reason: format!(
+            "{n} ({driver}) has 1 receive queue on a host with {cpus} CPUs: all receive processing runs on one CPU, which caps parallel streams at one core's worth (more queues need NIC or hypervisor support: multiqueue virtio, SR-IOV)"
+        ),
+        linux: format!("ethtool -L {n} combined {cpus}"),
+        freebsd: Some(
+            "sysctl net.inet.rss.enabled=1 (kernel with options RSS), and the driver's queue tunables"
+                .into(),
+        ),
+    })
 }

@@ -163,6 +163,35 @@ fn offloads_off_and_powersave_are_flagged_with_freebsd_equivalents() {
     assert_eq!(gro.linux, "ethtool -K vmx0 gro on");
     assert_eq!(gro.freebsd.as_deref(), Some("ifconfig vmx0 lro"));
     assert_eq!(r.recommendations[4].linux, "ethtool -K vmx0 rx on tx on");
+    assert_eq!(r.recommendations[2].freebsd, None, "FreeBSD has no GSO switch");
     let lo = host("67108864", "4096 131072 67108864", "performance", iface("lo", 65536, false));
     assert!(report(lo, None, None).recommendations.is_empty(), "loopback offloads are not advice");
+}
+
+#[test]
+fn one_receive_queue_on_a_multi_cpu_host_is_flagged_for_nics_only() {
+    let mut nic = iface("eth0", 1500, true);
+    nic.driver = Fact::Value("virtio_net".into());
+    nic.rx_queues = Fact::Value(1);
+    let mut e = host("67108864", "4096 131072 67108864", "performance", nic.clone());
+    e.cpu.count = Fact::Value(8);
+    let r = report(e.clone(), None, None);
+    let q = r.recommendations.iter().find(|x| x.id == "single-rx-queue").expect("flagged");
+    assert_eq!(q.linux, "ethtool -L eth0 combined 8");
+    assert!(
+        q.reason.contains("eth0 (virtio_net) has 1 receive queue on a host with 8 CPUs"),
+        "{}",
+        q.reason
+    );
+    e.interfaces[0].driver = Fact::Value("veth".into());
+    assert!(
+        report(e.clone(), None, None).recommendations.is_empty(),
+        "veth queues are not hardware"
+    );
+    e.interfaces[0].driver = Fact::Value("virtio_net".into());
+    e.interfaces[0].rx_queues = Fact::Value(4);
+    assert!(report(e.clone(), None, None).recommendations.is_empty());
+    e.cpu.count = Fact::Value(1);
+    e.interfaces[0].rx_queues = Fact::Value(1);
+    assert!(report(e, None, None).recommendations.is_empty(), "one CPU: one queue is enough");
 }
