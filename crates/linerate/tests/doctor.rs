@@ -49,6 +49,7 @@ fn doctor_on_loopback_reports_both_ends_and_the_path() {
     assert!(rtt > 0 && rtt < 100_000, "loopback round trip {rtt} us");
     assert_eq!(remote["path_mtu_bytes"]["value"], 9216, "lo carries the whole search: {remote}");
     assert_eq!(doc["link_bits_per_second"], 10_000_000_000u64);
+    assert!(srv.wait_for_log("Doctor from 127.0.0.1", Duration::from_secs(5)), "{}", srv.log());
     let text = run(&["doctor", "127.0.0.1", "-p", &port], Duration::from_secs(30)).stdout;
     assert!(
         text.contains("path MTU    ≥ 9216 bytes") && text.contains("Server 127.0.0.1:"),

@@ -75,6 +75,13 @@ pub enum ServerNote {
         /// Why it failed, if it did.
         error: Option<String>,
     },
+    /// A doctor (`linerate doctor HOST`) was sent this server's environment.
+    DoctorAnswered {
+        /// The client's control address.
+        peer: SocketAddr,
+        /// The client's software, as it said.
+        client: String,
+    },
     /// A connection was dropped before it became part of a test.
     Rejected {
         /// Who.
@@ -572,9 +579,12 @@ impl Session<'_> {
                 self.t.client_results = Some(*r);
             }
             ServerEvent::Finished => {}
-            ServerEvent::EnvironmentRequested { .. } => {
+            ServerEvent::EnvironmentRequested { client_software } => {
                 let scope = crate::measure::host::Scope::AllUp(Some(self.local_ip));
                 conn.send_environment(crate::measure::host::snapshot(scope))?;
+                let note =
+                    ServerNote::DoctorAnswered { peer: self.t.peer, client: client_software };
+                (self.t.shared.notes)(&note);
             }
             ServerEvent::EchoRequested { client_port } => {
                 let mut cookie = [0u8; 16];
