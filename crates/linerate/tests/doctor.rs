@@ -135,7 +135,12 @@ fn doctor_finds_the_1400_hop_and_low_receive_buffers_across_a_router() {
         .and_then(|a| a.iter().find(|r| r["id"] == "mtu-mismatch"))
         .unwrap_or_else(|| panic!("no mtu-mismatch in {:?}", ids(&doc)));
     assert_eq!(mismatch["linux"], format!("ip link set dev {} mtu 1400", net.client_dev));
-    assert!(ids(&doc).contains(&("mtu-ends-differ".into(), "remote".into())), "{:?}", ids(&doc));
+    let mtu: Vec<_> = ids(&doc).into_iter().filter(|(id, _)| id.starts_with("mtu")).collect();
+    assert_eq!(
+        mtu,
+        [("mtu-mismatch".to_string(), "local".to_string())],
+        "1400 at the server is right"
+    );
     assert!(
         !ids(&doc).iter().any(|(id, _)| id == "tcp-rmem-below-bdp"),
         "64 MiB is plenty: {:?}",

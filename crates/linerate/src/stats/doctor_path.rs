@@ -7,58 +7,72 @@ use linerate_proto::{Environment, Fact, InterfaceEnvironment};
 use crate::plan::pmtu::PMTU_MAX;
 use crate::stats::doctor::{Recommendation, RemoteFacts, test_interface};
 
-/// Rules that need the path: MTU against the path MTU and against the other end.
+/// One end's test interface: its name and MTU, when both are known (loopback excluded:
+/// its MTU says nothing about a path).
+fn end_mtu(e: Option<&Environment>) -> Option<(&str, u32)> {
+    let i = test_interface(e?)?;
+    Some((i.name.as_str(), *i.mtu_bytes.value()?)).filter(|(n, _)| *n != "lo")
+}
+
+fn set_mtu(
+    id: &'static str,
+    host: &'static str,
+    dev: &str,
+    mtu: u32,
+    reason: String,
+) -> Recommendation {
+    Recommendation {
+        id,
+        host,
+        reason,
+        linux: format!("ip link set dev {dev} mtu {mtu}"),
+        freebsd: Some(format!("ifconfig {dev} mtu {mtu}")),
+    }
+}
+
+/// Rules that need the path. With the path MTU P known (and below the search's top): an end
+/// whose interface MTU exceeds P is told to use P (`mtu-mismatch`; the probes measure the
+/// client-to-server direction, paths are nearly always symmetric). When P is unknown or
+/// carries the larger MTU, two ends with different MTUs are told to raise the smaller one
+/// (`mtu-ends-differ`).
 pub fn path_rules(local: &Environment, remote: &RemoteFacts) -> Vec<Recommendation> {
     let mut out = Vec::new();
-    let local_if = test_interface(local);
-    let local_mtu = local_if.and_then(|i| i.mtu_bytes.value().copied());
-    if let (Some(i), Some(mtu), Some(path)) =
-        (local_if, local_mtu, remote.path_mtu_bytes.value().copied())
-        && path < mtu
-        && path < PMTU_MAX
-    {
-        out.push(Recommendation {
-            id: "mtu-mismatch",
-            host: "local",
-            reason: format!(
-                "{} has MTU {mtu} but the path to {} carries at most {path}-byte packets: bigger packets are dropped (TCP stalls until PMTU discovery, UDP datagrams above {path} vanish); set the MTU to {path} here or raise the smaller MTU along the path",
-                i.name, remote.server
-            ),
-            linux: format!("ip link set dev {} mtu {path}", i.name),
-            freebsd: Some(format!("ifconfig {} mtu {path}", i.name)),
-        });
-    }
-    let remote_if = match &remote.environment {
-        Fact::Value(e) => test_interface(e),
+    let remote_env = match &remote.environment {
+        Fact::Value(e) => Some(e),
         Fact::NA(_) => None,
     };
-    let remote_mtu = remote_if.and_then(|i| i.mtu_bytes.value().copied());
-    if let (Some(l), Some(r), Some(ri)) = (local_mtu, remote_mtu, remote_if)
+    let ends = [("local", end_mtu(Some(local))), ("remote", end_mtu(remote_env))];
+    let path = remote.path_mtu_bytes.value().copied().filter(|p| *p < PMTU_MAX);
+    if let Some(p) = path {
+        for (host, end) in ends {
+            let Some((dev, mtu)) = end.filter(|(_, m)| *m > p) else { continue };
+            let reason = format!(
+                "{host} {dev} has MTU {mtu} but the path to {} carries at most {p}-byte packets: bigger ones are dropped (TCP stalls until PMTU discovery, UDP datagrams above {p} vanish); use {p} on {dev}, or raise the smaller MTU along the path",
+                remote.server
+            );
+            out.push(set_mtu("mtu-mismatch", host, dev, p, reason));
+        }
+    }
+    if let [(_, Some((ld, l))), (_, Some((rd, r)))] = ends
         && l != r
-        && local_if.is_some_and(|i| i.name != "lo")
-        && ri.name != "lo"
+        && path.is_none_or(|p| p >= l.max(r))
     {
-        let (low, high) = (l.min(r), l.max(r));
-        out.push(Recommendation {
-            id: "mtu-ends-differ",
-            host: if l < r { "local" } else { "remote" },
-            reason: format!(
-                "the ends' interfaces differ: local {} MTU {l}, remote {} MTU {r}; packets above {low} cannot be received whole by one end, so use one MTU end to end",
-                local_if.map_or("?", |i| i.name.as_str()),
-                ri.name
-            ),
-            linux: format!(
-                "ip link set dev {} mtu {high}   # if the path carries it; else lower the other end to {low}",
-                if l < r { local_if.map_or("IFACE", |i| i.name.as_str()) } else { ri.name.as_str() }
-            ),
-            freebsd: Some(format!("ifconfig IFACE mtu {high}")),
-        });
+        let (host, dev, low, high) = if l < r { ("local", ld, l, r) } else { ("remote", rd, r, l) };
+        let reason = format!(
+            "the ends' interfaces differ: local {ld} MTU {l}, remote {rd} MTU {r}; the larger end's packets above {low} cannot be received whole, so use {high} on both ends (the path carries it{})",
+            if path.is_some() { "" } else { " if the doctor could not probe it: check" }
+        );
+        out.push(set_mtu("mtu-ends-differ", host, dev, high, reason));
     }
     out
 }
 
-/// Offloads that cost throughput when off on a real interface.
+/// Offloads that cost throughput when off on a NIC (software devices such as veth, whose
+/// GRO is off by default, are not advised on).
 pub fn offload_rules(host: &'static str, i: &InterfaceEnvironment) -> Vec<Recommendation> {
+    if i.driver.value().is_some_and(|d| SOFTWARE_DRIVERS.contains(&d.as_str())) {
+        return Vec::new();
+    }
     let on = |k: &str| i.offloads.get(k).and_then(Fact::value).copied();
     let n = &i.name;
     let mut out = Vec::new();

@@ -143,11 +143,28 @@ fn path_mtu_below_the_interface_is_a_mismatch() {
 }
 
 #[test]
-fn ends_with_different_mtus_are_flagged_on_the_smaller_end() {
+fn ends_with_different_mtus() {
+    // The path carries only 1500: the 9000-byte remote end must come down.
     let r = report(debian(), Some(remote(tuned(), 100, Some(1500))), None);
-    let m = r.recommendations.iter().find(|x| x.id == "mtu-ends-differ").expect("flagged");
-    assert_eq!(m.host, "local");
-    assert!(m.reason.contains("local eth0 MTU 1500, remote eth0 MTU 9000"), "{}", m.reason);
+    let got = ids(&r);
+    assert_eq!(got, [("mtu-mismatch", "remote")]);
+    assert_eq!(r.recommendations[0].linux, "ip link set dev eth0 mtu 1500");
+    assert!(
+        r.recommendations[0].reason.starts_with("remote eth0 has MTU 9000"),
+        "{}",
+        r.recommendations[0].reason
+    );
+    // The path carries 9000 (or could not be probed): raise the smaller end.
+    for path in [Some(9000), None] {
+        let r = report(debian(), Some(remote(tuned(), 100, path)), None);
+        let m = r.recommendations.iter().find(|x| x.id == "mtu-ends-differ").expect("flagged");
+        assert_eq!(
+            (m.host, m.linux.as_str()),
+            ("local", "ip link set dev eth0 mtu 9000"),
+            "{path:?}"
+        );
+        assert!(m.reason.contains("local eth0 MTU 1500, remote eth0 MTU 9000"), "{}", m.reason);
+    }
 }
 
 #[test]
