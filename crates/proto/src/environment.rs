@@ -99,6 +99,9 @@ pub struct InterfaceEnvironment {
     pub rx_queues: Fact<u32>,
     /// Transmit queues.
     pub tx_queues: Fact<u32>,
+    /// The most receive queues the driver can be set to (ETHTOOL_GCHANNELS: the larger of
+    /// max rx and max combined channels).
+    pub max_rx_queues: Fact<u32>,
 }
 
 /// What one end ran in.

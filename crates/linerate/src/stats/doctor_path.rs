@@ -117,14 +117,17 @@ pub fn queue_rule(
     if SOFTWARE_DRIVERS.contains(&driver.as_str()) || *i.rx_queues.value()? != 1 {
         return None;
     }
+    // Only where the driver offers more queues: otherwise there is no command to give.
+    let target = cpus.min(*i.max_rx_queues.value().filter(|m| **m > 1)?);
     let n = &i.name;
     Some(Recommendation {
         id: "single-rx-queue",
         host,
         reason: format!(
-            "{n} ({driver}) has 1 receive queue on a host with {cpus} CPUs: all receive processing runs on one CPU, which caps parallel streams at one core's worth (more queues need NIC or hypervisor support: multiqueue virtio, SR-IOV)"
+            "{n} ({driver}) uses 1 receive queue of the {} it offers, on a host with {cpus} CPUs: all receive processing runs on one CPU, which caps parallel streams at one core's worth",
+            i.max_rx_queues.display()
         ),
-        linux: format!("ethtool -L {n} combined {cpus}"),
+        linux: format!("ethtool -L {n} combined {target}"),
         freebsd: Some(
             "sysctl net.inet.rss.enabled=1 (kernel with options RSS), and the driver's queue tunables"
                 .into(),

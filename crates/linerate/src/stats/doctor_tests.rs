@@ -190,16 +190,19 @@ fn one_receive_queue_on_a_multi_cpu_host_is_flagged_for_nics_only() {
     let mut nic = iface("eth0", 1500, true);
     nic.driver = Fact::Value("virtio_net".into());
     nic.rx_queues = Fact::Value(1);
+    nic.max_rx_queues = Fact::Value(16);
     let mut e = host("67108864", "4096 131072 67108864", "performance", nic.clone());
     e.cpu.count = Fact::Value(8);
     let r = report(e.clone(), None, None);
     let q = r.recommendations.iter().find(|x| x.id == "single-rx-queue").expect("flagged");
     assert_eq!(q.linux, "ethtool -L eth0 combined 8");
-    assert!(
-        q.reason.contains("eth0 (virtio_net) has 1 receive queue on a host with 8 CPUs"),
-        "{}",
-        q.reason
-    );
+    let want = "eth0 (virtio_net) uses 1 receive queue of the 16 it offers, on a host with 8 CPUs";
+    assert!(q.reason.contains(want), "{}", q.reason);
+    e.interfaces[0].max_rx_queues = Fact::Value(1);
+    assert!(report(e.clone(), None, None).recommendations.is_empty(), "nothing more to offer");
+    e.interfaces[0].max_rx_queues = Fact::Value(4);
+    let r = report(e.clone(), None, None);
+    assert_eq!(r.recommendations[0].linux, "ethtool -L eth0 combined 4", "as many as it offers");
     e.interfaces[0].driver = Fact::Value("veth".into());
     assert!(
         report(e.clone(), None, None).recommendations.is_empty(),

@@ -60,6 +60,7 @@ fn interface_pairs(i: &InterfaceEnvironment) -> Vec<(String, String)> {
         (format!("{n} driver"), shown(&i.driver)),
         (format!("{n} RX queues"), shown(&i.rx_queues)),
         (format!("{n} TX queues"), shown(&i.tx_queues)),
+        (format!("{n} max RX queues"), shown(&i.max_rx_queues)),
     ];
     for (name, fact) in &i.offloads {
         v.push((format!("{n} {}", name.to_uppercase().replace('_', "-")), on_off(fact)));

@@ -28,6 +28,7 @@ const ETHTOOL_GTSO: u32 = 0x1e;
 const ETHTOOL_GGSO: u32 = 0x23;
 const ETHTOOL_GFLAGS: u32 = 0x25;
 const ETHTOOL_GGRO: u32 = 0x2b;
+const ETHTOOL_GCHANNELS: u32 = 0x3c;
 /// ETH_FLAG_LRO in ETHTOOL_GFLAGS.
 const ETH_FLAG_LRO: u32 = 1 << 15;
 /// sizeof(struct ethtool_cmd) and sizeof(struct ethtool_drvinfo).
@@ -226,7 +227,19 @@ fn interface(sock: &OwnedFd, name: &str, role: &str) -> InterfaceEnvironment {
         offloads: offloads(sock, name),
         rx_queues,
         tx_queues,
+        max_rx_queues: max_rx_queues(sock, name),
     }
+}
+
+/// ETHTOOL_GCHANNELS: `struct ethtool_channels` is cmd and eight u32s, the maxima first
+/// (rx, tx, other, combined).
+fn max_rx_queues(sock: &OwnedFd, name: &str) -> Fact<u32> {
+    let mut buf = command(ETHTOOL_GCHANNELS, 36);
+    if let Err(why) = ethtool(sock, name, &mut buf) {
+        return Fact::NA(why);
+    }
+    let word = |i: usize| u32::from_ne_bytes([buf[i], buf[i + 1], buf[i + 2], buf[i + 3]]);
+    Fact::Value(word(4).max(word(16)))
 }
 
 /// An ifreq naming `name`, or None if the name does not fit.
