@@ -109,13 +109,25 @@ pub fn diff(a: &Environment, b: &Environment) -> Vec<EnvChange> {
         .collect()
 }
 
+/// Why an environment holds nothing at all (an iperf3 peer, another OS), if it does not.
+fn blank(e: &Environment) -> Option<&str> {
+    match &e.kernel {
+        Fact::NA(why) if e.sysctls.is_empty() && e.interfaces.is_empty() => Some(why),
+        _ => None,
+    }
+}
+
 /// The changes of one end, given both runs' environments of that end (None = not recorded).
 pub fn end_changes(end: &str, a: Option<&Environment>, b: Option<&Environment>) -> EndChanges {
     let missing = |run: &str| {
         format!("run {run} has no {end} environment (stored before linerate recorded one)")
     };
     let (changes, not_compared) = match (a, b) {
-        (Some(a), Some(b)) => (diff(a, b), None),
+        (Some(a), Some(b)) => match (blank(a), blank(b)) {
+            (Some(why), _) => (Vec::new(), Some(format!("run A: {why}"))),
+            (_, Some(why)) => (Vec::new(), Some(format!("run B: {why}"))),
+            _ => (diff(a, b), None),
+        },
         (None, _) => (Vec::new(), Some(missing("A"))),
         (_, None) => (Vec::new(), Some(missing("B"))),
     };
@@ -197,5 +209,8 @@ mod tests {
         assert!(c.changes.is_empty());
         assert!(c.not_compared.as_deref().is_some_and(|w| w.contains("run B has no server")));
         assert_eq!(end_changes("client", Some(&e), Some(&e)).not_compared, None);
+        let iperf3 = Environment::unavailable("the peer is iperf3");
+        let c = end_changes("server", Some(&iperf3), Some(&iperf3));
+        assert_eq!(c.not_compared.as_deref(), Some("run A: the peer is iperf3"));
     }
 }
