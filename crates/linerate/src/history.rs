@@ -13,10 +13,12 @@ use crate::plan::{Gates, HistoryCommand, HistoryPlan, HistoryRef, StorePlan};
 use crate::record::{Outcome, RunRecord};
 use crate::report;
 use crate::stats::compare::compare;
+use crate::stats::environment::end_changes;
 use crate::stats::matrix::received_rate;
 use crate::stats::summarize;
 use crate::store::{ListFilter, RunMeta, Store};
 use crate::units::format_bits_per_second;
+use linerate_proto::Environment;
 
 /// Significance level of `linerate compare`.
 pub const ALPHA: f64 = 0.05;
@@ -73,17 +75,22 @@ pub fn run(plan: &HistoryPlan) -> Result<ExitCode> {
                 report::json::render_run(&record, &mut out)?;
             } else {
                 report::text::render_run(&record, &mut out)?;
+                show_environments(&record, &mut out)?;
             }
         }
         HistoryCommand::Compare(a, b) => {
-            let (a_cells, b_cells) = (samples(&store, *a)?, samples(&store, *b)?);
+            let (a_cells, b_cells) = (cells(&store, *a)?, cells(&store, *b)?);
             let rows: Vec<report::history::CompareRow> = a_cells
                 .iter()
-                .filter_map(|(cell, xs)| {
-                    let ys = &b_cells.iter().find(|(c, _)| c == cell)?.1;
+                .filter_map(|x| {
+                    let y = b_cells.iter().find(|c| c.name == x.name)?;
                     Some(report::history::CompareRow {
-                        cell: cell.clone(),
-                        result: compare(xs, ys, ALPHA),
+                        cell: x.name.clone(),
+                        result: compare(&x.rates, &y.rates, ALPHA),
+                        environment: vec![
+                            end_changes("client", x.client_env.as_ref(), y.client_env.as_ref()),
+                            end_changes("server", x.server_env.as_ref(), y.server_env.as_ref()),
+                        ],
                     })
                 })
                 .collect();
@@ -97,6 +104,17 @@ pub fn run(plan: &HistoryPlan) -> Result<ExitCode> {
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Both ends' environments under a shown run (or why one is missing).
+fn show_environments(record: &RunRecord, out: &mut dyn Write) -> Result<()> {
+    for (end, side) in [("client", &record.client), ("server", &record.server_results)] {
+        match side.as_ref().and_then(|s| s.environment.as_deref()) {
+            Some(e) => report::environment::render(&format!("Environment ({end})"), e, out)?,
+            None => writeln!(out, "Environment ({end}): not recorded")?,
+        }
+    }
+    Ok(())
 }
 
 /// Which gates failed for these results (cell label, received rates); empty = passed.
@@ -146,8 +164,35 @@ pub fn failed_gates(
     Ok(failed)
 }
 
+/// One cell of a stored run or matrix: its received rates and the environments of its first
+/// completed run (the one `compare` diffs).
+struct Cell {
+    name: String,
+    rates: Vec<f64>,
+    client_env: Option<Environment>,
+    server_env: Option<Environment>,
+}
+
+impl Cell {
+    fn new(name: String, rec: &RunRecord) -> Self {
+        let env = |r: Option<&linerate_proto::SideResults>| {
+            r.and_then(|r| r.environment.as_deref()).cloned()
+        };
+        Self {
+            name,
+            rates: vec![received_rate(&summarize(rec))],
+            client_env: env(rec.client.as_ref()),
+            server_env: env(rec.server_results.as_ref()),
+        }
+    }
+}
+
 /// Received rates per cell: one cell (`run`) for a run, the matrix's cells for a group.
 fn samples(store: &Store, r: HistoryRef) -> Result<Vec<(String, Vec<f64>)>> {
+    Ok(cells(store, r)?.into_iter().map(|c| (c.name, c.rates)).collect())
+}
+
+fn cells(store: &Store, r: HistoryRef) -> Result<Vec<Cell>> {
     let completed = |rec: &RunRecord| !matches!(rec.outcome, Outcome::Failed { .. });
     match r {
         HistoryRef::Run(id) => {
@@ -155,20 +200,19 @@ fn samples(store: &Store, r: HistoryRef) -> Result<Vec<(String, Vec<f64>)>> {
             if !completed(&rec) {
                 bail!("run {id} failed: it has no figures to compare");
             }
-            Ok(vec![("run".into(), vec![received_rate(&summarize(&rec))])])
+            Ok(vec![Cell::new("run".into(), &rec)])
         }
         HistoryRef::Group(id) => {
             store.group(id)?.with_context(|| format!("no matrix m{id} in the history"))?;
-            let mut cells: Vec<(String, Vec<f64>)> = Vec::new();
+            let mut cells: Vec<Cell> = Vec::new();
             for (_, meta, rec) in store.group_runs(id)? {
                 if !completed(&rec) {
                     continue;
                 }
-                let cell = meta.cell.unwrap_or_else(|| "run".into());
-                let v = received_rate(&summarize(&rec));
-                match cells.iter_mut().find(|(c, _)| *c == cell) {
-                    Some((_, xs)) => xs.push(v),
-                    None => cells.push((cell, vec![v])),
+                let name = meta.cell.unwrap_or_else(|| "run".into());
+                match cells.iter_mut().find(|c| c.name == name) {
+                    Some(c) => c.rates.push(received_rate(&summarize(&rec))),
+                    None => cells.push(Cell::new(name, &rec)),
                 }
             }
             Ok(cells)

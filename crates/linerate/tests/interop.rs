@@ -168,6 +168,20 @@ fn without_the_flag_an_iperf3_server_is_recognised_and_used() {
         bytes(&doc, "server_results", "receiver"),
         "fallback",
     );
+    let peer_env = &doc["record"]["server_results"]["environment"];
+    assert!(peer_env["kernel"]["n_a"].as_str().is_some_and(|w| w.contains("iperf3")), "{peer_env}");
+    assert_eq!(doc["record"]["client"]["environment"]["interfaces"][0]["name"], "lo");
+}
+
+#[test]
+fn doctor_tells_an_iperf3_server_apart() {
+    let _serial = crate::util::exclusive();
+    let Some(srv) = Iperf3Server::start() else { return };
+    let port = srv.port.to_string();
+    let out = run(&["doctor", "127.0.0.1", "-p", &port], Duration::from_secs(30));
+    assert_eq!(out.code, Some(1), "{}", out.stdout);
+    assert!(out.stdout.contains("This host:"), "{}", out.stdout);
+    assert!(out.stderr.contains("speaks iperf3's protocol"), "{}", out.stderr);
 }
 
 #[test]

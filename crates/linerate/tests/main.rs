@@ -6,6 +6,8 @@
 
 mod campaign;
 mod cli;
+mod doctor;
+mod environment;
 mod faults;
 mod interop;
 mod interop_server;

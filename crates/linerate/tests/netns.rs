@@ -18,7 +18,7 @@ struct ShapedLink {
     dev_a: String,
 }
 
-fn ip(args: &[&str]) {
+pub(crate) fn ip(args: &[&str]) {
     let out = Command::new("ip").args(args).output().expect("run ip (install iproute2)");
     assert!(out.status.success(), "ip {args:?}: {}", String::from_utf8_lossy(&out.stderr));
 }
@@ -60,26 +60,36 @@ impl ShapedLink {
     }
 
     fn spawn_in(&self, ns: &str, args: &[&str]) -> Child {
-        Command::new("ip")
-            .env("XDG_DATA_HOME", crate::util::data_home())
-            .args(["netns", "exec", ns, bin()])
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("ip netns exec")
+        spawn_in(ns, args)
     }
 
     fn run_in(&self, ns: &str, args: &[&str]) -> Output {
-        let start = std::time::Instant::now();
-        let child = self.spawn_in(ns, args);
-        let out = child.wait_with_output().expect("wait");
-        Output {
-            code: out.status.code(),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-            elapsed: start.elapsed(),
-        }
+        run_in(ns, args)
+    }
+}
+
+/// `linerate ARGS` started inside namespace `ns` (history under the tests' data home).
+pub(crate) fn spawn_in(ns: &str, args: &[&str]) -> Child {
+    Command::new("ip")
+        .env("XDG_DATA_HOME", crate::util::data_home())
+        .args(["netns", "exec", ns, bin()])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ip netns exec")
+}
+
+/// `linerate ARGS` run to its end inside namespace `ns`.
+pub(crate) fn run_in(ns: &str, args: &[&str]) -> Output {
+    let start = std::time::Instant::now();
+    let child = spawn_in(ns, args);
+    let out = child.wait_with_output().expect("wait");
+    Output {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        elapsed: start.elapsed(),
     }
 }
 
@@ -116,7 +126,7 @@ impl Drop for ShapedLink {
 }
 
 /// A child process killed when dropped, also while a failing test unwinds.
-struct KillOnDrop(Child);
+pub(crate) struct KillOnDrop(pub(crate) Child);
 
 impl Drop for KillOnDrop {
     fn drop(&mut self) {
@@ -126,7 +136,7 @@ impl Drop for KillOnDrop {
 }
 
 /// True if this host can run namespace tests; in CI a missing capability is a failure.
-fn namespaces_available() -> bool {
+pub(crate) fn namespaces_available() -> bool {
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
     let ip = Command::new("ip").arg("-V").output().is_ok_and(|o| o.status.success());

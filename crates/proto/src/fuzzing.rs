@@ -67,8 +67,17 @@ pub fn server(data: &[u8]) {
             return;
         }
         while let Some(ev) = srv.poll_event() {
-            if let ServerEvent::TestRequested { .. } = ev {
-                let _ = srv.accept(Cookie([7; 16]), now);
+            match ev {
+                ServerEvent::TestRequested { .. } => {
+                    let _ = srv.accept(Cookie([7; 16]), now);
+                }
+                ServerEvent::EnvironmentRequested { .. } => {
+                    let _ = srv.send_environment(crate::Environment::default());
+                }
+                ServerEvent::EchoRequested { .. } => {
+                    let _ = srv.echo_ready(9, Cookie([7; 16]));
+                }
+                _ => {}
             }
         }
         for b in chunk {
@@ -115,6 +124,33 @@ pub fn iperf3_server(data: &[u8]) {
         let _ = srv.poll_transmit();
     }
     let _ = srv.handle_eof();
+}
+
+/// Drives a doctor's state machine with `data` as the server's bytes (requesting an echo once
+/// the environment arrived), and reads every chunk as a probe and as an echo.
+pub fn doctor(data: &[u8]) {
+    let mut now = Duration::ZERO;
+    let mut doc = crate::doctor::DoctorConn::new("fuzz", now);
+    let mut input = preamble(PROTOCOL_VERSION).to_vec();
+    let cookie = Cookie([7; 16]);
+    for chunk in chunks(data) {
+        if let Some(echo) = crate::wire::echo_for(chunk, &cookie) {
+            assert!(echo.len() <= chunk.len(), "an echo never amplifies");
+        }
+        let _ = crate::wire::decode_echo(chunk, &cookie);
+        now += Duration::from_millis(u64::from(chunk.first().copied().unwrap_or(0)) * 40);
+        input.extend_from_slice(chunk);
+        if doc.handle_input(&input, now).is_err() || doc.handle_timeout(now).is_err() {
+            return;
+        }
+        input.clear();
+        while doc.poll_event().is_some() {}
+        if doc.server_echoes() {
+            let _ = doc.request_echo(40000, now);
+        }
+        let _ = doc.poll_transmit();
+    }
+    let _ = doc.handle_eof();
 }
 
 /// Drives a client state machine with `data` as the server's bytes.

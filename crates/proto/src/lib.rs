@@ -19,6 +19,8 @@
 
 pub mod client;
 mod conn;
+pub mod doctor;
+pub mod environment;
 pub mod error;
 pub mod fuzzing;
 pub mod iperf3;
@@ -29,9 +31,12 @@ pub mod udp;
 pub mod wire;
 
 #[cfg(test)]
+mod doctor_tests;
+#[cfg(test)]
 mod tests;
 
 pub use conn::{HANDSHAKE_TIMEOUT, RESULTS_TIMEOUT, RUN_GRACE, STREAMS_TIMEOUT};
+pub use environment::{CpuEnvironment, Environment, Fact, InterfaceEnvironment};
 pub use error::{Blame, ProtoError};
 pub use results::{
     CostSample, CpuTimes, CycleSource, HostCost, IntervalSample, MemoryUse, ProcessCpu,

@@ -164,6 +164,10 @@ pub struct SideResults {
     /// What the test cost this end (CPU, memory), over the test window.
     #[serde(default)]
     pub cost: Option<Box<HostCost>>,
+    /// The environment this end ran in (kernel, CPU, sysctls, interfaces), collected once
+    /// before traffic started. Absent from older peers and records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<Box<crate::environment::Environment>>,
 }
 
 /// CPU time by kind, microseconds, as the kernel accounts it (`/proc/stat` on Linux). Guest

@@ -11,6 +11,12 @@
 //! 5. On [`ServerEvent::PeerStop`] stop the local senders. When every local stream is done,
 //!    call [`ServerConn::send_results`]. [`ServerEvent::Finished`] ends the test.
 //!
+//! A doctor session (`linerate doctor HOST`) sends `environment_request` instead of a test
+//! request: the machine emits [`ServerEvent::EnvironmentRequested`] (answer with
+//! [`ServerConn::send_environment`]), then at most one [`ServerEvent::EchoRequested`] (answer
+//! with [`ServerConn::echo_ready`] or [`ServerConn::refuse`]), and finishes when the client
+//! closes or [`DOCTOR_TIMEOUT`] passes.
+//!
 //! Errors leave the machine failed; the driver flushes `poll_transmit` (which may hold a
 //! `refused` frame explaining the error to the client) and closes.
 
@@ -42,9 +48,24 @@ pub enum ServerEvent {
     PeerStop(StopReason),
     /// The client's final figures.
     PeerResults(Box<SideResults>),
-    /// Both results are exchanged.
+    /// Both results are exchanged (or a doctor session ended).
     Finished,
+    /// A doctor asks for this host's environment: call `send_environment`.
+    EnvironmentRequested {
+        /// The client's software string.
+        client_software: String,
+    },
+    /// A doctor asks for path-MTU probes from `client_port` (on the control connection's
+    /// client address) to be echoed: bind a UDP socket, then call `echo_ready`.
+    EchoRequested {
+        /// The client's UDP source port.
+        client_port: u16,
+    },
 }
+
+/// How long a doctor session may last from its request: time for a path-MTU search, and a
+/// bound on how long an echo socket stays open.
+pub const DOCTOR_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Why a data connection could not be attached.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -63,10 +84,20 @@ pub enum AttachError {
 #[derive(Debug)]
 enum State {
     Greeting,
-    AwaitingRequest { software: String, caps: Vec<Capability> },
+    AwaitingRequest {
+        software: String,
+        caps: Vec<Capability>,
+    },
     Deciding,
-    AwaitingStreams { attached: Vec<bool>, missing: u32 },
+    AwaitingStreams {
+        attached: Vec<bool>,
+        missing: u32,
+    },
     Running,
+    /// A doctor session; `echo` once an echo was requested (only one per session).
+    Doctor {
+        echo: bool,
+    },
     Done,
 }
 
@@ -100,18 +131,18 @@ impl ServerConn {
         self.spec.as_ref()
     }
 
-    /// Feeds bytes read from the control connection. (`now` keeps the call the same as the
-    /// client's; no server transition on input depends on time.)
-    pub fn handle_input(&mut self, bytes: &[u8], _now: Duration) -> Result<(), ProtoError> {
+    /// Feeds bytes read from the control connection (`now` starts a doctor session's
+    /// deadline).
+    pub fn handle_input(&mut self, bytes: &[u8], now: Duration) -> Result<(), ProtoError> {
         self.core.ensure_alive()?;
         self.core.wire.push(bytes);
-        let r = self.drain_input();
+        let r = self.drain_input(now);
         self.core.fail_on(r)
     }
 
-    fn drain_input(&mut self) -> Result<(), ProtoError> {
+    fn drain_input(&mut self, now: Duration) -> Result<(), ProtoError> {
         while let Some(input) = self.core.wire.next_input()? {
-            self.on_input(input)?;
+            self.on_input(input, now)?;
         }
         Ok(())
     }
@@ -123,6 +154,10 @@ impl ServerConn {
         }
         let what = match &self.state {
             State::Done => return Ok(()),
+            State::Doctor { .. } => {
+                self.finish();
+                return Ok(());
+            }
             State::Greeting | State::AwaitingRequest { .. } | State::Deciding => {
                 "before requesting a test"
             }
@@ -232,7 +267,25 @@ impl ServerConn {
         self.core.fail();
     }
 
-    fn on_input(&mut self, input: Input) -> Result<(), ProtoError> {
+    /// Sends this host's environment to a doctor.
+    pub fn send_environment(&mut self, environment: crate::Environment) -> Result<(), ProtoError> {
+        if !matches!(self.state, State::Doctor { .. }) || self.core.failed() {
+            return Err(ProtoError::Violation("environment sent outside a doctor session".into()));
+        }
+        self.core.wire.send(&Message::Environment { environment: Box::new(environment) });
+        Ok(())
+    }
+
+    /// Tells a doctor where to send its probes.
+    pub fn echo_ready(&mut self, port: u16, cookie: Cookie) -> Result<(), ProtoError> {
+        if !matches!(self.state, State::Doctor { echo: true }) || self.core.failed() {
+            return Err(ProtoError::Violation("echo_ready without an echo request".into()));
+        }
+        self.core.wire.send(&Message::EchoReady { port, cookie: cookie.to_hex() });
+        Ok(())
+    }
+
+    fn on_input(&mut self, input: Input, now: Duration) -> Result<(), ProtoError> {
         let msg = match input {
             Input::Preamble(v) => return check_version(v),
             Input::Message(m) => m,
@@ -242,10 +295,24 @@ impl ServerConn {
         }
         match &self.state {
             State::Greeting => self.on_hello(msg),
+            State::AwaitingRequest { .. } if msg == Message::EnvironmentRequest => {
+                self.on_doctor(now)
+            }
             State::AwaitingRequest { .. } => self.on_request(msg),
             State::Deciding => Err(unexpected(&msg, "deciding on the test request")),
             State::AwaitingStreams { .. } => self.on_early(msg),
             State::Running => self.on_running(msg),
+            State::Doctor { echo } => {
+                let Message::EchoRequest { client_port } = msg else {
+                    return Err(unexpected(&msg, "answering a doctor"));
+                };
+                if *echo {
+                    return Err(ProtoError::Violation("a second echo_request".into()));
+                }
+                self.state = State::Doctor { echo: true };
+                self.events.push_back(ServerEvent::EchoRequested { client_port });
+                Ok(())
+            }
             State::Done => Err(unexpected(&msg, "finished")),
         }
     }
@@ -255,6 +322,21 @@ impl ServerConn {
             return Err(unexpected(&msg, "waiting for the client's hello"));
         };
         self.state = State::AwaitingRequest { software, caps: negotiate(&capabilities) };
+        Ok(())
+    }
+
+    fn on_doctor(&mut self, now: Duration) -> Result<(), ProtoError> {
+        let State::AwaitingRequest { software, .. } =
+            std::mem::replace(&mut self.state, State::Doctor { echo: false })
+        else {
+            return Err(ProtoError::Violation("internal: doctor outside awaiting state".into()));
+        };
+        self.core.deadline = Some(Deadline::after(
+            now,
+            DOCTOR_TIMEOUT,
+            "the doctor session to end (it may last 30 s)",
+        ));
+        self.events.push_back(ServerEvent::EnvironmentRequested { client_software: software });
         Ok(())
     }
 

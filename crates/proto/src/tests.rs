@@ -115,6 +115,7 @@ fn results(software: &str, bytes: u64) -> SideResults {
         }],
         intervals_dropped: false,
         cost: None,
+        environment: None,
     }
 }
 
@@ -398,8 +399,20 @@ fn fuzz_bodies_survive_generated_inputs() {
         v.extend_from_slice(&encode_frame(&Message::Results { results: results("y", 3) }));
         v[12..].to_vec()
     };
-    let mut inputs: Vec<Vec<u8>> = vec![client_script.clone(), server_script.clone()];
-    for base in [&client_script, &server_script] {
+    let doctor_request = raw_peer(&[
+        hello(&["tcp", "environment", "echo"]),
+        Message::EnvironmentRequest,
+        Message::EchoRequest { client_port: 40000 },
+    ]);
+    let doctor_answer = raw_peer(&[
+        hello(&["tcp", "environment", "echo"]),
+        Message::Environment { environment: Box::default() },
+        Message::EchoReady { port: 41000, cookie: COOKIE.to_hex() },
+    ])[12..]
+        .to_vec();
+    let scripts = [&client_script, &server_script, &doctor_request, &doctor_answer];
+    let mut inputs: Vec<Vec<u8>> = scripts.iter().map(|s| s.to_vec()).collect();
+    for base in scripts {
         for i in (0..base.len()).step_by(3) {
             inputs.push(base[..i].to_vec());
             let mut flipped = base.clone();
@@ -426,6 +439,7 @@ fn fuzz_bodies_survive_generated_inputs() {
         fuzzing::client(input);
         fuzzing::udp_receiver(input);
         fuzzing::iperf3_server(input);
+        fuzzing::doctor(input);
     }
     assert!(inputs.len() > 1000);
 }

@@ -87,12 +87,31 @@ pub enum Command {
         #[command(flatten)]
         db: DbArgs,
     },
+    /// Inspect this host (and HOST's linerate server and the path to it): interfaces, offloads,
+    /// socket-buffer limits, CPU; the path's MTU and round trip; recommendations with commands.
+    Doctor(DoctorArgs),
     /// Print the man page or shell completions.
     Generate {
         /// What to print.
         #[arg(value_enum)]
         what: GenerateWhat,
     },
+}
+
+/// `linerate doctor [HOST]`.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// A host running `linerate server`: its environment, the round trip and the path MTU
+    /// to it are checked too.
+    #[arg(value_name = "HOST")]
+    pub host: Option<String>,
+    /// Port, local address, address family and JSON output (docs/JSON.md, `linerate.doctor`).
+    #[command(flatten)]
+    pub net: NetArgs,
+    /// The path's link rate (SI, e.g. 10G): socket-buffer limits are checked against its
+    /// bandwidth-delay product. Default: the local test interface's link speed, if known.
+    #[arg(long = "link-speed", value_name = "RATE", value_parser = rate)]
+    pub link_speed: Option<Bitrate>,
 }
 
 /// Generated documentation.

@@ -6,13 +6,15 @@ use std::time::Duration;
 use linerate_proto::{Direction, EndCondition, Protocol, TestSpec};
 
 use crate::cli::args::{
-    CampaignArgs, Cli, Command, CompatArgs, DbArgs, DirectionArg, GateArgs, GenerateWhat,
-    JsonFormat, MatrixArgs, NetArgs, ProtocolArg, StoreArgs, TestArgs,
+    CampaignArgs, Cli, Command, CompatArgs, DbArgs, DirectionArg, DoctorArgs, GateArgs,
+    GenerateWhat, JsonFormat, MatrixArgs, NetArgs, ProtocolArg, StoreArgs, TestArgs,
 };
 use crate::plan::campaign::{self, CampaignRun};
 use crate::plan::matrix::{AxisValue, MatrixPlan, MatrixRun};
 use crate::plan::search::SearchPlan;
-use crate::plan::{ClientPlan, Family, Generated, OutputFormat, Plan, ServerPlan, Shell};
+use crate::plan::{
+    ClientPlan, DoctorPlan, Family, Generated, OutputFormat, Plan, ServerPlan, Shell,
+};
 use crate::plan::{DEFAULT_TCP_BLOCK, DEFAULT_UDP_DATAGRAM, DEFAULT_UDP_RATE};
 use crate::plan::{Gates, HistoryCommand, HistoryPlan, HistoryRef, StorePlan};
 use crate::record::LinkAssumption;
@@ -57,6 +59,7 @@ pub(super) fn to_plan(cli: Cli) -> Result<Plan, String> {
         }
         Some(Command::Matrix(a)) => matrix_plan(a).map(|(c, m, r)| Plan::Matrix(c, m, r)),
         Some(Command::Campaign(a)) => campaign_run(a).map(Plan::Campaign),
+        Some(Command::Doctor(a)) => doctor_plan(a).map(Plan::Doctor),
         Some(Command::Generate { what }) => Ok(Plan::Generate(match what {
             GenerateWhat::Man => Generated::Man,
             GenerateWhat::Bash => Generated::Completions(Shell::Bash),
@@ -277,6 +280,26 @@ fn compat_plan(c: CompatArgs) -> Result<Plan, String> {
             client_plan("127.0.0.1".into(), &net, &c.test, SELFTEST_TIME).map(Plan::Selftest)
         }
     }
+}
+
+fn doctor_plan(a: DoctorArgs) -> Result<DoctorPlan, String> {
+    if output(&a.net) == OutputFormat::Iperf3Json {
+        return Err("doctor has no iperf3-shaped output; drop --json-format".into());
+    }
+    if let Some(ip) = a.net.bind
+        && !family(&a.net).allows(&ip)
+    {
+        return Err(format!("-B {ip} does not match -4/-6; drop one of them"));
+    }
+    Ok(DoctorPlan {
+        host: a.host,
+        port: a.net.port,
+        bind: a.net.bind,
+        family: family(&a.net),
+        json: a.net.json,
+        link_bits_per_second: a.link_speed.map(|r| r.bits_per_second()),
+        connect_timeout: Duration::from_secs(5),
+    })
 }
 
 fn family(net: &NetArgs) -> Family {

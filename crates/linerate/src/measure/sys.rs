@@ -91,6 +91,13 @@ pub fn path_mtu(sock: &impl AsFd, ipv6: bool) -> Option<u32> {
     imp::path_mtu(sock.as_fd(), ipv6)
 }
 
+/// Sets the don't-fragment bit on a UDP socket and makes the kernel ignore its cached path
+/// MTU (`IP_PMTUDISC_PROBE` / `IPV6_PMTUDISC_PROBE`), so sends up to the interface MTU leave
+/// whole and a router that cannot forward them drops them: what a path-MTU probe needs.
+pub fn set_pmtu_probe(sock: &impl AsFd, ipv6: bool) -> io::Result<()> {
+    imp::set_pmtu_probe(sock.as_fd(), ipv6)
+}
+
 /// Raises the soft `RLIMIT_NOFILE` (open-file limit) to the hard limit and
 /// returns the soft limit now in force (unchanged when raising was refused);
 /// `None` when unsupported. `RLIM_INFINITY` comes back as its raw value
@@ -370,6 +377,21 @@ mod imp {
         v.ok().and_then(|m| u32::try_from(m).ok()).filter(|m| *m > 0)
     }
 
+    pub(super) fn set_pmtu_probe(fd: BorrowedFd<'_>, ipv6: bool) -> io::Result<()> {
+        let r = if ipv6 {
+            setsockopt_int(
+                fd,
+                libc::IPPROTO_IPV6,
+                libc::IPV6_MTU_DISCOVER,
+                libc::IPV6_PMTUDISC_PROBE,
+            )
+            .and_then(|_| setsockopt_int(fd, libc::IPPROTO_IPV6, libc::IPV6_DONTFRAG, 1))
+        } else {
+            setsockopt_int(fd, libc::IPPROTO_IP, libc::IP_MTU_DISCOVER, libc::IP_PMTUDISC_PROBE)
+        };
+        r.map_err(|e| context(e, format_args!("setting the don't-fragment probe mode")))
+    }
+
     pub(super) fn set_recv_lowat(fd: BorrowedFd<'_>, bytes: u32) -> io::Result<()> {
         let value = c_int::try_from(bytes.max(1)).unwrap_or(c_int::MAX);
         setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT, value)
@@ -605,6 +627,10 @@ mod imp {
 
     pub(super) fn path_mtu(_fd: BorrowedFd<'_>, _ipv6: bool) -> Option<u32> {
         None
+    }
+
+    pub(super) fn set_pmtu_probe(_fd: BorrowedFd<'_>, _ipv6: bool) -> io::Result<()> {
+        Err(unsupported(format_args!("setting the don't-fragment probe mode")))
     }
 
     pub(super) fn set_recv_lowat(_fd: BorrowedFd<'_>, bytes: u32) -> io::Result<()> {

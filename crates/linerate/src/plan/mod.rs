@@ -11,6 +11,7 @@ use linerate_proto::TestSpec;
 pub mod campaign;
 pub mod campaign_de;
 pub mod matrix;
+pub mod pmtu;
 pub mod search;
 
 /// Default UDP rate per stream, as iperf3's (bit/s): low enough to be safe on any path.
@@ -200,6 +201,27 @@ pub enum Plan {
     SelftestMatrix(ClientPlan, matrix::MatrixPlan),
     /// Tiers of matrices from a campaign file.
     Campaign(campaign::CampaignRun),
+    /// Inspect this host and the path to a server.
+    Doctor(DoctorPlan),
     /// Generated docs.
     Generate(Generated),
+}
+
+/// `linerate doctor [HOST]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DoctorPlan {
+    /// A linerate server to inspect too, with the path to it.
+    pub host: Option<String>,
+    /// Its port.
+    pub port: u16,
+    /// Local address to connect and probe from (-B).
+    pub bind: Option<IpAddr>,
+    /// Address family.
+    pub family: Family,
+    /// JSON output.
+    pub json: bool,
+    /// `--link-speed`, bits per second.
+    pub link_bits_per_second: Option<u64>,
+    /// How long to wait for the connection.
+    pub connect_timeout: Duration,
 }

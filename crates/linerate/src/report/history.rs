@@ -5,6 +5,7 @@ use std::io::Write;
 use serde::Serialize;
 
 use crate::stats::compare::Comparison;
+use crate::stats::environment::EndChanges;
 use crate::store::RunRow;
 use crate::units::format_bits_per_second;
 
@@ -15,6 +16,8 @@ pub struct CompareRow {
     pub cell: String,
     /// The test.
     pub result: Comparison,
+    /// What changed in each end's environment between the first runs of the cell.
+    pub environment: Vec<EndChanges>,
 }
 
 /// UTC date and time of a Unix timestamp in ms, e.g. `2026-11-22 07:30:12`.
@@ -98,13 +101,55 @@ pub fn render_compare(rows: &[CompareRow], json: bool, out: &mut dyn Write) -> s
             c.change_percent.map_or("n/a".into(), |p| format!("{p:+.1}%")),
             c.verdict
         )?;
+        for e in &r.environment {
+            writeln!(out, "  {}", environment_line(e))?;
+        }
     }
     Ok(())
 }
 
+/// `client: lo MTU 65536 → 9000, net.core.rmem_max 212992 → 8388608`.
+pub fn environment_line(e: &EndChanges) -> String {
+    if let Some(why) = &e.not_compared {
+        return format!("{}: environment not compared: {why}", e.end);
+    }
+    if e.changes.is_empty() {
+        return format!("{}: environment unchanged", e.end);
+    }
+    let list: Vec<String> =
+        e.changes.iter().map(|c| format!("{} {} → {}", c.key, c.before, c.after)).collect();
+    format!("{}: {}", e.end, list.join(", "))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::utc;
+    use super::{environment_line, utc};
+    use crate::stats::environment::{EndChanges, EnvChange};
+
+    #[test]
+    fn environment_lines() {
+        let change = |k: &str, a: &str, b: &str| EnvChange {
+            key: k.into(),
+            before: a.into(),
+            after: b.into(),
+        };
+        let e = EndChanges {
+            end: "client".into(),
+            changes: vec![
+                change("lo MTU", "65536", "9000"),
+                change("net.core.rmem_max", "212992", "8388608"),
+            ],
+            not_compared: None,
+        };
+        assert_eq!(
+            environment_line(&e),
+            "client: lo MTU 65536 → 9000, net.core.rmem_max 212992 → 8388608"
+        );
+        let same = EndChanges { changes: vec![], ..e.clone() };
+        assert_eq!(environment_line(&same), "client: environment unchanged");
+        let old = EndChanges { not_compared: Some("run A has none".into()), ..e };
+        assert_eq!(environment_line(&old), "client: environment not compared: run A has none");
+    }
 
     #[test]
     fn utc_dates() {

@@ -4,6 +4,8 @@
 //! `Write` so they can be snapshot-tested.
 
 pub mod campaign;
+pub mod doctor;
+pub mod environment;
 pub mod history;
 pub mod iperf3_json;
 pub mod json;

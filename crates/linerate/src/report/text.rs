@@ -439,6 +439,9 @@ pub fn render_server_note(note: &ServerNote, out: &mut dyn Write) -> std::io::Re
                 if parts.is_empty() { "no data".into() } else { parts.join(", ") }
             )
         }
+        ServerNote::DoctorAnswered { peer, client } => {
+            writeln!(out, "Doctor from {peer} ({client}): environment sent")
+        }
         ServerNote::Rejected { peer, reason } => {
             writeln!(out, "connection from {peer} dropped: {reason}")
         }

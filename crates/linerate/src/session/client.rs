@@ -64,7 +64,7 @@ impl std::error::Error for PeerIsIperf3 {}
 const IPERF3_RETRY_PAUSE: Duration = Duration::from_millis(300);
 
 /// True if the first bytes from a server are an iperf3 state byte rather than our magic.
-fn looks_like_iperf3(first: &[u8]) -> bool {
+pub(super) fn looks_like_iperf3(first: &[u8]) -> bool {
     matches!(first.first(), Some(9 | 0xff))
 }
 
@@ -415,6 +415,7 @@ pub(super) fn open_streams(
     let mut set = StreamSet::new(spec, End::Client)?;
     let rtt = sys::tcp_internals(ctrl.stream()).map(|t| Duration::from_micros(t.rtt_us.into()));
     set.set_rtt(rtt);
+    set.record_environment(local_ip);
     for (id, _) in spec.stream_plan() {
         let port = match plan.cport {
             Some(p) => Some(u16::try_from(u32::from(p) + id - 1).ok().context(

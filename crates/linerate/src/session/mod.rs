@@ -8,6 +8,8 @@
 pub mod campaign;
 pub mod client;
 mod control;
+pub mod doctor;
+mod doctor_echo;
 pub mod iperf3;
 pub mod matrix;
 mod served;

@@ -75,6 +75,13 @@ pub enum ServerNote {
         /// Why it failed, if it did.
         error: Option<String>,
     },
+    /// A doctor (`linerate doctor HOST`) was sent this server's environment.
+    DoctorAnswered {
+        /// The client's control address.
+        peer: SocketAddr,
+        /// The client's software, as it said.
+        client: String,
+    },
     /// A connection was dropped before it became part of a test.
     Rejected {
         /// Who.
@@ -459,6 +466,8 @@ struct Session<'a> {
     cookie: [u8; 16],
     data_rx: Option<Receiver<DataConn>>,
     registration: Registration<'a, [u8; 16], Sender<DataConn>>,
+    /// A doctor's probe echo, stopped when the session ends.
+    echo: Option<crate::session::doctor_echo::Echo>,
 }
 
 fn run_session(stream: TcpStream, peer: SocketAddr, first: [u8; 8], shared: &Shared) {
@@ -474,6 +483,7 @@ fn run_session(stream: TcpStream, peer: SocketAddr, first: [u8; 8], shared: &Sha
         cookie: [0; 16],
         data_rx: None,
         registration: Registration::new(&shared.registry),
+        echo: None,
     };
     let result = ControlChannel::new(stream).and_then(|mut ctrl| {
         let r = conn.handle_input(&first, clock.now()).map_err(anyhow::Error::from);
@@ -569,6 +579,31 @@ impl Session<'_> {
                 self.t.client_results = Some(*r);
             }
             ServerEvent::Finished => {}
+            ServerEvent::EnvironmentRequested { client_software } => {
+                let scope = crate::measure::host::Scope::AllUp(Some(self.local_ip));
+                conn.send_environment(crate::measure::host::snapshot(scope))?;
+                let note =
+                    ServerNote::DoctorAnswered { peer: self.t.peer, client: client_software };
+                (self.t.shared.notes)(&note);
+            }
+            ServerEvent::EchoRequested { client_port } => {
+                let mut cookie = [0u8; 16];
+                getrandom::getrandom(&mut cookie)
+                    .map_err(|e| anyhow::anyhow!("no randomness for the echo cookie: {e}"))?;
+                let peer = SocketAddr::new(self.t.peer.ip(), client_port);
+                let started =
+                    crate::session::doctor_echo::Echo::start(self.local_ip, peer, Cookie(cookie));
+                match started {
+                    Ok((echo, port)) => {
+                        self.echo = Some(echo);
+                        conn.echo_ready(port, Cookie(cookie))?;
+                    }
+                    Err(e) => {
+                        conn.refuse(&format!("this server cannot echo probes: {e:#}"));
+                        return Err(e);
+                    }
+                }
+            }
         }
         Ok(())
     }
@@ -592,6 +627,7 @@ impl Session<'_> {
             }
         };
         streams.set_rtt(self.rtt);
+        streams.record_environment(Some(self.local_ip));
         let mut cookie = [0u8; 16];
         getrandom::getrandom(&mut cookie)
             .map_err(|e| anyhow::anyhow!("no randomness for the test cookie: {e}"))?;

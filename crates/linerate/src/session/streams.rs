@@ -145,6 +145,8 @@ pub struct StreamSet {
     udp_quiet: Duration,
     /// Width of UDP sequence numbers (64-bit except for iperf3 peers without 64-bit counters).
     seq_width: SeqWidth,
+    /// This end's environment, taken before traffic starts (see `record_environment`).
+    environment: Option<Box<linerate_proto::Environment>>,
 }
 
 /// Shortest wait for UDP datagrams still in flight at the end (plus twice the RTT).
@@ -191,7 +193,15 @@ impl StreamSet {
             epoch: Instant::now(),
             udp_quiet: UDP_QUIET_MIN,
             seq_width: SeqWidth::Bits64,
+            environment: None,
         })
+    }
+
+    /// Takes this end's environment snapshot now, before any traffic, recording the interface
+    /// that holds `local` (the control connection's local address); the results carry it.
+    pub fn record_environment(&mut self, local: Option<std::net::IpAddr>) {
+        let scope = crate::measure::host::Scope::Test(local);
+        self.environment = Some(Box::new(crate::measure::host::snapshot(scope)));
     }
 
     /// Sets how long UDP receivers wait for stragglers after the end: [`UDP_QUIET_MIN`] plus
@@ -519,7 +529,13 @@ impl StreamSet {
         );
         let cost =
             self.cost.take().map(|m| Box::new(m.finish(Instant::now(), threads, concurrent_tests)));
-        SideResults { software: software.to_string(), streams, intervals_dropped: false, cost }
+        SideResults {
+            software: software.to_string(),
+            streams,
+            intervals_dropped: false,
+            cost,
+            environment: self.environment.clone(),
+        }
     }
 
     fn stream_result(&self, s: &LocalStream) -> StreamResult {

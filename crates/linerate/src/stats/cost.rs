@@ -182,6 +182,7 @@ mod tests {
             }],
             intervals_dropped: false,
             cost: Some(Box::new(cost)),
+            environment: None,
         }
     }
 

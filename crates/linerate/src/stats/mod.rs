@@ -4,6 +4,9 @@
 pub mod campaign;
 pub mod compare;
 pub mod cost;
+pub mod doctor;
+pub mod doctor_path;
+pub mod environment;
 pub mod matrix;
 pub mod sample;
 pub mod summary;

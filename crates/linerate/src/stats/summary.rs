@@ -272,6 +272,7 @@ mod tests {
             streams,
             intervals_dropped: false,
             cost: None,
+            environment: None,
         };
         let spec =
             TestSpec { direction: Direction::Bidirectional, streams: 2, ..TestSpec::default_tcp() };

@@ -439,6 +439,7 @@ mod rule_tests {
             streams: vec![s],
             intervals_dropped: false,
             cost: Some(Box::new(cost.clone())),
+            environment: None,
         };
         let thread = Some(ProcessCpu { user_us: 0, system_us: thread_pct * 10_000 });
         RunRecord {

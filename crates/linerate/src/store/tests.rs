@@ -69,6 +69,7 @@ fn record(server: &str, started_unix_ms: u64, streams: u32) -> RunRecord {
         streams: (1..=streams).map(|id| stream(id, role, 312_500_000)).collect(),
         intervals_dropped: false,
         cost: None,
+        environment: None,
     };
     let spec = TestSpec { streams, window_bytes: Some(800_000), ..TestSpec::default_tcp() };
     let mut r =

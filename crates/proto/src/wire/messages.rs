@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::environment::Environment;
 use crate::results::SideResults;
 use crate::spec::TestSpec;
 
@@ -24,12 +25,24 @@ pub enum Capability {
     Zerocopy,
     /// UDP data streams (`-u`).
     Udp,
+    /// Answers `environment_request` (`linerate doctor`).
+    Environment,
+    /// Echoes path-MTU probes (`echo_request`, `linerate doctor HOST`).
+    Echo,
 }
 
 impl Capability {
     /// Every capability this crate knows, in a stable order.
-    pub const ALL: [Capability; 6] =
-        [Self::Tcp, Self::Reverse, Self::Bidir, Self::Pacing, Self::Zerocopy, Self::Udp];
+    pub const ALL: [Capability; 8] = [
+        Self::Tcp,
+        Self::Reverse,
+        Self::Bidir,
+        Self::Pacing,
+        Self::Zerocopy,
+        Self::Udp,
+        Self::Environment,
+        Self::Echo,
+    ];
 
     /// The wire name.
     pub fn as_str(self) -> &'static str {
@@ -40,6 +53,8 @@ impl Capability {
             Self::Pacing => "pacing",
             Self::Zerocopy => "zerocopy",
             Self::Udp => "udp",
+            Self::Environment => "environment",
+            Self::Echo => "echo",
         }
     }
 
@@ -116,6 +131,27 @@ pub enum Message {
         /// The sender's figures.
         results: SideResults,
     },
+    /// Client to server, instead of `test_request`: send your environment (`linerate doctor`).
+    EnvironmentRequest,
+    /// Server to client: the answer to `environment_request`.
+    Environment {
+        /// The server's environment, every interface that is up included.
+        environment: Box<Environment>,
+    },
+    /// Client to server, after `environment`: echo path-MTU probes sent from this UDP port of
+    /// the control connection's address.
+    EchoRequest {
+        /// The client's UDP source port for the probes.
+        client_port: u16,
+    },
+    /// Server to client: probes go to this UDP port and carry this cookie; echoes go only to
+    /// the control connection's address and the `client_port` asked for.
+    EchoReady {
+        /// The server's UDP port for probes.
+        port: u16,
+        /// 32 hex digits, carried by every probe and echo.
+        cookie: String,
+    },
     /// Either way: the test is over without a normal end.
     Abort {
         /// Machine-readable reason.
@@ -137,6 +173,10 @@ impl Message {
             Self::Stop { .. } => "stop",
             Self::Results { .. } => "results",
             Self::Abort { .. } => "abort",
+            Self::EnvironmentRequest => "environment_request",
+            Self::Environment { .. } => "environment",
+            Self::EchoRequest { .. } => "echo_request",
+            Self::EchoReady { .. } => "echo_ready",
         }
     }
 }

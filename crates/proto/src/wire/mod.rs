@@ -11,11 +11,14 @@
 //! Both magics begin with byte 0x89, which is not ASCII: iperf3 clients always begin with a
 //! printable cookie, so a server can tell the two protocols apart from the first byte.
 //!
+//! `linerate doctor`'s path-MTU probes and their echoes are UDP datagrams; see [`encode_probe`].
+//!
 //! This module encodes and decodes; it keeps no connection state and does no I/O.
 
 mod data;
 mod frame;
 mod messages;
+mod probe;
 
 pub use data::{Cookie, DATA_HELLO_LEN, DataHello};
 pub use frame::{
@@ -23,3 +26,4 @@ pub use frame::{
     PROTOCOL_VERSION, encode_frame, preamble,
 };
 pub use messages::{AbortReason, Capability, Message, StopReason};
+pub use probe::{ECHO_LEN, PROBE_MIN_LEN, decode_echo, echo_for, encode_probe};

@@ -76,6 +76,9 @@ pub(crate) fn peer_side(r: &Iperf3Results, spec: &TestSpec, peer: End) -> SideRe
         streams,
         intervals_dropped: false,
         cost: Some(Box::new(cost)),
+        environment: Some(Box::new(linerate_proto::Environment::unavailable(
+            "the peer is iperf3, which does not report its environment",
+        ))),
     }
 }
 

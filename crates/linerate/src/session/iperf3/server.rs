@@ -211,6 +211,7 @@ impl Session<'_> {
         };
         streams.set_peer_program("iperf3");
         streams.set_rtt(self.rtt);
+        streams.record_environment(Some(self.local_ip));
         if req.spec.protocol == Protocol::Udp {
             streams.set_seq_width(if req.udp_counters_64bit {
                 SeqWidth::Bits64
