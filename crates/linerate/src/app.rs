@@ -14,11 +14,11 @@ use crate::plan::matrix::MatrixRun;
 use crate::plan::search::{RateSearch, SearchPlan};
 use crate::plan::{ClientPlan, Family, Generated, OutputFormat, Plan, ServerPlan, Shell};
 use crate::record::{Outcome, RunRecord};
-use crate::report::{iperf3_json, json, text};
+use crate::report::{self, iperf3_json, json, text};
 use crate::session::server::{NoteSink, Server, ServerNote};
 use crate::session::{Interrupt, Quiet, client, iperf3};
-use crate::stats;
 use crate::store::{RunKind, RunMeta};
+use crate::{session, stats};
 
 /// Runs the plan to completion.
 pub fn execute(plan: Plan) -> Result<ExitCode> {
