@@ -9,6 +9,7 @@ mod cli;
 mod faults;
 mod interop;
 mod interop_server;
+mod limits;
 mod loopback;
 mod matrix;
 mod netns;

@@ -22,6 +22,7 @@ mod conn;
 pub mod error;
 pub mod fuzzing;
 pub mod iperf3;
+pub mod limits;
 pub mod results;
 pub mod server;
 pub mod spec;
@@ -33,6 +34,7 @@ mod tests;
 
 pub use conn::{HANDSHAKE_TIMEOUT, RESULTS_TIMEOUT, RUN_GRACE, STREAMS_TIMEOUT};
 pub use error::{Blame, ProtoError};
+pub use limits::{LimitKind, Limits, Refusal};
 pub use results::{
     CostSample, CpuTimes, CycleSource, HostCost, IntervalSample, MemoryUse, ProcessCpu,
     SideResults, SocketReport, StreamResult, StreamRole, SystemCpu, TcpInternals,

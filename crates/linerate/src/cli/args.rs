@@ -190,6 +190,8 @@ pub struct ServerArgs {
     /// Exit after one test.
     #[arg(short = '1', long = "one-off")]
     pub one_off: bool,
+    #[command(flatten)]
+    pub limits: super::server_args::LimitArgs,
 }
 
 /// `linerate selftest`.
@@ -324,6 +326,25 @@ pub enum DirectionArg {
     Recv,
     /// Both at once (--bidir).
     Bidir,
+}
+
+impl From<ProtocolArg> for linerate_proto::Protocol {
+    fn from(p: ProtocolArg) -> Self {
+        match p {
+            ProtocolArg::Tcp => Self::Tcp,
+            ProtocolArg::Udp => Self::Udp,
+        }
+    }
+}
+
+impl From<DirectionArg> for linerate_proto::Direction {
+    fn from(d: DirectionArg) -> Self {
+        match d {
+            DirectionArg::Send => Self::Upload,
+            DirectionArg::Recv => Self::Download,
+            DirectionArg::Bidir => Self::Bidirectional,
+        }
+    }
 }
 
 /// Addressing flags shared by client and server.
@@ -465,11 +486,11 @@ fn percent(s: &str) -> Result<f64, String> {
     Ok(v)
 }
 
-fn seconds(s: &str) -> Result<Duration, String> {
+pub(super) fn seconds(s: &str) -> Result<Duration, String> {
     units::parse_seconds(s).map_err(|e| e.to_string())
 }
 
-fn size(s: &str) -> Result<ByteCount, String> {
+pub(super) fn size(s: &str) -> Result<ByteCount, String> {
     units::parse_size(s).map_err(|e| e.to_string())
 }
 
@@ -478,6 +499,6 @@ fn optional_size(s: &str) -> Result<Option<ByteCount>, String> {
     if s.eq_ignore_ascii_case("default") { Ok(None) } else { size(s).map(Some) }
 }
 
-fn rate(s: &str) -> Result<Bitrate, String> {
+pub(super) fn rate(s: &str) -> Result<Bitrate, String> {
     units::parse_rate(s).map_err(|e| e.to_string())
 }

@@ -3,11 +3,11 @@
 
 use std::time::Duration;
 
-use linerate_proto::{Direction, EndCondition, Protocol, TestSpec};
+use linerate_proto::{Direction, EndCondition, Limits, Protocol, TestSpec};
 
 use crate::cli::args::{
-    CampaignArgs, Cli, Command, CompatArgs, DbArgs, DirectionArg, GateArgs, GenerateWhat,
-    JsonFormat, MatrixArgs, NetArgs, ProtocolArg, StoreArgs, TestArgs,
+    CampaignArgs, Cli, Command, CompatArgs, DbArgs, GateArgs, GenerateWhat, JsonFormat, MatrixArgs,
+    NetArgs, StoreArgs, TestArgs,
 };
 use crate::plan::campaign::{self, CampaignRun};
 use crate::plan::matrix::{AxisValue, MatrixPlan};
@@ -43,7 +43,9 @@ pub(super) fn to_plan(cli: Cli) -> Result<Plan, String> {
         Some(Command::Compare { a, b, db }) => {
             history(&db, HistoryCommand::Compare(history_ref(&a)?, history_ref(&b)?))
         }
-        Some(Command::Server(a)) => Ok(Plan::Server(server_plan(&a.net, a.one_off)?)),
+        Some(Command::Server(a)) => {
+            Ok(Plan::Server(server_plan(&a.net, a.one_off, a.limits.limits()?)?))
+        }
         Some(Command::Selftest(a)) => {
             let net = NetArgs {
                 port: 0,
@@ -107,25 +109,8 @@ fn matrix_plan(a: MatrixArgs) -> Result<(ClientPlan, MatrixPlan), String> {
         a.parallel.iter().map(|p| AxisValue::Parallel(*p)).collect(),
         a.window.iter().map(|w| AxisValue::Window(w.map(|w| w.bytes()))).collect(),
         lengths?,
-        a.protocol
-            .iter()
-            .map(|p| {
-                AxisValue::Protocol(match p {
-                    ProtocolArg::Tcp => Protocol::Tcp,
-                    ProtocolArg::Udp => Protocol::Udp,
-                })
-            })
-            .collect(),
-        a.direction
-            .iter()
-            .map(|d| {
-                AxisValue::Direction(match d {
-                    DirectionArg::Send => Direction::Upload,
-                    DirectionArg::Recv => Direction::Download,
-                    DirectionArg::Bidir => Direction::Bidirectional,
-                })
-            })
-            .collect(),
+        a.protocol.iter().map(|p| AxisValue::Protocol((*p).into())).collect(),
+        a.direction.iter().map(|d| AxisValue::Direction((*d).into())).collect(),
     ];
     let plan = MatrixPlan {
         axes,
@@ -255,7 +240,7 @@ fn random_seed() -> u64 {
 
 fn compat_plan(c: CompatArgs) -> Result<Plan, String> {
     if c.server {
-        return Ok(Plan::Server(server_plan(&c.net, c.one_off)?));
+        return Ok(Plan::Server(server_plan(&c.net, c.one_off, Limits::default())?));
     }
     match c.client {
         Some(host) => client_plan(host, &c.net, &c.test, DEFAULT_TIME).map(Plan::Client),
@@ -289,7 +274,7 @@ fn output(net: &NetArgs) -> OutputFormat {
     }
 }
 
-fn server_plan(net: &NetArgs, one_off: bool) -> Result<ServerPlan, String> {
+fn server_plan(net: &NetArgs, one_off: bool, limits: Limits) -> Result<ServerPlan, String> {
     if let Some(ip) = net.bind
         && !family(net).allows(&ip)
     {
@@ -301,6 +286,7 @@ fn server_plan(net: &NetArgs, one_off: bool) -> Result<ServerPlan, String> {
         family: family(net),
         one_off,
         output: output(net),
+        limits,
     })
 }
 

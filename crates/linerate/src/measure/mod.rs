@@ -8,6 +8,7 @@
 
 pub mod cost;
 pub mod counters;
+pub mod liveness;
 pub mod procfs;
 pub mod sys;
 pub mod udp_sys;

@@ -12,6 +12,7 @@ pub mod campaign;
 pub mod campaign_de;
 pub mod matrix;
 pub mod search;
+pub mod server;
 
 /// Default UDP rate per stream, as iperf3's (bit/s): low enough to be safe on any path.
 pub const DEFAULT_UDP_RATE: u64 = 1 << 20;
@@ -161,6 +162,8 @@ pub struct ServerPlan {
     pub one_off: bool,
     /// Print one JSON line per finished test instead of text.
     pub output: OutputFormat,
+    /// What clients may ask for.
+    pub limits: linerate_proto::Limits,
 }
 
 /// Print generated documentation.

@@ -5,6 +5,7 @@
 //! every protocol decision. Drivers do not print: live progress goes to an [`Observer`], which
 //! the caller connects to a renderer in `report/`.
 
+mod admission;
 pub mod campaign;
 pub mod client;
 mod control;

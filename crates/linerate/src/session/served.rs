@@ -7,8 +7,9 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
-use linerate_proto::{ProtoError, SideResults, TestSpec};
+use linerate_proto::{ProtoError, RUN_GRACE, Refusal, SideResults, TestSpec};
 
+use crate::session::admission::Pending;
 use crate::session::server::{ServerNote, Shared};
 use crate::session::{
     Clock, ControlChannel, NO_PROGRESS_TIMEOUT, Recv, SOFTWARE, StreamSet, wait_for_input,
@@ -26,11 +27,13 @@ pub(crate) struct ServedTest<'a> {
     progress: (Instant, u64),
     /// The most other tests seen running at once during this one.
     overlap: u32,
+    /// Counts this connection against its address until the test is admitted.
+    pending: Option<Pending>,
 }
 
 impl<'a> ServedTest<'a> {
     /// A connection from `peer` that has not asked for a test yet.
-    pub(crate) fn new(shared: &'a Shared, peer: SocketAddr) -> Self {
+    pub(crate) fn new(shared: &'a Shared, peer: SocketAddr, pending: Pending) -> Self {
         Self {
             shared,
             test: 0,
@@ -40,13 +43,21 @@ impl<'a> ServedTest<'a> {
             client_results: None,
             progress: (Instant::now(), 0),
             overlap: 0,
+            pending: Some(pending),
         }
     }
 
-    /// The test is accepted: numbers it, keeps its streams and says so.
+    /// Checks the request against the server's limits and takes a slot (numbering the test),
+    /// before anything is allocated for it.
+    pub(crate) fn admit(&mut self, spec: &TestSpec) -> Result<(), Refusal> {
+        self.test = self.shared.admit(spec, self.peer.ip())?;
+        self.pending = None;
+        Ok(())
+    }
+
+    /// The admitted test is accepted: keeps its streams and says so.
     pub(crate) fn begin(&mut self, streams: StreamSet, client: String, spec: TestSpec) {
         self.streams = Some(streams);
-        self.test = self.shared.begin_test();
         (self.shared.notes)(&ServerNote::TestAccepted {
             test: self.test,
             peer: self.peer,
@@ -83,6 +94,11 @@ impl<'a> ServedTest<'a> {
         let now = Instant::now();
         streams.sample(now, false);
         let total = streams.total_bytes();
+        let limits = &self.shared.admission.limits;
+        let ran = streams.started().map_or(Duration::ZERO, |t| now.saturating_duration_since(t));
+        if let Some(r) = limits.bytes_exceeded(total).or(limits.duration_exceeded(ran, RUN_GRACE)) {
+            bail!("{r}");
+        }
         if total != self.progress.1 {
             self.progress = (now, total);
         } else if !streams.all_done() && now.duration_since(self.progress.0) >= NO_PROGRESS_TIMEOUT

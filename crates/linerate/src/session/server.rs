@@ -28,11 +28,12 @@ use linerate_proto::server::{ServerConn, ServerEvent};
 use linerate_proto::wire::{
     AbortReason, CONTROL_MAGIC, Cookie, DATA_HELLO_LEN, DATA_MAGIC, DataHello,
 };
-use linerate_proto::{ProtoError, SideResults, TestSpec};
+use linerate_proto::{LimitKind, ProtoError, Refusal, SideResults, TestSpec};
 use socket2::{Domain, Socket, Type};
 
 use crate::measure::sys;
 use crate::plan::{Family, ServerPlan};
+use crate::session::admission::{Admission, Pending};
 use crate::session::served::ServedTest;
 use crate::session::udp::UdpAcceptor;
 use crate::session::{Clock, ControlChannel, End, Interrupt, SOFTWARE, StreamSet};
@@ -120,6 +121,8 @@ pub(crate) struct Shared {
     active_tests: AtomicU32,
     /// Why UDP tests cannot be served, if they cannot.
     udp_unavailable: Option<String>,
+    /// The operator's limits and per-address counts.
+    pub(crate) admission: Arc<Admission>,
     /// The listening port (UDP streams use the same number).
     pub(crate) port: u16,
     pub(crate) notes: NoteSink,
@@ -132,12 +135,6 @@ impl Shared {
             let signal = *self.signal_name.lock().unwrap_or_else(|e| e.into_inner());
             format!("the server is shutting down ({signal}); run the test again when it is back")
         })
-    }
-
-    /// Numbers a new test and counts it as running.
-    pub(crate) fn begin_test(&self) -> u64 {
-        self.active_tests.fetch_add(1, Ordering::SeqCst);
-        self.next_test.fetch_add(1, Ordering::SeqCst)
     }
 
     /// A numbered test ended.
@@ -167,14 +164,30 @@ impl Shared {
         }
     }
 
-    /// Why this server cannot run `spec`, if it cannot.
-    pub(crate) fn refusal(&self, spec: &TestSpec) -> Option<String> {
+    /// Admits a requested test or says why not: the protocol the server can serve, the
+    /// operator's limits (pure checks first, then the free slots, then the client's rate).
+    /// On success the test is numbered and counted as running until [`Shared::end_test`].
+    pub(crate) fn admit(&self, spec: &TestSpec, peer: IpAddr) -> Result<u64, Refusal> {
         if spec.protocol == linerate_proto::Protocol::Udp
             && let Some(why) = &self.udp_unavailable
         {
-            return Some(format!("this server cannot serve UDP tests: {why}"));
+            let why = format!("this server cannot serve UDP tests: {why}");
+            return Err(Refusal::new(LimitKind::NotAllowed, why));
         }
-        policy_refusal(spec)
+        let limits = &self.admission.limits;
+        limits.check(spec)?;
+        if let Some(why) = policy_refusal(spec) {
+            return Err(Refusal::new(LimitKind::NotAllowed, why));
+        }
+        let max = limits.max_tests;
+        self.active_tests
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < max).then_some(n + 1))
+            .map_err(|running| limits.busy(running).unwrap_or_else(|| busy_fallback(max)))?;
+        if let Err(r) = self.admission.take_test_token(peer, Instant::now()) {
+            self.end_test();
+            return Err(r);
+        }
+        Ok(self.next_test.fetch_add(1, Ordering::SeqCst))
     }
 
     /// Reports a connection dropped before it became part of a test.
@@ -224,6 +237,7 @@ impl Server {
             next_test: AtomicU64::new(1),
             active_tests: AtomicU32::new(0),
             udp_unavailable: self.udp.as_ref().err().cloned(),
+            admission: Admission::new(self.plan.limits.clone()),
             port: self.local_addr()?.port(),
             notes,
         });
@@ -249,10 +263,19 @@ impl Server {
                     accepted += 1;
                     let seq = accepted;
                     let peer = crate::session::streams::canonical(peer);
+                    let pending = match shared.admission.open(peer.ip()) {
+                        Ok(p) => p,
+                        Err(r) => {
+                            // Dropped unread: a flood from one address costs no thread.
+                            eprintln_note(&shared, peer, r.message);
+                            continue;
+                        }
+                    };
                     let (conn_shared, done) = (shared.clone(), sessions_done.clone());
+                    let conn = Accepted { sock, peer, seq, pending };
                     let h = std::thread::Builder::new()
                         .name("lr-conn".into())
-                        .spawn(move || classify(sock, peer, seq, &conn_shared, &done));
+                        .spawn(move || classify(conn, &conn_shared, &done));
                     match h {
                         Ok(h) => handles.push(h),
                         Err(e) => {
@@ -338,34 +361,59 @@ fn listen_on(addr: SocketAddr, dual: bool) -> Result<TcpListener> {
     Ok(sock.into())
 }
 
-/// Reads the first bytes of a new connection and routes it. `seq` is its place in accept order.
-fn classify(
-    mut sock: TcpStream,
+/// A connection just accepted, counted against its address until identified.
+struct Accepted {
+    sock: TcpStream,
     peer: SocketAddr,
+    /// Its place in accept order.
     seq: u64,
-    shared: &Arc<Shared>,
-    done: &AtomicU64,
-) {
+    pending: Pending,
+}
+
+/// Reads exactly `buf.len()` bytes, all of them before `deadline`: a peer trickling one byte
+/// at a time cannot stretch the wait, whatever the per-read timeout.
+fn read_by(sock: &mut TcpStream, buf: &mut [u8], deadline: Instant) -> std::io::Result<()> {
+    let mut got = 0;
+    while got < buf.len() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        }
+        sock.set_read_timeout(Some(left))?;
+        match sock.read(&mut buf[got..]) {
+            Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Reads the first bytes of a new connection and routes it.
+fn classify(mut c: Accepted, shared: &Arc<Shared>, done: &AtomicU64) {
+    let deadline = Instant::now() + CLASSIFY_TIMEOUT;
     let mut first = [0u8; 8];
-    let read =
-        sock.set_read_timeout(Some(CLASSIFY_TIMEOUT)).and_then(|_| sock.read_exact(&mut first));
-    if let Err(e) = read {
-        let why =
-            if is_timeout(&e) { "sent no hello within 2 s".to_string() } else { e.to_string() };
-        eprintln_note(shared, peer, why);
+    if let Err(e) = read_by(&mut c.sock, &mut first, deadline) {
+        let why = if is_timeout(&e) {
+            format!("sent no hello within {} s", CLASSIFY_TIMEOUT.as_secs())
+        } else {
+            e.to_string()
+        };
+        eprintln_note(shared, c.peer, why);
         return;
     }
     if first == CONTROL_MAGIC {
-        run_session(sock, peer, first, shared);
+        run_session(c, first, shared);
         done.fetch_add(1, Ordering::SeqCst);
     } else if first == DATA_MAGIC {
-        route_data(sock, peer, first, shared);
+        route_data(c, first, deadline, shared);
     } else if first.iter().all(|b| (0x20..0x7f).contains(b)) {
-        route_iperf3(sock, peer, seq, first, shared, done);
+        route_iperf3(c, first, deadline, shared, done);
     } else {
         eprintln_note(
             shared,
-            peer,
+            c.peer,
             format!("neither linerate nor iperf3 (first bytes {first:02x?})"),
         );
     }
@@ -374,51 +422,52 @@ fn classify(
 /// An iperf3 connection: a data stream of a running test if a session owns its cookie, else a
 /// new control connection.
 fn route_iperf3(
-    mut sock: TcpStream,
-    peer: SocketAddr,
-    seq: u64,
+    mut c: Accepted,
     first: [u8; 8],
+    deadline: Instant,
     shared: &Shared,
     done: &AtomicU64,
 ) {
     let mut cookie = [0u8; COOKIE_LEN];
     cookie[..8].copy_from_slice(&first);
-    if let Err(e) = sock.read_exact(&mut cookie[8..]) {
-        return eprintln_note(shared, peer, format!("incomplete iperf3 cookie: {e}"));
+    if let Err(e) = read_by(&mut c.sock, &mut cookie[8..], deadline) {
+        return eprintln_note(shared, c.peer, format!("incomplete iperf3 cookie: {e}"));
     }
     let printable = cookie[..COOKIE_LEN - 1].iter().all(|b| (0x20..0x7f).contains(b));
     if !printable || cookie[COOKIE_LEN - 1] != 0 {
         return eprintln_note(
             shared,
-            peer,
+            c.peer,
             "neither linerate nor iperf3 (no 36-character cookie and NUL)".into(),
         );
     }
     let owner = shared.iperf3.lock().ok().and_then(|r| r.get(&cookie).cloned());
     match owner {
         Some(tx) => {
-            let _ = tx.send((seq, sock));
+            drop(c.pending);
+            let _ = tx.send((c.seq, c.sock));
         }
         None => {
-            super::iperf3::server::run_session(sock, peer, cookie, shared);
+            super::iperf3::server::run_session(c.sock, c.peer, c.pending, cookie, shared);
             done.fetch_add(1, Ordering::SeqCst);
         }
     }
 }
 
-fn route_data(mut sock: TcpStream, peer: SocketAddr, first: [u8; 8], shared: &Shared) {
+fn route_data(mut c: Accepted, first: [u8; 8], deadline: Instant, shared: &Shared) {
     let mut hello = [0u8; DATA_HELLO_LEN];
     hello[..8].copy_from_slice(&first);
-    if sock.read_exact(&mut hello[8..]).is_err() {
-        return eprintln_note(shared, peer, "data connection sent an incomplete hello".into());
+    if read_by(&mut c.sock, &mut hello[8..], deadline).is_err() {
+        return eprintln_note(shared, c.peer, "data connection sent an incomplete hello".into());
     }
     let Some(h) = DataHello::decode(&hello) else { return };
     let tx = shared.registry.lock().ok().and_then(|r| r.get(&h.cookie.0).cloned());
     match tx {
         Some(tx) => {
-            let _ = tx.send((h.stream_id, DataSock::Tcp(sock)));
+            drop(c.pending);
+            let _ = tx.send((h.stream_id, DataSock::Tcp(c.sock)));
         }
-        None => eprintln_note(shared, peer, "data connection with an unknown test cookie".into()),
+        None => eprintln_note(shared, c.peer, "data connection with an unknown test cookie".into()),
     }
 }
 
@@ -461,14 +510,15 @@ struct Session<'a> {
     registration: Registration<'a, [u8; 16], Sender<DataConn>>,
 }
 
-fn run_session(stream: TcpStream, peer: SocketAddr, first: [u8; 8], shared: &Shared) {
+fn run_session(c: Accepted, first: [u8; 8], shared: &Shared) {
+    let (stream, peer) = (c.sock, c.peer);
     let clock = Clock::new();
     let mut conn = ServerConn::new(SOFTWARE, clock.now());
     let local_ip = stream
         .local_addr()
         .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |a| crate::session::streams::canonical(a).ip());
     let mut s = Session {
-        t: ServedTest::new(shared, peer),
+        t: ServedTest::new(shared, peer, c.pending),
         local_ip,
         rtt: sys::tcp_internals(&stream).map(|t| Duration::from_micros(t.rtt_us.into())),
         cookie: [0; 16],
@@ -580,9 +630,9 @@ impl Session<'_> {
         conn: &mut ServerConn,
         clock: &Clock,
     ) -> Result<()> {
-        if let Some(why) = self.t.shared.refusal(&spec) {
-            conn.refuse(&why);
-            bail!("refused: {why}");
+        if let Err(r) = self.t.admit(&spec) {
+            conn.refuse(&r.message);
+            bail!("refused: {r}");
         }
         let mut streams = match StreamSet::new(&spec, End::Server) {
             Ok(s) => s,
@@ -603,6 +653,10 @@ impl Session<'_> {
         conn.accept(Cookie(cookie), clock.now())?;
         Ok(())
     }
+}
+
+fn busy_fallback(max: u32) -> Refusal {
+    Refusal::new(LimitKind::Busy, format!("server is busy (--max-tests {max})"))
 }
 
 /// Server-side checks a valid spec can still fail here.

@@ -1,0 +1,106 @@
+//! `linerate server` operator flags: limits and the config file. Each flag has a key of the
+//! same name in the `--config` file (see `plan::server`); a flag beats the file.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use linerate_proto::limits::{
+    DEFAULT_MAX_CLIENT_CONNECTIONS, DEFAULT_MAX_CLIENT_TESTS_PER_MINUTE, DEFAULT_MAX_STREAMS,
+    DEFAULT_MAX_TESTS,
+};
+
+use super::args::{DirectionArg, ProtocolArg, rate, seconds, size};
+use crate::plan::campaign_de::{DirectionItem, ProtocolItem, Rate, Seconds, SizeItem};
+use crate::plan::server::{ServerSettings, parse_config};
+use crate::units::{Bitrate, ByteCount};
+
+/// Limits on what clients may ask for (docs/SECURITY.md lists them with their defaults).
+#[derive(Debug, Args)]
+pub struct LimitArgs {
+    /// Read operator settings from a TOML file: keys are these flags' names with `_`
+    /// (e.g. `max_streams = 8`); flags given here win over the file.
+    #[arg(long = "config", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Tests running at once; more are refused as busy [default: 16].
+    #[arg(long = "max-tests", value_name = "N", help_heading = "Limits")]
+    pub max_tests: Option<u32>,
+    /// Streams per direction a test may ask for (-P) [default: 128].
+    #[arg(long = "max-streams", value_name = "N", help_heading = "Limits")]
+    pub max_streams: Option<u32>,
+    /// Longest test (duration plus warm-up) [default: 3600 s].
+    #[arg(long = "max-duration", value_name = "SECONDS", value_parser = seconds, help_heading = "Limits")]
+    pub max_duration: Option<Duration>,
+    /// Highest requested rate of a whole test (all streams); unpaced tests are then refused
+    /// [default: 0 = no cap].
+    #[arg(long = "max-bitrate", value_name = "RATE", value_parser = rate, help_heading = "Limits")]
+    pub max_bitrate: Option<Bitrate>,
+    /// Most bytes one test may move; running tests are cut there [default: 0 = no cap].
+    #[arg(long = "max-bytes", value_name = "SIZE", value_parser = size, help_heading = "Limits")]
+    pub max_bytes: Option<ByteCount>,
+    /// Protocols clients may test [default: tcp,udp].
+    #[arg(
+        long = "allow-protocols",
+        value_name = "P,...",
+        value_delimiter = ',',
+        help_heading = "Limits"
+    )]
+    pub allow_protocols: Option<Vec<ProtocolArg>>,
+    /// Directions clients may test: send (client sends), recv (-R, server sends), bidir
+    /// [default: send,recv,bidir].
+    #[arg(
+        long = "allow-directions",
+        value_name = "D,...",
+        value_delimiter = ',',
+        help_heading = "Limits"
+    )]
+    pub allow_directions: Option<Vec<DirectionArg>>,
+    /// Connections from one address not yet part of a test (being identified or in the
+    /// handshake); more are closed unread [default: 32; 0 = no cap].
+    #[arg(long = "max-client-connections", value_name = "N", help_heading = "Limits")]
+    pub max_client_connections: Option<u32>,
+    /// New tests per minute from one address [default: 120; 0 = no cap].
+    #[arg(long = "max-client-tests-per-minute", value_name = "N", help_heading = "Limits")]
+    pub max_client_tests_per_minute: Option<u32>,
+}
+
+// The defaults the help text states are the library's.
+const _: () = assert!(DEFAULT_MAX_TESTS == 16 && DEFAULT_MAX_STREAMS == 128);
+const _: () =
+    assert!(DEFAULT_MAX_CLIENT_CONNECTIONS == 32 && DEFAULT_MAX_CLIENT_TESTS_PER_MINUTE == 120);
+
+impl LimitArgs {
+    /// The flags over the config file (read here), as limits.
+    pub fn limits(&self) -> Result<linerate_proto::Limits, String> {
+        let file = match &self.config {
+            None => ServerSettings::default(),
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| {
+                    format!("cannot read the server config file {}: {e}", path.display())
+                })?;
+                parse_config(&text, &path.display().to_string()).map_err(|e| e.to_string())?
+            }
+        };
+        self.settings().or(file).limits()
+    }
+
+    fn settings(&self) -> ServerSettings {
+        ServerSettings {
+            max_tests: self.max_tests,
+            max_streams: self.max_streams,
+            max_duration: self.max_duration.map(Seconds),
+            max_bitrate: self.max_bitrate.map(|r| Rate(r.bits_per_second())),
+            max_bytes: self.max_bytes.map(|b| SizeItem(Some(b.bytes()))),
+            allow_protocols: self
+                .allow_protocols
+                .as_ref()
+                .map(|ps| ps.iter().map(|p| ProtocolItem((*p).into())).collect()),
+            allow_directions: self
+                .allow_directions
+                .as_ref()
+                .map(|ds| ds.iter().map(|d| DirectionItem((*d).into())).collect()),
+            max_client_connections: self.max_client_connections,
+            max_client_tests_per_minute: self.max_client_tests_per_minute,
+        }
+    }
+}

@@ -1,0 +1,182 @@
+//! The server's operator settings: limits (and later admission and access control), from
+//! flags and from a TOML file (`linerate server --config FILE`), merged with flags winning.
+//!
+//! Both sources fill the same [`ServerSettings`] (every field optional), so a key and its flag
+//! cannot drift apart: the file's keys are the flags' long names with `_` for `-`. Errors in
+//! the file name its line and column and the fix, as campaign files do (the same helpers).
+//! Pure apart from nothing: the caller reads the file.
+
+use std::ops::Range;
+
+use linerate_proto::{Direction, Limits, Protocol};
+use serde::Deserialize;
+
+use crate::plan::campaign::{explain, line_col};
+use crate::plan::campaign_de::{DirectionItem, ProtocolItem, Rate, Seconds, SizeItem};
+
+/// Operator settings as given; `None` = not given here.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerSettings {
+    /// `--max-tests`.
+    pub max_tests: Option<u32>,
+    /// `--max-streams`.
+    pub max_streams: Option<u32>,
+    /// `--max-duration`.
+    pub max_duration: Option<Seconds>,
+    /// `--max-bitrate` (0 = no cap).
+    pub max_bitrate: Option<Rate>,
+    /// `--max-bytes` (0 = no cap).
+    pub max_bytes: Option<SizeItem>,
+    /// `--allow-protocols`.
+    pub allow_protocols: Option<Vec<ProtocolItem>>,
+    /// `--allow-directions`.
+    pub allow_directions: Option<Vec<DirectionItem>>,
+    /// `--max-client-connections` (0 = no cap).
+    pub max_client_connections: Option<u32>,
+    /// `--max-client-tests-per-minute` (0 = no cap).
+    pub max_client_tests_per_minute: Option<u32>,
+}
+
+/// Why a server config file was refused: where, and what to change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The file as the user named it.
+    pub file: String,
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column.
+    pub column: usize,
+    /// What is wrong and the fix.
+    pub message: String,
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}:{}: {}", self.file, self.line, self.column, self.message)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Parses a server config file; `file` names it in errors.
+pub fn parse_config(text: &str, file: &str) -> Result<ServerSettings, ConfigError> {
+    let at = |span: Option<Range<usize>>, message: String| {
+        let (line, column) = line_col(text, span.map_or(0, |s| s.start));
+        ConfigError { file: file.to_string(), line, column, message }
+    };
+    let settings: ServerSettings =
+        toml::from_str(text).map_err(|e| at(e.span(), explain(text, &e)))?;
+    settings.limits().map_err(|m| at(None, m))?;
+    Ok(settings)
+}
+
+impl ServerSettings {
+    /// These settings, with `fallback`'s where these have none (flags over the file).
+    pub fn or(self, fallback: ServerSettings) -> ServerSettings {
+        ServerSettings {
+            max_tests: self.max_tests.or(fallback.max_tests),
+            max_streams: self.max_streams.or(fallback.max_streams),
+            max_duration: self.max_duration.or(fallback.max_duration),
+            max_bitrate: self.max_bitrate.or(fallback.max_bitrate),
+            max_bytes: self.max_bytes.or(fallback.max_bytes),
+            allow_protocols: self.allow_protocols.or(fallback.allow_protocols),
+            allow_directions: self.allow_directions.or(fallback.allow_directions),
+            max_client_connections: self.max_client_connections.or(fallback.max_client_connections),
+            max_client_tests_per_minute: self
+                .max_client_tests_per_minute
+                .or(fallback.max_client_tests_per_minute),
+        }
+    }
+
+    /// The limits these settings give, over the defaults.
+    pub fn limits(&self) -> Result<Limits, String> {
+        let mut l = Limits::default();
+        if let Some(n) = self.max_tests {
+            if n == 0 {
+                return Err("max_tests (--max-tests) must be at least 1".into());
+            }
+            l.max_tests = n;
+        }
+        if let Some(n) = self.max_streams {
+            if n == 0 {
+                return Err("max_streams (--max-streams) must be at least 1".into());
+            }
+            l.max_streams = n;
+        }
+        if let Some(d) = self.max_duration {
+            if d.0.is_zero() {
+                return Err("max_duration (--max-duration) must be more than 0 s".into());
+            }
+            l.max_duration = d.0;
+        }
+        if let Some(r) = self.max_bitrate {
+            l.max_bitrate = (r.0 > 0).then_some(r.0);
+        }
+        if let Some(b) = self.max_bytes {
+            l.max_bytes = b.0.filter(|b| *b > 0);
+        }
+        if let Some(ps) = &self.allow_protocols {
+            l.allow_tcp = ps.iter().any(|p| p.0 == Protocol::Tcp);
+            l.allow_udp = ps.iter().any(|p| p.0 == Protocol::Udp);
+        }
+        if let Some(ds) = &self.allow_directions {
+            let has = |d: Direction| ds.iter().any(|x| x.0 == d);
+            l.allow_upload = has(Direction::Upload);
+            l.allow_download = has(Direction::Download);
+            l.allow_bidir = has(Direction::Bidirectional);
+        }
+        if let Some(n) = self.max_client_connections {
+            l.max_client_connections = n;
+        }
+        if let Some(n) = self.max_client_tests_per_minute {
+            l.max_client_tests_per_minute = n;
+        }
+        Ok(l)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn file_keys_become_limits() {
+        let s = parse_config(
+            "max_tests = 2\nmax_streams = 8\nmax_duration = \"5m\"\nmax_bitrate = \"1G\"\n\
+             max_bytes = \"10G\"\nallow_protocols = [\"tcp\"]\nallow_directions = [\"send\"]\n\
+             max_client_connections = 4\nmax_client_tests_per_minute = 0\n",
+            "s.toml",
+        )
+        .expect("valid");
+        let l = s.limits().expect("limits");
+        assert_eq!((l.max_tests, l.max_streams), (2, 8));
+        assert_eq!(l.max_duration, Duration::from_secs(300));
+        assert_eq!(l.max_bitrate, Some(1_000_000_000));
+        assert_eq!(l.max_bytes, Some(10 << 30), "G is 1024-based, as -n");
+        assert!(l.allow_tcp && !l.allow_udp && l.allow_upload && !l.allow_download);
+        assert_eq!((l.max_client_connections, l.max_client_tests_per_minute), (4, 0));
+    }
+
+    #[test]
+    fn errors_point_at_line_and_column_with_a_hint() {
+        let e = parse_config("max_tests = 2\nmax_stream = 8\n", "s.toml").expect_err("typo");
+        assert_eq!((e.line, e.column), (2, 1), "{e}");
+        assert!(e.message.contains("did you mean \"max_streams\""), "{e}");
+        let e = parse_config("max_bitrate = \"fast\"\n", "s.toml").expect_err("bad rate");
+        assert_eq!(e.line, 1, "{e}");
+        assert!(e.to_string().starts_with("s.toml:1:"), "{e}");
+        let e = parse_config("max_tests = 0\n", "s.toml").expect_err("zero");
+        assert!(e.message.contains("at least 1"), "{e}");
+    }
+
+    #[test]
+    fn flags_win_over_the_file() {
+        let file =
+            ServerSettings { max_streams: Some(8), max_tests: Some(2), ..Default::default() };
+        let flags = ServerSettings { max_streams: Some(4), ..Default::default() };
+        let l = flags.or(file).limits().expect("limits");
+        assert_eq!((l.max_streams, l.max_tests), (4, 2));
+    }
+}
