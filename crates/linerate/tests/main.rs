@@ -4,6 +4,7 @@
 //! (127.0.0.1 / ::1) only. Every server is started on an ephemeral port and killed on drop;
 //! every client run is bounded by a timeout.
 
+mod abuse;
 mod campaign;
 mod cli;
 mod faults;
