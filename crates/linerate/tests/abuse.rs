@@ -327,3 +327,49 @@ fn data_connection_with_a_wrong_cookie_is_dropped_and_the_test_goes_on() {
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     assert_eq!(out.json()["record"]["outcome"]["status"], "completed");
 }
+
+#[test]
+fn stopped_client_is_cut_by_the_idle_timeout() {
+    let srv = Server::start(&["--max-tests", "1", "--idle-timeout", "1.5"]);
+    let port = srv.port.to_string();
+    let mut child = Command::new(bin())
+        .env("XDG_DATA_HOME", data_home())
+        .args(["client", "127.0.0.1", "-p", &port, "-t", "30", "-b", "100M"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    assert!(srv.wait_for_log("accepted", Duration::from_secs(5)), "{}", srv.log());
+    std::thread::sleep(Duration::from_millis(700));
+    // SAFETY: plain kill(2) on our own child's pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGSTOP) };
+    let stopped = Instant::now();
+    let freed = log_appears(&srv, "--idle-timeout", Duration::from_secs(15));
+    let _ = child.kill();
+    let _ = child.wait();
+    let took = freed.expect("the idle timeout fired").duration_since(stopped);
+    figure("slot_free_after_sigstop_with_idle_timeout_1.5_s", format!("{:.2}", took.as_secs_f64()));
+    // Bytes already in flight are still read for a moment after the stop.
+    assert!(took <= Duration::from_secs(4), "held {took:?}");
+    let doc = client_json(srv.port, &["-t", "0.3"]);
+    assert_eq!(doc["record"]["outcome"]["status"], "completed");
+}
+
+#[test]
+fn peer_silent_after_its_hello_is_closed_at_the_handshake_deadline() {
+    use linerate_proto::wire::{Message, PROTOCOL_VERSION, encode_frame, preamble};
+    let srv = Server::start(&[]);
+    let mut s = TcpStream::connect(("127.0.0.1", srv.port)).expect("connect");
+    let mut hello = preamble(PROTOCOL_VERSION).to_vec();
+    hello.extend(encode_frame(&Message::Hello { software: "slow".into(), capabilities: vec![] }));
+    s.write_all(&hello).expect("hello");
+    let t0 = Instant::now();
+    s.set_read_timeout(Some(Duration::from_secs(15))).expect("timeout");
+    let mut got = Vec::new();
+    let _ = s.read_to_end(&mut got);
+    let took = t0.elapsed();
+    figure("silent_after_hello_closed_after_s", format!("{:.2}", took.as_secs_f64()));
+    let limit = linerate_proto::HANDSHAKE_TIMEOUT;
+    assert!(took >= limit - Duration::from_millis(200) && took < limit + Duration::from_secs(1));
+    assert!(String::from_utf8_lossy(&got).contains("timed out"), "the peer is told why");
+}

@@ -24,6 +24,8 @@ pub const DEFAULT_MAX_DURATION: Duration = Duration::from_secs(3600);
 /// Default for [`Limits::max_client_connections`]: connections from one address that are not
 /// yet part of a test (being identified or in the handshake).
 pub const DEFAULT_MAX_CLIENT_CONNECTIONS: u32 = 32;
+/// Default for [`Limits::idle_timeout`].
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default for [`Limits::max_client_tests_per_minute`].
 pub const DEFAULT_MAX_CLIENT_TESTS_PER_MINUTE: u32 = 120;
 
@@ -96,6 +98,9 @@ pub struct Limits {
     pub max_client_connections: u32,
     /// New tests per client address per minute (a token bucket of this size, refilled evenly).
     pub max_client_tests_per_minute: u32,
+    /// A running test in which no stream moves a byte for this long is ended (a silent or
+    /// stopped peer whose connections are still up).
+    pub idle_timeout: Duration,
 }
 
 impl Default for Limits {
@@ -113,6 +118,7 @@ impl Default for Limits {
             allow_bidir: true,
             max_client_connections: DEFAULT_MAX_CLIENT_CONNECTIONS,
             max_client_tests_per_minute: DEFAULT_MAX_CLIENT_TESTS_PER_MINUTE,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
         }
     }
 }

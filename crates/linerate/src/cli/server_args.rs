@@ -62,6 +62,10 @@ pub struct LimitArgs {
     /// New tests per minute from one address [default: 120; 0 = no cap].
     #[arg(long = "max-client-tests-per-minute", value_name = "N", help_heading = "Limits")]
     pub max_client_tests_per_minute: Option<u32>,
+    /// End a running test when no stream moved a byte for this long (a stopped or silent
+    /// peer whose connections stay up) [default: 10 s].
+    #[arg(long = "idle-timeout", value_name = "SECONDS", value_parser = seconds, help_heading = "Limits")]
+    pub idle_timeout: Option<Duration>,
 }
 
 // The defaults the help text states are the library's.
@@ -101,6 +105,7 @@ impl LimitArgs {
                 .map(|ds| ds.iter().map(|d| DirectionItem((*d).into())).collect()),
             max_client_connections: self.max_client_connections,
             max_client_tests_per_minute: self.max_client_tests_per_minute,
+            idle_timeout: self.idle_timeout.map(Seconds),
         }
     }
 }

@@ -36,6 +36,8 @@ pub struct ServerSettings {
     pub max_client_connections: Option<u32>,
     /// `--max-client-tests-per-minute` (0 = no cap).
     pub max_client_tests_per_minute: Option<u32>,
+    /// `--idle-timeout`.
+    pub idle_timeout: Option<Seconds>,
 }
 
 /// Why a server config file was refused: where, and what to change.
@@ -86,6 +88,7 @@ impl ServerSettings {
             max_client_tests_per_minute: self
                 .max_client_tests_per_minute
                 .or(fallback.max_client_tests_per_minute),
+            idle_timeout: self.idle_timeout.or(fallback.idle_timeout),
         }
     }
 
@@ -131,6 +134,12 @@ impl ServerSettings {
         }
         if let Some(n) = self.max_client_tests_per_minute {
             l.max_client_tests_per_minute = n;
+        }
+        if let Some(d) = self.idle_timeout {
+            if d.0 < std::time::Duration::from_millis(500) {
+                return Err("idle_timeout (--idle-timeout) must be at least 0.5 s".into());
+            }
+            l.idle_timeout = d.0;
         }
         Ok(l)
     }

@@ -11,9 +11,7 @@ use linerate_proto::{ProtoError, RUN_GRACE, Refusal, SideResults, TestSpec};
 
 use crate::session::admission::Pending;
 use crate::session::server::{ServerNote, Shared};
-use crate::session::{
-    Clock, ControlChannel, NO_PROGRESS_TIMEOUT, Recv, SOFTWARE, StreamSet, wait_for_input,
-};
+use crate::session::{Clock, ControlChannel, Recv, SOFTWARE, StreamSet, wait_for_input};
 
 /// A served test's state.
 pub(crate) struct ServedTest<'a> {
@@ -101,9 +99,12 @@ impl<'a> ServedTest<'a> {
         }
         if total != self.progress.1 {
             self.progress = (now, total);
-        } else if !streams.all_done() && now.duration_since(self.progress.0) >= NO_PROGRESS_TIMEOUT
+        } else if !streams.all_done() && now.duration_since(self.progress.0) >= limits.idle_timeout
         {
-            bail!("no data moved on any stream for {} s", NO_PROGRESS_TIMEOUT.as_secs());
+            bail!(
+                "no data moved on any stream for {:.1} s (--idle-timeout)",
+                limits.idle_timeout.as_secs_f64()
+            );
         }
         Ok(())
     }
