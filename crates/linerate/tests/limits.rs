@@ -127,3 +127,36 @@ fn config_file_sets_limits_and_its_errors_point_at_the_line() {
     assert!(out.stderr.contains("server-bad.toml:2:16"), "line:column: {}", out.stderr);
     assert!(out.stderr.contains("max_duration"), "{}", out.stderr);
 }
+
+#[test]
+fn exclusive_server_queues_tests_with_their_place_and_refuses_when_full() {
+    let srv = Server::start(&["--exclusive", "--queue", "1"]);
+    let port = srv.port.to_string();
+    let spawn = |t: &'static str| {
+        let port = port.clone();
+        std::thread::spawn(move || {
+            run(&["client", "127.0.0.1", "-p", &port, "-t", t, "-i", "0"], Duration::from_secs(30))
+        })
+    };
+    let first = spawn("2");
+    assert!(srv.wait_for_log("accepted", Duration::from_secs(5)), "{}", srv.log());
+    let t0 = Instant::now();
+    let second = spawn("0.3");
+    std::thread::sleep(Duration::from_millis(700));
+    let third = client(srv.port, &["-t", "0.3"]);
+    assert_eq!(third.code, Some(1), "the queue of 1 is full");
+    assert!(third.stderr.contains("queue of 1 is full (--queue)"), "{}", third.stderr);
+    let second = second.join().expect("second");
+    assert_eq!(second.code, Some(0), "{}", second.stderr);
+    assert!(
+        second
+            .stdout
+            .contains("Queued: the server runs one test at a time; position 1, wait about"),
+        "{}",
+        second.stdout
+    );
+    assert!(t0.elapsed() >= Duration::from_millis(1200), "it waited for the first test");
+    assert_eq!(first.join().expect("first").code, Some(0), "the running test was not disturbed");
+    let log = srv.log();
+    assert!(log.find("[test 1]").expect("1") < log.find("[test 2]").expect("2"), "{log}");
+}

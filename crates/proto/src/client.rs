@@ -38,6 +38,13 @@ pub enum ClientEvent {
         /// Capabilities both sides have.
         capabilities: Vec<Capability>,
     },
+    /// The server runs one test at a time and this one waits in its queue.
+    Queued {
+        /// 1 = next to run.
+        position: u32,
+        /// The server's estimate, if it has one.
+        wait: Option<Duration>,
+    },
     /// All data streams are associated: start sending and the clock.
     Start,
     /// The server's final figures.
@@ -205,6 +212,17 @@ impl ClientConn {
     }
 
     fn on_accept(&mut self, msg: Message, now: Duration) -> Result<(), ProtoError> {
+        if let Message::Queued { position, wait_ms } = msg {
+            // The server repeats this while we wait; each one restarts the deadline.
+            self.core.deadline = Some(Deadline::after(
+                now,
+                HANDSHAKE_TIMEOUT,
+                "waiting in the server's queue (it stopped saying so)",
+            ));
+            let wait = wait_ms.map(Duration::from_millis);
+            self.events.push_back(ClientEvent::Queued { position, wait });
+            return Ok(());
+        }
         let Message::TestAccepted { cookie } = msg else {
             return Err(unexpected(&msg, "waiting for the server to accept the test"));
         };

@@ -24,6 +24,8 @@ pub const DEFAULT_MAX_DURATION: Duration = Duration::from_secs(3600);
 /// Default for [`Limits::max_client_connections`]: connections from one address that are not
 /// yet part of a test (being identified or in the handshake).
 pub const DEFAULT_MAX_CLIENT_CONNECTIONS: u32 = 32;
+/// Default for [`Limits::queue`].
+pub const DEFAULT_QUEUE: u32 = 8;
 /// Default for [`Limits::idle_timeout`].
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default for [`Limits::max_client_tests_per_minute`].
@@ -101,6 +103,11 @@ pub struct Limits {
     /// A running test in which no stream moves a byte for this long is ended (a silent or
     /// stopped peer whose connections are still up).
     pub idle_timeout: Duration,
+    /// One test at a time; later requests wait in a queue (clients that cannot queue, such
+    /// as iperf3, are refused as busy).
+    pub exclusive: bool,
+    /// With `exclusive`: how many requests may wait; more are refused.
+    pub queue: u32,
 }
 
 impl Default for Limits {
@@ -119,6 +126,8 @@ impl Default for Limits {
             max_client_connections: DEFAULT_MAX_CLIENT_CONNECTIONS,
             max_client_tests_per_minute: DEFAULT_MAX_CLIENT_TESTS_PER_MINUTE,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            exclusive: false,
+            queue: DEFAULT_QUEUE,
         }
     }
 }
@@ -235,8 +244,19 @@ impl Limits {
         })
     }
 
+    /// Tests that may run at once (1 when exclusive).
+    pub fn slots(&self) -> u32 {
+        if self.exclusive { 1 } else { self.max_tests }
+    }
+
     /// The refusal for a test arriving while `running` tests already use every slot.
     pub fn busy(&self, running: u32) -> Option<Refusal> {
+        if self.exclusive && running >= 1 {
+            return Some(Refusal::new(
+                LimitKind::Busy,
+                "server is busy: it runs one test at a time (--exclusive); try again later",
+            ));
+        }
         (running >= self.max_tests).then(|| {
             Refusal::new(
                 LimitKind::Busy,
@@ -244,6 +264,22 @@ impl Limits {
                     "server is busy: it allows at most {} test(s) at once (--max-tests); \
                      try again later",
                     self.max_tests
+                ),
+            )
+        })
+    }
+}
+
+impl Limits {
+    /// The refusal for a request that would wait while the queue already holds `waiting`.
+    pub fn queue_full(&self, waiting: usize) -> Option<Refusal> {
+        (waiting >= self.queue as usize).then(|| {
+            Refusal::new(
+                LimitKind::Busy,
+                format!(
+                    "server is busy: it runs one test at a time (--exclusive) and its queue of \
+                     {} is full (--queue); try again later",
+                    self.queue
                 ),
             )
         })

@@ -60,6 +60,10 @@ pub enum AttachError {
     Duplicate(u32),
 }
 
+/// How often a queued client hears `queued` again (it times out after
+/// [`crate::HANDSHAKE_TIMEOUT`] without one).
+pub const QUEUE_HEARTBEAT: Duration = Duration::from_secs(1);
+
 #[derive(Debug)]
 enum State {
     Greeting,
@@ -77,6 +81,8 @@ pub struct ServerConn {
     state: State,
     spec: Option<TestSpec>,
     events: VecDeque<ServerEvent>,
+    /// The client understands `queued`.
+    can_queue: bool,
 }
 
 impl ServerConn {
@@ -92,6 +98,7 @@ impl ServerConn {
             state: State::Greeting,
             spec: None,
             events: VecDeque::new(),
+            can_queue: false,
         }
     }
 
@@ -170,6 +177,24 @@ impl ServerConn {
         self.state = State::AwaitingStreams { attached: vec![false; n as usize], missing: n };
         self.core.wire.set_max_frame(MAX_FRAME_RESULTS);
         self.core.wire.send(&Message::TestAccepted { cookie: cookie.to_hex() });
+        Ok(())
+    }
+
+    /// True when the client can wait in a queue (it said so in its hello).
+    pub fn can_queue(&self) -> bool {
+        self.can_queue
+    }
+
+    /// Tells the client its pending request waits at `position` (1 = next), about `wait`.
+    /// Call again at least every [`QUEUE_HEARTBEAT`] until `accept` or `refuse`.
+    pub fn queue(&mut self, position: u32, wait: Option<Duration>) -> Result<(), ProtoError> {
+        if !matches!(self.state, State::Deciding) || self.core.failed() || !self.can_queue {
+            return Err(ProtoError::Violation(
+                "queue needs a pending request from a client that can queue".into(),
+            ));
+        }
+        let wait_ms = wait.map(|w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX));
+        self.core.wire.send(&Message::Queued { position, wait_ms });
         Ok(())
     }
 
@@ -254,7 +279,9 @@ impl ServerConn {
         let Message::Hello { software, capabilities } = msg else {
             return Err(unexpected(&msg, "waiting for the client's hello"));
         };
-        self.state = State::AwaitingRequest { software, caps: negotiate(&capabilities) };
+        let caps = negotiate(&capabilities);
+        self.can_queue = caps.contains(&Capability::Queue);
+        self.state = State::AwaitingRequest { software, caps };
         Ok(())
     }
 

@@ -452,3 +452,52 @@ fn garbage_gets_one_abort_explaining_why_and_refusal_is_not_followed_by_abort() 
     let out = String::from_utf8_lossy(&srv.poll_transmit().expect("refusal")).to_string();
     assert!(out.contains("refused") && !out.contains("after refusal"), "{out}");
 }
+
+/// Shuttles bytes until the server holds a pending request (it is not answered).
+fn pending_request() -> (ClientConn, ServerConn, Duration) {
+    let now = Duration::from_secs(100);
+    let mut c = ClientConn::new(TestSpec::default_tcp(), "c", now).expect("spec");
+    let mut s = ServerConn::new("s", now);
+    for _ in 0..4 {
+        if let Some(b) = c.poll_transmit() {
+            s.handle_input(&b, now).expect("server input");
+        }
+        if let Some(b) = s.poll_transmit() {
+            c.handle_input(&b, now).expect("client input");
+        }
+    }
+    assert!(matches!(s.poll_event(), Some(ServerEvent::TestRequested { .. })));
+    (c, s, now)
+}
+
+#[test]
+fn queued_client_waits_while_heartbeats_arrive_and_times_out_without_them() {
+    let (mut c, mut s, t0) = pending_request();
+    assert!(s.can_queue(), "this crate's client says it can queue");
+    let mut now = t0;
+    for position in [2, 1] {
+        s.queue(position, Some(Duration::from_secs(7))).expect("queue");
+        c.handle_input(&s.poll_transmit().expect("queued frame"), now).expect("client");
+        assert_eq!(
+            c.poll_event(),
+            Some(ClientEvent::Queued { position, wait: Some(Duration::from_secs(7)) })
+        );
+        now += Duration::from_secs(4);
+        c.handle_timeout(now).expect("a heartbeat restarted the deadline");
+    }
+    s.accept(COOKIE, now).expect("accept after waiting");
+    c.handle_input(&s.poll_transmit().expect("accepted"), now).expect("client");
+    assert!(matches!(c.poll_event(), Some(ClientEvent::Accepted { .. })));
+
+    let (mut c, mut s, t0) = pending_request();
+    s.queue(1, None).expect("queue");
+    c.handle_input(&s.poll_transmit().expect("queued"), t0).expect("client");
+    let err = c.handle_timeout(t0 + crate::HANDSHAKE_TIMEOUT).expect_err("no heartbeat");
+    assert!(err.to_string().contains("queue"), "{err}");
+}
+
+#[test]
+fn queue_is_refused_outside_a_pending_request() {
+    let mut s = ServerConn::new("s", Duration::ZERO);
+    assert!(s.queue(1, None).is_err());
+}

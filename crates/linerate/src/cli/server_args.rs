@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use clap::Args;
 use linerate_proto::limits::{
-    DEFAULT_MAX_CLIENT_CONNECTIONS, DEFAULT_MAX_CLIENT_TESTS_PER_MINUTE, DEFAULT_MAX_STREAMS,
-    DEFAULT_MAX_TESTS,
+    DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CLIENT_CONNECTIONS, DEFAULT_MAX_CLIENT_TESTS_PER_MINUTE,
+    DEFAULT_MAX_STREAMS, DEFAULT_MAX_TESTS, DEFAULT_QUEUE,
 };
 
 use super::args::{DirectionArg, ProtocolArg, rate, seconds, size};
@@ -66,10 +66,18 @@ pub struct LimitArgs {
     /// peer whose connections stay up) [default: 10 s].
     #[arg(long = "idle-timeout", value_name = "SECONDS", value_parser = seconds, help_heading = "Limits")]
     pub idle_timeout: Option<Duration>,
+    /// Run one test at a time: later requests wait in a queue, told their place and an
+    /// estimated wait (iperf3 clients, which cannot wait, are told the server is busy).
+    #[arg(long = "exclusive", help_heading = "Admission")]
+    pub exclusive: bool,
+    /// With --exclusive: how many requests may wait; more are refused [default: 8].
+    #[arg(long = "queue", value_name = "N", help_heading = "Admission")]
+    pub queue: Option<u32>,
 }
 
 // The defaults the help text states are the library's.
-const _: () = assert!(DEFAULT_MAX_TESTS == 16 && DEFAULT_MAX_STREAMS == 128);
+const _: () = assert!(DEFAULT_MAX_TESTS == 16 && DEFAULT_MAX_STREAMS == 128 && DEFAULT_QUEUE == 8);
+const _: () = assert!(DEFAULT_IDLE_TIMEOUT.as_secs() == 10);
 const _: () =
     assert!(DEFAULT_MAX_CLIENT_CONNECTIONS == 32 && DEFAULT_MAX_CLIENT_TESTS_PER_MINUTE == 120);
 
@@ -106,6 +114,8 @@ impl LimitArgs {
             max_client_connections: self.max_client_connections,
             max_client_tests_per_minute: self.max_client_tests_per_minute,
             idle_timeout: self.idle_timeout.map(Seconds),
+            exclusive: self.exclusive.then_some(true),
+            queue: self.queue,
         }
     }
 }

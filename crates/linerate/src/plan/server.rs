@@ -38,6 +38,10 @@ pub struct ServerSettings {
     pub max_client_tests_per_minute: Option<u32>,
     /// `--idle-timeout`.
     pub idle_timeout: Option<Seconds>,
+    /// `--exclusive`.
+    pub exclusive: Option<bool>,
+    /// `--queue`.
+    pub queue: Option<u32>,
 }
 
 /// Why a server config file was refused: where, and what to change.
@@ -89,6 +93,8 @@ impl ServerSettings {
                 .max_client_tests_per_minute
                 .or(fallback.max_client_tests_per_minute),
             idle_timeout: self.idle_timeout.or(fallback.idle_timeout),
+            exclusive: self.exclusive.or(fallback.exclusive),
+            queue: self.queue.or(fallback.queue),
         }
     }
 
@@ -141,6 +147,10 @@ impl ServerSettings {
             }
             l.idle_timeout = d.0;
         }
+        l.exclusive = self.exclusive.unwrap_or(false);
+        if let Some(n) = self.queue {
+            l.queue = n;
+        }
         Ok(l)
     }
 }
@@ -155,7 +165,8 @@ mod tests {
         let s = parse_config(
             "max_tests = 2\nmax_streams = 8\nmax_duration = \"5m\"\nmax_bitrate = \"1G\"\n\
              max_bytes = \"10G\"\nallow_protocols = [\"tcp\"]\nallow_directions = [\"send\"]\n\
-             max_client_connections = 4\nmax_client_tests_per_minute = 0\n",
+             max_client_connections = 4\nmax_client_tests_per_minute = 0\nexclusive = true\n\
+             queue = 3\nidle_timeout = 2.5\n",
             "s.toml",
         )
         .expect("valid");
@@ -166,6 +177,8 @@ mod tests {
         assert_eq!(l.max_bytes, Some(10 << 30), "G is 1024-based, as -n");
         assert!(l.allow_tcp && !l.allow_udp && l.allow_upload && !l.allow_download);
         assert_eq!((l.max_client_connections, l.max_client_tests_per_minute), (4, 0));
+        assert!(l.exclusive && l.queue == 3);
+        assert_eq!(l.idle_timeout, Duration::from_millis(2500));
     }
 
     #[test]

@@ -52,6 +52,14 @@ impl<W: Write> Observer for LivePrinter<W> {
             ),
             LiveEvent::Interval(rows) => write_interval(&mut self.out, &p, rows),
             LiveEvent::Notice(text) => writeln!(self.out, "{p}{text}"),
+            LiveEvent::Queued { position, wait } => {
+                let wait =
+                    wait.map_or("unknown".to_string(), |w| format!("about {} s", w.as_secs()));
+                writeln!(
+                    self.out,
+                    "{p}Queued: the server runs one test at a time; position {position}, wait {wait}"
+                )
+            }
         };
         let _ = self.out.flush();
     }

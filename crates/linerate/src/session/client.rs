@@ -180,6 +180,9 @@ impl<'p> ClientRun<'p> {
                 }
                 self.record.server_results = Some(*r);
             }
+            ClientEvent::Queued { position, wait } => {
+                observer.on_event(LiveEvent::Queued { position, wait });
+            }
             ClientEvent::Finished => {}
         }
         Ok(())

@@ -11,6 +11,7 @@ pub mod client;
 mod control;
 pub mod iperf3;
 pub mod matrix;
+mod native;
 mod served;
 pub mod server;
 mod signals;
@@ -78,6 +79,13 @@ pub enum LiveEvent<'a> {
     Interval(&'a [IntervalRow]),
     /// A notice worth a line (e.g. "interrupted: stopping early").
     Notice(&'a str),
+    /// The server queued the test (`--exclusive`): where it waits and for about how long.
+    Queued {
+        /// 1 = next to run.
+        position: u32,
+        /// The server's estimate, if it has one.
+        wait: Option<Duration>,
+    },
 }
 
 /// Receives live events (the text renderer prints them; JSON mode ignores them).

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Result, bail};
 use linerate_proto::{ProtoError, RUN_GRACE, Refusal, SideResults, TestSpec};
 
-use crate::session::admission::Pending;
-use crate::session::server::{ServerNote, Shared};
+use crate::session::admission::{Expected, Pending, Place, Ticket};
+use crate::session::server::{Admitted, ServerNote, Shared};
 use crate::session::{Clock, ControlChannel, Recv, SOFTWARE, StreamSet, wait_for_input};
 
 /// A served test's state.
@@ -27,6 +27,10 @@ pub(crate) struct ServedTest<'a> {
     overlap: u32,
     /// Counts this connection against its address until the test is admitted.
     pending: Option<Pending>,
+    /// Its place in the exclusive queue while it waits.
+    ticket: Option<Ticket>,
+    /// Lets its data connections past the per-address cap until the test starts.
+    expected: Option<Expected>,
 }
 
 impl<'a> ServedTest<'a> {
@@ -42,20 +46,34 @@ impl<'a> ServedTest<'a> {
             progress: (Instant::now(), 0),
             overlap: 0,
             pending: Some(pending),
+            ticket: None,
+            expected: None,
         }
     }
 
-    /// Checks the request against the server's limits and takes a slot (numbering the test),
-    /// before anything is allocated for it.
-    pub(crate) fn admit(&mut self, spec: &TestSpec) -> Result<(), Refusal> {
-        self.test = self.shared.admit(spec, self.peer.ip())?;
-        self.pending = None;
-        Ok(())
+    /// Checks the request against the server's limits and takes a slot (numbering the test)
+    /// before anything is allocated for it; or, for a client that `can_queue` on an exclusive
+    /// server, returns its place in the queue (call again until it runs).
+    pub(crate) fn admit(
+        &mut self,
+        spec: &TestSpec,
+        can_queue: bool,
+    ) -> Result<Option<Place>, Refusal> {
+        match self.shared.admit(spec, self.peer.ip(), &mut self.ticket, can_queue)? {
+            Admitted::Run(test) => {
+                self.test = test;
+                self.pending = None;
+                Ok(None)
+            }
+            Admitted::Wait(place) => Ok(Some(place)),
+        }
     }
 
     /// The admitted test is accepted: keeps its streams and says so.
     pub(crate) fn begin(&mut self, streams: StreamSet, client: String, spec: TestSpec) {
         self.streams = Some(streams);
+        let adm = &self.shared.admission;
+        self.expected = Some(adm.expect(self.peer.ip(), spec.connection_count()));
         (self.shared.notes)(&ServerNote::TestAccepted {
             test: self.test,
             peer: self.peer,
@@ -66,6 +84,7 @@ impl<'a> ServedTest<'a> {
 
     /// Every stream is attached: starts them.
     pub(crate) fn start(&mut self) {
+        self.expected = None;
         self.note_overlap();
         let now = self.streams.as_mut().map_or_else(Instant::now, StreamSet::start);
         self.progress = (now, 0);

@@ -10,6 +10,13 @@
 //! cookie registries, so tests from different clients are isolated: own streams, own counters,
 //! own results — and unlike iperf3, several iperf3 clients are served at once.
 //!
+//! Admission happens in layers, cheapest first, so an abuser spends his resources before the
+//! server spends its own: a per-address cap on unidentified connections before a thread is
+//! started (`admission.rs`), one overall deadline for the first bytes ([`read_by`]), the
+//! protocol's handshake deadline, then the operator's limits, slots and exclusive queue
+//! ([`Shared::admit`]) before anything is allocated for a test. The native session is in
+//! `native.rs`, the iperf3 one in `iperf3/server.rs`.
+//!
 //! On SIGINT/SIGTERM the accept loop stops, every running session sends `abort` with reason
 //! `server_shutdown` to its client, and the server exits within [`SHUTDOWN_GRACE`].
 
@@ -17,26 +24,22 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, Sender, TryRecvError, channel};
+use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use linerate_proto::iperf3::COOKIE_LEN;
-use linerate_proto::server::{ServerConn, ServerEvent};
-use linerate_proto::wire::{
-    AbortReason, CONTROL_MAGIC, Cookie, DATA_HELLO_LEN, DATA_MAGIC, DataHello,
-};
-use linerate_proto::{LimitKind, ProtoError, Refusal, SideResults, TestSpec};
+use linerate_proto::wire::{CONTROL_MAGIC, DATA_HELLO_LEN, DATA_MAGIC, DataHello};
+use linerate_proto::{LimitKind, Refusal, SideResults, TestSpec};
 use socket2::{Domain, Socket, Type};
 
 use crate::measure::sys;
 use crate::plan::{Family, ServerPlan};
-use crate::session::admission::{Admission, Pending};
-use crate::session::served::ServedTest;
+use crate::session::Interrupt;
+use crate::session::admission::{Admission, Pending, Place, Ticket};
 use crate::session::udp::UdpAcceptor;
-use crate::session::{Clock, ControlChannel, End, Interrupt, SOFTWARE, StreamSet};
 
 /// How long a new connection has to send its first 8 bytes.
 pub const CLASSIFY_TIMEOUT: Duration = Duration::from_secs(2);
@@ -103,14 +106,14 @@ pub(crate) enum DataSock {
     Udp(SocketAddr),
 }
 
-type DataConn = (u32, DataSock);
+pub(crate) type DataConn = (u32, DataSock);
 
 /// An iperf3 data connection and its place in the server's accept order.
 pub(crate) type Iperf3Conn = (u64, TcpStream);
 
 /// What every session of one server shares.
 pub(crate) struct Shared {
-    registry: Mutex<HashMap<[u8; 16], Sender<DataConn>>>,
+    pub(crate) registry: Mutex<HashMap<[u8; 16], Sender<DataConn>>>,
     pub(crate) iperf3: Mutex<HashMap<[u8; COOKIE_LEN], Sender<Iperf3Conn>>>,
     /// iperf3 UDP tests opening their streams, by client address.
     pub(crate) iperf3_udp: Mutex<HashMap<IpAddr, Sender<SocketAddr>>>,
@@ -164,30 +167,68 @@ impl Shared {
         }
     }
 
-    /// Admits a requested test or says why not: the protocol the server can serve, the
-    /// operator's limits (pure checks first, then the free slots, then the client's rate).
-    /// On success the test is numbered and counted as running until [`Shared::end_test`].
-    pub(crate) fn admit(&self, spec: &TestSpec, peer: IpAddr) -> Result<u64, Refusal> {
+    /// Admits a requested test, queues it (`--exclusive`, for clients that can wait) or says
+    /// why not: the protocol the server can serve and the operator's limits (pure checks and
+    /// the client's rate on the first call, then the slots). A running test is numbered and
+    /// counted until [`Shared::end_test`]. Call again with the same `ticket` while it waits.
+    pub(crate) fn admit(
+        &self,
+        spec: &TestSpec,
+        peer: IpAddr,
+        ticket: &mut Option<Ticket>,
+        can_queue: bool,
+    ) -> Result<Admitted, Refusal> {
+        let adm = &self.admission;
+        let now = Instant::now();
+        if ticket.is_none() {
+            self.check_request(spec)?;
+            adm.take_test_token(peer, now)?;
+        }
+        let my_turn = match ticket {
+            Some(t) => adm.is_next(t),
+            None => adm.queue_empty(),
+        };
+        let slot = if my_turn { self.take_slot() } else { Err(u32::MAX) };
+        match slot {
+            Ok(()) => {
+                *ticket = None;
+                adm.running(expected_length(spec), now);
+                Ok(Admitted::Run(self.next_test.fetch_add(1, Ordering::SeqCst)))
+            }
+            Err(running) if !adm.limits.exclusive || (ticket.is_none() && !can_queue) => {
+                Err(adm.limits.busy(running).unwrap_or_else(|| busy_fallback(running)))
+            }
+            Err(_) => {
+                let t = match ticket.take() {
+                    Some(t) => t,
+                    None => adm.join_queue(expected_length(spec))?,
+                };
+                Ok(Admitted::Wait(adm.place(ticket.insert(t), now)))
+            }
+        }
+    }
+
+    /// The checks that need no state: what this server can serve and its limits.
+    fn check_request(&self, spec: &TestSpec) -> Result<(), Refusal> {
         if spec.protocol == linerate_proto::Protocol::Udp
             && let Some(why) = &self.udp_unavailable
         {
             let why = format!("this server cannot serve UDP tests: {why}");
             return Err(Refusal::new(LimitKind::NotAllowed, why));
         }
-        let limits = &self.admission.limits;
-        limits.check(spec)?;
-        if let Some(why) = policy_refusal(spec) {
-            return Err(Refusal::new(LimitKind::NotAllowed, why));
+        self.admission.limits.check(spec)?;
+        match policy_refusal(spec) {
+            Some(why) => Err(Refusal::new(LimitKind::NotAllowed, why)),
+            None => Ok(()),
         }
-        let max = limits.max_tests;
+    }
+
+    /// Takes a test slot, or returns how many tests hold them.
+    fn take_slot(&self) -> Result<(), u32> {
+        let max = self.admission.limits.slots();
         self.active_tests
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < max).then_some(n + 1))
-            .map_err(|running| limits.busy(running).unwrap_or_else(|| busy_fallback(max)))?;
-        if let Err(r) = self.admission.take_test_token(peer, Instant::now()) {
-            self.end_test();
-            return Err(r);
-        }
-        Ok(self.next_test.fetch_add(1, Ordering::SeqCst))
+            .map(|_| ())
     }
 
     /// Reports a connection dropped before it became part of a test.
@@ -362,12 +403,12 @@ fn listen_on(addr: SocketAddr, dual: bool) -> Result<TcpListener> {
 }
 
 /// A connection just accepted, counted against its address until identified.
-struct Accepted {
-    sock: TcpStream,
-    peer: SocketAddr,
+pub(crate) struct Accepted {
+    pub(crate) sock: TcpStream,
+    pub(crate) peer: SocketAddr,
     /// Its place in accept order.
     seq: u64,
-    pending: Pending,
+    pub(crate) pending: Pending,
 }
 
 /// Reads exactly `buf.len()` bytes, all of them before `deadline`: a peer trickling one byte
@@ -404,7 +445,7 @@ fn classify(mut c: Accepted, shared: &Arc<Shared>, done: &AtomicU64) {
         return;
     }
     if first == CONTROL_MAGIC {
-        run_session(c, first, shared);
+        super::native::run_session(c, first, shared);
         done.fetch_add(1, Ordering::SeqCst);
     } else if first == DATA_MAGIC {
         route_data(c, first, deadline, shared);
@@ -499,164 +540,24 @@ impl<K: std::hash::Hash + Eq, V> Drop for Registration<'_, K, V> {
     }
 }
 
-struct Session<'a> {
-    t: ServedTest<'a>,
-    /// The server address the client reached (UDP stream sockets bind to it).
-    local_ip: IpAddr,
-    /// Round trip of the control connection when it opened.
-    rtt: Option<Duration>,
-    cookie: [u8; 16],
-    data_rx: Option<Receiver<DataConn>>,
-    registration: Registration<'a, [u8; 16], Sender<DataConn>>,
+fn busy_fallback(running: u32) -> Refusal {
+    Refusal::new(LimitKind::Busy, format!("server is busy ({running} tests running)"))
 }
 
-fn run_session(c: Accepted, first: [u8; 8], shared: &Shared) {
-    let (stream, peer) = (c.sock, c.peer);
-    let clock = Clock::new();
-    let mut conn = ServerConn::new(SOFTWARE, clock.now());
-    let local_ip = stream
-        .local_addr()
-        .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |a| crate::session::streams::canonical(a).ip());
-    let mut s = Session {
-        t: ServedTest::new(shared, peer, c.pending),
-        local_ip,
-        rtt: sys::tcp_internals(&stream).map(|t| Duration::from_micros(t.rtt_us.into())),
-        cookie: [0; 16],
-        data_rx: None,
-        registration: Registration::new(&shared.registry),
-    };
-    let result = ControlChannel::new(stream).and_then(|mut ctrl| {
-        let r = conn.handle_input(&first, clock.now()).map_err(anyhow::Error::from);
-        let r = r.and_then(|_| s.pump(&mut ctrl, &mut conn, &clock));
-        if let Err(e) = &r {
-            if !matches!(
-                e.downcast_ref::<ProtoError>(),
-                Some(ProtoError::Closed(_) | ProtoError::Aborted { .. })
-            ) {
-                let reason = if shared.shutdown_reason().is_some() {
-                    AbortReason::ServerShutdown
-                } else {
-                    AbortReason::Other
-                };
-                conn.abort(reason, &format!("{e:#}"));
-            }
-            if let Some(bytes) = conn.poll_transmit() {
-                let _ = ctrl.send(&bytes);
-            }
-        }
-        r
-    });
-    s.t.finish(result);
+/// How long a test should hold its slot: its duration and warm-up plus a second of setup;
+/// None for byte-bound tests.
+fn expected_length(spec: &TestSpec) -> Option<Duration> {
+    let ms = spec.duration_ms()?.saturating_add(spec.omit_ms).saturating_add(1000);
+    Some(Duration::from_millis(ms))
 }
 
-impl Session<'_> {
-    fn pump(
-        &mut self,
-        ctrl: &mut ControlChannel,
-        conn: &mut ServerConn,
-        clock: &Clock,
-    ) -> Result<()> {
-        while self.t.turn(ctrl, conn, clock, self.awaiting_streams())? {
-            self.attach_arrivals(conn, clock)?;
-            while let Some(ev) = conn.poll_event() {
-                self.on_event(ev, conn, clock)?;
-            }
-            self.t.watch()?;
-            if self.t.running() && self.t.streams.as_ref().is_some_and(StreamSet::all_done) {
-                let results = self.t.take_results().context("results without streams")?;
-                conn.send_results(results, clock.now())?;
-            }
-        }
-        Ok(())
-    }
-
-    fn awaiting_streams(&self) -> bool {
-        self.data_rx.is_some() && self.t.streams.as_ref().is_some_and(|s| s.started().is_none())
-    }
-
-    fn attach_arrivals(&mut self, conn: &mut ServerConn, clock: &Clock) -> Result<()> {
-        let Some(rx) = &self.data_rx else { return Ok(()) };
-        loop {
-            let (id, sock) = match rx.try_recv() {
-                Ok(c) => c,
-                Err(TryRecvError::Empty | TryRecvError::Disconnected) => return Ok(()),
-            };
-            if let Err(e) = conn.expects_stream(id) {
-                self.t.shared.reject(self.t.peer, format!("test {}: {e}", self.t.test));
-                continue;
-            }
-            let streams = self.t.streams.as_mut().context("streams arrived before the test")?;
-            match sock {
-                DataSock::Tcp(sock) => streams.add(id, sock)?,
-                DataSock::Udp(from) => {
-                    let local = SocketAddr::new(self.local_ip, self.t.shared.port);
-                    let hello = DataHello { cookie: Cookie(self.cookie), stream_id: id }.encode();
-                    let sock = crate::session::udp::accept_stream(local, from, &hello)
-                        .with_context(|| format!("UDP stream {id}"))?;
-                    streams.add_udp(id, sock)?;
-                }
-            }
-            conn.attach_stream(id, clock.now())?;
-        }
-    }
-
-    fn on_event(&mut self, ev: ServerEvent, conn: &mut ServerConn, clock: &Clock) -> Result<()> {
-        match ev {
-            ServerEvent::TestRequested { spec, client_software } => {
-                self.on_request(spec, client_software, conn, clock)?
-            }
-            ServerEvent::Start => self.t.start(),
-            ServerEvent::PeerStop(_) => {
-                if let Some(s) = &self.t.streams {
-                    s.end_signalled();
-                }
-            }
-            ServerEvent::PeerResults(r) => {
-                // A byte-bound UDP upload has no stop: the client's results end it.
-                if let Some(s) = &self.t.streams {
-                    s.end_signalled();
-                }
-                self.t.client_results = Some(*r);
-            }
-            ServerEvent::Finished => {}
-        }
-        Ok(())
-    }
-
-    fn on_request(
-        &mut self,
-        spec: TestSpec,
-        client: String,
-        conn: &mut ServerConn,
-        clock: &Clock,
-    ) -> Result<()> {
-        if let Err(r) = self.t.admit(&spec) {
-            conn.refuse(&r.message);
-            bail!("refused: {r}");
-        }
-        let mut streams = match StreamSet::new(&spec, End::Server) {
-            Ok(s) => s,
-            Err(e) => {
-                conn.refuse(&format!("{e:#}"));
-                return Err(e);
-            }
-        };
-        streams.set_rtt(self.rtt);
-        let mut cookie = [0u8; 16];
-        getrandom::getrandom(&mut cookie)
-            .map_err(|e| anyhow::anyhow!("no randomness for the test cookie: {e}"))?;
-        let (tx, rx) = channel();
-        self.registration.register(cookie, tx)?;
-        self.cookie = cookie;
-        self.data_rx = Some(rx);
-        self.t.begin(streams, client, spec);
-        conn.accept(Cookie(cookie), clock.now())?;
-        Ok(())
-    }
-}
-
-fn busy_fallback(max: u32) -> Refusal {
-    Refusal::new(LimitKind::Busy, format!("server is busy (--max-tests {max})"))
+/// What [`Shared::admit`] decided.
+#[derive(Debug)]
+pub(crate) enum Admitted {
+    /// Run now, as this test number.
+    Run(u64),
+    /// Wait in the exclusive queue.
+    Wait(Place),
 }
 
 /// Server-side checks a valid spec can still fail here.

@@ -24,12 +24,21 @@ pub enum Capability {
     Zerocopy,
     /// UDP data streams (`-u`).
     Udp,
+    /// The client understands `queued` (it waits in an exclusive server's queue).
+    Queue,
 }
 
 impl Capability {
     /// Every capability this crate knows, in a stable order.
-    pub const ALL: [Capability; 6] =
-        [Self::Tcp, Self::Reverse, Self::Bidir, Self::Pacing, Self::Zerocopy, Self::Udp];
+    pub const ALL: [Capability; 7] = [
+        Self::Tcp,
+        Self::Reverse,
+        Self::Bidir,
+        Self::Pacing,
+        Self::Zerocopy,
+        Self::Udp,
+        Self::Queue,
+    ];
 
     /// The wire name.
     pub fn as_str(self) -> &'static str {
@@ -40,6 +49,7 @@ impl Capability {
             Self::Pacing => "pacing",
             Self::Zerocopy => "zerocopy",
             Self::Udp => "udp",
+            Self::Queue => "queue",
         }
     }
 
@@ -104,6 +114,15 @@ pub enum Message {
         /// A sentence the client prints.
         reason: String,
     },
+    /// Server to client, between the request and `test_accepted`: the server runs one test at
+    /// a time and this one waits. Repeated at least every [`crate::server::QUEUE_HEARTBEAT`]
+    /// while it waits, so the client's deadline is reset by each.
+    Queued {
+        /// 1 = next to run.
+        position: u32,
+        /// The server's estimate of the wait, if it can tell (byte-bound tests ahead: no).
+        wait_ms: Option<u64>,
+    },
     /// Server to client: every data stream is associated; start sending and timing now.
     Start,
     /// Client to server: stop the server's senders.
@@ -133,6 +152,7 @@ impl Message {
             Self::TestRequest { .. } => "test_request",
             Self::TestAccepted { .. } => "test_accepted",
             Self::Refused { .. } => "refused",
+            Self::Queued { .. } => "queued",
             Self::Start => "start",
             Self::Stop { .. } => "stop",
             Self::Results { .. } => "results",

@@ -196,7 +196,8 @@ impl Session<'_> {
         m: &mut Iperf3Server,
         clock: &Clock,
     ) -> Result<()> {
-        if let Err(r) = self.t.admit(&req.spec) {
+        // iperf3 has no way to wait in a queue: an exclusive server that is busy refuses.
+        if let Err(r) = self.t.admit(&req.spec, false) {
             if req.spec.congestion.is_some() && r.kind == LimitKind::NotAllowed {
                 m.refuse(errno::SET_CONGESTION);
             } else {
