@@ -260,6 +260,7 @@ fn with_embedded_server(
         output: OutputFormat::Text,
         // The user's own loopback server: only the protocol's limits apply.
         limits: linerate_proto::Limits::unlimited(),
+        access: crate::plan::server::Access::default(),
     };
     let server = Server::bind(&server_plan).context("cannot start the embedded server")?;
     plan.port = server.local_addr()?.port();

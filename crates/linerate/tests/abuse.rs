@@ -361,7 +361,11 @@ fn peer_silent_after_its_hello_is_closed_at_the_handshake_deadline() {
     let srv = Server::start(&[]);
     let mut s = TcpStream::connect(("127.0.0.1", srv.port)).expect("connect");
     let mut hello = preamble(PROTOCOL_VERSION).to_vec();
-    hello.extend(encode_frame(&Message::Hello { software: "slow".into(), capabilities: vec![] }));
+    hello.extend(encode_frame(&Message::Hello {
+        software: "slow".into(),
+        capabilities: vec![],
+        auth_nonce: None,
+    }));
     s.write_all(&hello).expect("hello");
     let t0 = Instant::now();
     s.set_read_timeout(Some(Duration::from_secs(15))).expect("timeout");

@@ -5,6 +5,7 @@
 //! every client run is bounded by a timeout.
 
 mod abuse;
+mod access;
 mod campaign;
 mod cli;
 mod faults;

@@ -17,6 +17,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
+use crate::auth::{NONCE_LEN, Psk, from_hex, to_hex};
 use crate::conn::{
     Core, Deadline, HANDSHAKE_TIMEOUT, Input, check_version, missing_cap, negotiate, run_deadline,
     streams_deadline, unexpected,
@@ -69,6 +70,8 @@ pub struct ClientConn {
     core: Core,
     state: State,
     events: VecDeque<ClientEvent>,
+    /// The key and our nonce, for a server that requires authentication.
+    psk: Option<(Psk, [u8; NONCE_LEN])>,
 }
 
 impl ClientConn {
@@ -78,10 +81,18 @@ impl ClientConn {
         let greeting = Deadline::after(now, HANDSHAKE_TIMEOUT, "waiting for the server's hello");
         Ok(Self {
             spec,
-            core: Core::new(software, greeting),
+            core: Core::new(software, None, greeting),
+            psk: None,
             state: State::Greeting,
             events: VecDeque::new(),
         })
+    }
+
+    /// Answers a server that requires a pre-shared key, with `key` and a fresh random
+    /// `nonce` from the driver.
+    pub fn with_psk(mut self, key: Psk, nonce: [u8; NONCE_LEN]) -> Self {
+        self.psk = Some((key, nonce));
+        self
     }
 
     /// The spec being run.
@@ -199,15 +210,34 @@ impl ClientConn {
     }
 
     fn on_hello(&mut self, msg: Message) -> Result<(), ProtoError> {
-        let Message::Hello { software, capabilities } = msg else {
+        let Message::Hello { software, capabilities, auth_nonce } = msg else {
             return Err(unexpected(&msg, "waiting for the server's hello"));
         };
         let caps = negotiate(&capabilities);
         if let Some(why) = missing_cap(&self.spec, &caps, &format!("the server ({software})")) {
             return Err(ProtoError::Incompatible(why));
         }
+        if let Some(nonce) = auth_nonce {
+            self.answer_challenge(&nonce)?;
+        }
         self.core.wire.send(&Message::TestRequest { spec: self.spec.clone() });
         self.state = State::AwaitingAccept { software, caps };
+        Ok(())
+    }
+
+    fn answer_challenge(&mut self, server_nonce: &str) -> Result<(), ProtoError> {
+        let Some((key, nonce)) = &self.psk else {
+            return Err(ProtoError::Refused(
+                "the server requires a pre-shared key: give this client the server's key \
+                 with --psk-file"
+                    .into(),
+            ));
+        };
+        let server_nonce = from_hex::<NONCE_LEN>(server_nonce).ok_or_else(|| {
+            ProtoError::Violation("the server's auth_nonce is not 64 hex digits".into())
+        })?;
+        let tag = to_hex(&key.tag(&server_nonce, nonce));
+        self.core.wire.send(&Message::Auth { client_nonce: to_hex(nonce), tag });
         Ok(())
     }
 

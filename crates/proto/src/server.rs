@@ -17,6 +17,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
+use crate::auth::{NONCE_LEN, Psk, from_hex, to_hex};
 use crate::conn::{
     Core, Deadline, HANDSHAKE_TIMEOUT, Input, check_version, missing_cap, negotiate, run_deadline,
     streams_deadline, unexpected,
@@ -67,6 +68,7 @@ pub const QUEUE_HEARTBEAT: Duration = Duration::from_secs(1);
 #[derive(Debug)]
 enum State {
     Greeting,
+    AwaitingAuth { software: String, caps: Vec<Capability> },
     AwaitingRequest { software: String, caps: Vec<Capability> },
     Deciding,
     AwaitingStreams { attached: Vec<bool>, missing: u32 },
@@ -83,18 +85,33 @@ pub struct ServerConn {
     events: VecDeque<ServerEvent>,
     /// The client understands `queued`.
     can_queue: bool,
+    /// The key and the nonce sent in our hello, when clients must authenticate.
+    auth: Option<(Psk, [u8; NONCE_LEN])>,
 }
 
 impl ServerConn {
     /// A new connection; the whole greeting must complete within the handshake timeout.
     pub fn new(software: &str, now: Duration) -> Self {
+        Self::build(software, now, None)
+    }
+
+    /// A new connection whose client must prove it knows `key`, answering the fresh random
+    /// `nonce` (from the driver) that goes out in our hello. Until it does, the only thing
+    /// the client can get is a `refused`.
+    pub fn with_psk(software: &str, now: Duration, key: Psk, nonce: [u8; NONCE_LEN]) -> Self {
+        Self::build(software, now, Some((key, nonce)))
+    }
+
+    fn build(software: &str, now: Duration, auth: Option<(Psk, [u8; NONCE_LEN])>) -> Self {
         let greeting = Deadline::after(
             now,
             HANDSHAKE_TIMEOUT,
             "waiting for the client's hello and test request",
         );
+        let auth_nonce = auth.as_ref().map(|(_, n)| to_hex(n));
         Self {
-            core: Core::new(software, greeting),
+            auth,
+            core: Core::new(software, auth_nonce, greeting),
             state: State::Greeting,
             spec: None,
             events: VecDeque::new(),
@@ -130,9 +147,10 @@ impl ServerConn {
         }
         let what = match &self.state {
             State::Done => return Ok(()),
-            State::Greeting | State::AwaitingRequest { .. } | State::Deciding => {
-                "before requesting a test"
-            }
+            State::Greeting
+            | State::AwaitingAuth { .. }
+            | State::AwaitingRequest { .. }
+            | State::Deciding => "before requesting a test",
             State::AwaitingStreams { .. } => "while the data streams were connecting",
             State::Running => "during the test",
         };
@@ -267,6 +285,7 @@ impl ServerConn {
         }
         match &self.state {
             State::Greeting => self.on_hello(msg),
+            State::AwaitingAuth { .. } => self.on_auth(msg),
             State::AwaitingRequest { .. } => self.on_request(msg),
             State::Deciding => Err(unexpected(&msg, "deciding on the test request")),
             State::AwaitingStreams { .. } => self.on_early(msg),
@@ -276,11 +295,44 @@ impl ServerConn {
     }
 
     fn on_hello(&mut self, msg: Message) -> Result<(), ProtoError> {
-        let Message::Hello { software, capabilities } = msg else {
+        let Message::Hello { software, capabilities, .. } = msg else {
             return Err(unexpected(&msg, "waiting for the client's hello"));
         };
         let caps = negotiate(&capabilities);
         self.can_queue = caps.contains(&Capability::Queue);
+        self.state = if self.auth.is_some() {
+            State::AwaitingAuth { software, caps }
+        } else {
+            State::AwaitingRequest { software, caps }
+        };
+        Ok(())
+    }
+
+    /// Only a correct `auth` moves on; anything else gets one refusal that says what the
+    /// client lacks, never why a tag was wrong.
+    fn on_auth(&mut self, msg: Message) -> Result<(), ProtoError> {
+        let verified = match (&msg, &self.auth) {
+            (Message::Auth { client_nonce, tag }, Some((key, nonce))) => {
+                let client_nonce = from_hex::<NONCE_LEN>(client_nonce);
+                let tag = from_hex::<32>(tag);
+                matches!((client_nonce, tag), (Some(c), Some(t)) if key.verify(nonce, &c, &t))
+            }
+            _ => false,
+        };
+        if !verified {
+            let why = if matches!(msg, Message::Auth { .. }) {
+                "authentication failed: the client's key is not this server's (--psk-file)"
+            } else {
+                "this server requires a pre-shared key: run the client with --psk-file"
+            };
+            self.refuse(why);
+            return Err(ProtoError::Refused(why.into()));
+        }
+        let State::AwaitingAuth { software, caps } =
+            std::mem::replace(&mut self.state, State::Deciding)
+        else {
+            return Err(ProtoError::Violation("internal: auth outside its state".into()));
+        };
         self.state = State::AwaitingRequest { software, caps };
         Ok(())
     }

@@ -309,6 +309,7 @@ fn hello(caps: &[&str]) -> Message {
     Message::Hello {
         software: "raw".into(),
         capabilities: caps.iter().map(|c| c.to_string()).collect(),
+        auth_nonce: None,
     }
 }
 
@@ -500,4 +501,78 @@ fn queued_client_waits_while_heartbeats_arrive_and_times_out_without_them() {
 fn queue_is_refused_outside_a_pending_request() {
     let mut s = ServerConn::new("s", Duration::ZERO);
     assert!(s.queue(1, None).is_err());
+}
+
+fn key(b: u8) -> crate::auth::Psk {
+    crate::auth::Psk::new(vec![b; 32]).expect("key")
+}
+
+/// Runs client and server (each optionally keyed) until quiet; returns both machines'
+/// first errors and whether the server saw a request.
+fn keyed(
+    client_key: Option<u8>,
+    server_key: Option<u8>,
+) -> (Option<ProtoError>, Option<ProtoError>, bool) {
+    let now = Duration::ZERO;
+    let mut c = ClientConn::new(TestSpec::default_tcp(), "c", now).expect("spec");
+    if let Some(k) = client_key {
+        c = c.with_psk(key(k), [9; 32]);
+    }
+    let mut s = match server_key {
+        Some(k) => ServerConn::with_psk("s", now, key(k), [4; 32]),
+        None => ServerConn::new("s", now),
+    };
+    let (mut ce, mut se, mut requested) = (None, None, false);
+    for _ in 0..6 {
+        if let Some(b) = c.poll_transmit() {
+            se = se.or(s.handle_input(&b, now).err());
+        }
+        if let Some(b) = s.poll_transmit() {
+            ce = ce.or(c.handle_input(&b, now).err());
+        }
+        while let Some(ev) = s.poll_event() {
+            requested |= matches!(ev, ServerEvent::TestRequested { .. });
+        }
+    }
+    (ce, se, requested)
+}
+
+#[test]
+fn psk_client_and_server_reach_the_request() {
+    let (ce, se, requested) = keyed(Some(1), Some(1));
+    assert!(ce.is_none() && se.is_none() && requested, "{ce:?} {se:?}");
+    let (ce, se, requested) = keyed(Some(1), None);
+    assert!(ce.is_none() && se.is_none() && requested, "a key the server does not ask for");
+}
+
+#[test]
+fn wrong_or_missing_key_gets_only_a_refusal() {
+    let (ce, se, requested) = keyed(Some(2), Some(1));
+    assert!(!requested, "no request reaches the driver");
+    assert!(matches!(se, Some(ProtoError::Refused(ref m)) if m.contains("authentication failed")));
+    assert!(matches!(ce, Some(ProtoError::Refused(ref m)) if m.contains("authentication failed")));
+    let (ce, _, requested) = keyed(None, Some(1));
+    assert!(!requested);
+    assert!(matches!(ce, Some(ProtoError::Refused(ref m)) if m.contains("--psk-file")), "{ce:?}");
+}
+
+#[test]
+fn a_request_without_auth_or_a_replayed_tag_is_refused() {
+    let mut srv = ServerConn::with_psk("s", Duration::ZERO, key(1), [4; 32]);
+    let bytes =
+        raw_peer(&[hello(&["tcp"]), Message::TestRequest { spec: TestSpec::default_tcp() }]);
+    let err = srv.handle_input(&bytes, Duration::ZERO).expect_err("refused");
+    assert!(err.to_string().contains("requires a pre-shared key"), "{err}");
+    assert!(srv.poll_event().is_none());
+    // A tag made for another server nonce (a recording from another connection).
+    let old = key(1).tag(&[5; 32], &[9; 32]);
+    let replay = Message::Auth {
+        client_nonce: crate::auth::to_hex(&[9; 32]),
+        tag: crate::auth::to_hex(&old),
+    };
+    let mut srv = ServerConn::with_psk("s", Duration::ZERO, key(1), [4; 32]);
+    let err = srv.handle_input(&raw_peer(&[hello(&["tcp"]), replay]), Duration::ZERO);
+    assert!(err.expect_err("replay").to_string().contains("authentication failed"));
+    let out = String::from_utf8_lossy(&srv.poll_transmit().expect("bytes")).to_string();
+    assert!(out.contains("\"auth_nonce\":\"0404") && out.contains("refused"), "{out}");
 }

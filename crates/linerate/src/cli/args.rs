@@ -365,6 +365,11 @@ pub struct NetArgs {
     /// JSON output (client: one document at the end, see docs/JSON.md; server: one line per event).
     #[arg(short = 'J', long = "json")]
     pub json: bool,
+    /// Pre-shared key file (at least 16 bytes; e.g. `head -c 32 /dev/urandom | base64`).
+    /// Server: native clients must prove they know it (HMAC challenge) and iperf3 clients are
+    /// refused. Client: answer a server that requires it.
+    #[arg(long = "psk-file", value_name = "FILE")]
+    pub psk_file: Option<std::path::PathBuf>,
     /// With -J on a client: `linerate` (default, docs/JSON.md) or `iperf3` (shaped like iperf3 -J).
     #[arg(
         long = "json-format",

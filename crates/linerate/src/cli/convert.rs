@@ -43,9 +43,11 @@ pub(super) fn to_plan(cli: Cli) -> Result<Plan, String> {
         Some(Command::Compare { a, b, db }) => {
             history(&db, HistoryCommand::Compare(history_ref(&a)?, history_ref(&b)?))
         }
-        Some(Command::Server(a)) => {
-            Ok(Plan::Server(server_plan(&a.net, a.one_off, a.limits.limits()?)?))
-        }
+        Some(Command::Server(a)) => Ok(Plan::Server(server_plan(
+            &a.net,
+            a.one_off,
+            a.limits.policy(a.net.psk_file.as_ref())?,
+        )?)),
         Some(Command::Selftest(a)) => {
             let net = NetArgs {
                 port: 0,
@@ -54,6 +56,7 @@ pub(super) fn to_plan(cli: Cli) -> Result<Plan, String> {
                 ipv6: false,
                 json: a.json,
                 json_format: JsonFormat::Linerate,
+                psk_file: None,
             };
             client_plan("127.0.0.1".into(), &net, &a.test, SELFTEST_TIME).map(Plan::Selftest)
         }
@@ -199,6 +202,7 @@ fn history_ref(s: &str) -> Result<HistoryRef, String> {
 /// embedded loopback server — the seeds' first tier in a few seconds.
 pub(super) fn default_methodology() -> Plan {
     let mut base = ClientPlan {
+        psk: None,
         host: "127.0.0.1".into(),
         port: 0,
         spec: TestSpec {
@@ -240,7 +244,15 @@ fn random_seed() -> u64 {
 
 fn compat_plan(c: CompatArgs) -> Result<Plan, String> {
     if c.server {
-        return Ok(Plan::Server(server_plan(&c.net, c.one_off, Limits::default())?));
+        let settings = crate::plan::server::ServerSettings {
+            psk_file: c.net.psk_file.clone(),
+            ..Default::default()
+        };
+        return Ok(Plan::Server(server_plan(
+            &c.net,
+            c.one_off,
+            (Limits::default(), settings.access()?),
+        )?));
     }
     match c.client {
         Some(host) => client_plan(host, &c.net, &c.test, DEFAULT_TIME).map(Plan::Client),
@@ -252,6 +264,7 @@ fn compat_plan(c: CompatArgs) -> Result<Plan, String> {
                 ipv6: false,
                 json: c.net.json,
                 json_format: c.net.json_format,
+                psk_file: None,
             };
             client_plan("127.0.0.1".into(), &net, &c.test, SELFTEST_TIME).map(Plan::Selftest)
         }
@@ -274,7 +287,11 @@ fn output(net: &NetArgs) -> OutputFormat {
     }
 }
 
-fn server_plan(net: &NetArgs, one_off: bool, limits: Limits) -> Result<ServerPlan, String> {
+fn server_plan(
+    net: &NetArgs,
+    one_off: bool,
+    (limits, access): (Limits, crate::plan::server::Access),
+) -> Result<ServerPlan, String> {
     if let Some(ip) = net.bind
         && !family(net).allows(&ip)
     {
@@ -287,6 +304,7 @@ fn server_plan(net: &NetArgs, one_off: bool, limits: Limits) -> Result<ServerPla
         one_off,
         output: output(net),
         limits,
+        access,
     })
 }
 
@@ -309,7 +327,9 @@ fn client_plan(
     if t.connect_timeout.is_zero() {
         return Err("--connect-timeout must be more than 0 s".into());
     }
+    let psk = net.psk_file.as_deref().map(crate::plan::server::read_psk).transpose()?;
     Ok(ClientPlan {
+        psk,
         host,
         port: net.port,
         spec,

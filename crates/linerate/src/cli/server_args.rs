@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
+use linerate_proto::Limits;
 use linerate_proto::limits::{
     DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CLIENT_CONNECTIONS, DEFAULT_MAX_CLIENT_TESTS_PER_MINUTE,
     DEFAULT_MAX_STREAMS, DEFAULT_MAX_TESTS, DEFAULT_QUEUE,
@@ -12,7 +13,7 @@ use linerate_proto::limits::{
 
 use super::args::{DirectionArg, ProtocolArg, rate, seconds, size};
 use crate::plan::campaign_de::{DirectionItem, ProtocolItem, Rate, Seconds, SizeItem};
-use crate::plan::server::{ServerSettings, parse_config};
+use crate::plan::server::{Access, IpNet, ServerSettings, parse_config};
 use crate::units::{Bitrate, ByteCount};
 
 /// Limits on what clients may ask for (docs/SECURITY.md lists them with their defaults).
@@ -73,6 +74,10 @@ pub struct LimitArgs {
     /// With --exclusive: how many requests may wait; more are refused [default: 8].
     #[arg(long = "queue", value_name = "N", help_heading = "Admission")]
     pub queue: Option<u32>,
+    /// Only clients in these networks may connect, e.g. 127.0.0.0/8,::1,192.0.2.0/24;
+    /// others are closed unread [default: everyone].
+    #[arg(long = "allow", value_name = "NET,...", value_delimiter = ',', help_heading = "Access")]
+    pub allow: Option<Vec<IpNet>>,
 }
 
 // The defaults the help text states are the library's.
@@ -82,8 +87,9 @@ const _: () =
     assert!(DEFAULT_MAX_CLIENT_CONNECTIONS == 32 && DEFAULT_MAX_CLIENT_TESTS_PER_MINUTE == 120);
 
 impl LimitArgs {
-    /// The flags over the config file (read here), as limits.
-    pub fn limits(&self) -> Result<linerate_proto::Limits, String> {
+    /// The flags (with `psk_file` from the shared network flags) over the config file (read
+    /// here): the limits and who may connect.
+    pub fn policy(&self, psk_file: Option<&PathBuf>) -> Result<(Limits, Access), String> {
         let file = match &self.config {
             None => ServerSettings::default(),
             Some(path) => {
@@ -93,7 +99,10 @@ impl LimitArgs {
                 parse_config(&text, &path.display().to_string()).map_err(|e| e.to_string())?
             }
         };
-        self.settings().or(file).limits()
+        let mut flags = self.settings();
+        flags.psk_file = psk_file.cloned();
+        let s = flags.or(file);
+        Ok((s.limits()?, s.access()?))
     }
 
     fn settings(&self) -> ServerSettings {
@@ -116,6 +125,8 @@ impl LimitArgs {
             idle_timeout: self.idle_timeout.map(Seconds),
             exclusive: self.exclusive.then_some(true),
             queue: self.queue,
+            psk_file: None,
+            allow: self.allow.clone(),
         }
     }
 }

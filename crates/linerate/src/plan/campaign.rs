@@ -148,6 +148,7 @@ impl Tier {
             ..TestSpec::default_tcp()
         };
         ClientPlan {
+            psk: None,
             host: self.target.host.clone(),
             port: self.target.port,
             spec,

@@ -59,6 +59,8 @@ pub enum OutputFormat {
 /// Run one test against a server.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClientPlan {
+    /// The server's pre-shared key (`--psk-file`), for servers that require one.
+    pub psk: Option<linerate_proto::auth::Psk>,
     /// Server host name or address.
     pub host: String,
     /// Server port.
@@ -164,6 +166,8 @@ pub struct ServerPlan {
     pub output: OutputFormat,
     /// What clients may ask for.
     pub limits: linerate_proto::Limits,
+    /// Who may connect.
+    pub access: server::Access,
 }
 
 /// Print generated documentation.

@@ -8,6 +8,9 @@
 
 use std::ops::Range;
 
+use std::net::IpAddr;
+
+use linerate_proto::auth::Psk;
 use linerate_proto::{Direction, Limits, Protocol};
 use serde::Deserialize;
 
@@ -42,6 +45,80 @@ pub struct ServerSettings {
     pub exclusive: Option<bool>,
     /// `--queue`.
     pub queue: Option<u32>,
+    /// `--psk-file`: clients must prove they know the key in this file.
+    pub psk_file: Option<std::path::PathBuf>,
+    /// `--allow`: only these client networks may connect.
+    pub allow: Option<Vec<IpNet>>,
+}
+
+/// Who may use the server: a pre-shared key and an allow-list of client networks.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Access {
+    /// Native clients must answer an HMAC challenge with this key; iperf3 clients, which
+    /// cannot, are refused.
+    pub psk: Option<Psk>,
+    /// Connections from elsewhere are closed unread; empty = everyone.
+    pub allow: Vec<IpNet>,
+}
+
+impl Access {
+    /// True when `ip` may connect.
+    pub fn allows(&self, ip: IpAddr) -> bool {
+        self.allow.is_empty() || self.allow.iter().any(|n| n.contains(ip))
+    }
+}
+
+/// A network: an address and a prefix length (`10.0.0.0/8`, `::1`, `fe80::/10`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IpNet {
+    addr: IpAddr,
+    prefix: u8,
+}
+
+impl std::str::FromStr for IpNet {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (a, p) = s.trim().split_once('/').map_or((s.trim(), None), |(a, p)| (a, Some(p)));
+        let addr: IpAddr = a.parse().map_err(|_| {
+            format!("{s:?} is not a network; write an address or ADDRESS/PREFIX, e.g. 10.0.0.0/8")
+        })?;
+        let max = if addr.is_ipv4() { 32 } else { 128 };
+        let prefix = match p {
+            None => max,
+            Some(p) => p
+                .parse::<u8>()
+                .ok()
+                .filter(|p| *p <= max)
+                .ok_or_else(|| format!("{s:?}: the prefix length must be 0..={max}"))?,
+        };
+        Ok(Self { addr, prefix })
+    }
+}
+
+impl IpNet {
+    /// True when `ip` is inside this network (IPv4-mapped IPv6 addresses count as IPv4).
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        let ip = match ip {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+            v4 => v4,
+        };
+        let (a, b, bits) = match (self.addr, ip) {
+            (IpAddr::V4(n), IpAddr::V4(i)) => {
+                (u128::from(n.to_bits()), u128::from(i.to_bits()), 32)
+            }
+            (IpAddr::V6(n), IpAddr::V6(i)) => (n.to_bits(), i.to_bits(), 128),
+            _ => return false,
+        };
+        let shift = bits - u32::from(self.prefix);
+        shift >= bits || (a >> shift) == (b >> shift)
+    }
+}
+
+impl<'de> Deserialize<'de> for IpNet {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
 }
 
 /// Why a server config file was refused: where, and what to change.
@@ -95,7 +172,18 @@ impl ServerSettings {
             idle_timeout: self.idle_timeout.or(fallback.idle_timeout),
             exclusive: self.exclusive.or(fallback.exclusive),
             queue: self.queue.or(fallback.queue),
+            psk_file: self.psk_file.or(fallback.psk_file),
+            allow: self.allow.or(fallback.allow),
         }
+    }
+
+    /// Who may use the server; reads the key file.
+    pub fn access(&self) -> Result<Access, String> {
+        let psk = match &self.psk_file {
+            None => None,
+            Some(path) => Some(read_psk(path)?),
+        };
+        Ok(Access { psk, allow: self.allow.clone().unwrap_or_default() })
     }
 
     /// The limits these settings give, over the defaults.
@@ -155,6 +243,13 @@ impl ServerSettings {
     }
 }
 
+/// Reads a pre-shared key file (its bytes, surrounding whitespace trimmed).
+pub fn read_psk(path: &std::path::Path) -> Result<Psk, String> {
+    let text = std::fs::read(path)
+        .map_err(|e| format!("cannot read the key file {}: {e}", path.display()))?;
+    Psk::from_file_text(&text).map_err(|e| format!("key file {}: {e}", path.display()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -191,6 +286,31 @@ mod tests {
         assert!(e.to_string().starts_with("s.toml:1:"), "{e}");
         let e = parse_config("max_tests = 0\n", "s.toml").expect_err("zero");
         assert!(e.message.contains("at least 1"), "{e}");
+    }
+
+    #[test]
+    fn networks_parse_and_contain() {
+        let n: IpNet = "127.0.0.0/8".parse().expect("net");
+        assert!(n.contains("127.9.9.9".parse().expect("ip")));
+        assert!(n.contains("::ffff:127.0.0.1".parse().expect("mapped")));
+        assert!(!n.contains("10.0.0.1".parse().expect("ip")));
+        let one: IpNet = "::1".parse().expect("host");
+        assert!(
+            one.contains("::1".parse().expect("ip")) && !one.contains("::2".parse().expect("ip"))
+        );
+        let all: IpNet = "0.0.0.0/0".parse().expect("all");
+        assert!(all.contains("8.8.8.8".parse().expect("ip")));
+        assert!("10.0.0.0/33".parse::<IpNet>().unwrap_err().contains("0..=32"));
+        assert!("example.com".parse::<IpNet>().unwrap_err().contains("ADDRESS/PREFIX"));
+        let s =
+            parse_config("allow = [\"10.0.0.0/8\", \"nonsense\"]\n", "s.toml").expect_err("bad");
+        assert_eq!(s.line, 1, "{s}");
+        let a = Access { psk: None, allow: vec![n] };
+        assert!(
+            a.allows("127.0.0.1".parse().expect("ip"))
+                && !a.allows("10.1.1.1".parse().expect("ip"))
+        );
+        assert!(Access::default().allows("10.1.1.1".parse().expect("ip")));
     }
 
     #[test]

@@ -133,3 +133,10 @@ pub(crate) fn wait_for_input<'c>(
     }
     ctrl.recv(wait_until(deadlines, cap))
 }
+
+/// A fresh random nonce for the pre-shared-key challenge (`linerate_proto::auth`).
+pub(crate) fn random_nonce() -> anyhow::Result<[u8; linerate_proto::auth::NONCE_LEN]> {
+    let mut n = [0u8; linerate_proto::auth::NONCE_LEN];
+    getrandom::getrandom(&mut n).map_err(|e| anyhow::anyhow!("no randomness for a nonce: {e}"))?;
+    Ok(n)
+}

@@ -16,7 +16,8 @@ use linerate_proto::{ProtoError, TestSpec};
 use crate::measure::sys;
 use crate::session::served::ServedTest;
 use crate::session::server::{Accepted, DataConn, DataSock, Registration, Shared};
-use crate::session::{Clock, ControlChannel, End, SOFTWARE, StreamSet};
+use crate::session::streams::canonical;
+use crate::session::{Clock, ControlChannel, End, SOFTWARE, StreamSet, random_nonce};
 
 struct Session<'a> {
     t: ServedTest<'a>,
@@ -44,7 +45,13 @@ struct Waiting {
 pub(crate) fn run_session(c: Accepted, first: [u8; 8], shared: &Shared) {
     let (stream, peer) = (c.sock, c.peer);
     let clock = Clock::new();
-    let mut conn = ServerConn::new(SOFTWARE, clock.now());
+    let mut conn = match &shared.access.psk {
+        None => ServerConn::new(SOFTWARE, clock.now()),
+        Some(key) => match random_nonce() {
+            Ok(nonce) => ServerConn::with_psk(SOFTWARE, clock.now(), key.clone(), nonce),
+            Err(e) => return shared.reject(peer, format!("{e:#}")),
+        },
+    };
     let local_ip = stream
         .local_addr()
         .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |a| crate::session::streams::canonical(a).ip());
@@ -116,6 +123,18 @@ impl Session<'_> {
             };
             if let Err(e) = conn.expects_stream(id) {
                 self.t.shared.reject(self.t.peer, format!("test {}: {e}", self.t.test));
+                continue;
+            }
+            // Reflection safety: UDP test traffic goes only to the address that completed
+            // the control handshake, whoever else learned the cookie.
+            if let DataSock::Udp(from) = &sock
+                && canonical(*from).ip() != self.t.peer.ip()
+            {
+                let why = format!(
+                    "test {}: UDP stream {id} hello from {from}, not the client's address; ignored",
+                    self.t.test
+                );
+                self.t.shared.reject(self.t.peer, why);
                 continue;
             }
             let streams = self.t.streams.as_mut().context("streams arrived before the test")?;

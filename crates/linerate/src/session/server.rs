@@ -21,7 +21,7 @@
 //! `server_shutdown` to its client, and the server exits within [`SHUTDOWN_GRACE`].
 
 use std::collections::HashMap;
-use std::io::Read;
+use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
@@ -36,6 +36,7 @@ use linerate_proto::{LimitKind, Refusal, SideResults, TestSpec};
 use socket2::{Domain, Socket, Type};
 
 use crate::measure::sys;
+use crate::plan::server::Access;
 use crate::plan::{Family, ServerPlan};
 use crate::session::Interrupt;
 use crate::session::admission::{Admission, Pending, Place, Ticket};
@@ -126,6 +127,8 @@ pub(crate) struct Shared {
     udp_unavailable: Option<String>,
     /// The operator's limits and per-address counts.
     pub(crate) admission: Arc<Admission>,
+    /// Who may connect (allow-list, pre-shared key).
+    pub(crate) access: Access,
     /// The listening port (UDP streams use the same number).
     pub(crate) port: u16,
     pub(crate) notes: NoteSink,
@@ -279,6 +282,7 @@ impl Server {
             active_tests: AtomicU32::new(0),
             udp_unavailable: self.udp.as_ref().err().cloned(),
             admission: Admission::new(self.plan.limits.clone()),
+            access: self.plan.access.clone(),
             port: self.local_addr()?.port(),
             notes,
         });
@@ -304,6 +308,10 @@ impl Server {
                     accepted += 1;
                     let seq = accepted;
                     let peer = crate::session::streams::canonical(peer);
+                    if !shared.access.allows(peer.ip()) {
+                        eprintln_note(&shared, peer, "not in the allow-list (--allow)".into());
+                        continue;
+                    }
                     let pending = match shared.admission.open(peer.ip()) {
                         Ok(p) => p,
                         Err(r) => {
@@ -487,6 +495,12 @@ fn route_iperf3(
         Some(tx) => {
             drop(c.pending);
             let _ = tx.send((c.seq, c.sock));
+        }
+        None if shared.access.psk.is_some() => {
+            // iperf3 cannot answer our challenge: it hears what a busy iperf3 server says.
+            let _ = c.sock.write_all(&[linerate_proto::iperf3::State::AccessDenied.byte()]);
+            let why = "iperf3 client refused: this server requires a pre-shared key (--psk-file)";
+            eprintln_note(shared, c.peer, why.into());
         }
         None => {
             super::iperf3::server::run_session(c.sock, c.peer, c.pending, cookie, shared);

@@ -98,6 +98,17 @@ pub enum Message {
         software: String,
         /// Capability names.
         capabilities: Vec<String>,
+        /// Server only: 64 hex digits of a fresh nonce when the server requires a pre-shared
+        /// key; the client must answer with `auth` before its request (see [`crate::auth`]).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        auth_nonce: Option<String>,
+    },
+    /// Client to server, when the server's hello carried `auth_nonce`: the answer.
+    Auth {
+        /// 64 hex digits of the client's fresh nonce.
+        client_nonce: String,
+        /// 64 hex digits of HMAC-SHA256(key, label, server nonce, client nonce).
+        tag: String,
     },
     /// Client to server: run this test.
     TestRequest {
@@ -149,6 +160,7 @@ impl Message {
     pub fn kind(&self) -> &'static str {
         match self {
             Self::Hello { .. } => "hello",
+            Self::Auth { .. } => "auth",
             Self::TestRequest { .. } => "test_request",
             Self::TestAccepted { .. } => "test_accepted",
             Self::Refused { .. } => "refused",
