@@ -14,6 +14,7 @@ mod interop_server;
 mod limits;
 mod loopback;
 mod matrix;
+mod server_log;
 mod netns;
 mod store;
 mod udp;

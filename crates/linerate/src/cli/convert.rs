@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use linerate_proto::{Direction, EndCondition, Limits, Protocol, TestSpec};
 
+use super::server_args::Policy;
 use crate::cli::args::{
     CampaignArgs, Cli, Command, CompatArgs, DbArgs, GateArgs, GenerateWhat, JsonFormat, MatrixArgs,
     NetArgs, StoreArgs, TestArgs,
@@ -251,7 +252,7 @@ fn compat_plan(c: CompatArgs) -> Result<Plan, String> {
         return Ok(Plan::Server(server_plan(
             &c.net,
             c.one_off,
-            (Limits::default(), settings.access()?),
+            Policy { limits: Limits::default(), access: settings.access()?, json_log: false },
         )?));
     }
     match c.client {
@@ -287,11 +288,7 @@ fn output(net: &NetArgs) -> OutputFormat {
     }
 }
 
-fn server_plan(
-    net: &NetArgs,
-    one_off: bool,
-    (limits, access): (Limits, crate::plan::server::Access),
-) -> Result<ServerPlan, String> {
+fn server_plan(net: &NetArgs, one_off: bool, policy: Policy) -> Result<ServerPlan, String> {
     if let Some(ip) = net.bind
         && !family(net).allows(&ip)
     {
@@ -302,9 +299,9 @@ fn server_plan(
         bind: net.bind,
         family: family(net),
         one_off,
-        output: output(net),
-        limits,
-        access,
+        output: if policy.json_log { OutputFormat::Json } else { output(net) },
+        limits: policy.limits,
+        access: policy.access,
     })
 }
 

@@ -13,7 +13,18 @@ use linerate_proto::limits::{
 
 use super::args::{DirectionArg, ProtocolArg, rate, seconds, size};
 use crate::plan::campaign_de::{DirectionItem, ProtocolItem, Rate, Seconds, SizeItem};
-use crate::plan::server::{Access, IpNet, ServerSettings, parse_config};
+use crate::plan::server::{Access, IpNet, LogFormat, ServerSettings, parse_config};
+
+/// The server's operator settings, resolved.
+#[derive(Debug)]
+pub struct Policy {
+    /// What clients may ask for.
+    pub limits: Limits,
+    /// Who may connect.
+    pub access: Access,
+    /// `--log-format json` (or the file's `log_format = "json"`).
+    pub json_log: bool,
+}
 use crate::units::{Bitrate, ByteCount};
 
 /// Limits on what clients may ask for (docs/SECURITY.md lists them with their defaults).
@@ -78,6 +89,17 @@ pub struct LimitArgs {
     /// others are closed unread [default: everyone].
     #[arg(long = "allow", value_name = "NET,...", value_delimiter = ',', help_heading = "Access")]
     pub allow: Option<Vec<IpNet>>,
+    /// Log lines as `text` or `json` (one object per line; the same as -J) [default: text].
+    #[arg(long = "log-format", value_name = "FORMAT", value_parser = log_format)]
+    pub log_format: Option<LogFormat>,
+}
+
+fn log_format(s: &str) -> Result<LogFormat, String> {
+    match s {
+        "text" => Ok(LogFormat::Text),
+        "json" => Ok(LogFormat::Json),
+        _ => Err(format!("{s:?} is not a log format; use text or json")),
+    }
 }
 
 // The defaults the help text states are the library's.
@@ -89,7 +111,7 @@ const _: () =
 impl LimitArgs {
     /// The flags (with `psk_file` from the shared network flags) over the config file (read
     /// here): the limits and who may connect.
-    pub fn policy(&self, psk_file: Option<&PathBuf>) -> Result<(Limits, Access), String> {
+    pub fn policy(&self, psk_file: Option<&PathBuf>) -> Result<Policy, String> {
         let file = match &self.config {
             None => ServerSettings::default(),
             Some(path) => {
@@ -102,7 +124,11 @@ impl LimitArgs {
         let mut flags = self.settings();
         flags.psk_file = psk_file.cloned();
         let s = flags.or(file);
-        Ok((s.limits()?, s.access()?))
+        Ok(Policy {
+            limits: s.limits()?,
+            access: s.access()?,
+            json_log: s.log_format == Some(LogFormat::Json),
+        })
     }
 
     fn settings(&self) -> ServerSettings {
@@ -127,6 +153,7 @@ impl LimitArgs {
             queue: self.queue,
             psk_file: None,
             allow: self.allow.clone(),
+            log_format: self.log_format,
         }
     }
 }

@@ -49,6 +49,18 @@ pub struct ServerSettings {
     pub psk_file: Option<std::path::PathBuf>,
     /// `--allow`: only these client networks may connect.
     pub allow: Option<Vec<IpNet>>,
+    /// `--log-format`: `text` or `json` (one JSON object per line).
+    pub log_format: Option<LogFormat>,
+}
+
+/// How the server writes its log lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogFormat {
+    /// One readable line per event.
+    Text,
+    /// One JSON object per line.
+    Json,
 }
 
 /// Who may use the server: a pre-shared key and an allow-list of client networks.
@@ -174,6 +186,7 @@ impl ServerSettings {
             queue: self.queue.or(fallback.queue),
             psk_file: self.psk_file.or(fallback.psk_file),
             allow: self.allow.or(fallback.allow),
+            log_format: self.log_format.or(fallback.log_format),
         }
     }
 

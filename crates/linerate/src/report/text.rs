@@ -418,7 +418,7 @@ pub fn render_server_note(note: &ServerNote, out: &mut dyn Write) -> std::io::Re
         ServerNote::TestAccepted { test, peer, client, spec } => {
             writeln!(out, "[test {test}] {peer} ({client}): accepted: {}", describe_spec(spec))
         }
-        ServerNote::TestEnded { test, peer, server, error, .. } => {
+        ServerNote::TestEnded { test, peer, server, error, summary, .. } => {
             let mut parts = Vec::new();
             for s in server
                 .iter()
@@ -441,10 +441,13 @@ pub fn render_server_note(note: &ServerNote, out: &mut dyn Write) -> std::io::Re
                 None => "done".to_string(),
                 Some(e) => format!("FAILED: {e}"),
             };
+            let what = summary.spec.as_ref().map(describe_spec).unwrap_or_default();
             writeln!(
                 out,
-                "[test {test}] {peer}: {status}; {}",
-                if parts.is_empty() { "no data".into() } else { parts.join(", ") }
+                "[test {test}] {peer}: {status}; {}; {} ({what}) held {:.1} s",
+                if parts.is_empty() { "no data".into() } else { parts.join(", ") },
+                summary.software,
+                summary.seconds
             )
         }
         ServerNote::Rejected { peer, reason } => {

@@ -16,6 +16,7 @@ mod served;
 pub mod server;
 mod signals;
 pub mod streams;
+pub mod test_log;
 pub mod udp;
 mod udp_stream;
 

@@ -11,6 +11,7 @@ use linerate_proto::{ProtoError, RUN_GRACE, Refusal, SideResults, TestSpec};
 
 use crate::session::admission::{Expected, Pending, Place, Ticket};
 use crate::session::server::{Admitted, ServerNote, Shared};
+use crate::session::test_log::TestLogLine;
 use crate::session::{Clock, ControlChannel, Recv, SOFTWARE, StreamSet, wait_for_input};
 
 /// A served test's state.
@@ -31,6 +32,10 @@ pub(crate) struct ServedTest<'a> {
     ticket: Option<Ticket>,
     /// Lets its data connections past the per-address cap until the test starts.
     expected: Option<Expected>,
+    /// For the log line: the client's software, its spec and when it was admitted.
+    software: String,
+    spec: Option<TestSpec>,
+    admitted: Instant,
 }
 
 impl<'a> ServedTest<'a> {
@@ -48,6 +53,9 @@ impl<'a> ServedTest<'a> {
             pending: Some(pending),
             ticket: None,
             expected: None,
+            software: String::new(),
+            spec: None,
+            admitted: Instant::now(),
         }
     }
 
@@ -62,6 +70,7 @@ impl<'a> ServedTest<'a> {
         match self.shared.admit(spec, self.peer.ip(), &mut self.ticket, can_queue)? {
             Admitted::Run(test) => {
                 self.test = test;
+                self.admitted = Instant::now();
                 self.pending = None;
                 Ok(None)
             }
@@ -74,12 +83,18 @@ impl<'a> ServedTest<'a> {
         self.streams = Some(streams);
         let adm = &self.shared.admission;
         self.expected = Some(adm.expect(self.peer.ip(), spec.connection_count()));
+        (self.software, self.spec) = (client.clone(), Some(spec.clone()));
         (self.shared.notes)(&ServerNote::TestAccepted {
             test: self.test,
             peer: self.peer,
             client,
             spec,
         });
+    }
+
+    /// Seconds since the test was admitted.
+    pub(crate) fn held(&self) -> f64 {
+        self.admitted.elapsed().as_secs_f64()
     }
 
     /// Every stream is attached: starts them.
@@ -154,12 +169,20 @@ impl<'a> ServedTest<'a> {
             return;
         }
         self.shared.end_test();
+        let summary = TestLogLine::new(
+            std::mem::take(&mut self.software),
+            self.spec.take(),
+            self.held(),
+            self.server_results.as_ref(),
+            result.is_err(),
+        );
         (self.shared.notes)(&ServerNote::TestEnded {
             test: self.test,
             peer: self.peer,
             server: self.server_results.take(),
             client: self.client_results.take(),
             error: result.err().map(|e| format!("{e:#}")),
+            summary,
         });
     }
 }

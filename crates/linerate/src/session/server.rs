@@ -79,6 +79,8 @@ pub enum ServerNote {
         client: Option<SideResults>,
         /// Why it failed, if it did.
         error: Option<String>,
+        /// The one-line summary: who, what, how much, how it ended.
+        summary: crate::session::test_log::TestLogLine,
     },
     /// A connection was dropped before it became part of a test.
     Rejected {

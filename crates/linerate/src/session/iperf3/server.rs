@@ -27,6 +27,7 @@ use crate::session::admission::Pending;
 use crate::session::served::ServedTest;
 use crate::session::server::{Iperf3Conn, Registration, ServerNote, Shared};
 use crate::session::streams::canonical;
+use crate::session::test_log::TestLogLine;
 use crate::session::udp::accept_stream;
 use crate::session::{Clock, ControlChannel, End, StreamSet};
 
@@ -278,7 +279,7 @@ impl Session<'_> {
                 test: self.t.test,
                 peer: self.t.peer,
                 client: self.client.clone(),
-                spec,
+                spec: spec.clone(),
             },
             ServerNote::TestEnded {
                 test: self.t.test,
@@ -286,6 +287,13 @@ impl Session<'_> {
                 server: Some(side.clone()),
                 client: None,
                 error: None,
+                summary: TestLogLine::new(
+                    self.client.clone(),
+                    Some(spec),
+                    self.t.held(),
+                    Some(side),
+                    false,
+                ),
             },
         ];
         for n in &notes {
