@@ -21,6 +21,7 @@ pub mod auth;
 pub mod client;
 mod conn;
 pub mod error;
+pub mod fuzz_seeds;
 pub mod fuzzing;
 pub mod iperf3;
 pub mod limits;

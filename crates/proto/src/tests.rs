@@ -420,15 +420,75 @@ fn fuzz_bodies_survive_generated_inputs() {
             .collect();
         inputs.push(noise);
     }
-    for input in &inputs {
-        fuzzing::frame_decoder(input);
-        fuzzing::data_hello(input);
-        fuzzing::server(input);
-        fuzzing::client(input);
-        fuzzing::udp_receiver(input);
-        fuzzing::iperf3_server(input);
+    for (_, seed) in crate::fuzz_seeds::seeds() {
+        inputs.push(seed.clone());
+        for i in (0..seed.len()).step_by(5) {
+            let mut flipped = seed.clone();
+            flipped[i] ^= 0xa5;
+            inputs.push(flipped);
+            inputs.push(seed[..i].to_vec());
+        }
     }
-    assert!(inputs.len() > 1000);
+    for input in &inputs {
+        for (_, body) in fuzzing::TARGETS {
+            body(input);
+        }
+    }
+    assert!(inputs.len() > 2000, "{} inputs", inputs.len());
+}
+
+fn corpus_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus")
+}
+
+/// Every file of the committed corpus (seeds, and whatever fuzzing found and was kept)
+/// through its target's body; every target has a corpus.
+#[test]
+fn fuzz_corpus_replays() {
+    let mut replayed = 0;
+    for (name, body) in fuzzing::TARGETS {
+        let dir = corpus_dir().join(name);
+        let files = std::fs::read_dir(&dir).unwrap_or_else(|e| {
+            panic!("{}: {e}; run the ignored test write_fuzz_seeds", dir.display())
+        });
+        let mut n = 0;
+        for f in files {
+            let input = std::fs::read(f.expect("entry").path()).expect("corpus file");
+            body(&input);
+            n += 1;
+        }
+        assert!(n > 0, "{name} has an empty corpus");
+        replayed += n;
+    }
+    assert!(replayed >= fuzzing::TARGETS.len());
+}
+
+/// Writes the seeds to fuzz/corpus/<target>/seed-N (run once after the protocol changes:
+/// `cargo test -p linerate-proto write_fuzz_seeds -- --ignored`).
+#[test]
+#[ignore = "writes into the source tree"]
+fn write_fuzz_seeds() {
+    let mut count = std::collections::HashMap::new();
+    for (name, seed) in crate::fuzz_seeds::seeds() {
+        let dir = corpus_dir().join(name);
+        std::fs::create_dir_all(&dir).expect("corpus dir");
+        let n = count.entry(name).or_insert(0);
+        std::fs::write(dir.join(format!("seed-{n}")), seed).expect("write seed");
+        *n += 1;
+    }
+}
+
+#[test]
+fn seeds_reach_the_states_they_are_for() {
+    // The keyed seed gets through authentication to a request the driver decides on.
+    let seeds = crate::fuzz_seeds::seeds();
+    let (_, keyed) = seeds.iter().find(|(n, s)| *n == "server_auth" && s[0] == 1).expect("seed");
+    let key = crate::auth::Psk::new(fuzzing::FUZZ_KEY.to_vec()).expect("key");
+    let mut srv = ServerConn::with_psk("s", Duration::ZERO, key, fuzzing::FUZZ_NONCE);
+    let mut input = preamble(PROTOCOL_VERSION).to_vec();
+    input.extend_from_slice(&keyed[1..]);
+    let _ = srv.handle_input(&input, Duration::ZERO);
+    assert!(matches!(srv.poll_event(), Some(ServerEvent::TestRequested { .. })));
 }
 
 #[test]
