@@ -247,12 +247,14 @@ fn legitimate_tests_succeed_while_500_slow_connections_are_open() {
         std::thread::spawn(move || slowloris(port, 500, stop))
     };
     std::thread::sleep(Duration::from_millis(800));
-    let runs = 8;
+    // Tests of 1 s each keep the attack going across several rounds of the server's 2 s
+    // deadline: the slow connections it closes are reopened at once.
+    let runs = 6;
     let mut ok = 0;
     for _ in 0..runs {
         let port = srv.port.to_string();
         let out = crate::util::run(
-            &["client", "127.0.0.1", "-p", &port, "-t", "0.3", "-J"],
+            &["client", "127.0.0.1", "-p", &port, "-t", "1", "-J"],
             Duration::from_secs(30),
         );
         if out.code == Some(0) && out.json()["record"]["outcome"]["status"] == "completed" {
@@ -267,7 +269,7 @@ fn legitimate_tests_succeed_while_500_slow_connections_are_open() {
     figure("slow_connections_closed_by_server", closed);
     figure("longest_slow_connection_lived_s", format!("{:.2}", longest.as_secs_f64()));
     assert_eq!(ok, runs, "every legitimate test completes");
-    assert!(closed >= 400, "the server closed the slow connections by its deadline: {closed}");
+    assert!(closed >= 1000, "the server closed the slow connections by its deadline: {closed}");
     assert!(longest < Duration::from_secs(4), "no slow connection outlives 2 s + slack");
 }
 
@@ -285,15 +287,26 @@ fn one_address_cannot_hold_more_than_its_share_of_connections() {
             s.into()
         })
         .collect();
-    std::thread::sleep(Duration::from_millis(300));
     // Still waiting to be identified: WouldBlock. Closed unread by the server: EOF or reset.
-    let dropped = conns
-        .iter()
-        .filter(|s| {
-            s.set_nonblocking(true).expect("nonblocking");
-            !matches!(s.peek(&mut [0u8; 1]), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
-        })
-        .count();
+    // The admitted 8 stay open until the 2 s first-bytes deadline, so count before that.
+    for s in &conns {
+        s.set_nonblocking(true).expect("nonblocking");
+    }
+    let closed = || {
+        conns
+            .iter()
+            .filter(|s| {
+                let r = s.peek(&mut [0u8; 1]);
+                !matches!(r, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+            })
+            .count()
+    };
+    let t0 = Instant::now();
+    let mut dropped = closed();
+    while dropped < 12 && t0.elapsed() < Duration::from_millis(1500) {
+        std::thread::sleep(Duration::from_millis(50));
+        dropped = closed();
+    }
     figure("connections_dropped_unread_of_20_with_cap_8", dropped);
     assert_eq!(dropped, 12, "{}", srv.log());
     assert!(srv.log().contains("(--max-client-connections)"), "{}", srv.log());

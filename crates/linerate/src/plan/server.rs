@@ -1,10 +1,11 @@
-//! The server's operator settings: limits (and later admission and access control), from
-//! flags and from a TOML file (`linerate server --config FILE`), merged with flags winning.
+//! The server's operator settings: limits, admission (`--exclusive`), access (key file,
+//! allow-list) and log format, from flags and from a TOML file (`linerate server --config
+//! FILE`), merged with flags winning.
 //!
 //! Both sources fill the same [`ServerSettings`] (every field optional), so a key and its flag
 //! cannot drift apart: the file's keys are the flags' long names with `_` for `-`. Errors in
 //! the file name its line and column and the fix, as campaign files do (the same helpers).
-//! Pure apart from nothing: the caller reads the file.
+//! The only I/O is reading the key file ([`read_psk`]); the caller reads the config file.
 
 use std::ops::Range;
 
