@@ -309,7 +309,11 @@ fn one_address_cannot_hold_more_than_its_share_of_connections() {
     }
     figure("connections_dropped_unread_of_20_with_cap_8", dropped);
     assert_eq!(dropped, 12, "{}", srv.log());
-    assert!(srv.log().contains("(--max-client-connections)"), "{}", srv.log());
+    assert!(
+        srv.wait_for_log("(--max-client-connections)", Duration::from_secs(2)),
+        "{}",
+        srv.log()
+    );
     let doc = client_json(srv.port, &["-t", "0.2"]);
     assert_eq!(doc["record"]["outcome"]["status"], "completed", "other addresses unaffected");
 }

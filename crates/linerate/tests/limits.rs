@@ -160,3 +160,25 @@ fn exclusive_server_queues_tests_with_their_place_and_refuses_when_full() {
     let log = srv.log();
     assert!(log.find("[test 1]").expect("1") < log.find("[test 2]").expect("2"), "{log}");
 }
+
+#[test]
+fn total_bitrate_counts_every_running_test() {
+    let srv = Server::start(&["--max-total-bitrate", "10M"]);
+    let port = srv.port.to_string();
+    let first = std::thread::spawn(move || {
+        run(&["client", "127.0.0.1", "-p", &port, "-t", "2", "-b", "6M"], Duration::from_secs(20))
+    });
+    assert!(srv.wait_for_log("accepted", Duration::from_secs(5)), "{}", srv.log());
+    let out = client(srv.port, &["-t", "0.3", "-b", "6M"]);
+    assert_eq!(out.code, Some(1));
+    assert!(
+        out.stderr.contains("(--max-total-bitrate) and 6.00 Mbit/s is in use"),
+        "{}",
+        out.stderr
+    );
+    let fits = client_json(srv.port, &["-t", "0.3", "-b", "4M"]);
+    assert_eq!(fits["record"]["outcome"]["status"], "completed", "4 + 6 fit in 10");
+    assert_eq!(first.join().expect("first").code, Some(0));
+    let later = client_json(srv.port, &["-t", "0.3", "-b", "6M"]);
+    assert_eq!(later["record"]["outcome"]["status"], "completed", "the rate was given back");
+}

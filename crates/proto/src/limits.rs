@@ -83,6 +83,9 @@ pub struct Limits {
     pub max_duration: Duration,
     /// Requested rate of the whole test (all streams, both directions), bits per second.
     pub max_bitrate: Option<u64>,
+    /// Requested rates of all running tests together, bits per second (the driver keeps the
+    /// sum; see [`Limits::total_rate_refusal`]).
+    pub max_total_bitrate: Option<u64>,
     /// Bytes per test (both directions); duration-bound tests are cut when they reach it.
     pub max_bytes: Option<u64>,
     /// TCP tests allowed.
@@ -117,6 +120,7 @@ impl Default for Limits {
             max_streams: DEFAULT_MAX_STREAMS,
             max_duration: DEFAULT_MAX_DURATION,
             max_bitrate: None,
+            max_total_bitrate: None,
             max_bytes: None,
             allow_tcp: true,
             allow_udp: true,
@@ -207,12 +211,9 @@ impl Limits {
 
     fn check_rate(&self, spec: &TestSpec) -> Result<(), Refusal> {
         let Some(max) = self.max_bitrate else { return Ok(()) };
-        let per_stream = spec.bits_per_second;
-        let total = per_stream
-            .saturating_mul(u64::from(spec.streams))
-            .saturating_mul(directions(spec.direction));
-        if per_stream == 0 || total > max {
-            let asked = if per_stream == 0 { "an unpaced test".to_string() } else { si(total) };
+        let asked = requested_rate(spec);
+        if asked.is_none_or(|r| r > max) {
+            let asked = asked.map_or("an unpaced test".to_string(), si);
             return Err(Refusal::new(
                 LimitKind::Bitrate,
                 format!(
@@ -223,6 +224,25 @@ impl Limits {
             ));
         }
         Ok(())
+    }
+
+    /// The refusal for a test asking for `asked` (None = unpaced) while the running tests
+    /// already asked for `in_use` in total; None when it fits [`Limits::max_total_bitrate`].
+    pub fn total_rate_refusal(&self, in_use: u64, asked: Option<u64>) -> Option<Refusal> {
+        let max = self.max_total_bitrate?;
+        let fits = asked.is_some_and(|a| in_use.saturating_add(a) <= max);
+        (!fits).then(|| {
+            let asked = asked.map_or("an unpaced test".to_string(), si);
+            Refusal::new(
+                LimitKind::Bitrate,
+                format!(
+                    "server allows at most {} for all tests together (--max-total-bitrate) and \
+                     {} is in use; asked for {asked}; try a lower -b or later",
+                    si(max),
+                    si(in_use)
+                ),
+            )
+        })
     }
 
     /// The refusal for a test that moved more than [`Limits::max_bytes`] (the driver checks
@@ -295,6 +315,16 @@ fn bytes_refusal(max: u64) -> Refusal {
     )
 }
 
+/// The rate a test asks for in total (every stream, both directions), bits per second; None
+/// for an unpaced test.
+pub fn requested_rate(spec: &TestSpec) -> Option<u64> {
+    (spec.bits_per_second > 0).then(|| {
+        spec.bits_per_second
+            .saturating_mul(u64::from(spec.streams))
+            .saturating_mul(directions(spec.direction))
+    })
+}
+
 fn directions(d: Direction) -> u64 {
     if d == Direction::Bidirectional { 2 } else { 1 }
 }
@@ -360,6 +390,21 @@ mod tests {
         assert_eq!(l.check(&s), Ok(()));
         s.streams = 3;
         assert!(l.check(&s).unwrap_err().message.contains("150.00 Mbit/s"));
+    }
+
+    #[test]
+    fn total_rate_counts_what_runs_and_refuses_unpaced() {
+        let l = Limits { max_total_bitrate: Some(10_000_000), ..Limits::default() };
+        assert!(l.total_rate_refusal(4_000_000, Some(6_000_000)).is_none());
+        let r = l.total_rate_refusal(4_000_000, Some(6_000_001)).expect("over");
+        assert!(r.message.contains("(--max-total-bitrate) and 4.00 Mbit/s is in use"), "{r}");
+        assert!(l.total_rate_refusal(0, None).is_some(), "unpaced cannot be accounted");
+        assert!(Limits::default().total_rate_refusal(u64::MAX, None).is_none(), "no cap");
+        let mut s = spec();
+        s.bits_per_second = 1000;
+        s.streams = 3;
+        s.direction = Direction::Bidirectional;
+        assert_eq!(requested_rate(&s), Some(6000));
     }
 
     #[test]

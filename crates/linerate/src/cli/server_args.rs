@@ -47,6 +47,10 @@ pub struct LimitArgs {
     /// [default: 0 = no cap].
     #[arg(long = "max-bitrate", value_name = "RATE", value_parser = rate, help_heading = "Limits")]
     pub max_bitrate: Option<Bitrate>,
+    /// Highest requested rate of all running tests together; a test that would exceed it,
+    /// or is unpaced, is refused [default: 0 = no cap].
+    #[arg(long = "max-total-bitrate", value_name = "RATE", value_parser = rate, help_heading = "Limits")]
+    pub max_total_bitrate: Option<Bitrate>,
     /// Most bytes one test may move; running tests are cut there [default: 0 = no cap].
     #[arg(long = "max-bytes", value_name = "SIZE", value_parser = size, help_heading = "Limits")]
     pub max_bytes: Option<ByteCount>,
@@ -137,6 +141,7 @@ impl LimitArgs {
             max_streams: self.max_streams,
             max_duration: self.max_duration.map(Seconds),
             max_bitrate: self.max_bitrate.map(|r| Rate(r.bits_per_second())),
+            max_total_bitrate: self.max_total_bitrate.map(|r| Rate(r.bits_per_second())),
             max_bytes: self.max_bytes.map(|b| SizeItem(Some(b.bytes()))),
             allow_protocols: self
                 .allow_protocols

@@ -30,6 +30,8 @@ pub struct ServerSettings {
     pub max_duration: Option<Seconds>,
     /// `--max-bitrate` (0 = no cap).
     pub max_bitrate: Option<Rate>,
+    /// `--max-total-bitrate` (0 = no cap).
+    pub max_total_bitrate: Option<Rate>,
     /// `--max-bytes` (0 = no cap).
     pub max_bytes: Option<SizeItem>,
     /// `--allow-protocols`.
@@ -175,6 +177,7 @@ impl ServerSettings {
             max_streams: self.max_streams.or(fallback.max_streams),
             max_duration: self.max_duration.or(fallback.max_duration),
             max_bitrate: self.max_bitrate.or(fallback.max_bitrate),
+            max_total_bitrate: self.max_total_bitrate.or(fallback.max_total_bitrate),
             max_bytes: self.max_bytes.or(fallback.max_bytes),
             allow_protocols: self.allow_protocols.or(fallback.allow_protocols),
             allow_directions: self.allow_directions.or(fallback.allow_directions),
@@ -224,6 +227,9 @@ impl ServerSettings {
         if let Some(r) = self.max_bitrate {
             l.max_bitrate = (r.0 > 0).then_some(r.0);
         }
+        if let Some(r) = self.max_total_bitrate {
+            l.max_total_bitrate = (r.0 > 0).then_some(r.0);
+        }
         if let Some(b) = self.max_bytes {
             l.max_bytes = b.0.filter(|b| *b > 0);
         }
@@ -272,7 +278,7 @@ mod tests {
     #[test]
     fn file_keys_become_limits() {
         let s = parse_config(
-            "max_tests = 2\nmax_streams = 8\nmax_duration = \"5m\"\nmax_bitrate = \"1G\"\n\
+            "max_tests = 2\nmax_streams = 8\nmax_duration = \"5m\"\nmax_bitrate = \"1G\"\nmax_total_bitrate = \"5G\"\n\
              max_bytes = \"10G\"\nallow_protocols = [\"tcp\"]\nallow_directions = [\"send\"]\n\
              max_client_connections = 4\nmax_client_tests_per_minute = 0\nexclusive = true\n\
              queue = 3\nidle_timeout = 2.5\n",
@@ -283,6 +289,7 @@ mod tests {
         assert_eq!((l.max_tests, l.max_streams), (2, 8));
         assert_eq!(l.max_duration, Duration::from_secs(300));
         assert_eq!(l.max_bitrate, Some(1_000_000_000));
+        assert_eq!(l.max_total_bitrate, Some(5_000_000_000));
         assert_eq!(l.max_bytes, Some(10 << 30), "G is 1024-based, as -n");
         assert!(l.allow_tcp && !l.allow_udp && l.allow_upload && !l.allow_download);
         assert_eq!((l.max_client_connections, l.max_client_tests_per_minute), (4, 0));

@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
+use linerate_proto::limits::requested_rate;
 use linerate_proto::{ProtoError, RUN_GRACE, Refusal, SideResults, TestSpec};
 
 use crate::session::admission::{Expected, Pending, Place, Ticket};
@@ -36,6 +37,8 @@ pub(crate) struct ServedTest<'a> {
     software: String,
     spec: Option<TestSpec>,
     admitted: Instant,
+    /// The rate it asked for, counted against `--max-total-bitrate` while it runs.
+    rate: u64,
 }
 
 impl<'a> ServedTest<'a> {
@@ -56,6 +59,7 @@ impl<'a> ServedTest<'a> {
             software: String::new(),
             spec: None,
             admitted: Instant::now(),
+            rate: 0,
         }
     }
 
@@ -70,6 +74,7 @@ impl<'a> ServedTest<'a> {
         match self.shared.admit(spec, self.peer.ip(), &mut self.ticket, can_queue)? {
             Admitted::Run(test) => {
                 self.test = test;
+                self.rate = requested_rate(spec).unwrap_or(0);
                 self.admitted = Instant::now();
                 self.pending = None;
                 Ok(None)
@@ -168,7 +173,7 @@ impl<'a> ServedTest<'a> {
             }
             return;
         }
-        self.shared.end_test();
+        self.shared.end_test(self.rate);
         let summary = TestLogLine::new(
             std::mem::take(&mut self.software),
             self.spec.take(),

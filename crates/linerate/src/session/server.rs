@@ -31,6 +31,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use linerate_proto::iperf3::COOKIE_LEN;
+use linerate_proto::limits::requested_rate;
 use linerate_proto::wire::{CONTROL_MAGIC, DATA_HELLO_LEN, DATA_MAGIC, DataHello};
 use linerate_proto::{LimitKind, Refusal, SideResults, TestSpec};
 use socket2::{Domain, Socket, Type};
@@ -125,6 +126,8 @@ pub(crate) struct Shared {
     next_test: AtomicU64,
     /// Tests accepted and not yet ended.
     active_tests: AtomicU32,
+    /// The requested rates of those tests, summed (for `--max-total-bitrate`).
+    committed_bps: AtomicU64,
     /// Why UDP tests cannot be served, if they cannot.
     udp_unavailable: Option<String>,
     /// The operator's limits and per-address counts.
@@ -145,9 +148,25 @@ impl Shared {
         })
     }
 
-    /// A numbered test ended.
-    pub(crate) fn end_test(&self) {
+    /// A numbered test that asked for `rate` bit/s in total ended.
+    pub(crate) fn end_test(&self, rate: u64) {
         self.active_tests.fetch_sub(1, Ordering::SeqCst);
+        self.committed_bps.fetch_sub(rate, Ordering::SeqCst);
+    }
+
+    /// Counts `spec`'s requested rate against `--max-total-bitrate`, or says why not.
+    fn commit_rate(&self, spec: &TestSpec) -> Result<(), Refusal> {
+        let limits = &self.admission.limits;
+        let asked = requested_rate(spec);
+        let rate = asked.unwrap_or(0);
+        self.committed_bps
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |used| {
+                limits.total_rate_refusal(used, asked).is_none().then_some(used + rate)
+            })
+            .map(|_| ())
+            .map_err(|used| {
+                limits.total_rate_refusal(used, asked).unwrap_or_else(|| busy_fallback(0))
+            })
     }
 
     /// How many other tests run now, besides the caller's.
@@ -196,6 +215,10 @@ impl Shared {
         let slot = if my_turn { self.take_slot() } else { Err(u32::MAX) };
         match slot {
             Ok(()) => {
+                if let Err(r) = self.commit_rate(spec) {
+                    self.active_tests.fetch_sub(1, Ordering::SeqCst);
+                    return Err(r);
+                }
                 *ticket = None;
                 adm.running(expected_length(spec), now);
                 Ok(Admitted::Run(self.next_test.fetch_add(1, Ordering::SeqCst)))
@@ -282,6 +305,7 @@ impl Server {
             signal_name: Mutex::new("a stop request"),
             next_test: AtomicU64::new(1),
             active_tests: AtomicU32::new(0),
+            committed_bps: AtomicU64::new(0),
             udp_unavailable: self.udp.as_ref().err().cloned(),
             admission: Admission::new(self.plan.limits.clone()),
             access: self.plan.access.clone(),
