@@ -271,6 +271,11 @@ fn legitimate_tests_succeed_while_500_slow_connections_are_open() {
     assert_eq!(ok, runs, "every legitimate test completes");
     assert!(closed >= 1000, "the server closed the slow connections by its deadline: {closed}");
     assert!(longest < Duration::from_secs(4), "no slow connection outlives 2 s + slack");
+    let log = srv.log();
+    let drop_lines = log.lines().filter(|l| l.starts_with("connection from")).count();
+    figure("drop_lines_logged_for_1500_drops", drop_lines);
+    assert!(drop_lines < 400, "the log is rate-limited: {drop_lines} lines");
+    assert!(log.contains("not logged (at most 20 a second)"), "the rest is counted");
 }
 
 #[test]

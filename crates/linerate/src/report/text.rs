@@ -453,6 +453,10 @@ pub fn render_server_note(note: &ServerNote, out: &mut dyn Write) -> std::io::Re
         ServerNote::Rejected { peer, reason } => {
             writeln!(out, "connection from {peer} dropped: {reason}")
         }
+        ServerNote::Suppressed { count } => {
+            let max = crate::session::log_limit::PER_SECOND;
+            writeln!(out, "{count} more dropped connection(s) not logged (at most {max} a second)")
+        }
         ServerNote::ShuttingDown { signal, running } => {
             writeln!(out, "Shutting down on {signal}: telling {running} running test(s) why")
         }

@@ -10,6 +10,7 @@ pub mod campaign;
 pub mod client;
 mod control;
 pub mod iperf3;
+pub mod log_limit;
 pub mod matrix;
 mod native;
 mod served;

@@ -41,6 +41,7 @@ use crate::plan::server::Access;
 use crate::plan::{Family, ServerPlan};
 use crate::session::Interrupt;
 use crate::session::admission::{Admission, Pending, Place, Ticket};
+use crate::session::log_limit::{LogLimit, Verdict};
 use crate::session::udp::UdpAcceptor;
 
 /// How long a new connection has to send its first 8 bytes.
@@ -90,6 +91,11 @@ pub enum ServerNote {
         /// Why.
         reason: String,
     },
+    /// More connections were dropped than the log shows (see `log_limit.rs`).
+    Suppressed {
+        /// How many drop lines were not written.
+        count: u64,
+    },
     /// Shutting down.
     ShuttingDown {
         /// Which signal.
@@ -134,6 +140,7 @@ pub(crate) struct Shared {
     pub(crate) admission: Arc<Admission>,
     /// Who may connect (allow-list, pre-shared key).
     pub(crate) access: Access,
+    log_limit: LogLimit,
     /// The listening port (UDP streams use the same number).
     pub(crate) port: u16,
     pub(crate) notes: NoteSink,
@@ -260,8 +267,17 @@ impl Shared {
     }
 
     /// Reports a connection dropped before it became part of a test.
+    /// Rate-limited (see `log_limit.rs`): a flood of bad connections is summarized.
     pub(crate) fn reject(&self, peer: SocketAddr, reason: String) {
-        (self.notes)(&ServerNote::Rejected { peer, reason });
+        match self.log_limit.admit(Instant::now()) {
+            Verdict::Suppress => {}
+            Verdict::Log { suppressed_before } => {
+                if suppressed_before > 0 {
+                    (self.notes)(&ServerNote::Suppressed { count: suppressed_before });
+                }
+                (self.notes)(&ServerNote::Rejected { peer, reason });
+            }
+        }
     }
 }
 
@@ -309,6 +325,7 @@ impl Server {
             udp_unavailable: self.udp.as_ref().err().cloned(),
             admission: Admission::new(self.plan.limits.clone()),
             access: self.plan.access.clone(),
+            log_limit: LogLimit::new(),
             port: self.local_addr()?.port(),
             notes,
         });
