@@ -1,7 +1,10 @@
-//! One test as the server sees it, whatever protocol the client speaks: its number, its
-//! streams, both ends' results, the no-progress watchdog, how many other tests overlapped it,
-//! and the notes that open and close it. The native session (`server.rs`) and the iperf3
-//! session (`iperf3/server.rs`) each own one and differ only in their control protocol.
+//! One test as the server sees it, whatever protocol the client speaks: its admission (the
+//! per-address place it holds until then, its queue ticket, its slot and requested rate), its
+//! number, its streams, both ends' results, the watchdog (no progress, `--max-bytes`,
+//! `--max-duration`), how many other tests overlapped it, and the notes that open and close
+//! it. The native session (`native.rs`) and the iperf3 session (`iperf3/server.rs`) each own
+//! one and differ only in their control protocol. Nothing here touches the data path: the
+//! watchdog reads the counters the sampler already keeps.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
