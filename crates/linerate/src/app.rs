@@ -222,6 +222,9 @@ fn with_embedded_server(
         family: Family::V4,
         one_off: false,
         output: OutputFormat::Text,
+        // The user's own loopback server: only the protocol's limits apply.
+        limits: linerate_proto::Limits::unlimited(),
+        access: crate::plan::server::Access::default(),
     };
     let server = Server::bind(&server_plan).context("cannot start the embedded server")?;
     plan.port = server.local_addr()?.port();

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::util::{Server, assert_agree};
 
-fn have_iperf3() -> bool {
+pub fn have_iperf3() -> bool {
     if Command::new("iperf3").arg("--version").output().is_ok() {
         return true;
     }

@@ -223,7 +223,7 @@ fn client_json_host(port: u16, host: &str, extra: &[&str]) -> serde_json::Value 
 #[test]
 fn a_thousand_and_twenty_four_streams() {
     let _serial = crate::util::exclusive();
-    let srv = Server::start(&[]);
+    let srv = Server::start(&["--max-streams", "1024"]);
     let doc = client_json(srv.port, &["-P", "1024", "-t", "2", "-i", "0"]);
     assert_eq!(doc["record"]["outcome"]["status"], "completed");
     for end in ["client", "server_results"] {

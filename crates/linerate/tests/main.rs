@@ -4,6 +4,8 @@
 //! (127.0.0.1 / ::1) only. Every server is started on an ephemeral port and killed on drop;
 //! every client run is bounded by a timeout.
 
+mod abuse;
+mod access;
 mod campaign;
 mod cli;
 mod doctor;
@@ -11,9 +13,11 @@ mod environment;
 mod faults;
 mod interop;
 mod interop_server;
+mod limits;
 mod loopback;
 mod matrix;
 mod netns;
+mod server_log;
 mod store;
 mod udp;
 mod util;

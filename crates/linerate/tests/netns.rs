@@ -10,10 +10,10 @@ use std::time::Duration;
 use crate::util::{Output, bin};
 
 /// Two namespaces with a shaped veth link; removed on drop.
-struct ShapedLink {
-    a: String,
-    b: String,
-    addr_b: String,
+pub struct ShapedLink {
+    pub a: String,
+    pub b: String,
+    pub addr_b: String,
     /// The veth end in namespace `a` (its qdisc shapes a -> b).
     dev_a: String,
 }
@@ -30,7 +30,7 @@ fn tc(args: &[&str]) {
 
 impl ShapedLink {
     /// Namespaces `lr<pid><tag>a/b`, link 10.203.<n>.1 <-> .2, tbf at `rate` on both ends.
-    fn new(tag: &str, rate: &str) -> ShapedLink {
+    pub fn new(tag: &str, rate: &str) -> ShapedLink {
         let id = format!("lr{}{tag}", std::process::id() % 100_000);
         let (a, b) = (format!("{id}a"), format!("{id}b"));
         let (va, vb) = (format!("{id}x"), format!("{id}y"));
@@ -59,7 +59,7 @@ impl ShapedLink {
         link
     }
 
-    fn spawn_in(&self, ns: &str, args: &[&str]) -> Child {
+    pub(crate) fn spawn_in(&self, ns: &str, args: &[&str]) -> Child {
         spawn_in(ns, args)
     }
 
@@ -94,6 +94,11 @@ pub(crate) fn run_in(ns: &str, args: &[&str]) -> Output {
 }
 
 impl ShapedLink {
+    /// Sets `a`'s end of the link down (or up): the peer vanishes without FIN or RST.
+    pub fn set_a(&self, up: bool) {
+        ip(&["-n", &self.a, "link", "set", &self.dev_a, if up { "up" } else { "down" }]);
+    }
+
     /// Packets the tbf qdisc on `a`'s end has passed on and dropped so far. "Sent … pkt"
     /// counts segments; "dropped" counts queue entries, and one GSO entry can hold many.
     fn qdisc_counts_a(&self) -> (u64, u64) {

@@ -17,6 +17,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
+use crate::auth::{ClientKey, NONCE_LEN, Psk};
 use crate::conn::{
     Core, Deadline, HANDSHAKE_TIMEOUT, Input, check_version, missing_cap, negotiate, run_deadline,
     streams_deadline, unexpected,
@@ -37,6 +38,13 @@ pub enum ClientEvent {
         server_software: String,
         /// Capabilities both sides have.
         capabilities: Vec<Capability>,
+    },
+    /// The server runs one test at a time and this one waits in its queue.
+    Queued {
+        /// 1 = next to run.
+        position: u32,
+        /// The server's estimate, if it has one.
+        wait: Option<Duration>,
     },
     /// All data streams are associated: start sending and the clock.
     Start,
@@ -62,6 +70,8 @@ pub struct ClientConn {
     core: Core,
     state: State,
     events: VecDeque<ClientEvent>,
+    /// The key and our nonce, for a server that requires authentication.
+    psk: Option<ClientKey>,
 }
 
 impl ClientConn {
@@ -71,10 +81,18 @@ impl ClientConn {
         let greeting = Deadline::after(now, HANDSHAKE_TIMEOUT, "waiting for the server's hello");
         Ok(Self {
             spec,
-            core: Core::new(software, greeting),
+            core: Core::new(software, None, greeting),
+            psk: None,
             state: State::Greeting,
             events: VecDeque::new(),
         })
+    }
+
+    /// Answers a server that requires a pre-shared key, with `key` and a fresh random
+    /// `nonce` from the driver.
+    pub fn with_psk(mut self, key: Psk, nonce: [u8; NONCE_LEN]) -> Self {
+        self.psk = Some((key, nonce));
+        self
     }
 
     /// The spec being run.
@@ -192,19 +210,39 @@ impl ClientConn {
     }
 
     fn on_hello(&mut self, msg: Message) -> Result<(), ProtoError> {
-        let Message::Hello { software, capabilities } = msg else {
+        let Message::Hello { software, capabilities, auth_nonce } = msg else {
             return Err(unexpected(&msg, "waiting for the server's hello"));
         };
         let caps = negotiate(&capabilities);
         if let Some(why) = missing_cap(&self.spec, &caps, &format!("the server ({software})")) {
             return Err(ProtoError::Incompatible(why));
         }
+        if let Some(nonce) = auth_nonce {
+            self.answer_challenge(&nonce)?;
+        }
         self.core.wire.send(&Message::TestRequest { spec: self.spec.clone() });
         self.state = State::AwaitingAccept { software, caps };
         Ok(())
     }
 
+    fn answer_challenge(&mut self, server_nonce: &str) -> Result<(), ProtoError> {
+        let auth = crate::auth::answer_challenge(self.psk.as_ref(), server_nonce)?;
+        self.core.wire.send(&auth);
+        Ok(())
+    }
+
     fn on_accept(&mut self, msg: Message, now: Duration) -> Result<(), ProtoError> {
+        if let Message::Queued { position, wait_ms } = msg {
+            // The server repeats this while we wait; each one restarts the deadline.
+            self.core.deadline = Some(Deadline::after(
+                now,
+                HANDSHAKE_TIMEOUT,
+                "waiting in the server's queue (it stopped saying so)",
+            ));
+            let wait = wait_ms.map(Duration::from_millis);
+            self.events.push_back(ClientEvent::Queued { position, wait });
+            return Ok(());
+        }
         let Message::TestAccepted { cookie } = msg else {
             return Err(unexpected(&msg, "waiting for the server to accept the test"));
         };

@@ -61,11 +61,13 @@ pub(crate) struct Wire {
 }
 
 impl Wire {
-    /// A wire that has already queued our preamble and hello.
-    pub fn new(software: &str) -> Self {
+    /// A wire that has already queued our preamble and hello (a server requiring a key
+    /// puts its nonce in the hello).
+    pub fn new(software: &str, auth_nonce: Option<String>) -> Self {
         let mut w = Self { decoder: FrameDecoder::new(), out: Vec::new(), got_preamble: false };
         w.out.extend_from_slice(&preamble(PROTOCOL_VERSION));
-        w.send(&Message::Hello { software: software.to_string(), capabilities: own_caps() });
+        let software = software.to_string();
+        w.send(&Message::Hello { software, capabilities: own_caps(), auth_nonce });
         w
     }
 
@@ -109,9 +111,9 @@ pub(crate) struct Core {
 
 impl Core {
     /// A core whose preamble and hello are queued, with the greeting deadline.
-    pub fn new(software: &str, greeting: Deadline) -> Self {
+    pub fn new(software: &str, auth_nonce: Option<String>, greeting: Deadline) -> Self {
         Self {
-            wire: Wire::new(software),
+            wire: Wire::new(software, auth_nonce),
             deadline: Some(greeting),
             failed: false,
             farewell_sent: false,

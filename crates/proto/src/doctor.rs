@@ -51,6 +51,8 @@ pub struct DoctorConn {
     core: Core,
     state: State,
     events: std::collections::VecDeque<DoctorEvent>,
+    /// The key and our nonce, for a server that requires authentication.
+    psk: Option<crate::auth::ClientKey>,
 }
 
 impl DoctorConn {
@@ -58,10 +60,18 @@ impl DoctorConn {
     pub fn new(software: &str, now: Duration) -> Self {
         let greeting = Deadline::after(now, HANDSHAKE_TIMEOUT, "waiting for the server's hello");
         Self {
-            core: Core::new(software, greeting),
+            core: Core::new(software, None, greeting),
             state: State::Greeting,
             events: Default::default(),
+            psk: None,
         }
+    }
+
+    /// Answers a server that requires a pre-shared key, with `key` and a fresh random
+    /// `nonce` from the driver.
+    pub fn with_psk(mut self, key: crate::auth::Psk, nonce: [u8; crate::auth::NONCE_LEN]) -> Self {
+        self.psk = Some((key, nonce));
+        self
     }
 
     /// Feeds bytes read from the control connection.
@@ -148,7 +158,7 @@ impl DoctorConn {
         }
         match std::mem::replace(&mut self.state, State::Done) {
             State::Greeting => {
-                let Message::Hello { software, capabilities } = msg else {
+                let Message::Hello { software, capabilities, auth_nonce } = msg else {
                     return Err(unexpected(&msg, "waiting for the server's hello"));
                 };
                 let caps = negotiate(&capabilities);
@@ -156,6 +166,10 @@ impl DoctorConn {
                     return Err(ProtoError::Incompatible(format!(
                         "{software} does not answer doctor requests (capability \"environment\"); upgrade linerate there"
                     )));
+                }
+                if let Some(nonce) = auth_nonce {
+                    let auth = crate::auth::answer_challenge(self.psk.as_ref(), &nonce)?;
+                    self.core.wire.send(&auth);
                 }
                 self.core.wire.set_max_frame(MAX_FRAME_RESULTS);
                 self.core.wire.send(&Message::EnvironmentRequest);

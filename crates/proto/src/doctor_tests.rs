@@ -73,6 +73,7 @@ fn an_old_server_is_told_apart_before_anything_is_sent() {
     old.extend(encode_frame(&Message::Hello {
         software: "linerate 0.1.0".into(),
         capabilities: caps.iter().map(|c| c.to_string()).collect(),
+        auth_nonce: None,
     }));
     let err = c.handle_input(&old, Duration::ZERO).unwrap_err();
     assert!(
@@ -94,7 +95,11 @@ fn doctor_sessions_are_bounded_and_strict() {
     assert!(matches!(err, ProtoError::TimedOut { .. }), "{err}");
     let mut s2 = ServerConn::new("srv", now);
     let mut bytes = preamble(PROTOCOL_VERSION).to_vec();
-    bytes.extend(encode_frame(&Message::Hello { software: "x".into(), capabilities: vec![] }));
+    bytes.extend(encode_frame(&Message::Hello {
+        software: "x".into(),
+        capabilities: vec![],
+        auth_nonce: None,
+    }));
     bytes.extend(encode_frame(&Message::EnvironmentRequest));
     bytes.extend(encode_frame(&Message::Start));
     assert!(s2.handle_input(&bytes, now).is_err(), "only echo_request follows a doctor request");

@@ -6,15 +6,36 @@
 
 use std::time::Duration;
 
+use crate::auth::{NONCE_LEN, Psk, to_hex};
 use crate::client::{ClientConn, ClientEvent};
 use crate::iperf3::{Iperf3Server, Iperf3ServerEvent};
+use crate::limits::Limits;
 use crate::server::{ServerConn, ServerEvent};
 use crate::spec::TestSpec;
 use crate::udp::{
     Arrival, DatagramHeader, JitterMeter, SeqWidth, SequenceTracker, TrackerCounts, Unwrapper,
     header_len,
 };
-use crate::wire::{Cookie, DATA_HELLO_LEN, DataHello, FrameDecoder, PROTOCOL_VERSION, preamble};
+use crate::wire::{
+    Cookie, DATA_HELLO_LEN, DataHello, FrameDecoder, Message, PROTOCOL_VERSION, encode_frame,
+    preamble,
+};
+
+/// A fuzz body: any bytes in, returns normally.
+pub type Body = fn(&[u8]);
+
+/// Every body, by the name of its cargo-fuzz target (`fuzz/fuzz_targets/<name>.rs`) and of
+/// its corpus directory (`fuzz/corpus/<name>/`).
+pub const TARGETS: &[(&str, Body)] = &[
+    ("frame_decoder", frame_decoder),
+    ("data_hello", data_hello),
+    ("server_machine", server),
+    ("server_auth", server_auth),
+    ("client_machine", client),
+    ("udp_receiver", udp_receiver),
+    ("iperf3_server", iperf3_server),
+    ("doctor_machine", doctor),
+];
 
 /// Feeds `data` (after a valid preamble) to a frame decoder in chunks whose sizes come from
 /// the data itself, and checks the decoder never buffers much beyond the cap.
@@ -49,16 +70,56 @@ pub fn data_hello(data: &[u8]) {
 
 /// Drives a server state machine with `data` as the client's bytes (after a valid preamble
 /// when the first byte is even, raw otherwise), advancing simulated time between chunks,
-/// accepting every request and attaching streams named by the input.
+/// checking every request against limits drawn from the input, queueing some, accepting or
+/// refusing them and attaching streams named by the input.
 pub fn server(data: &[u8]) {
+    let mut prefix = Vec::new();
+    if data.first().is_some_and(|b| b % 2 == 0) {
+        prefix.extend_from_slice(&preamble(PROTOCOL_VERSION));
+    }
+    drive_server(ServerConn::new("fuzz", Duration::ZERO), data, &prefix);
+}
+
+/// As [`server`], for a server that requires a pre-shared key. The first byte is a mode:
+/// bit 0 set prepends a valid preamble, bit 1 set also a valid hello and `auth` (so the
+/// states after authentication are reached too); otherwise the input must get past the
+/// challenge by itself.
+pub fn server_auth(data: &[u8]) {
+    let Some((&mode, data)) = data.split_first() else { return };
+    let Ok(key) = Psk::new(FUZZ_KEY.to_vec()) else { return };
+    let srv = ServerConn::with_psk("fuzz", Duration::ZERO, key.clone(), FUZZ_NONCE);
+    let mut prefix = Vec::new();
+    if mode & 1 == 1 {
+        prefix.extend_from_slice(&preamble(PROTOCOL_VERSION));
+    }
+    if mode & 3 == 3 {
+        let client_nonce = [3u8; NONCE_LEN];
+        let hello = Message::Hello {
+            software: "fuzz".into(),
+            capabilities: vec!["tcp".into(), "queue".into()],
+            auth_nonce: None,
+        };
+        let tag = to_hex(&key.tag(&FUZZ_NONCE, &client_nonce));
+        prefix.extend(encode_frame(&hello));
+        prefix.extend(encode_frame(&Message::Auth { client_nonce: to_hex(&client_nonce), tag }));
+    }
+    drive_server(srv, data, &prefix);
+}
+
+/// The key and server nonce of [`server_auth`] (public: the seeds use them).
+pub const FUZZ_KEY: &[u8; 16] = b"fuzz-key-16bytes";
+/// See [`FUZZ_KEY`].
+pub const FUZZ_NONCE: [u8; NONCE_LEN] = [4; NONCE_LEN];
+
+/// Feeds `prefix` and then `data` in chunks to `srv`, deciding every request.
+fn drive_server(mut srv: ServerConn, data: &[u8], prefix: &[u8]) {
     let mut now = Duration::ZERO;
-    let mut srv = ServerConn::new("fuzz", now);
     let mut first = true;
     for chunk in chunks(data) {
         now += Duration::from_millis(u64::from(chunk.first().copied().unwrap_or(0)) * 40);
         let mut input = Vec::new();
-        if first && data.first().is_some_and(|b| b % 2 == 0) {
-            input.extend_from_slice(&preamble(PROTOCOL_VERSION));
+        if first {
+            input.extend_from_slice(prefix);
         }
         first = false;
         input.extend_from_slice(chunk);
@@ -68,9 +129,7 @@ pub fn server(data: &[u8]) {
         }
         while let Some(ev) = srv.poll_event() {
             match ev {
-                ServerEvent::TestRequested { .. } => {
-                    let _ = srv.accept(Cookie([7; 16]), now);
-                }
+                ServerEvent::TestRequested { spec, .. } => decide(&mut srv, &spec, chunk, now),
                 ServerEvent::EnvironmentRequested { .. } => {
                     let _ = srv.send_environment(crate::Environment::default());
                 }
@@ -86,6 +145,36 @@ pub fn server(data: &[u8]) {
         let _ = srv.poll_transmit();
     }
     let _ = srv.handle_eof();
+}
+
+/// What a driver might do with a request: check it against limits taken from the input,
+/// then queue it a few times, refuse it or accept it.
+fn decide(srv: &mut ServerConn, spec: &TestSpec, chunk: &[u8], now: Duration) {
+    let b = |i: usize| u32::from(chunk.get(i).copied().unwrap_or(0));
+    let limits = Limits {
+        max_tests: b(1) % 4,
+        max_streams: b(2) % 8 + 1,
+        max_duration: Duration::from_secs(u64::from(b(3))),
+        max_bitrate: (b(4) % 2 == 1).then(|| u64::from(b(4)) << 20),
+        max_bytes: (b(5) % 2 == 1).then(|| u64::from(b(5)) << 10),
+        allow_udp: b(6) % 2 == 0,
+        allow_download: b(6) % 3 != 0,
+        exclusive: b(7) % 2 == 1,
+        ..Limits::default()
+    };
+    let verdict = limits.check(spec).and_then(|()| limits.busy(b(1) % 3).map_or(Ok(()), Err));
+    for position in (1..=b(8) % 4).rev() {
+        let _ = srv.queue(position, Some(Duration::from_millis(u64::from(position) * 100)));
+    }
+    match verdict {
+        Ok(()) => {
+            let _ = srv.accept(Cookie([7; 16]), now);
+        }
+        Err(r) => {
+            assert!(!r.message.is_empty());
+            srv.refuse(&r.message);
+        }
+    }
 }
 
 /// Drives the iperf3 server machine with `data` as an iperf3 client's bytes (after a valid
@@ -153,10 +242,16 @@ pub fn doctor(data: &[u8]) {
     let _ = doc.handle_eof();
 }
 
-/// Drives a client state machine with `data` as the server's bytes.
+/// Drives a client state machine with `data` as the server's bytes (with a pre-shared key
+/// when the input's length is odd, so challenges in the server's hello are answered).
 pub fn client(data: &[u8]) {
     let mut now = Duration::ZERO;
     let Ok(mut cli) = ClientConn::new(TestSpec::default_tcp(), "fuzz", now) else { return };
+    if data.len() % 2 == 1
+        && let Ok(key) = Psk::new(FUZZ_KEY.to_vec())
+    {
+        cli = cli.with_psk(key, [5; NONCE_LEN]);
+    }
     let mut input = preamble(PROTOCOL_VERSION).to_vec();
     for chunk in chunks(data) {
         now += Duration::from_millis(u64::from(chunk.first().copied().unwrap_or(0)) * 40);

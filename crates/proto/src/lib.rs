@@ -17,13 +17,16 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod auth;
 pub mod client;
 mod conn;
 pub mod doctor;
 pub mod environment;
 pub mod error;
+pub mod fuzz_seeds;
 pub mod fuzzing;
 pub mod iperf3;
+pub mod limits;
 pub mod results;
 pub mod server;
 pub mod spec;
@@ -38,6 +41,7 @@ mod tests;
 pub use conn::{HANDSHAKE_TIMEOUT, RESULTS_TIMEOUT, RUN_GRACE, STREAMS_TIMEOUT};
 pub use environment::{CpuEnvironment, Environment, Fact, InterfaceEnvironment};
 pub use error::{Blame, ProtoError};
+pub use limits::{LimitKind, Limits, Refusal};
 pub use results::{
     CostSample, CpuTimes, CycleSource, HostCost, IntervalSample, MemoryUse, ProcessCpu,
     SideResults, SocketReport, StreamResult, StreamRole, SystemCpu, TcpInternals,

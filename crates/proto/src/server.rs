@@ -23,6 +23,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
+use crate::auth::{NONCE_LEN, Psk, from_hex, to_hex};
 use crate::conn::{
     Core, Deadline, HANDSHAKE_TIMEOUT, Input, check_version, missing_cap, negotiate, run_deadline,
     streams_deadline, unexpected,
@@ -81,9 +82,17 @@ pub enum AttachError {
     Duplicate(u32),
 }
 
+/// How often a queued client hears `queued` again (it times out after
+/// [`crate::HANDSHAKE_TIMEOUT`] without one).
+pub const QUEUE_HEARTBEAT: Duration = Duration::from_secs(1);
+
 #[derive(Debug)]
 enum State {
     Greeting,
+    AwaitingAuth {
+        software: String,
+        caps: Vec<Capability>,
+    },
     AwaitingRequest {
         software: String,
         caps: Vec<Capability>,
@@ -108,21 +117,39 @@ pub struct ServerConn {
     state: State,
     spec: Option<TestSpec>,
     events: VecDeque<ServerEvent>,
+    /// The client understands `queued`.
+    can_queue: bool,
+    /// The key and the nonce sent in our hello, when clients must authenticate.
+    auth: Option<(Psk, [u8; NONCE_LEN])>,
 }
 
 impl ServerConn {
     /// A new connection; the whole greeting must complete within the handshake timeout.
     pub fn new(software: &str, now: Duration) -> Self {
+        Self::build(software, now, None)
+    }
+
+    /// A new connection whose client must prove it knows `key`, answering the fresh random
+    /// `nonce` (from the driver) that goes out in our hello. Until it does, the only thing
+    /// the client can get is a `refused`.
+    pub fn with_psk(software: &str, now: Duration, key: Psk, nonce: [u8; NONCE_LEN]) -> Self {
+        Self::build(software, now, Some((key, nonce)))
+    }
+
+    fn build(software: &str, now: Duration, auth: Option<(Psk, [u8; NONCE_LEN])>) -> Self {
         let greeting = Deadline::after(
             now,
             HANDSHAKE_TIMEOUT,
             "waiting for the client's hello and test request",
         );
+        let auth_nonce = auth.as_ref().map(|(_, n)| to_hex(n));
         Self {
-            core: Core::new(software, greeting),
+            auth,
+            core: Core::new(software, auth_nonce, greeting),
             state: State::Greeting,
             spec: None,
             events: VecDeque::new(),
+            can_queue: false,
         }
     }
 
@@ -158,9 +185,10 @@ impl ServerConn {
                 self.finish();
                 return Ok(());
             }
-            State::Greeting | State::AwaitingRequest { .. } | State::Deciding => {
-                "before requesting a test"
-            }
+            State::Greeting
+            | State::AwaitingAuth { .. }
+            | State::AwaitingRequest { .. }
+            | State::Deciding => "before requesting a test",
             State::AwaitingStreams { .. } => "while the data streams were connecting",
             State::Running => "during the test",
         };
@@ -205,6 +233,24 @@ impl ServerConn {
         self.state = State::AwaitingStreams { attached: vec![false; n as usize], missing: n };
         self.core.wire.set_max_frame(MAX_FRAME_RESULTS);
         self.core.wire.send(&Message::TestAccepted { cookie: cookie.to_hex() });
+        Ok(())
+    }
+
+    /// True when the client can wait in a queue (it said so in its hello).
+    pub fn can_queue(&self) -> bool {
+        self.can_queue
+    }
+
+    /// Tells the client its pending request waits at `position` (1 = next), about `wait`.
+    /// Call again at least every [`QUEUE_HEARTBEAT`] until `accept` or `refuse`.
+    pub fn queue(&mut self, position: u32, wait: Option<Duration>) -> Result<(), ProtoError> {
+        if !matches!(self.state, State::Deciding) || self.core.failed() || !self.can_queue {
+            return Err(ProtoError::Violation(
+                "queue needs a pending request from a client that can queue".into(),
+            ));
+        }
+        let wait_ms = wait.map(|w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX));
+        self.core.wire.send(&Message::Queued { position, wait_ms });
         Ok(())
     }
 
@@ -298,6 +344,7 @@ impl ServerConn {
             State::AwaitingRequest { .. } if msg == Message::EnvironmentRequest => {
                 self.on_doctor(now)
             }
+            State::AwaitingAuth { .. } => self.on_auth(msg),
             State::AwaitingRequest { .. } => self.on_request(msg),
             State::Deciding => Err(unexpected(&msg, "deciding on the test request")),
             State::AwaitingStreams { .. } => self.on_early(msg),
@@ -318,10 +365,45 @@ impl ServerConn {
     }
 
     fn on_hello(&mut self, msg: Message) -> Result<(), ProtoError> {
-        let Message::Hello { software, capabilities } = msg else {
+        let Message::Hello { software, capabilities, .. } = msg else {
             return Err(unexpected(&msg, "waiting for the client's hello"));
         };
-        self.state = State::AwaitingRequest { software, caps: negotiate(&capabilities) };
+        let caps = negotiate(&capabilities);
+        self.can_queue = caps.contains(&Capability::Queue);
+        self.state = if self.auth.is_some() {
+            State::AwaitingAuth { software, caps }
+        } else {
+            State::AwaitingRequest { software, caps }
+        };
+        Ok(())
+    }
+
+    /// Only a correct `auth` moves on; anything else gets one refusal that says what the
+    /// client lacks, never why a tag was wrong.
+    fn on_auth(&mut self, msg: Message) -> Result<(), ProtoError> {
+        let verified = match (&msg, &self.auth) {
+            (Message::Auth { client_nonce, tag }, Some((key, nonce))) => {
+                let client_nonce = from_hex::<NONCE_LEN>(client_nonce);
+                let tag = from_hex::<32>(tag);
+                matches!((client_nonce, tag), (Some(c), Some(t)) if key.verify(nonce, &c, &t))
+            }
+            _ => false,
+        };
+        if !verified {
+            let why = if matches!(msg, Message::Auth { .. }) {
+                "authentication failed: the client's key is not this server's (--psk-file)"
+            } else {
+                "this server requires a pre-shared key: run the client with --psk-file"
+            };
+            self.refuse(why);
+            return Err(ProtoError::Refused(why.into()));
+        }
+        let State::AwaitingAuth { software, caps } =
+            std::mem::replace(&mut self.state, State::Deciding)
+        else {
+            return Err(ProtoError::Violation("internal: auth outside its state".into()));
+        };
+        self.state = State::AwaitingRequest { software, caps };
         Ok(())
     }
 

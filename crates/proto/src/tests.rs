@@ -310,6 +310,7 @@ fn hello(caps: &[&str]) -> Message {
     Message::Hello {
         software: "raw".into(),
         capabilities: caps.iter().map(|c| c.to_string()).collect(),
+        auth_nonce: None,
     }
 }
 
@@ -432,16 +433,75 @@ fn fuzz_bodies_survive_generated_inputs() {
             .collect();
         inputs.push(noise);
     }
-    for input in &inputs {
-        fuzzing::frame_decoder(input);
-        fuzzing::data_hello(input);
-        fuzzing::server(input);
-        fuzzing::client(input);
-        fuzzing::udp_receiver(input);
-        fuzzing::iperf3_server(input);
-        fuzzing::doctor(input);
+    for (_, seed) in crate::fuzz_seeds::seeds() {
+        inputs.push(seed.clone());
+        for i in (0..seed.len()).step_by(5) {
+            let mut flipped = seed.clone();
+            flipped[i] ^= 0xa5;
+            inputs.push(flipped);
+            inputs.push(seed[..i].to_vec());
+        }
     }
-    assert!(inputs.len() > 1000);
+    for input in &inputs {
+        for (_, body) in fuzzing::TARGETS {
+            body(input);
+        }
+    }
+    assert!(inputs.len() > 2000, "{} inputs", inputs.len());
+}
+
+fn corpus_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus")
+}
+
+/// Every file of the committed corpus (seeds, and whatever fuzzing found and was kept)
+/// through its target's body; every target has a corpus.
+#[test]
+fn fuzz_corpus_replays() {
+    let mut replayed = 0;
+    for (name, body) in fuzzing::TARGETS {
+        let dir = corpus_dir().join(name);
+        let files = std::fs::read_dir(&dir).unwrap_or_else(|e| {
+            panic!("{}: {e}; run the ignored test write_fuzz_seeds", dir.display())
+        });
+        let mut n = 0;
+        for f in files {
+            let input = std::fs::read(f.expect("entry").path()).expect("corpus file");
+            body(&input);
+            n += 1;
+        }
+        assert!(n > 0, "{name} has an empty corpus");
+        replayed += n;
+    }
+    assert!(replayed >= fuzzing::TARGETS.len());
+}
+
+/// Writes the seeds to fuzz/corpus/<target>/seed-N (run once after the protocol changes:
+/// `cargo test -p linerate-proto write_fuzz_seeds -- --ignored`).
+#[test]
+#[ignore = "writes into the source tree"]
+fn write_fuzz_seeds() {
+    let mut count = std::collections::HashMap::new();
+    for (name, seed) in crate::fuzz_seeds::seeds() {
+        let dir = corpus_dir().join(name);
+        std::fs::create_dir_all(&dir).expect("corpus dir");
+        let n = count.entry(name).or_insert(0);
+        std::fs::write(dir.join(format!("seed-{n}")), seed).expect("write seed");
+        *n += 1;
+    }
+}
+
+#[test]
+fn seeds_reach_the_states_they_are_for() {
+    // The keyed seed gets through authentication to a request the driver decides on.
+    let seeds = crate::fuzz_seeds::seeds();
+    let (_, keyed) = seeds.iter().find(|(n, s)| *n == "server_auth" && s[0] == 1).expect("seed");
+    let key = crate::auth::Psk::new(fuzzing::FUZZ_KEY.to_vec()).expect("key");
+    let mut srv = ServerConn::with_psk("s", Duration::ZERO, key, fuzzing::FUZZ_NONCE);
+    let mut input = preamble(PROTOCOL_VERSION).to_vec();
+    input.extend_from_slice(&keyed[1..]);
+    let _ = srv.handle_input(&input, Duration::ZERO);
+    assert!(matches!(srv.poll_event(), Some(ServerEvent::TestRequested { .. })));
 }
 
 #[test]
@@ -465,4 +525,127 @@ fn garbage_gets_one_abort_explaining_why_and_refusal_is_not_followed_by_abort() 
     srv.abort(AbortReason::Other, "after refusal");
     let out = String::from_utf8_lossy(&srv.poll_transmit().expect("refusal")).to_string();
     assert!(out.contains("refused") && !out.contains("after refusal"), "{out}");
+}
+
+/// Shuttles bytes until the server holds a pending request (it is not answered).
+fn pending_request() -> (ClientConn, ServerConn, Duration) {
+    let now = Duration::from_secs(100);
+    let mut c = ClientConn::new(TestSpec::default_tcp(), "c", now).expect("spec");
+    let mut s = ServerConn::new("s", now);
+    for _ in 0..4 {
+        if let Some(b) = c.poll_transmit() {
+            s.handle_input(&b, now).expect("server input");
+        }
+        if let Some(b) = s.poll_transmit() {
+            c.handle_input(&b, now).expect("client input");
+        }
+    }
+    assert!(matches!(s.poll_event(), Some(ServerEvent::TestRequested { .. })));
+    (c, s, now)
+}
+
+#[test]
+fn queued_client_waits_while_heartbeats_arrive_and_times_out_without_them() {
+    let (mut c, mut s, t0) = pending_request();
+    assert!(s.can_queue(), "this crate's client says it can queue");
+    let mut now = t0;
+    for position in [2, 1] {
+        s.queue(position, Some(Duration::from_secs(7))).expect("queue");
+        c.handle_input(&s.poll_transmit().expect("queued frame"), now).expect("client");
+        assert_eq!(
+            c.poll_event(),
+            Some(ClientEvent::Queued { position, wait: Some(Duration::from_secs(7)) })
+        );
+        now += Duration::from_secs(4);
+        c.handle_timeout(now).expect("a heartbeat restarted the deadline");
+    }
+    s.accept(COOKIE, now).expect("accept after waiting");
+    c.handle_input(&s.poll_transmit().expect("accepted"), now).expect("client");
+    assert!(matches!(c.poll_event(), Some(ClientEvent::Accepted { .. })));
+
+    let (mut c, mut s, t0) = pending_request();
+    s.queue(1, None).expect("queue");
+    c.handle_input(&s.poll_transmit().expect("queued"), t0).expect("client");
+    let err = c.handle_timeout(t0 + crate::HANDSHAKE_TIMEOUT).expect_err("no heartbeat");
+    assert!(err.to_string().contains("queue"), "{err}");
+}
+
+#[test]
+fn queue_is_refused_outside_a_pending_request() {
+    let mut s = ServerConn::new("s", Duration::ZERO);
+    assert!(s.queue(1, None).is_err());
+}
+
+fn key(b: u8) -> crate::auth::Psk {
+    crate::auth::Psk::new(vec![b; 32]).expect("key")
+}
+
+/// Runs client and server (each optionally keyed) until quiet; returns both machines'
+/// first errors and whether the server saw a request.
+fn keyed(
+    client_key: Option<u8>,
+    server_key: Option<u8>,
+) -> (Option<ProtoError>, Option<ProtoError>, bool) {
+    let now = Duration::ZERO;
+    let mut c = ClientConn::new(TestSpec::default_tcp(), "c", now).expect("spec");
+    if let Some(k) = client_key {
+        c = c.with_psk(key(k), [9; 32]);
+    }
+    let mut s = match server_key {
+        Some(k) => ServerConn::with_psk("s", now, key(k), [4; 32]),
+        None => ServerConn::new("s", now),
+    };
+    let (mut ce, mut se, mut requested) = (None, None, false);
+    for _ in 0..6 {
+        if let Some(b) = c.poll_transmit() {
+            se = se.or(s.handle_input(&b, now).err());
+        }
+        if let Some(b) = s.poll_transmit() {
+            ce = ce.or(c.handle_input(&b, now).err());
+        }
+        while let Some(ev) = s.poll_event() {
+            requested |= matches!(ev, ServerEvent::TestRequested { .. });
+        }
+    }
+    (ce, se, requested)
+}
+
+#[test]
+fn psk_client_and_server_reach_the_request() {
+    let (ce, se, requested) = keyed(Some(1), Some(1));
+    assert!(ce.is_none() && se.is_none() && requested, "{ce:?} {se:?}");
+    let (ce, se, requested) = keyed(Some(1), None);
+    assert!(ce.is_none() && se.is_none() && requested, "a key the server does not ask for");
+}
+
+#[test]
+fn wrong_or_missing_key_gets_only_a_refusal() {
+    let (ce, se, requested) = keyed(Some(2), Some(1));
+    assert!(!requested, "no request reaches the driver");
+    assert!(matches!(se, Some(ProtoError::Refused(ref m)) if m.contains("authentication failed")));
+    assert!(matches!(ce, Some(ProtoError::Refused(ref m)) if m.contains("authentication failed")));
+    let (ce, _, requested) = keyed(None, Some(1));
+    assert!(!requested);
+    assert!(matches!(ce, Some(ProtoError::Refused(ref m)) if m.contains("--psk-file")), "{ce:?}");
+}
+
+#[test]
+fn a_request_without_auth_or_a_replayed_tag_is_refused() {
+    let mut srv = ServerConn::with_psk("s", Duration::ZERO, key(1), [4; 32]);
+    let bytes =
+        raw_peer(&[hello(&["tcp"]), Message::TestRequest { spec: TestSpec::default_tcp() }]);
+    let err = srv.handle_input(&bytes, Duration::ZERO).expect_err("refused");
+    assert!(err.to_string().contains("requires a pre-shared key"), "{err}");
+    assert!(srv.poll_event().is_none());
+    // A tag made for another server nonce (a recording from another connection).
+    let old = key(1).tag(&[5; 32], &[9; 32]);
+    let replay = Message::Auth {
+        client_nonce: crate::auth::to_hex(&[9; 32]),
+        tag: crate::auth::to_hex(&old),
+    };
+    let mut srv = ServerConn::with_psk("s", Duration::ZERO, key(1), [4; 32]);
+    let err = srv.handle_input(&raw_peer(&[hello(&["tcp"]), replay]), Duration::ZERO);
+    assert!(err.expect_err("replay").to_string().contains("authentication failed"));
+    let out = String::from_utf8_lossy(&srv.poll_transmit().expect("bytes")).to_string();
+    assert!(out.contains("\"auth_nonce\":\"0404") && out.contains("refused"), "{out}");
 }

@@ -209,6 +209,8 @@ pub struct ServerArgs {
     /// Exit after one test.
     #[arg(short = '1', long = "one-off")]
     pub one_off: bool,
+    #[command(flatten)]
+    pub limits: super::server_args::LimitArgs,
 }
 
 /// `linerate selftest`.
@@ -352,6 +354,25 @@ pub enum DirectionArg {
     Bidir,
 }
 
+impl From<ProtocolArg> for linerate_proto::Protocol {
+    fn from(p: ProtocolArg) -> Self {
+        match p {
+            ProtocolArg::Tcp => Self::Tcp,
+            ProtocolArg::Udp => Self::Udp,
+        }
+    }
+}
+
+impl From<DirectionArg> for linerate_proto::Direction {
+    fn from(d: DirectionArg) -> Self {
+        match d {
+            DirectionArg::Send => Self::Upload,
+            DirectionArg::Recv => Self::Download,
+            DirectionArg::Bidir => Self::Bidirectional,
+        }
+    }
+}
+
 /// Addressing flags shared by client and server.
 #[derive(Debug, Args)]
 pub struct NetArgs {
@@ -370,6 +391,11 @@ pub struct NetArgs {
     /// JSON output (client: one document at the end, see docs/JSON.md; server: one line per event).
     #[arg(short = 'J', long = "json")]
     pub json: bool,
+    /// Pre-shared key file (at least 16 bytes; e.g. `head -c 32 /dev/urandom | base64`).
+    /// Server: native clients must prove they know it (HMAC challenge) and iperf3 clients are
+    /// refused. Client: answer a server that requires it.
+    #[arg(long = "psk-file", value_name = "FILE")]
+    pub psk_file: Option<std::path::PathBuf>,
     /// With -J on a client: `linerate` (default, docs/JSON.md) or `iperf3` (shaped like iperf3 -J).
     #[arg(
         long = "json-format",
@@ -491,11 +517,11 @@ fn percent(s: &str) -> Result<f64, String> {
     Ok(v)
 }
 
-fn seconds(s: &str) -> Result<Duration, String> {
+pub(super) fn seconds(s: &str) -> Result<Duration, String> {
     units::parse_seconds(s).map_err(|e| e.to_string())
 }
 
-fn size(s: &str) -> Result<ByteCount, String> {
+pub(super) fn size(s: &str) -> Result<ByteCount, String> {
     units::parse_size(s).map_err(|e| e.to_string())
 }
 
@@ -504,7 +530,7 @@ fn optional_size(s: &str) -> Result<Option<ByteCount>, String> {
     if s.eq_ignore_ascii_case("default") { Ok(None) } else { size(s).map(Some) }
 }
 
-fn rate(s: &str) -> Result<Bitrate, String> {
+pub(super) fn rate(s: &str) -> Result<Bitrate, String> {
     units::parse_rate(s).map_err(|e| e.to_string())
 }
 

@@ -3,11 +3,12 @@
 
 use std::time::Duration;
 
-use linerate_proto::{Direction, EndCondition, Protocol, TestSpec};
+use linerate_proto::{Direction, EndCondition, Limits, Protocol, TestSpec};
 
+use super::server_args::Policy;
 use crate::cli::args::{
-    CampaignArgs, Cli, Command, CompatArgs, DbArgs, DirectionArg, DoctorArgs, GateArgs,
-    GenerateWhat, JsonFormat, MatrixArgs, NetArgs, ProtocolArg, StoreArgs, TestArgs,
+    CampaignArgs, Cli, Command, CompatArgs, DbArgs, DoctorArgs, GateArgs, GenerateWhat, JsonFormat,
+    MatrixArgs, NetArgs, StoreArgs, TestArgs,
 };
 use crate::plan::campaign::{self, CampaignRun};
 use crate::plan::matrix::{AxisValue, MatrixPlan, MatrixRun};
@@ -45,7 +46,11 @@ pub(super) fn to_plan(cli: Cli) -> Result<Plan, String> {
         Some(Command::Compare { a, b, db }) => {
             history(&db, HistoryCommand::Compare(history_ref(&a)?, history_ref(&b)?))
         }
-        Some(Command::Server(a)) => Ok(Plan::Server(server_plan(&a.net, a.one_off)?)),
+        Some(Command::Server(a)) => Ok(Plan::Server(server_plan(
+            &a.net,
+            a.one_off,
+            a.limits.policy(a.net.psk_file.as_ref())?,
+        )?)),
         Some(Command::Selftest(a)) => {
             let net = NetArgs {
                 port: 0,
@@ -54,6 +59,7 @@ pub(super) fn to_plan(cli: Cli) -> Result<Plan, String> {
                 ipv6: false,
                 json: a.json,
                 json_format: JsonFormat::Linerate,
+                psk_file: None,
             };
             client_plan("127.0.0.1".into(), &net, &a.test, SELFTEST_TIME).map(Plan::Selftest)
         }
@@ -113,25 +119,8 @@ fn matrix_plan(a: MatrixArgs) -> Result<(ClientPlan, MatrixPlan, MatrixRun), Str
         a.parallel.iter().map(|p| AxisValue::Parallel(*p)).collect(),
         a.window.iter().map(|w| AxisValue::Window(w.map(|w| w.bytes()))).collect(),
         lengths?,
-        a.protocol
-            .iter()
-            .map(|p| {
-                AxisValue::Protocol(match p {
-                    ProtocolArg::Tcp => Protocol::Tcp,
-                    ProtocolArg::Udp => Protocol::Udp,
-                })
-            })
-            .collect(),
-        a.direction
-            .iter()
-            .map(|d| {
-                AxisValue::Direction(match d {
-                    DirectionArg::Send => Direction::Upload,
-                    DirectionArg::Recv => Direction::Download,
-                    DirectionArg::Bidir => Direction::Bidirectional,
-                })
-            })
-            .collect(),
+        a.protocol.iter().map(|p| AxisValue::Protocol((*p).into())).collect(),
+        a.direction.iter().map(|d| AxisValue::Direction((*d).into())).collect(),
     ];
     let plan = MatrixPlan {
         axes,
@@ -223,6 +212,7 @@ fn history_ref(s: &str) -> Result<HistoryRef, String> {
 /// embedded loopback server — the seeds' first tier in a few seconds.
 pub(super) fn default_methodology() -> Plan {
     let mut base = ClientPlan {
+        psk: None,
         host: "127.0.0.1".into(),
         port: 0,
         spec: TestSpec {
@@ -264,7 +254,15 @@ fn random_seed() -> u64 {
 
 fn compat_plan(c: CompatArgs) -> Result<Plan, String> {
     if c.server {
-        return Ok(Plan::Server(server_plan(&c.net, c.one_off)?));
+        let settings = crate::plan::server::ServerSettings {
+            psk_file: c.net.psk_file.clone(),
+            ..Default::default()
+        };
+        return Ok(Plan::Server(server_plan(
+            &c.net,
+            c.one_off,
+            Policy { limits: Limits::default(), access: settings.access()?, json_log: false },
+        )?));
     }
     match c.client {
         Some(host) => client_plan(host, &c.net, &c.test, DEFAULT_TIME).map(Plan::Client),
@@ -276,6 +274,7 @@ fn compat_plan(c: CompatArgs) -> Result<Plan, String> {
                 ipv6: false,
                 json: c.net.json,
                 json_format: c.net.json_format,
+                psk_file: None,
             };
             client_plan("127.0.0.1".into(), &net, &c.test, SELFTEST_TIME).map(Plan::Selftest)
         }
@@ -299,6 +298,7 @@ fn doctor_plan(a: DoctorArgs) -> Result<DoctorPlan, String> {
         json: a.net.json,
         link_bits_per_second: a.link_speed.map(|r| r.bits_per_second()),
         connect_timeout: Duration::from_secs(5),
+        psk: a.net.psk_file.as_deref().map(crate::plan::server::read_psk).transpose()?,
     })
 }
 
@@ -318,7 +318,7 @@ fn output(net: &NetArgs) -> OutputFormat {
     }
 }
 
-fn server_plan(net: &NetArgs, one_off: bool) -> Result<ServerPlan, String> {
+fn server_plan(net: &NetArgs, one_off: bool, policy: Policy) -> Result<ServerPlan, String> {
     if let Some(ip) = net.bind
         && !family(net).allows(&ip)
     {
@@ -329,7 +329,9 @@ fn server_plan(net: &NetArgs, one_off: bool) -> Result<ServerPlan, String> {
         bind: net.bind,
         family: family(net),
         one_off,
-        output: output(net),
+        output: if policy.json_log { OutputFormat::Json } else { output(net) },
+        limits: policy.limits,
+        access: policy.access,
     })
 }
 
@@ -352,7 +354,9 @@ fn client_plan(
     if t.connect_timeout.is_zero() {
         return Err("--connect-timeout must be more than 0 s".into());
     }
+    let psk = net.psk_file.as_deref().map(crate::plan::server::read_psk).transpose()?;
     Ok(ClientPlan {
+        psk,
         host,
         port: net.port,
         spec,

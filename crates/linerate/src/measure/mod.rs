@@ -10,6 +10,7 @@
 pub mod cost;
 pub mod counters;
 pub mod host;
+pub mod liveness;
 pub mod procfs;
 pub mod sys;
 pub mod udp_sys;

@@ -148,6 +148,7 @@ impl Tier {
             ..TestSpec::default_tcp()
         };
         ClientPlan {
+            psk: None,
             host: self.target.host.clone(),
             port: self.target.port,
             spec,
@@ -321,7 +322,7 @@ fn millis(d: std::time::Duration) -> u64 {
 }
 
 /// 1-based line and column (in characters) of byte `offset`.
-fn line_col(text: &str, offset: usize) -> (usize, usize) {
+pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let offset = offset.min(text.len());
     let before = text.get(..offset).unwrap_or(text);
     let line = before.matches('\n').count() + 1;
@@ -331,7 +332,7 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
 
 /// toml's message, rewritten where we can say more: unknown keys get the table they are in
 /// and the nearest known key; value errors get the key they belong to.
-fn explain(text: &str, e: &toml::de::Error) -> String {
+pub(crate) fn explain(text: &str, e: &toml::de::Error) -> String {
     let msg = e.message().trim().to_string();
     let offset = e.span().map_or(0, |s| s.start);
     if let Some(rest) = msg.strip_prefix("unknown field `") {

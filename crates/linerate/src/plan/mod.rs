@@ -13,6 +13,7 @@ pub mod campaign_de;
 pub mod matrix;
 pub mod pmtu;
 pub mod search;
+pub mod server;
 
 /// Default UDP rate per stream, as iperf3's (bit/s): low enough to be safe on any path.
 pub const DEFAULT_UDP_RATE: u64 = 1 << 20;
@@ -59,6 +60,8 @@ pub enum OutputFormat {
 /// Run one test against a server.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClientPlan {
+    /// The server's pre-shared key (`--psk-file`), for servers that require one.
+    pub psk: Option<linerate_proto::auth::Psk>,
     /// Server host name or address.
     pub host: String,
     /// Server port.
@@ -162,6 +165,10 @@ pub struct ServerPlan {
     pub one_off: bool,
     /// Print one JSON line per finished test instead of text.
     pub output: OutputFormat,
+    /// What clients may ask for.
+    pub limits: linerate_proto::Limits,
+    /// Who may connect.
+    pub access: server::Access,
 }
 
 /// Print generated documentation.
@@ -224,4 +231,6 @@ pub struct DoctorPlan {
     pub link_bits_per_second: Option<u64>,
     /// How long to wait for the connection.
     pub connect_timeout: Duration,
+    /// The server's pre-shared key (`--psk-file`), for servers that require one.
+    pub psk: Option<linerate_proto::auth::Psk>,
 }

@@ -52,6 +52,14 @@ impl<W: Write> Observer for LivePrinter<W> {
             ),
             LiveEvent::Interval(rows) => write_interval(&mut self.out, &p, rows),
             LiveEvent::Notice(text) => writeln!(self.out, "{p}{text}"),
+            LiveEvent::Queued { position, wait } => {
+                let wait =
+                    wait.map_or("unknown".to_string(), |w| format!("about {} s", w.as_secs()));
+                writeln!(
+                    self.out,
+                    "{p}Queued: the server runs one test at a time; position {position}, wait {wait}"
+                )
+            }
         };
         let _ = self.out.flush();
     }
@@ -410,7 +418,7 @@ pub fn render_server_note(note: &ServerNote, out: &mut dyn Write) -> std::io::Re
         ServerNote::TestAccepted { test, peer, client, spec } => {
             writeln!(out, "[test {test}] {peer} ({client}): accepted: {}", describe_spec(spec))
         }
-        ServerNote::TestEnded { test, peer, server, error, .. } => {
+        ServerNote::TestEnded { test, peer, server, error, summary, .. } => {
             let mut parts = Vec::new();
             for s in server
                 .iter()
@@ -433,10 +441,13 @@ pub fn render_server_note(note: &ServerNote, out: &mut dyn Write) -> std::io::Re
                 None => "done".to_string(),
                 Some(e) => format!("FAILED: {e}"),
             };
+            let what = summary.spec.as_ref().map(describe_spec).unwrap_or_default();
             writeln!(
                 out,
-                "[test {test}] {peer}: {status}; {}",
-                if parts.is_empty() { "no data".into() } else { parts.join(", ") }
+                "[test {test}] {peer}: {status}; {}; {} ({what}) held {:.1} s",
+                if parts.is_empty() { "no data".into() } else { parts.join(", ") },
+                summary.software,
+                summary.seconds
             )
         }
         ServerNote::DoctorAnswered { peer, client } => {
@@ -444,6 +455,10 @@ pub fn render_server_note(note: &ServerNote, out: &mut dyn Write) -> std::io::Re
         }
         ServerNote::Rejected { peer, reason } => {
             writeln!(out, "connection from {peer} dropped: {reason}")
+        }
+        ServerNote::Suppressed { count } => {
+            let max = crate::session::log_limit::PER_SECOND;
+            writeln!(out, "{count} more dropped connection(s) not logged (at most {max} a second)")
         }
         ServerNote::ShuttingDown { signal, running } => {
             writeln!(out, "Shutting down on {signal}: telling {running} running test(s) why")

@@ -19,7 +19,7 @@ use crate::record::{Outcome, RunRecord, SCHEMA_VERSION, unix_ms_now};
 use crate::session::udp::{Handshake, connect_stream};
 use crate::session::{
     Clock, ControlChannel, End, Interrupt, LiveEvent, NO_PROGRESS_TIMEOUT, Observer, Recv,
-    SOFTWARE, StreamSet, wait_for_input,
+    SOFTWARE, StreamSet, random_nonce, wait_for_input,
 };
 
 /// Runs one test as described by `plan`. Never panics on peer behaviour; errors end up in
@@ -90,6 +90,9 @@ impl<'p> ClientRun<'p> {
         let mut ctrl = ControlChannel::new(stream)?;
         let clock = Clock::new();
         let mut conn = ClientConn::new(spec, SOFTWARE, clock.now())?;
+        if let Some(key) = &self.plan.psk {
+            conn = conn.with_psk(key.clone(), random_nonce()?);
+        }
         let mut loop_state = LoopState::default();
         let result =
             self.pump(&mut ctrl, &mut conn, &clock, &mut loop_state, server, observer, interrupt);
@@ -179,6 +182,9 @@ impl<'p> ClientRun<'p> {
                     s.end_signalled();
                 }
                 self.record.server_results = Some(*r);
+            }
+            ClientEvent::Queued { position, wait } => {
+                observer.on_event(LiveEvent::Queued { position, wait });
             }
             ClientEvent::Finished => {}
         }

@@ -1,10 +1,14 @@
-//! A blocking control connection with bounded waits.
+//! A blocking control connection with bounded waits, and kernel-level dead-peer detection
+//! (keepalive + `TCP_USER_TIMEOUT`, see `measure::liveness`) so a peer whose link vanished
+//! ends the session within seconds rather than at the test's own deadline.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+
+use crate::measure::liveness;
 
 /// What one bounded read produced.
 #[derive(Debug)]
@@ -28,10 +32,12 @@ pub struct ControlChannel {
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl ControlChannel {
-    /// Wraps a connected stream (sets TCP_NODELAY and a write timeout).
+    /// Wraps a connected stream (sets TCP_NODELAY, a write timeout and dead-peer detection).
     pub fn new(stream: TcpStream) -> Result<Self> {
         stream.set_nodelay(true).context("cannot set TCP_NODELAY on the control connection")?;
         stream.set_write_timeout(Some(WRITE_TIMEOUT)).context("cannot set a write timeout")?;
+        liveness::watch_control(&stream)
+            .context("cannot set keepalive on the control connection")?;
         Ok(Self { stream, buf: vec![0u8; 64 * 1024] })
     }
 
@@ -53,6 +59,11 @@ impl ControlChannel {
         match self.stream.read(&mut self.buf) {
             Ok(0) => Ok(Recv::Eof),
             Ok(n) => Ok(Recv::Data(&self.buf[..n])),
+            Err(e) if liveness::is_peer_dead(&e) => Err(anyhow::anyhow!(
+                "the peer stopped answering on the control connection for {} s \
+                 (its host or link went away)",
+                liveness::CONTROL_DEAD_AFTER.as_secs()
+            )),
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
                 Ok(Recv::Idle)
             }

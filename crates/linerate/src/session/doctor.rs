@@ -61,7 +61,7 @@ pub fn examine(plan: &DoctorPlan, host: &str) -> (Environment, RemoteFacts) {
     };
     let local_ip = stream.local_addr().ok().map(|a| a.ip());
     let local = local_environment(local_ip);
-    if let Err(e) = converse(stream, addr, &local, &mut facts) {
+    if let Err(e) = converse(stream, addr, plan.psk.as_ref(), &local, &mut facts) {
         let why = format!("{e:#}");
         if facts.software.value().is_none() {
             facts.software = Fact::na(why.clone());
@@ -101,12 +101,16 @@ fn connect(plan: &DoctorPlan, host: &str) -> Result<(TcpStream, SocketAddr)> {
 fn converse(
     stream: TcpStream,
     server: SocketAddr,
+    psk: Option<&linerate_proto::auth::Psk>,
     local: &Environment,
     facts: &mut RemoteFacts,
 ) -> Result<()> {
     let mut ctrl = ControlChannel::new(stream)?;
     let clock = Clock::new();
     let mut conn = DoctorConn::new(SOFTWARE, clock.now());
+    if let Some(key) = psk {
+        conn = conn.with_psk(key.clone(), crate::session::random_nonce()?);
+    }
     let Some(DoctorEvent::Environment { server_software, environment }) =
         pump(&mut ctrl, &mut conn, &clock)?
     else {

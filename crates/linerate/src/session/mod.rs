@@ -5,17 +5,21 @@
 //! every protocol decision. Drivers do not print: live progress goes to an [`Observer`], which
 //! the caller connects to a renderer in `report/`.
 
+mod admission;
 pub mod campaign;
 pub mod client;
 mod control;
 pub mod doctor;
 mod doctor_echo;
 pub mod iperf3;
+pub mod log_limit;
 pub mod matrix;
+mod native;
 mod served;
 pub mod server;
 mod signals;
 pub mod streams;
+pub mod test_log;
 pub mod udp;
 mod udp_stream;
 
@@ -79,6 +83,13 @@ pub enum LiveEvent<'a> {
     Interval(&'a [IntervalRow]),
     /// A notice worth a line (e.g. "interrupted: stopping early").
     Notice(&'a str),
+    /// The server queued the test (`--exclusive`): where it waits and for about how long.
+    Queued {
+        /// 1 = next to run.
+        position: u32,
+        /// The server's estimate, if it has one.
+        wait: Option<Duration>,
+    },
 }
 
 /// Receives live events (the text renderer prints them; JSON mode ignores them).
@@ -125,4 +136,11 @@ pub(crate) fn wait_for_input<'c>(
         return ctrl.recv(wait);
     }
     ctrl.recv(wait_until(deadlines, cap))
+}
+
+/// A fresh random nonce for the pre-shared-key challenge (`linerate_proto::auth`).
+pub(crate) fn random_nonce() -> anyhow::Result<[u8; linerate_proto::auth::NONCE_LEN]> {
+    let mut n = [0u8; linerate_proto::auth::NONCE_LEN];
+    getrandom::getrandom(&mut n).map_err(|e| anyhow::anyhow!("no randomness for a nonce: {e}"))?;
+    Ok(n)
 }

@@ -1,18 +1,22 @@
-//! One test as the server sees it, whatever protocol the client speaks: its number, its
-//! streams, both ends' results, the no-progress watchdog, how many other tests overlapped it,
-//! and the notes that open and close it. The native session (`server.rs`) and the iperf3
-//! session (`iperf3/server.rs`) each own one and differ only in their control protocol.
+//! One test as the server sees it, whatever protocol the client speaks: its admission (the
+//! per-address place it holds until then, its queue ticket, its slot and requested rate), its
+//! number, its streams, both ends' results, the watchdog (no progress, `--max-bytes`,
+//! `--max-duration`), how many other tests overlapped it, and the notes that open and close
+//! it. The native session (`native.rs`) and the iperf3 session (`iperf3/server.rs`) each own
+//! one and differ only in their control protocol. Nothing here touches the data path: the
+//! watchdog reads the counters the sampler already keeps.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
-use linerate_proto::{ProtoError, SideResults, TestSpec};
+use linerate_proto::limits::requested_rate;
+use linerate_proto::{ProtoError, RUN_GRACE, Refusal, SideResults, TestSpec};
 
-use crate::session::server::{ServerNote, Shared};
-use crate::session::{
-    Clock, ControlChannel, NO_PROGRESS_TIMEOUT, Recv, SOFTWARE, StreamSet, wait_for_input,
-};
+use crate::session::admission::{Expected, Pending, Place, Ticket};
+use crate::session::server::{Admitted, ServerNote, Shared};
+use crate::session::test_log::TestLogLine;
+use crate::session::{Clock, ControlChannel, Recv, SOFTWARE, StreamSet, wait_for_input};
 
 /// A served test's state.
 pub(crate) struct ServedTest<'a> {
@@ -26,11 +30,23 @@ pub(crate) struct ServedTest<'a> {
     progress: (Instant, u64),
     /// The most other tests seen running at once during this one.
     overlap: u32,
+    /// Counts this connection against its address until the test is admitted.
+    pending: Option<Pending>,
+    /// Its place in the exclusive queue while it waits.
+    ticket: Option<Ticket>,
+    /// Lets its data connections past the per-address cap until the test starts.
+    expected: Option<Expected>,
+    /// For the log line: the client's software, its spec and when it was admitted.
+    software: String,
+    spec: Option<TestSpec>,
+    admitted: Instant,
+    /// The rate it asked for, counted against `--max-total-bitrate` while it runs.
+    rate: u64,
 }
 
 impl<'a> ServedTest<'a> {
     /// A connection from `peer` that has not asked for a test yet.
-    pub(crate) fn new(shared: &'a Shared, peer: SocketAddr) -> Self {
+    pub(crate) fn new(shared: &'a Shared, peer: SocketAddr, pending: Pending) -> Self {
         Self {
             shared,
             test: 0,
@@ -40,13 +56,42 @@ impl<'a> ServedTest<'a> {
             client_results: None,
             progress: (Instant::now(), 0),
             overlap: 0,
+            pending: Some(pending),
+            ticket: None,
+            expected: None,
+            software: String::new(),
+            spec: None,
+            admitted: Instant::now(),
+            rate: 0,
         }
     }
 
-    /// The test is accepted: numbers it, keeps its streams and says so.
+    /// Checks the request against the server's limits and takes a slot (numbering the test)
+    /// before anything is allocated for it; or, for a client that `can_queue` on an exclusive
+    /// server, returns its place in the queue (call again until it runs).
+    pub(crate) fn admit(
+        &mut self,
+        spec: &TestSpec,
+        can_queue: bool,
+    ) -> Result<Option<Place>, Refusal> {
+        match self.shared.admit(spec, self.peer.ip(), &mut self.ticket, can_queue)? {
+            Admitted::Run(test) => {
+                self.test = test;
+                self.rate = requested_rate(spec).unwrap_or(0);
+                self.admitted = Instant::now();
+                self.pending = None;
+                Ok(None)
+            }
+            Admitted::Wait(place) => Ok(Some(place)),
+        }
+    }
+
+    /// The admitted test is accepted: keeps its streams and says so.
     pub(crate) fn begin(&mut self, streams: StreamSet, client: String, spec: TestSpec) {
         self.streams = Some(streams);
-        self.test = self.shared.begin_test();
+        let adm = &self.shared.admission;
+        self.expected = Some(adm.expect(self.peer.ip(), spec.connection_count()));
+        (self.software, self.spec) = (client.clone(), Some(spec.clone()));
         (self.shared.notes)(&ServerNote::TestAccepted {
             test: self.test,
             peer: self.peer,
@@ -55,8 +100,14 @@ impl<'a> ServedTest<'a> {
         });
     }
 
+    /// Seconds since the test was admitted.
+    pub(crate) fn held(&self) -> f64 {
+        self.admitted.elapsed().as_secs_f64()
+    }
+
     /// Every stream is attached: starts them.
     pub(crate) fn start(&mut self) {
+        self.expected = None;
         self.note_overlap();
         let now = self.streams.as_mut().map_or_else(Instant::now, StreamSet::start);
         self.progress = (now, 0);
@@ -83,11 +134,19 @@ impl<'a> ServedTest<'a> {
         let now = Instant::now();
         streams.sample(now, false);
         let total = streams.total_bytes();
+        let limits = &self.shared.admission.limits;
+        let ran = streams.started().map_or(Duration::ZERO, |t| now.saturating_duration_since(t));
+        if let Some(r) = limits.bytes_exceeded(total).or(limits.duration_exceeded(ran, RUN_GRACE)) {
+            bail!("{r}");
+        }
         if total != self.progress.1 {
             self.progress = (now, total);
-        } else if !streams.all_done() && now.duration_since(self.progress.0) >= NO_PROGRESS_TIMEOUT
+        } else if !streams.all_done() && now.duration_since(self.progress.0) >= limits.idle_timeout
         {
-            bail!("no data moved on any stream for {} s", NO_PROGRESS_TIMEOUT.as_secs());
+            bail!(
+                "no data moved on any stream for {:.1} s (--idle-timeout)",
+                limits.idle_timeout.as_secs_f64()
+            );
         }
         Ok(())
     }
@@ -117,13 +176,21 @@ impl<'a> ServedTest<'a> {
             }
             return;
         }
-        self.shared.end_test();
+        self.shared.end_test(self.rate);
+        let summary = TestLogLine::new(
+            std::mem::take(&mut self.software),
+            self.spec.take(),
+            self.held(),
+            self.server_results.as_ref(),
+            result.is_err(),
+        );
         (self.shared.notes)(&ServerNote::TestEnded {
             test: self.test,
             peer: self.peer,
             server: self.server_results.take(),
             client: self.client_results.take(),
             error: result.err().map(|e| format!("{e:#}")),
+            summary,
         });
     }
 }

@@ -10,32 +10,39 @@
 //! cookie registries, so tests from different clients are isolated: own streams, own counters,
 //! own results — and unlike iperf3, several iperf3 clients are served at once.
 //!
+//! Admission happens in layers, cheapest first, so an abuser spends his resources before the
+//! server spends its own: a per-address cap on unidentified connections before a thread is
+//! started (`admission.rs`), one overall deadline for the first bytes ([`read_by`]), the
+//! protocol's handshake deadline, then the operator's limits, slots and exclusive queue
+//! ([`Shared::admit`]) before anything is allocated for a test. The native session is in
+//! `native.rs`, the iperf3 one in `iperf3/server.rs`.
+//!
 //! On SIGINT/SIGTERM the accept loop stops, every running session sends `abort` with reason
 //! `server_shutdown` to its client, and the server exits within [`SHUTDOWN_GRACE`].
 
 use std::collections::HashMap;
-use std::io::Read;
+use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, Sender, TryRecvError, channel};
+use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use linerate_proto::iperf3::COOKIE_LEN;
-use linerate_proto::server::{ServerConn, ServerEvent};
-use linerate_proto::wire::{
-    AbortReason, CONTROL_MAGIC, Cookie, DATA_HELLO_LEN, DATA_MAGIC, DataHello,
-};
-use linerate_proto::{ProtoError, SideResults, TestSpec};
+use linerate_proto::limits::requested_rate;
+use linerate_proto::wire::{CONTROL_MAGIC, DATA_HELLO_LEN, DATA_MAGIC, DataHello};
+use linerate_proto::{LimitKind, Refusal, SideResults, TestSpec};
 use socket2::{Domain, Socket, Type};
 
 use crate::measure::sys;
+use crate::plan::server::Access;
 use crate::plan::{Family, ServerPlan};
-use crate::session::served::ServedTest;
+use crate::session::Interrupt;
+use crate::session::admission::{Admission, Pending, Place, Ticket};
+use crate::session::log_limit::{LogLimit, Verdict};
 use crate::session::udp::UdpAcceptor;
-use crate::session::{Clock, ControlChannel, End, Interrupt, SOFTWARE, StreamSet};
 
 /// How long a new connection has to send its first 8 bytes.
 pub const CLASSIFY_TIMEOUT: Duration = Duration::from_secs(2);
@@ -74,6 +81,8 @@ pub enum ServerNote {
         client: Option<SideResults>,
         /// Why it failed, if it did.
         error: Option<String>,
+        /// The one-line summary: who, what, how much, how it ended.
+        summary: crate::session::test_log::TestLogLine,
     },
     /// A doctor (`linerate doctor HOST`) was sent this server's environment.
     DoctorAnswered {
@@ -88,6 +97,11 @@ pub enum ServerNote {
         peer: SocketAddr,
         /// Why.
         reason: String,
+    },
+    /// More connections were dropped than the log shows (see `log_limit.rs`).
+    Suppressed {
+        /// How many drop lines were not written.
+        count: u64,
     },
     /// Shutting down.
     ShuttingDown {
@@ -109,14 +123,14 @@ pub(crate) enum DataSock {
     Udp(SocketAddr),
 }
 
-type DataConn = (u32, DataSock);
+pub(crate) type DataConn = (u32, DataSock);
 
 /// An iperf3 data connection and its place in the server's accept order.
 pub(crate) type Iperf3Conn = (u64, TcpStream);
 
 /// What every session of one server shares.
 pub(crate) struct Shared {
-    registry: Mutex<HashMap<[u8; 16], Sender<DataConn>>>,
+    pub(crate) registry: Mutex<HashMap<[u8; 16], Sender<DataConn>>>,
     pub(crate) iperf3: Mutex<HashMap<[u8; COOKIE_LEN], Sender<Iperf3Conn>>>,
     /// iperf3 UDP tests opening their streams, by client address.
     pub(crate) iperf3_udp: Mutex<HashMap<IpAddr, Sender<SocketAddr>>>,
@@ -125,8 +139,15 @@ pub(crate) struct Shared {
     next_test: AtomicU64,
     /// Tests accepted and not yet ended.
     active_tests: AtomicU32,
+    /// The requested rates of those tests, summed (for `--max-total-bitrate`).
+    committed_bps: AtomicU64,
     /// Why UDP tests cannot be served, if they cannot.
     udp_unavailable: Option<String>,
+    /// The operator's limits and per-address counts.
+    pub(crate) admission: Arc<Admission>,
+    /// Who may connect (allow-list, pre-shared key).
+    pub(crate) access: Access,
+    log_limit: LogLimit,
     /// The listening port (UDP streams use the same number).
     pub(crate) port: u16,
     pub(crate) notes: NoteSink,
@@ -141,15 +162,25 @@ impl Shared {
         })
     }
 
-    /// Numbers a new test and counts it as running.
-    pub(crate) fn begin_test(&self) -> u64 {
-        self.active_tests.fetch_add(1, Ordering::SeqCst);
-        self.next_test.fetch_add(1, Ordering::SeqCst)
+    /// A numbered test that asked for `rate` bit/s in total ended.
+    pub(crate) fn end_test(&self, rate: u64) {
+        self.active_tests.fetch_sub(1, Ordering::SeqCst);
+        self.committed_bps.fetch_sub(rate, Ordering::SeqCst);
     }
 
-    /// A numbered test ended.
-    pub(crate) fn end_test(&self) {
-        self.active_tests.fetch_sub(1, Ordering::SeqCst);
+    /// Counts `spec`'s requested rate against `--max-total-bitrate`, or says why not.
+    fn commit_rate(&self, spec: &TestSpec) -> Result<(), Refusal> {
+        let limits = &self.admission.limits;
+        let asked = requested_rate(spec);
+        let rate = asked.unwrap_or(0);
+        self.committed_bps
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |used| {
+                limits.total_rate_refusal(used, asked).is_none().then_some(used + rate)
+            })
+            .map(|_| ())
+            .map_err(|used| {
+                limits.total_rate_refusal(used, asked).unwrap_or_else(|| busy_fallback(0))
+            })
     }
 
     /// How many other tests run now, besides the caller's.
@@ -174,19 +205,86 @@ impl Shared {
         }
     }
 
-    /// Why this server cannot run `spec`, if it cannot.
-    pub(crate) fn refusal(&self, spec: &TestSpec) -> Option<String> {
+    /// Admits a requested test, queues it (`--exclusive`, for clients that can wait) or says
+    /// why not: the protocol the server can serve and the operator's limits (pure checks and
+    /// the client's rate on the first call, then the slots). A running test is numbered and
+    /// counted until [`Shared::end_test`]. Call again with the same `ticket` while it waits.
+    pub(crate) fn admit(
+        &self,
+        spec: &TestSpec,
+        peer: IpAddr,
+        ticket: &mut Option<Ticket>,
+        can_queue: bool,
+    ) -> Result<Admitted, Refusal> {
+        let adm = &self.admission;
+        let now = Instant::now();
+        if ticket.is_none() {
+            self.check_request(spec)?;
+            adm.take_test_token(peer, now)?;
+        }
+        let my_turn = match ticket {
+            Some(t) => adm.is_next(t),
+            None => adm.queue_empty(),
+        };
+        let slot = if my_turn { self.take_slot() } else { Err(u32::MAX) };
+        match slot {
+            Ok(()) => {
+                if let Err(r) = self.commit_rate(spec) {
+                    self.active_tests.fetch_sub(1, Ordering::SeqCst);
+                    return Err(r);
+                }
+                *ticket = None;
+                adm.running(expected_length(spec), now);
+                Ok(Admitted::Run(self.next_test.fetch_add(1, Ordering::SeqCst)))
+            }
+            Err(running) if !adm.limits.exclusive || (ticket.is_none() && !can_queue) => {
+                Err(adm.limits.busy(running).unwrap_or_else(|| busy_fallback(running)))
+            }
+            Err(_) => {
+                let t = match ticket.take() {
+                    Some(t) => t,
+                    None => adm.join_queue(expected_length(spec))?,
+                };
+                Ok(Admitted::Wait(adm.place(ticket.insert(t), now)))
+            }
+        }
+    }
+
+    /// The checks that need no state: what this server can serve and its limits.
+    fn check_request(&self, spec: &TestSpec) -> Result<(), Refusal> {
         if spec.protocol == linerate_proto::Protocol::Udp
             && let Some(why) = &self.udp_unavailable
         {
-            return Some(format!("this server cannot serve UDP tests: {why}"));
+            let why = format!("this server cannot serve UDP tests: {why}");
+            return Err(Refusal::new(LimitKind::NotAllowed, why));
         }
-        policy_refusal(spec)
+        self.admission.limits.check(spec)?;
+        match policy_refusal(spec) {
+            Some(why) => Err(Refusal::new(LimitKind::NotAllowed, why)),
+            None => Ok(()),
+        }
+    }
+
+    /// Takes a test slot, or returns how many tests hold them.
+    fn take_slot(&self) -> Result<(), u32> {
+        let max = self.admission.limits.slots();
+        self.active_tests
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < max).then_some(n + 1))
+            .map(|_| ())
     }
 
     /// Reports a connection dropped before it became part of a test.
+    /// Rate-limited (see `log_limit.rs`): a flood of bad connections is summarized.
     pub(crate) fn reject(&self, peer: SocketAddr, reason: String) {
-        (self.notes)(&ServerNote::Rejected { peer, reason });
+        match self.log_limit.admit(Instant::now()) {
+            Verdict::Suppress => {}
+            Verdict::Log { suppressed_before } => {
+                if suppressed_before > 0 {
+                    (self.notes)(&ServerNote::Suppressed { count: suppressed_before });
+                }
+                (self.notes)(&ServerNote::Rejected { peer, reason });
+            }
+        }
     }
 }
 
@@ -230,7 +328,11 @@ impl Server {
             signal_name: Mutex::new("a stop request"),
             next_test: AtomicU64::new(1),
             active_tests: AtomicU32::new(0),
+            committed_bps: AtomicU64::new(0),
             udp_unavailable: self.udp.as_ref().err().cloned(),
+            admission: Admission::new(self.plan.limits.clone()),
+            access: self.plan.access.clone(),
+            log_limit: LogLimit::new(),
             port: self.local_addr()?.port(),
             notes,
         });
@@ -256,10 +358,23 @@ impl Server {
                     accepted += 1;
                     let seq = accepted;
                     let peer = crate::session::streams::canonical(peer);
+                    if !shared.access.allows(peer.ip()) {
+                        eprintln_note(&shared, peer, "not in the allow-list (--allow)".into());
+                        continue;
+                    }
+                    let pending = match shared.admission.open(peer.ip()) {
+                        Ok(p) => p,
+                        Err(r) => {
+                            // Dropped unread: a flood from one address costs no thread.
+                            eprintln_note(&shared, peer, r.message);
+                            continue;
+                        }
+                    };
                     let (conn_shared, done) = (shared.clone(), sessions_done.clone());
+                    let conn = Accepted { sock, peer, seq, pending };
                     let h = std::thread::Builder::new()
                         .name("lr-conn".into())
-                        .spawn(move || classify(sock, peer, seq, &conn_shared, &done));
+                        .spawn(move || classify(conn, &conn_shared, &done));
                     match h {
                         Ok(h) => handles.push(h),
                         Err(e) => {
@@ -345,34 +460,59 @@ fn listen_on(addr: SocketAddr, dual: bool) -> Result<TcpListener> {
     Ok(sock.into())
 }
 
-/// Reads the first bytes of a new connection and routes it. `seq` is its place in accept order.
-fn classify(
-    mut sock: TcpStream,
-    peer: SocketAddr,
+/// A connection just accepted, counted against its address until identified.
+pub(crate) struct Accepted {
+    pub(crate) sock: TcpStream,
+    pub(crate) peer: SocketAddr,
+    /// Its place in accept order.
     seq: u64,
-    shared: &Arc<Shared>,
-    done: &AtomicU64,
-) {
+    pub(crate) pending: Pending,
+}
+
+/// Reads exactly `buf.len()` bytes, all of them before `deadline`: a peer trickling one byte
+/// at a time cannot stretch the wait, whatever the per-read timeout.
+fn read_by(sock: &mut TcpStream, buf: &mut [u8], deadline: Instant) -> std::io::Result<()> {
+    let mut got = 0;
+    while got < buf.len() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        }
+        sock.set_read_timeout(Some(left))?;
+        match sock.read(&mut buf[got..]) {
+            Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Reads the first bytes of a new connection and routes it.
+fn classify(mut c: Accepted, shared: &Arc<Shared>, done: &AtomicU64) {
+    let deadline = Instant::now() + CLASSIFY_TIMEOUT;
     let mut first = [0u8; 8];
-    let read =
-        sock.set_read_timeout(Some(CLASSIFY_TIMEOUT)).and_then(|_| sock.read_exact(&mut first));
-    if let Err(e) = read {
-        let why =
-            if is_timeout(&e) { "sent no hello within 2 s".to_string() } else { e.to_string() };
-        eprintln_note(shared, peer, why);
+    if let Err(e) = read_by(&mut c.sock, &mut first, deadline) {
+        let why = if is_timeout(&e) {
+            format!("sent no hello within {} s", CLASSIFY_TIMEOUT.as_secs())
+        } else {
+            e.to_string()
+        };
+        eprintln_note(shared, c.peer, why);
         return;
     }
     if first == CONTROL_MAGIC {
-        run_session(sock, peer, first, shared);
+        super::native::run_session(c, first, shared);
         done.fetch_add(1, Ordering::SeqCst);
     } else if first == DATA_MAGIC {
-        route_data(sock, peer, first, shared);
+        route_data(c, first, deadline, shared);
     } else if first.iter().all(|b| (0x20..0x7f).contains(b)) {
-        route_iperf3(sock, peer, seq, first, shared, done);
+        route_iperf3(c, first, deadline, shared, done);
     } else {
         eprintln_note(
             shared,
-            peer,
+            c.peer,
             format!("neither linerate nor iperf3 (first bytes {first:02x?})"),
         );
     }
@@ -381,51 +521,58 @@ fn classify(
 /// An iperf3 connection: a data stream of a running test if a session owns its cookie, else a
 /// new control connection.
 fn route_iperf3(
-    mut sock: TcpStream,
-    peer: SocketAddr,
-    seq: u64,
+    mut c: Accepted,
     first: [u8; 8],
+    deadline: Instant,
     shared: &Shared,
     done: &AtomicU64,
 ) {
     let mut cookie = [0u8; COOKIE_LEN];
     cookie[..8].copy_from_slice(&first);
-    if let Err(e) = sock.read_exact(&mut cookie[8..]) {
-        return eprintln_note(shared, peer, format!("incomplete iperf3 cookie: {e}"));
+    if let Err(e) = read_by(&mut c.sock, &mut cookie[8..], deadline) {
+        return eprintln_note(shared, c.peer, format!("incomplete iperf3 cookie: {e}"));
     }
     let printable = cookie[..COOKIE_LEN - 1].iter().all(|b| (0x20..0x7f).contains(b));
     if !printable || cookie[COOKIE_LEN - 1] != 0 {
         return eprintln_note(
             shared,
-            peer,
+            c.peer,
             "neither linerate nor iperf3 (no 36-character cookie and NUL)".into(),
         );
     }
     let owner = shared.iperf3.lock().ok().and_then(|r| r.get(&cookie).cloned());
     match owner {
         Some(tx) => {
-            let _ = tx.send((seq, sock));
+            drop(c.pending);
+            let _ = tx.send((c.seq, c.sock));
+        }
+        None if shared.access.psk.is_some() => {
+            // iperf3 cannot answer our challenge: it hears what a busy iperf3 server says.
+            let _ = c.sock.write_all(&[linerate_proto::iperf3::State::AccessDenied.byte()]);
+            let why = "iperf3 client refused: this server requires a pre-shared key (--psk-file)";
+            eprintln_note(shared, c.peer, why.into());
         }
         None => {
-            super::iperf3::server::run_session(sock, peer, cookie, shared);
+            super::iperf3::server::run_session(c.sock, c.peer, c.pending, cookie, shared);
             done.fetch_add(1, Ordering::SeqCst);
         }
     }
 }
 
-fn route_data(mut sock: TcpStream, peer: SocketAddr, first: [u8; 8], shared: &Shared) {
+fn route_data(mut c: Accepted, first: [u8; 8], deadline: Instant, shared: &Shared) {
     let mut hello = [0u8; DATA_HELLO_LEN];
     hello[..8].copy_from_slice(&first);
-    if sock.read_exact(&mut hello[8..]).is_err() {
-        return eprintln_note(shared, peer, "data connection sent an incomplete hello".into());
+    if read_by(&mut c.sock, &mut hello[8..], deadline).is_err() {
+        return eprintln_note(shared, c.peer, "data connection sent an incomplete hello".into());
     }
     let Some(h) = DataHello::decode(&hello) else { return };
     let tx = shared.registry.lock().ok().and_then(|r| r.get(&h.cookie.0).cloned());
     match tx {
         Some(tx) => {
-            let _ = tx.send((h.stream_id, DataSock::Tcp(sock)));
+            drop(c.pending);
+            let _ = tx.send((h.stream_id, DataSock::Tcp(c.sock)));
         }
-        None => eprintln_note(shared, peer, "data connection with an unknown test cookie".into()),
+        None => eprintln_note(shared, c.peer, "data connection with an unknown test cookie".into()),
     }
 }
 
@@ -457,188 +604,24 @@ impl<K: std::hash::Hash + Eq, V> Drop for Registration<'_, K, V> {
     }
 }
 
-struct Session<'a> {
-    t: ServedTest<'a>,
-    /// The server address the client reached (UDP stream sockets bind to it).
-    local_ip: IpAddr,
-    /// Round trip of the control connection when it opened.
-    rtt: Option<Duration>,
-    cookie: [u8; 16],
-    data_rx: Option<Receiver<DataConn>>,
-    registration: Registration<'a, [u8; 16], Sender<DataConn>>,
-    /// A doctor's probe echo, stopped when the session ends.
-    echo: Option<crate::session::doctor_echo::Echo>,
+fn busy_fallback(running: u32) -> Refusal {
+    Refusal::new(LimitKind::Busy, format!("server is busy ({running} tests running)"))
 }
 
-fn run_session(stream: TcpStream, peer: SocketAddr, first: [u8; 8], shared: &Shared) {
-    let clock = Clock::new();
-    let mut conn = ServerConn::new(SOFTWARE, clock.now());
-    let local_ip = stream
-        .local_addr()
-        .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |a| crate::session::streams::canonical(a).ip());
-    let mut s = Session {
-        t: ServedTest::new(shared, peer),
-        local_ip,
-        rtt: sys::tcp_internals(&stream).map(|t| Duration::from_micros(t.rtt_us.into())),
-        cookie: [0; 16],
-        data_rx: None,
-        registration: Registration::new(&shared.registry),
-        echo: None,
-    };
-    let result = ControlChannel::new(stream).and_then(|mut ctrl| {
-        let r = conn.handle_input(&first, clock.now()).map_err(anyhow::Error::from);
-        let r = r.and_then(|_| s.pump(&mut ctrl, &mut conn, &clock));
-        if let Err(e) = &r {
-            if !matches!(
-                e.downcast_ref::<ProtoError>(),
-                Some(ProtoError::Closed(_) | ProtoError::Aborted { .. })
-            ) {
-                let reason = if shared.shutdown_reason().is_some() {
-                    AbortReason::ServerShutdown
-                } else {
-                    AbortReason::Other
-                };
-                conn.abort(reason, &format!("{e:#}"));
-            }
-            if let Some(bytes) = conn.poll_transmit() {
-                let _ = ctrl.send(&bytes);
-            }
-        }
-        r
-    });
-    s.t.finish(result);
+/// How long a test should hold its slot: its duration and warm-up plus a second of setup;
+/// None for byte-bound tests.
+fn expected_length(spec: &TestSpec) -> Option<Duration> {
+    let ms = spec.duration_ms()?.saturating_add(spec.omit_ms).saturating_add(1000);
+    Some(Duration::from_millis(ms))
 }
 
-impl Session<'_> {
-    fn pump(
-        &mut self,
-        ctrl: &mut ControlChannel,
-        conn: &mut ServerConn,
-        clock: &Clock,
-    ) -> Result<()> {
-        while self.t.turn(ctrl, conn, clock, self.awaiting_streams())? {
-            self.attach_arrivals(conn, clock)?;
-            while let Some(ev) = conn.poll_event() {
-                self.on_event(ev, conn, clock)?;
-            }
-            self.t.watch()?;
-            if self.t.running() && self.t.streams.as_ref().is_some_and(StreamSet::all_done) {
-                let results = self.t.take_results().context("results without streams")?;
-                conn.send_results(results, clock.now())?;
-            }
-        }
-        Ok(())
-    }
-
-    fn awaiting_streams(&self) -> bool {
-        self.data_rx.is_some() && self.t.streams.as_ref().is_some_and(|s| s.started().is_none())
-    }
-
-    fn attach_arrivals(&mut self, conn: &mut ServerConn, clock: &Clock) -> Result<()> {
-        let Some(rx) = &self.data_rx else { return Ok(()) };
-        loop {
-            let (id, sock) = match rx.try_recv() {
-                Ok(c) => c,
-                Err(TryRecvError::Empty | TryRecvError::Disconnected) => return Ok(()),
-            };
-            if let Err(e) = conn.expects_stream(id) {
-                self.t.shared.reject(self.t.peer, format!("test {}: {e}", self.t.test));
-                continue;
-            }
-            let streams = self.t.streams.as_mut().context("streams arrived before the test")?;
-            match sock {
-                DataSock::Tcp(sock) => streams.add(id, sock)?,
-                DataSock::Udp(from) => {
-                    let local = SocketAddr::new(self.local_ip, self.t.shared.port);
-                    let hello = DataHello { cookie: Cookie(self.cookie), stream_id: id }.encode();
-                    let sock = crate::session::udp::accept_stream(local, from, &hello)
-                        .with_context(|| format!("UDP stream {id}"))?;
-                    streams.add_udp(id, sock)?;
-                }
-            }
-            conn.attach_stream(id, clock.now())?;
-        }
-    }
-
-    fn on_event(&mut self, ev: ServerEvent, conn: &mut ServerConn, clock: &Clock) -> Result<()> {
-        match ev {
-            ServerEvent::TestRequested { spec, client_software } => {
-                self.on_request(spec, client_software, conn, clock)?
-            }
-            ServerEvent::Start => self.t.start(),
-            ServerEvent::PeerStop(_) => {
-                if let Some(s) = &self.t.streams {
-                    s.end_signalled();
-                }
-            }
-            ServerEvent::PeerResults(r) => {
-                // A byte-bound UDP upload has no stop: the client's results end it.
-                if let Some(s) = &self.t.streams {
-                    s.end_signalled();
-                }
-                self.t.client_results = Some(*r);
-            }
-            ServerEvent::Finished => {}
-            ServerEvent::EnvironmentRequested { client_software } => {
-                let scope = crate::measure::host::Scope::AllUp(Some(self.local_ip));
-                conn.send_environment(crate::measure::host::snapshot(scope))?;
-                let note =
-                    ServerNote::DoctorAnswered { peer: self.t.peer, client: client_software };
-                (self.t.shared.notes)(&note);
-            }
-            ServerEvent::EchoRequested { client_port } => {
-                let mut cookie = [0u8; 16];
-                getrandom::getrandom(&mut cookie)
-                    .map_err(|e| anyhow::anyhow!("no randomness for the echo cookie: {e}"))?;
-                let peer = SocketAddr::new(self.t.peer.ip(), client_port);
-                let started =
-                    crate::session::doctor_echo::Echo::start(self.local_ip, peer, Cookie(cookie));
-                match started {
-                    Ok((echo, port)) => {
-                        self.echo = Some(echo);
-                        conn.echo_ready(port, Cookie(cookie))?;
-                    }
-                    Err(e) => {
-                        conn.refuse(&format!("this server cannot echo probes: {e:#}"));
-                        return Err(e);
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn on_request(
-        &mut self,
-        spec: TestSpec,
-        client: String,
-        conn: &mut ServerConn,
-        clock: &Clock,
-    ) -> Result<()> {
-        if let Some(why) = self.t.shared.refusal(&spec) {
-            conn.refuse(&why);
-            bail!("refused: {why}");
-        }
-        let mut streams = match StreamSet::new(&spec, End::Server) {
-            Ok(s) => s,
-            Err(e) => {
-                conn.refuse(&format!("{e:#}"));
-                return Err(e);
-            }
-        };
-        streams.set_rtt(self.rtt);
-        streams.record_environment(Some(self.local_ip));
-        let mut cookie = [0u8; 16];
-        getrandom::getrandom(&mut cookie)
-            .map_err(|e| anyhow::anyhow!("no randomness for the test cookie: {e}"))?;
-        let (tx, rx) = channel();
-        self.registration.register(cookie, tx)?;
-        self.cookie = cookie;
-        self.data_rx = Some(rx);
-        self.t.begin(streams, client, spec);
-        conn.accept(Cookie(cookie), clock.now())?;
-        Ok(())
-    }
+/// What [`Shared::admit`] decided.
+#[derive(Debug)]
+pub(crate) enum Admitted {
+    /// Run now, as this test number.
+    Run(u64),
+    /// Wait in the exclusive queue.
+    Wait(Place),
 }
 
 /// Server-side checks a valid spec can still fail here.

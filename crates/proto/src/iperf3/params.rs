@@ -42,6 +42,24 @@ pub mod errno {
     pub const NO_MSG: i32 = 144;
     /// The server is terminating.
     pub const SERVER_TERM: i32 = 120;
+    /// The requested rate is over the server's limit (`IETOTALRATE`).
+    pub const TOTAL_RATE: i32 = 27;
+    /// The test is longer than the server allows (`IEMAXSERVERTESTDURATION`).
+    pub const MAX_DURATION: i32 = 37;
+
+    /// The iperf3 error number for a refusal by one of the server's limits; None for the
+    /// refusals iperf3 signals with ACCESS_DENIED ("the server is busy running a test").
+    pub fn for_limit(kind: crate::limits::LimitKind) -> Option<i32> {
+        use crate::limits::LimitKind;
+        match kind {
+            LimitKind::Busy | LimitKind::ClientRate => None,
+            LimitKind::Streams => Some(NUM_STREAMS),
+            LimitKind::Duration => Some(MAX_DURATION),
+            LimitKind::Bitrate => Some(TOTAL_RATE),
+            LimitKind::Bytes => Some(NEW_TEST),
+            LimitKind::NotAllowed => Some(UNIMPLEMENTED),
+        }
+    }
 }
 
 /// What an iperf3 client asked for, in linerate's terms.

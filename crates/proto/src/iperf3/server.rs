@@ -175,6 +175,21 @@ impl Iperf3Server {
         self.fail();
     }
 
+    /// Declines the test the way a busy iperf3 server does: one ACCESS_DENIED byte (the
+    /// client prints "the server is busy running a test. try again later").
+    pub fn deny(&mut self) {
+        self.out.push(State::AccessDenied.byte());
+        self.fail();
+    }
+
+    /// Declines the test because of a server limit, with the iperf3 signal for it.
+    pub fn refuse_limit(&mut self, kind: crate::limits::LimitKind) {
+        match crate::iperf3::errno::for_limit(kind) {
+            Some(n) => self.refuse(n),
+            None => self.deny(),
+        }
+    }
+
     /// One more data connection is attached. Returns true when it was the last: TEST_START and
     /// TEST_RUNNING are queued and [`Iperf3ServerEvent::Start`] fires.
     pub fn stream_arrived(&mut self, now: Duration) -> Result<bool, ProtoError> {
@@ -402,6 +417,20 @@ mod tests {
             matches!(&ev[..], [Iperf3ServerEvent::TestRequested(Err(m))] if m.contains("--tos"))
         );
         assert_eq!(s.poll_transmit(), Some(vec![9, 0xfe, 0, 0, 0, 13, 0, 0, 0, 0]));
+    }
+
+    #[test]
+    fn limit_refusals_use_iperf3_signals() {
+        use crate::limits::LimitKind;
+        let mut s = Iperf3Server::new(T0);
+        s.handle_input(&[b'a'; 37], T0).expect("cookie");
+        let _ = s.poll_transmit();
+        s.refuse_limit(LimitKind::Streams);
+        assert_eq!(s.poll_transmit(), Some(vec![0xfe, 0, 0, 0, 6, 0, 0, 0, 0]));
+        let mut s = Iperf3Server::new(T0);
+        s.refuse_limit(LimitKind::Busy);
+        assert_eq!(s.poll_transmit(), Some(vec![0xff]), "ACCESS_DENIED");
+        assert!(s.handle_input(b"x", T0).is_err(), "the session is over");
     }
 
     #[test]

@@ -13,22 +13,12 @@ pub struct Cookie(pub [u8; 16]);
 impl Cookie {
     /// Lower-case hex, as carried in JSON messages.
     pub fn to_hex(&self) -> String {
-        self.0.iter().map(|b| format!("{b:02x}")).collect()
+        crate::auth::to_hex(&self.0)
     }
 
     /// Parses 32 hex digits; None for anything else.
     pub fn from_hex(s: &str) -> Option<Self> {
-        let bytes = s.as_bytes();
-        if bytes.len() != 32 {
-            return None;
-        }
-        let mut out = [0u8; 16];
-        for (i, pair) in bytes.chunks_exact(2).enumerate() {
-            let hi = (pair[0] as char).to_digit(16)?;
-            let lo = (pair[1] as char).to_digit(16)?;
-            out[i] = (hi * 16 + lo) as u8;
-        }
-        Some(Self(out))
+        crate::auth::from_hex(s).map(Self)
     }
 }
 

@@ -29,11 +29,13 @@ pub enum Capability {
     Environment,
     /// Echoes path-MTU probes (`echo_request`, `linerate doctor HOST`).
     Echo,
+    /// The client understands `queued` (it waits in an exclusive server's queue).
+    Queue,
 }
 
 impl Capability {
     /// Every capability this crate knows, in a stable order.
-    pub const ALL: [Capability; 8] = [
+    pub const ALL: [Capability; 9] = [
         Self::Tcp,
         Self::Reverse,
         Self::Bidir,
@@ -42,6 +44,7 @@ impl Capability {
         Self::Udp,
         Self::Environment,
         Self::Echo,
+        Self::Queue,
     ];
 
     /// The wire name.
@@ -55,6 +58,7 @@ impl Capability {
             Self::Udp => "udp",
             Self::Environment => "environment",
             Self::Echo => "echo",
+            Self::Queue => "queue",
         }
     }
 
@@ -103,6 +107,17 @@ pub enum Message {
         software: String,
         /// Capability names.
         capabilities: Vec<String>,
+        /// Server only: 64 hex digits of a fresh nonce when the server requires a pre-shared
+        /// key; the client must answer with `auth` before its request (see [`crate::auth`]).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        auth_nonce: Option<String>,
+    },
+    /// Client to server, when the server's hello carried `auth_nonce`: the answer.
+    Auth {
+        /// 64 hex digits of the client's fresh nonce.
+        client_nonce: String,
+        /// 64 hex digits of HMAC-SHA256(key, label, server nonce, client nonce).
+        tag: String,
     },
     /// Client to server: run this test.
     TestRequest {
@@ -118,6 +133,15 @@ pub enum Message {
     Refused {
         /// A sentence the client prints.
         reason: String,
+    },
+    /// Server to client, between the request and `test_accepted`: the server runs one test at
+    /// a time and this one waits. Repeated at least every [`crate::server::QUEUE_HEARTBEAT`]
+    /// while it waits, so the client's deadline is reset by each.
+    Queued {
+        /// 1 = next to run.
+        position: u32,
+        /// The server's estimate of the wait, if it can tell (byte-bound tests ahead: no).
+        wait_ms: Option<u64>,
     },
     /// Server to client: every data stream is associated; start sending and timing now.
     Start,
@@ -166,9 +190,11 @@ impl Message {
     pub fn kind(&self) -> &'static str {
         match self {
             Self::Hello { .. } => "hello",
+            Self::Auth { .. } => "auth",
             Self::TestRequest { .. } => "test_request",
             Self::TestAccepted { .. } => "test_accepted",
             Self::Refused { .. } => "refused",
+            Self::Queued { .. } => "queued",
             Self::Start => "start",
             Self::Stop { .. } => "stop",
             Self::Results { .. } => "results",

@@ -19,13 +19,15 @@ use linerate_proto::iperf3::{
     results_from_side,
 };
 use linerate_proto::udp::SeqWidth;
-use linerate_proto::{ProtoError, Protocol, SideResults, TestSpec};
+use linerate_proto::{LimitKind, ProtoError, Protocol, SideResults, TestSpec};
 
 use super::{forgive_end_of_test_resets, peer_side};
 use crate::measure::sys;
+use crate::session::admission::Pending;
 use crate::session::served::ServedTest;
 use crate::session::server::{Iperf3Conn, Registration, ServerNote, Shared};
 use crate::session::streams::canonical;
+use crate::session::test_log::TestLogLine;
 use crate::session::udp::accept_stream;
 use crate::session::{Clock, ControlChannel, End, StreamSet};
 
@@ -53,13 +55,14 @@ struct Session<'a> {
 pub(crate) fn run_session(
     stream: TcpStream,
     peer: SocketAddr,
+    pending: Pending,
     cookie: [u8; COOKIE_LEN],
     shared: &Shared,
 ) {
     let clock = Clock::new();
     let mut m = Iperf3Server::new(clock.now());
     let mut s = Session {
-        t: ServedTest::new(shared, peer),
+        t: ServedTest::new(shared, peer, pending),
         request: None,
         client: "iperf3".into(),
         arrivals: None,
@@ -194,13 +197,14 @@ impl Session<'_> {
         m: &mut Iperf3Server,
         clock: &Clock,
     ) -> Result<()> {
-        if let Some(why) = self.t.shared.refusal(&req.spec) {
-            m.refuse(if req.spec.congestion.is_some() {
-                errno::SET_CONGESTION
+        // iperf3 has no way to wait in a queue: an exclusive server that is busy refuses.
+        if let Err(r) = self.t.admit(&req.spec, false) {
+            if req.spec.congestion.is_some() && r.kind == LimitKind::NotAllowed {
+                m.refuse(errno::SET_CONGESTION);
             } else {
-                errno::NEW_TEST
-            });
-            bail!("refused an iperf3 client: {why}");
+                m.refuse_limit(r.kind);
+            }
+            bail!("refused an iperf3 client: {r}");
         }
         let mut streams = match StreamSet::new(&req.spec, End::Server) {
             Ok(s) => s,
@@ -276,7 +280,7 @@ impl Session<'_> {
                 test: self.t.test,
                 peer: self.t.peer,
                 client: self.client.clone(),
-                spec,
+                spec: spec.clone(),
             },
             ServerNote::TestEnded {
                 test: self.t.test,
@@ -284,6 +288,13 @@ impl Session<'_> {
                 server: Some(side.clone()),
                 client: None,
                 error: None,
+                summary: TestLogLine::new(
+                    self.client.clone(),
+                    Some(spec),
+                    self.t.held(),
+                    Some(side),
+                    false,
+                ),
             },
         ];
         for n in &notes {

@@ -1,0 +1,164 @@
+//! `linerate server` operator flags: limits and the config file. Each flag has a key of the
+//! same name in the `--config` file (see `plan::server`); a flag beats the file.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use linerate_proto::Limits;
+use linerate_proto::limits::{
+    DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CLIENT_CONNECTIONS, DEFAULT_MAX_CLIENT_TESTS_PER_MINUTE,
+    DEFAULT_MAX_STREAMS, DEFAULT_MAX_TESTS, DEFAULT_QUEUE,
+};
+
+use super::args::{DirectionArg, ProtocolArg, rate, seconds, size};
+use crate::plan::campaign_de::{DirectionItem, ProtocolItem, Rate, Seconds, SizeItem};
+use crate::plan::server::{Access, IpNet, LogFormat, ServerSettings, parse_config};
+
+/// The server's operator settings, resolved.
+#[derive(Debug)]
+pub struct Policy {
+    /// What clients may ask for.
+    pub limits: Limits,
+    /// Who may connect.
+    pub access: Access,
+    /// `--log-format json` (or the file's `log_format = "json"`).
+    pub json_log: bool,
+}
+use crate::units::{Bitrate, ByteCount};
+
+/// Limits on what clients may ask for (docs/SECURITY.md lists them with their defaults).
+#[derive(Debug, Args)]
+pub struct LimitArgs {
+    /// Read operator settings from a TOML file: keys are these flags' names with `_`
+    /// (e.g. `max_streams = 8`); flags given here win over the file.
+    #[arg(long = "config", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Tests running at once; more are refused as busy [default: 16].
+    #[arg(long = "max-tests", value_name = "N", help_heading = "Limits")]
+    pub max_tests: Option<u32>,
+    /// Streams per direction a test may ask for (-P) [default: 128].
+    #[arg(long = "max-streams", value_name = "N", help_heading = "Limits")]
+    pub max_streams: Option<u32>,
+    /// Longest test (duration plus warm-up) [default: 3600 s].
+    #[arg(long = "max-duration", value_name = "SECONDS", value_parser = seconds, help_heading = "Limits")]
+    pub max_duration: Option<Duration>,
+    /// Highest requested rate of a whole test (all streams); unpaced tests are then refused
+    /// [default: 0 = no cap].
+    #[arg(long = "max-bitrate", value_name = "RATE", value_parser = rate, help_heading = "Limits")]
+    pub max_bitrate: Option<Bitrate>,
+    /// Highest requested rate of all running tests together; a test that would exceed it,
+    /// or is unpaced, is refused [default: 0 = no cap].
+    #[arg(long = "max-total-bitrate", value_name = "RATE", value_parser = rate, help_heading = "Limits")]
+    pub max_total_bitrate: Option<Bitrate>,
+    /// Most bytes one test may move; running tests are cut there [default: 0 = no cap].
+    #[arg(long = "max-bytes", value_name = "SIZE", value_parser = size, help_heading = "Limits")]
+    pub max_bytes: Option<ByteCount>,
+    /// Protocols clients may test [default: tcp,udp].
+    #[arg(
+        long = "allow-protocols",
+        value_name = "P,...",
+        value_delimiter = ',',
+        help_heading = "Limits"
+    )]
+    pub allow_protocols: Option<Vec<ProtocolArg>>,
+    /// Directions clients may test: send (client sends), recv (-R, server sends), bidir
+    /// [default: send,recv,bidir].
+    #[arg(
+        long = "allow-directions",
+        value_name = "D,...",
+        value_delimiter = ',',
+        help_heading = "Limits"
+    )]
+    pub allow_directions: Option<Vec<DirectionArg>>,
+    /// Connections from one address not yet part of a test (being identified or in the
+    /// handshake); more are closed unread [default: 32; 0 = no cap].
+    #[arg(long = "max-client-connections", value_name = "N", help_heading = "Limits")]
+    pub max_client_connections: Option<u32>,
+    /// New tests per minute from one address [default: 120; 0 = no cap].
+    #[arg(long = "max-client-tests-per-minute", value_name = "N", help_heading = "Limits")]
+    pub max_client_tests_per_minute: Option<u32>,
+    /// End a running test when no stream moved a byte for this long (a stopped or silent
+    /// peer whose connections stay up) [default: 10 s].
+    #[arg(long = "idle-timeout", value_name = "SECONDS", value_parser = seconds, help_heading = "Limits")]
+    pub idle_timeout: Option<Duration>,
+    /// Run one test at a time: later requests wait in a queue, told their place and an
+    /// estimated wait (iperf3 clients, which cannot wait, are told the server is busy).
+    #[arg(long = "exclusive", help_heading = "Admission")]
+    pub exclusive: bool,
+    /// With --exclusive: how many requests may wait; more are refused [default: 8].
+    #[arg(long = "queue", value_name = "N", help_heading = "Admission")]
+    pub queue: Option<u32>,
+    /// Only clients in these networks may connect, e.g. 127.0.0.0/8,::1,192.0.2.0/24;
+    /// others are closed unread [default: everyone].
+    #[arg(long = "allow", value_name = "NET,...", value_delimiter = ',', help_heading = "Access")]
+    pub allow: Option<Vec<IpNet>>,
+    /// Log lines as `text` or `json` (one object per line; the same as -J) [default: text].
+    #[arg(long = "log-format", value_name = "FORMAT", value_parser = log_format)]
+    pub log_format: Option<LogFormat>,
+}
+
+fn log_format(s: &str) -> Result<LogFormat, String> {
+    match s {
+        "text" => Ok(LogFormat::Text),
+        "json" => Ok(LogFormat::Json),
+        _ => Err(format!("{s:?} is not a log format; use text or json")),
+    }
+}
+
+// The defaults the help text states are the library's.
+const _: () = assert!(DEFAULT_MAX_TESTS == 16 && DEFAULT_MAX_STREAMS == 128 && DEFAULT_QUEUE == 8);
+const _: () = assert!(DEFAULT_IDLE_TIMEOUT.as_secs() == 10);
+const _: () =
+    assert!(DEFAULT_MAX_CLIENT_CONNECTIONS == 32 && DEFAULT_MAX_CLIENT_TESTS_PER_MINUTE == 120);
+
+impl LimitArgs {
+    /// The flags (with `psk_file` from the shared network flags) over the config file (read
+    /// here): the limits and who may connect.
+    pub fn policy(&self, psk_file: Option<&PathBuf>) -> Result<Policy, String> {
+        let file = match &self.config {
+            None => ServerSettings::default(),
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| {
+                    format!("cannot read the server config file {}: {e}", path.display())
+                })?;
+                parse_config(&text, &path.display().to_string()).map_err(|e| e.to_string())?
+            }
+        };
+        let mut flags = self.settings();
+        flags.psk_file = psk_file.cloned();
+        let s = flags.or(file);
+        Ok(Policy {
+            limits: s.limits()?,
+            access: s.access()?,
+            json_log: s.log_format == Some(LogFormat::Json),
+        })
+    }
+
+    fn settings(&self) -> ServerSettings {
+        ServerSettings {
+            max_tests: self.max_tests,
+            max_streams: self.max_streams,
+            max_duration: self.max_duration.map(Seconds),
+            max_bitrate: self.max_bitrate.map(|r| Rate(r.bits_per_second())),
+            max_total_bitrate: self.max_total_bitrate.map(|r| Rate(r.bits_per_second())),
+            max_bytes: self.max_bytes.map(|b| SizeItem(Some(b.bytes()))),
+            allow_protocols: self
+                .allow_protocols
+                .as_ref()
+                .map(|ps| ps.iter().map(|p| ProtocolItem((*p).into())).collect()),
+            allow_directions: self
+                .allow_directions
+                .as_ref()
+                .map(|ds| ds.iter().map(|d| DirectionItem((*d).into())).collect()),
+            max_client_connections: self.max_client_connections,
+            max_client_tests_per_minute: self.max_client_tests_per_minute,
+            idle_timeout: self.idle_timeout.map(Seconds),
+            exclusive: self.exclusive.then_some(true),
+            queue: self.queue,
+            psk_file: None,
+            allow: self.allow.clone(),
+            log_format: self.log_format,
+        }
+    }
+}

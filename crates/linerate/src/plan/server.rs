@@ -1,0 +1,345 @@
+//! The server's operator settings: limits, admission (`--exclusive`), access (key file,
+//! allow-list) and log format, from flags and from a TOML file (`linerate server --config
+//! FILE`), merged with flags winning.
+//!
+//! Both sources fill the same [`ServerSettings`] (every field optional), so a key and its flag
+//! cannot drift apart: the file's keys are the flags' long names with `_` for `-`. Errors in
+//! the file name its line and column and the fix, as campaign files do (the same helpers).
+//! The only I/O is reading the key file ([`read_psk`]); the caller reads the config file.
+
+use std::ops::Range;
+
+use std::net::IpAddr;
+
+use linerate_proto::auth::Psk;
+use linerate_proto::{Direction, Limits, Protocol};
+use serde::Deserialize;
+
+use crate::plan::campaign::{explain, line_col};
+use crate::plan::campaign_de::{DirectionItem, ProtocolItem, Rate, Seconds, SizeItem};
+
+/// Operator settings as given; `None` = not given here.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerSettings {
+    /// `--max-tests`.
+    pub max_tests: Option<u32>,
+    /// `--max-streams`.
+    pub max_streams: Option<u32>,
+    /// `--max-duration`.
+    pub max_duration: Option<Seconds>,
+    /// `--max-bitrate` (0 = no cap).
+    pub max_bitrate: Option<Rate>,
+    /// `--max-total-bitrate` (0 = no cap).
+    pub max_total_bitrate: Option<Rate>,
+    /// `--max-bytes` (0 = no cap).
+    pub max_bytes: Option<SizeItem>,
+    /// `--allow-protocols`.
+    pub allow_protocols: Option<Vec<ProtocolItem>>,
+    /// `--allow-directions`.
+    pub allow_directions: Option<Vec<DirectionItem>>,
+    /// `--max-client-connections` (0 = no cap).
+    pub max_client_connections: Option<u32>,
+    /// `--max-client-tests-per-minute` (0 = no cap).
+    pub max_client_tests_per_minute: Option<u32>,
+    /// `--idle-timeout`.
+    pub idle_timeout: Option<Seconds>,
+    /// `--exclusive`.
+    pub exclusive: Option<bool>,
+    /// `--queue`.
+    pub queue: Option<u32>,
+    /// `--psk-file`: clients must prove they know the key in this file.
+    pub psk_file: Option<std::path::PathBuf>,
+    /// `--allow`: only these client networks may connect.
+    pub allow: Option<Vec<IpNet>>,
+    /// `--log-format`: `text` or `json` (one JSON object per line).
+    pub log_format: Option<LogFormat>,
+}
+
+/// How the server writes its log lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogFormat {
+    /// One readable line per event.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Who may use the server: a pre-shared key and an allow-list of client networks.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Access {
+    /// Native clients must answer an HMAC challenge with this key; iperf3 clients, which
+    /// cannot, are refused.
+    pub psk: Option<Psk>,
+    /// Connections from elsewhere are closed unread; empty = everyone.
+    pub allow: Vec<IpNet>,
+}
+
+impl Access {
+    /// True when `ip` may connect.
+    pub fn allows(&self, ip: IpAddr) -> bool {
+        self.allow.is_empty() || self.allow.iter().any(|n| n.contains(ip))
+    }
+}
+
+/// A network: an address and a prefix length (`10.0.0.0/8`, `::1`, `fe80::/10`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IpNet {
+    addr: IpAddr,
+    prefix: u8,
+}
+
+impl std::str::FromStr for IpNet {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (a, p) = s.trim().split_once('/').map_or((s.trim(), None), |(a, p)| (a, Some(p)));
+        let addr: IpAddr = a.parse().map_err(|_| {
+            format!("{s:?} is not a network; write an address or ADDRESS/PREFIX, e.g. 10.0.0.0/8")
+        })?;
+        let max = if addr.is_ipv4() { 32 } else { 128 };
+        let prefix = match p {
+            None => max,
+            Some(p) => p
+                .parse::<u8>()
+                .ok()
+                .filter(|p| *p <= max)
+                .ok_or_else(|| format!("{s:?}: the prefix length must be 0..={max}"))?,
+        };
+        Ok(Self { addr, prefix })
+    }
+}
+
+impl IpNet {
+    /// True when `ip` is inside this network (IPv4-mapped IPv6 addresses count as IPv4).
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        let ip = match ip {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+            v4 => v4,
+        };
+        let (a, b, bits) = match (self.addr, ip) {
+            (IpAddr::V4(n), IpAddr::V4(i)) => {
+                (u128::from(n.to_bits()), u128::from(i.to_bits()), 32)
+            }
+            (IpAddr::V6(n), IpAddr::V6(i)) => (n.to_bits(), i.to_bits(), 128),
+            _ => return false,
+        };
+        let shift = bits - u32::from(self.prefix);
+        shift >= bits || (a >> shift) == (b >> shift)
+    }
+}
+
+impl<'de> Deserialize<'de> for IpNet {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// Why a server config file was refused: where, and what to change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The file as the user named it.
+    pub file: String,
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column.
+    pub column: usize,
+    /// What is wrong and the fix.
+    pub message: String,
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}:{}: {}", self.file, self.line, self.column, self.message)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Parses a server config file; `file` names it in errors.
+pub fn parse_config(text: &str, file: &str) -> Result<ServerSettings, ConfigError> {
+    let at = |span: Option<Range<usize>>, message: String| {
+        let (line, column) = line_col(text, span.map_or(0, |s| s.start));
+        ConfigError { file: file.to_string(), line, column, message }
+    };
+    let settings: ServerSettings =
+        toml::from_str(text).map_err(|e| at(e.span(), explain(text, &e)))?;
+    settings.limits().map_err(|m| at(None, m))?;
+    Ok(settings)
+}
+
+impl ServerSettings {
+    /// These settings, with `fallback`'s where these have none (flags over the file).
+    pub fn or(self, fallback: ServerSettings) -> ServerSettings {
+        ServerSettings {
+            max_tests: self.max_tests.or(fallback.max_tests),
+            max_streams: self.max_streams.or(fallback.max_streams),
+            max_duration: self.max_duration.or(fallback.max_duration),
+            max_bitrate: self.max_bitrate.or(fallback.max_bitrate),
+            max_total_bitrate: self.max_total_bitrate.or(fallback.max_total_bitrate),
+            max_bytes: self.max_bytes.or(fallback.max_bytes),
+            allow_protocols: self.allow_protocols.or(fallback.allow_protocols),
+            allow_directions: self.allow_directions.or(fallback.allow_directions),
+            max_client_connections: self.max_client_connections.or(fallback.max_client_connections),
+            max_client_tests_per_minute: self
+                .max_client_tests_per_minute
+                .or(fallback.max_client_tests_per_minute),
+            idle_timeout: self.idle_timeout.or(fallback.idle_timeout),
+            exclusive: self.exclusive.or(fallback.exclusive),
+            queue: self.queue.or(fallback.queue),
+            psk_file: self.psk_file.or(fallback.psk_file),
+            allow: self.allow.or(fallback.allow),
+            log_format: self.log_format.or(fallback.log_format),
+        }
+    }
+
+    /// Who may use the server; reads the key file.
+    pub fn access(&self) -> Result<Access, String> {
+        let psk = match &self.psk_file {
+            None => None,
+            Some(path) => Some(read_psk(path)?),
+        };
+        Ok(Access { psk, allow: self.allow.clone().unwrap_or_default() })
+    }
+
+    /// The limits these settings give, over the defaults.
+    pub fn limits(&self) -> Result<Limits, String> {
+        let mut l = Limits::default();
+        if let Some(n) = self.max_tests {
+            if n == 0 {
+                return Err("max_tests (--max-tests) must be at least 1".into());
+            }
+            l.max_tests = n;
+        }
+        if let Some(n) = self.max_streams {
+            if n == 0 {
+                return Err("max_streams (--max-streams) must be at least 1".into());
+            }
+            l.max_streams = n;
+        }
+        if let Some(d) = self.max_duration {
+            if d.0.is_zero() {
+                return Err("max_duration (--max-duration) must be more than 0 s".into());
+            }
+            l.max_duration = d.0;
+        }
+        if let Some(r) = self.max_bitrate {
+            l.max_bitrate = (r.0 > 0).then_some(r.0);
+        }
+        if let Some(r) = self.max_total_bitrate {
+            l.max_total_bitrate = (r.0 > 0).then_some(r.0);
+        }
+        if let Some(b) = self.max_bytes {
+            l.max_bytes = b.0.filter(|b| *b > 0);
+        }
+        if let Some(ps) = &self.allow_protocols {
+            l.allow_tcp = ps.iter().any(|p| p.0 == Protocol::Tcp);
+            l.allow_udp = ps.iter().any(|p| p.0 == Protocol::Udp);
+        }
+        if let Some(ds) = &self.allow_directions {
+            let has = |d: Direction| ds.iter().any(|x| x.0 == d);
+            l.allow_upload = has(Direction::Upload);
+            l.allow_download = has(Direction::Download);
+            l.allow_bidir = has(Direction::Bidirectional);
+        }
+        if let Some(n) = self.max_client_connections {
+            l.max_client_connections = n;
+        }
+        if let Some(n) = self.max_client_tests_per_minute {
+            l.max_client_tests_per_minute = n;
+        }
+        if let Some(d) = self.idle_timeout {
+            if d.0 < std::time::Duration::from_millis(500) {
+                return Err("idle_timeout (--idle-timeout) must be at least 0.5 s".into());
+            }
+            l.idle_timeout = d.0;
+        }
+        l.exclusive = self.exclusive.unwrap_or(false);
+        if let Some(n) = self.queue {
+            l.queue = n;
+        }
+        Ok(l)
+    }
+}
+
+/// Reads a pre-shared key file (its bytes, surrounding whitespace trimmed).
+pub fn read_psk(path: &std::path::Path) -> Result<Psk, String> {
+    let text = std::fs::read(path)
+        .map_err(|e| format!("cannot read the key file {}: {e}", path.display()))?;
+    Psk::from_file_text(&text).map_err(|e| format!("key file {}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn file_keys_become_limits() {
+        let s = parse_config(
+            "max_tests = 2\nmax_streams = 8\nmax_duration = \"5m\"\nmax_bitrate = \"1G\"\nmax_total_bitrate = \"5G\"\n\
+             max_bytes = \"10G\"\nallow_protocols = [\"tcp\"]\nallow_directions = [\"send\"]\n\
+             max_client_connections = 4\nmax_client_tests_per_minute = 0\nexclusive = true\n\
+             queue = 3\nidle_timeout = 2.5\n",
+            "s.toml",
+        )
+        .expect("valid");
+        let l = s.limits().expect("limits");
+        assert_eq!((l.max_tests, l.max_streams), (2, 8));
+        assert_eq!(l.max_duration, Duration::from_secs(300));
+        assert_eq!(l.max_bitrate, Some(1_000_000_000));
+        assert_eq!(l.max_total_bitrate, Some(5_000_000_000));
+        assert_eq!(l.max_bytes, Some(10 << 30), "G is 1024-based, as -n");
+        assert!(l.allow_tcp && !l.allow_udp && l.allow_upload && !l.allow_download);
+        assert_eq!((l.max_client_connections, l.max_client_tests_per_minute), (4, 0));
+        assert!(l.exclusive && l.queue == 3);
+        assert_eq!(l.idle_timeout, Duration::from_millis(2500));
+    }
+
+    #[test]
+    fn errors_point_at_line_and_column_with_a_hint() {
+        let e = parse_config("max_tests = 2\nmax_stream = 8\n", "s.toml").expect_err("typo");
+        assert_eq!((e.line, e.column), (2, 1), "{e}");
+        assert!(e.message.contains("did you mean \"max_streams\""), "{e}");
+        let e = parse_config("max_bitrate = \"fast\"\n", "s.toml").expect_err("bad rate");
+        assert_eq!(e.line, 1, "{e}");
+        assert!(e.to_string().starts_with("s.toml:1:"), "{e}");
+        let e = parse_config("max_tests = 0\n", "s.toml").expect_err("zero");
+        assert!(e.message.contains("at least 1"), "{e}");
+    }
+
+    #[test]
+    fn networks_parse_and_contain() {
+        let n: IpNet = "127.0.0.0/8".parse().expect("net");
+        assert!(n.contains("127.9.9.9".parse().expect("ip")));
+        assert!(n.contains("::ffff:127.0.0.1".parse().expect("mapped")));
+        assert!(!n.contains("10.0.0.1".parse().expect("ip")));
+        let one: IpNet = "::1".parse().expect("host");
+        assert!(
+            one.contains("::1".parse().expect("ip")) && !one.contains("::2".parse().expect("ip"))
+        );
+        let all: IpNet = "0.0.0.0/0".parse().expect("all");
+        assert!(all.contains("8.8.8.8".parse().expect("ip")));
+        assert!("10.0.0.0/33".parse::<IpNet>().unwrap_err().contains("0..=32"));
+        assert!("example.com".parse::<IpNet>().unwrap_err().contains("ADDRESS/PREFIX"));
+        let s =
+            parse_config("allow = [\"10.0.0.0/8\", \"nonsense\"]\n", "s.toml").expect_err("bad");
+        assert_eq!(s.line, 1, "{s}");
+        let a = Access { psk: None, allow: vec![n] };
+        assert!(
+            a.allows("127.0.0.1".parse().expect("ip"))
+                && !a.allows("10.1.1.1".parse().expect("ip"))
+        );
+        assert!(Access::default().allows("10.1.1.1".parse().expect("ip")));
+    }
+
+    #[test]
+    fn flags_win_over_the_file() {
+        let file =
+            ServerSettings { max_streams: Some(8), max_tests: Some(2), ..Default::default() };
+        let flags = ServerSettings { max_streams: Some(4), ..Default::default() };
+        let l = flags.or(file).limits().expect("limits");
+        assert_eq!((l.max_streams, l.max_tests), (4, 2));
+    }
+}

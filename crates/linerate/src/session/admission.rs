@@ -1,0 +1,310 @@
+//! Per-client-address bookkeeping for the server's limits: connections from one address that
+//! are not yet part of a test, and a token bucket of new tests per address.
+//!
+//! The accept loop asks [`Admission::open`] before it spends a thread on a connection, so a
+//! flood of slow or half-open connections from one address costs one map entry, not a
+//! thread each; the [`Pending`] guard it returns gives the place back when the connection is
+//! identified (or dropped). The bucket is consulted when a test is requested, after the
+//! spec passed the pure checks in `linerate_proto::limits`.
+//!
+//! With `--exclusive` the server runs one test at a time and later requests wait in a FIFO
+//! queue of [`Ticket`]s (a ticket leaves the queue when dropped, so a client that goes away
+//! while waiting frees its place). The wait estimate is the running test's expected end plus
+//! the expected length of every test ahead; a byte-bound test makes it unknown. Nothing here
+//! reads sockets.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use linerate_proto::{LimitKind, Limits, Refusal};
+
+/// Above this many remembered addresses, idle ones are forgotten.
+const PRUNE_ABOVE: usize = 4096;
+
+#[derive(Debug)]
+struct Client {
+    pending: u32,
+    /// Data connections an admitted test from this address still awaits: they may exceed
+    /// the pending cap (a `-P 1024` test opens its streams in a burst).
+    expected: u32,
+    tokens: f64,
+    refilled: Instant,
+}
+
+/// Admission state shared by every connection of one server.
+#[derive(Debug)]
+pub(crate) struct Admission {
+    pub(crate) limits: Limits,
+    clients: Mutex<HashMap<IpAddr, Client>>,
+    queue: Mutex<Queue>,
+}
+
+#[derive(Debug, Default)]
+struct Queue {
+    /// Waiting tickets in order, with each test's expected length (None = unknown).
+    waiting: std::collections::VecDeque<(u64, Option<Duration>)>,
+    next: u64,
+    /// When the running exclusive test is expected to end (None = unknown or none).
+    running_until: Option<Instant>,
+}
+
+/// A place in the exclusive queue; dropping it leaves the queue.
+#[derive(Debug)]
+pub(crate) struct Ticket {
+    admission: Arc<Admission>,
+    id: u64,
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        let mut q = self.admission.queue.lock().unwrap_or_else(|e| e.into_inner());
+        q.waiting.retain(|(id, _)| *id != self.id);
+    }
+}
+
+/// Where a ticket stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Place {
+    /// 1 = next.
+    pub(crate) position: u32,
+    /// The estimated wait, if every test ahead has a known length.
+    pub(crate) wait: Option<Duration>,
+}
+
+/// A connection counted against its address until it becomes part of a test or closes.
+#[derive(Debug)]
+pub(crate) struct Pending {
+    admission: Arc<Admission>,
+    ip: IpAddr,
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        self.admission.update(self.ip, |c| c.pending = c.pending.saturating_sub(1));
+    }
+}
+
+/// Data connections an admitted test still awaits (see [`Admission::expect`]).
+#[derive(Debug)]
+pub(crate) struct Expected {
+    admission: Arc<Admission>,
+    ip: IpAddr,
+    n: u32,
+}
+
+impl Drop for Expected {
+    fn drop(&mut self) {
+        let n = self.n;
+        self.admission.update(self.ip, |c| c.expected = c.expected.saturating_sub(n));
+    }
+}
+
+impl Admission {
+    pub(crate) fn new(limits: Limits) -> Arc<Self> {
+        Arc::new(Self {
+            limits,
+            clients: Mutex::new(HashMap::new()),
+            queue: Mutex::new(Queue::default()),
+        })
+    }
+
+    /// True when nobody waits in the exclusive queue.
+    pub(crate) fn queue_empty(&self) -> bool {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner()).waiting.is_empty()
+    }
+
+    /// Joins the exclusive queue with a test expected to run `expected`, or says it is full.
+    pub(crate) fn join_queue(
+        self: &Arc<Self>,
+        expected: Option<Duration>,
+    ) -> Result<Ticket, Refusal> {
+        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(r) = self.limits.queue_full(q.waiting.len()) {
+            return Err(r);
+        }
+        let id = q.next;
+        q.next += 1;
+        q.waiting.push_back((id, expected));
+        Ok(Ticket { admission: self.clone(), id })
+    }
+
+    /// Where `t` waits now.
+    pub(crate) fn place(&self, t: &Ticket, now: Instant) -> Place {
+        let q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        let idx = q.waiting.iter().position(|(id, _)| *id == t.id).unwrap_or(0);
+        let running = q.running_until.map(|u| u.saturating_duration_since(now));
+        let ahead = q.waiting.iter().take(idx).map(|(_, e)| *e);
+        let wait = std::iter::once(running).chain(ahead).sum::<Option<Duration>>();
+        Place { position: u32::try_from(idx + 1).unwrap_or(u32::MAX), wait }
+    }
+
+    /// True when `t` is at the head of the queue.
+    pub(crate) fn is_next(&self, t: &Ticket) -> bool {
+        let q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        q.waiting.front().is_some_and(|(id, _)| *id == t.id)
+    }
+
+    /// An exclusive test started and is expected to run `expected`.
+    pub(crate) fn running(&self, expected: Option<Duration>, now: Instant) {
+        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        q.running_until = expected.map(|e| now + e);
+    }
+
+    /// Counts a new connection from `ip`, or says why it is dropped unread.
+    pub(crate) fn open(self: &Arc<Self>, ip: IpAddr) -> Result<Pending, Refusal> {
+        let max = self.limits.max_client_connections;
+        let admitted = self.update(ip, |c| {
+            let ok = max == 0 || c.pending < max.saturating_add(c.expected);
+            if ok {
+                c.pending += 1;
+            }
+            ok
+        });
+        if !admitted {
+            return Err(Refusal::new(
+                LimitKind::ClientRate,
+                format!(
+                    "{max} connections from this address are already waiting to start a test \
+                     (--max-client-connections)"
+                ),
+            ));
+        }
+        Ok(Pending { admission: self.clone(), ip })
+    }
+
+    /// An admitted test from `ip` will open `n` data connections; until the guard drops
+    /// they do not count against the address's pending cap.
+    pub(crate) fn expect(self: &Arc<Self>, ip: IpAddr, n: u32) -> Expected {
+        self.update(ip, |c| c.expected = c.expected.saturating_add(n));
+        Expected { admission: self.clone(), ip, n }
+    }
+
+    /// Takes one new-test token for `ip`, or says when the next one is due.
+    pub(crate) fn take_test_token(&self, ip: IpAddr, now: Instant) -> Result<(), Refusal> {
+        let per_minute = self.limits.max_client_tests_per_minute;
+        if per_minute == 0 {
+            return Ok(());
+        }
+        let cap = f64::from(per_minute);
+        let per_sec = cap / 60.0;
+        let wait = self.update(ip, |c| {
+            let elapsed = now.saturating_duration_since(c.refilled).as_secs_f64();
+            c.tokens = (c.tokens + elapsed * per_sec).min(cap);
+            c.refilled = now;
+            if c.tokens >= 1.0 {
+                c.tokens -= 1.0;
+                None
+            } else {
+                Some(Duration::from_secs_f64((1.0 - c.tokens) / per_sec))
+            }
+        });
+        match wait {
+            None => Ok(()),
+            Some(w) => Err(Refusal::new(
+                LimitKind::ClientRate,
+                format!(
+                    "server allows at most {per_minute} new tests per minute from one address \
+                     (--max-client-tests-per-minute); try again in {:.0} s",
+                    w.as_secs_f64().ceil()
+                ),
+            )),
+        }
+    }
+
+    /// Applies `f` to `ip`'s entry (created full), dropping entries with nothing to remember.
+    fn update<R>(&self, ip: IpAddr, f: impl FnOnce(&mut Client) -> R) -> R {
+        let mut map = self.clients.lock().unwrap_or_else(|e| e.into_inner());
+        let cap = f64::from(self.limits.max_client_tests_per_minute);
+        let c = map.entry(ip).or_insert_with(|| Client {
+            pending: 0,
+            expected: 0,
+            tokens: cap,
+            refilled: Instant::now(),
+        });
+        let r = f(c);
+        if c.pending == 0 && c.expected == 0 && c.tokens >= cap {
+            map.remove(&ip);
+        }
+        if map.len() > PRUNE_ABOVE {
+            // Entries idle for a minute have refilled: forgetting them changes nothing.
+            map.retain(|_, c| {
+                c.pending > 0 || c.expected > 0 || c.refilled.elapsed() < Duration::from_secs(60)
+            });
+        }
+        r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(last: u8) -> IpAddr {
+        IpAddr::from([127, 0, 0, last])
+    }
+
+    #[test]
+    fn pending_connections_are_capped_per_address_and_given_back() {
+        let a = Admission::new(Limits { max_client_connections: 2, ..Limits::default() });
+        let p1 = a.open(ip(1)).expect("first");
+        let _p2 = a.open(ip(1)).expect("second");
+        let err = a.open(ip(1)).expect_err("third is over");
+        assert!(err.message.contains("--max-client-connections"), "{err}");
+        let _other = a.open(ip(2)).expect("another address has its own count");
+        drop(p1);
+        let _p3 = a.open(ip(1)).expect("a place was given back");
+        let streams = a.expect(ip(1), 3);
+        let burst: Vec<_> = (0..3).map(|_| a.open(ip(1)).expect("expected streams")).collect();
+        assert!(a.open(ip(1)).is_err(), "only as many as the test has");
+        drop((burst, streams));
+        assert!(a.open(ip(1)).is_err(), "back to the plain cap of 2 (two still held)");
+    }
+
+    #[test]
+    fn new_tests_are_rate_limited_per_address_and_refill() {
+        let a = Admission::new(Limits { max_client_tests_per_minute: 2, ..Limits::default() });
+        let t0 = Instant::now();
+        a.take_test_token(ip(1), t0).expect("1");
+        a.take_test_token(ip(1), t0).expect("2");
+        let err = a.take_test_token(ip(1), t0).expect_err("bucket empty");
+        assert!(err.message.contains("try again in 30 s"), "{err}");
+        a.take_test_token(ip(2), t0).expect("other address");
+        a.take_test_token(ip(1), t0 + Duration::from_secs(30)).expect("refilled one");
+    }
+
+    #[test]
+    fn exclusive_queue_is_fifo_bounded_and_estimates_the_wait() {
+        let a = Admission::new(Limits { exclusive: true, queue: 2, ..Limits::default() });
+        let t0 = Instant::now();
+        a.running(Some(Duration::from_secs(10)), t0);
+        let first = a.join_queue(Some(Duration::from_secs(5))).expect("1");
+        let second = a.join_queue(None).expect("2");
+        let err = a.join_queue(None).expect_err("full");
+        assert!(err.message.contains("queue of 2 is full (--queue)"), "{err}");
+        let p = a.place(&first, t0 + Duration::from_secs(4));
+        assert_eq!(p, Place { position: 1, wait: Some(Duration::from_secs(6)) });
+        assert!(a.is_next(&first) && !a.is_next(&second));
+        let third = a.join_queue(Some(Duration::from_secs(1))).expect_err("still full");
+        drop(third);
+        drop(first);
+        assert!(a.is_next(&second), "a dropped ticket leaves the queue");
+        let last = a.join_queue(Some(Duration::from_secs(1))).expect("a place was freed");
+        assert_eq!(a.place(&last, t0).wait, None, "a byte-bound test ahead: unknown wait");
+    }
+
+    #[test]
+    fn zero_means_unlimited() {
+        let a = Admission::new(Limits {
+            max_client_connections: 0,
+            max_client_tests_per_minute: 0,
+            ..Limits::default()
+        });
+        let held: Vec<_> = (0..100).map(|_| a.open(ip(1)).expect("open")).collect();
+        assert_eq!(held.len(), 100);
+        for _ in 0..1000 {
+            a.take_test_token(ip(1), Instant::now()).expect("no cap");
+        }
+    }
+}

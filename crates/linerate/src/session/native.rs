@@ -1,0 +1,263 @@
+//! The session for one linerate (native protocol) client: the sans-IO
+//! [`linerate_proto::server::ServerConn`] driving linerate's streams, with admission (limits,
+//! the exclusive queue) asked of [`Shared`] before anything is allocated for the test. What
+//! every served test shares (numbering, watchdog, notes) is in `served.rs`; how a connection
+//! gets here is in `server.rs`.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::mpsc::{Receiver, Sender, TryRecvError, channel};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use linerate_proto::server::{QUEUE_HEARTBEAT, ServerConn, ServerEvent};
+use linerate_proto::wire::{AbortReason, Cookie, DataHello};
+use linerate_proto::{ProtoError, TestSpec};
+
+use crate::measure::sys;
+use crate::session::served::ServedTest;
+use crate::session::server::{Accepted, DataConn, DataSock, Registration, Shared};
+use crate::session::streams::canonical;
+use crate::session::{Clock, ControlChannel, End, SOFTWARE, StreamSet, random_nonce};
+
+struct Session<'a> {
+    t: ServedTest<'a>,
+    /// The server address the client reached (UDP stream sockets bind to it).
+    local_ip: IpAddr,
+    /// Round trip of the control connection when it opened.
+    rtt: Option<Duration>,
+    cookie: [u8; 16],
+    data_rx: Option<Receiver<DataConn>>,
+    registration: Registration<'a, [u8; 16], Sender<DataConn>>,
+    /// A request being admitted, or waiting in the exclusive queue.
+    waiting: Option<Waiting>,
+    /// A doctor's probe echo, stopped when the session ends.
+    echo: Option<crate::session::doctor_echo::Echo>,
+}
+
+/// A request being admitted (or waiting in the exclusive queue) and what the client was
+/// last told.
+struct Waiting {
+    spec: TestSpec,
+    client: String,
+    /// When the client last heard `queued` (None: not yet).
+    told: Option<Instant>,
+    position: u32,
+}
+
+pub(crate) fn run_session(c: Accepted, first: [u8; 8], shared: &Shared) {
+    let (stream, peer) = (c.sock, c.peer);
+    let clock = Clock::new();
+    let mut conn = match &shared.access.psk {
+        None => ServerConn::new(SOFTWARE, clock.now()),
+        Some(key) => match random_nonce() {
+            Ok(nonce) => ServerConn::with_psk(SOFTWARE, clock.now(), key.clone(), nonce),
+            Err(e) => return shared.reject(peer, format!("{e:#}")),
+        },
+    };
+    let local_ip = stream
+        .local_addr()
+        .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |a| crate::session::streams::canonical(a).ip());
+    let mut s = Session {
+        t: ServedTest::new(shared, peer, c.pending),
+        local_ip,
+        rtt: sys::tcp_internals(&stream).map(|t| Duration::from_micros(t.rtt_us.into())),
+        cookie: [0; 16],
+        data_rx: None,
+        registration: Registration::new(&shared.registry),
+        waiting: None,
+        echo: None,
+    };
+    let result = ControlChannel::new(stream).and_then(|mut ctrl| {
+        let r = conn.handle_input(&first, clock.now()).map_err(anyhow::Error::from);
+        let r = r.and_then(|_| s.pump(&mut ctrl, &mut conn, &clock));
+        if let Err(e) = &r {
+            if !matches!(
+                e.downcast_ref::<ProtoError>(),
+                Some(ProtoError::Closed(_) | ProtoError::Aborted { .. })
+            ) {
+                let reason = if shared.shutdown_reason().is_some() {
+                    AbortReason::ServerShutdown
+                } else {
+                    AbortReason::Other
+                };
+                conn.abort(reason, &format!("{e:#}"));
+            }
+            if let Some(bytes) = conn.poll_transmit() {
+                let _ = ctrl.send(&bytes);
+            }
+        }
+        r
+    });
+    s.t.finish(result);
+}
+
+impl Session<'_> {
+    fn pump(
+        &mut self,
+        ctrl: &mut ControlChannel,
+        conn: &mut ServerConn,
+        clock: &Clock,
+    ) -> Result<()> {
+        while self.t.turn(ctrl, conn, clock, self.awaiting_streams())? {
+            self.attach_arrivals(conn, clock)?;
+            while let Some(ev) = conn.poll_event() {
+                self.on_event(ev, conn, clock)?;
+            }
+            self.poll_queue(conn, clock)?;
+            self.t.watch()?;
+            if self.t.running() && self.t.streams.as_ref().is_some_and(StreamSet::all_done) {
+                let results = self.t.take_results().context("results without streams")?;
+                conn.send_results(results, clock.now())?;
+            }
+        }
+        Ok(())
+    }
+
+    fn awaiting_streams(&self) -> bool {
+        self.data_rx.is_some() && self.t.streams.as_ref().is_some_and(|s| s.started().is_none())
+    }
+
+    fn attach_arrivals(&mut self, conn: &mut ServerConn, clock: &Clock) -> Result<()> {
+        let Some(rx) = &self.data_rx else { return Ok(()) };
+        loop {
+            let (id, sock) = match rx.try_recv() {
+                Ok(c) => c,
+                Err(TryRecvError::Empty | TryRecvError::Disconnected) => return Ok(()),
+            };
+            if let Err(e) = conn.expects_stream(id) {
+                self.t.shared.reject(self.t.peer, format!("test {}: {e}", self.t.test));
+                continue;
+            }
+            // Reflection safety: UDP test traffic goes only to the address that completed
+            // the control handshake, whoever else learned the cookie.
+            if let DataSock::Udp(from) = &sock
+                && canonical(*from).ip() != self.t.peer.ip()
+            {
+                let why = format!(
+                    "test {}: UDP stream {id} hello from {from}, not the client's address; ignored",
+                    self.t.test
+                );
+                self.t.shared.reject(self.t.peer, why);
+                continue;
+            }
+            let streams = self.t.streams.as_mut().context("streams arrived before the test")?;
+            match sock {
+                DataSock::Tcp(sock) => streams.add(id, sock)?,
+                DataSock::Udp(from) => {
+                    let local = SocketAddr::new(self.local_ip, self.t.shared.port);
+                    let hello = DataHello { cookie: Cookie(self.cookie), stream_id: id }.encode();
+                    let sock = crate::session::udp::accept_stream(local, from, &hello)
+                        .with_context(|| format!("UDP stream {id}"))?;
+                    streams.add_udp(id, sock)?;
+                }
+            }
+            conn.attach_stream(id, clock.now())?;
+        }
+    }
+
+    fn on_event(&mut self, ev: ServerEvent, conn: &mut ServerConn, clock: &Clock) -> Result<()> {
+        match ev {
+            ServerEvent::TestRequested { spec, client_software: client } => {
+                self.waiting = Some(Waiting { spec, client, told: None, position: 0 });
+                self.poll_queue(conn, clock)?;
+            }
+            ServerEvent::Start => self.t.start(),
+            ServerEvent::PeerStop(_) => {
+                if let Some(s) = &self.t.streams {
+                    s.end_signalled();
+                }
+            }
+            ServerEvent::PeerResults(r) => {
+                // A byte-bound UDP upload has no stop: the client's results end it.
+                if let Some(s) = &self.t.streams {
+                    s.end_signalled();
+                }
+                self.t.client_results = Some(*r);
+            }
+            ServerEvent::Finished => {}
+            ServerEvent::EnvironmentRequested { client_software } => {
+                let scope = crate::measure::host::Scope::AllUp(Some(self.local_ip));
+                conn.send_environment(crate::measure::host::snapshot(scope))?;
+                let note = crate::session::server::ServerNote::DoctorAnswered {
+                    peer: self.t.peer,
+                    client: client_software,
+                };
+                (self.t.shared.notes)(&note);
+            }
+            ServerEvent::EchoRequested { client_port } => self.start_echo(client_port, conn)?,
+        }
+        Ok(())
+    }
+
+    /// Echoes a doctor's path-MTU probes, only to the control connection's address.
+    fn start_echo(&mut self, client_port: u16, conn: &mut ServerConn) -> Result<()> {
+        let mut cookie = [0u8; 16];
+        getrandom::getrandom(&mut cookie)
+            .map_err(|e| anyhow::anyhow!("no randomness for the echo cookie: {e}"))?;
+        let peer = SocketAddr::new(self.t.peer.ip(), client_port);
+        match crate::session::doctor_echo::Echo::start(self.local_ip, peer, Cookie(cookie)) {
+            Ok((echo, port)) => {
+                self.echo = Some(echo);
+                conn.echo_ready(port, Cookie(cookie))?;
+                Ok(())
+            }
+            Err(e) => {
+                conn.refuse(&format!("this server cannot echo probes: {e:#}"));
+                Err(e)
+            }
+        }
+    }
+
+    /// Admits the request, or (queued) tells the client where it stands: when its place
+    /// changes and at least every heartbeat. Runs the test once its turn comes.
+    fn poll_queue(&mut self, conn: &mut ServerConn, clock: &Clock) -> Result<()> {
+        let Some(w) = &mut self.waiting else { return Ok(()) };
+        match self.t.admit(&w.spec, conn.can_queue()) {
+            Err(r) => {
+                conn.refuse(&r.message);
+                bail!("refused: {r}");
+            }
+            Ok(Some(place)) => {
+                let due = w.told.is_none_or(|t| t.elapsed() >= QUEUE_HEARTBEAT);
+                if place.position != w.position || due {
+                    conn.queue(place.position, place.wait)?;
+                    (w.told, w.position) = (Some(Instant::now()), place.position);
+                }
+                Ok(())
+            }
+            Ok(None) => {
+                let Some(w) = self.waiting.take() else { return Ok(()) };
+                self.start_test(w.spec, w.client, conn, clock)
+            }
+        }
+    }
+
+    /// The admitted test: its streams, cookie and the `test_accepted` answer.
+    fn start_test(
+        &mut self,
+        spec: TestSpec,
+        client: String,
+        conn: &mut ServerConn,
+        clock: &Clock,
+    ) -> Result<()> {
+        let mut streams = match StreamSet::new(&spec, End::Server) {
+            Ok(s) => s,
+            Err(e) => {
+                conn.refuse(&format!("{e:#}"));
+                return Err(e);
+            }
+        };
+        streams.set_rtt(self.rtt);
+        streams.record_environment(Some(self.local_ip));
+        let mut cookie = [0u8; 16];
+        getrandom::getrandom(&mut cookie)
+            .map_err(|e| anyhow::anyhow!("no randomness for the test cookie: {e}"))?;
+        let (tx, rx) = channel();
+        self.registration.register(cookie, tx)?;
+        self.cookie = cookie;
+        self.data_rx = Some(rx);
+        self.t.begin(streams, client, spec);
+        conn.accept(Cookie(cookie), clock.now())?;
+        Ok(())
+    }
+}
