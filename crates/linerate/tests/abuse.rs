@@ -113,19 +113,33 @@ fn wait_line(lines: &std::sync::Mutex<Vec<String>>, needle: &str, limit: Duratio
     false
 }
 
+/// A number field of `/proc/PID/status` (`VmRSS:` in KiB, `Threads:`).
+fn status_field(pid: u32, key: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+    let line = status.lines().find(|l| l.starts_with(key)).expect("field");
+    line.split_whitespace().nth(1).and_then(|v| v.parse().ok()).expect("number")
+}
+
 /// VmRSS and VmSize of a process, in KiB.
 fn memory_kib(pid: u32) -> (u64, u64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
-    let field = |key: &str| -> u64 {
-        let line = status.lines().find(|l| l.starts_with(key)).expect("field");
-        line.split_whitespace().nth(1).and_then(|v| v.parse().ok()).expect("number")
-    };
-    (field("VmRSS:"), field("VmSize:"))
+    (status_field(pid, "VmRSS:"), status_field(pid, "VmSize:"))
+}
+
+/// Waits (up to 2 s) until `pid` has at most `threads` threads: a connection's thread has
+/// exited. Without this, a loaded machine lets two connection threads overlap now and then,
+/// and the second thread's stack (8 MiB of address space, kept in glibc's stack cache) shows
+/// as VmSize growth that no hostile input caused.
+fn wait_threads(pid: u32, threads: u64) {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while status_field(pid, "Threads:") > threads && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(2));
+    }
 }
 
 /// 160 connections, one at a time: a native preamble or an iperf3 cookie, then each of
-/// `lens` as a length prefix, and every fourth round 256 KiB of junk behind it.
-fn hammer(addr: &str, lens: [u32; 4]) {
+/// `lens` as a length prefix, and every fourth round 256 KiB of junk behind it. Each waits
+/// for the server (`pid`) to be back to its `idle` thread count.
+fn hammer(addr: &str, lens: [u32; 4], (pid, idle): (u32, u64)) {
     let junk = vec![0x41u8; 256 * 1024];
     let native = b"\x89LRC\r\n\x1a\n\x00\x00\x00\x01".to_vec();
     let iperf3_cookie = b"abcdefghijklmnopqrstuvwxyz2345672345\0".to_vec();
@@ -142,6 +156,8 @@ fn hammer(addr: &str, lens: [u32; 4]) {
                 }
                 s.set_read_timeout(Some(Duration::from_secs(6))).expect("timeout");
                 let _ = s.read(&mut [0u8; 512]);
+                drop(s);
+                wait_threads(pid, idle);
             }
         }
     }
@@ -155,10 +171,13 @@ fn hostile_length_prefixes_cost_no_memory() {
     // with harmless lengths (thread stacks and allocator arenas are then in place), so the
     // growth measured is what the hostile lengths themselves cost.
     client_json(srv.port, &["-t", "0.2"]);
-    hammer(&addr, [8, 16, 24, 32]);
+    let pid = srv.child.id();
+    std::thread::sleep(Duration::from_millis(300));
+    let server = (pid, status_field(pid, "Threads:"));
+    hammer(&addr, [8, 16, 24, 32], server);
     std::thread::sleep(Duration::from_millis(300));
     let before = memory_kib(srv.child.id());
-    hammer(&addr, [0xFFFF_FFFF, 0xFE00_0000, 0x7FFF_FFF0, 0x0010_0000]);
+    hammer(&addr, [0xFFFF_FFFF, 0xFE00_0000, 0x7FFF_FFF0, 0x0010_0000], server);
     std::thread::sleep(Duration::from_millis(300));
     let after = memory_kib(srv.child.id());
     let (rss, vsz) = (after.0 as i64 - before.0 as i64, after.1 as i64 - before.1 as i64);
