@@ -37,6 +37,7 @@ pub fn execute(plan: Plan) -> Result<ExitCode> {
             run_matrix(plan, &m, &Interrupt::install()?)
         }),
         Plan::Campaign(c) => crate::campaign::run(&c, &Interrupt::install()?),
+        Plan::Report(r) => crate::reporting::run(&r),
         Plan::Generate(g) => generate(g),
     }
 }
@@ -189,7 +190,13 @@ fn run_matrix(base: &ClientPlan, plan: &MatrixPlan, interrupt: &Interrupt) -> Re
     let stopped = outcome.stopped.as_deref();
     match base.output {
         OutputFormat::Text => report::matrix::render_text(&summary, stopped, &mut out)?,
-        _ => report::matrix::render_json(plan, &summary, &outcome.runs, stopped, &mut out)?,
+        _ => report::matrix::render_json(
+            report::matrix::MatrixMeta { seed: Some(plan.seed), until_ci: plan.until_ci },
+            &summary,
+            &outcome.runs,
+            stopped,
+            &mut out,
+        )?,
     }
     if let (Some(g), OutputFormat::Text) = (group, base.output) {
         writeln!(

@@ -93,7 +93,7 @@ pub fn run(c: &CampaignRun, interrupt: &Interrupt) -> Result<ExitCode> {
     if text {
         render::render_text(&summaries, &findings, &mut out)?;
     } else {
-        let meta = CampaignMeta { name: &c.plan.name, seed, group, finished: complete };
+        let meta = CampaignMeta { name: &c.plan.name, seed: Some(seed), group, finished: complete };
         let tiers: Vec<_> =
             summaries.into_iter().zip(&outcome.tiers).map(|(s, o)| (s, &o.runs[..])).collect();
         render::render_json(meta, &tiers, &findings, &mut out)?;

@@ -12,6 +12,7 @@ pub mod measure;
 pub mod plan;
 pub mod record;
 pub mod report;
+pub mod reporting;
 pub mod session;
 pub mod stats;
 pub mod store;

@@ -12,6 +12,7 @@ mod interop_server;
 mod loopback;
 mod matrix;
 mod netns;
+mod report;
 mod store;
 mod udp;
 mod util;

@@ -87,6 +87,10 @@ pub enum Command {
         #[command(flatten)]
         db: DbArgs,
     },
+    /// Write a report on a stored run (`12`), matrix (`m3`) or campaign (`c4`), or on a saved
+    /// JSON document: tables per tier, findings and warnings; as text, Markdown, CSV, JSON or
+    /// one self-contained HTML file with charts.
+    Report(ReportArgs),
     /// Print the man page or shell completions.
     Generate {
         /// What to print.
@@ -169,6 +173,50 @@ pub struct GateArgs {
     /// The stored run (`12`) or matrix (`m3`) to compare with for --fail-regression.
     #[arg(long = "baseline", value_name = "RUN", requires = "fail_regression")]
     pub baseline: Option<String>,
+}
+
+/// `linerate report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A run id, `mN` (matrix), `cN` (campaign) from `linerate history`, or a file saved from
+    /// `-J` output.
+    #[arg(value_name = "RUN|mN|cN|FILE.json")]
+    pub what: String,
+    /// Output format.
+    #[arg(long = "format", short = 'f', value_enum, default_value_t = ReportFormatArg::Text)]
+    pub format: ReportFormatArg,
+    /// CSV layout: one row per cell summary, or one per (run, stream, interval)
+    /// (docs/CSV.md).
+    #[arg(long = "csv-kind", value_enum, default_value_t = CsvKindArg::Cells)]
+    pub csv_kind: CsvKindArg,
+    /// Write to this file (replaced whole) instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
+    /// History database [default: $XDG_DATA_HOME/linerate/history.sqlite].
+    #[arg(long = "db", value_name = "PATH")]
+    pub db: Option<std::path::PathBuf>,
+}
+
+/// `--format` of `linerate report`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormatArg {
+    /// Aligned tables for a terminal.
+    Text,
+    /// Markdown (pipe tables).
+    Md,
+    /// CSV (docs/CSV.md).
+    Csv,
+    /// The JSON document of docs/JSON.md.
+    Json,
+}
+
+/// `--csv-kind` of `linerate report`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CsvKindArg {
+    /// One row per cell summary.
+    Cells,
+    /// One row per (run, stream, interval).
+    Intervals,
 }
 
 /// Only the database location (history commands).

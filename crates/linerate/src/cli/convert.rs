@@ -6,15 +6,19 @@ use std::time::Duration;
 use linerate_proto::{Direction, EndCondition, Protocol, TestSpec};
 
 use crate::cli::args::{
-    CampaignArgs, Cli, Command, CompatArgs, DbArgs, DirectionArg, GateArgs, GenerateWhat,
-    JsonFormat, MatrixArgs, NetArgs, ProtocolArg, StoreArgs, TestArgs,
+    CampaignArgs, Cli, Command, CompatArgs, CsvKindArg, DbArgs, DirectionArg, GateArgs,
+    GenerateWhat, JsonFormat, MatrixArgs, NetArgs, ProtocolArg, ReportArgs, ReportFormatArg,
+    StoreArgs, TestArgs,
 };
 use crate::plan::campaign::{self, CampaignRun};
 use crate::plan::matrix::{AxisValue, MatrixPlan};
 use crate::plan::search::SearchPlan;
 use crate::plan::{ClientPlan, Family, Generated, OutputFormat, Plan, ServerPlan, Shell};
+use crate::plan::{
+    CsvKind, Gates, HistoryCommand, HistoryPlan, HistoryRef, ReportFormat, ReportPlan,
+    ReportSource, StorePlan,
+};
 use crate::plan::{DEFAULT_TCP_BLOCK, DEFAULT_UDP_DATAGRAM, DEFAULT_UDP_RATE};
-use crate::plan::{Gates, HistoryCommand, HistoryPlan, HistoryRef, StorePlan};
 use crate::record::LinkAssumption;
 use crate::store::Store;
 use crate::units::ByteCount;
@@ -43,6 +47,7 @@ pub(super) fn to_plan(cli: Cli) -> Result<Plan, String> {
         Some(Command::Compare { a, b, db }) => {
             history(&db, HistoryCommand::Compare(history_ref(&a)?, history_ref(&b)?))
         }
+        Some(Command::Report(a)) => report_plan(a).map(Plan::Report),
         Some(Command::Server(a)) => Ok(Plan::Server(server_plan(&a.net, a.one_off)?)),
         Some(Command::Selftest(a)) => {
             let net = NetArgs {
@@ -201,13 +206,40 @@ fn history(db: &DbArgs, command: HistoryCommand) -> Result<Plan, String> {
     Ok(Plan::History(HistoryPlan { db: path, json: db.json, command }))
 }
 
-/// `12` is a run, `m3` a matrix (or search) group.
+/// `12` is a run, `m3` a matrix (or search) group, `c4` a campaign group.
 fn history_ref(s: &str) -> Result<HistoryRef, String> {
-    let bad = || format!("{s:?} is neither a run id (e.g. 12) nor a matrix id (e.g. m3)");
-    match s.strip_prefix('m') {
+    let bad =
+        || format!("{s:?} is neither a run id (e.g. 12) nor a matrix or campaign id (e.g. m3, c4)");
+    match s.strip_prefix('m').or_else(|| s.strip_prefix('c')) {
         Some(g) => g.parse().map(HistoryRef::Group).map_err(|_| bad()),
         None => s.parse().map(HistoryRef::Run).map_err(|_| bad()),
     }
+}
+
+/// `linerate report`: a history reference if `what` reads as one, else a file.
+fn report_plan(a: ReportArgs) -> Result<ReportPlan, String> {
+    let source = match history_ref(&a.what) {
+        Ok(which) => {
+            let db = a.db.or_else(Store::default_path).ok_or(
+                "no history database: set XDG_DATA_HOME or HOME, or give --db PATH".to_string(),
+            )?;
+            ReportSource::History { db, which }
+        }
+        Err(_) if std::path::Path::new(&a.what).exists() => {
+            ReportSource::File(a.what.clone().into())
+        }
+        Err(e) => return Err(format!("{e}, and no file of that name exists")),
+    };
+    let format = match a.format {
+        ReportFormatArg::Text => ReportFormat::Text,
+        ReportFormatArg::Md => ReportFormat::Markdown,
+        ReportFormatArg::Csv => ReportFormat::Csv(match a.csv_kind {
+            CsvKindArg::Cells => CsvKind::Cells,
+            CsvKindArg::Intervals => CsvKind::Intervals,
+        }),
+        ReportFormatArg::Json => ReportFormat::Json,
+    };
+    Ok(ReportPlan { source, format, output: a.output })
 }
 
 /// `linerate` with no arguments: streams 1 and 2, three times each, 1 s per run, against an

@@ -108,12 +108,13 @@ pub struct StorePlan {
     pub labels: Vec<String>,
 }
 
-/// A stored run or group, as the user names it: `12` or `m3`.
+/// A stored run or group, as the user names it: `12`, or `m3` / `c3` (a matrix's or
+/// campaign's group id).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HistoryRef {
     /// One run.
     Run(i64),
-    /// A matrix or search (its group id).
+    /// A matrix, campaign or search (its group id).
     Group(i64),
 }
 
@@ -146,6 +147,53 @@ pub struct HistoryPlan {
     pub json: bool,
     /// What to do.
     pub command: HistoryCommand,
+}
+
+/// What `linerate report` reads.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ReportSource {
+    /// A stored run or group, from the history at `db`.
+    History {
+        /// The database file.
+        db: std::path::PathBuf,
+        /// Which run or group.
+        which: HistoryRef,
+    },
+    /// A saved JSON document (`-J` output of a run, matrix or campaign).
+    File(std::path::PathBuf),
+}
+
+/// The formats of `linerate report`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReportFormat {
+    /// Aligned tables for a terminal.
+    Text,
+    /// Markdown.
+    Markdown,
+    /// CSV (docs/CSV.md).
+    Csv(CsvKind),
+    /// The JSON document of docs/JSON.md.
+    Json,
+}
+
+/// Which CSV layout (docs/CSV.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CsvKind {
+    /// One row per cell summary.
+    Cells,
+    /// One row per (run, stream, interval).
+    Intervals,
+}
+
+/// `linerate report`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReportPlan {
+    /// What to report on.
+    pub source: ReportSource,
+    /// In which format.
+    pub format: ReportFormat,
+    /// Where to write it (None = stdout).
+    pub output: Option<std::path::PathBuf>,
 }
 
 /// Serve tests.
@@ -200,6 +248,8 @@ pub enum Plan {
     SelftestMatrix(ClientPlan, matrix::MatrixPlan),
     /// Tiers of matrices from a campaign file.
     Campaign(campaign::CampaignRun),
+    /// A report on stored or saved results.
+    Report(ReportPlan),
     /// Generated docs.
     Generate(Generated),
 }

@@ -4,6 +4,7 @@
 pub mod campaign;
 pub mod compare;
 pub mod cost;
+pub mod fairness;
 pub mod matrix;
 pub mod sample;
 pub mod summary;
