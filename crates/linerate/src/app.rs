@@ -53,6 +53,7 @@ fn run_client(plan: &ClientPlan, interrupt: &Interrupt) -> Result<ExitCode> {
             let mut live = text::LivePrinter::new(stdout.lock(), plan.spec.title.clone());
             run(plan, &mut live, interrupt)
         }
+        OutputFormat::JsonStream => run(plan, &mut json::JsonStream::new(stdout.lock()), interrupt),
         OutputFormat::Json | OutputFormat::Iperf3Json => run(plan, &mut Quiet, interrupt),
     };
     finish_client(plan, &record)
@@ -68,6 +69,7 @@ fn finish_client(plan: &ClientPlan, record: &RunRecord) -> Result<ExitCode> {
     let has_figures = record.client.is_some() || record.server_results.is_some();
     match plan.output {
         OutputFormat::Json => json::render_run(record, &mut out)?,
+        OutputFormat::JsonStream => json::render_run_line(record, &mut out)?,
         OutputFormat::Iperf3Json => iperf3_json::render_run(record, &mut out)?,
         OutputFormat::Text if has_figures => text::render_run(record, &mut out)?,
         OutputFormat::Text => {}
@@ -228,7 +230,9 @@ fn note_sink(format: OutputFormat) -> NoteSink {
         let mut out = std::io::stdout().lock();
         let _ = match format {
             OutputFormat::Text => text::render_server_note(note, &mut out),
-            OutputFormat::Json | OutputFormat::Iperf3Json => json::render_line(note, &mut out),
+            OutputFormat::Json | OutputFormat::Iperf3Json | OutputFormat::JsonStream => {
+                json::render_line(note, &mut out)
+            }
         };
         let _ = out.flush();
     })

@@ -214,3 +214,47 @@ fn bad_sources_are_refused_with_the_fix() {
     assert_eq!(out.code, Some(1));
     assert!(out.stderr.contains("reads linerate.run, linerate.matrix"), "{}", out.stderr);
 }
+
+/// `--json-stream`: every line is JSON, interval lines arrive while the test runs (not all at
+/// the end), and the intervals add up to what the final document counts.
+#[test]
+fn json_stream_writes_one_line_per_interval_while_the_test_runs() {
+    use std::io::BufRead;
+    let _serial = crate::util::exclusive();
+    let srv = Server::start(&["-B", "127.0.0.1"]);
+    let port = srv.port.to_string();
+    let mut child = std::process::Command::new(crate::util::bin())
+        .env("XDG_DATA_HOME", crate::util::data_home())
+        .args(["client", "127.0.0.1", "-p", &port, "-t", "1.5", "-i", "0.25", "--json-stream"])
+        .args(["--no-store"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn client");
+    let stdout = child.stdout.take().expect("stdout");
+    let start = std::time::Instant::now();
+    let mut lines: Vec<(Duration, Value)> = Vec::new();
+    for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+        let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        lines.push((start.elapsed(), v));
+        assert!(start.elapsed() < Duration::from_secs(30), "client did not finish");
+    }
+    assert!(child.wait().expect("wait").success());
+    let events: Vec<&str> =
+        lines.iter().map(|(_, v)| v["event"].as_str().expect("event")).collect();
+    assert_eq!(events.first(), Some(&"accepted"), "{events:?}");
+    assert_eq!(events.last(), Some(&"end"), "{events:?}");
+    let intervals: Vec<&(Duration, Value)> =
+        lines.iter().filter(|(_, v)| v["event"] == "interval").collect();
+    assert!(intervals.len() >= 5, "{events:?}");
+    let (end_at, end) = lines.last().expect("end");
+    assert!(*end_at - intervals[0].0 > Duration::from_millis(800), "lines came all at once");
+    assert_eq!(end["kind"], "linerate.run");
+    let streamed: u64 = intervals
+        .iter()
+        .flat_map(|(_, v)| v["streams"].as_array().expect("streams").iter())
+        .filter(|s| s["role"] == "sender")
+        .map(|s| s["bytes"].as_u64().expect("bytes"))
+        .sum();
+    let counted = end["record"]["client"]["streams"][0]["bytes"].as_u64().expect("bytes");
+    assert!(streamed <= counted && streamed * 10 >= counted * 9, "{streamed} vs {counted}");
+}

@@ -401,6 +401,10 @@ pub struct NetArgs {
         default_value = "linerate"
     )]
     pub json_format: JsonFormat,
+    /// Client: one JSON line per interval while the test runs, then the run's document as the
+    /// last line (docs/JSON.md, "JSON lines while a test runs"); server: the same as -J.
+    #[arg(long = "json-stream", conflicts_with = "json")]
+    pub json_stream: bool,
 }
 
 /// JSON document shapes.

@@ -57,6 +57,7 @@ pub(super) fn to_plan(cli: Cli) -> Result<Plan, String> {
                 ipv6: false,
                 json: a.json,
                 json_format: JsonFormat::Linerate,
+                json_stream: false,
             };
             client_plan("127.0.0.1".into(), &net, &a.test, SELFTEST_TIME).map(Plan::Selftest)
         }
@@ -299,6 +300,7 @@ fn compat_plan(c: CompatArgs) -> Result<Plan, String> {
                 ipv6: false,
                 json: c.net.json,
                 json_format: c.net.json_format,
+                json_stream: c.net.json_stream,
             };
             client_plan("127.0.0.1".into(), &net, &c.test, SELFTEST_TIME).map(Plan::Selftest)
         }
@@ -315,6 +317,7 @@ fn family(net: &NetArgs) -> Family {
 
 fn output(net: &NetArgs) -> OutputFormat {
     match (net.json, net.json_format) {
+        _ if net.json_stream => OutputFormat::JsonStream,
         (false, _) => OutputFormat::Text,
         (true, JsonFormat::Linerate) => OutputFormat::Json,
         (true, JsonFormat::Iperf3) => OutputFormat::Iperf3Json,

@@ -53,6 +53,9 @@ pub enum OutputFormat {
     Json,
     /// One JSON document shaped like `iperf3 -J` (`-J --json-format iperf3`).
     Iperf3Json,
+    /// One JSON line per interval while the test runs, then the run's document on one line
+    /// (`--json-stream`).
+    JsonStream,
 }
 
 /// Run one test against a server.
