@@ -13,6 +13,7 @@ mod loopback;
 mod matrix;
 mod netns;
 mod report;
+mod report_html;
 mod store;
 mod udp;
 mod util;

@@ -208,6 +208,8 @@ pub enum ReportFormatArg {
     Csv,
     /// The JSON document of docs/JSON.md.
     Json,
+    /// One self-contained HTML file with SVG charts (no network needed to view it).
+    Html,
 }
 
 /// `--csv-kind` of `linerate report`.

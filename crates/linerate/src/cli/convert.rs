@@ -239,6 +239,7 @@ fn report_plan(a: ReportArgs) -> Result<ReportPlan, String> {
             CsvKindArg::Intervals => CsvKind::Intervals,
         }),
         ReportFormatArg::Json => ReportFormat::Json,
+        ReportFormatArg::Html => ReportFormat::Html,
     };
     Ok(ReportPlan { source, format, output: a.output })
 }

@@ -177,6 +177,8 @@ pub enum ReportFormat {
     Csv(CsvKind),
     /// The JSON document of docs/JSON.md.
     Json,
+    /// One self-contained HTML file with SVG charts.
+    Html,
 }
 
 /// Which CSV layout (docs/CSV.md).

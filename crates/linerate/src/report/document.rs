@@ -133,17 +133,7 @@ pub fn write_campaign(
 /// The whole report.
 pub fn write_report(style: Style, r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     style.heading(1, &format!("linerate report: {}", r.title), out)?;
-    let mut facts = vec![
-        ("Date (UTC)", r.date.clone().unwrap_or_else(|| "n/a (no runs)".into())),
-        ("Hosts", r.hosts.clone()),
-        ("Settings", r.settings.clone()),
-    ];
-    if let Some(seed) = r.seed {
-        facts.push(("Order seed", seed.to_string()));
-    }
-    let done = if r.finished { "yes" } else { "no: see the warnings" };
-    facts.push(("Runs", format!("{} (every planned run completed: {done})", r.runs.len())));
-    for (k, v) in facts {
+    for (k, v) in r.facts() {
         match style {
             Style::Text => writeln!(out, "{k}: {v}")?,
             Style::Markdown => writeln!(out, "- **{k}:** {}", md_escape(&v))?,

@@ -4,9 +4,11 @@
 //! `Write` so they can be snapshot-tested.
 
 pub mod campaign;
+pub mod charts;
 pub mod csv;
 pub mod document;
 pub mod history;
+pub mod html;
 pub mod iperf3_json;
 pub mod json;
 pub mod matrix;
@@ -26,5 +28,6 @@ pub fn render(
         ReportFormat::Markdown => document::write_report(document::Style::Markdown, report, out),
         ReportFormat::Csv(kind) => csv::write(report, kind, out),
         ReportFormat::Json => json::render_report(report, out),
+        ReportFormat::Html => html::write(report, out),
     }
 }

@@ -173,6 +173,21 @@ impl Report {
         self.runs.iter().filter(move |r| r.tier == tier && r.cell == cell)
     }
 
+    /// The facts a report opens with: date, hosts, settings, seed, runs.
+    pub fn facts(&self) -> Vec<(&'static str, String)> {
+        let mut facts = vec![
+            ("Date (UTC)", self.date.clone().unwrap_or_else(|| "n/a (no runs)".into())),
+            ("Hosts", self.hosts.clone()),
+            ("Settings", self.settings.clone()),
+        ];
+        if let Some(seed) = self.seed {
+            facts.push(("Order seed", seed.to_string()));
+        }
+        let done = if self.finished { "yes" } else { "no: see the warnings" };
+        facts.push(("Runs", format!("{} (every planned run completed: {done})", self.runs.len())));
+        facts
+    }
+
     /// The label of a run's cell.
     pub fn cell_label(&self, run: &ReportRun) -> &str {
         self.tiers[run.tier].summary.cells.get(run.cell).map_or("", |c| c.label.as_str())

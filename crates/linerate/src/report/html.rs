@@ -1,0 +1,100 @@
+//! One self-contained HTML file: inline CSS, inline SVG charts (`report::charts`), no
+//! scripts, fonts, images or links to fetch — it opens the same offline, from a mail
+//! attachment or an archive years later.
+//!
+//! Sections: the facts (date, hosts, settings), per tier the cell table (`report::table`) and
+//! findings, the cross-tier table of a campaign, the charts, then warnings. Must not compute
+//! figures; every text is HTML-escaped.
+
+use std::io::Write;
+
+use crate::report::charts::{Chart, report_charts};
+use crate::report::document::{campaign_table, tier_heading};
+use crate::report::model::{Report, ReportKind};
+use crate::report::table::{cell_table, html_escape};
+
+const STYLE: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2em;\
+color:#111;max-width:1400px}h1{font-size:1.6em}h2{font-size:1.25em;margin-top:1.6em;\
+border-bottom:1px solid #ccc}table{border-collapse:collapse;margin:.6em 0;font-size:.9em}\
+th,td{border:1px solid #bbb;padding:.25em .6em;text-align:left}td.num{text-align:right;\
+font-variant-numeric:tabular-nums}th{background:#f0f0f0}dl{display:grid;\
+grid-template-columns:max-content auto;gap:.2em 1em}dt{font-weight:600}dd{margin:0}\
+figure{margin:1.2em 0}figcaption{font-size:.9em;color:#444}svg{max-width:100%;height:auto}\
+.warn li{color:#8a4b00}";
+
+/// The page head and the facts.
+pub fn write_head(
+    title: &str,
+    facts: &[(&str, String)],
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    let title = html_escape(title);
+    writeln!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>{title}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{title}</h1>\n<dl>"
+    )?;
+    for (k, v) in facts {
+        writeln!(out, "<dt>{}</dt><dd>{}</dd>", html_escape(k), html_escape(v))?;
+    }
+    writeln!(out, "</dl>")
+}
+
+/// A titled list, `class` on the `<ul>`.
+pub fn write_list(
+    title: &str,
+    items: &[String],
+    class: &str,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    writeln!(out, "<h3>{}</h3>\n<ul class=\"{class}\">", html_escape(title))?;
+    if items.is_empty() {
+        writeln!(out, "<li>none</li>")?;
+    }
+    for i in items {
+        writeln!(out, "<li>{}</li>", html_escape(i))?;
+    }
+    writeln!(out, "</ul>")
+}
+
+/// Charts as figures (a chart that could not be drawn says so in its caption).
+pub fn write_charts(charts: &[Chart], out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(out, "<h2>Charts</h2>")?;
+    for c in charts {
+        writeln!(
+            out,
+            "<figure>\n{}\n<figcaption>{}</figcaption>\n</figure>",
+            c.svg,
+            html_escape(&c.title)
+        )?;
+    }
+    Ok(())
+}
+
+/// The whole report as one HTML file.
+pub fn write(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
+    write_head(&format!("linerate report: {}", r.title), &r.facts(), out)?;
+    for t in &r.tiers {
+        writeln!(out, "<h2>{}</h2>", html_escape(&tier_heading(t)))?;
+        cell_table(&t.summary).write_html(out)?;
+        write_list("Findings", &t.summary.findings, "findings", out)?;
+        if let Some(why) = &t.stopped {
+            writeln!(
+                out,
+                "<p>Stopped early: {}; the table covers the runs that finished.</p>",
+                html_escape(why)
+            )?;
+        }
+    }
+    if r.kind == ReportKind::Campaign {
+        writeln!(out, "<h2>Campaign summary (best cell per tier, received)</h2>")?;
+        campaign_table(&r.tiers).write_html(out)?;
+        write_list("Findings across tiers", &r.findings, "findings", out)?;
+    }
+    write_charts(&report_charts(r), out)?;
+    if !r.warnings.is_empty() {
+        write_list("Warnings", &r.warnings, "warn", out)?;
+    }
+    writeln!(out, "</body>\n</html>")
+}
