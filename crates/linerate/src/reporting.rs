@@ -29,7 +29,7 @@ use crate::store::{GroupRow, RunMeta, Store};
 /// Runs `linerate report`.
 pub fn run(plan: &ReportPlan) -> Result<ExitCode> {
     let source = match &plan.source {
-        ReportSource::History { db, which } => from_history(db, *which)?,
+        ReportSource::History { db, which } => load(db, *which)?,
         ReportSource::File(path) => from_file(path)?,
     };
     let report = build(source);
@@ -47,7 +47,7 @@ pub fn run(plan: &ReportPlan) -> Result<ExitCode> {
 }
 
 /// Writes `bytes` to `path` through a temporary file in the same directory.
-fn write_whole(path: &Path, bytes: &[u8]) -> Result<()> {
+pub fn write_whole(path: &Path, bytes: &[u8]) -> Result<()> {
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
     let tmp = std::path::PathBuf::from(tmp);
@@ -84,7 +84,8 @@ fn single_run(title: String, id: Option<i64>, record: RunRecord) -> Source {
     }
 }
 
-fn from_history(db: &Path, which: HistoryRef) -> Result<Source> {
+/// The report source of a stored run or group.
+pub fn load(db: &Path, which: HistoryRef) -> Result<Source> {
     if !db.exists() {
         bail!(
             "no history at {}: run a test first (results are stored by default), or give --db PATH",

@@ -150,6 +150,33 @@ fn json_documents_have_the_keys_docs_json_md_lists() {
     }
 }
 
+/// Runs a 2-cell matrix (`--parallel 1,2`, two runs each) stored in `db`; returns its
+/// JSON document.
+pub fn stored_matrix(port: &str, db: &str, seed: &str, seconds: &str) -> Value {
+    let args = [
+        "matrix",
+        "127.0.0.1",
+        "-p",
+        port,
+        "-t",
+        seconds,
+        "-i",
+        "0",
+        "--parallel",
+        "1,2",
+        "--repeat",
+        "2",
+        "--seed",
+        seed,
+        "--db",
+        db,
+        "-J",
+    ];
+    let out = run(&args, Duration::from_secs(60));
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    out.json()
+}
+
 /// A matrix stored in the history reports the same cells and figures the matrix printed.
 #[test]
 fn a_stored_matrix_reports_what_the_matrix_printed() {
@@ -158,28 +185,7 @@ fn a_stored_matrix_reports_what_the_matrix_printed() {
     let db: PathBuf = crate::util::data_home().join("report-matrix.sqlite");
     let _ = std::fs::remove_file(&db);
     let (db_s, port) = (db.to_string_lossy().into_owned(), srv.port.to_string());
-    let args = [
-        "matrix",
-        "127.0.0.1",
-        "-p",
-        &port,
-        "-t",
-        "0.3",
-        "-i",
-        "0",
-        "--parallel",
-        "1,2",
-        "--repeat",
-        "2",
-        "--seed",
-        "3",
-        "--db",
-        &db_s,
-        "-J",
-    ];
-    let out = run(&args, Duration::from_secs(60));
-    assert_eq!(out.code, Some(0), "{}", out.stderr);
-    let printed = out.json();
+    let printed = stored_matrix(&port, &db_s, "3", "0.3");
     let stored: Value =
         serde_json::from_str(&report(&["m1", "--db", &db_s, "-f", "json"])).expect("JSON");
     assert_eq!(stored["summary"], printed["summary"]);

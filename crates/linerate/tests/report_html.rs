@@ -153,3 +153,34 @@ fn chromium_renders_the_report_with_its_tables_and_charts() {
     assert!(charts >= 6, "{charts} charts in the DOM");
     assert!(dom.contains("<polyline") || dom.contains("<path"), "charts hold no lines");
 }
+
+/// `compare A B --html`: one page with the comparison table and both matrices' cells on the
+/// same axes.
+#[test]
+fn compare_writes_both_matrices_on_the_same_axes() {
+    let _serial = crate::util::exclusive();
+    let srv = crate::util::Server::start(&["-B", "127.0.0.1"]);
+    let dir = crate::util::data_home().join("report-compare");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let db = dir.join("history.sqlite");
+    let _ = std::fs::remove_file(&db);
+    let (db_s, port) = (db.to_string_lossy().into_owned(), srv.port.to_string());
+    for seed in ["1", "2"] {
+        crate::report::stored_matrix(&port, &db_s, seed, "0.2");
+    }
+    let page = dir.join("compare.html");
+    let page_s = page.to_string_lossy().into_owned();
+    let out = crate::util::run(
+        &["compare", "m1", "m2", "--db", &db_s, "--html", &page_s],
+        Duration::from_secs(30),
+    );
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(out.stdout.contains("HTML comparison written to"), "{}", out.stdout);
+    let html = std::fs::read_to_string(&page).expect("page");
+    assert!(html.contains("<table>") && html.contains("A mean"), "no comparison table");
+    let svg = chart(&html, "A and B: received throughput per cell, median and min–max");
+    for needle in ["A: matrix m1", "B: matrix m2", "P=1 (A: matrix m1)", "P=2 (B: matrix m2)"] {
+        assert!(svg.contains(needle), "the chart lacks {needle:?}");
+    }
+    assert!(!html.contains("<script") && !html.contains("https://"), "not self-contained");
+}

@@ -75,15 +75,19 @@ pub enum Command {
         #[command(flatten)]
         db: DbArgs,
     },
-    /// Compare two stored runs (`12`) or two matrices (`m3`), cell by cell, with a
-    /// significance test.
+    /// Compare two stored runs (`12`), matrices (`m3`) or campaigns (`c4`), cell by cell,
+    /// with a significance test.
     Compare {
-        /// The before: a run id or `m` and a matrix's group id.
+        /// The before: a run id, or `m`/`c` and a matrix's or campaign's group id.
         #[arg(value_name = "A")]
         a: String,
         /// The after.
         #[arg(value_name = "B")]
         b: String,
+        /// Also write an HTML page with both on the same axes (self-contained, like
+        /// `linerate report --format html`).
+        #[arg(long = "html", value_name = "FILE")]
+        html: Option<std::path::PathBuf>,
         #[command(flatten)]
         db: DbArgs,
     },

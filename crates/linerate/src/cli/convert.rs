@@ -44,8 +44,8 @@ pub(super) fn to_plan(cli: Cli) -> Result<Plan, String> {
             history(&db, HistoryCommand::List { label, server, group, limit })
         }
         Some(Command::Show { run, db }) => history(&db, HistoryCommand::Show(run)),
-        Some(Command::Compare { a, b, db }) => {
-            history(&db, HistoryCommand::Compare(history_ref(&a)?, history_ref(&b)?))
+        Some(Command::Compare { a, b, html, db }) => {
+            history(&db, HistoryCommand::Compare(history_ref(&a)?, history_ref(&b)?, html))
         }
         Some(Command::Report(a)) => report_plan(a).map(Plan::Report),
         Some(Command::Server(a)) => Ok(Plan::Server(server_plan(&a.net, a.one_off)?)),

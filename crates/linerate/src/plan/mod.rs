@@ -137,8 +137,8 @@ pub enum HistoryCommand {
     },
     /// Show one run.
     Show(i64),
-    /// Compare two runs or two groups.
-    Compare(HistoryRef, HistoryRef),
+    /// Compare two runs or two groups; with a path, also write an HTML page of both.
+    Compare(HistoryRef, HistoryRef, Option<std::path::PathBuf>),
 }
 
 /// A history command and its database.

@@ -86,20 +86,24 @@ pub fn render_compare(rows: &[CompareRow], json: bool, out: &mut dyn Write) -> s
         serde_json::to_writer_pretty(&mut *out, rows).map_err(std::io::Error::other)?;
         return writeln!(out);
     }
-    writeln!(out, "{:<24} {:>16} {:>16} {:>9}  verdict", "cell", "A mean", "B mean", "change")?;
+    compare_table(rows).write_text(out)
+}
+
+/// The comparison as a table: cell, both means with their run counts, change, verdict.
+pub fn compare_table(rows: &[CompareRow]) -> crate::report::table::Table {
+    let mut t =
+        crate::report::table::Table::new(&["cell", ">A mean", ">B mean", ">change", "verdict"]);
     for r in rows {
         let c = &r.result;
-        writeln!(
-            out,
-            "{:<24} {:>16} {:>16} {:>9}  {}",
-            r.cell,
+        t.rows.push(vec![
+            r.cell.clone(),
             format!("{} (n={})", format_bits_per_second(c.mean_a), c.n_a),
             format!("{} (n={})", format_bits_per_second(c.mean_b), c.n_b),
             c.change_percent.map_or("n/a".into(), |p| format!("{p:+.1}%")),
-            c.verdict
-        )?;
+            c.verdict.clone(),
+        ]);
     }
-    Ok(())
+    t
 }
 
 #[cfg(test)]

@@ -98,3 +98,58 @@ pub fn write(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     }
     writeln!(out, "</body>\n</html>")
 }
+
+/// A report's cells under the names `compare` matches them by: `TIER/CELL` in a campaign,
+/// `run` for a single run, the cell label in a matrix.
+fn compare_cells(r: &Report) -> Vec<crate::stats::matrix::CellSummary> {
+    let mut out = Vec::new();
+    for t in &r.tiers {
+        for c in &t.summary.cells {
+            let mut c = c.clone();
+            c.label = match r.kind {
+                ReportKind::Campaign => format!("{}/{}", t.name, c.label),
+                ReportKind::Run => "run".into(),
+                ReportKind::Matrix => c.label,
+            };
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `linerate compare A B --html FILE`: both reports' facts, the comparison table, and both
+/// sets of cells on the same axes.
+pub fn write_compare(
+    a: &Report,
+    b: &Report,
+    rows: &[crate::report::history::CompareRow],
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    let mut facts = Vec::new();
+    for (side, r) in [("A", a), ("B", b)] {
+        facts.push((side, r.title.clone()));
+        for (k, v) in r.facts() {
+            facts.push((k, v));
+        }
+    }
+    write_head(&format!("linerate compare: {} vs {}", a.title, b.title), &facts, out)?;
+    writeln!(out, "<h2>Cell by cell (A = before, B = after)</h2>")?;
+    crate::report::history::compare_table(rows).write_html(out)?;
+    let (ca, cb) = (compare_cells(a), compare_cells(b));
+    let (name_a, name_b) = (format!("A: {}", a.title), format!("B: {}", b.title));
+    let title = "A and B: received throughput per cell, median and min–max";
+    let date = format!(
+        "A {} / B {}",
+        a.date.as_deref().unwrap_or("n/a"),
+        b.date.as_deref().unwrap_or("n/a")
+    );
+    let context = format!("A: {}; {} | B: {}; {}", a.hosts, a.settings, b.hosts, b.settings);
+    let heading = crate::report::charts::Heading { title, date: &date, context: &context };
+    let sets = [(name_a.as_str(), &ca[..]), (name_b.as_str(), &cb[..])];
+    let chart = match crate::report::charts::cells_with_whiskers(&sets, heading) {
+        Ok(svg) => Chart { title: title.to_string(), svg },
+        Err(e) => Chart { title: format!("{title}: not drawn ({e})"), svg: String::new() },
+    };
+    write_charts(&[chart], out)?;
+    writeln!(out, "</body>\n</html>")
+}

@@ -13,10 +13,10 @@
 use linerate_proto::{Flow, StreamRole};
 use serde::Serialize;
 
-use crate::plan::matrix::Cell;
+use crate::plan::matrix::{AxisValue, Cell};
 use crate::record::{Outcome, RunRecord};
 use crate::report::history::utc;
-use crate::report::text::describe_spec;
+use crate::report::text::describe_spec_without;
 use crate::stats::campaign::{TierPlace, TierSummary, cross_tier_findings, summarize_place};
 use crate::stats::{Summary, summarize};
 
@@ -291,24 +291,36 @@ fn hosts(runs: &[ReportRun]) -> String {
     if seen.is_empty() { "n/a (no runs)".into() } else { seen.join(", ") }
 }
 
-/// The first run's test, and for matrices the values each axis took.
+/// The first run's test, and for matrices the values each varied axis took (those parts of
+/// the first run's test are left out: they differ between cells).
 fn settings(first: &RunRecord, tiers: &[TierSummary]) -> String {
-    let mut axes: Vec<Vec<String>> = Vec::new();
-    for c in tiers.iter().flat_map(|t| &t.summary.cells) {
-        for (i, v) in c.values.iter().enumerate() {
-            if axes.len() <= i {
-                axes.push(Vec::new());
-            }
-            let l = v.label();
-            if !axes[i].contains(&l) {
-                axes[i].push(l);
-            }
+    // Values grouped by axis (kind), in the order they first appear.
+    let mut axes: Vec<Vec<AxisValue>> = Vec::new();
+    for v in tiers.iter().flat_map(|t| &t.summary.cells).flat_map(|c| &c.values) {
+        let kind = std::mem::discriminant(v);
+        match axes.iter_mut().find(|a| std::mem::discriminant(&a[0]) == kind) {
+            Some(a) if !a.contains(v) => a.push(*v),
+            Some(_) => {}
+            None => axes.push(vec![*v]),
         }
     }
+    axes.retain(|a| a.len() > 1);
+    let skip: Vec<&str> = axes
+        .iter()
+        .map(|a| match a[0] {
+            AxisValue::Parallel(_) => "streams",
+            AxisValue::Window(_) => "window",
+            AxisValue::Length(_) => "length",
+            AxisValue::Protocol(_) | AxisValue::Direction(_) => "protocol",
+        })
+        .collect();
+    let base = describe_spec_without(&first.spec, &skip);
+    if axes.is_empty() {
+        return base;
+    }
     let varied: Vec<String> =
-        axes.into_iter().filter(|a| a.len() > 1).map(|a| a.join(",")).collect();
-    let base = describe_spec(&first.spec);
-    if varied.is_empty() { base } else { format!("{base}; varied: {}", varied.join(" x ")) }
+        axes.iter().map(|a| a.iter().map(AxisValue::label).collect::<Vec<_>>().join(",")).collect();
+    format!("varied: {}; fixed: {base}", varied.join(" x "))
 }
 
 /// Failed or interrupted runs and every run's warnings, each text once (with the runs it came
