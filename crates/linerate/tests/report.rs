@@ -219,6 +219,18 @@ fn bad_sources_are_refused_with_the_fix() {
     let out = run(&["report", &junk.to_string_lossy()], Duration::from_secs(10));
     assert_eq!(out.code, Some(1));
     assert!(out.stderr.contains("reads linerate.run, linerate.matrix"), "{}", out.stderr);
+    std::fs::write(&junk, r#"{"kind": "linerate.matrix", "runs": 3}"#).expect("write");
+    let out = run(&["report", &junk.to_string_lossy()], Duration::from_secs(10));
+    assert_eq!(out.code, Some(1));
+    assert!(out.stderr.contains(r#"its "runs" is missing or not"#), "{}", out.stderr);
+    for args in [
+        &["matrix", "127.0.0.1", "--json-stream"][..],
+        &["client", "127.0.0.1", "-u", "--find-max", "--json-stream"][..],
+    ] {
+        let out = run(args, Duration::from_secs(10));
+        assert_eq!(out.code, Some(2), "{args:?}");
+        assert!(out.stderr.contains("--json-stream follows one test"), "{}", out.stderr);
+    }
 }
 
 /// `--json-stream`: every line is JSON, interval lines arrive while the test runs (not all at

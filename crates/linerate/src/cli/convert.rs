@@ -74,6 +74,11 @@ pub(super) fn to_plan(cli: Cli) -> Result<Plan, String> {
 }
 
 fn matrix_plan(a: MatrixArgs) -> Result<(ClientPlan, MatrixPlan), String> {
+    if a.net.json_stream {
+        return Err("--json-stream follows one test's intervals; a matrix writes one document \
+                    at the end: use -J (or linerate report mN --format json afterwards)"
+            .into());
+    }
     let m = &a.test;
     let test = TestArgs {
         time: Some(m.time),
@@ -356,6 +361,11 @@ fn client_plan(
             start_bits_per_second: t.bitrate.map_or(0, |b| b.bits_per_second()),
         }
     });
+    if find_max.is_some() && net.json_stream {
+        return Err("--json-stream follows one test's intervals; --find-max runs many trials \
+                    and writes one document at the end: use -J"
+            .into());
+    }
     if t.connect_timeout.is_zero() {
         return Err("--connect-timeout must be more than 0 s".into());
     }
