@@ -276,3 +276,50 @@ fn json_stream_writes_one_line_per_interval_while_the_test_runs() {
     let counted = end["record"]["client"]["streams"][0]["bytes"].as_u64().expect("bytes");
     assert!(streamed <= counted && streamed * 10 >= counted * 9, "{streamed} vs {counted}");
 }
+
+fn all_keys(v: &Value, out: &mut std::collections::BTreeSet<String>) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                out.insert(k.clone());
+                all_keys(x, out);
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|x| all_keys(x, out)),
+        _ => {}
+    }
+}
+
+/// Every key docs/JSON.md names for a `linerate.matrix` document is in one (as written by
+/// `linerate report -f json`), and the document's own top-level keys are all documented.
+#[test]
+fn the_matrix_document_has_the_keys_docs_json_md_names() {
+    let md =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/JSON.md"))
+            .expect("docs/JSON.md");
+    let start = md.find("* `linerate.matrix`").expect("matrix bullet");
+    let bullet = &md[start..];
+    let bullet = &bullet[..bullet[2..].find("\n* ").map_or(bullet.len(), |e| e + 2)];
+    let named: Vec<&str> = bullet
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|t| {
+            !t.is_empty()
+                && t.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        })
+        .collect();
+    assert!(named.len() > 20, "{named:?}");
+    let doc: Value =
+        serde_json::from_str(&report(&[&fixture("matrix.json"), "-f", "json"])).expect("JSON");
+    let mut keys = std::collections::BTreeSet::new();
+    all_keys(&doc, &mut keys);
+    for k in &named {
+        assert!(keys.contains(*k), "docs/JSON.md names {k:?} for linerate.matrix; not in it");
+    }
+    for top in doc.as_object().expect("object").keys() {
+        let documented =
+            ["schema_version", "kind"].contains(&top.as_str()) || named.contains(&top.as_str());
+        assert!(documented, "top-level key {top:?} is not in docs/JSON.md");
+    }
+}

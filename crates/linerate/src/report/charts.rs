@@ -271,7 +271,7 @@ fn segment_label(names: &[String], v: &SegmentValue<u32>) -> String {
 fn bars(
     labels: &[String],
     series: &[(&str, Vec<Option<f64>>)],
-    y_desc: &str,
+    (x_desc, y_desc): (&str, &str),
     y_max_floor: f64,
     heading: Heading<'_>,
 ) -> DrawResult<String> {
@@ -279,7 +279,7 @@ fn bars(
         series.iter().flat_map(|s| s.1.iter().flatten()).fold(y_max_floor, |a, b| a.max(*b));
     let width = series.len().max(1) as f64;
     svg(heading, |area| {
-        let mut chart = indexed_chart(area, labels, "cell", y_desc, y_max)?;
+        let mut chart = indexed_chart(area, labels, x_desc, y_desc, y_max)?;
         for (k, (name, values)) in series.iter().enumerate() {
             let color = Palette99::pick(k).to_rgba();
             let (lo, hi) = (-0.4 + 0.8 * k as f64 / width, -0.4 + 0.8 * (k as f64 + 1.0) / width);
@@ -311,7 +311,7 @@ pub fn cpu_per_gbit(cells: &[CellSummary], heading: Heading<'_>) -> DrawResult<S
     bars(
         &labels,
         &[("client process", client), ("server process", server)],
-        "CPU (cores) per Gbit/s received",
+        ("cell", "CPU (cores) per Gbit/s received"),
         0.0,
         heading,
     )
@@ -324,7 +324,7 @@ pub fn fairness(cells: &[CellSummary], heading: Heading<'_>) -> DrawResult<Strin
     bars(
         &labels,
         &[("Jain's index", values)],
-        "Jain's fairness index (1 = equal shares)",
+        ("cell", "Jain's fairness index (1 = equal shares)"),
         1.0,
         heading,
     )
@@ -339,7 +339,8 @@ pub fn per_stream(run: &ReportRun, heading: Heading<'_>) -> DrawResult<String> {
         .iter()
         .map(|s| s.receiver.as_ref().and_then(|f| f.bits_per_second).map(gbit))
         .collect();
-    bars(&labels, &[("received", values)], "received throughput (Gbit/s)", 0.0, heading)
+    let desc = ("stream", "received throughput (Gbit/s)");
+    bars(&labels, &[("received", values)], desc, 0.0, heading)
 }
 
 /// Which axes a tier varied among streams, window and length, with the x label of each.
