@@ -323,3 +323,46 @@ fn the_matrix_document_has_the_keys_docs_json_md_names() {
         assert!(documented, "top-level key {top:?} is not in docs/JSON.md");
     }
 }
+
+/// A campaign stored in the history reports the same tiers, figures and findings the campaign
+/// printed, and its text has a table per tier and the cross-tier summary.
+#[test]
+fn a_stored_campaign_reports_what_the_campaign_printed() {
+    let _serial = crate::util::exclusive();
+    let srv = Server::start(&["-B", "127.0.0.1"]);
+    let dir = crate::util::data_home().join("report-campaign");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let (db, plan) = (dir.join("history.sqlite"), dir.join("plan.toml"));
+    let _ = std::fs::remove_file(&db);
+    let p = srv.port;
+    let toml = format!(
+        "name = \"two\"\nseed = 5\n\n[defaults]\nparallel = [1, 2]\nrepeat = 1\ntime = 0.2\n\n\
+         [tiers.near]\nhost = \"127.0.0.1\"\nport = {p}\n\n\
+         [tiers.far]\nhost = \"127.0.0.1\"\nport = {p}\nlink_speed = \"100G\"\n"
+    );
+    std::fs::write(&plan, toml).expect("plan");
+    let (db_s, plan_s) = (db.to_string_lossy().into_owned(), plan.to_string_lossy().into_owned());
+    let out = run(&["campaign", &plan_s, "--db", &db_s, "-J"], Duration::from_secs(60));
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let printed = out.json();
+    let group = printed["group"].as_i64().expect("group");
+    let which = format!("c{group}");
+    let stored: Value =
+        serde_json::from_str(&report(&[&which, "--db", &db_s, "-f", "json"])).expect("JSON");
+    assert_eq!(stored["kind"], "linerate.campaign");
+    assert_eq!(stored["findings"], printed["findings"]);
+    for (s, p) in stored["tiers"]
+        .as_array()
+        .expect("tiers")
+        .iter()
+        .zip(printed["tiers"].as_array().expect("tiers"))
+    {
+        for key in ["name", "server", "link", "best_cell", "best_bits_per_second", "summary"] {
+            assert_eq!(s[key], p[key], "tier {}: {key}", p["name"]);
+        }
+    }
+    let text = report(&[&which, "--db", &db_s]);
+    for needle in ["== Tier near: 127.0.0.1:", "== Tier far: ", "== Campaign summary", "P=2"] {
+        assert!(text.contains(needle), "{needle:?} missing:\n{text}");
+    }
+}

@@ -135,6 +135,8 @@ fn chromium_renders_the_report_with_its_tables_and_charts() {
         eprintln!("skipped: chromium is not installed (apt-get install chromium); CI runs it");
         return;
     };
+    // A browser is a heavy, many-process load: keep it away from the timing-sensitive tests.
+    let _serial = crate::util::exclusive();
     let dir = crate::util::data_home().join("report-html");
     std::fs::create_dir_all(&dir).expect("dir");
     let page = dir.join("matrix.html");

@@ -84,12 +84,14 @@ pub fn write_matrix(
     Ok(())
 }
 
-/// A tier's heading (`Tier NAME: server, link …`).
-pub fn tier_heading(t: &TierSummary) -> String {
+/// A tier's heading: `Tier NAME: server, link …` in a campaign, `NAME: server, link …` for a
+/// matrix or run (which have no tiers).
+pub fn tier_heading(kind: ReportKind, t: &TierSummary) -> String {
     let link = t.link.map_or(String::new(), |l| {
         format!(", link {} MTU {}", format_bits_per_second(l.bits_per_second as f64), l.mtu_bytes)
     });
-    format!("Tier {}: {}{link}", t.name, t.server)
+    let tier = if kind == ReportKind::Campaign { "Tier " } else { "" };
+    format!("{tier}{}: {}{link}", t.name, t.server)
 }
 
 /// The cross-tier table: each tier's best cell against its link's goodput.
@@ -118,7 +120,7 @@ pub fn write_campaign(
 ) -> std::io::Result<()> {
     for t in tiers {
         writeln!(out)?;
-        style.heading(2, &tier_heading(t), out)?;
+        style.heading(2, &tier_heading(ReportKind::Campaign, t), out)?;
         write_matrix(style, &t.summary, t.stopped.as_deref(), out)?;
     }
     writeln!(out)?;
@@ -144,7 +146,7 @@ pub fn write_report(style: Style, r: &Report, out: &mut dyn Write) -> std::io::R
         ReportKind::Run | ReportKind::Matrix => {
             for t in &r.tiers {
                 writeln!(out)?;
-                style.heading(2, &tier_heading(t), out)?;
+                style.heading(2, &tier_heading(r.kind, t), out)?;
                 write_matrix(style, &t.summary, t.stopped.as_deref(), out)?;
             }
         }

@@ -76,7 +76,7 @@ pub fn write_charts(charts: &[Chart], out: &mut dyn Write) -> std::io::Result<()
 pub fn write(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     write_head(&format!("linerate report: {}", r.title), &r.facts(), out)?;
     for t in &r.tiers {
-        writeln!(out, "<h2>{}</h2>", html_escape(&tier_heading(t)))?;
+        writeln!(out, "<h2>{}</h2>", html_escape(&tier_heading(r.kind, t)))?;
         cell_table(&t.summary).write_html(out)?;
         write_list("Findings", &t.summary.findings, "findings", out)?;
         if let Some(why) = &t.stopped {
