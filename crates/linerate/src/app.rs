@@ -203,7 +203,8 @@ fn run_matrix(base: &ClientPlan, plan: &MatrixPlan, interrupt: &Interrupt) -> Re
     if let (Some(g), OutputFormat::Text) = (group, base.output) {
         writeln!(
             out,
-            "Stored as matrix m{g} (linerate history --group {g}; linerate compare m{g} mN)."
+            "Stored as matrix m{g} (linerate report m{g} --format html -o m{g}.html; \
+             linerate compare m{g} mN)."
         )?;
     }
     out.flush()?;

@@ -136,7 +136,11 @@ fn conclude(
     let db = c.db_given.as_ref().map_or(String::new(), |d| format!(" --db {}", d.display()));
     let hint = format!("linerate campaign {}{db} --resume", c.file.display());
     if let (Some(g), true) = (group, c.output == crate::plan::OutputFormat::Text) {
-        writeln!(out, "Stored as campaign group {g} (linerate history --group {g}).")?;
+        writeln!(
+            out,
+            "Stored as campaign group {g} (linerate report c{g} --format html -o c{g}.html; \
+             linerate history --group {g})."
+        )?;
     }
     if complete {
         return Ok(ExitCode::SUCCESS);
