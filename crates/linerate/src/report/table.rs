@@ -111,22 +111,36 @@ pub fn html_escape(s: &str) -> String {
     out
 }
 
-fn gbit(v: f64) -> String {
-    format!("{:.2}", v / 1e9)
+/// The rate unit of a table: the largest SI unit its largest figure reaches, so a 1 Mbit/s
+/// UDP matrix does not read 0.00 everywhere.
+fn rate_unit(summary: &MatrixSummary) -> (&'static str, f64) {
+    let top = summary
+        .cells
+        .iter()
+        .filter_map(|c| Some(c.bits_per_second.as_ref()?.max))
+        .fold(0.0, f64::max);
+    match top {
+        // Nothing measured: the usual unit.
+        t if t >= 1e9 || t == 0.0 => ("Gbit/s", 1e9),
+        t if t >= 1e6 => ("Mbit/s", 1e6),
+        _ => ("kbit/s", 1e3),
+    }
 }
 
 fn percent(v: Option<f64>) -> String {
     v.map_or("n/a".into(), |v| format!("{v:.0}%"))
 }
 
-/// One row per cell: received Gbit/s over the runs (range, median, mean with its 95 %
+/// One row per cell: received rate over the runs (in the table's unit) (range, median, mean with its 95 %
 /// interval, CV), both ends' CPU, the larger peak RSS, retransmits per run, UDP loss when any
 /// cell has it, fairness when any cell has two or more streams, and the prevailing verdict.
 pub fn cell_table(summary: &MatrixSummary) -> Table {
     let udp = summary.cells.iter().any(|c| c.loss_percent.is_some());
     let fair = summary.cells.iter().any(|c| c.fairness.is_some());
+    let (unit, scale) = rate_unit(summary);
+    let first = format!("cell ({unit} received)");
     let mut header = vec![
-        "cell (Gbit/s received)",
+        first.as_str(),
         ">n",
         ">min–max",
         ">median",
@@ -146,13 +160,14 @@ pub fn cell_table(summary: &MatrixSummary) -> Table {
     header.push("verdict");
     let mut t = Table::new(&header);
     for c in &summary.cells {
-        t.rows.push(cell_row(c, udp, fair));
+        t.rows.push(cell_row(c, scale, udp, fair));
     }
     t
 }
 
-fn cell_row(c: &CellSummary, udp: bool, fair: bool) -> Vec<String> {
+fn cell_row(c: &CellSummary, scale: f64, udp: bool, fair: bool) -> Vec<String> {
     let s = c.bits_per_second.as_ref();
+    let rate = |v: f64| format!("{:.2}", v / scale);
     let na = || "n/a".to_string();
     let runs = if c.failed > 0 {
         format!("{} (+{} failed)", c.runs, c.failed)
@@ -162,11 +177,11 @@ fn cell_row(c: &CellSummary, udp: bool, fair: bool) -> Vec<String> {
     let mut row = vec![
         c.label.clone(),
         runs,
-        s.map_or_else(na, |s| format!("{}–{}", gbit(s.min), gbit(s.max))),
-        s.map_or_else(na, |s| gbit(s.median)),
+        s.map_or_else(na, |s| format!("{}–{}", rate(s.min), rate(s.max))),
+        s.map_or_else(na, |s| rate(s.median)),
         s.map_or_else(na, |s| match s.ci95_half_width {
-            Some(h) => format!("{} ± {}", gbit(s.mean), gbit(h)),
-            None => gbit(s.mean),
+            Some(h) => format!("{} ± {}", rate(s.mean), rate(h)),
+            None => rate(s.mean),
         }),
         s.and_then(|s| s.cv).map_or_else(na, |cv| format!("{:.1}%", cv * 100.0)),
         percent(c.client_cpu_percent),
@@ -205,6 +220,44 @@ mod tests {
         table().write_text(&mut out).expect("write");
         let text = String::from_utf8(out).expect("utf8");
         assert_eq!(text, "name  value\na|b    1.50\n<x>   10–20\n");
+    }
+
+    fn summary(samples: Vec<f64>) -> MatrixSummary {
+        let cell = CellSummary {
+            index: 0,
+            label: "P=1".into(),
+            values: Vec::new(),
+            runs: samples.len(),
+            failed: 0,
+            bits_per_second: crate::stats::sample::describe(&samples),
+            samples,
+            client_cpu_percent: Some(12.4),
+            server_cpu_percent: None,
+            peak_rss_bytes: Some(3 << 20),
+            retransmits: None,
+            fairness: None,
+            loss_percent: None,
+            limit: Some("path".into()),
+            ci_target_met: None,
+            link_share: None,
+        };
+        MatrixSummary { cells: vec![cell], findings: Vec::new() }
+    }
+
+    #[test]
+    fn the_rate_unit_fits_the_figures_and_missing_ones_say_n_a() {
+        let slow = cell_table(&summary(vec![1.5e6, 2.5e6]));
+        assert_eq!(slow.header[0], "cell (Mbit/s received)");
+        assert_eq!(slow.rows[0][2], "1.50–2.50");
+        assert_eq!(slow.rows[0][7], "n/a", "server CPU not measured");
+        assert_eq!(slow.rows[0][6], "12%");
+        assert_eq!(slow.rows[0][8], "3.00 MiB");
+        let fast = cell_table(&summary(vec![9.4e9]));
+        assert_eq!(fast.header[0], "cell (Gbit/s received)");
+        assert_eq!(fast.rows[0][3], "9.40");
+        let none = cell_table(&summary(vec![]));
+        assert_eq!(none.rows[0][1], "0");
+        assert_eq!(none.rows[0].last().map(String::as_str), Some("no completed run (0 failed)"));
     }
 
     #[test]
