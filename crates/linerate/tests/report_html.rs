@@ -186,3 +186,16 @@ fn compare_writes_both_matrices_on_the_same_axes() {
     }
     assert!(!html.contains("<script") && !html.contains("https://"), "not self-contained");
 }
+
+#[test]
+fn a_campaign_page_sets_each_tier_against_its_link() {
+    let html = html_of("campaign.json");
+    let svg = chart(&html, "campaign: best cell per tier against its link");
+    for needle in ["loopback-10g", "link&apos;s TCP goodput", "received throughput (Gbit/s)"] {
+        assert!(svg.contains(needle), "the chart lacks {needle:?}");
+    }
+    // One whisker chart per tier, named after it.
+    for tier in ["loopback", "loopback-10g"] {
+        chart(&html, &format!("{tier}: cells: median and min–max of the runs"));
+    }
+}

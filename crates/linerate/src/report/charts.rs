@@ -317,6 +317,16 @@ pub fn cpu_per_gbit(cells: &[CellSummary], heading: Heading<'_>) -> DrawResult<S
     )
 }
 
+/// A campaign's tiers side by side: each tier's best cell against the theoretical TCP goodput
+/// of the link stated for it (the seeds' "what each layer can carry" view).
+pub fn tiers_vs_links(tiers: &[TierSummary], heading: Heading<'_>) -> DrawResult<String> {
+    let labels: Vec<String> = tiers.iter().map(|t| t.name.clone()).collect();
+    let best = tiers.iter().map(|t| t.best_bits_per_second.map(gbit)).collect();
+    let link = tiers.iter().map(|t| t.link_goodput_bits_per_second.map(gbit)).collect();
+    let desc = ("tier", "received throughput (Gbit/s)");
+    bars(&labels, &[("best cell (mean)", best), ("link's TCP goodput", link)], desc, 0.0, heading)
+}
+
 /// Per-flow fairness: Jain's index of the streams' received rates per cell (1 = equal).
 pub fn fairness(cells: &[CellSummary], heading: Heading<'_>) -> DrawResult<String> {
     let labels: Vec<String> = cells.iter().map(|c| c.label.clone()).collect();
@@ -486,6 +496,11 @@ pub fn report_charts(report: &Report) -> Vec<Chart> {
                 fairness(cells, Heading { title: &title, date: &date, context: &context }),
             );
         }
+    }
+    if report.kind == crate::report::model::ReportKind::Campaign {
+        let title = "campaign: best cell per tier against its link".to_string();
+        let heading = Heading { title: &title, date: &date, context: &context };
+        add(title.clone(), tiers_vs_links(&report.tiers, heading));
     }
     out
 }
