@@ -38,6 +38,7 @@ pub fn execute(plan: Plan) -> Result<ExitCode> {
         }),
         Plan::Campaign(c) => crate::campaign::run(&c, &Interrupt::install()?),
         Plan::Doctor(d) => run_doctor(&d),
+        Plan::Report(r) => crate::reporting::run(&r),
         Plan::Generate(g) => generate(g),
     }
 }
@@ -86,6 +87,7 @@ fn run_client(plan: &ClientPlan, interrupt: &Interrupt) -> Result<ExitCode> {
             let mut live = text::LivePrinter::new(stdout.lock(), plan.spec.title.clone());
             run(plan, &mut live, interrupt)
         }
+        OutputFormat::JsonStream => run(plan, &mut json::JsonStream::new(stdout.lock()), interrupt),
         OutputFormat::Json | OutputFormat::Iperf3Json => run(plan, &mut Quiet, interrupt),
     };
     finish_client(plan, &record)
@@ -101,6 +103,7 @@ fn finish_client(plan: &ClientPlan, record: &RunRecord) -> Result<ExitCode> {
     let has_figures = record.client.is_some() || record.server_results.is_some();
     match plan.output {
         OutputFormat::Json => json::render_run(record, &mut out)?,
+        OutputFormat::JsonStream => json::render_run_line(record, &mut out)?,
         OutputFormat::Iperf3Json => iperf3_json::render_run(record, &mut out)?,
         OutputFormat::Text if has_figures => text::render_run(record, &mut out)?,
         OutputFormat::Text => {}
@@ -185,7 +188,9 @@ fn note_sink(format: OutputFormat) -> NoteSink {
         let mut out = std::io::stdout().lock();
         let _ = match format {
             OutputFormat::Text => text::render_server_note(note, &mut out),
-            OutputFormat::Json | OutputFormat::Iperf3Json => json::render_line(note, &mut out),
+            OutputFormat::Json | OutputFormat::Iperf3Json | OutputFormat::JsonStream => {
+                json::render_line(note, &mut out)
+            }
         };
         let _ = out.flush();
     })

@@ -94,7 +94,7 @@ pub fn run(c: &CampaignRun, interrupt: &Interrupt) -> Result<ExitCode> {
     if text {
         render::render_text(&summaries, &findings, &mut out)?;
     } else {
-        let meta = CampaignMeta { name: &c.plan.name, seed, group, finished: complete };
+        let meta = CampaignMeta { name: &c.plan.name, seed: Some(seed), group, finished: complete };
         let tiers: Vec<_> =
             summaries.into_iter().zip(&outcome.tiers).map(|(s, o)| (s, &o.runs[..])).collect();
         render::render_json(meta, &tiers, &findings, &mut out)?;
@@ -143,7 +143,11 @@ fn conclude(
     let db = c.db_given.as_ref().map_or(String::new(), |d| format!(" --db {}", d.display()));
     let hint = format!("linerate campaign {}{db} --resume", c.file.display());
     if let (Some(g), true) = (group, c.output == crate::plan::OutputFormat::Text) {
-        writeln!(out, "Stored as campaign group {g} (linerate history --group {g}).")?;
+        writeln!(
+            out,
+            "Stored as campaign group {g} (linerate report c{g} --format html -o c{g}.html; \
+             linerate history --group {g})."
+        )?;
     }
     if complete {
         return Ok(ExitCode::SUCCESS);

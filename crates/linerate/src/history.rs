@@ -78,7 +78,7 @@ pub fn run(plan: &HistoryPlan) -> Result<ExitCode> {
                 show_environments(&record, &mut out)?;
             }
         }
-        HistoryCommand::Compare(a, b) => {
+        HistoryCommand::Compare(a, b, html) => {
             let (a_cells, b_cells) = (cells(&store, *a)?, cells(&store, *b)?);
             let rows: Vec<report::history::CompareRow> = a_cells
                 .iter()
@@ -100,6 +100,18 @@ pub fn run(plan: &HistoryPlan) -> Result<ExitCode> {
                 );
             }
             report::history::render_compare(&rows, plan.json, &mut out)?;
+            if let Some(path) = html {
+                let (ra, rb) = (
+                    report::model::build(crate::reporting::load(&plan.db, *a)?),
+                    report::model::build(crate::reporting::load(&plan.db, *b)?),
+                );
+                let mut page = Vec::new();
+                report::html::write_compare(&ra, &rb, &rows, &mut page)?;
+                crate::reporting::write_whole(path, &page)?;
+                if !plan.json {
+                    writeln!(out, "HTML comparison written to {}", path.display())?;
+                }
+            }
         }
     }
     out.flush()?;

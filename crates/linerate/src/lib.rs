@@ -13,6 +13,7 @@ pub mod measure;
 pub mod plan;
 pub mod record;
 pub mod report;
+pub mod reporting;
 pub mod resume;
 pub mod session;
 pub mod stats;

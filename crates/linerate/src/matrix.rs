@@ -90,12 +90,19 @@ pub fn run(
     let stopped = outcome.stopped.as_deref();
     match base.output {
         OutputFormat::Text => crate::report::matrix::render_text(&summary, stopped, &mut out)?,
-        _ => crate::report::matrix::render_json(&plan, &summary, &outcome.runs, stopped, &mut out)?,
+        _ => crate::report::matrix::render_json(
+            crate::report::matrix::MatrixMeta { seed: Some(plan.seed), until_ci: plan.until_ci },
+            &summary,
+            &outcome.runs,
+            stopped,
+            &mut out,
+        )?,
     }
     if let (Some(g), true) = (group, text_out) {
         writeln!(
             out,
-            "Stored as matrix m{g} (linerate history --group {g}; linerate compare m{g} mN)."
+            "Stored as matrix m{g} (linerate report m{g} --format html -o m{g}.html; \
+             linerate compare m{g} mN)."
         )?;
     }
     out.flush()?;

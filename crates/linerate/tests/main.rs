@@ -17,6 +17,8 @@ mod limits;
 mod loopback;
 mod matrix;
 mod netns;
+mod report;
+mod report_html;
 mod server_log;
 mod store;
 mod udp;

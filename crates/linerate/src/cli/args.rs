@@ -75,21 +75,29 @@ pub enum Command {
         #[command(flatten)]
         db: DbArgs,
     },
-    /// Compare two stored runs (`12`) or two matrices (`m3`), cell by cell, with a
-    /// significance test.
+    /// Compare two stored runs (`12`), matrices (`m3`) or campaigns (`c4`), cell by cell,
+    /// with a significance test.
     Compare {
-        /// The before: a run id or `m` and a matrix's group id.
+        /// The before: a run id, or `m`/`c` and a matrix's or campaign's group id.
         #[arg(value_name = "A")]
         a: String,
         /// The after.
         #[arg(value_name = "B")]
         b: String,
+        /// Also write an HTML page with both on the same axes (self-contained, like
+        /// `linerate report --format html`).
+        #[arg(long = "html", value_name = "FILE")]
+        html: Option<std::path::PathBuf>,
         #[command(flatten)]
         db: DbArgs,
     },
     /// Inspect this host (and HOST's linerate server and the path to it): interfaces, offloads,
     /// socket-buffer limits, CPU; the path's MTU and round trip; recommendations with commands.
     Doctor(DoctorArgs),
+    /// Write a report on a stored run (`12`), matrix (`m3`) or campaign (`c4`), or on a saved
+    /// JSON document: tables per tier, findings and warnings; as text, Markdown, CSV, JSON or
+    /// one self-contained HTML file with charts.
+    Report(ReportArgs),
     /// Print the man page or shell completions.
     Generate {
         /// What to print.
@@ -188,6 +196,52 @@ pub struct GateArgs {
     /// The stored run (`12`) or matrix (`m3`) to compare with for --fail-regression.
     #[arg(long = "baseline", value_name = "RUN", requires = "fail_regression")]
     pub baseline: Option<String>,
+}
+
+/// `linerate report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A run id, `mN` (matrix), `cN` (campaign) from `linerate history`, or a file saved from
+    /// `-J` output.
+    #[arg(value_name = "RUN|mN|cN|FILE.json")]
+    pub what: String,
+    /// Output format.
+    #[arg(long = "format", short = 'f', value_enum, default_value_t = ReportFormatArg::Text)]
+    pub format: ReportFormatArg,
+    /// CSV layout: one row per cell summary, or one per (run, stream, interval)
+    /// (docs/CSV.md).
+    #[arg(long = "csv-kind", value_enum, default_value_t = CsvKindArg::Cells)]
+    pub csv_kind: CsvKindArg,
+    /// Write to this file (replaced whole) instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
+    /// History database [default: $XDG_DATA_HOME/linerate/history.sqlite].
+    #[arg(long = "db", value_name = "PATH")]
+    pub db: Option<std::path::PathBuf>,
+}
+
+/// `--format` of `linerate report`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormatArg {
+    /// Aligned tables for a terminal.
+    Text,
+    /// Markdown (pipe tables).
+    Md,
+    /// CSV (docs/CSV.md).
+    Csv,
+    /// The JSON document of docs/JSON.md.
+    Json,
+    /// One self-contained HTML file with SVG charts (no network needed to view it).
+    Html,
+}
+
+/// `--csv-kind` of `linerate report`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CsvKindArg {
+    /// One row per cell summary.
+    Cells,
+    /// One row per (run, stream, interval).
+    Intervals,
 }
 
 /// Only the database location (history commands).
@@ -405,6 +459,10 @@ pub struct NetArgs {
         default_value = "linerate"
     )]
     pub json_format: JsonFormat,
+    /// Client: one JSON line per interval while the test runs, then the run's document as the
+    /// last line (docs/JSON.md, "JSON lines while a test runs"); server: the same as -J.
+    #[arg(long = "json-stream", conflicts_with = "json")]
+    pub json_stream: bool,
 }
 
 /// JSON document shapes.

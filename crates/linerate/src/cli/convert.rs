@@ -7,8 +7,8 @@ use linerate_proto::{Direction, EndCondition, Limits, Protocol, TestSpec};
 
 use super::server_args::Policy;
 use crate::cli::args::{
-    CampaignArgs, Cli, Command, CompatArgs, DbArgs, DoctorArgs, GateArgs, GenerateWhat, JsonFormat,
-    MatrixArgs, NetArgs, StoreArgs, TestArgs,
+    CampaignArgs, Cli, Command, CompatArgs, CsvKindArg, DbArgs, DoctorArgs, GateArgs, GenerateWhat,
+    JsonFormat, MatrixArgs, NetArgs, ReportArgs, ReportFormatArg, StoreArgs, TestArgs,
 };
 use crate::plan::campaign::{self, CampaignRun};
 use crate::plan::matrix::{AxisValue, MatrixPlan, MatrixRun};
@@ -16,8 +16,11 @@ use crate::plan::search::SearchPlan;
 use crate::plan::{
     ClientPlan, DoctorPlan, Family, Generated, OutputFormat, Plan, ServerPlan, Shell,
 };
+use crate::plan::{
+    CsvKind, Gates, HistoryCommand, HistoryPlan, HistoryRef, ReportFormat, ReportPlan,
+    ReportSource, StorePlan,
+};
 use crate::plan::{DEFAULT_TCP_BLOCK, DEFAULT_UDP_DATAGRAM, DEFAULT_UDP_RATE};
-use crate::plan::{Gates, HistoryCommand, HistoryPlan, HistoryRef, StorePlan};
 use crate::record::LinkAssumption;
 use crate::store::Store;
 use crate::units::ByteCount;
@@ -43,9 +46,10 @@ pub(super) fn to_plan(cli: Cli) -> Result<Plan, String> {
             history(&db, HistoryCommand::List { label, server, group, limit })
         }
         Some(Command::Show { run, db }) => history(&db, HistoryCommand::Show(run)),
-        Some(Command::Compare { a, b, db }) => {
-            history(&db, HistoryCommand::Compare(history_ref(&a)?, history_ref(&b)?))
+        Some(Command::Compare { a, b, html, db }) => {
+            history(&db, HistoryCommand::Compare(history_ref(&a)?, history_ref(&b)?, html))
         }
+        Some(Command::Report(a)) => report_plan(a).map(Plan::Report),
         Some(Command::Server(a)) => Ok(Plan::Server(server_plan(
             &a.net,
             a.one_off,
@@ -60,6 +64,7 @@ pub(super) fn to_plan(cli: Cli) -> Result<Plan, String> {
                 json: a.json,
                 json_format: JsonFormat::Linerate,
                 psk_file: None,
+                json_stream: false,
             };
             client_plan("127.0.0.1".into(), &net, &a.test, SELFTEST_TIME).map(Plan::Selftest)
         }
@@ -79,6 +84,11 @@ pub(super) fn to_plan(cli: Cli) -> Result<Plan, String> {
 fn matrix_plan(a: MatrixArgs) -> Result<(ClientPlan, MatrixPlan, MatrixRun), String> {
     if a.resume.is_some() && a.store.no_store {
         return Err("--resume reads the matrix's runs from the history: drop --no-store".into());
+    }
+    if a.net.json_stream {
+        return Err("--json-stream follows one test's intervals; a matrix writes one document \
+                    at the end: use -J (or linerate report mN --format json afterwards)"
+            .into());
     }
     let m = &a.test;
     let test = TestArgs {
@@ -199,13 +209,41 @@ fn history(db: &DbArgs, command: HistoryCommand) -> Result<Plan, String> {
     Ok(Plan::History(HistoryPlan { db: path, json: db.json, command }))
 }
 
-/// `12` is a run, `m3` a matrix (or search) group.
+/// `12` is a run, `m3` a matrix (or search) group, `c4` a campaign group.
 fn history_ref(s: &str) -> Result<HistoryRef, String> {
-    let bad = || format!("{s:?} is neither a run id (e.g. 12) nor a matrix id (e.g. m3)");
-    match s.strip_prefix('m') {
+    let bad =
+        || format!("{s:?} is neither a run id (e.g. 12) nor a matrix or campaign id (e.g. m3, c4)");
+    match s.strip_prefix('m').or_else(|| s.strip_prefix('c')) {
         Some(g) => g.parse().map(HistoryRef::Group).map_err(|_| bad()),
         None => s.parse().map(HistoryRef::Run).map_err(|_| bad()),
     }
+}
+
+/// `linerate report`: a history reference if `what` reads as one, else a file.
+fn report_plan(a: ReportArgs) -> Result<ReportPlan, String> {
+    let source = match history_ref(&a.what) {
+        Ok(which) => {
+            let db = a.db.or_else(Store::default_path).ok_or(
+                "no history database: set XDG_DATA_HOME or HOME, or give --db PATH".to_string(),
+            )?;
+            ReportSource::History { db, which }
+        }
+        Err(_) if std::path::Path::new(&a.what).exists() => {
+            ReportSource::File(a.what.clone().into())
+        }
+        Err(e) => return Err(format!("{e}, and no file of that name exists")),
+    };
+    let format = match a.format {
+        ReportFormatArg::Text => ReportFormat::Text,
+        ReportFormatArg::Md => ReportFormat::Markdown,
+        ReportFormatArg::Csv => ReportFormat::Csv(match a.csv_kind {
+            CsvKindArg::Cells => CsvKind::Cells,
+            CsvKindArg::Intervals => CsvKind::Intervals,
+        }),
+        ReportFormatArg::Json => ReportFormat::Json,
+        ReportFormatArg::Html => ReportFormat::Html,
+    };
+    Ok(ReportPlan { source, format, output: a.output })
 }
 
 /// `linerate` with no arguments: streams 1 and 2, three times each, 1 s per run, against an
@@ -275,6 +313,7 @@ fn compat_plan(c: CompatArgs) -> Result<Plan, String> {
                 json: c.net.json,
                 json_format: c.net.json_format,
                 psk_file: None,
+                json_stream: c.net.json_stream,
             };
             client_plan("127.0.0.1".into(), &net, &c.test, SELFTEST_TIME).map(Plan::Selftest)
         }
@@ -312,6 +351,7 @@ fn family(net: &NetArgs) -> Family {
 
 fn output(net: &NetArgs) -> OutputFormat {
     match (net.json, net.json_format) {
+        _ if net.json_stream => OutputFormat::JsonStream,
         (false, _) => OutputFormat::Text,
         (true, JsonFormat::Linerate) => OutputFormat::Json,
         (true, JsonFormat::Iperf3) => OutputFormat::Iperf3Json,
@@ -351,6 +391,11 @@ fn client_plan(
             start_bits_per_second: t.bitrate.map_or(0, |b| b.bits_per_second()),
         }
     });
+    if find_max.is_some() && net.json_stream {
+        return Err("--json-stream follows one test's intervals; --find-max runs many trials \
+                    and writes one document at the end: use -J"
+            .into());
+    }
     if t.connect_timeout.is_zero() {
         return Err("--connect-timeout must be more than 0 s".into());
     }

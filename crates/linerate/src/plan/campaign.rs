@@ -15,7 +15,7 @@ use std::fmt;
 use std::ops::Range;
 
 use linerate_proto::{Direction, EndCondition, Protocol, TestSpec};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::plan::campaign_de::{Axis, RawCampaign, Settings};
 use crate::plan::matrix::{AxisValue, MatrixPlan};
@@ -67,7 +67,7 @@ pub struct CampaignRun {
 }
 
 /// One tier: a target and the matrix to run against it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Tier {
     /// The `NAME` of `[tiers.NAME]`.
     pub name: String,
@@ -78,7 +78,7 @@ pub struct Tier {
 }
 
 /// A tier's server and the link the user says is in between.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Target {
     /// Host name or address.
     pub host: String,
@@ -89,7 +89,7 @@ pub struct Target {
 }
 
 /// A tier's matrix with every default resolved.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TierMatrix {
     /// Streams axis (empty: not varied, 1 stream).
     pub parallel: Vec<u32>,

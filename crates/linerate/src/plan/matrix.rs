@@ -10,12 +10,12 @@
 //! Pure planning: nothing here runs a test.
 
 use linerate_proto::{Direction, Protocol, TestSpec};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::plan::{ClientPlan, DEFAULT_TCP_BLOCK, DEFAULT_UDP_DATAGRAM};
 
 /// One value of one axis.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "axis", content = "value", rename_all = "snake_case")]
 pub enum AxisValue {
     /// `-P`.
@@ -47,6 +47,27 @@ impl AxisValue {
         }
     }
 
+    /// The value whose [`AxisValue::label`] is `label` (stored matrices keep their axes as
+    /// labels); None for a label no axis value has.
+    pub fn from_label(label: &str) -> Option<AxisValue> {
+        let size = |t: &str| crate::units::parse_size(t).ok().map(|b| b.0);
+        Some(match label {
+            "w=default" => AxisValue::Window(None),
+            "l=default" => AxisValue::Length(None),
+            "tcp" => AxisValue::Protocol(Protocol::Tcp),
+            "udp" => AxisValue::Protocol(Protocol::Udp),
+            "send" => AxisValue::Direction(Direction::Upload),
+            "recv" => AxisValue::Direction(Direction::Download),
+            "bidir" => AxisValue::Direction(Direction::Bidirectional),
+            _ => match label.split_once('=')? {
+                ("P", p) => AxisValue::Parallel(p.parse().ok()?),
+                ("w", w) => AxisValue::Window(Some(size(w)?)),
+                ("l", l) => AxisValue::Length(Some(u32::try_from(size(l)?).ok()?)),
+                _ => return None,
+            },
+        })
+    }
+
     /// Applies this value to a test.
     pub fn apply(&self, spec: &mut TestSpec) {
         match *self {
@@ -58,6 +79,25 @@ impl AxisValue {
             AxisValue::Direction(d) => spec.direction = d,
         }
     }
+}
+
+/// Every combination of `axes` (empty axes are not varied), in matrix order: the first axis
+/// varies slowest.
+pub fn cells_of(axes: &[Vec<AxisValue>]) -> Vec<Cell> {
+    let mut cells = vec![Vec::new()];
+    for axis in axes.iter().filter(|a| !a.is_empty()) {
+        cells = cells
+            .into_iter()
+            .flat_map(|prefix| {
+                axis.iter().map(move |v| {
+                    let mut next = prefix.clone();
+                    next.push(*v);
+                    next
+                })
+            })
+            .collect();
+    }
+    cells.into_iter().enumerate().map(|(index, values)| Cell { index, values }).collect()
 }
 
 /// Sizes as people write them: 800k stays 800k (SI), 64K stays 64K (binary).
@@ -72,7 +112,7 @@ fn size_label(bytes: u64) -> String {
 }
 
 /// One cell: a combination of axis values.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Cell {
     /// Position in the cartesian product (stable across runs of the same matrix).
     pub index: usize,
@@ -147,20 +187,7 @@ impl MatrixPlan {
 
     /// Every combination, first axis slowest.
     pub fn cells(&self) -> Vec<Cell> {
-        let mut cells = vec![Vec::new()];
-        for axis in self.axes.iter().filter(|a| !a.is_empty()) {
-            cells = cells
-                .into_iter()
-                .flat_map(|prefix| {
-                    axis.iter().map(move |v| {
-                        let mut next = prefix.clone();
-                        next.push(*v);
-                        next
-                    })
-                })
-                .collect();
-        }
-        cells.into_iter().enumerate().map(|(index, values)| Cell { index, values }).collect()
+        cells_of(&self.axes)
     }
 
     /// The order of one round: each of `cells` `times` times, shuffled with `round`'s seed.
@@ -233,6 +260,32 @@ mod tests {
         assert_ne!(order, p.round(&all, 3, 1), "another round, another order");
         let sorted: Vec<usize> = all.iter().flat_map(|&c| [c, c, c]).collect();
         assert_ne!(order, sorted, "shuffled");
+    }
+
+    #[test]
+    fn labels_read_back_as_the_values_they_name() {
+        let values = [
+            AxisValue::Parallel(16),
+            AxisValue::Window(None),
+            AxisValue::Window(Some(800_000)),
+            AxisValue::Window(Some(256 * 1024)),
+            AxisValue::Window(Some(3 << 20)),
+            AxisValue::Window(Some(2_000_000)),
+            AxisValue::Length(None),
+            AxisValue::Length(Some(1472)),
+            AxisValue::Length(Some(64 * 1024)),
+            AxisValue::Protocol(Protocol::Udp),
+            AxisValue::Protocol(Protocol::Tcp),
+            AxisValue::Direction(Direction::Upload),
+            AxisValue::Direction(Direction::Download),
+            AxisValue::Direction(Direction::Bidirectional),
+        ];
+        for v in values {
+            assert_eq!(AxisValue::from_label(&v.label()), Some(v), "{}", v.label());
+        }
+        for bad in ["", "P=", "P=x", "q=1", "w=12zz", "l=99999999999"] {
+            assert_eq!(AxisValue::from_label(bad), None, "{bad}");
+        }
     }
 
     #[test]

@@ -55,6 +55,9 @@ pub enum OutputFormat {
     Json,
     /// One JSON document shaped like `iperf3 -J` (`-J --json-format iperf3`).
     Iperf3Json,
+    /// One JSON line per interval while the test runs, then the run's document on one line
+    /// (`--json-stream`).
+    JsonStream,
 }
 
 /// Run one test against a server.
@@ -112,12 +115,13 @@ pub struct StorePlan {
     pub labels: Vec<String>,
 }
 
-/// A stored run or group, as the user names it: `12` or `m3`.
+/// A stored run or group, as the user names it: `12`, or `m3` / `c3` (a matrix's or
+/// campaign's group id).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HistoryRef {
     /// One run.
     Run(i64),
-    /// A matrix or search (its group id).
+    /// A matrix, campaign or search (its group id).
     Group(i64),
 }
 
@@ -137,8 +141,8 @@ pub enum HistoryCommand {
     },
     /// Show one run.
     Show(i64),
-    /// Compare two runs or two groups.
-    Compare(HistoryRef, HistoryRef),
+    /// Compare two runs or two groups; with a path, also write an HTML page of both.
+    Compare(HistoryRef, HistoryRef, Option<std::path::PathBuf>),
 }
 
 /// A history command and its database.
@@ -150,6 +154,55 @@ pub struct HistoryPlan {
     pub json: bool,
     /// What to do.
     pub command: HistoryCommand,
+}
+
+/// What `linerate report` reads.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ReportSource {
+    /// A stored run or group, from the history at `db`.
+    History {
+        /// The database file.
+        db: std::path::PathBuf,
+        /// Which run or group.
+        which: HistoryRef,
+    },
+    /// A saved JSON document (`-J` output of a run, matrix or campaign).
+    File(std::path::PathBuf),
+}
+
+/// The formats of `linerate report`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReportFormat {
+    /// Aligned tables for a terminal.
+    Text,
+    /// Markdown.
+    Markdown,
+    /// CSV (docs/CSV.md).
+    Csv(CsvKind),
+    /// The JSON document of docs/JSON.md.
+    Json,
+    /// One self-contained HTML file with SVG charts.
+    Html,
+}
+
+/// Which CSV layout (docs/CSV.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CsvKind {
+    /// One row per cell summary.
+    Cells,
+    /// One row per (run, stream, interval).
+    Intervals,
+}
+
+/// `linerate report`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReportPlan {
+    /// What to report on.
+    pub source: ReportSource,
+    /// In which format.
+    pub format: ReportFormat,
+    /// Where to write it (None = stdout).
+    pub output: Option<std::path::PathBuf>,
 }
 
 /// Serve tests.
@@ -210,6 +263,8 @@ pub enum Plan {
     Campaign(campaign::CampaignRun),
     /// Inspect this host and the path to a server.
     Doctor(DoctorPlan),
+    /// A report on stored or saved results.
+    Report(ReportPlan),
     /// Generated docs.
     Generate(Generated),
 }

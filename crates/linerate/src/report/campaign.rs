@@ -9,7 +9,6 @@ use crate::plan::campaign::CampaignPlan;
 use crate::record::{RunRecord, SCHEMA_VERSION};
 use crate::report::matrix::{RunEntry, run_entries};
 use crate::stats::campaign::TierSummary;
-use crate::units::format_bits_per_second;
 
 /// The line before the first run.
 pub fn render_start(
@@ -38,45 +37,12 @@ pub fn render_text(
     findings: &[String],
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
-    for t in tiers {
-        writeln!(out)?;
-        let link = t.link.map_or(String::new(), |l| {
-            format!(
-                ", link {} MTU {}",
-                format_bits_per_second(l.bits_per_second as f64),
-                l.mtu_bytes
-            )
-        });
-        writeln!(out, "== Tier {}: {}{link} ==", t.name, t.server)?;
-        crate::report::matrix::render_text(&t.summary, t.stopped.as_deref(), out)?;
-    }
-    writeln!(out)?;
-    writeln!(out, "== Campaign summary (best cell per tier, received) ==")?;
-    writeln!(
+    crate::report::document::write_campaign(
+        crate::report::document::Style::Text,
+        tiers,
+        findings,
         out,
-        "{:<20} {:<26} {:<22} {:>14} {:>14} {:>7}",
-        "tier", "server", "best cell", "mean", "link goodput", "share"
-    )?;
-    for t in tiers {
-        let rate = |v: Option<f64>| v.map_or("n/a".into(), format_bits_per_second);
-        writeln!(
-            out,
-            "{:<20} {:<26} {:<22} {:>14} {:>14} {:>7}",
-            t.name,
-            t.server,
-            t.best_cell.as_deref().unwrap_or("n/a"),
-            rate(t.best_bits_per_second),
-            rate(t.link_goodput_bits_per_second),
-            t.share_of_link_goodput.map_or("n/a".into(), |s| format!("{:.1}%", s * 100.0))
-        )?;
-    }
-    if !findings.is_empty() {
-        writeln!(out, "Findings across tiers:")?;
-        for f in findings {
-            writeln!(out, "  - {f}")?;
-        }
-    }
-    Ok(())
+    )
 }
 
 /// One tier's runs for the JSON document: (cell index, repetition, record).
@@ -87,7 +53,7 @@ struct Document<'a> {
     schema_version: u32,
     kind: &'static str,
     name: &'a str,
-    seed: u64,
+    seed: Option<u64>,
     group: Option<i64>,
     finished: bool,
     tiers: Vec<TierEntry<'a>>,
@@ -106,8 +72,8 @@ struct TierEntry<'a> {
 pub struct CampaignMeta<'a> {
     /// Its name.
     pub name: &'a str,
-    /// The order seed.
-    pub seed: u64,
+    /// The order seed (None when unknown).
+    pub seed: Option<u64>,
     /// Its history group, if stored.
     pub group: Option<i64>,
     /// Whether every run completed.

@@ -89,23 +89,47 @@ pub fn render_compare(rows: &[CompareRow], json: bool, out: &mut dyn Write) -> s
         serde_json::to_writer_pretty(&mut *out, rows).map_err(std::io::Error::other)?;
         return writeln!(out);
     }
-    writeln!(out, "{:<24} {:>16} {:>16} {:>9}  verdict", "cell", "A mean", "B mean", "change")?;
+    compare_table(rows).write_text(out)?;
+    for line in environment_lines(rows) {
+        writeln!(out, "{line}")?;
+    }
+    Ok(())
+}
+
+/// What changed between the environments of A and B: one block for all cells when every
+/// cell saw the same change (the usual case: one host, one tuning step), else one per cell.
+pub fn environment_lines(rows: &[CompareRow]) -> Vec<String> {
+    let per_cell: Vec<Vec<String>> =
+        rows.iter().map(|r| r.environment.iter().map(environment_line).collect()).collect();
+    if per_cell.iter().all(Vec::is_empty) {
+        return Vec::new();
+    }
+    let mut lines = vec!["Environment, A → B:".to_string()];
+    if per_cell.windows(2).all(|w| w[0] == w[1]) {
+        lines.extend(per_cell[0].iter().map(|l| format!("  {l}")));
+        return lines;
+    }
+    for (r, cell) in rows.iter().zip(&per_cell) {
+        lines.extend(cell.iter().map(|l| format!("  {}: {l}", r.cell)));
+    }
+    lines
+}
+
+/// The comparison as a table: cell, both means with their run counts, change, verdict.
+pub fn compare_table(rows: &[CompareRow]) -> crate::report::table::Table {
+    let mut t =
+        crate::report::table::Table::new(&["cell", ">A mean", ">B mean", ">change", "verdict"]);
     for r in rows {
         let c = &r.result;
-        writeln!(
-            out,
-            "{:<24} {:>16} {:>16} {:>9}  {}",
-            r.cell,
+        t.rows.push(vec![
+            r.cell.clone(),
             format!("{} (n={})", format_bits_per_second(c.mean_a), c.n_a),
             format!("{} (n={})", format_bits_per_second(c.mean_b), c.n_b),
             c.change_percent.map_or("n/a".into(), |p| format!("{p:+.1}%")),
-            c.verdict
-        )?;
-        for e in &r.environment {
-            writeln!(out, "  {}", environment_line(e))?;
-        }
+            c.verdict.clone(),
+        ]);
     }
-    Ok(())
+    t
 }
 
 /// `client: lo MTU 65536 → 9000, net.core.rmem_max 212992 → 8388608`.

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::plan::matrix::MatrixPlan;
 use crate::record::{RunRecord, SCHEMA_VERSION};
-use crate::stats::matrix::{CellSummary, MatrixSummary};
+use crate::stats::matrix::MatrixSummary;
 
 /// The header line before the first run.
 pub fn render_start(plan: &MatrixPlan, cells: usize, out: &mut dyn Write) -> std::io::Result<()> {
@@ -27,88 +27,26 @@ pub fn render_start(plan: &MatrixPlan, cells: usize, out: &mut dyn Write) -> std
     )
 }
 
-fn gbit(v: f64) -> String {
-    format!("{:.3}", v / 1e9)
-}
-
-fn row(c: &CellSummary) -> String {
-    let Some(s) = &c.bits_per_second else {
-        return format!(
-            "{:<24} {:>3} {:>9}  no completed run ({} failed)",
-            c.label, c.runs, "", c.failed
-        );
-    };
-    let sd = s.stddev.map_or("n/a".into(), gbit);
-    let ci = s.ci95.map_or("n/a".into(), |(lo, hi)| format!("{}-{}", gbit(lo), gbit(hi)));
-    let cv = s.cv.map_or("n/a".into(), |cv| format!("{:.1}%", cv * 100.0));
-    let cpu = |v: Option<f64>| v.map_or("n/a".into(), |v| format!("{v:.0}%"));
-    let outliers = if s.outliers.is_empty() {
-        String::new()
-    } else {
-        format!(" outliers:{}", s.outliers.len())
-    };
-    let failed = if c.failed > 0 { format!(" failed:{}", c.failed) } else { String::new() };
-    format!(
-        "{:<24} {:>3} {:>8} {:>8} {:>8} {:>8} ± {:<7} {:>15} {:>6} {:>6} {:>6}  {}{outliers}{failed}",
-        c.label,
-        c.runs,
-        gbit(s.min),
-        gbit(s.median),
-        gbit(s.max),
-        gbit(s.mean),
-        sd,
-        ci,
-        cv,
-        cpu(c.client_cpu_percent),
-        cpu(c.server_cpu_percent),
-        c.limit.as_deref().unwrap_or("n/a")
-    )
-}
-
 /// The table (Gbit/s received per run, both ends' CPU, what limited the cell) and findings.
 pub fn render_text(
     summary: &MatrixSummary,
     stopped: Option<&str>,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
-    writeln!(
+    crate::report::document::write_matrix(
+        crate::report::document::Style::Text,
+        summary,
+        stopped,
         out,
-        "{:<24} {:>3} {:>8} {:>8} {:>8} {:>8}   {:<7} {:>15} {:>6} {:>6} {:>6}  limit",
-        "cell (Gbit/s received)",
-        "n",
-        "min",
-        "median",
-        "max",
-        "mean",
-        "sd",
-        "95% CI",
-        "CV",
-        "cli",
-        "srv"
-    )?;
-    for c in &summary.cells {
-        writeln!(out, "{}", row(c))?;
-    }
-    if summary.cells.iter().any(|c| c.loss_percent.is_some()) {
-        for c in summary.cells.iter().filter(|c| c.loss_percent.is_some()) {
-            writeln!(out, "{}: UDP loss {:.3}% (mean)", c.label, c.loss_percent.unwrap_or(0.0))?;
-        }
-    }
-    writeln!(out, "Findings:")?;
-    for f in &summary.findings {
-        writeln!(out, "  - {f}")?;
-    }
-    if let Some(why) = stopped {
-        writeln!(out, "Stopped early: {why}; the table covers the runs that finished.")?;
-    }
-    Ok(())
+    )
 }
 
 #[derive(Serialize)]
 struct Document<'a> {
     schema_version: u32,
     kind: &'static str,
-    seed: u64,
+    seed: Option<u64>,
+    until_ci: Option<f64>,
     stopped: Option<&'a str>,
     summary: &'a MatrixSummary,
     runs: Vec<RunEntry<'a>>,
@@ -129,9 +67,19 @@ pub(crate) fn run_entries(runs: &[(usize, u32, RunRecord)]) -> Vec<RunEntry<'_>>
         .collect()
 }
 
+/// How a matrix document describes its matrix: the order seed (None when unknown) and the
+/// `--until-ci` target.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MatrixMeta {
+    /// Order seed.
+    pub seed: Option<u64>,
+    /// `--until-ci` target, a fraction of the mean.
+    pub until_ci: Option<f64>,
+}
+
 /// One JSON document: the summary, then every run's record with its cell.
 pub fn render_json(
-    plan: &MatrixPlan,
+    meta: MatrixMeta,
     summary: &MatrixSummary,
     runs: &[(usize, u32, RunRecord)],
     stopped: Option<&str>,
@@ -140,7 +88,8 @@ pub fn render_json(
     let doc = Document {
         schema_version: SCHEMA_VERSION,
         kind: "linerate.matrix",
-        seed: plan.seed,
+        seed: meta.seed,
+        until_ci: meta.until_ci,
         stopped,
         summary,
         runs: run_entries(runs),

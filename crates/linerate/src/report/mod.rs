@@ -4,11 +4,33 @@
 //! `Write` so they can be snapshot-tested.
 
 pub mod campaign;
+pub mod charts;
+pub mod csv;
 pub mod doctor;
+pub mod document;
 pub mod environment;
 pub mod history;
+pub mod html;
 pub mod iperf3_json;
 pub mod json;
 pub mod matrix;
+pub mod model;
 pub mod progress;
+pub mod table;
 pub mod text;
+
+/// Writes `report` in `format`.
+pub fn render(
+    report: &model::Report,
+    format: crate::plan::ReportFormat,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    use crate::plan::ReportFormat;
+    match format {
+        ReportFormat::Text => document::write_report(document::Style::Text, report, out),
+        ReportFormat::Markdown => document::write_report(document::Style::Markdown, report, out),
+        ReportFormat::Csv(kind) => csv::write(report, kind, out),
+        ReportFormat::Json => json::render_report(report, out),
+        ReportFormat::Html => html::write(report, out),
+    }
+}

@@ -368,6 +368,13 @@ fn range_iec((lo, hi): (u64, u64)) -> String {
 
 /// One line describing a spec, e.g. "TCP upload, 4 streams, 10 s, 128 KiB blocks".
 pub fn describe_spec(spec: &TestSpec) -> String {
+    describe_spec_without(spec, &[])
+}
+
+/// [`describe_spec`] without the parts a matrix varied, named `protocol` (protocol and
+/// direction), `streams`, `length` and `window`, so a matrix's fixed settings are not
+/// described by whichever cell ran first.
+pub fn describe_spec_without(spec: &TestSpec, skip: &[&str]) -> String {
     let dir = match spec.direction {
         Direction::Upload => "upload (client sends)",
         Direction::Download => "download (server sends, -R)",
@@ -381,13 +388,23 @@ pub fn describe_spec(spec: &TestSpec) -> String {
         Protocol::Tcp => ("TCP", "blocks"),
         Protocol::Udp => ("UDP", "datagrams"),
     };
-    let mut parts = vec![format!("{proto} {dir}"), format!("{} stream(s)", spec.streams), end];
-    parts.push(if spec.protocol == Protocol::Udp {
-        format!("{} B {unit}", spec.block_bytes)
-    } else {
-        format!("{} {unit}", ByteCount(u64::from(spec.block_bytes)).iec())
-    });
-    if let Some(w) = spec.window_bytes {
+    let keep = |part: &str| !skip.contains(&part);
+    let mut parts = Vec::new();
+    if keep("protocol") {
+        parts.push(format!("{proto} {dir}"));
+    }
+    if keep("streams") {
+        parts.push(format!("{} stream(s)", spec.streams));
+    }
+    parts.push(end);
+    if keep("length") {
+        parts.push(if spec.protocol == Protocol::Udp {
+            format!("{} B {unit}", spec.block_bytes)
+        } else {
+            format!("{} {unit}", ByteCount(u64::from(spec.block_bytes)).iec())
+        });
+    }
+    if let Some(w) = spec.window_bytes.filter(|_| keep("window")) {
         parts.push(format!("window {} requested", ByteCount(w).iec()));
     }
     if spec.bits_per_second > 0 {

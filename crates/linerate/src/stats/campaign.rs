@@ -9,6 +9,7 @@
 use serde::Serialize;
 
 use crate::plan::campaign::Tier;
+use crate::plan::matrix::Cell;
 use crate::record::{LinkAssumption, RunRecord};
 use crate::stats::matrix::{MatrixSummary, summarize_matrix};
 use crate::stats::verdict::tcp_goodput_bits_per_second;
@@ -48,19 +49,45 @@ pub fn summarize_tier(
     stopped: Option<&str>,
 ) -> TierSummary {
     let m = tier.matrix_plan(0);
-    let summary = summarize_matrix(&m.cells(), runs, m.until_ci);
+    let ipv6 = tier.target.host.parse::<std::net::Ipv6Addr>().is_ok();
+    let place =
+        TierPlace { name: tier.name.clone(), server: tier_server(tier), link: tier.target.link };
+    summarize_place(place, ipv6, &m.cells(), m.until_ci, runs, stopped)
+}
+
+/// Where a tier ran: its name, server and the link the user stated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TierPlace {
+    /// The tier's name (a matrix's or run's own name when there are no tiers).
+    pub name: String,
+    /// `host:port`.
+    pub server: String,
+    /// The stated link.
+    pub link: Option<LinkAssumption>,
+}
+
+/// [`summarize_tier`] for anything shaped like a tier: a stored matrix, a saved document or a
+/// single run (one cell without axes).
+pub fn summarize_place(
+    place: TierPlace,
+    ipv6: bool,
+    cells: &[Cell],
+    until_ci: Option<f64>,
+    runs: &[(usize, RunRecord)],
+    stopped: Option<&str>,
+) -> TierSummary {
+    let summary = summarize_matrix(cells, runs, until_ci);
     let best = summary
         .cells
         .iter()
         .filter_map(|c| Some((c, c.bits_per_second.as_ref()?.mean)))
         .max_by(|a, b| a.1.total_cmp(&b.1));
-    let ipv6 = tier.target.host.parse::<std::net::Ipv6Addr>().is_ok();
-    let goodput = tier.target.link.and_then(|l| tcp_goodput_bits_per_second(&l, ipv6));
+    let goodput = place.link.and_then(|l| tcp_goodput_bits_per_second(&l, ipv6));
     let best_rate = best.map(|(_, r)| r);
     TierSummary {
-        name: tier.name.clone(),
-        server: server(tier),
-        link: tier.target.link,
+        name: place.name,
+        server: place.server,
+        link: place.link,
         best_cell: best.map(|(c, _)| c.label.clone()),
         best_bits_per_second: best_rate,
         link_goodput_bits_per_second: goodput,
@@ -72,7 +99,8 @@ pub fn summarize_tier(
     }
 }
 
-fn server(tier: &Tier) -> String {
+/// `host:port` of a tier's server, IPv6 addresses in brackets.
+pub fn tier_server(tier: &Tier) -> String {
     let host = &tier.target.host;
     if host.contains(':') {
         format!("[{host}]:{}", tier.target.port)

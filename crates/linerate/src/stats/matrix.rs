@@ -46,6 +46,12 @@ pub struct CellSummary {
     pub server_cpu_percent: Option<f64>,
     /// Largest peak RSS of either end, bytes.
     pub peak_rss_bytes: Option<u64>,
+    /// Mean retransmitted segments per completed run, summed over the senders (None where no
+    /// run's sender could say, e.g. UDP or an OS without TCP_INFO).
+    pub retransmits: Option<f64>,
+    /// Mean Jain's fairness index of the streams' received rates (`stats::fairness`), over
+    /// the runs with two or more streams in a direction.
+    pub fairness: Option<f64>,
     /// UDP cells: mean loss, %.
     pub loss_percent: Option<f64>,
     /// The verdict most runs gave (e.g. `cpu`, `path`).
@@ -89,6 +95,7 @@ fn cell_summary<'a>(
     let (mut samples, mut failed) = (Vec::new(), 0);
     let (mut ccpu, mut scpu, mut loss, mut limits) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut retransmits, mut fairness) = (Vec::new(), Vec::new());
     let mut rss: Option<u64> = None;
     let mut goodput = None;
     for r in records {
@@ -99,6 +106,12 @@ fn cell_summary<'a>(
         }
         let s = summarize(r);
         samples.push(received_rate(&s));
+        let retr: Vec<u64> =
+            s.directions.iter().filter_map(|d| d.sender.as_ref()?.retransmits).collect();
+        if !retr.is_empty() {
+            retransmits.push(retr.iter().sum::<u64>() as f64);
+        }
+        fairness.extend(crate::stats::fairness::run_fairness(&s));
         for c in &s.cost {
             let v = if c.end == "client" { &mut ccpu } else { &mut scpu };
             v.extend(c.process_percent_of_core);
@@ -131,6 +144,8 @@ fn cell_summary<'a>(
         client_cpu_percent: mean(&ccpu),
         server_cpu_percent: mean(&scpu),
         peak_rss_bytes: rss,
+        retransmits: mean(&retransmits),
+        fairness: mean(&fairness),
         loss_percent: mean(&loss),
         limit: most_common(limits),
     }
@@ -405,6 +420,8 @@ mod tests {
             client_cpu_percent: None,
             server_cpu_percent: None,
             peak_rss_bytes: None,
+            retransmits: None,
+            fairness: None,
             loss_percent: None,
             limit: Some("cpu(client)".into()),
             ci_target_met: None,

@@ -7,6 +7,7 @@ pub mod cost;
 pub mod doctor;
 pub mod doctor_path;
 pub mod environment;
+pub mod fairness;
 pub mod matrix;
 pub mod sample;
 pub mod summary;

@@ -1,0 +1,219 @@
+//! CSV for spreadsheets and plotting scripts, in the two layouts of docs/CSV.md: one row per
+//! cell summary (`--csv-kind cells`) or one row per (run, stream, interval)
+//! (`--csv-kind intervals`).
+//!
+//! Columns are stable (new ones are only appended) and carry their unit in the name. A figure
+//! that was not measured is an empty field, never 0. Numbers are written in full precision
+//! with `.` as the decimal point; text fields are quoted when they hold `,`, `"`, CR or LF
+//! (RFC 4180). Must not compute figures: everything comes from the report model.
+
+use std::io::Write;
+
+use linerate_proto::{Direction, Protocol, StreamRole};
+
+use crate::plan::CsvKind;
+use crate::plan::matrix::AxisValue;
+use crate::report::model::Report;
+use crate::stats::matrix::CellSummary;
+
+/// Columns of `--csv-kind cells`, in order.
+pub const CELL_COLUMNS: [&str; 26] = [
+    "tier",
+    "server",
+    "cell",
+    "streams",
+    "window_bytes",
+    "length_bytes",
+    "protocol",
+    "direction",
+    "runs",
+    "failed_runs",
+    "min_bits_per_second",
+    "median_bits_per_second",
+    "max_bits_per_second",
+    "mean_bits_per_second",
+    "stddev_bits_per_second",
+    "ci95_low_bits_per_second",
+    "ci95_high_bits_per_second",
+    "cv_fraction",
+    "client_cpu_percent_of_core",
+    "server_cpu_percent_of_core",
+    "peak_rss_bytes",
+    "retransmits_per_run",
+    "udp_loss_percent",
+    "fairness_jain",
+    "link_share_fraction",
+    "verdict",
+];
+
+/// Columns of `--csv-kind intervals`, in order.
+pub const INTERVAL_COLUMNS: [&str; 17] = [
+    "run_id",
+    "tier",
+    "cell",
+    "repetition",
+    "run_started_unix_ms",
+    "run_outcome",
+    "end",
+    "stream",
+    "flow",
+    "role",
+    "interval_start_seconds",
+    "interval_end_seconds",
+    "bytes",
+    "bits_per_second",
+    "omitted",
+    "retransmits_total",
+    "server",
+];
+
+/// Writes the report as CSV of the given layout.
+pub fn write(report: &Report, kind: CsvKind, out: &mut dyn Write) -> std::io::Result<()> {
+    match kind {
+        CsvKind::Cells => cells(report, out),
+        CsvKind::Intervals => intervals(report, out),
+    }
+}
+
+/// One field, quoted if it must be.
+pub fn field(s: &str) -> String {
+    if s.contains([',', '"', '\r', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+fn line(out: &mut dyn Write, fields: &[String]) -> std::io::Result<()> {
+    let quoted: Vec<String> = fields.iter().map(|f| field(f)).collect();
+    write!(out, "{}\r\n", quoted.join(","))
+}
+
+/// The name serde gives a unit variant, e.g. `client_to_server`.
+fn serde_name<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_value(v).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default()
+}
+
+fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map(|v| v.to_string()).unwrap_or_default()
+}
+
+fn cells(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
+    line(out, &CELL_COLUMNS.map(String::from))?;
+    for t in &report.tiers {
+        for c in &t.summary.cells {
+            let mut row = vec![t.name.clone(), t.server.clone(), c.label.clone()];
+            row.extend(axis_fields(c));
+            row.extend(figures(c));
+            line(out, &row)?;
+        }
+    }
+    Ok(())
+}
+
+/// streams, window_bytes, length_bytes, protocol, direction: the cell's axis values (empty
+/// where the axis was not varied).
+fn axis_fields(c: &CellSummary) -> [String; 5] {
+    let mut f: [String; 5] = Default::default();
+    for v in &c.values {
+        match *v {
+            AxisValue::Parallel(p) => f[0] = p.to_string(),
+            AxisValue::Window(w) => f[1] = w.map_or("default".into(), |w| w.to_string()),
+            AxisValue::Length(l) => f[2] = l.map_or("default".into(), |l| l.to_string()),
+            AxisValue::Protocol(p) => {
+                f[3] = match p {
+                    Protocol::Tcp => "tcp",
+                    Protocol::Udp => "udp",
+                }
+                .into()
+            }
+            AxisValue::Direction(d) => {
+                f[4] = match d {
+                    Direction::Upload => "upload",
+                    Direction::Download => "download",
+                    Direction::Bidirectional => "bidirectional",
+                }
+                .into()
+            }
+        }
+    }
+    f
+}
+
+fn figures(c: &CellSummary) -> Vec<String> {
+    let s = c.bits_per_second.as_ref();
+    vec![
+        c.runs.to_string(),
+        c.failed.to_string(),
+        opt(s.map(|s| s.min)),
+        opt(s.map(|s| s.median)),
+        opt(s.map(|s| s.max)),
+        opt(s.map(|s| s.mean)),
+        opt(s.and_then(|s| s.stddev)),
+        opt(s.and_then(|s| s.ci95).map(|c| c.0)),
+        opt(s.and_then(|s| s.ci95).map(|c| c.1)),
+        opt(s.and_then(|s| s.cv)),
+        opt(c.client_cpu_percent),
+        opt(c.server_cpu_percent),
+        opt(c.peak_rss_bytes),
+        opt(c.retransmits),
+        opt(c.loss_percent),
+        opt(c.fairness),
+        opt(c.link_share),
+        c.limit.clone().unwrap_or_default(),
+    ]
+}
+
+fn intervals(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
+    line(out, &INTERVAL_COLUMNS.map(String::from))?;
+    for s in &report.series {
+        let run = &report.runs[s.run];
+        let outcome = serde_json::to_value(&run.record.outcome)
+            .ok()
+            .and_then(|v| v["status"].as_str().map(String::from))
+            .unwrap_or_default();
+        let role = match s.role {
+            StreamRole::Sender => "sender",
+            StreamRole::Receiver => "receiver",
+        };
+        for p in &s.points {
+            line(
+                out,
+                &[
+                    opt(run.id),
+                    report.tiers[run.tier].name.clone(),
+                    report.cell_label(run).to_string(),
+                    run.repetition.to_string(),
+                    run.record.started_unix_ms.to_string(),
+                    outcome.clone(),
+                    s.end.to_string(),
+                    s.stream.to_string(),
+                    serde_name(&s.flow),
+                    role.to_string(),
+                    p.start_seconds.to_string(),
+                    p.end_seconds.to_string(),
+                    p.bytes.to_string(),
+                    opt(p.bits_per_second),
+                    p.omitted.to_string(),
+                    opt(p.retransmits_total),
+                    run.record.server.clone(),
+                ],
+            )?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::field;
+
+    #[test]
+    fn fields_are_quoted_only_when_they_must_be() {
+        assert_eq!(field("P=1 w=default"), "P=1 w=default");
+        assert_eq!(field("a,b"), "\"a,b\"");
+        assert_eq!(field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(field("two\nlines"), "\"two\nlines\"");
+        assert_eq!(field(""), "");
+    }
+}

@@ -1,0 +1,159 @@
+//! Reports for people: plain text (a terminal) and Markdown (a wiki page or a ticket), from
+//! the report model. One function per section serves both styles, and the live `matrix` and
+//! `campaign` commands print their tables through the same sections.
+//!
+//! Must not compute figures: everything comes from `report::model` or `stats`.
+
+use std::io::Write;
+
+use crate::report::model::{Report, ReportKind};
+use crate::report::table::{Table, cell_table};
+use crate::stats::campaign::TierSummary;
+use crate::stats::matrix::MatrixSummary;
+use crate::units::format_bits_per_second;
+
+/// Plain text or Markdown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    /// Aligned columns, `==` headings, `  - ` bullets.
+    Text,
+    /// Pipe tables, `#` headings, `- ` bullets.
+    Markdown,
+}
+
+impl Style {
+    fn heading(self, level: usize, text: &str, out: &mut dyn Write) -> std::io::Result<()> {
+        match self {
+            Style::Text if level == 1 => writeln!(out, "{text}"),
+            Style::Text => writeln!(out, "== {text} =="),
+            Style::Markdown => writeln!(out, "{} {text}\n", "#".repeat(level)),
+        }
+    }
+
+    fn list(self, title: &str, items: &[String], out: &mut dyn Write) -> std::io::Result<()> {
+        match self {
+            Style::Text => {
+                writeln!(out, "{title}:")?;
+                if items.is_empty() {
+                    return writeln!(out, "  - none");
+                }
+                items.iter().try_for_each(|i| writeln!(out, "  - {i}"))
+            }
+            Style::Markdown => {
+                writeln!(out, "\n**{title}:**\n")?;
+                if items.is_empty() {
+                    return writeln!(out, "- none");
+                }
+                items.iter().try_for_each(|i| writeln!(out, "- {}", md_escape(i)))
+            }
+        }
+    }
+
+    fn table(self, t: &Table, out: &mut dyn Write) -> std::io::Result<()> {
+        match self {
+            Style::Text => t.write_text(out),
+            Style::Markdown => t.write_markdown(out),
+        }
+    }
+}
+
+/// Characters Markdown would read as formatting in running text.
+fn md_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if matches!(c, '\\' | '*' | '_' | '`' | '|' | '<' | '>' | '[' | ']') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A matrix's cell table, findings and why it stopped early.
+pub fn write_matrix(
+    style: Style,
+    summary: &MatrixSummary,
+    stopped: Option<&str>,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    style.table(&cell_table(summary), out)?;
+    style.list("Findings", &summary.findings, out)?;
+    if let Some(why) = stopped {
+        writeln!(out, "Stopped early: {why}; the table covers the runs that finished.")?;
+    }
+    Ok(())
+}
+
+/// A tier's heading: `Tier NAME: server, link …` in a campaign, `NAME: server, link …` for a
+/// matrix or run (which have no tiers).
+pub fn tier_heading(kind: ReportKind, t: &TierSummary) -> String {
+    let link = t.link.map_or(String::new(), |l| {
+        format!(", link {} MTU {}", format_bits_per_second(l.bits_per_second as f64), l.mtu_bytes)
+    });
+    let tier = if kind == ReportKind::Campaign { "Tier " } else { "" };
+    format!("{tier}{}: {}{link}", t.name, t.server)
+}
+
+/// The cross-tier table: each tier's best cell against its link's goodput.
+pub fn campaign_table(tiers: &[TierSummary]) -> Table {
+    let mut t = Table::new(&["tier", "server", "best cell", ">mean", ">link goodput", ">share"]);
+    let rate = |v: Option<f64>| v.map_or("n/a".into(), format_bits_per_second);
+    for s in tiers {
+        t.rows.push(vec![
+            s.name.clone(),
+            s.server.clone(),
+            s.best_cell.clone().unwrap_or_else(|| "n/a".into()),
+            rate(s.best_bits_per_second),
+            rate(s.link_goodput_bits_per_second),
+            s.share_of_link_goodput.map_or("n/a".into(), |x| format!("{:.1}%", x * 100.0)),
+        ]);
+    }
+    t
+}
+
+/// Every tier (heading, table, findings), then the cross-tier table and findings.
+pub fn write_campaign(
+    style: Style,
+    tiers: &[TierSummary],
+    findings: &[String],
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    for t in tiers {
+        writeln!(out)?;
+        style.heading(2, &tier_heading(ReportKind::Campaign, t), out)?;
+        write_matrix(style, &t.summary, t.stopped.as_deref(), out)?;
+    }
+    writeln!(out)?;
+    style.heading(2, "Campaign summary (best cell per tier, received)", out)?;
+    style.table(&campaign_table(tiers), out)?;
+    if !findings.is_empty() {
+        style.list("Findings across tiers", findings, out)?;
+    }
+    Ok(())
+}
+
+/// The whole report.
+pub fn write_report(style: Style, r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
+    style.heading(1, &format!("linerate report: {}", r.title), out)?;
+    for (k, v) in r.facts() {
+        match style {
+            Style::Text => writeln!(out, "{k}: {v}")?,
+            Style::Markdown => writeln!(out, "- **{k}:** {}", md_escape(&v))?,
+        }
+    }
+    match r.kind {
+        ReportKind::Campaign => write_campaign(style, &r.tiers, &r.findings, out)?,
+        ReportKind::Run | ReportKind::Matrix => {
+            for t in &r.tiers {
+                writeln!(out)?;
+                style.heading(2, &tier_heading(r.kind, t), out)?;
+                write_matrix(style, &t.summary, t.stopped.as_deref(), out)?;
+            }
+        }
+    }
+    if !r.warnings.is_empty() {
+        writeln!(out)?;
+        style.list("Warnings", &r.warnings, out)?;
+    }
+    Ok(())
+}

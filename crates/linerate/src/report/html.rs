@@ -1,0 +1,163 @@
+//! One self-contained HTML file: inline CSS, inline SVG charts (`report::charts`), no
+//! scripts, fonts, images or links to fetch — it opens the same offline, from a mail
+//! attachment or an archive years later.
+//!
+//! Sections: the facts (date, hosts, settings), per tier the cell table (`report::table`) and
+//! findings, the cross-tier table of a campaign, the charts, then warnings. Must not compute
+//! figures; every text is HTML-escaped.
+
+use std::io::Write;
+
+use crate::report::charts::{Chart, report_charts};
+use crate::report::document::{campaign_table, tier_heading};
+use crate::report::model::{Report, ReportKind};
+use crate::report::table::{cell_table, html_escape};
+
+const STYLE: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2em;\
+color:#111;max-width:1400px}h1{font-size:1.6em}h2{font-size:1.25em;margin-top:1.6em;\
+border-bottom:1px solid #ccc}table{border-collapse:collapse;margin:.6em 0;font-size:.9em}\
+th,td{border:1px solid #bbb;padding:.25em .6em;text-align:left}td.num{text-align:right;\
+font-variant-numeric:tabular-nums}th{background:#f0f0f0}dl{display:grid;\
+grid-template-columns:max-content auto;gap:.2em 1em}dt{font-weight:600}dd{margin:0}\
+figure{margin:1.2em 0}figcaption{font-size:.9em;color:#444}svg{max-width:100%;height:auto}\
+.warn li{color:#8a4b00}";
+
+/// The page head and the facts.
+pub fn write_head(
+    title: &str,
+    facts: &[(&str, String)],
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    let title = html_escape(title);
+    writeln!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>{title}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{title}</h1>\n<dl>"
+    )?;
+    for (k, v) in facts {
+        writeln!(out, "<dt>{}</dt><dd>{}</dd>", html_escape(k), html_escape(v))?;
+    }
+    writeln!(out, "</dl>")
+}
+
+/// A titled list, `class` on the `<ul>`.
+pub fn write_list(
+    title: &str,
+    items: &[String],
+    class: &str,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    writeln!(out, "<h3>{}</h3>\n<ul class=\"{class}\">", html_escape(title))?;
+    if items.is_empty() {
+        writeln!(out, "<li>none</li>")?;
+    }
+    for i in items {
+        writeln!(out, "<li>{}</li>", html_escape(i))?;
+    }
+    writeln!(out, "</ul>")
+}
+
+/// Charts as figures (a chart that could not be drawn says so in its caption).
+pub fn write_charts(charts: &[Chart], out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(out, "<h2>Charts</h2>")?;
+    for c in charts {
+        writeln!(
+            out,
+            "<figure>\n{}\n<figcaption>{}</figcaption>\n</figure>",
+            c.svg,
+            html_escape(&c.title)
+        )?;
+    }
+    Ok(())
+}
+
+/// The whole report as one HTML file.
+pub fn write(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
+    write_head(&format!("linerate report: {}", r.title), &r.facts(), out)?;
+    for t in &r.tiers {
+        writeln!(out, "<h2>{}</h2>", html_escape(&tier_heading(r.kind, t)))?;
+        cell_table(&t.summary).write_html(out)?;
+        write_list("Findings", &t.summary.findings, "findings", out)?;
+        if let Some(why) = &t.stopped {
+            writeln!(
+                out,
+                "<p>Stopped early: {}; the table covers the runs that finished.</p>",
+                html_escape(why)
+            )?;
+        }
+    }
+    if r.kind == ReportKind::Campaign {
+        writeln!(out, "<h2>Campaign summary (best cell per tier, received)</h2>")?;
+        campaign_table(&r.tiers).write_html(out)?;
+        write_list("Findings across tiers", &r.findings, "findings", out)?;
+    }
+    write_charts(&report_charts(r), out)?;
+    if !r.warnings.is_empty() {
+        write_list("Warnings", &r.warnings, "warn", out)?;
+    }
+    writeln!(out, "</body>\n</html>")
+}
+
+/// A report's cells under the names `compare` matches them by: `TIER/CELL` in a campaign,
+/// `run` for a single run, the cell label in a matrix.
+fn compare_cells(r: &Report) -> Vec<crate::stats::matrix::CellSummary> {
+    let mut out = Vec::new();
+    for t in &r.tiers {
+        for c in &t.summary.cells {
+            let mut c = c.clone();
+            c.label = match r.kind {
+                ReportKind::Campaign => format!("{}/{}", t.name, c.label),
+                ReportKind::Run => "run".into(),
+                ReportKind::Matrix => c.label,
+            };
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `linerate compare A B --html FILE`: both reports' facts, the comparison table, and both
+/// sets of cells on the same axes.
+pub fn write_compare(
+    a: &Report,
+    b: &Report,
+    rows: &[crate::report::history::CompareRow],
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    let mut facts = Vec::new();
+    for (side, r) in [("A", a), ("B", b)] {
+        facts.push((side, r.title.clone()));
+        for (k, v) in r.facts() {
+            facts.push((k, v));
+        }
+    }
+    write_head(&format!("linerate compare: {} vs {}", a.title, b.title), &facts, out)?;
+    writeln!(out, "<h2>Cell by cell (A = before, B = after)</h2>")?;
+    crate::report::history::compare_table(rows).write_html(out)?;
+    let changes = crate::report::history::environment_lines(rows);
+    if let Some((heading, lines)) = changes.split_first() {
+        writeln!(out, "<h3>{}</h3>\n<ul>", crate::report::table::html_escape(heading))?;
+        for l in lines {
+            writeln!(out, "<li>{}</li>", crate::report::table::html_escape(l.trim()))?;
+        }
+        writeln!(out, "</ul>")?;
+    }
+    let (ca, cb) = (compare_cells(a), compare_cells(b));
+    let (name_a, name_b) = (format!("A: {}", a.title), format!("B: {}", b.title));
+    let title = "A and B: received throughput per cell, median and min–max";
+    let date = format!(
+        "A {} / B {}",
+        a.date.as_deref().unwrap_or("n/a"),
+        b.date.as_deref().unwrap_or("n/a")
+    );
+    let context = format!("A: {}; {} | B: {}; {}", a.hosts, a.settings, b.hosts, b.settings);
+    let heading = crate::report::charts::Heading { title, date: &date, context: &context };
+    let sets = [(name_a.as_str(), &ca[..]), (name_b.as_str(), &cb[..])];
+    let chart = match crate::report::charts::cells_with_whiskers(&sets, heading) {
+        Ok(svg) => Chart { title: title.to_string(), svg },
+        Err(e) => Chart { title: format!("{title}: not drawn ({e})"), svg: String::new() },
+    };
+    write_charts(&[chart], out)?;
+    writeln!(out, "</body>\n</html>")
+}

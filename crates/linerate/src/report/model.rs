@@ -1,0 +1,387 @@
+//! The report model: everything `linerate report` shows, computed once from runs, before any
+//! format is chosen. Text, Markdown, CSV, JSON and HTML all read this model, so one number
+//! cannot differ between two formats.
+//!
+//! A report is tiers of cells: a campaign has its tiers, a matrix is one tier, a single run is
+//! one tier with one cell. Each tier is summarised by `stats::campaign::summarize_place` (the
+//! same code the live `matrix` and `campaign` commands use), and every stream's intervals are
+//! kept as time series for the CSV rows and the charts.
+//!
+//! Pure: no I/O, no clock. Loading runs from the history or a file is `crate::reporting`'s
+//! job; writing is the renderers'.
+
+use linerate_proto::{Flow, StreamRole};
+use serde::Serialize;
+
+use crate::plan::matrix::{AxisValue, Cell};
+use crate::record::{Outcome, RunRecord};
+use crate::report::history::utc;
+use crate::report::text::describe_spec_without;
+use crate::stats::campaign::{TierPlace, TierSummary, cross_tier_findings, summarize_place};
+use crate::stats::{Summary, summarize};
+
+/// What the report is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReportKind {
+    /// One run.
+    Run,
+    /// One matrix (or a `--find-max` search: one cell per trial).
+    Matrix,
+    /// Tiers of matrices.
+    Campaign,
+}
+
+/// One run as it enters a report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InputRun {
+    /// Index of its cell in the tier.
+    pub cell: usize,
+    /// Repetition of the cell (1-based).
+    pub repetition: u32,
+    /// Its id in the history, when it came from there.
+    pub id: Option<i64>,
+    /// The raw record.
+    pub record: RunRecord,
+}
+
+/// One tier as it enters a report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TierInput {
+    /// Name, server, stated link.
+    pub place: TierPlace,
+    /// Whether the server address is IPv6 (for the link's goodput).
+    pub ipv6: bool,
+    /// The cells, in matrix order.
+    pub cells: Vec<Cell>,
+    /// The `--until-ci` target, if the matrix had one.
+    pub until_ci: Option<f64>,
+    /// Why the tier stopped early, if it did.
+    pub stopped: Option<String>,
+    /// Its runs.
+    pub runs: Vec<InputRun>,
+}
+
+/// What a report is built from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Source {
+    /// Run, matrix or campaign.
+    pub kind: ReportKind,
+    /// How the user names it: `run 12`, `matrix m3`, `campaign dc (group 4)`, a file name.
+    pub title: String,
+    /// Campaign name, if a campaign.
+    pub name: Option<String>,
+    /// Order seed of a matrix or campaign.
+    pub seed: Option<u64>,
+    /// History group.
+    pub group: Option<i64>,
+    /// Whether every planned run completed.
+    pub finished: bool,
+    /// The tiers.
+    pub tiers: Vec<TierInput>,
+}
+
+/// A stored run in the report, with its derived summary.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReportRun {
+    /// Tier index.
+    pub tier: usize,
+    /// Cell index within the tier.
+    pub cell: usize,
+    /// Repetition.
+    pub repetition: u32,
+    /// History id.
+    pub id: Option<i64>,
+    /// The raw record.
+    pub record: RunRecord,
+    /// `stats::summarize` of the record.
+    pub summary: Summary,
+}
+
+/// One interval of one stream.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Point {
+    /// Interval start, seconds since the stream's start.
+    pub start_seconds: f64,
+    /// Interval end.
+    pub end_seconds: f64,
+    /// Bytes in the interval.
+    pub bytes: u64,
+    /// bytes × 8 / length; None for an empty interval.
+    pub bits_per_second: Option<f64>,
+    /// Inside the omitted warm-up.
+    pub omitted: bool,
+    /// The sender's retransmitted segments so far (TCP_INFO at the interval's end).
+    pub retransmits_total: Option<u64>,
+}
+
+/// The intervals of one stream of one run, as one end reported them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    /// Index into [`Report::runs`].
+    pub run: usize,
+    /// `client` or `server`.
+    pub end: &'static str,
+    /// Stream id.
+    pub stream: u32,
+    /// Which way its data went.
+    pub flow: Flow,
+    /// Sender or receiver, from `end`'s point of view.
+    pub role: StreamRole,
+    /// Its intervals, in order.
+    pub points: Vec<Point>,
+}
+
+/// Everything a report shows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Report {
+    /// Run, matrix or campaign.
+    pub kind: ReportKind,
+    /// How the user names it.
+    pub title: String,
+    /// Campaign name.
+    pub name: Option<String>,
+    /// Order seed.
+    pub seed: Option<u64>,
+    /// A matrix's `--until-ci` target.
+    pub until_ci: Option<f64>,
+    /// History group.
+    pub group: Option<i64>,
+    /// Every planned run completed.
+    pub finished: bool,
+    /// UTC date and time of the first run, `2026-11-22 06:00:00`; None without runs.
+    pub date: Option<String>,
+    /// The servers and what they ran, e.g. `127.0.0.1:5201 (linerate 0.1.0)`.
+    pub hosts: String,
+    /// The first run's test in words, plus the axes a matrix varied.
+    pub settings: String,
+    /// One per tier, with its cells' statistics and findings.
+    pub tiers: Vec<TierSummary>,
+    /// Conclusions across tiers (campaigns).
+    pub findings: Vec<String>,
+    /// Things the reader must know: failed runs, runs' own warnings (each once).
+    pub warnings: Vec<String>,
+    /// Every run.
+    pub runs: Vec<ReportRun>,
+    /// Every stream's intervals, both ends.
+    pub series: Vec<Series>,
+}
+
+impl Report {
+    /// The runs of one cell of one tier.
+    pub fn cell_runs(&self, tier: usize, cell: usize) -> impl Iterator<Item = &ReportRun> {
+        self.runs.iter().filter(move |r| r.tier == tier && r.cell == cell)
+    }
+
+    /// The facts a report opens with: date, hosts, settings, seed, runs.
+    pub fn facts(&self) -> Vec<(&'static str, String)> {
+        let mut facts = vec![
+            ("Date (UTC)", self.date.clone().unwrap_or_else(|| "n/a (no runs)".into())),
+            ("Hosts", self.hosts.clone()),
+            ("Settings", self.settings.clone()),
+        ];
+        if let Some(seed) = self.seed {
+            facts.push(("Order seed", seed.to_string()));
+        }
+        let done = if self.finished { "yes" } else { "no: see the warnings" };
+        facts.push(("Runs", format!("{} (every planned run completed: {done})", self.runs.len())));
+        facts
+    }
+
+    /// The label of a run's cell.
+    pub fn cell_label(&self, run: &ReportRun) -> &str {
+        self.tiers[run.tier].summary.cells.get(run.cell).map_or("", |c| c.label.as_str())
+    }
+}
+
+/// Computes the report.
+pub fn build(source: Source) -> Report {
+    let until_ci = source.tiers.first().and_then(|t| t.until_ci);
+    let mut tiers = Vec::new();
+    let mut runs = Vec::new();
+    for (t, input) in source.tiers.into_iter().enumerate() {
+        let pairs: Vec<(usize, RunRecord)> =
+            input.runs.iter().map(|r| (r.cell, r.record.clone())).collect();
+        let mut tier = summarize_place(
+            input.place,
+            input.ipv6,
+            &input.cells,
+            input.until_ci,
+            &pairs,
+            input.stopped.as_deref(),
+        );
+        for run in input.runs {
+            let summary = summarize(&run.record);
+            runs.push(ReportRun {
+                tier: t,
+                cell: run.cell,
+                repetition: run.repetition,
+                id: run.id,
+                record: run.record,
+                summary,
+            });
+        }
+        if source.kind == ReportKind::Run {
+            single_run_cell(&mut tier, runs.last());
+        }
+        tiers.push(tier);
+    }
+    let findings =
+        if source.kind == ReportKind::Campaign { cross_tier_findings(&tiers) } else { Vec::new() };
+    let series = runs.iter().enumerate().flat_map(|(i, r)| series_of(i, &r.record)).collect();
+    let first = runs.iter().min_by_key(|r| r.record.started_unix_ms);
+    Report {
+        kind: source.kind,
+        title: source.title,
+        name: source.name,
+        seed: source.seed,
+        until_ci,
+        group: source.group,
+        finished: source.finished,
+        date: first.map(|r| utc(r.record.started_unix_ms)),
+        hosts: hosts(&runs),
+        settings: first.map_or("no runs".into(), |r| settings(&r.record, &tiers)),
+        warnings: warnings(&runs, &tiers),
+        tiers,
+        findings,
+        runs,
+        series,
+    }
+}
+
+/// A single run's cell is named after the run, and its findings are its verdicts with their
+/// evidence (a matrix's "best cell" means nothing with one cell).
+fn single_run_cell(tier: &mut TierSummary, run: Option<&ReportRun>) {
+    let Some(run) = run else { return };
+    let label = run.id.map_or("run".to_string(), |id| format!("run {id}"));
+    for c in &mut tier.summary.cells {
+        c.label = label.clone();
+    }
+    tier.best_cell = tier.best_cell.as_ref().map(|_| label.clone());
+    let failed = matches!(run.record.outcome, Outcome::Failed { .. });
+    // A failed run's verdicts judge the little it moved, if anything: not a finding.
+    tier.summary.findings = run
+        .summary
+        .verdicts
+        .iter()
+        .filter(|_| !failed)
+        .map(|v| {
+            let evidence = if v.evidence.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", v.evidence.join("; "))
+            };
+            format!("{}: {}{evidence}", v.flow.label(), v.summary)
+        })
+        .collect();
+    if let Outcome::Failed { error } = &run.record.outcome {
+        tier.summary.findings.push(format!("the run failed: {error}"));
+    }
+}
+
+fn hosts(runs: &[ReportRun]) -> String {
+    let mut seen: Vec<String> = Vec::new();
+    for r in runs {
+        let software = r.record.server_software.as_deref().unwrap_or("server software unknown");
+        let h = format!("{} ({software})", r.record.server);
+        if !seen.contains(&h) {
+            seen.push(h);
+        }
+    }
+    if seen.is_empty() { "n/a (no runs)".into() } else { seen.join(", ") }
+}
+
+/// The first run's test, and for matrices the values each varied axis took (those parts of
+/// the first run's test are left out: they differ between cells).
+fn settings(first: &RunRecord, tiers: &[TierSummary]) -> String {
+    // Values grouped by axis (kind), in the order they first appear.
+    let mut axes: Vec<Vec<AxisValue>> = Vec::new();
+    for v in tiers.iter().flat_map(|t| &t.summary.cells).flat_map(|c| &c.values) {
+        let kind = std::mem::discriminant(v);
+        match axes.iter_mut().find(|a| std::mem::discriminant(&a[0]) == kind) {
+            Some(a) if !a.contains(v) => a.push(*v),
+            Some(_) => {}
+            None => axes.push(vec![*v]),
+        }
+    }
+    axes.retain(|a| a.len() > 1);
+    let skip: Vec<&str> = axes
+        .iter()
+        .map(|a| match a[0] {
+            AxisValue::Parallel(_) => "streams",
+            AxisValue::Window(_) => "window",
+            AxisValue::Length(_) => "length",
+            AxisValue::Protocol(_) | AxisValue::Direction(_) => "protocol",
+        })
+        .collect();
+    let base = describe_spec_without(&first.spec, &skip);
+    if axes.is_empty() {
+        return base;
+    }
+    let varied: Vec<String> =
+        axes.iter().map(|a| a.iter().map(AxisValue::label).collect::<Vec<_>>().join(",")).collect();
+    format!("varied: {}; fixed: {base}", varied.join(" x "))
+}
+
+/// Failed or interrupted runs and every run's warnings, each text once (with the runs it came
+/// from), and tiers that stopped early.
+fn warnings(runs: &[ReportRun], tiers: &[TierSummary]) -> Vec<String> {
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    let name = |r: &ReportRun| match r.id {
+        Some(id) => format!("run {id}"),
+        None => {
+            let cell = tiers[r.tier].summary.cells.get(r.cell).map_or("", |c| c.label.as_str());
+            let tier =
+                if tiers.len() > 1 { format!("{}/", tiers[r.tier].name) } else { String::new() };
+            format!("{tier}{cell} #{}", r.repetition)
+        }
+    };
+    for r in runs {
+        let mut texts: Vec<String> = match &r.record.outcome {
+            Outcome::Completed => Vec::new(),
+            Outcome::Interrupted => vec!["interrupted: figures cover the time until then".into()],
+            Outcome::Failed { error } => vec![format!("failed: {error}")],
+        };
+        texts.extend(r.record.warnings.iter().chain(&r.summary.warnings).cloned());
+        for text in texts {
+            match out.iter_mut().find(|(t, _)| *t == text) {
+                Some((_, from)) => from.push(name(r)),
+                None => out.push((text, vec![name(r)])),
+            }
+        }
+    }
+    let mut lines: Vec<String> = tiers
+        .iter()
+        .filter_map(|t| Some(format!("{}: stopped early: {}", t.name, t.stopped.as_ref()?)))
+        .collect();
+    lines.extend(out.into_iter().map(|(text, from)| format!("{}: {text}", from.join(", "))));
+    lines
+}
+
+fn series_of(run: usize, record: &RunRecord) -> Vec<Series> {
+    record
+        .all_streams()
+        .map(|(end, s)| Series {
+            run,
+            end,
+            stream: s.id,
+            flow: s.flow,
+            role: s.role,
+            points: s
+                .intervals
+                .iter()
+                .map(|i| {
+                    let secs = i.end_us.saturating_sub(i.start_us) as f64 / 1e6;
+                    Point {
+                        start_seconds: i.start_us as f64 / 1e6,
+                        end_seconds: i.end_us as f64 / 1e6,
+                        bytes: i.bytes,
+                        bits_per_second: (secs > 0.0).then(|| i.bytes as f64 * 8.0 / secs),
+                        omitted: i.omitted,
+                        retransmits_total: i.tcp.map(|t| u64::from(t.total_retrans)),
+                    }
+                })
+                .collect(),
+        })
+        .collect()
+}

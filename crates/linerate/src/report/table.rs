@@ -1,0 +1,274 @@
+//! Tables: one definition of a tier's cell table (the seeds' "throughput range, CPU on
+//! server/client, memory" per cell, with the statistics behind it), written as aligned text,
+//! a Markdown pipe table or an HTML table.
+//!
+//! Cells are formatted here, once; the three writers only lay them out. Must not compute
+//! statistics (that is `stats/`) or choose what goes into a report (that is the model).
+
+use std::io::Write;
+
+use crate::stats::matrix::{CellSummary, MatrixSummary};
+use crate::units::ByteCount;
+
+/// A table of already formatted cells.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Table {
+    /// Column headings.
+    pub header: Vec<String>,
+    /// Whether each column is right-aligned (numbers).
+    pub right: Vec<bool>,
+    /// The rows, each as long as `header`.
+    pub rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    /// A table with these headings; a heading starting with `>` is a right-aligned column.
+    pub fn new(header: &[&str]) -> Self {
+        Table {
+            header: header.iter().map(|h| h.trim_start_matches('>').to_string()).collect(),
+            right: header.iter().map(|h| h.starts_with('>')).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    /// Column widths in characters (not bytes: `–` and `±` are one column).
+    fn widths(&self) -> Vec<usize> {
+        let mut w: Vec<usize> = self.header.iter().map(|h| h.chars().count()).collect();
+        for row in &self.rows {
+            for (i, c) in row.iter().enumerate() {
+                w[i] = w[i].max(c.chars().count());
+            }
+        }
+        w
+    }
+
+    /// Aligned columns separated by two spaces, no trailing blanks.
+    pub fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        let w = self.widths();
+        let line = |cells: &[String]| {
+            let parts: Vec<String> =
+                cells.iter().enumerate().map(|(i, c)| pad(c, w[i], self.right[i])).collect();
+            parts.join("  ").trim_end().to_string()
+        };
+        writeln!(out, "{}", line(&self.header))?;
+        for row in &self.rows {
+            writeln!(out, "{}", line(row))?;
+        }
+        Ok(())
+    }
+
+    /// A GitHub-flavoured Markdown pipe table (`|` in cells escaped).
+    pub fn write_markdown(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        let esc = |c: &String| c.replace('|', "\\|");
+        let head: Vec<String> = self.header.iter().map(esc).collect();
+        writeln!(out, "| {} |", head.join(" | "))?;
+        let rule: Vec<&str> = self.right.iter().map(|r| if *r { "---:" } else { "---" }).collect();
+        writeln!(out, "|{}|", rule.join("|"))?;
+        for row in &self.rows {
+            let cells: Vec<String> = row.iter().map(esc).collect();
+            writeln!(out, "| {} |", cells.join(" | "))?;
+        }
+        Ok(())
+    }
+
+    /// An HTML `<table>` (cells escaped), numbers in `class="num"` cells.
+    pub fn write_html(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        writeln!(out, "<table>\n<thead><tr>")?;
+        for h in &self.header {
+            write!(out, "<th>{}</th>", html_escape(h))?;
+        }
+        writeln!(out, "</tr></thead>\n<tbody>")?;
+        for row in &self.rows {
+            write!(out, "<tr>")?;
+            for (i, c) in row.iter().enumerate() {
+                let class = if self.right[i] { " class=\"num\"" } else { "" };
+                write!(out, "<td{class}>{}</td>", html_escape(c))?;
+            }
+            writeln!(out, "</tr>")?;
+        }
+        writeln!(out, "</tbody>\n</table>")
+    }
+}
+
+fn pad(s: &str, width: usize, right: bool) -> String {
+    let fill = " ".repeat(width.saturating_sub(s.chars().count()));
+    if right { format!("{fill}{s}") } else { format!("{s}{fill}") }
+}
+
+/// `&`, `<`, `>`, `"` and `'` as HTML entities.
+pub fn html_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The rate unit of a table: the largest SI unit its largest figure reaches, so a 1 Mbit/s
+/// UDP matrix does not read 0.00 everywhere.
+fn rate_unit(summary: &MatrixSummary) -> (&'static str, f64) {
+    let top = summary
+        .cells
+        .iter()
+        .filter_map(|c| Some(c.bits_per_second.as_ref()?.max))
+        .fold(0.0, f64::max);
+    match top {
+        // Nothing measured: the usual unit.
+        t if t >= 1e9 || t == 0.0 => ("Gbit/s", 1e9),
+        t if t >= 1e6 => ("Mbit/s", 1e6),
+        _ => ("kbit/s", 1e3),
+    }
+}
+
+fn percent(v: Option<f64>) -> String {
+    v.map_or("n/a".into(), |v| format!("{v:.0}%"))
+}
+
+/// One row per cell: received rate over the runs (in the table's unit) (range, median, mean with its 95 %
+/// interval, CV), both ends' CPU, the larger peak RSS, retransmits per run, UDP loss when any
+/// cell has it, fairness when any cell has two or more streams, and the prevailing verdict.
+pub fn cell_table(summary: &MatrixSummary) -> Table {
+    let udp = summary.cells.iter().any(|c| c.loss_percent.is_some());
+    let fair = summary.cells.iter().any(|c| c.fairness.is_some());
+    let (unit, scale) = rate_unit(summary);
+    let first = format!("cell ({unit} received)");
+    let mut header = vec![
+        first.as_str(),
+        ">n",
+        ">min–max",
+        ">median",
+        ">mean ± 95% CI",
+        ">CV",
+        ">CPU client",
+        ">CPU server",
+        ">peak RSS",
+        ">retransmits/run",
+    ];
+    if udp {
+        header.push(">UDP loss");
+    }
+    if fair {
+        header.push(">fairness (Jain)");
+    }
+    header.push("verdict");
+    let mut t = Table::new(&header);
+    for c in &summary.cells {
+        t.rows.push(cell_row(c, scale, udp, fair));
+    }
+    t
+}
+
+fn cell_row(c: &CellSummary, scale: f64, udp: bool, fair: bool) -> Vec<String> {
+    let s = c.bits_per_second.as_ref();
+    let rate = |v: f64| format!("{:.2}", v / scale);
+    let na = || "n/a".to_string();
+    let runs = if c.failed > 0 {
+        format!("{} (+{} failed)", c.runs, c.failed)
+    } else {
+        c.runs.to_string()
+    };
+    let mut row = vec![
+        c.label.clone(),
+        runs,
+        s.map_or_else(na, |s| format!("{}–{}", rate(s.min), rate(s.max))),
+        s.map_or_else(na, |s| rate(s.median)),
+        s.map_or_else(na, |s| match s.ci95_half_width {
+            Some(h) => format!("{} ± {}", rate(s.mean), rate(h)),
+            None => rate(s.mean),
+        }),
+        s.and_then(|s| s.cv).map_or_else(na, |cv| format!("{:.1}%", cv * 100.0)),
+        percent(c.client_cpu_percent),
+        percent(c.server_cpu_percent),
+        c.peak_rss_bytes.map_or_else(na, |b| ByteCount(b).iec()),
+        c.retransmits.map_or_else(na, |r| format!("{r:.0}")),
+    ];
+    if udp {
+        row.push(c.loss_percent.map_or_else(na, |l| format!("{l:.3}%")));
+    }
+    if fair {
+        row.push(c.fairness.map_or_else(na, |f| format!("{f:.3}")));
+    }
+    row.push(match (&c.limit, c.runs) {
+        (_, 0) => format!("no completed run ({} failed)", c.failed),
+        (Some(l), _) => l.clone(),
+        (None, _) => na(),
+    });
+    row
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table() -> Table {
+        let mut t = Table::new(&["name", ">value"]);
+        t.rows.push(vec!["a|b".into(), "1.50".into()]);
+        t.rows.push(vec!["<x>".into(), "10–20".into()]);
+        t
+    }
+
+    #[test]
+    fn text_aligns_by_characters_and_numbers_right() {
+        let mut out = Vec::new();
+        table().write_text(&mut out).expect("write");
+        let text = String::from_utf8(out).expect("utf8");
+        assert_eq!(text, "name  value\na|b    1.50\n<x>   10–20\n");
+    }
+
+    fn summary(samples: Vec<f64>) -> MatrixSummary {
+        let cell = CellSummary {
+            index: 0,
+            label: "P=1".into(),
+            values: Vec::new(),
+            runs: samples.len(),
+            failed: 0,
+            bits_per_second: crate::stats::sample::describe(&samples),
+            samples,
+            client_cpu_percent: Some(12.4),
+            server_cpu_percent: None,
+            peak_rss_bytes: Some(3 << 20),
+            retransmits: None,
+            fairness: None,
+            loss_percent: None,
+            limit: Some("path".into()),
+            ci_target_met: None,
+            link_share: None,
+        };
+        MatrixSummary { cells: vec![cell], findings: Vec::new() }
+    }
+
+    #[test]
+    fn the_rate_unit_fits_the_figures_and_missing_ones_say_n_a() {
+        let slow = cell_table(&summary(vec![1.5e6, 2.5e6]));
+        assert_eq!(slow.header[0], "cell (Mbit/s received)");
+        assert_eq!(slow.rows[0][2], "1.50–2.50");
+        assert_eq!(slow.rows[0][7], "n/a", "server CPU not measured");
+        assert_eq!(slow.rows[0][6], "12%");
+        assert_eq!(slow.rows[0][8], "3.00 MiB");
+        let fast = cell_table(&summary(vec![9.4e9]));
+        assert_eq!(fast.header[0], "cell (Gbit/s received)");
+        assert_eq!(fast.rows[0][3], "9.40");
+        let none = cell_table(&summary(vec![]));
+        assert_eq!(none.rows[0][1], "0");
+        assert_eq!(none.rows[0].last().map(String::as_str), Some("no completed run (0 failed)"));
+    }
+
+    #[test]
+    fn markdown_and_html_escape_their_special_characters() {
+        let (mut md, mut html) = (Vec::new(), Vec::new());
+        table().write_markdown(&mut md).expect("md");
+        table().write_html(&mut html).expect("html");
+        let md = String::from_utf8(md).expect("utf8");
+        let html = String::from_utf8(html).expect("utf8");
+        assert!(md.contains("| a\\|b | 1.50 |\n"), "{md}");
+        assert!(md.contains("|---|---:|\n"), "{md}");
+        assert!(html.contains("<td>&lt;x&gt;</td><td class=\"num\">10–20</td>"), "{html}");
+    }
+}

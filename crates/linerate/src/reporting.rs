@@ -1,0 +1,340 @@
+//! `linerate report`: reads a stored run, matrix or campaign from the history, or a saved JSON
+//! document, turns it into a report source (`report::model::Source`), and writes the report
+//! in the chosen format to stdout or a file.
+//!
+//! Stored groups keep how their cells were made: a matrix its axes (as labels), a campaign its
+//! parsed plan and seed. Cells are rebuilt from those, so a report lists cells that never ran
+//! (an interrupted matrix) as "no completed run" rather than dropping them. A file is written
+//! whole or not at all (a temporary file renamed into place), so a failed report never leaves
+//! half a file where the last good one was.
+//!
+//! Must not compute figures (`report::model` does) or format them (`report::*`).
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, anyhow, bail};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::plan::campaign::{CampaignPlan, Tier};
+use crate::plan::matrix::{AxisValue, Cell, cells_of};
+use crate::plan::{HistoryRef, ReportPlan, ReportSource};
+use crate::record::{LinkAssumption, Outcome, RunRecord};
+use crate::report::model::{InputRun, ReportKind, Source, TierInput, build};
+use crate::stats::campaign::{TierPlace, tier_server};
+use crate::store::{GroupRow, RunMeta, Store};
+
+/// Runs `linerate report`.
+pub fn run(plan: &ReportPlan) -> Result<ExitCode> {
+    let source = match &plan.source {
+        ReportSource::History { db, which } => load(db, *which)?,
+        ReportSource::File(path) => from_file(path)?,
+    };
+    let report = build(source);
+    let mut buf = Vec::new();
+    crate::report::render(&report, plan.format, &mut buf)?;
+    match &plan.output {
+        None => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(&buf)?;
+            out.flush()?;
+        }
+        Some(path) => write_whole(path, &buf)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same directory.
+pub fn write_whole(path: &Path, bytes: &[u8]) -> Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = std::path::PathBuf::from(tmp);
+    std::fs::write(&tmp, bytes)
+        .with_context(|| format!("cannot write the report to {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| {
+        let _ = std::fs::remove_file(&tmp);
+        format!("cannot move the report into place at {}", path.display())
+    })
+}
+
+fn is_ipv6(server: &str) -> bool {
+    server.starts_with('[')
+}
+
+/// One run as a one-cell report.
+fn single_run(title: String, id: Option<i64>, record: RunRecord) -> Source {
+    let place = TierPlace { name: title.clone(), server: record.server.clone(), link: record.link };
+    Source {
+        kind: ReportKind::Run,
+        finished: record.outcome == Outcome::Completed,
+        title,
+        name: None,
+        seed: None,
+        group: None,
+        tiers: vec![TierInput {
+            ipv6: is_ipv6(&place.server),
+            place,
+            cells: vec![Cell { index: 0, values: Vec::new() }],
+            until_ci: None,
+            stopped: None,
+            runs: vec![InputRun { cell: 0, repetition: 1, id, record }],
+        }],
+    }
+}
+
+/// The report source of a stored run or group.
+pub fn load(db: &Path, which: HistoryRef) -> Result<Source> {
+    if !db.exists() {
+        bail!(
+            "no history at {}: run a test first (results are stored by default), or give --db PATH",
+            db.display()
+        );
+    }
+    let store = Store::open(db)?;
+    match which {
+        HistoryRef::Run(id) => {
+            let (_, record) =
+                store.run(id)?.ok_or_else(|| anyhow!("no run {id} in {}", db.display()))?;
+            Ok(single_run(format!("run {id}"), Some(id), record))
+        }
+        HistoryRef::Group(id) => {
+            let group = store.group(id)?.ok_or_else(|| {
+                anyhow!("no group {id} in {} (see `linerate history`)", db.display())
+            })?;
+            let runs = store.group_runs(id)?;
+            match group.kind.as_str() {
+                "campaign" => stored_campaign(&group, runs),
+                "matrix" => stored_matrix(&group, runs),
+                other => bail!(
+                    "group {id} is a {other} group; `linerate report` reads runs, matrices and \
+                     campaigns (list its runs with `linerate history --group {id}`)"
+                ),
+            }
+        }
+    }
+}
+
+type StoredRuns = Vec<(i64, RunMeta, RunRecord)>;
+
+const UNFINISHED: &str = "not finished: interrupted, or stopped after failed runs";
+
+/// The cells of a stored matrix: the cartesian product of its axes when every label reads
+/// back, else one cell per distinct stored cell label, in the order they ran.
+fn matrix_cells(params: &Value, runs: &StoredRuns) -> Vec<Cell> {
+    let axes: Option<Vec<Vec<AxisValue>>> = params["axes"].as_array().and_then(|axes| {
+        axes.iter()
+            .map(|a| a.as_array()?.iter().map(|l| AxisValue::from_label(l.as_str()?)).collect())
+            .collect()
+    });
+    if let Some(axes) = axes {
+        return cells_of(&axes);
+    }
+    let mut labels: Vec<&str> = Vec::new();
+    for (_, meta, _) in runs {
+        let l = meta.cell.as_deref().unwrap_or("");
+        if !labels.contains(&l) {
+            labels.push(l);
+        }
+    }
+    labels
+        .iter()
+        .enumerate()
+        .map(|(index, l)| Cell {
+            index,
+            values: l.split_whitespace().filter_map(AxisValue::from_label).collect(),
+        })
+        .collect()
+}
+
+/// Matches stored runs to cells by label (`prefix` + cell label).
+fn input_runs(
+    cells: &[Cell],
+    runs: &StoredRuns,
+    prefix: &str,
+    group: i64,
+) -> Result<Vec<InputRun>> {
+    let mut out = Vec::new();
+    for (id, meta, record) in runs {
+        let Some(label) = meta.cell.as_deref().unwrap_or("").strip_prefix(prefix) else {
+            continue;
+        };
+        let cell = cells.iter().find(|c| c.label() == label).with_context(|| {
+            format!(
+                "run {id} of group {group} is of cell {label:?}, which the group's stored plan \
+                 does not have: the history was changed outside linerate"
+            )
+        })?;
+        let repetition = meta.repetition.unwrap_or(1);
+        out.push(InputRun { cell: cell.index, repetition, id: Some(*id), record: record.clone() });
+    }
+    Ok(out)
+}
+
+fn stored_matrix(group: &GroupRow, runs: StoredRuns) -> Result<Source> {
+    let cells = matrix_cells(&group.params, &runs);
+    let inputs = input_runs(&cells, &runs, "", group.id)?;
+    let first = runs.first().map(|(_, _, r)| r);
+    let server = first.map_or_else(|| "n/a".to_string(), |r| r.server.clone());
+    let title = format!("matrix m{}", group.id);
+    Ok(Source {
+        kind: ReportKind::Matrix,
+        title: title.clone(),
+        name: group.name.clone(),
+        seed: group.params["seed"].as_u64(),
+        group: Some(group.id),
+        finished: group.finished,
+        tiers: vec![TierInput {
+            ipv6: is_ipv6(&server),
+            place: TierPlace { name: title, server, link: first.and_then(|r| r.link) },
+            cells,
+            until_ci: group.params["until_ci"].as_f64(),
+            stopped: (!group.finished).then(|| UNFINISHED.to_string()),
+            runs: inputs,
+        }],
+    })
+}
+
+fn stored_campaign(group: &GroupRow, runs: StoredRuns) -> Result<Source> {
+    let tiers: Vec<Tier> = serde_json::from_value(group.params["plan"]["tiers"].clone())
+        .with_context(|| format!("campaign group {}: its stored plan cannot be read", group.id))?;
+    let seed = group.params["seed"].as_u64();
+    let mut inputs = Vec::new();
+    for (i, tier) in tiers.iter().enumerate() {
+        let m = tier.matrix_plan(CampaignPlan::tier_seed(seed.unwrap_or(0), i));
+        let cells = m.cells();
+        let runs = input_runs(&cells, &runs, &format!("{}/", tier.name), group.id)?;
+        inputs.push(TierInput {
+            ipv6: tier.target.host.contains(':'),
+            place: TierPlace {
+                name: tier.name.clone(),
+                server: tier_server(tier),
+                link: tier.target.link,
+            },
+            cells,
+            until_ci: m.until_ci,
+            stopped: None,
+            runs,
+        });
+    }
+    if let (false, Some(last)) = (group.finished, inputs.last_mut()) {
+        last.stopped = Some(UNFINISHED.into());
+    }
+    let name = group.name.clone().unwrap_or_else(|| "campaign".into());
+    Ok(Source {
+        kind: ReportKind::Campaign,
+        title: format!("campaign {name} (c{})", group.id),
+        name: Some(name),
+        seed,
+        group: Some(group.id),
+        finished: group.finished,
+        tiers: inputs,
+    })
+}
+
+/// A run entry of a matrix or campaign document.
+#[derive(Deserialize)]
+struct DocRun {
+    cell: usize,
+    repetition: u32,
+    record: RunRecord,
+}
+
+/// A cell of a document's summary: only what makes the cell; the figures are recomputed.
+#[derive(Deserialize)]
+struct DocSummary {
+    cells: Vec<Cell>,
+}
+
+#[derive(Deserialize)]
+struct DocTier {
+    name: String,
+    server: String,
+    link: Option<LinkAssumption>,
+    stopped: Option<String>,
+    summary: DocSummary,
+    runs: Vec<DocRun>,
+}
+
+fn doc_tier(t: DocTier) -> TierInput {
+    TierInput {
+        ipv6: is_ipv6(&t.server),
+        place: TierPlace { name: t.name, server: t.server, link: t.link },
+        cells: t.summary.cells,
+        until_ci: None,
+        stopped: t.stopped,
+        runs: t
+            .runs
+            .into_iter()
+            .map(|r| InputRun {
+                cell: r.cell,
+                repetition: r.repetition,
+                id: None,
+                record: r.record,
+            })
+            .collect(),
+    }
+}
+
+fn field<T: serde::de::DeserializeOwned>(doc: &Value, key: &str, path: &Path) -> Result<T> {
+    serde_json::from_value(doc[key].clone()).with_context(|| {
+        format!(
+            "{}: its {key:?} is missing or not what a linerate document holds (docs/JSON.md)",
+            path.display()
+        )
+    })
+}
+
+/// A `linerate.run`, `linerate.matrix` or `linerate.campaign` document; figures are
+/// recomputed from its records, so a report of a file equals a report of the same runs stored.
+fn from_file(path: &Path) -> Result<Source> {
+    let text = std::fs::read_to_string(path).with_context(|| {
+        format!("cannot read {} (give a run id, mN, cN or a JSON file)", path.display())
+    })?;
+    let doc: Value = serde_json::from_str(&text).with_context(|| {
+        format!("{} is not JSON: give a document saved from linerate -J", path.display())
+    })?;
+    let title = path.file_name().map_or("report".into(), |n| n.to_string_lossy().into_owned());
+    let seed = doc["seed"].as_u64();
+    match doc["kind"].as_str() {
+        Some("linerate.run") => Ok(single_run(title, None, field(&doc, "record", path)?)),
+        Some("linerate.matrix") => {
+            let runs: Vec<DocRun> = field(&doc, "runs", path)?;
+            let summary: DocSummary = field(&doc, "summary", path)?;
+            let stopped: Option<String> = field(&doc, "stopped", path)?;
+            let server = runs.first().map_or_else(|| "n/a".into(), |r| r.record.server.clone());
+            let link = runs.first().and_then(|r| r.record.link);
+            let tier = DocTier { name: title.clone(), server, link, stopped, summary, runs };
+            let mut tier = doc_tier(tier);
+            tier.until_ci = doc["until_ci"].as_f64();
+            Ok(Source {
+                kind: ReportKind::Matrix,
+                finished: tier.stopped.is_none(),
+                title,
+                name: None,
+                seed,
+                group: None,
+                tiers: vec![tier],
+            })
+        }
+        Some("linerate.campaign") => {
+            let tiers: Vec<DocTier> = field(&doc, "tiers", path)?;
+            Ok(Source {
+                kind: ReportKind::Campaign,
+                title,
+                name: doc["name"].as_str().map(String::from),
+                seed,
+                group: doc["group"].as_i64(),
+                finished: doc["finished"].as_bool().unwrap_or(false),
+                tiers: tiers.into_iter().map(doc_tier).collect(),
+            })
+        }
+        other => bail!(
+            "{}: a document of kind {} — `linerate report` reads linerate.run, linerate.matrix \
+             and linerate.campaign documents (docs/JSON.md)",
+            path.display(),
+            other.map_or("(none)".into(), |k| format!("{k:?}"))
+        ),
+    }
+}
