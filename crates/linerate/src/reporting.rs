@@ -120,14 +120,22 @@ type StoredRuns = Vec<(i64, RunMeta, RunRecord)>;
 
 const UNFINISHED: &str = "not finished: interrupted, or stopped after failed runs";
 
+/// A stored matrix's setting: under `plan` (groups stored since `matrix --resume`, see
+/// `crate::matrix`) or at the top of the params (older groups).
+fn matrix_param<'a>(params: &'a Value, key: &str) -> &'a Value {
+    let planned = &params["plan"][key];
+    if planned.is_null() { &params[key] } else { planned }
+}
+
 /// The cells of a stored matrix: the cartesian product of its axes when every label reads
 /// back, else one cell per distinct stored cell label, in the order they ran.
 fn matrix_cells(params: &Value, runs: &StoredRuns) -> Vec<Cell> {
-    let axes: Option<Vec<Vec<AxisValue>>> = params["axes"].as_array().and_then(|axes| {
-        axes.iter()
-            .map(|a| a.as_array()?.iter().map(|l| AxisValue::from_label(l.as_str()?)).collect())
-            .collect()
-    });
+    let axes: Option<Vec<Vec<AxisValue>>> =
+        matrix_param(params, "axes").as_array().and_then(|axes| {
+            axes.iter()
+                .map(|a| a.as_array()?.iter().map(|l| AxisValue::from_label(l.as_str()?)).collect())
+                .collect()
+        });
     if let Some(axes) = axes {
         return cells_of(&axes);
     }
@@ -189,7 +197,7 @@ fn stored_matrix(group: &GroupRow, runs: StoredRuns) -> Result<Source> {
             ipv6: is_ipv6(&server),
             place: TierPlace { name: title, server, link: first.and_then(|r| r.link) },
             cells,
-            until_ci: group.params["until_ci"].as_f64(),
+            until_ci: matrix_param(&group.params, "until_ci").as_f64(),
             stopped: (!group.finished).then(|| UNFINISHED.to_string()),
             runs: inputs,
         }],

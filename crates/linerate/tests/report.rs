@@ -122,7 +122,14 @@ fn json_documents_have_the_keys_docs_json_md_lists() {
         serde_json::from_str(&report(&[&fixture("run.json"), "-f", "json"])).expect("JSON");
     assert_eq!(doc["schema_version"], 1);
     let record = documented_tables(&md, "`record`");
-    assert_eq!(record.len(), 2, "the record table and the cost table: {record:?}");
+    assert_eq!(record.len(), 3, "the record, cost and environment tables: {record:?}");
+    // The environment table against a real one (this host's, from the doctor).
+    let doctor = run(&["doctor", "-J"], Duration::from_secs(20));
+    assert_eq!(doctor.code, Some(0), "{}", doctor.stderr);
+    let env = &doctor.json()["local"];
+    for key in &record[2] {
+        assert!(env.get(key).is_some(), "environment.{key} documented but missing: {env}");
+    }
     assert!(record[0].len() > 10, "{record:?}");
     for key in record[0].iter().filter(|k| *k != "server_output") {
         assert!(doc["record"].get(key).is_some(), "record.{key} documented but missing");
