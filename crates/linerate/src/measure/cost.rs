@@ -152,14 +152,25 @@ fn process_delta(a: Option<ProcessCpu>, b: Option<ProcessCpu>) -> Option<Process
 }
 
 /// Whole-machine deltas and the busiest CPU over the window.
+///
+/// The busiest CPU is the one busy for the largest share of its own time (busy / total, ties
+/// to the lower number). Per-CPU totals differ slightly (tickless idle is accounted late), so
+/// the CPU with the most busy microseconds can show a lower share than the machine average;
+/// by share, the busiest is never below the average (a ratio of sums never exceeds the
+/// largest ratio), which is what "busiest" promises a reader.
 pub fn system_delta(a: Option<&ProcStat>, b: Option<&ProcStat>) -> Option<SystemCpu> {
     let (a, b) = (a?, b?);
     let per_cpu: Vec<CpuTimes> =
         b.per_cpu.iter().zip(&a.per_cpu).map(|(n, o)| n.since(o)).collect();
+    let share = |t: &CpuTimes| (t.busy_us() as u128, t.total_us().max(1) as u128);
     let (busiest_cpu, busiest) = per_cpu
         .iter()
         .enumerate()
-        .max_by_key(|(_, t)| t.busy_us())
+        .rev()
+        .max_by(|(_, x), (_, y)| {
+            let ((bx, tx), (by, ty)) = (share(x), share(y));
+            (bx * ty).cmp(&(by * tx))
+        })
         .map(|(i, t)| (i as u32, *t))
         .unwrap_or_default();
     Some(SystemCpu { cpus: per_cpu.len() as u32, all: b.all.since(&a.all), busiest_cpu, busiest })
@@ -250,6 +261,14 @@ mod tests {
         assert_eq!(s.all.busy_us(), 900);
         assert_eq!(s.all.idle_us, 900);
         assert_eq!(system_delta(None, Some(&b)), None);
+        // More busy microseconds but a larger total (idle accounted late): cpu1's share is
+        // higher, and the busiest share is never below the machine's.
+        let a = stat(&[(0, 0, 0), (0, 0, 0)]);
+        let b = stat(&[(970, 0, 30), (950, 0, 10)]);
+        let s = system_delta(Some(&a), Some(&b)).expect("delta");
+        assert_eq!(s.busiest_cpu, 1, "95/96 busy beats 97/100");
+        let share = |t: &CpuTimes| t.busy_us() as f64 / t.total_us() as f64;
+        assert!(share(&s.busiest) >= share(&s.all), "{s:?}");
     }
 
     #[cfg(target_os = "linux")]
