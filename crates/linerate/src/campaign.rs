@@ -15,6 +15,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, anyhow, bail};
 use serde_json::json;
 
+use crate::history::GroupRuns;
 use crate::plan::campaign::{CampaignPlan, CampaignRun, Tier};
 use crate::plan::matrix::Cell;
 use crate::record::RunRecord;
@@ -24,7 +25,7 @@ use crate::resume::{self, Resumable};
 use crate::session::Interrupt;
 use crate::session::campaign::{CampaignProgress, run_campaign};
 use crate::stats::campaign::{TierSummary, cross_tier_findings, summarize_tier};
-use crate::store::{RunKind, RunMeta, Store};
+use crate::store::{RunKind, Store};
 
 /// Completed runs of an earlier attempt, per tier: (cell index, repetition, record).
 type Prior = Vec<Vec<(usize, u32, RunRecord)>>;
@@ -55,20 +56,14 @@ pub fn run(c: &CampaignRun, interrupt: &Interrupt) -> Result<ExitCode> {
             eprint!("\r\x1b[2K{line}");
         }
     };
-    let (mut stored, labels) = (0usize, c.store.labels.clone());
+    let mut runs = GroupRuns::new(
+        store,
+        (RunKind::CampaignCell, group),
+        c.store.labels.clone(),
+        (c.stop_after, interrupt),
+    );
     let mut keep = |tier: &Tier, cell: &Cell, rep: u32, record: &RunRecord| {
-        let meta = RunMeta {
-            kind: RunKind::CampaignCell,
-            group,
-            cell: Some(format!("{}/{}", tier.name, cell.label())),
-            repetition: Some(rep),
-            labels: labels.clone(),
-        };
-        crate::history::keep(&mut store, record, &meta);
-        stored += 1;
-        if c.stop_after.is_some_and(|n| stored >= n) {
-            interrupt.trigger();
-        }
+        runs.keep(format!("{}/{}", tier.name, cell.label()), rep, record);
     };
     let outcome = run_campaign(&c.plan, &bases, seed, prior, interrupt, &mut progress, &mut keep);
     if tty {
@@ -86,7 +81,7 @@ pub fn run(c: &CampaignRun, interrupt: &Interrupt) -> Result<ExitCode> {
         })
         .collect();
     let complete = summaries.iter().all(|t| t.stopped.is_none() && t.failed == 0);
-    if let (Some(s), Some(g), true) = (store.as_mut(), group, complete) {
+    if let (Some(s), Some(g), true) = (runs.store.as_mut(), group, complete) {
         s.finish_group(g)?;
     }
     let findings = cross_tier_findings(&summaries);

@@ -14,6 +14,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, anyhow};
 use serde_json::{Value, json};
 
+use crate::history::GroupRuns;
 use crate::plan::matrix::{Cell, MatrixPlan, MatrixRun};
 use crate::plan::{ClientPlan, OutputFormat};
 use crate::record::{Outcome, RunRecord};
@@ -21,7 +22,7 @@ use crate::report::progress::DEFAULT_COLUMNS;
 use crate::resume::{self, Resumable};
 use crate::session::{self, Interrupt};
 use crate::stats;
-use crate::store::{RunKind, RunMeta, Store};
+use crate::store::{RunKind, Store};
 
 /// Completed runs of an earlier attempt: (cell index, repetition, record).
 type Prior = Vec<(usize, u32, RunRecord)>;
@@ -58,21 +59,13 @@ pub fn run(
             eprint!("\r\x1b[2K{line}");
         }
     };
-    let (labels, mut stored) = (base.store.labels.clone(), 0usize);
-    let mut keep = |cell: &Cell, rep: u32, record: &RunRecord| {
-        let meta = RunMeta {
-            kind: RunKind::MatrixCell,
-            group,
-            cell: Some(cell.label()),
-            repetition: Some(rep),
-            labels: labels.clone(),
-        };
-        crate::history::keep(&mut store, record, &meta);
-        stored += 1;
-        if how.stop_after.is_some_and(|n| stored >= n) {
-            interrupt.trigger();
-        }
-    };
+    let mut runs = GroupRuns::new(
+        store,
+        (RunKind::MatrixCell, group),
+        base.store.labels.clone(),
+        (how.stop_after, interrupt),
+    );
+    let mut keep = |cell: &Cell, rep: u32, record: &RunRecord| runs.keep(cell.label(), rep, record);
     let outcome =
         session::matrix::run_matrix_from(base, &plan, prior, interrupt, &mut progress, &mut keep);
     if tty {
@@ -80,7 +73,7 @@ pub fn run(
     }
     let complete = outcome.stopped.is_none()
         && outcome.runs.iter().all(|(_, _, r)| r.outcome == Outcome::Completed);
-    if let (Some(s), Some(g), true) = (store.as_mut(), group, complete) {
+    if let (Some(s), Some(g), true) = (runs.store.as_mut(), group, complete) {
         s.finish_group(g)?;
     }
     let runs: Vec<(usize, RunRecord)> =
