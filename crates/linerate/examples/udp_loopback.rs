@@ -14,7 +14,7 @@
 use std::net::UdpSocket;
 use std::time::{Duration, Instant};
 
-use linerate::measure::udp_sys;
+use linerate::sys::udp as udp_sys;
 use linerate::traffic::{
     StreamCounters, TrafficControl, UdpReceiveOptions, UdpSendOptions, UdpShared, udp_receive_loop,
     udp_send_loop,
@@ -57,7 +57,7 @@ fn main() -> Result<(), String> {
     tx.connect(rx.local_addr().map_err(e("addr"))?).map_err(e("connect"))?;
     rx.connect(tx.local_addr().map_err(e("addr"))?).map_err(e("connect"))?;
     let rcvbuf = match a.window {
-        0 => linerate::measure::sys::socket_facts(&rx).recv_buffer_bytes.unwrap_or(0),
+        0 => linerate::sys::socket_facts(&rx).recv_buffer_bytes.unwrap_or(0),
         w => udp_sys::set_udp_buffers(&rx, w).map_err(e("buffers"))?.1,
     };
     let ctl = TrafficControl::default();

@@ -10,7 +10,7 @@ fn main() -> ExitCode {
         Ok(plan) => plan,
         Err(e) => e.exit(),
     };
-    match linerate::app::execute(plan) {
+    match linerate::cmd::execute(plan) {
         Ok(code) => code,
         Err(err) => {
             let broken_pipe = err.chain().any(|c| {

@@ -117,3 +117,15 @@ pub fn unix_ms_now() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
 }
+
+/// An address as people write it (and as records store it): IPv4-mapped IPv6 (`[::ffff:10.0.0.1]:5201`, seen on a
+/// dual-stack listener) becomes plain IPv4 (`10.0.0.1:5201`).
+pub fn canonical(addr: std::net::SocketAddr) -> std::net::SocketAddr {
+    match addr {
+        std::net::SocketAddr::V6(v6) => match v6.ip().to_ipv4_mapped() {
+            Some(v4) => std::net::SocketAddr::new(v4.into(), v6.port()),
+            None => addr,
+        },
+        v4 => v4,
+    }
+}

@@ -13,6 +13,7 @@ mod environment;
 mod faults;
 mod interop;
 mod interop_server;
+mod layers;
 mod limits;
 mod loopback;
 mod matrix;

@@ -7,7 +7,7 @@
 //! same code the live `matrix` and `campaign` commands use), and every stream's intervals are
 //! kept as time series for the CSV rows and the charts.
 //!
-//! Pure: no I/O, no clock. Loading runs from the history or a file is `crate::reporting`'s
+//! Pure: no I/O, no clock. Loading runs from the history or a file is `crate::cmd`'s
 //! job; writing is the renderers'.
 
 use linerate_proto::{Flow, StreamRole};

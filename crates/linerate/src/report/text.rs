@@ -428,6 +428,15 @@ pub fn describe_spec_without(spec: &TestSpec, skip: &[&str]) -> String {
     parts.join(", ")
 }
 
+/// Notes as the server's log text (what `--get-server-output` returns to an iperf3 client).
+pub fn server_notes_text(notes: &[ServerNote]) -> String {
+    let mut out = Vec::new();
+    for n in notes {
+        let _ = render_server_note(n, &mut out);
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// Writes one server log line.
 pub fn render_server_note(note: &ServerNote, out: &mut dyn Write) -> std::io::Result<()> {
     match note {

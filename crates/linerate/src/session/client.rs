@@ -13,7 +13,6 @@ use linerate_proto::wire::{AbortReason, DataHello, StopReason};
 use linerate_proto::{ProtoError, Protocol, TestSpec};
 use socket2::{Domain, Socket, Type};
 
-use crate::measure::sys;
 use crate::plan::ClientPlan;
 use crate::record::{Outcome, RunRecord, SCHEMA_VERSION, unix_ms_now};
 use crate::session::udp::{Handshake, connect_stream};
@@ -21,6 +20,7 @@ use crate::session::{
     Clock, ControlChannel, End, Interrupt, LiveEvent, NO_PROGRESS_TIMEOUT, Observer, Recv,
     SOFTWARE, StreamSet, random_nonce, wait_for_input,
 };
+use crate::sys;
 
 /// Runs one test as described by `plan`. Never panics on peer behaviour; errors end up in
 /// the record's outcome.

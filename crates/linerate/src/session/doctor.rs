@@ -17,12 +17,12 @@ use linerate_proto::wire::{Cookie, decode_echo, encode_probe};
 use linerate_proto::{Environment, Fact};
 
 use crate::measure::host::{Scope, snapshot};
-use crate::measure::sys;
 use crate::plan::DoctorPlan;
 use crate::plan::pmtu::MtuSearch;
 use crate::session::client::{format_host_port, looks_like_iperf3};
 use crate::session::{Clock, ControlChannel, Recv, SOFTWARE, wait_for_input};
 use crate::stats::doctor::{RemoteFacts, test_interface};
+use crate::sys;
 
 /// Most probe datagrams one search sends.
 pub const MAX_PROBES: u32 = 64;

@@ -13,11 +13,11 @@ use linerate_proto::server::{QUEUE_HEARTBEAT, ServerConn, ServerEvent};
 use linerate_proto::wire::{AbortReason, Cookie, DataHello};
 use linerate_proto::{ProtoError, TestSpec};
 
-use crate::measure::sys;
+use crate::record::canonical;
 use crate::session::served::ServedTest;
 use crate::session::server::{Accepted, DataConn, DataSock, Registration, Shared};
-use crate::session::streams::canonical;
 use crate::session::{Clock, ControlChannel, End, SOFTWARE, StreamSet, random_nonce};
+use crate::sys;
 
 struct Session<'a> {
     t: ServedTest<'a>,
@@ -56,7 +56,7 @@ pub(crate) fn run_session(c: Accepted, first: [u8; 8], shared: &Shared) {
     };
     let local_ip = stream
         .local_addr()
-        .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |a| crate::session::streams::canonical(a).ip());
+        .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |a| crate::record::canonical(a).ip());
     let mut s = Session {
         t: ServedTest::new(shared, peer, c.pending),
         local_ip,

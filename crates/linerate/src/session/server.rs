@@ -36,13 +36,13 @@ use linerate_proto::wire::{CONTROL_MAGIC, DATA_HELLO_LEN, DATA_MAGIC, DataHello}
 use linerate_proto::{LimitKind, Refusal, SideResults, TestSpec};
 use socket2::{Domain, Socket, Type};
 
-use crate::measure::sys;
 use crate::plan::server::Access;
 use crate::plan::{Family, ServerPlan};
 use crate::session::Interrupt;
 use crate::session::admission::{Admission, Pending, Place, Ticket};
 use crate::session::log_limit::{LogLimit, Verdict};
 use crate::session::udp::UdpAcceptor;
+use crate::sys;
 
 /// How long a new connection has to send its first 8 bytes.
 pub const CLASSIFY_TIMEOUT: Duration = Duration::from_secs(2);
@@ -115,6 +115,26 @@ pub enum ServerNote {
 /// Where notes go. Called from many threads.
 pub type NoteSink = Arc<dyn Fn(&ServerNote) + Send + Sync>;
 
+/// How notes read as the server's log text (`report::text`), for an iperf3 client's
+/// `--get-server-output`: sessions produce notes, only `report/` formats them.
+pub type NoteText = fn(&[ServerNote]) -> String;
+
+/// Where a server's notes go: the operator's sink, and the text renderer for clients that
+/// ask for the server's output.
+#[derive(Clone)]
+pub struct Notes {
+    /// Every note, as it happens.
+    pub sink: NoteSink,
+    /// Notes as log text.
+    pub text: NoteText,
+}
+
+impl std::fmt::Debug for Notes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Notes")
+    }
+}
+
 /// A data stream presented to the session that owns its cookie.
 pub(crate) enum DataSock {
     /// A TCP data connection (its hello already read).
@@ -151,6 +171,8 @@ pub(crate) struct Shared {
     /// The listening port (UDP streams use the same number).
     pub(crate) port: u16,
     pub(crate) notes: NoteSink,
+    /// Notes as log text (`--get-server-output`).
+    pub(crate) note_text: NoteText,
 }
 
 impl Shared {
@@ -197,7 +219,7 @@ impl Shared {
                 let _ = tx.send((h.stream_id, DataSock::Udp(from)));
             }
         } else if crate::session::udp::is_iperf3_connect(datagram) {
-            let ip = crate::session::streams::canonical(from).ip();
+            let ip = crate::record::canonical(from).ip();
             let tx = self.iperf3_udp.lock().ok().and_then(|r| r.get(&ip).cloned());
             if let Some(tx) = tx {
                 let _ = tx.send(from);
@@ -319,7 +341,7 @@ impl Server {
     }
 
     /// Serves until `interrupt` fires (or, with `-1`, until the first test ends).
-    pub fn run(self, interrupt: &Interrupt, notes: NoteSink) -> Result<()> {
+    pub fn run(self, interrupt: &Interrupt, notes: Notes) -> Result<()> {
         let shared = Arc::new(Shared {
             registry: Mutex::new(HashMap::new()),
             iperf3: Mutex::new(HashMap::new()),
@@ -334,7 +356,8 @@ impl Server {
             access: self.plan.access.clone(),
             log_limit: LogLimit::new(),
             port: self.local_addr()?.port(),
-            notes,
+            notes: notes.sink,
+            note_text: notes.text,
         });
         (shared.notes)(&ServerNote::Listening { addr: self.local_addr()? });
         let udp_stop = Arc::new(AtomicBool::new(false));
@@ -357,7 +380,7 @@ impl Server {
                 Ok((sock, peer)) => {
                     accepted += 1;
                     let seq = accepted;
-                    let peer = crate::session::streams::canonical(peer);
+                    let peer = crate::record::canonical(peer);
                     if !shared.access.allows(peer.ip()) {
                         eprintln_note(&shared, peer, "not in the allow-list (--allow)".into());
                         continue;

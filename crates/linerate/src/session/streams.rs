@@ -17,9 +17,10 @@ use linerate_proto::{
 
 use crate::measure::cost::CostMeter;
 use crate::measure::counters;
-use crate::measure::sys::{self, ZeroCopySource};
-use crate::measure::udp_sys;
+use crate::record::canonical;
 use crate::session::udp_stream::{self, UdpStreamSetup, UdpTrack};
+use crate::sys::udp;
+use crate::sys::{self, ZeroCopySource};
 use crate::traffic::{
     ByteBudget, SendOptions, StartGate, StreamCounters, TrafficControl, receive_loop, send_loop,
 };
@@ -222,7 +223,7 @@ impl StreamSet {
         let role = self.end.role(flow);
         let want = self.spec.window_bytes.unwrap_or(UDP_DEFAULT_BUFFER);
         // Best effort: a smaller buffer only makes the receiver drop sooner, which is reported.
-        let _ = udp_sys::set_udp_buffers(&sock, want);
+        let _ = udp::set_udp_buffers(&sock, want);
         sock.set_read_timeout(Some(Duration::from_millis(20))).context("cannot set a timeout")?;
         sock.set_write_timeout(Some(Duration::from_millis(20))).context("cannot set a timeout")?;
         let probe = sock.try_clone().context("cannot duplicate a UDP socket handle")?;
@@ -587,18 +588,6 @@ impl Drop for StreamSet {
     }
 }
 
-/// An address as people write it: IPv4-mapped IPv6 (`[::ffff:10.0.0.1]:5201`, seen on a
-/// dual-stack listener) becomes plain IPv4 (`10.0.0.1:5201`).
-pub fn canonical(addr: std::net::SocketAddr) -> std::net::SocketAddr {
-    match addr {
-        std::net::SocketAddr::V6(v6) => match v6.ip().to_ipv4_mapped() {
-            Some(v4) => std::net::SocketAddr::new(v4.into(), v6.port()),
-            None => addr,
-        },
-        v4 => v4,
-    }
-}
-
 pub(super) fn cpu_since(a: Option<ProcessCpu>, b: Option<ProcessCpu>) -> Option<ProcessCpu> {
     let (a, b) = (a?, b?);
     Some(ProcessCpu {
@@ -651,7 +640,7 @@ fn refresh_socket_report(r: &mut SocketReport, sock: &TcpStream) {
 
 #[cfg(test)]
 mod tests {
-    use super::canonical;
+    use crate::record::canonical;
 
     #[test]
     fn mapped_addresses_print_as_ipv4() {

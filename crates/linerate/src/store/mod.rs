@@ -14,6 +14,7 @@
 //! not recognise as a linerate history of a version it reads (see [`schema`]).
 
 mod query;
+pub mod resume;
 pub mod schema;
 
 #[cfg(test)]

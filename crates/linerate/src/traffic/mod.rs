@@ -8,7 +8,7 @@
 //!
 //! This module must not print, talk the control protocol or decide policy; it moves bytes and
 //! counts them. Socket options and zero-copy syscalls come from `measure::sys`, UDP batching
-//! and offloads from `measure::udp_sys`.
+//! and offloads from `sys::udp`.
 
 mod control;
 mod tcp;

@@ -14,7 +14,7 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use crate::measure::sys::ZeroCopySource;
+use crate::sys::ZeroCopySource;
 use crate::traffic::{ByteBudget, StreamCounters, TrafficControl};
 
 /// How a sender sends.
@@ -101,7 +101,7 @@ pub fn receive_loop(
                 counters.set_bytes(got);
                 if let Some(lowat) = batcher.observe(got, now) {
                     // Best effort: without it the receiver is only slower, never wrong.
-                    let _ = crate::measure::sys::set_recv_lowat(sock, lowat);
+                    let _ = crate::sys::set_recv_lowat(sock, lowat);
                 }
             }
             Err(e) if is_timeout(&e) => {
@@ -112,7 +112,7 @@ pub fn receive_loop(
                     // Bytes below the low-water mark may still sit in the buffer; they were
                     // sent before the end, so the stream's time ends there at the latest (a
                     // read held by the low-water mark returns late, not when they arrived).
-                    let _ = crate::measure::sys::set_recv_lowat(sock, 1);
+                    let _ = crate::sys::set_recv_lowat(sock, 1);
                     let last = drain_now(sock, counters, buf, got, last);
                     return Ok(last.map(|t| t.min(end)));
                 }
@@ -250,7 +250,7 @@ mod tests {
     fn finish_ends_a_receiver_whose_peer_stays_open() {
         let (mut tx, mut rx) = pair();
         rx.set_read_timeout(Some(Duration::from_millis(50))).expect("timeout");
-        crate::measure::sys::set_recv_lowat(&rx, 1 << 20).expect("lowat");
+        crate::sys::set_recv_lowat(&rx, 1 << 20).expect("lowat");
         let ctl = TrafficControl::default();
         let rc = StreamCounters::default();
         tx.write_all(&[1u8; 3000]).expect("write");

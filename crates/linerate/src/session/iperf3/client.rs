@@ -15,7 +15,6 @@ use linerate_proto::iperf3::{Iperf3Client, Iperf3Event, make_cookie, params, res
 use linerate_proto::{EndCondition, Protocol, SideResults};
 
 use super::{forgive_end_of_test_resets, peer_side};
-use crate::measure::sys;
 use crate::plan::ClientPlan;
 use crate::record::{Outcome, RunRecord};
 use crate::session::client::{
@@ -25,6 +24,7 @@ use crate::session::{
     Clock, ControlChannel, End, Interrupt, LiveEvent, Observer, Recv, SOFTWARE, StreamSet,
     wait_for_input,
 };
+use crate::sys;
 
 /// UDP: an iperf3 server stops counting at TEST_END, so datagrams still in flight when it
 /// arrives would show as lost. TEST_END waits this long (plus two round trips) after the

@@ -22,14 +22,14 @@ use linerate_proto::udp::SeqWidth;
 use linerate_proto::{LimitKind, ProtoError, Protocol, SideResults, TestSpec};
 
 use super::{forgive_end_of_test_resets, peer_side};
-use crate::measure::sys;
+use crate::record::canonical;
 use crate::session::admission::Pending;
 use crate::session::served::ServedTest;
 use crate::session::server::{Iperf3Conn, Registration, ServerNote, Shared};
-use crate::session::streams::canonical;
 use crate::session::test_log::TestLogLine;
 use crate::session::udp::accept_stream;
 use crate::session::{Clock, ControlChannel, End, StreamSet};
+use crate::sys;
 
 /// How long receivers may take to notice the end (their socket poll is 250 ms).
 const DRAIN_LIMIT: Duration = Duration::from_secs(2);
@@ -274,7 +274,6 @@ impl Session<'_> {
     fn output_text(&self, side: &SideResults) -> String {
         let spec =
             self.request.as_ref().map(|r| r.spec.clone()).unwrap_or_else(TestSpec::default_tcp);
-        let mut out = Vec::new();
         let notes = [
             ServerNote::TestAccepted {
                 test: self.t.test,
@@ -297,9 +296,6 @@ impl Session<'_> {
                 ),
             },
         ];
-        for n in &notes {
-            let _ = crate::report::text::render_server_note(n, &mut out);
-        }
-        String::from_utf8_lossy(&out).into_owned()
+        (self.t.shared.note_text)(&notes)
     }
 }

@@ -3,7 +3,7 @@
 //! The accounting (header codec, loss/reorder/duplicate tracking, jitter, pacing, burstiness)
 //! lives in the sans-IO `linerate_proto::udp`; this module owns the socket and the clock and
 //! feeds it. The syscalls (batches, GSO, GRO, the kernel drop counter) come from
-//! `measure::udp_sys`.
+//! `sys::udp`.
 //!
 //! * Sender ([`udp_send_loop`]): a token bucket ([`linerate_proto::udp::Pacer`]) says how many
 //!   datagrams may go; the loop stamps that many (sequence numbers from 1, send time since

@@ -22,7 +22,7 @@ use linerate_proto::udp::{
 };
 
 use super::{HELLO_PREFIX, UdpShared, UdpSnapshot, ensure_timeouts, is_peer_icmp, is_timeout};
-use crate::measure::udp_sys::{self, MAX_BATCH, RecvMeta};
+use crate::sys::udp::{self, MAX_BATCH, RecvMeta};
 use crate::traffic::{StreamCounters, TrafficControl};
 
 /// How long past `finishing() + quiet` a receiver keeps reading a peer that does not stop.
@@ -62,7 +62,7 @@ pub struct UdpReceiveFinal {
     pub jitter: JitterSummary,
     /// The socket's cumulative kernel drop count (receive buffer overflow); None where the
     /// OS cannot say. Counted in packets: with `gro` one drop may be up to 64 coalesced
-    /// datagrams (see `measure::udp_sys::kernel_drops`), so it says *that* the socket
+    /// datagrams (see `sys::udp::kernel_drops`), so it says *that* the socket
     /// overflowed, not how many datagrams that cost.
     pub kernel_drops: Option<u64>,
     /// Whether `UDP_GRO` was enabled on the socket.
@@ -80,14 +80,14 @@ pub fn udp_receive_loop(
     opts: UdpReceiveOptions,
 ) -> Result<UdpReceiveFinal, String> {
     ensure_timeouts(sock)?;
-    let gro = opts.gro && udp_sys::enable_gro(sock);
-    let drop_counter = udp_sys::enable_drop_counter(sock);
+    let gro = opts.gro && udp::enable_gro(sock);
+    let drop_counter = udp::enable_drop_counter(sock);
     let (count, len) =
         if gro { (GRO_BATCH, GRO_BUF) } else { (MAX_BATCH, opts.datagram_bytes.max(MIN_BUF)) };
     let mut bufs = vec![vec![0u8; len]; count];
     let mut r = Receiver::new(opts.width, opts.epoch, drop_counter);
     let result = r.run(sock, ctl, counters, shared, &mut bufs, opts.quiet);
-    r.meminfo_drops = udp_sys::kernel_drops(sock);
+    r.meminfo_drops = udp::kernel_drops(sock);
     counters.set_bytes(r.bytes);
     shared.publish(r.snapshot());
     result.map(|()| UdpReceiveFinal {
@@ -144,7 +144,7 @@ impl Receiver {
             if ctl.aborted() {
                 return Err("aborted".into());
             }
-            let now = match udp_sys::recv_batch(sock, bufs, &mut metas) {
+            let now = match udp::recv_batch(sock, bufs, &mut metas) {
                 Ok(n) => {
                     let now = Instant::now();
                     self.on_batch(&bufs[..n], &metas[..n], now);
@@ -170,7 +170,7 @@ impl Receiver {
                 Err(e) => return Err(format!("receive failed: {e}")),
             };
             if now >= next_poll {
-                self.meminfo_drops = udp_sys::kernel_drops(sock);
+                self.meminfo_drops = udp::kernel_drops(sock);
                 next_poll = now + DROPS_POLL;
             }
             counters.set_bytes(self.bytes);

@@ -31,7 +31,7 @@ use linerate_proto::udp::{
 };
 
 use super::{UdpShared, UdpSnapshot, ensure_timeouts, is_peer_icmp, is_timeout};
-use crate::measure::udp_sys::{self, GSO_MAX_BYTES, GSO_MAX_SEGMENTS, MAX_BATCH};
+use crate::sys::udp::{self, GSO_MAX_BYTES, GSO_MAX_SEGMENTS, MAX_BATCH};
 use crate::traffic::{ByteBudget, StreamCounters, TrafficControl};
 
 /// A stream that could not send a single datagram for this long has failed.
@@ -97,11 +97,11 @@ pub fn udp_send_loop(
         return Err(format!("datagram size {dg} bytes is outside {min}..={GSO_MAX_BYTES}"));
     }
     ensure_timeouts(sock)?;
-    let slack = (opts.bits_per_second > 0).then(|| udp_sys::set_timer_slack(1)).flatten();
+    let slack = (opts.bits_per_second > 0).then(|| udp::set_timer_slack(1)).flatten();
     let mut s = Sender::new(sock, &opts, start);
     let result = s.run(ctl, counters, shared, opts.budget);
     if let Some(previous) = slack {
-        udp_sys::set_timer_slack(previous);
+        udp::set_timer_slack(previous);
     }
     counters.set_bytes(s.bytes);
     shared.publish(s.snapshot());
@@ -136,7 +136,7 @@ impl<'s> Sender<'s> {
     fn new(sock: &'s UdpSocket, opts: &UdpSendOptions<'_>, start: Instant) -> Self {
         let dg = opts.datagram_bytes;
         let gso_cap = GSO_MAX_SEGMENTS.min(GSO_MAX_BYTES / dg);
-        let gso = opts.gso && gso_cap >= 2 && udp_sys::gso_supported(sock);
+        let gso = opts.gso && gso_cap >= 2 && udp::gso_supported(sock);
         let cap = if gso { gso_cap } else { MAX_BATCH };
         let pacer_start = start.saturating_duration_since(opts.epoch);
         Self {
@@ -239,12 +239,12 @@ impl<'s> Sender<'s> {
         let bytes = self.buf.get(range.start * self.dg..range.end * self.dg).unwrap_or(&[]);
         if self.gso && count > 1 {
             // dg <= GSO_MAX_BYTES < 2^16 (checked before GSO was chosen).
-            match udp_sys::send_gso(self.sock, bytes, self.dg as u16) {
+            match udp::send_gso(self.sock, bytes, self.dg as u16) {
                 Ok(_) => {
                     self.gso_sends += 1;
                     return Ok(count);
                 }
-                Err(e) if udp_sys::is_gso_refusal(&e) => self.gso = false,
+                Err(e) if udp::is_gso_refusal(&e) => self.gso = false,
                 Err(e) => return Err(e),
             }
         }
@@ -254,7 +254,7 @@ impl<'s> Sender<'s> {
             *slot = d;
             m += 1;
         }
-        udp_sys::send_batch(self.sock, &slices[..m])
+        udp::send_batch(self.sock, &slices[..m])
     }
 
     fn account(&mut self, k: usize, now: Instant, t: Duration) {
@@ -272,7 +272,7 @@ impl<'s> Sender<'s> {
     fn on_error(&mut self, e: &std::io::Error, now: Instant) -> Result<(), String> {
         if is_peer_icmp(e) {
             self.refused += 1;
-        } else if udp_sys::is_no_buffer_space(e) {
+        } else if udp::is_no_buffer_space(e) {
             std::thread::sleep(RETRY_WAIT);
         } else if !is_timeout(e) && e.kind() != std::io::ErrorKind::Interrupted {
             return Err(format!("send failed: {e}"));

@@ -2,7 +2,7 @@
 //! after well under a second).
 
 use super::*;
-use crate::measure::udp_sys;
+use crate::sys::udp;
 use crate::traffic::{ByteBudget, StreamCounters, TrafficControl};
 use linerate_proto::udp::{DatagramHeader, SeqWidth};
 use std::time::Instant;
@@ -13,7 +13,7 @@ fn pair() -> (UdpSocket, UdpSocket) {
     let b = UdpSocket::bind("127.0.0.1:0").expect("bind b");
     a.connect(b.local_addr().expect("addr b")).expect("connect a");
     b.connect(a.local_addr().expect("addr a")).expect("connect b");
-    udp_sys::set_udp_buffers(&b, 4 << 20).expect("buffers");
+    udp::set_udp_buffers(&b, 4 << 20).expect("buffers");
     (a, b)
 }
 
@@ -215,7 +215,7 @@ fn refused_sends_are_counted_not_fatal() {
 #[test]
 fn gso_sender_and_gro_receiver_account_every_datagram() {
     let (probe, _) = pair();
-    if !udp_sys::gso_supported(&probe) {
+    if !udp::gso_supported(&probe) {
         println!("note: UDP GSO not supported by this kernel; test skipped");
         return;
     }
@@ -226,7 +226,7 @@ fn gso_sender_and_gro_receiver_account_every_datagram() {
         let recv = UdpReceiveOptions { gro, ..recv_opts(500, epoch) };
         let (sent, got, _) = run_pair(send, recv, Duration::from_secs(5));
         assert!(sent.gso, "GSO was used");
-        assert_eq!(got.gro, gro && udp_sys::enable_gro(&probe));
+        assert_eq!(got.gro, gro && udp::enable_gro(&probe));
         let c = got.counts;
         assert_eq!((sent.datagrams, c.received, c.lost, c.invalid), (3000, 3000, 0, 0), "{gro}");
         assert_eq!((c.out_of_order, c.duplicates), (0, 0));

@@ -15,16 +15,16 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, anyhow, bail};
 use serde_json::json;
 
-use crate::history::GroupRuns;
+use super::keep::{self, GroupRuns};
 use crate::plan::campaign::{CampaignPlan, CampaignRun, Tier};
 use crate::plan::matrix::Cell;
 use crate::record::RunRecord;
 use crate::report::campaign::{self as render, CampaignMeta};
 use crate::report::progress::DEFAULT_COLUMNS;
-use crate::resume::{self, Resumable};
 use crate::session::Interrupt;
 use crate::session::campaign::{CampaignProgress, run_campaign};
 use crate::stats::campaign::{TierSummary, cross_tier_findings, summarize_tier};
+use crate::store::resume::{self, Resumable};
 use crate::store::{RunKind, Store};
 
 /// Completed runs of an earlier attempt, per tier: (cell index, repetition, record).
@@ -32,7 +32,7 @@ type Prior = Vec<Vec<(usize, u32, RunRecord)>>;
 
 /// Runs the campaign, stores every run, renders the report.
 pub fn run(c: &CampaignRun, interrupt: &Interrupt) -> Result<ExitCode> {
-    let mut store = crate::history::open(&c.store);
+    let mut store = keep::open(&c.store);
     let (group, seed, prior) = start_or_resume(c, &mut store)?;
     let text = c.output == crate::plan::OutputFormat::Text;
     let kept: usize = prior.iter().map(Vec::len).sum();
@@ -51,7 +51,7 @@ pub fn run(c: &CampaignRun, interrupt: &Interrupt) -> Result<ExitCode> {
                 p.repetition,
                 (p.done, p.planned),
                 p.eta,
-                crate::measure::sys::stderr_columns().unwrap_or(DEFAULT_COLUMNS),
+                crate::sys::stderr_columns().unwrap_or(DEFAULT_COLUMNS),
             );
             eprint!("\r\x1b[2K{line}");
         }

@@ -1,28 +1,15 @@
-//! Operating-system capabilities used by the measurement code: socket buffer
-//! sizes, TCP maximum segment size, congestion control, TCP retransmission
-//! counters, the open-file limit, and zero-copy sending with `sendfile(2)`.
+//! Socket options and facts: buffer sizes, maximum segment size, congestion control,
+//! receive low-water mark, path MTU, and the kernel's TCP view (`TCP_INFO`).
 //!
-//! This is the only module of linerate that may contain `#[cfg(target_os = ...)]`
-//! code or raw libc socket options. Each function is a thin wrapper around one
-//! or a few system calls and reports what the kernel actually did or granted.
-//! When the running OS lacks a capability, the answer is typed: `None`, or an
-//! [`io::Error`] of kind [`io::ErrorKind::Unsupported`]. It never makes up a
-//! number.
-//!
-//! What this module must not do:
-//! - print or log anything (errors are returned, callers decide how to show them);
-//! - make policy decisions (which sizes or algorithms to use, whether a failure
-//!   is fatal, whether to retry): callers pass values in and get facts back;
-//! - start threads or keep global state.
-//!
-//! Linux is implemented with real system calls. Other Unix systems get fallbacks:
-//! socket buffer sizes go through `socket2` (portable), and everything else
-//! answers "unsupported". Sockets are passed as `&impl AsFd`, so both
-//! [`std::net::TcpStream`] and `socket2::Socket` work.
+//! Linux is implemented with real system calls. Other Unix systems get fallbacks: socket
+//! buffer sizes go through `socket2` (portable), and everything else answers "unsupported".
+//! Sockets are passed as `&impl AsFd`, so both [`std::net::TcpStream`] and `socket2::Socket`
+//! work.
 
-use std::fmt;
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::AsFd;
+
+use super::{context, invalid_input};
 
 /// What the kernel actually granted on a socket (read with `getsockopt` after
 /// any `setsockopt`). A field is `None` when the OS or the socket type cannot
@@ -98,23 +85,6 @@ pub fn set_pmtu_probe(sock: &impl AsFd, ipv6: bool) -> io::Result<()> {
     imp::set_pmtu_probe(sock.as_fd(), ipv6)
 }
 
-/// Raises the soft `RLIMIT_NOFILE` (open-file limit) to the hard limit and
-/// returns the soft limit now in force (unchanged when raising was refused);
-/// `None` when unsupported. `RLIM_INFINITY` comes back as its raw value
-/// (`u64::MAX` on 64-bit Linux).
-pub fn raise_fd_limit() -> Option<u64> {
-    imp::raise_fd_limit()
-}
-
-/// Columns of the terminal on standard error, when it is one and says.
-pub fn stderr_columns() -> Option<usize> {
-    // SAFETY: an all-zero `winsize` is valid; TIOCGWINSZ writes one into the struct we own
-    // and fails harmlessly (ENOTTY) when stderr is not a terminal.
-    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
-    let rc = unsafe { libc::ioctl(libc::STDERR_FILENO, libc::TIOCGWINSZ, &mut ws) };
-    (rc == 0 && ws.ws_col > 0).then_some(usize::from(ws.ws_col))
-}
-
 /// Cumulative retransmitted segments of a TCP socket over its lifetime
 /// (`tcpi_total_retrans` from `TCP_INFO`); `None` when unsupported or when
 /// `sock` is not a TCP socket.
@@ -128,120 +98,12 @@ pub fn tcp_internals(sock: &impl AsFd) -> Option<linerate_proto::TcpInternals> {
     imp::tcp_internals(sock.as_fd())
 }
 
-/// A memory-backed file (Linux `memfd`) holding a repeated byte pattern, sent
-/// with `sendfile(2)`: zero-copy sending, where the sender never copies user
-/// memory into the kernel.
-///
-/// The file holds `pattern` repeated from offset 0 and its length is a whole
-/// number of patterns, so byte `i` of the file is `pattern[i % pattern.len()]`.
-/// [`send`](Self::send) always starts at offset 0; to make a continuous stream
-/// (byte `i` of the stream is `pattern[i % pattern.len()]`) even after short
-/// sends, use [`send_continuing`](Self::send_continuing).
-#[derive(Debug)]
-pub struct ZeroCopySource {
-    /// The memory-backed file holding the pattern.
-    fd: OwnedFd,
-    /// File length in bytes; at least 1 and a multiple of `pattern_len`.
-    len: usize,
-    /// Length of the repeated pattern; at least 1.
-    pattern_len: usize,
-}
-
-impl ZeroCopySource {
-    /// Creates a memory-backed file of `len` bytes filled with `pattern`
-    /// repeated from offset 0.
-    ///
-    /// `len` must be at least 1 and a multiple of `pattern.len()`, and
-    /// `pattern` must not be empty (otherwise [`io::ErrorKind::InvalidInput`]).
-    /// On an OS without this capability the error kind is
-    /// [`io::ErrorKind::Unsupported`].
-    pub fn new(len: usize, pattern: &[u8]) -> io::Result<Self> {
-        if len == 0 {
-            return Err(invalid_input("zero-copy source length must be at least 1 byte"));
-        }
-        if pattern.is_empty() {
-            return Err(invalid_input("zero-copy source pattern must not be empty"));
-        }
-        if len % pattern.len() != 0 {
-            return Err(invalid_input(format!(
-                "zero-copy source length {len} is not a multiple of the pattern length {}",
-                pattern.len()
-            )));
-        }
-        let fd = imp::pattern_file(len, pattern)?;
-        Ok(Self { fd, len, pattern_len: pattern.len() })
-    }
-
-    /// Sends up to `max` bytes (at most the file length) from the start of the
-    /// file into `sock` with `sendfile(2)` and returns how many bytes the
-    /// kernel took, which may be fewer. Returns 0 only when `max` is 0.
-    ///
-    /// Interrupted calls (`EINTR`) are retried. `EAGAIN`/`EWOULDBLOCK` (a
-    /// non-blocking socket, or an expired `SO_SNDTIMEO`) comes back as
-    /// [`io::ErrorKind::WouldBlock`].
-    pub fn send(&self, sock: &impl AsFd, max: usize) -> io::Result<usize> {
-        self.send_from(sock.as_fd(), 0, max)
-    }
-
-    /// Continues a stream of the repeated pattern of which `stream_pos` bytes
-    /// have already been sent: sends from the file offset where the pattern
-    /// continues (`stream_pos % pattern.len()`), up to `max` bytes and at most
-    /// to the end of the file. The receiver then sees byte `i` of the stream
-    /// equal to `pattern[i % pattern.len()]`, however short each send was.
-    /// Return value and errors are as for [`send`](Self::send).
-    pub fn send_continuing(
-        &self,
-        sock: &impl AsFd,
-        stream_pos: u64,
-        max: usize,
-    ) -> io::Result<usize> {
-        // The remainder is below `pattern_len`, which is a usize, so it fits.
-        let offset = usize::try_from(stream_pos % self.pattern_len as u64).unwrap_or(0);
-        self.send_from(sock.as_fd(), offset, max)
-    }
-
-    /// Length of the file in bytes (the most one send can take).
-    pub fn file_len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether this OS supports zero-copy sending from a memory-backed file.
-    pub fn is_supported() -> bool {
-        imp::zero_copy_supported()
-    }
-
-    /// Sends at most `max` bytes starting at file `offset` (< `self.len`).
-    fn send_from(&self, sock: BorrowedFd<'_>, offset: usize, max: usize) -> io::Result<usize> {
-        let count = max.min(self.len.saturating_sub(offset));
-        if count == 0 {
-            return Ok(0);
-        }
-        match imp::sendfile(sock, self.fd.as_fd(), offset, count)? {
-            0 => Err(io::Error::new(io::ErrorKind::WriteZero, "sendfile(2) accepted no bytes")),
-            n => Ok(n),
-        }
-    }
-}
-
-/// An [`io::ErrorKind::InvalidInput`] error with `msg`.
-fn invalid_input(msg: impl Into<String>) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidInput, msg.into())
-}
-
-/// Prefixes `err` with what was being attempted, keeping its kind.
-fn context(err: io::Error, what: fmt::Arguments<'_>) -> io::Error {
-    io::Error::new(err.kind(), format!("{what}: {err}"))
-}
-
-/// Linux: real system calls through libc.
 #[cfg(target_os = "linux")]
 mod imp {
     use super::{SocketFacts, context, invalid_input};
     use std::ffi::c_int;
-    use std::fs::File;
     use std::io;
-    use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
-    use std::os::unix::fs::FileExt;
+    use std::os::fd::{AsRawFd, BorrowedFd};
 
     /// Longest congestion control name plus its NUL (`TCP_CA_NAME_MAX`).
     const CA_NAME_MAX: usize = 16;
@@ -249,8 +111,6 @@ mod imp {
     const AVAILABLE_CC: &str = "/proc/sys/net/ipv4/tcp_available_congestion_control";
     /// Where the kernel lists the algorithms unprivileged processes may pick.
     const ALLOWED_CC: &str = "/proc/sys/net/ipv4/tcp_allowed_congestion_control";
-    /// Size of the buffer used to fill a pattern file.
-    const FILL_CHUNK: usize = 64 * 1024;
 
     /// Types for which every bit pattern is a valid value, so that `getsockopt`
     /// may write arbitrary bytes into them.
@@ -458,24 +318,6 @@ mod imp {
         read_word_list(AVAILABLE_CC)
     }
 
-    pub(super) fn raise_fd_limit() -> Option<u64> {
-        let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-        // SAFETY: `limit` is a valid, writable `rlimit` for the call.
-        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
-            return None;
-        }
-        if limit.rlim_cur < limit.rlim_max {
-            let raised = libc::rlimit { rlim_cur: limit.rlim_max, rlim_max: limit.rlim_max };
-            // SAFETY: `raised` is a valid `rlimit` that the call only reads.
-            if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
-                limit = raised;
-            }
-        }
-        #[allow(clippy::useless_conversion, reason = "rlim_t is 32 bits on some targets")]
-        let soft = u64::from(limit.rlim_cur);
-        Some(soft)
-    }
-
     pub(super) fn tcp_internals(fd: BorrowedFd<'_>) -> Option<linerate_proto::TcpInternals> {
         // SAFETY: `tcp_info` has integer fields only, so all-zero is a valid value.
         let mut i: libc::tcp_info = unsafe { std::mem::zeroed() };
@@ -528,63 +370,6 @@ mod imp {
         // One reader of TCP_INFO: `tcp_internals` already checks the field was written.
         tcp_internals(fd).map(|t| u64::from(t.total_retrans))
     }
-
-    /// Creates an anonymous memory-backed file (close-on-exec).
-    fn memfd() -> io::Result<OwnedFd> {
-        // SAFETY: the name is a NUL-terminated string literal and the flags are valid.
-        let raw = unsafe { libc::memfd_create(c"linerate-zero-copy".as_ptr(), libc::MFD_CLOEXEC) };
-        if raw == -1 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: `raw` is a freshly created descriptor that nothing else owns.
-        Ok(unsafe { OwnedFd::from_raw_fd(raw) })
-    }
-
-    /// A memfd of `len` bytes (a multiple of `pattern.len()`) holding `pattern` repeated.
-    pub(super) fn pattern_file(len: usize, pattern: &[u8]) -> io::Result<OwnedFd> {
-        let file = File::from(memfd()?);
-        let file_len = u64::try_from(len).map_err(|_| invalid_input("file length too large"))?;
-        file.set_len(file_len)?;
-        // A whole number of patterns, so every chunk starts at a pattern boundary.
-        let chunk = pattern.repeat((FILL_CHUNK / pattern.len()).max(1));
-        let mut offset = 0;
-        while offset < len {
-            let n = chunk.len().min(len - offset);
-            file.write_all_at(&chunk[..n], offset as u64)?;
-            offset += n;
-        }
-        Ok(OwnedFd::from(file))
-    }
-
-    pub(super) fn zero_copy_supported() -> bool {
-        // memfd_create and sendfile from a memfd arrived together (Linux 3.17).
-        !matches!(memfd(), Err(e) if e.kind() == io::ErrorKind::Unsupported)
-    }
-
-    /// `sendfile(2)` of `count` bytes from `file` at `offset` into `sock`, retrying on `EINTR`.
-    pub(super) fn sendfile(
-        sock: BorrowedFd<'_>,
-        file: BorrowedFd<'_>,
-        offset: usize,
-        count: usize,
-    ) -> io::Result<usize> {
-        let start =
-            libc::off_t::try_from(offset).map_err(|_| invalid_input("file offset too large"))?;
-        loop {
-            let mut off = start;
-            // SAFETY: both descriptors are live for the call and `off` is a
-            // valid, writable `off_t`; the kernel reads `file`, writes `sock`.
-            let sent =
-                unsafe { libc::sendfile(sock.as_raw_fd(), file.as_raw_fd(), &mut off, count) };
-            if let Ok(n) = usize::try_from(sent) {
-                return Ok(n);
-            }
-            let err = io::Error::last_os_error();
-            if err.kind() != io::ErrorKind::Interrupted {
-                return Err(err);
-            }
-        }
-    }
 }
 
 /// Other operating systems: portable socket buffer sizes through `socket2`,
@@ -594,7 +379,7 @@ mod imp {
     use super::{SocketFacts, context, invalid_input};
     use socket2::SockRef;
     use std::io;
-    use std::os::fd::{BorrowedFd, OwnedFd};
+    use std::os::fd::BorrowedFd;
 
     /// An [`io::ErrorKind::Unsupported`] error naming what is unsupported.
     fn unsupported(what: std::fmt::Arguments<'_>) -> io::Error {
@@ -653,34 +438,14 @@ mod imp {
         None
     }
 
-    pub(super) fn raise_fd_limit() -> Option<u64> {
-        None
-    }
-
     pub(super) fn tcp_retransmits(_fd: BorrowedFd<'_>) -> Option<u64> {
         None
-    }
-
-    pub(super) fn pattern_file(_len: usize, _pattern: &[u8]) -> io::Result<OwnedFd> {
-        Err(unsupported(format_args!("zero-copy sending from a memory-backed file")))
-    }
-
-    pub(super) fn zero_copy_supported() -> bool {
-        false
-    }
-
-    pub(super) fn sendfile(
-        _sock: BorrowedFd<'_>,
-        _file: BorrowedFd<'_>,
-        _offset: usize,
-        _count: usize,
-    ) -> io::Result<usize> {
-        Err(unsupported(format_args!("sendfile(2)")))
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::ZeroCopySource;
 
     #[cfg(target_os = "linux")]
     #[test]
@@ -747,6 +512,7 @@ mod tests {
     #[cfg(not(target_os = "linux"))]
     mod fallback {
         use super::super::*;
+        use crate::sys::ZeroCopySource;
         use std::net::{TcpListener, TcpStream};
 
         #[test]
@@ -768,6 +534,7 @@ mod tests {
     #[cfg(target_os = "linux")]
     mod linux {
         use super::super::*;
+        use crate::sys::ZeroCopySource;
         use socket2::{Domain, Protocol, Socket, Type};
         use std::io::Read;
         use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, UdpSocket};
@@ -899,14 +666,6 @@ mod tests {
         fn available_congestion_lists_a_standard_algorithm() {
             let algos = available_congestion().expect("Linux lists algorithms");
             assert!(algos.iter().any(|a| a == "reno" || a == "cubic"), "{algos:?}");
-        }
-
-        #[test]
-        fn raise_fd_limit_reports_at_least_1024() {
-            let soft = raise_fd_limit().expect("supported on Linux");
-            assert!(soft >= 1024, "soft limit {soft}");
-            // Idempotent: already at the hard limit.
-            assert_eq!(raise_fd_limit(), Some(soft));
         }
 
         #[test]

@@ -1,63 +1,25 @@
-//! `linerate report`: reads a stored run, matrix or campaign from the history, or a saved JSON
-//! document, turns it into a report source (`report::model::Source`), and writes the report
-//! in the chosen format to stdout or a file.
+//! Report sources: a stored run, matrix or campaign from the history, or a saved JSON
+//! document, turned into a `report::model::Source` (used by `report` and `compare --html`).
 //!
 //! Stored groups keep how their cells were made: a matrix its axes (as labels), a campaign its
 //! parsed plan and seed. Cells are rebuilt from those, so a report lists cells that never ran
-//! (an interrupted matrix) as "no completed run" rather than dropping them. A file is written
-//! whole or not at all (a temporary file renamed into place), so a failed report never leaves
-//! half a file where the last good one was.
+//! (an interrupted matrix) as "no completed run" rather than dropping them.
 //!
 //! Must not compute figures (`report::model` does) or format them (`report::*`).
 
-use std::io::Write;
 use std::path::Path;
-use std::process::ExitCode;
 
 use anyhow::{Context, Result, anyhow, bail};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::plan::HistoryRef;
 use crate::plan::campaign::{CampaignPlan, Tier};
 use crate::plan::matrix::{AxisValue, Cell, cells_of};
-use crate::plan::{HistoryRef, ReportPlan, ReportSource};
 use crate::record::{LinkAssumption, Outcome, RunRecord};
-use crate::report::model::{InputRun, ReportKind, Source, TierInput, build};
+use crate::report::model::{InputRun, ReportKind, Source, TierInput};
 use crate::stats::campaign::{TierPlace, tier_server};
 use crate::store::{GroupRow, RunMeta, Store};
-
-/// Runs `linerate report`.
-pub fn run(plan: &ReportPlan) -> Result<ExitCode> {
-    let source = match &plan.source {
-        ReportSource::History { db, which } => load(db, *which)?,
-        ReportSource::File(path) => from_file(path)?,
-    };
-    let report = build(source);
-    let mut buf = Vec::new();
-    crate::report::render(&report, plan.format, &mut buf)?;
-    match &plan.output {
-        None => {
-            let mut out = std::io::stdout().lock();
-            out.write_all(&buf)?;
-            out.flush()?;
-        }
-        Some(path) => write_whole(path, &buf)?,
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// Writes `bytes` to `path` through a temporary file in the same directory.
-pub fn write_whole(path: &Path, bytes: &[u8]) -> Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = std::path::PathBuf::from(tmp);
-    std::fs::write(&tmp, bytes)
-        .with_context(|| format!("cannot write the report to {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| {
-        let _ = std::fs::remove_file(&tmp);
-        format!("cannot move the report into place at {}", path.display())
-    })
-}
 
 fn is_ipv6(server: &str) -> bool {
     server.starts_with('[')
@@ -121,7 +83,7 @@ type StoredRuns = Vec<(i64, RunMeta, RunRecord)>;
 const UNFINISHED: &str = "not finished: interrupted, or stopped after failed runs";
 
 /// A stored matrix's setting: under `plan` (groups stored since `matrix --resume`, see
-/// `crate::matrix`) or at the top of the params (older groups).
+/// `cmd::matrix`) or at the top of the params (older groups).
 fn matrix_param<'a>(params: &'a Value, key: &str) -> &'a Value {
     let planned = &params["plan"][key];
     if planned.is_null() { &params[key] } else { planned }
@@ -296,7 +258,7 @@ fn field<T: serde::de::DeserializeOwned>(doc: &Value, key: &str, path: &Path) ->
 
 /// A `linerate.run`, `linerate.matrix` or `linerate.campaign` document; figures are
 /// recomputed from its records, so a report of a file equals a report of the same runs stored.
-fn from_file(path: &Path) -> Result<Source> {
+pub(super) fn from_file(path: &Path) -> Result<Source> {
     let text = std::fs::read_to_string(path).with_context(|| {
         format!("cannot read {} (give a run id, mN, cN or a JSON file)", path.display())
     })?;

@@ -243,7 +243,7 @@ mod imp {
     }
 }
 
-/// Linux: the real system calls (in `udp_sys/linux.rs`).
+/// Linux: the real system calls (in `udp/linux.rs`).
 #[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "linux")]

@@ -14,14 +14,14 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, anyhow};
 use serde_json::{Value, json};
 
-use crate::history::GroupRuns;
+use super::keep::{self, GroupRuns};
 use crate::plan::matrix::{Cell, MatrixPlan, MatrixRun};
 use crate::plan::{ClientPlan, OutputFormat};
 use crate::record::{Outcome, RunRecord};
 use crate::report::progress::DEFAULT_COLUMNS;
-use crate::resume::{self, Resumable};
 use crate::session::{self, Interrupt};
 use crate::stats;
+use crate::store::resume::{self, Resumable};
 use crate::store::{RunKind, Store};
 
 /// Completed runs of an earlier attempt: (cell index, repetition, record).
@@ -35,7 +35,7 @@ pub fn run(
     how: &MatrixRun,
     interrupt: &Interrupt,
 ) -> Result<ExitCode> {
-    let mut store = crate::history::open(&base.store);
+    let mut store = keep::open(&base.store);
     let (group, plan, prior) = start_or_resume(base, plan, how, &mut store)?;
     let cells = plan.cells();
     let text_out = base.output == OutputFormat::Text;
@@ -54,7 +54,7 @@ pub fn run(
                 &p.cell.label(),
                 p.repetition,
                 p.eta,
-                crate::measure::sys::stderr_columns().unwrap_or(DEFAULT_COLUMNS),
+                crate::sys::stderr_columns().unwrap_or(DEFAULT_COLUMNS),
             );
             eprint!("\r\x1b[2K{line}");
         }
@@ -110,7 +110,7 @@ pub fn run(
     }
     let cells: Vec<(String, Vec<f64>)> =
         summary.cells.iter().map(|c| (c.label.clone(), c.samples.clone())).collect();
-    crate::app::gate(base, &cells)?;
+    super::gate::gate(base, &cells)?;
     Ok(ExitCode::SUCCESS)
 }
 

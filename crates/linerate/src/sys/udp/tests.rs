@@ -1,4 +1,4 @@
-//! Tests of `udp_sys` on loopback UDP socket pairs (127.0.0.1 only, bounded counts/waits).
+//! Tests of `sys::udp` on loopback UDP socket pairs (127.0.0.1 only, bounded counts/waits).
 
 use super::*;
 use std::net::UdpSocket;

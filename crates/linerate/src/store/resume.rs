@@ -11,8 +11,8 @@
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
+use super::{GroupRow, Store};
 use crate::record::{Outcome, RunRecord};
-use crate::store::{GroupRow, Store};
 
 /// What is being resumed, for finding its group and for the errors.
 #[derive(Debug)]

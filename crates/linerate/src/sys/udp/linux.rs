@@ -1,4 +1,4 @@
-//! Linux implementation of `udp_sys`: `sendmmsg`, `recvmmsg` with control messages,
+//! Linux implementation of `sys::udp`: `sendmmsg`, `recvmmsg` with control messages,
 //! `UDP_SEGMENT`, `UDP_GRO`, `SO_RXQ_OVFL` and `SO_MEMINFO` through libc.
 //!
 //! Every function is one or two system calls on stack-allocated arrays (no heap allocation

@@ -1,0 +1,112 @@
+//! `linerate client HOST` (and `-c HOST`): one test, or a `--find-max` rate search; the run
+//! is stored, rendered in the chosen format, and gated (`--fail-below`, `--fail-regression`).
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::{Result, anyhow};
+
+use super::gate::gate;
+use super::keep;
+use crate::plan::search::{RateSearch, SearchPlan};
+use crate::plan::{ClientPlan, OutputFormat};
+use crate::record::{Outcome, RunRecord};
+use crate::report::{iperf3_json, json, text};
+use crate::session::{Interrupt, Quiet, client, iperf3};
+use crate::stats;
+use crate::store::{RunKind, RunMeta};
+
+pub fn run(plan: &ClientPlan, interrupt: &Interrupt) -> Result<ExitCode> {
+    if let Some(search) = plan.find_max {
+        return find_max(plan, search, interrupt);
+    }
+    let stdout = std::io::stdout();
+    let run = if plan.iperf3 { iperf3::client::run } else { client::run };
+    let record = match plan.output {
+        OutputFormat::Text => {
+            let mut live = text::LivePrinter::new(stdout.lock(), plan.spec.title.clone());
+            run(plan, &mut live, interrupt)
+        }
+        OutputFormat::JsonStream => run(plan, &mut json::JsonStream::new(stdout.lock()), interrupt),
+        OutputFormat::Json | OutputFormat::Iperf3Json => run(plan, &mut Quiet, interrupt),
+    };
+    finish_client(plan, &record)
+}
+
+fn finish_client(plan: &ClientPlan, record: &RunRecord) -> Result<ExitCode> {
+    let stored =
+        keep::keep(&mut keep::open(&plan.store), record, &RunMeta::test(plan.store.labels.clone()));
+    let mut out = std::io::stdout().lock();
+    let has_figures = record.client.is_some() || record.server_results.is_some();
+    match plan.output {
+        OutputFormat::Json => json::render_run(record, &mut out)?,
+        OutputFormat::JsonStream => json::render_run_line(record, &mut out)?,
+        OutputFormat::Iperf3Json => iperf3_json::render_run(record, &mut out)?,
+        OutputFormat::Text if has_figures => text::render_run(record, &mut out)?,
+        OutputFormat::Text => {}
+    }
+    if let (Some(id), OutputFormat::Text) = (stored, plan.output) {
+        writeln!(out, "Stored as run {id} (linerate show {id}).")?;
+    }
+    out.flush()?;
+    if !matches!(record.outcome, Outcome::Failed { .. }) {
+        let cells = vec![(
+            "run".to_string(),
+            vec![stats::matrix::received_rate(&stats::summarize(record))],
+        )];
+        gate(plan, &cells)?;
+    }
+    out.flush()?;
+    match &record.outcome {
+        Outcome::Completed | Outcome::Interrupted => Ok(ExitCode::SUCCESS),
+        Outcome::Failed { error } => Err(anyhow!("{error}")),
+    }
+}
+
+/// `--find-max`: runs trials until the search is done, printing each, then the answer.
+fn find_max(plan: &ClientPlan, search_plan: SearchPlan, interrupt: &Interrupt) -> Result<ExitCode> {
+    let mut search = RateSearch::new(search_plan);
+    let mut records = Vec::new();
+    let mut store = keep::open(&plan.store);
+    let params = serde_json::json!({ "max_loss": search_plan.max_loss, "start_bits_per_second": search_plan.start_bits_per_second, "spec": plan.spec });
+    let group = store.as_mut().and_then(|s| s.begin_group("find_max", None, &params).ok());
+    let mut out = std::io::stdout().lock();
+    let text = plan.output == OutputFormat::Text;
+    if text {
+        text::render_search_start(&plan.spec, &search_plan, &mut out)?;
+    }
+    while let Some(rate) = search.next_rate() {
+        if interrupt.count() > 0 {
+            break;
+        }
+        let mut trial_plan = plan.clone();
+        trial_plan.spec.bits_per_second = rate;
+        let record = client::run(&trial_plan, &mut Quiet, interrupt);
+        if let Outcome::Failed { error } = &record.outcome {
+            return Err(anyhow!("trial {} at {} failed: {error}", records.len() + 1, rate));
+        }
+        let trial = search.record(crate::stats::udp::trial_of(&record, rate));
+        let meta = RunMeta {
+            kind: RunKind::FindMaxTrial,
+            group,
+            cell: Some(format!("b={rate}")),
+            repetition: None,
+            labels: plan.store.labels.clone(),
+        };
+        keep::keep(&mut store, &record, &meta);
+        if text {
+            text::render_trial(records.len() + 1, &trial, &mut out)?;
+        }
+        records.push(record);
+    }
+    let answer = search.answer();
+    if let (Some(s), Some(g)) = (store.as_mut(), group) {
+        let _ = s.finish_group(g);
+    }
+    match plan.output {
+        OutputFormat::Text => text::render_search_answer(&answer, &search_plan, &mut out)?,
+        _ => json::render_search(&answer, &search_plan, &records, &mut out)?,
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}

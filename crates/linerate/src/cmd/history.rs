@@ -1,0 +1,40 @@
+//! `linerate history`: lists stored runs (newest first), filtered by label, server or group.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::{Result, bail};
+
+use crate::plan::{HistoryCommand, HistoryPlan};
+use crate::report;
+use crate::store::{ListFilter, Store};
+
+/// The history at `plan.db`, or an error saying how to get one.
+pub(super) fn open_existing(db: &std::path::Path) -> Result<Store> {
+    if !db.exists() {
+        bail!(
+            "no history at {}: run a test first (results are stored by default), or give --db PATH",
+            db.display()
+        );
+    }
+    Store::open(db)
+}
+
+/// Runs `linerate history`.
+pub fn run(plan: &HistoryPlan) -> Result<ExitCode> {
+    let store = open_existing(&plan.db)?;
+    let HistoryCommand::List { label, server, group, limit } = &plan.command else {
+        bail!("not a history listing");
+    };
+    let filter = ListFilter {
+        label: label.clone(),
+        server: server.clone(),
+        group: *group,
+        limit: Some(*limit),
+    };
+    let rows = store.list(&filter)?;
+    let mut out = std::io::stdout().lock();
+    report::history::render_list(&rows, plan.json, &mut out)?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,49 @@
+//! The command layer: one file per subcommand. Each takes its typed plan (from `cli/`) and
+//! wires the runners of `session/` and `plan/` to the record, the history (`store/`) and the
+//! renderers (`report/`), and decides the exit status.
+//!
+//! This is the only layer that may import every other one; nothing imports it but `main.rs`.
+//! Commands compute nothing themselves (`stats/` does) and format nothing themselves
+//! (`report/` does); they decide what runs, what is stored and what is shown, in which order.
+
+mod campaign;
+mod client;
+mod compare;
+mod doctor;
+mod gate;
+mod generate;
+mod history;
+mod keep;
+mod matrix;
+mod report;
+mod selftest;
+mod server;
+mod show;
+mod source;
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use crate::plan::{HistoryCommand, Plan};
+use crate::session::Interrupt;
+
+/// Runs the plan to completion.
+pub fn execute(plan: Plan) -> Result<ExitCode> {
+    match plan {
+        Plan::Client(p) => client::run(&p, &Interrupt::install()?),
+        Plan::Server(p) => server::run(&p),
+        Plan::Selftest(p) => selftest::run(p),
+        Plan::Matrix(base, m, how) => matrix::run(&base, &m, &how, &Interrupt::install()?),
+        Plan::History(h) => match &h.command {
+            HistoryCommand::List { .. } => history::run(&h),
+            HistoryCommand::Show(id) => show::run(&h, *id),
+            HistoryCommand::Compare(a, b, html) => compare::run(&h, (*a, *b), html.as_deref()),
+        },
+        Plan::SelftestMatrix(base, m) => selftest::run_default(base, &m),
+        Plan::Campaign(c) => campaign::run(&c, &Interrupt::install()?),
+        Plan::Doctor(d) => doctor::run(&d),
+        Plan::Report(r) => report::run(&r),
+        Plan::Generate(g) => generate::run(g),
+    }
+}

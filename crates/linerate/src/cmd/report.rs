@@ -1,0 +1,47 @@
+//! `linerate report`: reads a stored run, matrix or campaign from the history, or a saved JSON
+//! document (`source.rs`), and writes the report in the chosen format to stdout or a file.
+//! A file is written whole or not at all (a temporary file renamed into place), so a failed
+//! report never leaves half a file where the last good one was.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+
+use super::source::{from_file, load};
+use crate::plan::{ReportPlan, ReportSource};
+use crate::report::model::build;
+
+/// Runs `linerate report`.
+pub fn run(plan: &ReportPlan) -> Result<ExitCode> {
+    let source = match &plan.source {
+        ReportSource::History { db, which } => load(db, *which)?,
+        ReportSource::File(path) => from_file(path)?,
+    };
+    let report = build(source);
+    let mut buf = Vec::new();
+    crate::report::render(&report, plan.format, &mut buf)?;
+    match &plan.output {
+        None => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(&buf)?;
+            out.flush()?;
+        }
+        Some(path) => write_whole(path, &buf)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same directory.
+pub fn write_whole(path: &Path, bytes: &[u8]) -> Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = std::path::PathBuf::from(tmp);
+    std::fs::write(&tmp, bytes)
+        .with_context(|| format!("cannot write the report to {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| {
+        let _ = std::fs::remove_file(&tmp);
+        format!("cannot move the report into place at {}", path.display())
+    })
+}

@@ -1,0 +1,71 @@
+//! `linerate selftest` and the default job (`linerate` with no arguments): a test, or the
+//! default methodology, against a server embedded in this process on loopback.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+
+use crate::plan::matrix::{MatrixPlan, MatrixRun};
+use crate::plan::{ClientPlan, Family, OutputFormat, ServerPlan};
+use crate::report::text;
+use crate::session::Interrupt;
+use crate::session::server::{Notes, Server, ServerNote};
+
+/// The default job: the seeds' first tier against an embedded server.
+pub fn run_default(base: ClientPlan, m: &MatrixPlan) -> Result<ExitCode> {
+    with_embedded_server(base, |plan| {
+        println!(
+            "linerate: the default methodology on loopback against an embedded server on \
+                 127.0.0.1:{} (run `linerate --help` for everything else)",
+            plan.port
+        );
+        super::matrix::run(plan, m, &MatrixRun::default(), &Interrupt::install()?)
+    })
+}
+
+pub fn run(plan: ClientPlan) -> Result<ExitCode> {
+    with_embedded_server(plan, |plan| {
+        if plan.output == OutputFormat::Text {
+            println!(
+                "linerate selftest: embedded server on 127.0.0.1:{}, {}",
+                plan.port,
+                text::describe_spec(&plan.spec)
+            );
+        }
+        super::client::run(plan, &Interrupt::install()?)
+    })
+}
+
+/// Runs `f` with `plan` pointed at a server started on loopback for the purpose.
+fn with_embedded_server(
+    mut plan: ClientPlan,
+    f: impl FnOnce(&ClientPlan) -> Result<ExitCode>,
+) -> Result<ExitCode> {
+    let server_plan = ServerPlan {
+        port: 0,
+        bind: Some(std::net::IpAddr::from([127, 0, 0, 1])),
+        family: Family::V4,
+        one_off: false,
+        output: OutputFormat::Text,
+        // The user's own loopback server: only the protocol's limits apply.
+        limits: linerate_proto::Limits::unlimited(),
+        access: crate::plan::server::Access::default(),
+    };
+    let server = Server::bind(&server_plan).context("cannot start the embedded server")?;
+    plan.port = server.local_addr()?.port();
+    let stop_server = Interrupt::manual();
+    let server_thread = {
+        let stop = stop_server.clone();
+        std::thread::spawn(move || {
+            server.run(
+                &stop,
+                Notes { sink: Arc::new(|_: &ServerNote| {}), text: text::server_notes_text },
+            )
+        })
+    };
+    let result = f(&plan);
+    stop_server.trigger();
+    let _ = server_thread.join();
+    result
+}

@@ -1,0 +1,34 @@
+//! `linerate server` (and `-s`): serves tests until interrupted; its notes (listening, tests
+//! accepted and ended, connections dropped) are rendered as text or JSON lines.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Result;
+
+use crate::plan::{OutputFormat, ServerPlan};
+use crate::report::{json, text};
+use crate::session::Interrupt;
+use crate::session::server::{NoteSink, Notes, Server, ServerNote};
+
+pub(super) fn note_sink(format: OutputFormat) -> NoteSink {
+    Arc::new(move |note: &ServerNote| {
+        let mut out = std::io::stdout().lock();
+        let _ = match format {
+            OutputFormat::Text => text::render_server_note(note, &mut out),
+            OutputFormat::Json | OutputFormat::Iperf3Json | OutputFormat::JsonStream => {
+                json::render_line(note, &mut out)
+            }
+        };
+        let _ = out.flush();
+    })
+}
+
+pub fn run(plan: &ServerPlan) -> Result<ExitCode> {
+    let interrupt = Interrupt::install()?;
+    let server = Server::bind(plan)?;
+    server
+        .run(&interrupt, Notes { sink: note_sink(plan.output), text: text::server_notes_text })?;
+    Ok(ExitCode::SUCCESS)
+}
