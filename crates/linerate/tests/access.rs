@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use linerate_proto::client::{ClientConn, ClientEvent};
 use linerate_proto::wire::DataHello;
-use linerate_proto::{Direction, Protocol, TestSpec};
+use linerate_proto::{Direction, Machine, Protocol, TestSpec};
 
 use crate::util::{Server, client_json, data_home, run};
 

@@ -173,7 +173,10 @@ fn shaped_link_is_measured_at_its_rate_and_called_path_bound() {
             doc["summary"]["directions"][0]["receiver"]["bits_per_second"].as_f64().expect("rate");
         // tbf counts the 14-byte Ethernet header: TCP payload is at most 1448/1514 of the rate.
         let theoretical = 500e6 * 1448.0 / 1514.0;
-        assert!((got / 500e6 - 1.0).abs() < 0.05, "{dir:?}: {got} bit/s vs 500 Mbit/s shaped");
+        // Never above the shaped rate; within 3 % of what TCP can carry through it (the
+        // payload ceiling is already 4.4 % below the nominal rate, so a band around 500 Mbit/s
+        // left only 0.6 % for a busy machine).
+        assert!(got <= 500e6 * 1.01, "{dir:?}: {got} bit/s above the 500 Mbit/s shaper");
         assert!(got >= 0.97 * theoretical, "{dir:?}: {got} vs theoretical {theoretical}");
         let v = &doc["summary"]["verdicts"][0];
         assert_eq!(v["limit"], "path", "{dir:?}: {v}");

@@ -155,3 +155,38 @@ fn gates_fail_below_a_rate_and_on_a_regression_against_a_baseline() {
     let same = m("200M", &["--fail-regression", "5%", "--baseline", &id]);
     assert_eq!(same.code, Some(0), "{}", same.stderr);
 }
+
+#[test]
+fn last_names_the_newest_run_or_the_matrix_it_belongs_to() {
+    let srv = Server::start(&[]);
+    let (port, db) = (srv.port.to_string(), db_path("last"));
+    let empty = run(&["show", "last", "--db", &db], Duration::from_secs(30));
+    assert_ne!(empty.code, Some(0), "an empty history has no last run");
+    let client = |label: &str| {
+        let args = ["client", "127.0.0.1", "-p", &port, "-t", "0.3", "--db", &db];
+        ok(&[&args[..], &["--label", label, "-J"]].concat()).json()
+    };
+    let (_, second) = (client("first"), client("second"));
+    // `show` with no id and `show last` are the second run, whose record they print.
+    for args in [&["show", "--db", &db, "-J"][..], &["show", "last", "--db", &db, "-J"][..]] {
+        let shown = ok(args).json();
+        assert_eq!(shown["record"], second["record"], "{args:?}");
+    }
+    // `report` with no id is the newest run too: a one-run report.
+    let report = ok(&["report", "--db", &db, "-f", "json"]).json();
+    assert_eq!(report["kind"], "linerate.run", "a one-run report");
+    // After a matrix, `last` is the matrix for report and compare, and its newest run for show.
+    let out = paced_matrix(&port, &db, "100M", "0.3", &[]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let m = stored_matrix(&out);
+    let report = ok(&["report", "--db", &db]).stdout;
+    assert!(report.contains(&format!("matrix {m}")), "report names the matrix {m}: {report}");
+    let same = ok(&["compare", &m, "last", "--db", &db, "-J"]).json();
+    assert_eq!(same[0]["result"]["change_percent"], 0.0, "a matrix against itself: {same}");
+    let shown = ok(&["show", "last", "--db", &db, "-J"]).json();
+    assert_eq!(shown["record"]["spec"]["bits_per_second"], 100_000_000, "{shown}");
+    // A group id is not a run: show says what to use instead.
+    let refused = run(&["show", &m, "--db", &db], Duration::from_secs(30));
+    assert_ne!(refused.code, Some(0));
+    assert!(refused.stderr.contains(&format!("linerate report {m}")), "{}", refused.stderr);
+}

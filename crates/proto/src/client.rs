@@ -14,7 +14,6 @@
 //! Any error leaves the machine failed; the driver flushes `poll_transmit` and closes.
 //! The machine never reads a clock: `now` is any monotonic time the driver chooses.
 
-use std::collections::VecDeque;
 use std::time::Duration;
 
 use crate::auth::{ClientKey, NONCE_LEN, Psk};
@@ -23,6 +22,7 @@ use crate::conn::{
     streams_deadline, unexpected,
 };
 use crate::error::ProtoError;
+use crate::machine::{Io, Machine};
 use crate::results::SideResults;
 use crate::spec::TestSpec;
 use crate::wire::{AbortReason, Capability, Cookie, MAX_FRAME_RESULTS, Message, StopReason};
@@ -67,9 +67,8 @@ enum State {
 #[derive(Debug)]
 pub struct ClientConn {
     spec: TestSpec,
-    core: Core,
+    core: Core<ClientEvent>,
     state: State,
-    events: VecDeque<ClientEvent>,
     /// The key and our nonce, for a server that requires authentication.
     psk: Option<ClientKey>,
 }
@@ -84,7 +83,6 @@ impl ClientConn {
             core: Core::new(software, None, greeting),
             psk: None,
             state: State::Greeting,
-            events: VecDeque::new(),
         })
     }
 
@@ -100,61 +98,11 @@ impl ClientConn {
         &self.spec
     }
 
-    /// Feeds bytes read from the control connection.
-    pub fn handle_input(&mut self, bytes: &[u8], now: Duration) -> Result<(), ProtoError> {
-        self.core.ensure_alive()?;
-        self.core.wire.push(bytes);
-        let r = self.drain_input(now);
-        self.core.fail_on(r)
-    }
-
     fn drain_input(&mut self, now: Duration) -> Result<(), ProtoError> {
         while let Some(input) = self.core.wire.next_input()? {
             self.on_input(input, now)?;
         }
         Ok(())
-    }
-
-    /// The server closed the control connection.
-    pub fn handle_eof(&mut self) -> Result<(), ProtoError> {
-        if self.core.failed() {
-            return Ok(());
-        }
-        let what = match &self.state {
-            State::Done => return Ok(()),
-            State::Greeting => "before its hello (is this a linerate server?)",
-            State::AwaitingAccept { .. } => "before answering the test request",
-            State::Connecting => "while the data streams were connecting",
-            State::Running { .. } if self.core.results_sent() => "before sending its results",
-            State::Running { .. } => "during the test",
-        };
-        self.core.fail();
-        Err(ProtoError::Closed(what.to_string()))
-    }
-
-    /// Checks deadlines; call at or after [`Self::poll_timeout`].
-    pub fn handle_timeout(&mut self, now: Duration) -> Result<(), ProtoError> {
-        self.core.handle_timeout(now)
-    }
-
-    /// The next deadline, if any.
-    pub fn poll_timeout(&self) -> Option<Duration> {
-        self.core.poll_timeout()
-    }
-
-    /// Bytes to write to the control connection.
-    pub fn poll_transmit(&mut self) -> Option<Vec<u8>> {
-        self.core.wire.take()
-    }
-
-    /// The next event for the driver.
-    pub fn poll_event(&mut self) -> Option<ClientEvent> {
-        self.events.pop_front()
-    }
-
-    /// True once both results are exchanged.
-    pub fn is_finished(&self) -> bool {
-        matches!(self.state, State::Done)
     }
 
     /// Tells the server's senders to stop (time elapsed or interrupted). Sent at most once;
@@ -165,7 +113,7 @@ impl ClientConn {
             && !self.core.failed()
         {
             *stop_sent = true;
-            self.core.wire.send(&Message::Stop { reason });
+            self.core.send(&Message::Stop { reason });
         }
     }
 
@@ -188,7 +136,7 @@ impl ClientConn {
         if !matches!(self.state, State::Done) {
             self.core.farewell(&Message::Abort { reason, message: message.to_string() });
         }
-        self.core.fail();
+        self.core.io.fail();
     }
 
     fn on_input(&mut self, input: Input, now: Duration) -> Result<(), ProtoError> {
@@ -220,27 +168,27 @@ impl ClientConn {
         if let Some(nonce) = auth_nonce {
             self.answer_challenge(&nonce)?;
         }
-        self.core.wire.send(&Message::TestRequest { spec: self.spec.clone() });
+        self.core.send(&Message::TestRequest { spec: self.spec.clone() });
         self.state = State::AwaitingAccept { software, caps };
         Ok(())
     }
 
     fn answer_challenge(&mut self, server_nonce: &str) -> Result<(), ProtoError> {
         let auth = crate::auth::answer_challenge(self.psk.as_ref(), server_nonce)?;
-        self.core.wire.send(&auth);
+        self.core.send(&auth);
         Ok(())
     }
 
     fn on_accept(&mut self, msg: Message, now: Duration) -> Result<(), ProtoError> {
         if let Message::Queued { position, wait_ms } = msg {
             // The server repeats this while we wait; each one restarts the deadline.
-            self.core.deadline = Some(Deadline::after(
+            self.core.io.deadline = Some(Deadline::after(
                 now,
                 HANDSHAKE_TIMEOUT,
                 "waiting in the server's queue (it stopped saying so)",
             ));
             let wait = wait_ms.map(Duration::from_millis);
-            self.events.push_back(ClientEvent::Queued { position, wait });
+            self.core.io.emit(ClientEvent::Queued { position, wait });
             return Ok(());
         }
         let Message::TestAccepted { cookie } = msg else {
@@ -255,9 +203,9 @@ impl ClientConn {
             return Err(ProtoError::Violation("internal: accept outside awaiting state".into()));
         };
         self.core.wire.set_max_frame(MAX_FRAME_RESULTS);
-        self.core.deadline =
+        self.core.io.deadline =
             Some(streams_deadline(now, &self.spec, "waiting for the server to start the test"));
-        self.events.push_back(ClientEvent::Accepted {
+        self.core.io.emit(ClientEvent::Accepted {
             cookie,
             server_software: software,
             capabilities: caps,
@@ -270,8 +218,8 @@ impl ClientConn {
             return Err(unexpected(&msg, "waiting for the server to start the test"));
         }
         self.state = State::Running { stop_sent: false };
-        self.core.deadline = run_deadline(now, &self.spec);
-        self.events.push_back(ClientEvent::Start);
+        self.core.io.deadline = run_deadline(now, &self.spec);
+        self.core.io.emit(ClientEvent::Start);
         Ok(())
     }
 
@@ -280,7 +228,7 @@ impl ClientConn {
             return Err(unexpected(&msg, "running the test"));
         };
         let done = self.core.peer_results("server")?;
-        self.events.push_back(ClientEvent::PeerResults(Box::new(results)));
+        self.core.io.emit(ClientEvent::PeerResults(Box::new(results)));
         if done {
             self.finish();
         }
@@ -289,7 +237,41 @@ impl ClientConn {
 
     fn finish(&mut self) {
         self.state = State::Done;
-        self.core.deadline = None;
-        self.events.push_back(ClientEvent::Finished);
+        self.core.io.deadline = None;
+        self.core.io.emit(ClientEvent::Finished);
+    }
+}
+
+impl Machine for ClientConn {
+    type Event = ClientEvent;
+
+    fn io(&self) -> &Io<ClientEvent> {
+        &self.core.io
+    }
+
+    fn io_mut(&mut self) -> &mut Io<ClientEvent> {
+        &mut self.core.io
+    }
+
+    fn absorb(&mut self, bytes: &[u8], now: Duration) -> Result<(), ProtoError> {
+        self.core.wire.push(bytes);
+        self.drain_input(now)
+    }
+
+    fn on_close(&mut self) -> Result<(), ProtoError> {
+        let what = match &self.state {
+            State::Done => return Ok(()),
+            State::Greeting => "before its hello (is this a linerate server?)",
+            State::AwaitingAccept { .. } => "before answering the test request",
+            State::Connecting => "while the data streams were connecting",
+            State::Running { .. } if self.core.results_sent() => "before sending its results",
+            State::Running { .. } => "during the test",
+        };
+        Err(ProtoError::Closed(what.to_string()))
+    }
+
+    /// True once both results are exchanged.
+    fn is_finished(&self) -> bool {
+        matches!(self.state, State::Done)
     }
 }

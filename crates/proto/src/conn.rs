@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use crate::error::ProtoError;
+use crate::machine::Io;
 use crate::results::SideResults;
 use crate::spec::{Direction, Protocol, TestSpec};
 use crate::wire::{
@@ -52,27 +53,16 @@ impl Deadline {
     }
 }
 
-/// Decoder, outbox and the once-only preamble/hello bookkeeping.
+/// The frame decoder and the once-only preamble bookkeeping.
 #[derive(Debug)]
 pub(crate) struct Wire {
     decoder: FrameDecoder,
-    out: Vec<u8>,
     got_preamble: bool,
 }
 
 impl Wire {
-    /// A wire that has already queued our preamble and hello (a server requiring a key
-    /// puts its nonce in the hello).
-    pub fn new(software: &str, auth_nonce: Option<String>) -> Self {
-        let mut w = Self { decoder: FrameDecoder::new(), out: Vec::new(), got_preamble: false };
-        w.out.extend_from_slice(&preamble(PROTOCOL_VERSION));
-        let software = software.to_string();
-        w.send(&Message::Hello { software, capabilities: own_caps(), auth_nonce });
-        w
-    }
-
-    pub fn send(&mut self, msg: &Message) {
-        self.out.extend_from_slice(&encode_frame(msg));
+    fn new() -> Self {
+        Self { decoder: FrameDecoder::new(), got_preamble: false }
     }
 
     pub fn push(&mut self, bytes: &[u8]) {
@@ -91,78 +81,54 @@ impl Wire {
         }
         Ok(self.decoder.poll_frame()?.map(Input::Message))
     }
-
-    pub fn take(&mut self) -> Option<Vec<u8>> {
-        if self.out.is_empty() { None } else { Some(std::mem::take(&mut self.out)) }
-    }
 }
 
-/// What both machines track besides their own state.
+/// What the native machines track besides their own state: the wire, the plumbing every
+/// machine has ([`Io`]), the one-time farewell and the results exchange.
 #[derive(Debug)]
-pub(crate) struct Core {
+pub(crate) struct Core<E> {
     pub wire: Wire,
-    pub deadline: Option<Deadline>,
-    failed: bool,
+    pub io: Io<E>,
     /// A `refused` or `abort` frame was queued; nothing more is sent after it.
     farewell_sent: bool,
     results_sent: bool,
     peer_results: bool,
 }
 
-impl Core {
-    /// A core whose preamble and hello are queued, with the greeting deadline.
+impl<E> Core<E> {
+    /// A core whose preamble and hello are queued (a server requiring a key puts its nonce in
+    /// the hello), with the greeting deadline.
     pub fn new(software: &str, auth_nonce: Option<String>, greeting: Deadline) -> Self {
+        let mut out = preamble(PROTOCOL_VERSION).to_vec();
+        let software = software.to_string();
+        out.extend_from_slice(&encode_frame(&Message::Hello {
+            software,
+            capabilities: own_caps(),
+            auth_nonce,
+        }));
         Self {
-            wire: Wire::new(software, auth_nonce),
-            deadline: Some(greeting),
-            failed: false,
+            wire: Wire::new(),
+            io: Io::new(out, Some(greeting)),
             farewell_sent: false,
             results_sent: false,
             peer_results: false,
         }
     }
 
+    /// Queues one message.
+    pub fn send(&mut self, msg: &Message) {
+        self.io.out.extend_from_slice(&encode_frame(msg));
+    }
+
     pub fn failed(&self) -> bool {
-        self.failed
-    }
-
-    /// Refuses further input once failed: a failed machine stays failed.
-    pub fn ensure_alive(&self) -> Result<(), ProtoError> {
-        if self.failed {
-            return Err(ProtoError::Violation("connection already failed".into()));
-        }
-        Ok(())
-    }
-
-    /// Marks the connection failed (no deadline, no more input).
-    pub fn fail(&mut self) {
-        self.failed = true;
-        self.deadline = None;
-    }
-
-    /// Passes `r` through, failing the connection if it is an error.
-    pub fn fail_on<T>(&mut self, r: Result<T, ProtoError>) -> Result<T, ProtoError> {
-        if r.is_err() {
-            self.fail();
-        }
-        r
-    }
-
-    pub fn handle_timeout(&mut self, now: Duration) -> Result<(), ProtoError> {
-        self.ensure_alive()?;
-        let r = self.deadline.as_ref().map_or(Ok(()), |d| d.check(now));
-        self.fail_on(r)
-    }
-
-    pub fn poll_timeout(&self) -> Option<Duration> {
-        self.deadline.as_ref().map(|d| d.at)
+        self.io.failed
     }
 
     /// Queues `refused` or `abort` unless one was already queued.
     pub fn farewell(&mut self, msg: &Message) {
         if !self.farewell_sent {
             self.farewell_sent = true;
-            self.wire.send(msg);
+            self.send(msg);
         }
     }
 
@@ -183,9 +149,9 @@ impl Core {
         }
         self.results_sent = true;
         results.fit_to(MAX_FRAME_RESULTS as usize - 1024);
-        self.wire.send(&Message::Results { results });
+        self.send(&Message::Results { results });
         if !self.peer_results {
-            self.deadline = Some(Deadline::after(now, RESULTS_TIMEOUT, waiting_for));
+            self.io.deadline = Some(Deadline::after(now, RESULTS_TIMEOUT, waiting_for));
         }
         Ok(self.peer_results)
     }

@@ -12,6 +12,7 @@ use std::time::Duration;
 use crate::conn::{Core, Deadline, HANDSHAKE_TIMEOUT, Input, check_version, negotiate, unexpected};
 use crate::environment::Environment;
 use crate::error::ProtoError;
+use crate::machine::{Io, Machine};
 use crate::wire::{Capability, Cookie, MAX_FRAME_RESULTS, Message};
 
 /// How long the server has to answer a doctor's request.
@@ -48,9 +49,8 @@ enum State {
 /// The doctor's control-connection state machine.
 #[derive(Debug)]
 pub struct DoctorConn {
-    core: Core,
+    core: Core<DoctorEvent>,
     state: State,
-    events: std::collections::VecDeque<DoctorEvent>,
     /// The key and our nonce, for a server that requires authentication.
     psk: Option<crate::auth::ClientKey>,
 }
@@ -59,12 +59,7 @@ impl DoctorConn {
     /// A new session; the server's hello and answer must come within the handshake timeout.
     pub fn new(software: &str, now: Duration) -> Self {
         let greeting = Deadline::after(now, HANDSHAKE_TIMEOUT, "waiting for the server's hello");
-        Self {
-            core: Core::new(software, None, greeting),
-            state: State::Greeting,
-            events: Default::default(),
-            psk: None,
-        }
+        Self { core: Core::new(software, None, greeting), state: State::Greeting, psk: None }
     }
 
     /// Answers a server that requires a pre-shared key, with `key` and a fresh random
@@ -72,14 +67,6 @@ impl DoctorConn {
     pub fn with_psk(mut self, key: crate::auth::Psk, nonce: [u8; crate::auth::NONCE_LEN]) -> Self {
         self.psk = Some((key, nonce));
         self
-    }
-
-    /// Feeds bytes read from the control connection.
-    pub fn handle_input(&mut self, bytes: &[u8], now: Duration) -> Result<(), ProtoError> {
-        self.core.ensure_alive()?;
-        self.core.wire.push(bytes);
-        let r = self.drain(now);
-        self.core.fail_on(r)
     }
 
     fn drain(&mut self, now: Duration) -> Result<(), ProtoError> {
@@ -94,35 +81,6 @@ impl DoctorConn {
             self.on_message(msg, now)?;
         }
         Ok(())
-    }
-
-    /// The server closed the connection.
-    pub fn handle_eof(&mut self) -> Result<(), ProtoError> {
-        if self.core.failed() || matches!(self.state, State::Done | State::Ready { .. }) {
-            return Ok(());
-        }
-        self.core.fail();
-        Err(ProtoError::Closed("before answering the doctor".into()))
-    }
-
-    /// Checks deadlines.
-    pub fn handle_timeout(&mut self, now: Duration) -> Result<(), ProtoError> {
-        self.core.handle_timeout(now)
-    }
-
-    /// The next deadline, if any.
-    pub fn poll_timeout(&self) -> Option<Duration> {
-        self.core.poll_timeout()
-    }
-
-    /// Bytes to write.
-    pub fn poll_transmit(&mut self) -> Option<Vec<u8>> {
-        self.core.wire.take()
-    }
-
-    /// The next event.
-    pub fn poll_event(&mut self) -> Option<DoctorEvent> {
-        self.events.pop_front()
     }
 
     /// True once the environment arrived and no echo request is pending.
@@ -143,9 +101,9 @@ impl DoctorConn {
             ));
         }
         self.state = State::AwaitingEcho;
-        self.core.deadline =
+        self.core.io.deadline =
             Some(Deadline::after(now, DOCTOR_ANSWER_TIMEOUT, "waiting for echo_ready"));
-        self.core.wire.send(&Message::EchoRequest { client_port });
+        self.core.send(&Message::EchoRequest { client_port });
         Ok(())
     }
 
@@ -169,11 +127,11 @@ impl DoctorConn {
                 }
                 if let Some(nonce) = auth_nonce {
                     let auth = crate::auth::answer_challenge(self.psk.as_ref(), &nonce)?;
-                    self.core.wire.send(&auth);
+                    self.core.send(&auth);
                 }
                 self.core.wire.set_max_frame(MAX_FRAME_RESULTS);
-                self.core.wire.send(&Message::EnvironmentRequest);
-                self.core.deadline = Some(Deadline::after(
+                self.core.send(&Message::EnvironmentRequest);
+                self.core.io.deadline = Some(Deadline::after(
                     now,
                     DOCTOR_ANSWER_TIMEOUT,
                     "waiting for the server's environment",
@@ -185,10 +143,11 @@ impl DoctorConn {
                 let Message::Environment { environment } = msg else {
                     return Err(unexpected(&msg, "waiting for the server's environment"));
                 };
-                self.core.deadline = None;
+                self.core.io.deadline = None;
                 self.state = State::Ready { caps };
-                self.events
-                    .push_back(DoctorEvent::Environment { server_software: software, environment });
+                self.core
+                    .io
+                    .emit(DoctorEvent::Environment { server_software: software, environment });
                 Ok(())
             }
             State::AwaitingEcho => {
@@ -200,13 +159,42 @@ impl DoctorConn {
                         "echo_ready cookie {cookie:?} is not 32 hex digits"
                     ))
                 })?;
-                self.core.deadline = None;
-                self.events.push_back(DoctorEvent::EchoReady { port, cookie });
+                self.core.io.deadline = None;
+                self.core.io.emit(DoctorEvent::EchoReady { port, cookie });
                 Ok(())
             }
             State::Ready { .. } | State::Done => {
                 Err(unexpected(&msg, "idle after the doctor's answers"))
             }
         }
+    }
+}
+
+impl Machine for DoctorConn {
+    type Event = DoctorEvent;
+
+    fn io(&self) -> &Io<DoctorEvent> {
+        &self.core.io
+    }
+
+    fn io_mut(&mut self) -> &mut Io<DoctorEvent> {
+        &mut self.core.io
+    }
+
+    fn absorb(&mut self, bytes: &[u8], now: Duration) -> Result<(), ProtoError> {
+        self.core.wire.push(bytes);
+        self.drain(now)
+    }
+
+    fn on_close(&mut self) -> Result<(), ProtoError> {
+        if matches!(self.state, State::Done | State::Ready { .. }) {
+            return Ok(());
+        }
+        Err(ProtoError::Closed("before answering the doctor".into()))
+    }
+
+    /// True once the session is over.
+    fn is_finished(&self) -> bool {
+        matches!(self.state, State::Done)
     }
 }

@@ -1,6 +1,7 @@
 //! A doctor session between the in-memory [`DoctorConn`] and [`ServerConn`], with simulated
 //! time: environment exchange, the echo handshake, old servers, limits and deadlines.
 
+use crate::machine::Machine;
 use std::time::Duration;
 
 use crate::ProtoError;

@@ -4,6 +4,7 @@
 //! generated inputs through them, so fuzzing needs no nightly toolchain to catch regressions.
 //! Each body must return normally for every input: errors are fine, panics are bugs.
 
+use crate::machine::Machine;
 use std::time::Duration;
 
 use crate::auth::{NONCE_LEN, Psk, to_hex};

@@ -27,6 +27,7 @@ pub mod fuzz_seeds;
 pub mod fuzzing;
 pub mod iperf3;
 pub mod limits;
+pub mod machine;
 pub mod results;
 pub mod server;
 pub mod spec;
@@ -42,6 +43,7 @@ pub use conn::{HANDSHAKE_TIMEOUT, RESULTS_TIMEOUT, RUN_GRACE, STREAMS_TIMEOUT};
 pub use environment::{CpuEnvironment, Environment, Fact, InterfaceEnvironment};
 pub use error::{Blame, ProtoError};
 pub use limits::{LimitKind, Limits, Refusal};
+pub use machine::Machine;
 pub use results::{
     CostSample, CpuTimes, CycleSource, HostCost, IntervalSample, MemoryUse, ProcessCpu,
     SideResults, SocketReport, StreamResult, StreamRole, SystemCpu, TcpInternals,

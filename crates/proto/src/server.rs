@@ -20,7 +20,6 @@
 //! Errors leave the machine failed; the driver flushes `poll_transmit` (which may hold a
 //! `refused` frame explaining the error to the client) and closes.
 
-use std::collections::VecDeque;
 use std::time::Duration;
 
 use crate::auth::{NONCE_LEN, Psk, from_hex, to_hex};
@@ -29,6 +28,7 @@ use crate::conn::{
     streams_deadline, unexpected,
 };
 use crate::error::ProtoError;
+use crate::machine::{Io, Machine};
 use crate::results::SideResults;
 use crate::spec::TestSpec;
 use crate::wire::{AbortReason, Capability, Cookie, MAX_FRAME_RESULTS, Message, StopReason};
@@ -113,10 +113,9 @@ enum State {
 /// The server's state machine for one control connection.
 #[derive(Debug)]
 pub struct ServerConn {
-    core: Core,
+    core: Core<ServerEvent>,
     state: State,
     spec: Option<TestSpec>,
-    events: VecDeque<ServerEvent>,
     /// The client understands `queued`.
     can_queue: bool,
     /// The key and the nonce sent in our hello, when clients must authenticate.
@@ -148,7 +147,6 @@ impl ServerConn {
             core: Core::new(software, auth_nonce, greeting),
             state: State::Greeting,
             spec: None,
-            events: VecDeque::new(),
             can_queue: false,
         }
     }
@@ -158,67 +156,11 @@ impl ServerConn {
         self.spec.as_ref()
     }
 
-    /// Feeds bytes read from the control connection (`now` starts a doctor session's
-    /// deadline).
-    pub fn handle_input(&mut self, bytes: &[u8], now: Duration) -> Result<(), ProtoError> {
-        self.core.ensure_alive()?;
-        self.core.wire.push(bytes);
-        let r = self.drain_input(now);
-        self.core.fail_on(r)
-    }
-
     fn drain_input(&mut self, now: Duration) -> Result<(), ProtoError> {
         while let Some(input) = self.core.wire.next_input()? {
             self.on_input(input, now)?;
         }
         Ok(())
-    }
-
-    /// The client closed the control connection.
-    pub fn handle_eof(&mut self) -> Result<(), ProtoError> {
-        if self.core.failed() {
-            return Ok(());
-        }
-        let what = match &self.state {
-            State::Done => return Ok(()),
-            State::Doctor { .. } => {
-                self.finish();
-                return Ok(());
-            }
-            State::Greeting
-            | State::AwaitingAuth { .. }
-            | State::AwaitingRequest { .. }
-            | State::Deciding => "before requesting a test",
-            State::AwaitingStreams { .. } => "while the data streams were connecting",
-            State::Running => "during the test",
-        };
-        self.core.fail();
-        Err(ProtoError::Closed(what.to_string()))
-    }
-
-    /// Checks deadlines.
-    pub fn handle_timeout(&mut self, now: Duration) -> Result<(), ProtoError> {
-        self.core.handle_timeout(now)
-    }
-
-    /// The next deadline, if any.
-    pub fn poll_timeout(&self) -> Option<Duration> {
-        self.core.poll_timeout()
-    }
-
-    /// Bytes to write to the control connection.
-    pub fn poll_transmit(&mut self) -> Option<Vec<u8>> {
-        self.core.wire.take()
-    }
-
-    /// The next event for the driver.
-    pub fn poll_event(&mut self) -> Option<ServerEvent> {
-        self.events.pop_front()
-    }
-
-    /// True once both results are exchanged.
-    pub fn is_finished(&self) -> bool {
-        matches!(self.state, State::Done)
     }
 
     /// Accepts the requested test; data connections must present `cookie`.
@@ -228,11 +170,11 @@ impl ServerConn {
             return Err(ProtoError::Violation("accept called without a pending request".into()));
         };
         let n = spec.connection_count();
-        self.core.deadline =
+        self.core.io.deadline =
             Some(streams_deadline(now, spec, "waiting for the data streams to connect"));
         self.state = State::AwaitingStreams { attached: vec![false; n as usize], missing: n };
         self.core.wire.set_max_frame(MAX_FRAME_RESULTS);
-        self.core.wire.send(&Message::TestAccepted { cookie: cookie.to_hex() });
+        self.core.send(&Message::TestAccepted { cookie: cookie.to_hex() });
         Ok(())
     }
 
@@ -250,14 +192,14 @@ impl ServerConn {
             ));
         }
         let wait_ms = wait.map(|w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX));
-        self.core.wire.send(&Message::Queued { position, wait_ms });
+        self.core.send(&Message::Queued { position, wait_ms });
         Ok(())
     }
 
     /// Refuses the requested test with a sentence the client prints; the connection is over.
     pub fn refuse(&mut self, reason: &str) {
         self.core.farewell(&Message::Refused { reason: reason.to_string() });
-        self.core.fail();
+        self.core.io.fail();
     }
 
     /// Would a data connection for stream `id` be attached now?
@@ -284,9 +226,9 @@ impl ServerConn {
         *missing -= 1;
         if *missing == 0 {
             self.state = State::Running;
-            self.core.deadline = self.spec.as_ref().and_then(|s| run_deadline(now, s));
-            self.core.wire.send(&Message::Start);
-            self.events.push_back(ServerEvent::Start);
+            self.core.io.deadline = self.spec.as_ref().and_then(|s| run_deadline(now, s));
+            self.core.send(&Message::Start);
+            self.core.io.emit(ServerEvent::Start);
         }
         Ok(())
     }
@@ -310,7 +252,7 @@ impl ServerConn {
         if !matches!(self.state, State::Done) {
             self.core.farewell(&Message::Abort { reason, message: message.to_string() });
         }
-        self.core.fail();
+        self.core.io.fail();
     }
 
     /// Sends this host's environment to a doctor.
@@ -318,7 +260,7 @@ impl ServerConn {
         if !matches!(self.state, State::Doctor { .. }) || self.core.failed() {
             return Err(ProtoError::Violation("environment sent outside a doctor session".into()));
         }
-        self.core.wire.send(&Message::Environment { environment: Box::new(environment) });
+        self.core.send(&Message::Environment { environment: Box::new(environment) });
         Ok(())
     }
 
@@ -327,7 +269,7 @@ impl ServerConn {
         if !matches!(self.state, State::Doctor { echo: true }) || self.core.failed() {
             return Err(ProtoError::Violation("echo_ready without an echo request".into()));
         }
-        self.core.wire.send(&Message::EchoReady { port, cookie: cookie.to_hex() });
+        self.core.send(&Message::EchoReady { port, cookie: cookie.to_hex() });
         Ok(())
     }
 
@@ -357,7 +299,7 @@ impl ServerConn {
                     return Err(ProtoError::Violation("a second echo_request".into()));
                 }
                 self.state = State::Doctor { echo: true };
-                self.events.push_back(ServerEvent::EchoRequested { client_port });
+                self.core.io.emit(ServerEvent::EchoRequested { client_port });
                 Ok(())
             }
             State::Done => Err(unexpected(&msg, "finished")),
@@ -413,12 +355,12 @@ impl ServerConn {
         else {
             return Err(ProtoError::Violation("internal: doctor outside awaiting state".into()));
         };
-        self.core.deadline = Some(Deadline::after(
+        self.core.io.deadline = Some(Deadline::after(
             now,
             DOCTOR_TIMEOUT,
             "the doctor session to end (it may last 30 s)",
         ));
-        self.events.push_back(ServerEvent::EnvironmentRequested { client_software: software });
+        self.core.io.emit(ServerEvent::EnvironmentRequested { client_software: software });
         Ok(())
     }
 
@@ -439,9 +381,9 @@ impl ServerConn {
             self.refuse(&why);
             return Err(ProtoError::Incompatible(why));
         }
-        self.core.deadline = None;
+        self.core.io.deadline = None;
         self.spec = Some(spec.clone());
-        self.events.push_back(ServerEvent::TestRequested { spec, client_software: software });
+        self.core.io.emit(ServerEvent::TestRequested { spec, client_software: software });
         Ok(())
     }
 
@@ -454,12 +396,12 @@ impl ServerConn {
     fn on_running(&mut self, msg: Message) -> Result<(), ProtoError> {
         match msg {
             Message::Stop { reason } => {
-                self.events.push_back(ServerEvent::PeerStop(reason));
+                self.core.io.emit(ServerEvent::PeerStop(reason));
                 Ok(())
             }
             Message::Results { results } => {
                 let done = self.core.peer_results("client")?;
-                self.events.push_back(ServerEvent::PeerResults(Box::new(results)));
+                self.core.io.emit(ServerEvent::PeerResults(Box::new(results)));
                 if done {
                     self.finish();
                 }
@@ -471,7 +413,46 @@ impl ServerConn {
 
     fn finish(&mut self) {
         self.state = State::Done;
-        self.core.deadline = None;
-        self.events.push_back(ServerEvent::Finished);
+        self.core.io.deadline = None;
+        self.core.io.emit(ServerEvent::Finished);
+    }
+}
+
+impl Machine for ServerConn {
+    type Event = ServerEvent;
+
+    fn io(&self) -> &Io<ServerEvent> {
+        &self.core.io
+    }
+
+    fn io_mut(&mut self) -> &mut Io<ServerEvent> {
+        &mut self.core.io
+    }
+
+    fn absorb(&mut self, bytes: &[u8], now: Duration) -> Result<(), ProtoError> {
+        self.core.wire.push(bytes);
+        self.drain_input(now)
+    }
+
+    fn on_close(&mut self) -> Result<(), ProtoError> {
+        let what = match &self.state {
+            State::Done => return Ok(()),
+            State::Doctor { .. } => {
+                self.finish();
+                return Ok(());
+            }
+            State::Greeting
+            | State::AwaitingAuth { .. }
+            | State::AwaitingRequest { .. }
+            | State::Deciding => "before requesting a test",
+            State::AwaitingStreams { .. } => "while the data streams were connecting",
+            State::Running => "during the test",
+        };
+        Err(ProtoError::Closed(what.to_string()))
+    }
+
+    /// True once both results are exchanged (or a doctor session ended).
+    fn is_finished(&self) -> bool {
+        matches!(self.state, State::Done)
     }
 }

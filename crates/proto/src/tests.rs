@@ -1,6 +1,7 @@
 //! An in-memory client/server pair with simulated time, driving both state machines through
 //! whole tests and through every failure the protocol must survive. No sockets, no clocks.
 
+use crate::machine::Machine;
 use std::time::Duration;
 
 use crate::client::{ClientConn, ClientEvent};

@@ -69,16 +69,17 @@ pub enum Command {
     },
     /// Show one stored run as the client printed it (or its JSON document).
     Show {
-        /// Run id (from `linerate history`).
-        #[arg(value_name = "RUN")]
-        run: i64,
+        /// Run id (from `linerate history`), or `last` for the newest run.
+        #[arg(value_name = "RUN|last", default_value = "last")]
+        run: String,
         #[command(flatten)]
         db: DbArgs,
     },
     /// Compare two stored runs (`12`), matrices (`m3`) or campaigns (`c4`), cell by cell,
     /// with a significance test.
     Compare {
-        /// The before: a run id, or `m`/`c` and a matrix's or campaign's group id.
+        /// The before: a run id, or `m`/`c` and a matrix's or campaign's group id, or `last`
+        /// (the newest run, or the matrix or campaign it belongs to).
         #[arg(value_name = "A")]
         a: String,
         /// The after.
@@ -201,9 +202,10 @@ pub struct GateArgs {
 /// `linerate report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// A run id, `mN` (matrix), `cN` (campaign) from `linerate history`, or a file saved from
-    /// `-J` output.
-    #[arg(value_name = "RUN|mN|cN|FILE.json")]
+    /// A run id, `mN` (matrix), `cN` (campaign) from `linerate history`, `last` (the default:
+    /// the newest run, or the matrix or campaign it belongs to), or a file saved from `-J`
+    /// output.
+    #[arg(value_name = "RUN|mN|cN|last|FILE.json", default_value = "last")]
     pub what: String,
     /// Output format.
     #[arg(long = "format", short = 'f', value_enum, default_value_t = ReportFormatArg::Text)]

@@ -45,7 +45,17 @@ pub(super) fn to_plan(cli: Cli) -> Result<Plan, String> {
         Some(Command::History { label, server, group, limit, db }) => {
             history(&db, HistoryCommand::List { label, server, group, limit })
         }
-        Some(Command::Show { run, db }) => history(&db, HistoryCommand::Show(run)),
+        Some(Command::Show { run, db }) => {
+            let run = match history_ref(&run)? {
+                HistoryRef::Group(g) => {
+                    return Err(format!(
+                        "`show` shows one run; for matrix or campaign {g} use `linerate report {run}`"
+                    ));
+                }
+                r => r,
+            };
+            history(&db, HistoryCommand::Show(run))
+        }
         Some(Command::Compare { a, b, html, db }) => {
             history(&db, HistoryCommand::Compare(history_ref(&a)?, history_ref(&b)?, html))
         }
@@ -191,6 +201,11 @@ fn store_plan(s: &StoreArgs) -> StorePlan {
 
 fn with_gates(mut plan: ClientPlan, g: &GateArgs) -> Result<ClientPlan, String> {
     let regression = match (g.fail_regression, &g.baseline) {
+        (Some(_), Some(b)) if b == "last" => {
+            return Err("--baseline last would name this very run once it is stored: give the \
+                        baseline's id (`linerate history` lists them)"
+                .into());
+        }
         (Some(pct), Some(b)) => Some((pct / 100.0, history_ref(b)?)),
         _ => None,
     };
@@ -209,10 +224,16 @@ fn history(db: &DbArgs, command: HistoryCommand) -> Result<Plan, String> {
     Ok(Plan::History(HistoryPlan { db: path, json: db.json, command }))
 }
 
-/// `12` is a run, `m3` a matrix (or search) group, `c4` a campaign group.
+/// `12` is a run, `m3` a matrix (or search) group, `c4` a campaign group, `last` the newest.
 fn history_ref(s: &str) -> Result<HistoryRef, String> {
-    let bad =
-        || format!("{s:?} is neither a run id (e.g. 12) nor a matrix or campaign id (e.g. m3, c4)");
+    if s == "last" {
+        return Ok(HistoryRef::Last);
+    }
+    let bad = || {
+        format!(
+            "{s:?} is neither a run id (e.g. 12), a matrix or campaign id (e.g. m3, c4) nor `last`"
+        )
+    };
     match s.strip_prefix('m').or_else(|| s.strip_prefix('c')) {
         Some(g) => g.parse().map(HistoryRef::Group).map_err(|_| bad()),
         None => s.parse().map(HistoryRef::Run).map_err(|_| bad()),

@@ -27,6 +27,7 @@ pub fn run(
     html: Option<&Path>,
 ) -> Result<ExitCode> {
     let store = super::history::open_existing(&plan.db)?;
+    let (a, b) = (store.resolve(a, false)?, store.resolve(b, false)?);
     let mut out = std::io::stdout().lock();
     let (a_cells, b_cells) = (cells(&store, a)?, cells(&store, b)?);
     let rows: Vec<report::history::CompareRow> = a_cells
@@ -95,7 +96,8 @@ pub(super) fn samples(store: &Store, r: HistoryRef) -> Result<Vec<(String, Vec<f
 
 fn cells(store: &Store, r: HistoryRef) -> Result<Vec<Cell>> {
     let completed = |rec: &RunRecord| !matches!(rec.outcome, Outcome::Failed { .. });
-    match r {
+    match store.resolve(r, false)? {
+        HistoryRef::Last => bail!("`last` could not be resolved in {}", store.path().display()),
         HistoryRef::Run(id) => {
             let (_, rec) = store.run(id)?.with_context(|| format!("no run {id} in the history"))?;
             if !completed(&rec) {

@@ -3,15 +3,18 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::{Result, anyhow};
+use anyhow::{Result, anyhow, bail};
 
-use crate::plan::HistoryPlan;
+use crate::plan::{HistoryPlan, HistoryRef};
 use crate::record::RunRecord;
 use crate::report;
 
 /// Runs `linerate show`.
-pub fn run(plan: &HistoryPlan, id: i64) -> Result<ExitCode> {
+pub fn run(plan: &HistoryPlan, which: HistoryRef) -> Result<ExitCode> {
     let store = super::history::open_existing(&plan.db)?;
+    let HistoryRef::Run(id) = store.resolve(which, true)? else {
+        bail!("`show` shows one run; use `linerate report` for a matrix or campaign");
+    };
     let (_, record) =
         store.run(id)?.ok_or_else(|| anyhow!("no run {id} in {}", plan.db.display()))?;
     let mut out = std::io::stdout().lock();

@@ -55,7 +55,8 @@ pub fn load(db: &Path, which: HistoryRef) -> Result<Source> {
         );
     }
     let store = Store::open(db)?;
-    match which {
+    match store.resolve(which, false)? {
+        HistoryRef::Last => bail!("`last` could not be resolved in {}", db.display()),
         HistoryRef::Run(id) => {
             let (_, record) =
                 store.run(id)?.ok_or_else(|| anyhow!("no run {id} in {}", db.display()))?;

@@ -115,14 +115,17 @@ pub struct StorePlan {
     pub labels: Vec<String>,
 }
 
-/// A stored run or group, as the user names it: `12`, or `m3` / `c3` (a matrix's or
-/// campaign's group id).
+/// A stored run or group, as the user names it: `12`, `m3` / `c3` (a matrix's or
+/// campaign's group id), or `last`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HistoryRef {
     /// One run.
     Run(i64),
     /// A matrix, campaign or search (its group id).
     Group(i64),
+    /// The latest stored work: the newest run, or the matrix or campaign it belongs to (like
+    /// `git show` without a revision). Resolved against the history when it is read.
+    Last,
 }
 
 /// What to do with the history.
@@ -139,8 +142,8 @@ pub enum HistoryCommand {
         /// At most this many.
         limit: usize,
     },
-    /// Show one run.
-    Show(i64),
+    /// Show one run (`last`: the newest).
+    Show(HistoryRef),
     /// Compare two runs or two groups; with a path, also write an HTML page of both.
     Compare(HistoryRef, HistoryRef, Option<std::path::PathBuf>),
 }

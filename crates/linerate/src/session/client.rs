@@ -10,15 +10,16 @@ use anyhow::{Context, Result, anyhow, bail};
 use linerate_proto::client::{ClientConn, ClientEvent};
 use linerate_proto::spec::{MAX_UDP_DATAGRAM, MIN_UDP_DATAGRAM};
 use linerate_proto::wire::{AbortReason, DataHello, StopReason};
-use linerate_proto::{ProtoError, Protocol, TestSpec};
+use linerate_proto::{Machine, ProtoError, Protocol, TestSpec};
 use socket2::{Domain, Socket, Type};
 
 use crate::plan::ClientPlan;
 use crate::record::{Outcome, RunRecord, SCHEMA_VERSION, unix_ms_now};
+use crate::session::pump::{self, FirstBytes, Turn, Wait};
 use crate::session::udp::{Handshake, connect_stream};
 use crate::session::{
-    Clock, ControlChannel, End, Interrupt, LiveEvent, NO_PROGRESS_TIMEOUT, Observer, Recv,
-    SOFTWARE, StreamSet, random_nonce, wait_for_input,
+    Clock, ControlChannel, End, Interrupt, LiveEvent, NO_PROGRESS_TIMEOUT, Observer, SOFTWARE,
+    StreamSet, random_nonce,
 };
 use crate::sys;
 
@@ -68,6 +69,14 @@ pub(super) fn looks_like_iperf3(first: &[u8]) -> bool {
     matches!(first.first(), Some(9 | 0xff))
 }
 
+/// The first bytes of a server that speaks iperf3's protocol end the native attempt.
+fn refuse_iperf3(first: &[u8]) -> Result<()> {
+    if looks_like_iperf3(first) {
+        return Err(PeerIsIperf3.into());
+    }
+    Ok(())
+}
+
 struct ClientRun<'p> {
     plan: &'p ClientPlan,
     record: RunRecord,
@@ -100,9 +109,7 @@ impl<'p> ClientRun<'p> {
             && e.downcast_ref::<PeerIsIperf3>().is_none()
         {
             conn.abort(abort_reason(e), &format!("client error: {e:#}"));
-            if let Some(bytes) = conn.poll_transmit() {
-                let _ = ctrl.send(&bytes);
-            }
+            pump::flush(&mut ctrl, &mut conn);
         }
         result
     }
@@ -118,27 +125,13 @@ impl<'p> ClientRun<'p> {
         observer: &mut dyn Observer,
         interrupt: &Interrupt,
     ) -> Result<()> {
+        let mut first = FirstBytes::new(refuse_iperf3);
         loop {
-            if let Some(bytes) = conn.poll_transmit() {
-                ctrl.send(&bytes)?;
-            }
-            if conn.is_finished() {
+            let tick = self.streams.as_ref().and_then(StreamSet::next_tick);
+            let wait = Wait { tick, deadlines: &[st.stop_at], cap: Duration::from_millis(50) };
+            if pump::turn(ctrl, clock, conn, wait, Some(&mut first))? == Turn::Finished {
                 return Ok(());
             }
-            let tick = self.streams.as_ref().and_then(StreamSet::next_tick);
-            let proto = conn.poll_timeout().map(|t| clock.instant(t));
-            match wait_for_input(ctrl, tick, &[proto, st.stop_at], Duration::from_millis(50))? {
-                Recv::Data(bytes) => {
-                    if !st.heard_from_server && looks_like_iperf3(bytes) {
-                        return Err(PeerIsIperf3.into());
-                    }
-                    st.heard_from_server = true;
-                    conn.handle_input(bytes, clock.now())?;
-                }
-                Recv::Eof => conn.handle_eof()?,
-                Recv::Idle => {}
-            }
-            conn.handle_timeout(clock.now())?;
             while let Some(ev) = conn.poll_event() {
                 self.on_event(ev, conn, ctrl, st, server, observer)?;
             }
@@ -285,19 +278,11 @@ pub(super) struct LoopState {
     pub(super) stopped: bool,
     pub(super) results_sent: bool,
     pub(super) progress: (Instant, u64),
-    /// Whether any byte came from the server yet (the first ones identify its protocol).
-    pub(super) heard_from_server: bool,
 }
 
 impl Default for LoopState {
     fn default() -> Self {
-        Self {
-            stop_at: None,
-            stopped: false,
-            results_sent: false,
-            progress: (Instant::now(), 0),
-            heard_from_server: false,
-        }
+        Self { stop_at: None, stopped: false, results_sent: false, progress: (Instant::now(), 0) }
     }
 }
 

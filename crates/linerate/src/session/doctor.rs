@@ -20,7 +20,8 @@ use crate::measure::host::{Scope, snapshot};
 use crate::plan::DoctorPlan;
 use crate::plan::pmtu::MtuSearch;
 use crate::session::client::{format_host_port, looks_like_iperf3};
-use crate::session::{Clock, ControlChannel, Recv, SOFTWARE, wait_for_input};
+use crate::session::pump::{self, FirstBytes};
+use crate::session::{Clock, ControlChannel, SOFTWARE};
 use crate::stats::doctor::{RemoteFacts, test_interface};
 use crate::sys;
 
@@ -149,36 +150,21 @@ fn converse(
     Ok(())
 }
 
-/// Runs the control connection until the machine emits an event.
+/// Runs the control connection until the machine emits an event (None: the server closed).
 fn pump(
     ctrl: &mut ControlChannel,
     conn: &mut DoctorConn,
     clock: &Clock,
 ) -> Result<Option<DoctorEvent>> {
-    let mut first = true;
-    loop {
-        if let Some(bytes) = conn.poll_transmit() {
-            ctrl.send(&bytes)?;
-        }
-        if let Some(ev) = conn.poll_event() {
-            return Ok(Some(ev));
-        }
-        let deadline = conn.poll_timeout().map(|t| clock.instant(t));
-        match wait_for_input(ctrl, None, &[deadline], Duration::from_millis(50))? {
-            Recv::Data(bytes) => {
-                if std::mem::take(&mut first) && looks_like_iperf3(bytes) {
-                    bail!("the server speaks iperf3's protocol, which reports no environment");
-                }
-                conn.handle_input(bytes, clock.now())?
-            }
-            Recv::Eof => {
-                conn.handle_eof()?;
-                return Ok(None);
-            }
-            Recv::Idle => {}
-        }
-        conn.handle_timeout(clock.now())?;
+    let mut first = FirstBytes::new(refuse_iperf3);
+    pump::next_event(ctrl, clock, conn, Duration::from_millis(50), Some(&mut first))
+}
+
+fn refuse_iperf3(first: &[u8]) -> Result<()> {
+    if looks_like_iperf3(first) {
+        bail!("the server speaks iperf3's protocol, which reports no environment");
     }
+    Ok(())
 }
 
 /// The binary search over probe sizes. `header` is the IP + UDP header length.

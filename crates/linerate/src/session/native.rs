@@ -9,11 +9,13 @@ use std::sync::mpsc::{Receiver, Sender, TryRecvError, channel};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+use linerate_proto::Machine;
 use linerate_proto::server::{QUEUE_HEARTBEAT, ServerConn, ServerEvent};
 use linerate_proto::wire::{AbortReason, Cookie, DataHello};
 use linerate_proto::{ProtoError, TestSpec};
 
 use crate::record::canonical;
+use crate::session::pump;
 use crate::session::served::ServedTest;
 use crate::session::server::{Accepted, DataConn, DataSock, Registration, Shared};
 use crate::session::{Clock, ControlChannel, End, SOFTWARE, StreamSet, random_nonce};
@@ -82,9 +84,7 @@ pub(crate) fn run_session(c: Accepted, first: [u8; 8], shared: &Shared) {
                 };
                 conn.abort(reason, &format!("{e:#}"));
             }
-            if let Some(bytes) = conn.poll_transmit() {
-                let _ = ctrl.send(&bytes);
-            }
+            pump::flush(&mut ctrl, &mut conn);
         }
         r
     });

@@ -11,12 +11,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 use linerate_proto::limits::requested_rate;
-use linerate_proto::{ProtoError, RUN_GRACE, Refusal, SideResults, TestSpec};
+use linerate_proto::{Machine, RUN_GRACE, Refusal, SideResults, TestSpec};
 
 use crate::session::admission::{Expected, Pending, Place, Ticket};
+use crate::session::pump::{self, Turn, Wait};
 use crate::session::server::{Admitted, ServerNote, Shared};
 use crate::session::test_log::TestLogLine;
-use crate::session::{Clock, ControlChannel, Recv, SOFTWARE, StreamSet, wait_for_input};
+use crate::session::{Clock, ControlChannel, SOFTWARE, StreamSet};
 
 /// A served test's state.
 pub(crate) struct ServedTest<'a> {
@@ -195,45 +196,6 @@ impl<'a> ServedTest<'a> {
     }
 }
 
-/// What a server-side protocol machine offers the shared pump (the native
-/// [`linerate_proto::server::ServerConn`] and [`linerate_proto::iperf3::Iperf3Server`]).
-#[allow(missing_docs)]
-pub(crate) trait ServerMachine {
-    fn handle_input(&mut self, bytes: &[u8], now: Duration) -> Result<(), ProtoError>;
-    fn handle_eof(&mut self) -> Result<(), ProtoError>;
-    fn handle_timeout(&mut self, now: Duration) -> Result<(), ProtoError>;
-    fn poll_timeout(&self) -> Option<Duration>;
-    fn poll_transmit(&mut self) -> Option<Vec<u8>>;
-    fn is_finished(&self) -> bool;
-}
-
-macro_rules! server_machine {
-    ($t:ty) => {
-        impl ServerMachine for $t {
-            fn handle_input(&mut self, bytes: &[u8], now: Duration) -> Result<(), ProtoError> {
-                <$t>::handle_input(self, bytes, now)
-            }
-            fn handle_eof(&mut self) -> Result<(), ProtoError> {
-                <$t>::handle_eof(self)
-            }
-            fn handle_timeout(&mut self, now: Duration) -> Result<(), ProtoError> {
-                <$t>::handle_timeout(self, now)
-            }
-            fn poll_timeout(&self) -> Option<Duration> {
-                <$t>::poll_timeout(self)
-            }
-            fn poll_transmit(&mut self) -> Option<Vec<u8>> {
-                <$t>::poll_transmit(self)
-            }
-            fn is_finished(&self) -> bool {
-                <$t>::is_finished(self)
-            }
-        }
-    };
-}
-server_machine!(linerate_proto::server::ServerConn);
-server_machine!(linerate_proto::iperf3::Iperf3Server);
-
 impl ServedTest<'_> {
     /// One turn of a server session's loop: flushes the machine's output, stops on shutdown,
     /// waits for control input (or the next sample tick) and feeds it in. Returns false once
@@ -241,28 +203,19 @@ impl ServedTest<'_> {
     pub(crate) fn turn(
         &self,
         ctrl: &mut ControlChannel,
-        m: &mut dyn ServerMachine,
+        m: &mut impl Machine,
         clock: &Clock,
         eager: bool,
     ) -> Result<bool> {
-        if let Some(bytes) = m.poll_transmit() {
-            ctrl.send(&bytes)?;
-        }
-        if m.is_finished() {
-            return Ok(false);
-        }
-        if let Some(why) = self.shared.shutdown_reason() {
+        if let Some(why) = self.shared.shutdown_reason()
+            && !m.is_finished()
+        {
+            pump::flush(ctrl, m);
             bail!("{why}");
         }
         let tick = self.streams.as_ref().and_then(StreamSet::next_tick);
-        let proto = m.poll_timeout().map(|t| clock.instant(t));
         let cap = Duration::from_millis(if eager { 5 } else { 50 });
-        match wait_for_input(ctrl, tick, &[proto], cap)? {
-            Recv::Data(bytes) => m.handle_input(bytes, clock.now())?,
-            Recv::Eof => m.handle_eof()?,
-            Recv::Idle => {}
-        }
-        m.handle_timeout(clock.now())?;
-        Ok(true)
+        let wait = Wait { tick, deadlines: &[], cap };
+        Ok(pump::turn(ctrl, clock, m, wait, None)? != Turn::Finished)
     }
 }

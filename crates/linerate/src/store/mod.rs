@@ -28,6 +28,7 @@ use anyhow::Result;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde::{Deserialize, Serialize};
 
+use crate::plan::HistoryRef;
 use crate::record::RunRecord;
 
 pub use schema::{APPLICATION_ID, STORE_SCHEMA_VERSION};
@@ -377,6 +378,40 @@ impl Store {
         let raw = query::raw_run(&self.conn, "WHERE group_id = ?1 ORDER BY id", id)
             .map_err(|e| self.fault("reading the runs of a group of", e))?;
         raw.into_iter().map(query::RawRun::decode).collect()
+    }
+
+    /// `which` with `last` resolved: the newest run, or the matrix or campaign it belongs to
+    /// (`runs_only`: always the run). Other references pass through unchecked.
+    pub fn resolve(&self, which: HistoryRef, runs_only: bool) -> Result<HistoryRef> {
+        if which != HistoryRef::Last {
+            return Ok(which);
+        }
+        let newest = self
+            .conn
+            .query_row(
+                "SELECT r.id, g.id, g.kind FROM runs r LEFT JOIN groups g ON g.id = r.group_id \
+                 ORDER BY r.id DESC LIMIT 1",
+                [],
+                |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, Option<i64>>(1)?,
+                        r.get::<_, Option<String>>(2)?,
+                    ))
+                },
+            )
+            .optional()
+            .map_err(|e| self.fault("finding the newest run of", e))?;
+        let Some((run, group, kind)) = newest else {
+            anyhow::bail!(
+                "the history at {} has no runs yet, so there is no `last`: run a test first",
+                self.path.display()
+            );
+        };
+        Ok(match (group, kind.as_deref()) {
+            (Some(g), Some("matrix" | "campaign")) if !runs_only => HistoryRef::Group(g),
+            _ => HistoryRef::Run(run),
+        })
     }
 
     fn fault(&self, doing: &str, e: rusqlite::Error) -> anyhow::Error {

@@ -6,6 +6,7 @@
 //! shape as what the real peer sent (the same state bytes in the same order, JSON where it sent
 //! JSON), and our parameter JSON for the same test must equal the captured one byte for byte.
 
+use crate::machine::Machine;
 use std::time::Duration;
 
 use serde_json::Value;

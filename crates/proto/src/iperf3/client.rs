@@ -8,12 +8,12 @@
 //! [`Iperf3Client::send_results`]; the server's figures arrive as
 //! [`Iperf3Event::PeerResults`], then [`Iperf3Event::Finished`] (IPERF_DONE is queued).
 
-use std::collections::VecDeque;
 use std::time::Duration;
 
 use crate::conn::{Deadline, HANDSHAKE_TIMEOUT, RESULTS_TIMEOUT, run_deadline, streams_deadline};
 use crate::error::ProtoError;
 use crate::iperf3::{COOKIE_LEN, Iperf3Results, MAX_RESULTS_JSON, State, error_text, take_frame};
+use crate::machine::{Io, Machine};
 use crate::spec::TestSpec;
 use crate::wire::AbortReason;
 
@@ -52,10 +52,8 @@ pub struct Iperf3Client {
     spec: TestSpec,
     params: String,
     phase: Phase,
-    out: Vec<u8>,
     inbuf: Vec<u8>,
-    deadline: Option<Deadline>,
-    events: VecDeque<Iperf3Event>,
+    io: Io<Iperf3Event>,
 }
 
 impl Iperf3Client {
@@ -65,81 +63,24 @@ impl Iperf3Client {
             spec,
             params,
             phase: Phase::AwaitParamRequest,
-            out: cookie.to_vec(),
             inbuf: Vec::new(),
-            deadline: Some(Deadline::after(
-                now,
-                HANDSHAKE_TIMEOUT,
-                "waiting for the iperf3 server to ask for parameters",
-            )),
-            events: VecDeque::new(),
+            io: Io::new(
+                cookie.to_vec(),
+                Some(Deadline::after(
+                    now,
+                    HANDSHAKE_TIMEOUT,
+                    "waiting for the iperf3 server to ask for parameters",
+                )),
+            ),
         }
-    }
-
-    /// Feeds bytes from the control connection.
-    pub fn handle_input(&mut self, bytes: &[u8], now: Duration) -> Result<(), ProtoError> {
-        if self.phase == Phase::Failed {
-            return Err(ProtoError::Violation("connection already failed".into()));
-        }
-        self.inbuf.extend_from_slice(bytes);
-        let r = self.drain(now);
-        if r.is_err() {
-            self.fail();
-        }
-        r
-    }
-
-    /// The server closed the control connection.
-    pub fn handle_eof(&mut self) -> Result<(), ProtoError> {
-        let r = match self.phase {
-            Phase::Done | Phase::Failed => return Ok(()),
-            // iperf3 tolerates an error report cut short by the close.
-            _ if self.inbuf.first() == Some(&State::ServerError.byte()) => Err(self.server_error()),
-            Phase::AwaitParamRequest => Err(ProtoError::Closed(
-                "before asking for parameters (is this an iperf3 server?)".into(),
-            )),
-            Phase::Running => Err(ProtoError::Closed("during the test".into())),
-            _ => Err(ProtoError::Closed("before the test ended cleanly".into())),
-        };
-        self.fail();
-        r
-    }
-
-    /// Checks deadlines.
-    pub fn handle_timeout(&mut self, now: Duration) -> Result<(), ProtoError> {
-        let r = self.deadline.as_ref().map_or(Ok(()), |d| d.check(now));
-        if r.is_err() {
-            self.fail();
-        }
-        r
-    }
-
-    /// The next deadline.
-    pub fn poll_timeout(&self) -> Option<Duration> {
-        self.deadline.as_ref().map(|d| d.at)
-    }
-
-    /// Bytes to write.
-    pub fn poll_transmit(&mut self) -> Option<Vec<u8>> {
-        (!self.out.is_empty()).then(|| std::mem::take(&mut self.out))
-    }
-
-    /// The next event.
-    pub fn poll_event(&mut self) -> Option<Iperf3Event> {
-        self.events.pop_front()
-    }
-
-    /// True after DISPLAY_RESULTS.
-    pub fn is_finished(&self) -> bool {
-        self.phase == Phase::Done
     }
 
     /// The client's end condition is reached: sends TEST_END once.
     pub fn test_end(&mut self, now: Duration) {
         if self.phase == Phase::Running {
-            self.out.push(State::TestEnd.byte());
+            self.io.out.push(State::TestEnd.byte());
             self.phase = Phase::AwaitResultsRequest;
-            self.deadline = Some(Deadline::after(
+            self.io.deadline = Some(Deadline::after(
                 now,
                 RESULTS_TIMEOUT,
                 "waiting for the iperf3 server to ask for results",
@@ -156,7 +97,7 @@ impl Iperf3Client {
         }
         self.push_json(json);
         self.phase = Phase::AwaitPeerResults;
-        self.deadline =
+        self.io.deadline =
             Some(Deadline::after(now, RESULTS_TIMEOUT, "waiting for the iperf3 server's results"));
         Ok(())
     }
@@ -164,20 +105,20 @@ impl Iperf3Client {
     /// Tells the server we are quitting (CLIENT_TERMINATE), e.g. on a second Ctrl-C or an error.
     pub fn terminate(&mut self) {
         if !matches!(self.phase, Phase::Done | Phase::Failed) {
-            self.out.push(State::ClientTerminate.byte());
+            self.io.out.push(State::ClientTerminate.byte());
         }
-        self.fail();
+        self.mark_failed();
     }
 
-    fn fail(&mut self) {
+    fn mark_failed(&mut self) {
         self.phase = Phase::Failed;
-        self.deadline = None;
+        self.io.fail();
     }
 
     fn push_json(&mut self, json: &str) {
         let len = u32::try_from(json.len()).unwrap_or(u32::MAX);
-        self.out.extend_from_slice(&len.to_be_bytes());
-        self.out.extend_from_slice(json.as_bytes());
+        self.io.out.extend_from_slice(&len.to_be_bytes());
+        self.io.out.extend_from_slice(json.as_bytes());
     }
 
     fn drain(&mut self, now: Duration) -> Result<(), ProtoError> {
@@ -211,7 +152,7 @@ impl Iperf3Client {
                 "the iperf3 server is busy running another test (iperf3 serves one at a time); try again later".into(),
             )),
             (_, State::ServerTerminate) => {
-                self.out.push(State::IperfDone.byte());
+                self.io.out.push(State::IperfDone.byte());
                 Err(ProtoError::Aborted { reason: AbortReason::ServerShutdown, message: "the iperf3 server is shutting down".into() })
             }
             (Phase::AwaitParamRequest, State::ParamExchange) => {
@@ -222,27 +163,27 @@ impl Iperf3Client {
             }
             (Phase::AwaitCreateStreams, State::CreateStreams) => {
                 self.phase = Phase::AwaitStart;
-                self.deadline = Some(streams_deadline(now, &self.spec, "waiting for the iperf3 server to start the test"));
-                self.events.push_back(Iperf3Event::CreateStreams);
+                self.io.deadline = Some(streams_deadline(now, &self.spec, "waiting for the iperf3 server to start the test"));
+                self.io.emit(Iperf3Event::CreateStreams);
                 Ok(())
             }
             (Phase::AwaitStart, State::TestStart) => Ok(()),
             (Phase::AwaitStart, State::TestRunning) => {
                 self.phase = Phase::Running;
-                self.deadline = run_deadline(now, &self.spec);
-                self.events.push_back(Iperf3Event::Start);
+                self.io.deadline = run_deadline(now, &self.spec);
+                self.io.emit(Iperf3Event::Start);
                 Ok(())
             }
             (Phase::AwaitResultsRequest, State::ExchangeResults) => {
                 self.phase = Phase::ResultsRequested;
-                self.events.push_back(Iperf3Event::ResultsRequested);
+                self.io.emit(Iperf3Event::ResultsRequested);
                 Ok(())
             }
             (Phase::AwaitDisplay, State::DisplayResults) => {
-                self.out.push(State::IperfDone.byte());
+                self.io.out.push(State::IperfDone.byte());
                 self.phase = Phase::Done;
-                self.deadline = None;
-                self.events.push_back(Iperf3Event::Finished);
+                self.io.deadline = None;
+                self.io.emit(Iperf3Event::Finished);
                 Ok(())
             }
             (phase, s) => Err(ProtoError::Violation(format!("unexpected iperf3 state {s:?} while {phase:?}"))),
@@ -256,7 +197,7 @@ impl Iperf3Client {
         };
         let results = Iperf3Results::parse(&body).map_err(ProtoError::Violation)?;
         self.phase = Phase::AwaitDisplay;
-        self.events.push_back(Iperf3Event::PeerResults(Box::new(results)));
+        self.io.emit(Iperf3Event::PeerResults(Box::new(results)));
         Ok(true)
     }
 
@@ -274,6 +215,45 @@ impl Iperf3Client {
             Some(e) => format!("{text} (errno {e})"),
             None => text,
         })
+    }
+}
+
+impl Machine for Iperf3Client {
+    type Event = Iperf3Event;
+
+    fn io(&self) -> &Io<Iperf3Event> {
+        &self.io
+    }
+
+    fn io_mut(&mut self) -> &mut Io<Iperf3Event> {
+        &mut self.io
+    }
+
+    fn absorb(&mut self, bytes: &[u8], now: Duration) -> Result<(), ProtoError> {
+        self.inbuf.extend_from_slice(bytes);
+        self.drain(now)
+    }
+
+    fn on_close(&mut self) -> Result<(), ProtoError> {
+        match self.phase {
+            Phase::Done | Phase::Failed => Ok(()),
+            // iperf3 tolerates an error report cut short by the close.
+            _ if self.inbuf.first() == Some(&State::ServerError.byte()) => Err(self.server_error()),
+            Phase::AwaitParamRequest => Err(ProtoError::Closed(
+                "before asking for parameters (is this an iperf3 server?)".into(),
+            )),
+            Phase::Running => Err(ProtoError::Closed("during the test".into())),
+            _ => Err(ProtoError::Closed("before the test ended cleanly".into())),
+        }
+    }
+
+    /// True after DISPLAY_RESULTS.
+    fn is_finished(&self) -> bool {
+        self.phase == Phase::Done
+    }
+
+    fn fail(&mut self) {
+        self.mark_failed();
     }
 }
 

@@ -1,6 +1,7 @@
 //! iperf3's control protocol (versions 3.12 to 3.21), sans-IO, so linerate can test against
-//! iperf3 servers. Facts come from `../shared/research/iperf3-protocol.md`, which was checked on
-//! the wire against Debian's 3.12 and upstream 3.21; this code is written from that description.
+//! iperf3 servers. Written from a description of iperf3's protocol that was checked on the wire
+//! against Debian's 3.12 and upstream 3.21 (docs/IPERF3.md); the recorded captures in
+//! `captures.rs` replay real exchanges.
 //!
 //! The wire: the client sends a 37-byte cookie; then the server drives the test with single
 //! *state bytes*, and two kinds of JSON (u32 big-endian length + compact JSON) travel: the
@@ -189,7 +190,7 @@ mod tests {
 
     #[test]
     fn udp_handshake_bytes_are_the_ones_seen_on_the_wire() {
-        // research/iperf3-protocol.md 6.2, confirmed on x86: 39 38 37 36 and 36 37 38 39.
+        // As seen on the wire from iperf3 on x86: 39 38 37 36 and 36 37 38 39.
         assert_eq!(UDP_CONNECT, [0x39, 0x38, 0x37, 0x36]);
         assert_eq!(UDP_REPLY, [0x36, 0x37, 0x38, 0x39]);
         assert_eq!(u32::from_le_bytes(UDP_REPLY_LEGACY), 987_654_321);

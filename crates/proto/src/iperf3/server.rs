@@ -15,7 +15,6 @@
 //! Data connections carry no id in iperf3: the driver numbers them in accept order, which is
 //! the order the client opened them (first its sending streams, then its receiving ones).
 
-use std::collections::VecDeque;
 use std::time::Duration;
 
 use crate::conn::{Deadline, HANDSHAKE_TIMEOUT, RESULTS_TIMEOUT, run_deadline, streams_deadline};
@@ -24,6 +23,7 @@ use crate::iperf3::{
     COOKIE_LEN, Iperf3Request, Iperf3Results, MAX_PARAMS_JSON, MAX_RESULTS_JSON, State,
     request_from_params, take_frame,
 };
+use crate::machine::{Io, Machine};
 use crate::spec::TestSpec;
 use crate::wire::AbortReason;
 
@@ -63,11 +63,9 @@ pub struct Iperf3Server {
     phase: Phase,
     cookie: Option<[u8; COOKIE_LEN]>,
     spec: Option<TestSpec>,
-    out: Vec<u8>,
     inbuf: Vec<u8>,
     ours: Option<String>,
-    deadline: Option<Deadline>,
-    events: VecDeque<Iperf3ServerEvent>,
+    io: Io<Iperf3ServerEvent>,
 }
 
 impl Iperf3Server {
@@ -77,79 +75,18 @@ impl Iperf3Server {
             phase: Phase::AwaitCookie,
             cookie: None,
             spec: None,
-            out: Vec::new(),
             inbuf: Vec::new(),
             ours: None,
-            deadline: Some(Deadline::after(
-                now,
-                HANDSHAKE_TIMEOUT,
-                "waiting for the iperf3 cookie",
-            )),
-            events: VecDeque::new(),
+            io: Io::new(
+                Vec::new(),
+                Some(Deadline::after(now, HANDSHAKE_TIMEOUT, "waiting for the iperf3 cookie")),
+            ),
         }
     }
 
     /// The client's cookie, once read (data connections start with the same 37 bytes).
     pub fn cookie(&self) -> Option<[u8; COOKIE_LEN]> {
         self.cookie
-    }
-
-    /// Feeds bytes from the control connection.
-    pub fn handle_input(&mut self, bytes: &[u8], now: Duration) -> Result<(), ProtoError> {
-        if self.phase == Phase::Failed {
-            return Err(ProtoError::Violation("connection already failed".into()));
-        }
-        self.inbuf.extend_from_slice(bytes);
-        let r = self.drain(now);
-        if r.is_err() {
-            self.fail();
-        }
-        r
-    }
-
-    /// The client closed the control connection.
-    pub fn handle_eof(&mut self) -> Result<(), ProtoError> {
-        let r = match self.phase {
-            Phase::Done | Phase::Failed => return Ok(()),
-            // Some clients close right after DISPLAY_RESULTS without IPERF_DONE.
-            Phase::AwaitDone => {
-                self.finish();
-                return Ok(());
-            }
-            Phase::Running => Err(ProtoError::Closed("during the test".into())),
-            _ => Err(ProtoError::Closed("before the test ended cleanly".into())),
-        };
-        self.fail();
-        r
-    }
-
-    /// Checks deadlines.
-    pub fn handle_timeout(&mut self, now: Duration) -> Result<(), ProtoError> {
-        let r = self.deadline.as_ref().map_or(Ok(()), |d| d.check(now));
-        if r.is_err() {
-            self.fail();
-        }
-        r
-    }
-
-    /// The next deadline.
-    pub fn poll_timeout(&self) -> Option<Duration> {
-        self.deadline.as_ref().map(|d| d.at)
-    }
-
-    /// Bytes to write.
-    pub fn poll_transmit(&mut self) -> Option<Vec<u8>> {
-        (!self.out.is_empty()).then(|| std::mem::take(&mut self.out))
-    }
-
-    /// The next event.
-    pub fn poll_event(&mut self) -> Option<Iperf3ServerEvent> {
-        self.events.pop_front()
-    }
-
-    /// True once the session ended cleanly.
-    pub fn is_finished(&self) -> bool {
-        self.phase == Phase::Done
     }
 
     /// True while data connections for this test are expected.
@@ -163,23 +100,23 @@ impl Iperf3Server {
             (Phase::Deciding, Some(spec)) => spec,
             _ => return Err(ProtoError::Violation("no test request to accept".into())),
         };
-        self.deadline = Some(streams_deadline(now, spec, "waiting for the iperf3 data streams"));
+        self.io.deadline = Some(streams_deadline(now, spec, "waiting for the iperf3 data streams"));
         self.phase = Phase::AwaitStreams { expected: spec.connection_count(), arrived: 0 };
-        self.out.push(State::CreateStreams.byte());
+        self.io.out.push(State::CreateStreams.byte());
         Ok(())
     }
 
     /// Declines the test with an iperf3 error number (the client prints iperf3's text for it).
     pub fn refuse(&mut self, i_errno: i32) {
         self.push_error(i_errno);
-        self.fail();
+        self.mark_failed();
     }
 
     /// Declines the test the way a busy iperf3 server does: one ACCESS_DENIED byte (the
     /// client prints "the server is busy running a test. try again later").
     pub fn deny(&mut self) {
-        self.out.push(State::AccessDenied.byte());
-        self.fail();
+        self.io.out.push(State::AccessDenied.byte());
+        self.mark_failed();
     }
 
     /// Declines the test because of a server limit, with the iperf3 signal for it.
@@ -203,10 +140,10 @@ impl Iperf3Server {
             self.phase = Phase::AwaitStreams { expected, arrived };
             return Ok(false);
         }
-        self.out.extend_from_slice(&[State::TestStart.byte(), State::TestRunning.byte()]);
+        self.io.out.extend_from_slice(&[State::TestStart.byte(), State::TestRunning.byte()]);
         self.phase = Phase::Running;
-        self.deadline = self.spec.as_ref().and_then(|s| run_deadline(now, s));
-        self.events.push_back(Iperf3ServerEvent::Start);
+        self.io.deadline = self.spec.as_ref().and_then(|s| run_deadline(now, s));
+        self.io.emit(Iperf3ServerEvent::Start);
         Ok(true)
     }
 
@@ -217,9 +154,9 @@ impl Iperf3Server {
             return Err(ProtoError::Violation("results are exchanged only after TEST_END".into()));
         }
         self.ours = Some(ours);
-        self.out.push(State::ExchangeResults.byte());
+        self.io.out.push(State::ExchangeResults.byte());
         self.phase = Phase::AwaitPeerResults;
-        self.deadline =
+        self.io.deadline =
             Some(Deadline::after(now, RESULTS_TIMEOUT, "waiting for the iperf3 client's results"));
         self.drain(now)
     }
@@ -227,9 +164,9 @@ impl Iperf3Server {
     /// The server is shutting down: SERVER_TERMINATE goes out.
     pub fn terminate(&mut self) {
         if !matches!(self.phase, Phase::Done | Phase::Failed) {
-            self.out.push(State::ServerTerminate.byte());
+            self.io.out.push(State::ServerTerminate.byte());
         }
-        self.fail();
+        self.mark_failed();
     }
 
     /// A local failure during the test (e.g. a data socket could not be configured).
@@ -237,24 +174,24 @@ impl Iperf3Server {
         if !matches!(self.phase, Phase::Done | Phase::Failed) {
             self.push_error(i_errno);
         }
-        self.fail();
+        self.mark_failed();
     }
 
     fn push_error(&mut self, i_errno: i32) {
-        self.out.push(State::ServerError.byte());
-        self.out.extend_from_slice(&i_errno.to_be_bytes());
-        self.out.extend_from_slice(&0i32.to_be_bytes());
+        self.io.out.push(State::ServerError.byte());
+        self.io.out.extend_from_slice(&i_errno.to_be_bytes());
+        self.io.out.extend_from_slice(&0i32.to_be_bytes());
     }
 
-    fn fail(&mut self) {
+    fn mark_failed(&mut self) {
         self.phase = Phase::Failed;
-        self.deadline = None;
+        self.io.fail();
     }
 
     fn finish(&mut self) {
         self.phase = Phase::Done;
-        self.deadline = None;
-        self.events.push_back(Iperf3ServerEvent::Finished);
+        self.io.deadline = None;
+        self.io.emit(Iperf3ServerEvent::Finished);
     }
 
     fn drain(&mut self, now: Duration) -> Result<(), ProtoError> {
@@ -278,9 +215,9 @@ impl Iperf3Server {
         cookie.copy_from_slice(c);
         self.inbuf.drain(..COOKIE_LEN);
         self.cookie = Some(cookie);
-        self.out.push(State::ParamExchange.byte());
+        self.io.out.push(State::ParamExchange.byte());
         self.phase = Phase::AwaitParams;
-        self.deadline =
+        self.io.deadline =
             Some(Deadline::after(now, HANDSHAKE_TIMEOUT, "waiting for the iperf3 parameters"));
         true
     }
@@ -289,16 +226,16 @@ impl Iperf3Server {
         let Some(body) = take_frame(&mut self.inbuf, MAX_PARAMS_JSON, "parameters")? else {
             return Ok(false);
         };
-        self.deadline = None;
+        self.io.deadline = None;
         match request_from_params(&body) {
             Ok(req) => {
                 self.spec = Some(req.spec.clone());
                 self.phase = Phase::Deciding;
-                self.events.push_back(Iperf3ServerEvent::TestRequested(Ok(Box::new(req))));
+                self.io.emit(Iperf3ServerEvent::TestRequested(Ok(Box::new(req))));
             }
             Err(refusal) => {
                 self.refuse(refusal.i_errno);
-                self.events.push_back(Iperf3ServerEvent::TestRequested(Err(refusal.message)));
+                self.io.emit(Iperf3ServerEvent::TestRequested(Err(refusal.message)));
             }
         }
         Ok(true)
@@ -309,12 +246,12 @@ impl Iperf3Server {
             return Ok(false);
         };
         let theirs = Iperf3Results::parse(&body).map_err(ProtoError::Violation)?;
-        self.events.push_back(Iperf3ServerEvent::PeerResults(Box::new(theirs)));
+        self.io.emit(Iperf3ServerEvent::PeerResults(Box::new(theirs)));
         let ours = self.ours.take().unwrap_or_default();
         let len = u32::try_from(ours.len()).unwrap_or(u32::MAX);
-        self.out.extend_from_slice(&len.to_be_bytes());
-        self.out.extend_from_slice(ours.as_bytes());
-        self.out.push(State::DisplayResults.byte());
+        self.io.out.extend_from_slice(&len.to_be_bytes());
+        self.io.out.extend_from_slice(ours.as_bytes());
+        self.io.out.push(State::DisplayResults.byte());
         self.phase = Phase::AwaitDone;
         Ok(true)
     }
@@ -333,8 +270,8 @@ impl Iperf3Server {
             }
             (Phase::Running, Some(State::TestEnd)) => {
                 self.phase = Phase::Ending;
-                self.deadline = None;
-                self.events.push_back(Iperf3ServerEvent::TestEnd);
+                self.io.deadline = None;
+                self.io.emit(Iperf3ServerEvent::TestEnd);
             }
             (Phase::AwaitDone, Some(State::IperfDone)) => self.finish(),
             (phase, Some(s)) => {
@@ -347,6 +284,45 @@ impl Iperf3Server {
             }
         }
         Ok(true)
+    }
+}
+
+impl Machine for Iperf3Server {
+    type Event = Iperf3ServerEvent;
+
+    fn io(&self) -> &Io<Iperf3ServerEvent> {
+        &self.io
+    }
+
+    fn io_mut(&mut self) -> &mut Io<Iperf3ServerEvent> {
+        &mut self.io
+    }
+
+    fn absorb(&mut self, bytes: &[u8], now: Duration) -> Result<(), ProtoError> {
+        self.inbuf.extend_from_slice(bytes);
+        self.drain(now)
+    }
+
+    fn on_close(&mut self) -> Result<(), ProtoError> {
+        match self.phase {
+            Phase::Done | Phase::Failed => Ok(()),
+            // Some clients close right after DISPLAY_RESULTS without IPERF_DONE.
+            Phase::AwaitDone => {
+                self.finish();
+                Ok(())
+            }
+            Phase::Running => Err(ProtoError::Closed("during the test".into())),
+            _ => Err(ProtoError::Closed("before the test ended cleanly".into())),
+        }
+    }
+
+    /// True once the session ended cleanly.
+    fn is_finished(&self) -> bool {
+        self.phase == Phase::Done
+    }
+
+    fn fail(&mut self) {
+        self.mark_failed();
     }
 }
 

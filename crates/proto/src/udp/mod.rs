@@ -11,7 +11,7 @@
 //!   [`Arrival::InOrder`] also go to [`JitterMeter::on_in_order`]. At the end,
 //!   [`SequenceTracker::settle`] reconciles with the sender's count.
 //!
-//! Everything here is what iperf3 gets wrong in UDP (research/anchors.md (c)): reordering
+//! Everything here is what iperf3 gets wrong in UDP (see docs/METHODOLOGY.md, UDP): reordering
 //! counted as loss, duplicates hiding loss, loss above 100 %, a jitter figure that hides
 //! spikes, and catch-up bursts after late wake-ups. The module docs of each part say how.
 //!

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use linerate_proto::iperf3::{Iperf3Client, Iperf3Event, make_cookie, params, results_from_side};
-use linerate_proto::{EndCondition, Protocol, SideResults};
+use linerate_proto::{EndCondition, Machine, Protocol, SideResults};
 
 use super::{forgive_end_of_test_resets, peer_side};
 use crate::plan::ClientPlan;
@@ -20,9 +20,9 @@ use crate::record::{Outcome, RunRecord};
 use crate::session::client::{
     LoopState, check_progress, connect_any, explain, new_record, open_streams, resolve,
 };
+use crate::session::pump::{self, Turn, Wait};
 use crate::session::{
-    Clock, ControlChannel, End, Interrupt, LiveEvent, Observer, Recv, SOFTWARE, StreamSet,
-    wait_for_input,
+    Clock, ControlChannel, End, Interrupt, LiveEvent, Observer, SOFTWARE, StreamSet,
 };
 use crate::sys;
 
@@ -85,21 +85,12 @@ fn drive(
     let mut test_end_at: Option<Instant> = None;
     let result = (|| -> Result<()> {
         loop {
-            if let Some(bytes) = conn.poll_transmit() {
-                ctrl.send(&bytes)?;
-            }
-            if conn.is_finished() {
+            let tick = streams.as_ref().and_then(StreamSet::next_tick);
+            let deadlines = [st.stop_at, test_end_at];
+            let wait = Wait { tick, deadlines: &deadlines, cap: Duration::from_millis(50) };
+            if pump::turn(&mut ctrl, &clock, &mut conn, wait, None)? == Turn::Finished {
                 return Ok(());
             }
-            let tick = streams.as_ref().and_then(StreamSet::next_tick);
-            let proto = conn.poll_timeout().map(|t| clock.instant(t));
-            let deadlines = [proto, st.stop_at, test_end_at];
-            match wait_for_input(&mut ctrl, tick, &deadlines, Duration::from_millis(50))? {
-                Recv::Data(b) => conn.handle_input(b, clock.now())?,
-                Recv::Eof => conn.handle_eof()?,
-                Recv::Idle => {}
-            }
-            conn.handle_timeout(clock.now())?;
             while let Some(ev) = conn.poll_event() {
                 match ev {
                     Iperf3Event::CreateStreams => {
@@ -177,9 +168,7 @@ fn drive(
             bail!("interrupted by {} before the test ended", interrupt.last_name());
         }
         conn.terminate();
-        if let Some(bytes) = conn.poll_transmit() {
-            let _ = ctrl.send(&bytes);
-        }
+        pump::flush(&mut ctrl, &mut conn);
         return Err(anyhow::anyhow!("{e:#}"));
     }
     result

@@ -14,6 +14,7 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
+use linerate_proto::Machine;
 use linerate_proto::iperf3::{
     COOKIE_LEN, Iperf3Request, Iperf3Server, Iperf3ServerEvent, State, UDP_REPLY, errno,
     results_from_side,
@@ -24,6 +25,7 @@ use linerate_proto::{LimitKind, ProtoError, Protocol, SideResults, TestSpec};
 use super::{forgive_end_of_test_resets, peer_side};
 use crate::record::canonical;
 use crate::session::admission::Pending;
+use crate::session::pump;
 use crate::session::served::ServedTest;
 use crate::session::server::{Iperf3Conn, Registration, ServerNote, Shared};
 use crate::session::test_log::TestLogLine;
@@ -88,9 +90,7 @@ pub(crate) fn run_session(
                     m.fail_with(if started { errno::NO_MSG } else { errno::NEW_TEST });
                 }
             }
-            if let Some(bytes) = m.poll_transmit() {
-                let _ = ctrl.send(&bytes);
-            }
+            pump::flush(&mut ctrl, &mut m);
         }
         r
     });
