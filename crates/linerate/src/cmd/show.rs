@@ -6,7 +6,6 @@ use std::process::ExitCode;
 use anyhow::{Result, anyhow};
 
 use crate::plan::HistoryPlan;
-use crate::record::RunRecord;
 use crate::report;
 
 /// Runs `linerate show`.
@@ -19,19 +18,8 @@ pub fn run(plan: &HistoryPlan, id: i64) -> Result<ExitCode> {
         report::json::render_run(&record, &mut out)?;
     } else {
         report::text::render_run(&record, &mut out)?;
-        show_environments(&record, &mut out)?;
+        report::environment::render_ends(&record, &mut out)?;
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Both ends' environments under a shown run (or why one is missing).
-fn show_environments(record: &RunRecord, out: &mut dyn Write) -> Result<()> {
-    for (end, side) in [("client", &record.client), ("server", &record.server_results)] {
-        match side.as_ref().and_then(|s| s.environment.as_deref()) {
-            Some(e) => report::environment::render(&format!("Environment ({end})"), e, out)?,
-            None => writeln!(out, "Environment ({end}): not recorded")?,
-        }
-    }
-    Ok(())
 }
