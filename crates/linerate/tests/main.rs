@@ -1,8 +1,9 @@
 //! One integration-test binary (faster to link than one per file).
 //!
 //! Everything here runs the real `linerate` binary against real kernel TCP on loopback
-//! (127.0.0.1 / ::1) only. Every server is started on an ephemeral port and killed on drop;
-//! every client run is bounded by a timeout.
+//! (127.0.0.1 / ::1) only, except the renderers' snapshots (`render.rs`), which read frozen
+//! records. Every server is started on an ephemeral port and killed on drop; every client run
+//! is bounded by a timeout.
 
 mod abuse;
 mod access;
@@ -18,6 +19,7 @@ mod limits;
 mod loopback;
 mod matrix;
 mod netns;
+mod render;
 mod report;
 mod report_html;
 mod server_log;

@@ -9,7 +9,7 @@
 //! missing ones are run; the same seed gives the same order, so the runs left are the ones the
 //! first attempt had not reached. A group is finished only when every planned run completed.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -20,7 +20,7 @@ use crate::plan::campaign::{CampaignPlan, CampaignRun, Tier};
 use crate::plan::matrix::Cell;
 use crate::record::RunRecord;
 use crate::report::campaign::{self as render, CampaignMeta};
-use crate::report::progress::DEFAULT_COLUMNS;
+use crate::report::notice::{Console, Notice, Stored};
 use crate::session::Interrupt;
 use crate::session::campaign::{CampaignProgress, run_campaign};
 use crate::stats::campaign::{TierSummary, cross_tier_findings, summarize_tier};
@@ -32,9 +32,10 @@ type Prior = Vec<Vec<(usize, u32, RunRecord)>>;
 
 /// Runs the campaign, stores every run, renders the report.
 pub fn run(c: &CampaignRun, interrupt: &Interrupt) -> Result<ExitCode> {
-    let mut store = keep::open(&c.store);
-    let (group, seed, prior) = start_or_resume(c, &mut store)?;
     let text = c.output == crate::plan::OutputFormat::Text;
+    let console = super::console(text);
+    let mut store = keep::open(&c.store, &console);
+    let (group, seed, prior) = start_or_resume(c, &mut store)?;
     let kept: usize = prior.iter().map(Vec::len).sum();
     if text {
         let resumed = c.resume.and(group).map(|g| (g, kept));
@@ -42,33 +43,19 @@ pub fn run(c: &CampaignRun, interrupt: &Interrupt) -> Result<ExitCode> {
     }
     let bases: Vec<_> =
         c.plan.tiers.iter().map(|t| t.client_plan(c.output, c.store.clone())).collect();
-    let tty = std::io::stderr().is_terminal();
-    let mut progress = |p: CampaignProgress<'_>| {
-        if tty {
-            let line = render::progress_line(
-                (&p.tier.name, p.tier_index, p.tiers),
-                &p.cell.label(),
-                p.repetition,
-                (p.done, p.planned),
-                p.eta,
-                crate::sys::stderr_columns().unwrap_or(DEFAULT_COLUMNS),
-            );
-            eprint!("\r\x1b[2K{line}");
-        }
-    };
+    let mut progress = |p: CampaignProgress<'_>| console.progress(&p.into());
     let mut runs = GroupRuns::new(
         store,
         (RunKind::CampaignCell, group),
         c.store.labels.clone(),
         (c.stop_after, interrupt),
+        &console,
     );
     let mut keep = |tier: &Tier, cell: &Cell, rep: u32, record: &RunRecord| {
         runs.keep(format!("{}/{}", tier.name, cell.label()), rep, record);
     };
     let outcome = run_campaign(&c.plan, &bases, seed, prior, interrupt, &mut progress, &mut keep);
-    if tty {
-        eprint!("\r\x1b[2K");
-    }
+    console.end_progress();
     let summaries: Vec<TierSummary> = c
         .plan
         .tiers
@@ -95,7 +82,7 @@ pub fn run(c: &CampaignRun, interrupt: &Interrupt) -> Result<ExitCode> {
         render::render_json(meta, &tiers, &findings, &mut out)?;
     }
     out.flush()?;
-    conclude(c, group, complete, interrupt, &mut out)
+    conclude(c, group, complete, interrupt, &console)
 }
 
 /// A new group (if there is a history), or the group to resume with its seed and runs.
@@ -133,16 +120,12 @@ fn conclude(
     group: Option<i64>,
     complete: bool,
     interrupt: &Interrupt,
-    out: &mut dyn Write,
+    console: &Console,
 ) -> Result<ExitCode> {
     let db = c.db_given.as_ref().map_or(String::new(), |d| format!(" --db {}", d.display()));
     let hint = format!("linerate campaign {}{db} --resume", c.file.display());
-    if let (Some(g), true) = (group, c.output == crate::plan::OutputFormat::Text) {
-        writeln!(
-            out,
-            "Stored as campaign group {g} (linerate report c{g} --format html -o c{g}.html; \
-             linerate history --group {g})."
-        )?;
+    if let Some(g) = group {
+        console.show(&Notice::Stored(Stored::Campaign(g)));
     }
     if complete {
         return Ok(ExitCode::SUCCESS);
@@ -151,7 +134,7 @@ fn conclude(
         bail!("the campaign did not complete, and without the history it cannot be resumed");
     }
     if interrupt.count() > 0 {
-        eprintln!("Interrupted: the completed runs are stored; continue with `{hint}`");
+        console.show(&Notice::CampaignInterrupted { resume: &hint });
         return Ok(ExitCode::SUCCESS);
     }
     Err(anyhow!(

@@ -11,6 +11,7 @@ use super::keep;
 use crate::plan::search::{RateSearch, SearchPlan};
 use crate::plan::{ClientPlan, OutputFormat};
 use crate::record::{Outcome, RunRecord};
+use crate::report::notice::{Notice, Stored};
 use crate::report::{iperf3_json, json, text};
 use crate::session::{Interrupt, Quiet, client, iperf3};
 use crate::stats;
@@ -34,8 +35,9 @@ pub fn run(plan: &ClientPlan, interrupt: &Interrupt) -> Result<ExitCode> {
 }
 
 fn finish_client(plan: &ClientPlan, record: &RunRecord) -> Result<ExitCode> {
-    let stored =
-        keep::keep(&mut keep::open(&plan.store), record, &RunMeta::test(plan.store.labels.clone()));
+    let console = super::console(plan.output == OutputFormat::Text);
+    let meta = RunMeta::test(plan.store.labels.clone());
+    let stored = keep::keep(&mut keep::open(&plan.store, &console), record, &meta, &console);
     let mut out = std::io::stdout().lock();
     let has_figures = record.client.is_some() || record.server_results.is_some();
     match plan.output {
@@ -45,10 +47,10 @@ fn finish_client(plan: &ClientPlan, record: &RunRecord) -> Result<ExitCode> {
         OutputFormat::Text if has_figures => text::render_run(record, &mut out)?,
         OutputFormat::Text => {}
     }
-    if let (Some(id), OutputFormat::Text) = (stored, plan.output) {
-        writeln!(out, "Stored as run {id} (linerate show {id}).")?;
-    }
     out.flush()?;
+    if let Some(id) = stored {
+        console.show(&Notice::Stored(Stored::Run(id)));
+    }
     if !matches!(record.outcome, Outcome::Failed { .. }) {
         let cells = vec![(
             "run".to_string(),
@@ -67,7 +69,8 @@ fn finish_client(plan: &ClientPlan, record: &RunRecord) -> Result<ExitCode> {
 fn find_max(plan: &ClientPlan, search_plan: SearchPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     let mut search = RateSearch::new(search_plan);
     let mut records = Vec::new();
-    let mut store = keep::open(&plan.store);
+    let console = super::console(plan.output == OutputFormat::Text);
+    let mut store = keep::open(&plan.store, &console);
     let params = serde_json::json!({ "max_loss": search_plan.max_loss, "start_bits_per_second": search_plan.start_bits_per_second, "spec": plan.spec });
     let group = store.as_mut().and_then(|s| s.begin_group("find_max", None, &params).ok());
     let mut out = std::io::stdout().lock();
@@ -93,7 +96,7 @@ fn find_max(plan: &ClientPlan, search_plan: SearchPlan, interrupt: &Interrupt) -
             repetition: None,
             labels: plan.store.labels.clone(),
         };
-        keep::keep(&mut store, &record, &meta);
+        keep::keep(&mut store, &record, &meta, &console);
         if text {
             text::render_trial(records.len() + 1, &trial, &mut out)?;
         }

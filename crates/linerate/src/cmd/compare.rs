@@ -58,9 +58,8 @@ pub fn run(
         let mut page = Vec::new();
         report::html::write_compare(&ra, &rb, &rows, &mut page)?;
         super::report::write_whole(path, &page)?;
-        if !plan.json {
-            writeln!(out, "HTML comparison written to {}", path.display())?;
-        }
+        out.flush()?;
+        super::console(!plan.json).show(&crate::report::notice::Notice::HtmlWritten(path));
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)

@@ -3,27 +3,33 @@
 
 use crate::plan::StorePlan;
 use crate::record::RunRecord;
+use crate::report::notice::{Console, Notice};
 use crate::store::{RunMeta, Store};
 
 /// The store of a plan, or None (with a warning saying why) when it cannot be used.
-pub fn open(plan: &StorePlan) -> Option<Store> {
+pub fn open(plan: &StorePlan, console: &Console) -> Option<Store> {
     let path = plan.path.as_ref()?;
     match Store::open(path) {
         Ok(s) => Some(s),
         Err(e) => {
-            eprintln!("warning: results will not be stored: {e:#}");
+            console.show(&Notice::HistoryUnavailable(format!("{e:#}")));
             None
         }
     }
 }
 
 /// Stores `record`; a failure is a warning, not an error. Returns the run id.
-pub fn keep(store: &mut Option<Store>, record: &RunRecord, meta: &RunMeta) -> Option<i64> {
+pub fn keep(
+    store: &mut Option<Store>,
+    record: &RunRecord,
+    meta: &RunMeta,
+    console: &Console,
+) -> Option<i64> {
     let s = store.as_mut()?;
     match s.insert_run(record, meta) {
         Ok(id) => Some(id),
         Err(e) => {
-            eprintln!("warning: this run was not stored: {e:#}");
+            console.show(&Notice::RunNotStored(format!("{e:#}")));
             None
         }
     }
@@ -46,6 +52,8 @@ pub struct GroupRuns<'a> {
     pub stop_after: Option<usize>,
     /// Triggered at `stop_after`.
     pub interrupt: &'a crate::session::Interrupt,
+    /// Where a failure to store is shown.
+    console: &'a Console,
     stored: usize,
 }
 
@@ -56,8 +64,9 @@ impl<'a> GroupRuns<'a> {
         (kind, group): (crate::store::RunKind, Option<i64>),
         labels: Vec<String>,
         (stop_after, interrupt): (Option<usize>, &'a crate::session::Interrupt),
+        console: &'a Console,
     ) -> Self {
-        Self { store, kind, group, labels, stop_after, interrupt, stored: 0 }
+        Self { store, kind, group, labels, stop_after, interrupt, console, stored: 0 }
     }
 
     /// Stores `record` as repetition `rep` of `cell`.
@@ -69,7 +78,7 @@ impl<'a> GroupRuns<'a> {
             repetition: Some(rep),
             labels: self.labels.clone(),
         };
-        keep(&mut self.store, record, &meta);
+        keep(&mut self.store, record, &meta, self.console);
         self.stored += 1;
         if self.stop_after.is_some_and(|n| self.stored >= n) {
             self.interrupt.trigger();

@@ -8,7 +8,7 @@
 //! a group whose settings differ (see `resume`). A group is finished only when every planned
 //! run completed, so a matrix with failed runs can be completed later.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, anyhow};
@@ -18,7 +18,7 @@ use super::keep::{self, GroupRuns};
 use crate::plan::matrix::{Cell, MatrixPlan, MatrixRun};
 use crate::plan::{ClientPlan, OutputFormat};
 use crate::record::{Outcome, RunRecord};
-use crate::report::progress::DEFAULT_COLUMNS;
+use crate::report::notice::{Notice, Stored};
 use crate::session::{self, Interrupt};
 use crate::stats;
 use crate::store::resume::{self, Resumable};
@@ -35,42 +35,26 @@ pub fn run(
     how: &MatrixRun,
     interrupt: &Interrupt,
 ) -> Result<ExitCode> {
-    let mut store = keep::open(&base.store);
+    let console = super::console(base.output == OutputFormat::Text);
+    let mut store = keep::open(&base.store, &console);
     let (group, plan, prior) = start_or_resume(base, plan, how, &mut store)?;
     let cells = plan.cells();
-    let text_out = base.output == OutputFormat::Text;
-    if text_out {
-        let mut out = std::io::stdout().lock();
-        crate::report::matrix::render_start(&plan, cells.len(), &mut out)?;
-        if let (Some(g), Some(_)) = (group, how.resume) {
-            writeln!(out, "Resuming matrix m{g}: {} completed run(s) kept.", prior.len())?;
-        }
+    if base.output == OutputFormat::Text {
+        let resumed = how.resume.and(group).map(|g| (g, prior.len()));
+        crate::report::matrix::render_start(&plan, cells.len(), resumed, &mut std::io::stdout())?;
     }
-    let tty = std::io::stderr().is_terminal();
-    let mut progress = |p: session::matrix::Progress<'_>| {
-        if tty {
-            let line = crate::report::matrix::progress_line(
-                (p.done, p.planned),
-                &p.cell.label(),
-                p.repetition,
-                p.eta,
-                crate::sys::stderr_columns().unwrap_or(DEFAULT_COLUMNS),
-            );
-            eprint!("\r\x1b[2K{line}");
-        }
-    };
+    let mut progress = |p: session::matrix::Progress<'_>| console.progress(&p.into());
     let mut runs = GroupRuns::new(
         store,
         (RunKind::MatrixCell, group),
         base.store.labels.clone(),
         (how.stop_after, interrupt),
+        &console,
     );
     let mut keep = |cell: &Cell, rep: u32, record: &RunRecord| runs.keep(cell.label(), rep, record);
     let outcome =
         session::matrix::run_matrix_from(base, &plan, prior, interrupt, &mut progress, &mut keep);
-    if tty {
-        eprint!("\r\x1b[2K");
-    }
+    console.end_progress();
     let complete = outcome.stopped.is_none()
         && outcome.runs.iter().all(|(_, _, r)| r.outcome == Outcome::Completed);
     if let (Some(s), Some(g), true) = (runs.store.as_mut(), group, complete) {
@@ -91,19 +75,12 @@ pub fn run(
             &mut out,
         )?,
     }
-    if let (Some(g), true) = (group, text_out) {
-        writeln!(
-            out,
-            "Stored as matrix m{g} (linerate report m{g} --format html -o m{g}.html; \
-             linerate compare m{g} mN)."
-        )?;
-    }
     out.flush()?;
-    if let (Some(g), false) = (group, complete) {
-        eprintln!(
-            "The matrix did not complete: its completed runs are stored; run the rest with the \
-             same command and `--resume m{g}`"
-        );
+    if let Some(g) = group {
+        console.show(&Notice::Stored(Stored::Matrix(g)));
+    }
+    if let (Some(group), false) = (group, complete) {
+        console.show(&Notice::MatrixIncomplete { group });
     }
     if let Some(why) = stopped.filter(|_| interrupt.count() == 0) {
         return Err(anyhow!("matrix stopped early: {why}"));

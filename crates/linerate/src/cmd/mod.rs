@@ -21,12 +21,21 @@ mod server;
 mod show;
 mod source;
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use anyhow::Result;
 
 use crate::plan::{HistoryCommand, Plan};
+use crate::report::notice::Console;
 use crate::session::Interrupt;
+
+/// Where a command's notices go: notes with text results (`text`), progress when standard
+/// error is a terminal (read for its width as each line is drawn).
+fn console(text: bool) -> Console {
+    let terminal = std::io::stderr().is_terminal().then_some(crate::sys::stderr_columns as _);
+    Console::new(text, terminal)
+}
 
 /// Runs the plan to completion.
 pub fn execute(plan: Plan) -> Result<ExitCode> {

@@ -6,7 +6,6 @@ use std::process::ExitCode;
 use anyhow::{Result, anyhow, bail};
 
 use crate::plan::{HistoryPlan, HistoryRef};
-use crate::record::RunRecord;
 use crate::report;
 
 /// Runs `linerate show`.
@@ -22,19 +21,8 @@ pub fn run(plan: &HistoryPlan, which: HistoryRef) -> Result<ExitCode> {
         report::json::render_run(&record, &mut out)?;
     } else {
         report::text::render_run(&record, &mut out)?;
-        show_environments(&record, &mut out)?;
+        report::environment::render_ends(&record, &mut out)?;
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Both ends' environments under a shown run (or why one is missing).
-fn show_environments(record: &RunRecord, out: &mut dyn Write) -> Result<()> {
-    for (end, side) in [("client", &record.client), ("server", &record.server_results)] {
-        match side.as_ref().and_then(|s| s.environment.as_deref()) {
-            Some(e) => report::environment::render(&format!("Environment ({end})"), e, out)?,
-            None => writeln!(out, "Environment ({end}): not recorded")?,
-        }
-    }
-    Ok(())
 }

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::stats::compare::Comparison;
 use crate::stats::environment::EndChanges;
-use crate::store::RunRow;
+use crate::store::{RunKind, RunRow};
 use crate::units::format_bits_per_second;
 
 /// One compared cell.
@@ -60,17 +60,11 @@ pub fn render_list(rows: &[RunRow], json: bool, out: &mut dyn Write) -> std::io:
         "run", "started (UTC)", "what", "server", "prot", "direction", "P", "received", "outcome"
     )?;
     for r in rows {
-        let what = match (r.group, &r.cell) {
-            (Some(g), Some(c)) => format!("m{g} {c}"),
-            (Some(g), None) => format!("m{g}"),
-            _ => r.kind.as_str().to_string(),
-        };
-        writeln!(
-            out,
+        let line = format!(
             "{:>5}  {:<19}  {:<22} {:<21} {:<4} {:<13} {:>3} {:>14}  {:<9} {}",
             r.id,
             utc(r.started_unix_ms),
-            what,
+            what(r),
             r.server,
             r.protocol,
             r.direction,
@@ -78,9 +72,26 @@ pub fn render_list(rows: &[RunRow], json: bool, out: &mut dyn Write) -> std::io:
             r.bits_per_second.map_or("n/a".into(), format_bits_per_second),
             r.outcome,
             r.labels.join(",")
-        )?;
+        );
+        writeln!(out, "{}", line.trim_end())?;
     }
     Ok(())
+}
+
+/// What a listed run was part of, named as the commands that read it take it: `m3 P=4` (a
+/// matrix and its cell), `c4 lan/P=4` (a campaign), `find-max 5 b=…` (a search, listed with
+/// `history --group 5`), or the kind of a run on its own.
+fn what(r: &RunRow) -> String {
+    let group = match (r.kind, r.group) {
+        (_, None) => return r.kind.as_str().to_string(),
+        (RunKind::CampaignCell, Some(g)) => format!("c{g}"),
+        (RunKind::FindMaxTrial, Some(g)) => format!("find-max {g}"),
+        (_, Some(g)) => format!("m{g}"),
+    };
+    match &r.cell {
+        Some(c) => format!("{group} {c}"),
+        None => group,
+    }
 }
 
 /// Cell-by-cell comparison of A (before) and B (after).
