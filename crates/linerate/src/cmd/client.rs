@@ -59,7 +59,7 @@ fn finish_client(plan: &ClientPlan, record: &RunRecord) -> Result<ExitCode> {
     out.flush()?;
     match &record.outcome {
         Outcome::Completed | Outcome::Interrupted => Ok(ExitCode::SUCCESS),
-        Outcome::Failed { error } => Err(anyhow!("{error}")),
+        Outcome::Failed { error, .. } => Err(anyhow!("{error}")),
     }
 }
 
@@ -82,7 +82,7 @@ fn find_max(plan: &ClientPlan, search_plan: SearchPlan, interrupt: &Interrupt) -
         let mut trial_plan = plan.clone();
         trial_plan.spec.bits_per_second = rate;
         let record = client::run(&trial_plan, &mut Quiet, interrupt);
-        if let Outcome::Failed { error } = &record.outcome {
+        if let Outcome::Failed { error, .. } = &record.outcome {
             return Err(anyhow!("trial {} at {} failed: {error}", records.len() + 1, rate));
         }
         let trial = search.record(crate::stats::udp::trial_of(&record, rate));
