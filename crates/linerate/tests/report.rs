@@ -220,7 +220,7 @@ fn a_stored_matrix_reports_what_the_matrix_printed() {
     let csv = report(&["m1", "--db", &db_s, "-f", "csv"]);
     assert_eq!(csv.lines().count(), 3, "{csv}");
     let bad = run(&["report", "m99", "--db", &db_s], Duration::from_secs(10));
-    assert_eq!(bad.code, Some(1));
+    assert_eq!(bad.code, Some(2));
     assert!(bad.stderr.contains("no group 99"), "{}", bad.stderr);
 }
 
@@ -234,11 +234,11 @@ fn bad_sources_are_refused_with_the_fix() {
     let junk = dir.join("junk.json");
     std::fs::write(&junk, r#"{"kind": "something.else"}"#).expect("write");
     let out = run(&["report", &junk.to_string_lossy()], Duration::from_secs(10));
-    assert_eq!(out.code, Some(1));
+    assert_eq!(out.code, Some(2));
     assert!(out.stderr.contains("reads linerate.run, linerate.matrix"), "{}", out.stderr);
     std::fs::write(&junk, r#"{"kind": "linerate.matrix", "runs": 3}"#).expect("write");
     let out = run(&["report", &junk.to_string_lossy()], Duration::from_secs(10));
-    assert_eq!(out.code, Some(1));
+    assert_eq!(out.code, Some(2));
     assert!(out.stderr.contains(r#"its "runs" is missing or not"#), "{}", out.stderr);
     for args in [
         &["matrix", "127.0.0.1", "--json-stream"][..],

@@ -109,7 +109,7 @@ fn an_unusable_database_costs_a_warning_not_the_results() {
     assert!(out.stderr.contains("not a SQLite database"), "{}", out.stderr);
     assert_eq!(std::fs::read(&db).expect("read"), before, "the file was left untouched");
     let out = run(&["history", "--db", &db], Duration::from_secs(10));
-    assert_eq!(out.code, Some(1));
+    assert_eq!(out.code, Some(3));
     assert!(out.stderr.contains("left untouched"), "{}", out.stderr);
 }
 

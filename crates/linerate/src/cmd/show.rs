@@ -3,17 +3,18 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::{Result, anyhow};
+use anyhow::Result;
 
 use crate::plan::HistoryPlan;
-use crate::record::RunRecord;
+use crate::record::{Failure, RunRecord};
 use crate::report;
 
 /// Runs `linerate show`.
 pub fn run(plan: &HistoryPlan, id: i64) -> Result<ExitCode> {
     let store = super::history::open_existing(&plan.db)?;
-    let (_, record) =
-        store.run(id)?.ok_or_else(|| anyhow!("no run {id} in {}", plan.db.display()))?;
+    let (_, record) = store
+        .run(id)?
+        .ok_or_else(|| Failure::usage(format!("no run {id} in {}", plan.db.display())))?;
     let mut out = std::io::stdout().lock();
     if plan.json {
         report::json::render_run(&record, &mut out)?;
