@@ -207,7 +207,7 @@ fn ipv6_loopback_and_family_flags() {
     assert!(doc["record"]["remote_address"].as_str().expect("addr").starts_with("[::1]"));
     let port = srv.port.to_string();
     let out = run(&["client", "::1", "-p", &port, "-4", "-t", "0.3"], Duration::from_secs(10));
-    assert_eq!(out.code, Some(1));
+    assert_eq!(out.code, Some(2));
     assert!(out.stderr.contains("-4/-6"), "{}", out.stderr);
 }
 

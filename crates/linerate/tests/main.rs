@@ -11,6 +11,7 @@ mod campaign;
 mod cli;
 mod doctor;
 mod environment;
+mod exit;
 mod faults;
 mod interop;
 mod interop_server;

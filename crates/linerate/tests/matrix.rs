@@ -164,7 +164,7 @@ fn an_interrupted_matrix_resumes_in_its_stored_order_without_repeating_a_run() {
     let base = ["matrix", "127.0.0.1", "-p", &port, "-i", "0", "-t", "0.2", "--db", &db_s];
     let with = |extra: &[&str]| run(&[&base[..], extra].concat(), Duration::from_secs(120));
     let first = with(&[&SEEDED_2X2[..], &["--stop-after", "3"]].concat());
-    assert_eq!(first.code, Some(0), "{}\n{}", first.stderr, first.stdout);
+    assert_eq!(first.code, Some(130), "{}\n{}", first.stderr, first.stdout);
     assert!(first.stderr.contains("--resume m"), "says how to resume: {}", first.stderr);
     let store = Store::open(&db).expect("history");
     let g = store.groups(10).expect("groups").remove(0);
@@ -175,11 +175,11 @@ fn an_interrupted_matrix_resumes_in_its_stored_order_without_repeating_a_run() {
     // Other settings are another matrix: refused, naming the group when it is named.
     let other = ["--parallel", "1,2", "--window", "default,256K", "--repeat", "3"];
     let refused = with(&[&other[..], &["--resume"]].concat());
-    assert_eq!(refused.code, Some(1), "{}", refused.stderr);
+    assert_eq!(refused.code, Some(2), "{}", refused.stderr);
     assert!(refused.stderr.contains("no unfinished matrix"), "{}", refused.stderr);
     let named = format!("m{}", g.id);
     let refused = with(&[&other[..], &["--resume", &named]].concat());
-    assert_eq!(refused.code, Some(1), "{}", refused.stderr);
+    assert_eq!(refused.code, Some(2), "{}", refused.stderr);
     assert!(refused.stderr.contains("changed since matrix group"), "{}", refused.stderr);
 
     // The same settings without --seed: the stored seed and order are used.
@@ -197,6 +197,6 @@ fn an_interrupted_matrix_resumes_in_its_stored_order_without_repeating_a_run() {
     assert_eq!(cell_order(&doc), cell_order(&fresh), "the stored order, prior runs first");
     crate::util::assert_resumed_whole(&db, g.id, 8);
     let finished = with(&[&SEEDED_2X2[..], &["--resume", &named]].concat());
-    assert_eq!(finished.code, Some(1), "{}", finished.stderr);
+    assert_eq!(finished.code, Some(2), "{}", finished.stderr);
     assert!(finished.stderr.contains("already finished"), "{}", finished.stderr);
 }

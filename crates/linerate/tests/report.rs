@@ -131,8 +131,18 @@ fn json_documents_have_the_keys_docs_json_md_lists() {
         assert!(env.get(key).is_some(), "environment.{key} documented but missing: {env}");
     }
     assert!(record[0].len() > 10, "{record:?}");
+    // `outcome.kind`-style keys exist only when the run failed: looked up in a live failure
+    // (a port nothing listens on).
+    let port = crate::util::free_port().to_string();
+    let failed =
+        run(&["client", "127.0.0.1", "-p", &port, "-J", "--no-store"], Duration::from_secs(10));
+    let failed = failed.json();
     for key in record[0].iter().filter(|k| *k != "server_output") {
-        assert!(doc["record"].get(key).is_some(), "record.{key} documented but missing");
+        let found = match key.split_once('.') {
+            Some((top, inner)) => failed["record"][top].get(inner).is_some(),
+            None => doc["record"].get(key).is_some(),
+        };
+        assert!(found, "record.{key} documented but missing");
     }
     for key in &record[1] {
         let cost = &doc["record"]["client"]["cost"];
@@ -210,7 +220,7 @@ fn a_stored_matrix_reports_what_the_matrix_printed() {
     let csv = report(&["m1", "--db", &db_s, "-f", "csv"]);
     assert_eq!(csv.lines().count(), 3, "{csv}");
     let bad = run(&["report", "m99", "--db", &db_s], Duration::from_secs(10));
-    assert_eq!(bad.code, Some(1));
+    assert_eq!(bad.code, Some(2));
     assert!(bad.stderr.contains("no group 99"), "{}", bad.stderr);
 }
 
@@ -224,11 +234,11 @@ fn bad_sources_are_refused_with_the_fix() {
     let junk = dir.join("junk.json");
     std::fs::write(&junk, r#"{"kind": "something.else"}"#).expect("write");
     let out = run(&["report", &junk.to_string_lossy()], Duration::from_secs(10));
-    assert_eq!(out.code, Some(1));
+    assert_eq!(out.code, Some(2));
     assert!(out.stderr.contains("reads linerate.run, linerate.matrix"), "{}", out.stderr);
     std::fs::write(&junk, r#"{"kind": "linerate.matrix", "runs": 3}"#).expect("write");
     let out = run(&["report", &junk.to_string_lossy()], Duration::from_secs(10));
-    assert_eq!(out.code, Some(1));
+    assert_eq!(out.code, Some(2));
     assert!(out.stderr.contains(r#"its "runs" is missing or not"#), "{}", out.stderr);
     for args in [
         &["matrix", "127.0.0.1", "--json-stream"][..],

@@ -109,7 +109,7 @@ fn an_unusable_database_costs_a_warning_not_the_results() {
     assert!(out.stderr.contains("not a SQLite database"), "{}", out.stderr);
     assert_eq!(std::fs::read(&db).expect("read"), before, "the file was left untouched");
     let out = run(&["history", "--db", &db], Duration::from_secs(10));
-    assert_eq!(out.code, Some(1));
+    assert_eq!(out.code, Some(3));
     assert!(out.stderr.contains("left untouched"), "{}", out.stderr);
 }
 
@@ -161,7 +161,7 @@ fn last_names_the_newest_run_or_the_matrix_it_belongs_to() {
     let srv = Server::start(&[]);
     let (port, db) = (srv.port.to_string(), db_path("last"));
     let empty = run(&["show", "last", "--db", &db], Duration::from_secs(30));
-    assert_ne!(empty.code, Some(0), "an empty history has no last run");
+    assert_eq!(empty.code, Some(2), "an empty history has no last run: {}", empty.stderr);
     let client = |label: &str| {
         let args = ["client", "127.0.0.1", "-p", &port, "-t", "0.3", "--db", &db];
         ok(&[&args[..], &["--label", label, "-J"]].concat()).json()
@@ -187,6 +187,6 @@ fn last_names_the_newest_run_or_the_matrix_it_belongs_to() {
     assert_eq!(shown["record"]["spec"]["bits_per_second"], 100_000_000, "{shown}");
     // A group id is not a run: show says what to use instead.
     let refused = run(&["show", &m, "--db", &db], Duration::from_secs(30));
-    assert_ne!(refused.code, Some(0));
+    assert_eq!(refused.code, Some(2), "{}", refused.stderr);
     assert!(refused.stderr.contains(&format!("linerate report {m}")), "{}", refused.stderr);
 }

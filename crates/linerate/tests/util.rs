@@ -57,6 +57,12 @@ pub fn assert_resumed_whole(db: &std::path::Path, group: i64, runs: usize) {
     assert_eq!(store.groups(10).expect("groups").len(), 1, "no new group on resume");
 }
 
+/// A loopback port nothing listens on (bound to learn a free one, then released).
+pub fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("addr").port()
+}
+
 /// A `linerate server` child process, killed on drop.
 pub struct Server {
     pub child: Child,

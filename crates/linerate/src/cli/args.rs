@@ -8,7 +8,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::units::{self, Bitrate, ByteCount};
 
-const UNITS_HELP: &str = "\
+/// Under the top-level help (and in the man page): units, examples, exit status.
+const AFTER_HELP: &str = "\
 Units:
   Sizes (-l, -w, -n): K = 1024, M = 1024^2, G = 1024^3 (like iperf); k = 1000, m = 10^6,
   g = 10^9; KiB/MiB/GiB and kB/MB/GB are accepted too. Example: -l 128K = 131072 bytes.
@@ -21,11 +22,22 @@ Examples:
   linerate                          self-test: embedded loopback server + 3 s test
   linerate server                   serve tests on port 5201 (same as: linerate -s)
   linerate client HOST -P 4 -t 30   4 streams for 30 s   (same as: linerate -c HOST ...)
-  linerate client HOST -R -w 800k   server sends; 800 kB socket buffers on both ends";
+  linerate client HOST -R -w 800k   server sends; 800 kB socket buffers on both ends
+
+Exit status:
+  0    success
+  1    a gate failed: the test ran and fell short (--fail-below, --fail-regression)
+  2    usage or input error: flags, a plan or campaign file, an unknown run or group id,
+       a report file that cannot be read
+  3    the test could not run or failed (connection refused, the server refused, timed
+       out, peer errors; runs of a matrix or campaign failed or it stopped early), or
+       linerate's own environment failed (sockets, files, the history database)
+  130  interrupted (SIGINT or SIGTERM), after the partial results were printed and stored
+  A server stopped by SIGINT or SIGTERM exits 0.";
 
 /// Network throughput benchmark: client, multi-client server, honest figures.
 #[derive(Debug, Parser)]
-#[command(name = "linerate", version, about, after_help = UNITS_HELP, args_conflicts_with_subcommands = true)]
+#[command(name = "linerate", version, about, after_help = AFTER_HELP, args_conflicts_with_subcommands = true)]
 pub struct Cli {
     /// What to do (default: selftest).
     #[command(subcommand)]

@@ -12,13 +12,14 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result};
 use serde_json::json;
 
+use super::failed::{group_failure_kind, interrupted};
 use super::keep::{self, GroupRuns};
 use crate::plan::campaign::{CampaignPlan, CampaignRun, Tier};
 use crate::plan::matrix::Cell;
-use crate::record::RunRecord;
+use crate::record::{Failure, FailureKind, RunRecord};
 use crate::report::campaign::{self as render, CampaignMeta};
 use crate::report::notice::{Console, Notice, Stored};
 use crate::session::Interrupt;
@@ -82,7 +83,9 @@ pub fn run(c: &CampaignRun, interrupt: &Interrupt) -> Result<ExitCode> {
         render::render_json(meta, &tiers, &findings, &mut out)?;
     }
     out.flush()?;
-    conclude(c, group, complete, interrupt, &console)
+    let kind =
+        group_failure_kind(outcome.tiers.iter().flat_map(|t| t.runs.iter().map(|(_, _, r)| r)));
+    conclude(c, (group, complete, kind), interrupt, &console)
 }
 
 /// A new group (if there is a history), or the group to resume with its seed and runs.
@@ -114,11 +117,11 @@ fn start_or_resume(
     }
 }
 
-/// The last lines and the exit status: how to continue an incomplete campaign.
+/// The last lines and the exit status: how to continue an incomplete campaign; `kind` is the
+/// kind of its last failed run.
 fn conclude(
     c: &CampaignRun,
-    group: Option<i64>,
-    complete: bool,
+    (group, complete, kind): (Option<i64>, bool, FailureKind),
     interrupt: &Interrupt,
     console: &Console,
 ) -> Result<ExitCode> {
@@ -130,17 +133,27 @@ fn conclude(
     if complete {
         return Ok(ExitCode::SUCCESS);
     }
-    if group.is_none() {
-        bail!("the campaign did not complete, and without the history it cannot be resumed");
-    }
+    let unresumable = "the campaign did not complete, and without the history it cannot be resumed";
     if interrupt.count() > 0 {
-        console.show(&Notice::CampaignInterrupted { resume: &hint });
-        return Ok(ExitCode::SUCCESS);
+        return Err(match group {
+            Some(_) => interrupted(
+                interrupt,
+                &format!("the completed runs are stored; continue with `{hint}`"),
+            ),
+            None => interrupted(interrupt, unresumable),
+        });
     }
-    Err(anyhow!(
-        "the campaign did not complete (a tier stopped early or runs failed; see above); \
-         fix the cause and run the missing runs with `{hint}`"
-    ))
+    if group.is_none() {
+        return Err(Failure::new(kind, unresumable).into());
+    }
+    Err(Failure::new(
+        kind,
+        format!(
+            "the campaign did not complete (a tier stopped early or runs failed; see above); \
+             fix the cause and run the missing runs with `{hint}`"
+        ),
+    )
+    .into())
 }
 
 /// The completed runs of group `id`, per tier, by cell index; other outcomes are run again.

@@ -1,16 +1,19 @@
 //! `linerate client HOST` (and `-c HOST`): one test, or a `--find-max` rate search; the run
 //! is stored, rendered in the chosen format, and gated (`--fail-below`, `--fail-regression`).
+//! Then a failed test is its [`Failure`], an interrupted one an interruption, a short one a
+//! failed gate: errors `main` turns into the exit status.
 
 use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::{Result, anyhow};
+use anyhow::Result;
 
+use super::failed::interrupted;
 use super::gate::gate;
 use super::keep;
 use crate::plan::search::{RateSearch, SearchPlan};
 use crate::plan::{ClientPlan, OutputFormat};
-use crate::record::{Outcome, RunRecord};
+use crate::record::{Failure, Outcome, RunRecord};
 use crate::report::notice::{Notice, Stored};
 use crate::report::{iperf3_json, json, text};
 use crate::session::{Interrupt, Quiet, client, iperf3};
@@ -31,10 +34,10 @@ pub fn run(plan: &ClientPlan, interrupt: &Interrupt) -> Result<ExitCode> {
         OutputFormat::JsonStream => run(plan, &mut json::JsonStream::new(stdout.lock()), interrupt),
         OutputFormat::Json | OutputFormat::Iperf3Json => run(plan, &mut Quiet, interrupt),
     };
-    finish_client(plan, &record)
+    finish_client(plan, &record, interrupt)
 }
 
-fn finish_client(plan: &ClientPlan, record: &RunRecord) -> Result<ExitCode> {
+fn finish_client(plan: &ClientPlan, record: &RunRecord, interrupt: &Interrupt) -> Result<ExitCode> {
     let console = super::console(plan.output == OutputFormat::Text);
     let meta = RunMeta::test(plan.store.labels.clone());
     let stored = keep::keep(&mut keep::open(&plan.store, &console), record, &meta, &console);
@@ -51,18 +54,16 @@ fn finish_client(plan: &ClientPlan, record: &RunRecord) -> Result<ExitCode> {
     if let Some(id) = stored {
         console.show(&Notice::Stored(Stored::Run(id)));
     }
-    if !matches!(record.outcome, Outcome::Failed { .. }) {
-        let cells = vec![(
-            "run".to_string(),
-            vec![stats::matrix::received_rate(&stats::summarize(record))],
-        )];
-        gate(plan, &cells)?;
+    if let Some(failure) = record.outcome.failure() {
+        return Err(failure.into());
     }
-    out.flush()?;
-    match &record.outcome {
-        Outcome::Completed | Outcome::Interrupted => Ok(ExitCode::SUCCESS),
-        Outcome::Failed { error } => Err(anyhow!("{error}")),
+    if record.outcome == Outcome::Interrupted {
+        return Err(interrupted(interrupt, "the results until then are above"));
     }
+    let cells =
+        vec![("run".to_string(), vec![stats::matrix::received_rate(&stats::summarize(record))])];
+    gate(plan, &cells)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `--find-max`: runs trials until the search is done, printing each, then the answer.
@@ -85,8 +86,9 @@ fn find_max(plan: &ClientPlan, search_plan: SearchPlan, interrupt: &Interrupt) -
         let mut trial_plan = plan.clone();
         trial_plan.spec.bits_per_second = rate;
         let record = client::run(&trial_plan, &mut Quiet, interrupt);
-        if let Outcome::Failed { error } = &record.outcome {
-            return Err(anyhow!("trial {} at {} failed: {error}", records.len() + 1, rate));
+        if let Some(f) = record.outcome.failure() {
+            let why = format!("trial {} at {} failed: {}", records.len() + 1, rate, f.message);
+            return Err(Failure::new(f.kind, why).into());
         }
         let trial = search.record(crate::stats::udp::trial_of(&record, rate));
         let meta = RunMeta {
@@ -111,5 +113,8 @@ fn find_max(plan: &ClientPlan, search_plan: SearchPlan, interrupt: &Interrupt) -
         _ => json::render_search(&answer, &search_plan, &records, &mut out)?,
     }
     out.flush()?;
+    if interrupt.count() > 0 {
+        return Err(interrupted(interrupt, "the answer above is from the trials until then"));
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -5,11 +5,11 @@ use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use linerate_proto::Environment;
 
 use crate::plan::{HistoryPlan, HistoryRef};
-use crate::record::{Outcome, RunRecord};
+use crate::record::{Failure, Outcome, RunRecord};
 use crate::report;
 use crate::stats::compare::compare;
 use crate::stats::environment::end_changes;
@@ -45,9 +45,10 @@ pub fn run(
         })
         .collect();
     if rows.is_empty() {
-        bail!(
+        return Err(Failure::usage(format!(
             "{a:?} and {b:?} have no cell in common: compare runs with runs and matrices with matrices of the same axes"
-        );
+        ))
+        .into());
     }
     report::history::render_compare(&rows, plan.json, &mut out)?;
     if let Some(path) = html {
@@ -98,14 +99,19 @@ fn cells(store: &Store, r: HistoryRef) -> Result<Vec<Cell>> {
     match store.resolve(r, false)? {
         HistoryRef::Last => bail!("`last` could not be resolved in {}", store.path().display()),
         HistoryRef::Run(id) => {
-            let (_, rec) = store.run(id)?.with_context(|| format!("no run {id} in the history"))?;
+            let (_, rec) = store
+                .run(id)?
+                .ok_or_else(|| Failure::usage(format!("no run {id} in the history")))?;
             if !completed(&rec) {
-                bail!("run {id} failed: it has no figures to compare");
+                let why = format!("run {id} failed: it has no figures to compare");
+                return Err(Failure::usage(why).into());
             }
             Ok(vec![Cell::new("run".into(), &rec)])
         }
         HistoryRef::Group(id) => {
-            store.group(id)?.with_context(|| format!("no matrix m{id} in the history"))?;
+            store
+                .group(id)?
+                .ok_or_else(|| Failure::usage(format!("no matrix m{id} in the history")))?;
             let mut cells: Vec<Cell> = Vec::new();
             for (_, meta, rec) in store.group_runs(id)? {
                 if !completed(&rec) {

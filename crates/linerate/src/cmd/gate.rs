@@ -3,21 +3,34 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result};
 
 use super::compare::{ALPHA, samples};
 use crate::plan::{ClientPlan, Gates};
+use crate::record::Failure;
 use crate::stats::compare::compare;
 use crate::store::Store;
 use crate::units::format_bits_per_second;
 
-/// Fails (through an error) when a `--fail-below` or `--fail-regression` gate failed.
+/// A gate failed: the test ran and fell short (exit status 1). Says which, `; `-separated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GateFailed(pub String);
+
+impl std::fmt::Display for GateFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "gate failed: {}", self.0)
+    }
+}
+
+impl std::error::Error for GateFailed {}
+
+/// Fails with [`GateFailed`] when a `--fail-below` or `--fail-regression` gate failed.
 pub(crate) fn gate(plan: &ClientPlan, cells: &[(String, Vec<f64>)]) -> Result<()> {
     let failed = failed_gates(&plan.gates, plan.store.path.as_deref(), cells)?;
     if failed.is_empty() {
         return Ok(());
     }
-    Err(anyhow!("gate failed: {}", failed.join("; ")))
+    Err(GateFailed(failed.join("; ")).into())
 }
 
 /// Which gates failed for these results (cell label, received rates); empty = passed.
@@ -61,7 +74,8 @@ pub fn failed_gates(
             }
         }
         if common == 0 {
-            bail!("the baseline {baseline:?} has no cell in common with these results");
+            let why = format!("the baseline {baseline:?} has no cell in common with these results");
+            return Err(Failure::usage(why).into());
         }
     }
     Ok(failed)

@@ -6,16 +6,18 @@ use std::process::ExitCode;
 use anyhow::{Result, bail};
 
 use crate::plan::{HistoryCommand, HistoryPlan};
+use crate::record::Failure;
 use crate::report;
 use crate::store::{ListFilter, Store};
 
 /// The history at `plan.db`, or an error saying how to get one.
 pub(super) fn open_existing(db: &std::path::Path) -> Result<Store> {
     if !db.exists() {
-        bail!(
+        return Err(Failure::usage(format!(
             "no history at {}: run a test first (results are stored by default), or give --db PATH",
             db.display()
-        );
+        ))
+        .into());
     }
     Store::open(db)
 }

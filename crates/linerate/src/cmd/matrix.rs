@@ -11,13 +11,14 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
+use super::failed::{group_failure_kind, interrupted, last_failure};
 use super::keep::{self, GroupRuns};
 use crate::plan::matrix::{Cell, MatrixPlan, MatrixRun};
 use crate::plan::{ClientPlan, OutputFormat};
-use crate::record::{Outcome, RunRecord};
+use crate::record::{Failure, Outcome, RunRecord};
 use crate::report::notice::{Notice, Stored};
 use crate::session::{self, Interrupt};
 use crate::stats;
@@ -82,8 +83,19 @@ pub fn run(
     if let (Some(group), false) = (group, complete) {
         console.show(&Notice::MatrixIncomplete { group });
     }
-    if let Some(why) = stopped.filter(|_| interrupt.count() == 0) {
-        return Err(anyhow!("matrix stopped early: {why}"));
+    if interrupt.count() > 0 {
+        return Err(interrupted(interrupt, "the runs until then are above"));
+    }
+    let records = || outcome.runs.iter().map(|(_, _, r)| r);
+    let kind = group_failure_kind(records());
+    if let Some(why) = stopped {
+        return Err(Failure::new(kind, format!("matrix stopped early: {why}")).into());
+    }
+    if let Some(last) = last_failure(records()) {
+        let failed = records().filter(|r| r.outcome.failure().is_some()).count();
+        let why =
+            format!("{failed} of {} runs failed (last: {})", outcome.runs.len(), last.message);
+        return Err(Failure::new(kind, why).into());
     }
     let cells: Vec<(String, Vec<f64>)> =
         summary.cells.iter().map(|c| (c.label.clone(), c.samples.clone())).collect();

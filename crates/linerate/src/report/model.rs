@@ -274,7 +274,7 @@ fn single_run_cell(tier: &mut TierSummary, run: Option<&ReportRun>) {
             format!("{}: {}{evidence}", v.flow.label(), v.summary)
         })
         .collect();
-    if let Outcome::Failed { error } = &run.record.outcome {
+    if let Outcome::Failed { error, .. } = &run.record.outcome {
         tier.summary.findings.push(format!("the run failed: {error}"));
     }
 }
@@ -340,7 +340,7 @@ fn warnings(runs: &[ReportRun], tiers: &[TierSummary]) -> Vec<String> {
         let mut texts: Vec<String> = match &r.record.outcome {
             Outcome::Completed => Vec::new(),
             Outcome::Interrupted => vec!["interrupted: figures cover the time until then".into()],
-            Outcome::Failed { error } => vec![format!("failed: {error}")],
+            Outcome::Failed { error, .. } => vec![format!("failed: {error}")],
         };
         texts.extend(r.record.warnings.iter().chain(&r.summary.warnings).cloned());
         for text in texts {

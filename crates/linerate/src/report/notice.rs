@@ -48,11 +48,6 @@ pub enum Notice<'a> {
         /// Its group (`mN`).
         group: i64,
     },
-    /// A campaign was interrupted (its completed runs are stored): the command that continues.
-    CampaignInterrupted {
-        /// `linerate campaign FILE ... --resume`.
-        resume: &'a str,
-    },
 }
 
 /// A stored run or group, named as `show`, `report` and `history` take it.
@@ -86,7 +81,7 @@ impl Notice<'_> {
             | Notice::HtmlWritten(_)
             | Notice::DefaultJob { .. }
             | Notice::Selftest { .. } => Kind::Note,
-            Notice::MatrixIncomplete { .. } | Notice::CampaignInterrupted { .. } => Kind::Hint,
+            Notice::MatrixIncomplete { .. } => Kind::Hint,
         }
     }
 
@@ -127,10 +122,6 @@ impl Notice<'_> {
                 out,
                 "The matrix did not complete: its completed runs are stored; run the rest with \
                  the same command and `--resume m{group}`"
-            ),
-            Notice::CampaignInterrupted { resume } => writeln!(
-                out,
-                "Interrupted: the completed runs are stored; continue with `{resume}`"
             ),
         }
     }

@@ -1,20 +1,21 @@
 //! The client driver: connect, request the test, open the data streams, run the clock, and
 //! exchange results. Produces a [`RunRecord`] whatever happens: a failed test keeps its
-//! partial figures and a one-line error that says what happened and what to try.
+//! partial figures and a one-line error that says what happened and what to try, with its
+//! [`FailureKind`] (whose fault it was).
 
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, anyhow};
 use linerate_proto::client::{ClientConn, ClientEvent};
 use linerate_proto::spec::{MAX_UDP_DATAGRAM, MIN_UDP_DATAGRAM};
-use linerate_proto::wire::{AbortReason, DataHello, StopReason};
+use linerate_proto::wire::{DataHello, StopReason};
 use linerate_proto::{Machine, ProtoError, Protocol, TestSpec};
 use socket2::{Domain, Socket, Type};
 
 use crate::plan::ClientPlan;
-use crate::record::{Outcome, RunRecord, SCHEMA_VERSION, unix_ms_now};
+use crate::record::{Failure, FailureKind, Outcome, RunRecord, SCHEMA_VERSION, unix_ms_now};
 use crate::session::pump::{self, FirstBytes, Turn, Wait};
 use crate::session::udp::{Handshake, connect_stream};
 use crate::session::{
@@ -108,7 +109,7 @@ impl<'p> ClientRun<'p> {
         if let Err(e) = &result
             && e.downcast_ref::<PeerIsIperf3>().is_none()
         {
-            conn.abort(abort_reason(e), &format!("client error: {e:#}"));
+            conn.abort(FailureKind::of(e).abort_reason(), &format!("client error: {e:#}"));
             pump::flush(&mut ctrl, &mut conn);
         }
         result
@@ -194,13 +195,16 @@ impl<'p> ClientRun<'p> {
     ) -> Result<()> {
         let Some(streams) = self.streams.as_mut() else {
             if interrupt.count() > 0 {
-                bail!("interrupted by {} before the test started", interrupt.last_name());
+                let why =
+                    format!("interrupted by {} before the test started", interrupt.last_name());
+                return Err(Failure::new(FailureKind::Interrupted, why).into());
             }
             return Ok(());
         };
         let now = Instant::now();
         if interrupt.count() >= 2 {
-            bail!("interrupted twice: aborting without waiting for results");
+            let why = "interrupted twice: aborting without waiting for results";
+            return Err(Failure::new(FailureKind::Interrupted, why).into());
         }
         if interrupt.count() == 1 && !st.stopped && streams.started().is_some() {
             self.interrupted = true;
@@ -246,7 +250,7 @@ impl<'p> ClientRun<'p> {
         self.record.outcome = match result {
             Ok(()) if self.interrupted => Outcome::Interrupted,
             Ok(()) => Outcome::Completed,
-            Err(e) => Outcome::Failed { error: explain(&e, self.plan) },
+            Err(e) => Outcome::failed(explain(&e, self.plan)),
         };
         self.record
     }
@@ -292,21 +296,13 @@ pub(super) fn check_progress(streams: &StreamSet, st: &mut LoopState, now: Insta
     if total != st.progress.1 {
         st.progress = (now, total);
     } else if !streams.all_done() && now.duration_since(st.progress.0) >= NO_PROGRESS_TIMEOUT {
-        bail!(
+        let why = format!(
             "no data moved on any stream for {} s: the server or the path stopped responding",
             NO_PROGRESS_TIMEOUT.as_secs()
         );
+        return Err(Failure::new(FailureKind::TimedOut, why).into());
     }
     Ok(())
-}
-
-fn abort_reason(e: &anyhow::Error) -> AbortReason {
-    match e.downcast_ref::<ProtoError>() {
-        Some(ProtoError::TimedOut { .. }) => AbortReason::Timeout,
-        Some(ProtoError::Garbage(_) | ProtoError::Violation(_)) => AbortReason::ProtocolError,
-        _ if e.to_string().contains("interrupted") => AbortReason::Interrupted,
-        _ => AbortReason::Other,
-    }
 }
 
 /// `host:port`, bracketing IPv6 literals.
@@ -317,15 +313,18 @@ pub fn format_host_port(host: &str, port: u16) -> String {
 pub(super) fn resolve(host: &str, port: u16, plan: &ClientPlan) -> Result<Vec<SocketAddr>> {
     let addrs: Vec<SocketAddr> = (host, port)
         .to_socket_addrs()
-        .with_context(|| {
-            format!("cannot resolve host {host:?}; check the name or use an IP address")
+        .map_err(|e| {
+            // getaddrinfo's errors carry no I/O kind: the name or the resolver failed.
+            let why = format!("cannot resolve host {host:?}; check the name or use an IP address");
+            anyhow::Error::new(e).context(Failure::new(FailureKind::Network, why))
         })?
         .filter(|a| plan.family.allows(&a.ip()))
         .collect();
     if addrs.is_empty() {
-        bail!(
+        return Err(Failure::usage(format!(
             "host {host:?} has no address of the requested family (-4/-6); drop -4/-6 or use another address"
-        );
+        ))
+        .into());
     }
     Ok(addrs)
 }
@@ -390,7 +389,7 @@ fn connect_error(e: std::io::Error, addr: SocketAddr, plan: &ClientPlan) -> anyh
         }
         _ => format!("{e}"),
     };
-    anyhow!("cannot connect to {addr}: {hint}")
+    Failure::new(FailureKind::from(e.kind()), format!("cannot connect to {addr}: {hint}")).into()
 }
 
 /// Connects every data stream of the plan, writing `hello(id)` first on each.
@@ -447,9 +446,10 @@ fn effective_spec(plan: &ClientPlan, ctrl: &TcpStream, server: SocketAddr) -> Te
     spec
 }
 
-/// Turns an error into the one line the user sees, adding what to try where we know.
-pub(super) fn explain(e: &anyhow::Error, plan: &ClientPlan) -> String {
-    let base = format!("{e:#}");
+/// Turns an error into the failure the record keeps: its kind, and the one line the user
+/// sees, with what to try where we know.
+pub(super) fn explain(e: &anyhow::Error, plan: &ClientPlan) -> Failure {
+    let Failure { kind, message: base } = Failure::of(e);
     let hint = match e.downcast_ref::<ProtoError>() {
         Some(ProtoError::TimedOut { what, .. }) if what.contains("hello") => Some(format!(
             "is {} a linerate server? (for an iperf3 server, add --iperf3)",
@@ -464,7 +464,7 @@ pub(super) fn explain(e: &anyhow::Error, plan: &ClientPlan) -> String {
         _ => None,
     };
     match hint {
-        Some(h) => format!("{base}; {h}"),
-        None => base,
+        Some(h) => Failure::new(kind, format!("{base}; {h}")),
+        None => Failure::new(kind, base),
     }
 }

@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use crate::measure::liveness;
+use crate::record::{Failure, FailureKind};
 
 /// What one bounded read produced.
 #[derive(Debug)]
@@ -59,11 +60,15 @@ impl ControlChannel {
         match self.stream.read(&mut self.buf) {
             Ok(0) => Ok(Recv::Eof),
             Ok(n) => Ok(Recv::Data(&self.buf[..n])),
-            Err(e) if liveness::is_peer_dead(&e) => Err(anyhow::anyhow!(
-                "the peer stopped answering on the control connection for {} s \
-                 (its host or link went away)",
-                liveness::CONTROL_DEAD_AFTER.as_secs()
-            )),
+            Err(e) if liveness::is_peer_dead(&e) => Err(Failure::new(
+                FailureKind::TimedOut,
+                format!(
+                    "the peer stopped answering on the control connection for {} s \
+                     (its host or link went away)",
+                    liveness::CONTROL_DEAD_AFTER.as_secs()
+                ),
+            )
+            .into()),
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
                 Ok(Recv::Idle)
             }

@@ -403,10 +403,11 @@ impl Store {
             .optional()
             .map_err(|e| self.fault("finding the newest run of", e))?;
         let Some((run, group, kind)) = newest else {
-            anyhow::bail!(
+            return Err(crate::record::Failure::usage(format!(
                 "the history at {} has no runs yet, so there is no `last`: run a test first",
                 self.path.display()
-            );
+            ))
+            .into());
         };
         Ok(match (group, kind.as_deref()) {
             (Some(g), Some("matrix" | "campaign")) if !runs_only => HistoryRef::Group(g),

@@ -8,11 +8,11 @@
 //! random order and the runs left are exactly the ones the first attempt had not reached.
 //! Only completed runs count as done; failed and interrupted ones are run again.
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use serde_json::Value;
 
 use super::{GroupRow, Store};
-use crate::record::{Outcome, RunRecord};
+use crate::record::{Failure, Outcome, RunRecord};
 
 /// What is being resumed, for finding its group and for the errors.
 #[derive(Debug)]
@@ -29,17 +29,25 @@ pub struct Resumable<'a> {
 }
 
 /// The group to continue: `which`, or the newest unfinished group of the kind with this plan.
+/// A group that is not there or cannot be continued with this plan is a usage error: the
+/// command line (or the file) names the wrong one.
 pub fn find_open_group(store: &Store, which: Option<i64>, r: &Resumable<'_>) -> Result<GroupRow> {
+    let refuse = |why: String| Err(Failure::usage(why).into());
     if let Some(id) = which {
-        let g = store.group(id)?.with_context(|| format!("no group {id} in the history"))?;
+        let Some(g) = store.group(id)? else {
+            return refuse(format!("no group {id} in the history"));
+        };
         if g.kind != r.kind {
-            bail!("group {id} is a {}, not a {}", g.kind, r.kind);
+            return refuse(format!("group {id} is a {}, not a {}", g.kind, r.kind));
         }
         if g.finished {
-            bail!("{} group {id} is already finished; run without --resume to start anew", r.kind);
+            return refuse(format!(
+                "{} group {id} is already finished; run without --resume to start anew",
+                r.kind
+            ));
         }
         if g.params["plan"] != *r.plan {
-            bail!(changed(&g, r));
+            return refuse(changed(&g, r));
         }
         return Ok(g);
     }
@@ -49,15 +57,15 @@ pub fn find_open_group(store: &Store, which: Option<i64>, r: &Resumable<'_>) -> 
         return Ok(g.clone());
     }
     if let Some(g) = r.name.and_then(|n| open.iter().find(|g| g.name.as_deref() == Some(n))) {
-        bail!(changed(g, r));
+        return refuse(changed(g, r));
     }
     let named = r.name.map_or(String::new(), |n| format!(" {n:?}"));
-    bail!(
+    refuse(format!(
         "no unfinished {}{named} with these settings to resume in {}; run without --resume to \
          start one (`linerate history` lists the stored groups)",
         r.kind,
         store.path().display()
-    )
+    ))
 }
 
 fn changed(g: &GroupRow, r: &Resumable<'_>) -> String {

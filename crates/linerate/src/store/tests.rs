@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use linerate_proto::{Flow, SideResults, SocketReport, StreamResult, StreamRole, TestSpec};
 
 use super::*;
-use crate::record::Outcome;
+use crate::record::{Failure, FailureKind, Outcome};
 
 /// A file under the temp dir with a unique name, removed (with its WAL companions) on drop.
 struct TempDb(PathBuf);
@@ -136,13 +136,33 @@ fn a_failed_run_with_no_results_is_stored_without_a_rate() {
     let mut rec = record("h:1", 5, 1);
     rec.client = None;
     rec.server_results = None;
-    rec.outcome = Outcome::Failed { error: "connection refused by h:1".into() };
+    rec.outcome = Outcome::failed(Failure::new(FailureKind::Network, "connection refused by h:1"));
     let id = s.insert_run(&rec, &meta(&[])).expect("insert");
     let row = &s.list(&ListFilter::default()).expect("list")[0];
     assert_eq!((row.outcome.as_str(), row.bits_per_second), ("failed", None));
     assert_eq!(s.run(id).expect("read").expect("present").1, rec);
     assert!(s.run(id + 1).expect("read").is_none());
     assert!(s.group(77).expect("read").is_none());
+}
+
+/// A failed run stored before `outcome.kind` existed (its record JSON has no such key) still
+/// reads back, with no kind, and the rest of the record intact.
+#[test]
+fn a_failed_run_stored_before_failure_kinds_still_reads() {
+    let mut s = Store::open_in_memory().expect("open");
+    let mut rec = record("h:1", 5, 1);
+    rec.outcome = Outcome::failed(Failure::new(FailureKind::Refused, "the server refused"));
+    let id = s.insert_run(&rec, &meta(&[])).expect("insert");
+    let json: String = s
+        .conn
+        .query_row("SELECT record_json FROM runs WHERE id = ?1", [id], |r| r.get(0))
+        .expect("json");
+    let old = json.replace(r#","kind":"refused""#, "");
+    assert_ne!(old, json, "the stored JSON had the key: {json}");
+    s.conn.execute("UPDATE runs SET record_json = ?1 WHERE id = ?2", (&old, id)).expect("old");
+    let (_, back) = s.run(id).expect("read").expect("present");
+    assert_eq!(back.outcome, Outcome::Failed { error: "the server refused".into(), kind: None });
+    assert_eq!(back.spec, rec.spec);
 }
 
 #[test]

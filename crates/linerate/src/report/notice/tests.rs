@@ -19,9 +19,6 @@ fn every_notice(spec: &TestSpec) -> Vec<Notice<'_>> {
         Notice::DefaultJob { port: 40123 },
         Notice::Selftest { port: 40123, spec },
         Notice::MatrixIncomplete { group: 3 },
-        Notice::CampaignInterrupted {
-            resume: "linerate campaign lab.toml --db /tmp/h.db --resume",
-        },
     ]
 }
 
