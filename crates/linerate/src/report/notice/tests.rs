@@ -54,7 +54,7 @@ fn notes_go_with_text_results_warnings_and_hints_to_stderr_always() {
     let (out, err) = shown(&Console::new(true, None));
     assert_eq!(out.lines().count(), 6, "{out}");
     assert!(out.lines().all(|l| !l.starts_with("warning:")), "{out}");
-    assert_eq!(err.lines().count(), 4, "{err}");
+    assert_eq!(err.lines().count(), 3, "{err}");
     assert!(err.starts_with("warning: results will not be stored"), "{err}");
     // JSON results: standard output holds only the document; stderr is unchanged.
     let (json_out, json_err) = shown(&Console::new(false, None));
