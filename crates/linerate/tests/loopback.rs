@@ -158,6 +158,13 @@ fn mss_congestion_and_nodelay_are_applied_and_read_back() {
     let doc = client_json(srv.port, &["-C", "cubic", "-t", "0.3"]);
     assert_eq!(streams(&doc, "server_results")[0]["socket"]["congestion"], "cubic");
     assert_eq!(streams(&doc, "client")[0]["socket"]["no_delay"], false);
+    // The server's side: -N applied on accept; -M reached it through the client's SYN, so what
+    // it sends (-R) is cut to at most 1000 bytes too, and it reads that back.
+    let doc = client_json(srv.port, &["-M", "1000", "-N", "-R", "-t", "0.3"]);
+    let s = &streams(&doc, "server_results")[0];
+    assert!(s["socket"]["mss_bytes"].as_u64().is_some_and(|m| m <= 1000), "{s}");
+    assert!(s["tcp"]["snd_mss_bytes"].as_u64().is_some_and(|m| m <= 1000), "{s}");
+    assert_eq!(s["socket"]["no_delay"], true, "{s}");
 }
 
 #[test]

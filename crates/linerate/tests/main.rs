@@ -27,3 +27,4 @@ mod server_log;
 mod store;
 mod udp;
 mod util;
+mod window;
