@@ -95,7 +95,8 @@ fn charts_have_captions_hover_figures_and_a_colour_blind_safe_palette() {
 }
 
 /// "throughput over time" shows every run of a matrix (not one chosen run), each interval
-/// with its figure; fairness stays on Jain's 0–1 scale and says why P=1 has no index.
+/// with its figure, and a run's streams with their sum; fairness stays on Jain's 0–1 scale and
+/// says why P=1 has no index.
 #[test]
 fn every_run_is_drawn_over_time_and_fairness_stays_between_0_and_1() {
     let html = html_of("matrix.json");
@@ -109,6 +110,22 @@ fn every_run_is_drawn_over_time_and_fairness_stays_between_0_and_1() {
         }
     }
     assert!(points.iter().any(|t| t.contains("0–0.5 s: ") && t.contains(" Gbit/s")), "{points:?}");
+    // A single run: each stream and their sum, interval by interval.
+    let run = html_of("run.json");
+    let points = hovers(chart(&run, "Throughput over time of run.json"));
+    let gbit = |prefix: &str| -> f64 {
+        let t = points.iter().find(|t| t.starts_with(prefix)).unwrap_or_else(|| panic!("{prefix}"));
+        t.rsplit(": ")
+            .next()
+            .and_then(|v| v.strip_suffix(" Gbit/s"))
+            .expect("Gbit/s")
+            .parse()
+            .expect("a number")
+    };
+    let (one, two) =
+        (gbit("stream 1 (client → server), 0–0.5 s"), gbit("stream 2 (client → server), 0–0.5 s"));
+    let sum = gbit("sum of its 2 streams (client → server), 0–0.5 s");
+    assert!((sum - (one + two)).abs() < 0.15, "{sum} is not {one} + {two}");
     let svg = chart(&html, "Per-flow fairness");
     let ticks: Vec<&str> = svg
         .split("text-anchor=\"middle\" fill=\"#222222\">")

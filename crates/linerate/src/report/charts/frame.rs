@@ -3,7 +3,7 @@
 //! axis. Must not choose what is plotted.
 
 use super::axis::Scale;
-use super::svg::{Anchor, Font, GRID, INK, MUTED, PAD, Stroke, Svg, WIDTH, block, wrap};
+use super::svg::{Anchor, Font, GRID, INK, MUTED, PAD, Stroke, Svg, WIDTH, block, truncate, wrap};
 
 /// The chart's title.
 const TITLE: Font = Font::bold(18.0);
@@ -71,7 +71,7 @@ fn legend(svg: &mut Svg, keys: &[Key], top: f64) -> f64 {
     let (mut x, mut y) = (PAD, top);
     let row = LEGEND.line() + 2.0;
     for key in keys {
-        let label = &wrap(&key.label, LEGEND, WIDTH - 2.0 * PAD - SWATCH - 6.0)[0];
+        let label = &truncate(&key.label, LEGEND, WIDTH - 2.0 * PAD - SWATCH - 6.0);
         let w = SWATCH + 6.0 + super::svg::width(label, LEGEND);
         if x > PAD && x + w > WIDTH - PAD {
             x = PAD;

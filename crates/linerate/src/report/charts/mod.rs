@@ -41,13 +41,16 @@ fn context(report: &Report) -> Vec<String> {
     vec![format!("{date} · {}", report.hosts), report.settings.clone()]
 }
 
-/// How a run is named in a chart: its history id, else its cell and repetition, else the
-/// report's name.
+/// How a run is named in a chart: a single run by its history id or the report's name; a run
+/// of a matrix or campaign by its cell and repetition, and its history id when stored.
 fn run_name(report: &Report, r: &ReportRun) -> String {
     match (r.id, report.kind) {
-        (Some(id), _) => format!("run {id}"),
+        (Some(id), ReportKind::Run) => format!("run {id}"),
         (None, ReportKind::Run) => report.title.clone(),
-        (None, _) => format!("{} #{}", report.cell_label(r), r.repetition),
+        (id, _) => {
+            let stored = id.map_or(String::new(), |id| format!(" (run {id})"));
+            format!("{} #{}{stored}", report.cell_label(r), r.repetition)
+        }
     }
 }
 
