@@ -8,6 +8,7 @@
 mod abuse;
 mod access;
 mod campaign;
+mod chart_layout;
 mod cli;
 mod doctor;
 mod environment;
