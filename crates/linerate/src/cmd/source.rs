@@ -19,7 +19,7 @@ use crate::plan::matrix::{AxisValue, Cell, cells_of};
 use crate::record::{LinkAssumption, Outcome, RunRecord};
 use crate::report::model::{InputRun, ReportKind, Source, TierInput};
 use crate::stats::campaign::{TierPlace, tier_server};
-use crate::store::{GroupRow, RunMeta, Store};
+use crate::store::{GroupRow, RunMeta};
 
 fn is_ipv6(server: &str) -> bool {
     server.starts_with('[')
@@ -48,13 +48,7 @@ fn single_run(title: String, id: Option<i64>, record: RunRecord) -> Source {
 
 /// The report source of a stored run or group.
 pub fn load(db: &Path, which: HistoryRef) -> Result<Source> {
-    if !db.exists() {
-        bail!(
-            "no history at {}: run a test first (results are stored by default), or give --db PATH",
-            db.display()
-        );
-    }
-    let store = Store::open(db)?;
+    let store = super::history::open_existing(db)?;
     match store.resolve(which, false)? {
         HistoryRef::Last => bail!("`last` could not be resolved in {}", db.display()),
         HistoryRef::Run(id) => {
