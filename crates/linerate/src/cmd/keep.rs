@@ -76,8 +76,8 @@ pub struct GroupRuns<'a> {
     /// The history asked for, when it is not `store` (it could not be opened): runs are then
     /// saved as files and counted in `unstored`. None: the store's own file, if any.
     pub wanted: Option<std::path::PathBuf>,
-    /// Runs the history did not take, each saved as a JSON file: the command ends non-zero
-    /// when there is one.
+    /// Runs the history did not take, each saved as a JSON file: after printing its results
+    /// the command ends non-zero with them as a `store::spill::UnstoredRuns` error.
     pub unstored: Vec<Unstored>,
     stored: usize,
 }

@@ -40,6 +40,34 @@ impl fmt::Display for Unstored {
 
 impl std::error::Error for Unstored {}
 
+/// The runs of one command (a matrix, a campaign) the history did not take, as one error.
+#[derive(Debug)]
+pub struct UnstoredRuns(pub Vec<Unstored>);
+
+impl fmt::Display for UnstoredRuns {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Some(first) = self.0.first() else { return write!(f, "every run was stored") };
+        if self.0.len() == 1 {
+            return first.fmt(f);
+        }
+        write!(
+            f,
+            "{} runs were not stored (the first: {}); their JSON was saved to:",
+            self.0.len(),
+            first.why
+        )?;
+        for run in &self.0 {
+            match &run.saved {
+                Ok(file) => write!(f, "\n  {}", file.display())?,
+                Err(e) => write!(f, "\n  (not saved: {e})")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for UnstoredRuns {}
+
 /// Saves `document` (a run's JSON) as `linerate-unstored-run-<started>-<pid>-<n>.json` in the
 /// directory of the history `db`, else in the temp directory; returns the file, or why
 /// neither place took it.
@@ -93,6 +121,27 @@ mod tests {
         let left: Vec<_> = std::fs::read_dir(&dir).expect("ls").flatten().collect();
         assert_eq!(left.len(), 1, "no temporary file is left: {left:?}");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn unstored_runs_say_why_and_where_each_went() {
+        let lost = |file: &str| Unstored {
+            why: "the disk is full".into(),
+            saved: Ok(PathBuf::from(file)),
+        };
+        let one = UnstoredRuns(vec![lost("/d/a.json")]).to_string();
+        assert_eq!(
+            one,
+            "this run was not stored: the disk is full. Its JSON (the document -J prints) was \
+             saved to /d/a.json instead"
+        );
+        let gone = Unstored { why: "read-only".into(), saved: Err("/tmp: full".into()) };
+        let two = UnstoredRuns(vec![lost("/d/a.json"), gone]).to_string();
+        assert_eq!(
+            two,
+            "2 runs were not stored (the first: the disk is full); their JSON was saved to:\n  \
+             /d/a.json\n  (not saved: /tmp: full)"
+        );
     }
 
     #[test]
