@@ -9,9 +9,15 @@ use crate::plan::{HistoryCommand, HistoryPlan};
 use crate::report;
 use crate::store::{ListFilter, Store};
 
-/// The history at `db`, opened read-only (so a read-only or full one still reads), or an
-/// error saying how to get one.
+/// The history at `plan.db`, opened read-only (so a read-only one, or one on a full disk,
+/// still reads), or an error saying how to get one.
 pub(super) fn open_existing(db: &std::path::Path) -> Result<Store> {
+    if !db.exists() {
+        bail!(
+            "no history at {}: run a test first (results are stored by default), or give --db PATH",
+            db.display()
+        );
+    }
     Store::open_read_only(db)
 }
 

@@ -19,7 +19,7 @@ use crate::plan::matrix::{AxisValue, Cell, cells_of};
 use crate::record::{LinkAssumption, Outcome, RunRecord};
 use crate::report::model::{InputRun, ReportKind, Source, TierInput};
 use crate::stats::campaign::{TierPlace, tier_server};
-use crate::store::{GroupRow, RunMeta};
+use crate::store::{GroupRow, RunMeta, Store};
 
 fn is_ipv6(server: &str) -> bool {
     server.starts_with('[')
@@ -48,7 +48,13 @@ fn single_run(title: String, id: Option<i64>, record: RunRecord) -> Source {
 
 /// The report source of a stored run or group.
 pub fn load(db: &Path, which: HistoryRef) -> Result<Source> {
-    let store = super::history::open_existing(db)?;
+    if !db.exists() {
+        bail!(
+            "no history at {}: run a test first (results are stored by default), or give --db PATH",
+            db.display()
+        );
+    }
+    let store = Store::open_read_only(db)?;
     match store.resolve(which, false)? {
         HistoryRef::Last => bail!("`last` could not be resolved in {}", db.display()),
         HistoryRef::Run(id) => {
