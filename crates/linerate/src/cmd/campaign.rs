@@ -52,6 +52,7 @@ pub fn run(c: &CampaignRun, interrupt: &Interrupt) -> Result<ExitCode> {
         (c.stop_after, interrupt),
         &console,
     );
+    runs.wanted = c.store.path.clone();
     let mut keep = |tier: &Tier, cell: &Cell, rep: u32, record: &RunRecord| {
         runs.keep(format!("{}/{}", tier.name, cell.label()), rep, record);
     };
@@ -72,6 +73,7 @@ pub fn run(c: &CampaignRun, interrupt: &Interrupt) -> Result<ExitCode> {
     if let (Some(s), Some(g), true) = (runs.store.as_mut(), group, complete) {
         s.finish_group(g)?;
     }
+    let unstored = runs.unstored();
     let findings = cross_tier_findings(&summaries);
     let mut out = std::io::stdout().lock();
     if text {
@@ -85,7 +87,9 @@ pub fn run(c: &CampaignRun, interrupt: &Interrupt) -> Result<ExitCode> {
     out.flush()?;
     let kind =
         group_failure_kind(outcome.tiers.iter().flat_map(|t| t.runs.iter().map(|(_, _, r)| r)));
-    conclude(c, (group, complete, kind), interrupt, &console)
+    let status = conclude(c, (group, complete, kind), interrupt, &console)?;
+    unstored?;
+    Ok(status)
 }
 
 /// A new group (if there is a history), or the group to resume with its seed and runs.

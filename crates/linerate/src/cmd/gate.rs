@@ -56,7 +56,7 @@ pub fn failed_gates(
     }
     if let Some((drop, baseline)) = gates.regression {
         let db = db.context("--fail-regression needs the history")?;
-        let before = samples(&Store::open(db)?, baseline)?;
+        let before = samples(&Store::open_read_only(db)?, baseline)?;
         let mut common = 0;
         for (cell, xs) in cells {
             let Some((_, base)) = before.iter().find(|(c, _)| c == cell) else { continue };

@@ -10,7 +10,8 @@ use crate::record::Failure;
 use crate::report;
 use crate::store::{ListFilter, Store};
 
-/// The history at `plan.db`, or an error saying how to get one.
+/// The history at `plan.db`, opened read-only (so a read-only one, or one on a full disk,
+/// still reads), or an error saying how to get one.
 pub(super) fn open_existing(db: &std::path::Path) -> Result<Store> {
     if !db.exists() {
         return Err(Failure::usage(format!(
@@ -19,7 +20,7 @@ pub(super) fn open_existing(db: &std::path::Path) -> Result<Store> {
         ))
         .into());
     }
-    Store::open(db)
+    Store::open_read_only(db)
 }
 
 /// Runs `linerate history`.

@@ -52,6 +52,7 @@ pub fn run(
         (how.stop_after, interrupt),
         &console,
     );
+    runs.wanted = base.store.path.clone();
     let mut keep = |cell: &Cell, rep: u32, record: &RunRecord| runs.keep(cell.label(), rep, record);
     let outcome =
         session::matrix::run_matrix_from(base, &plan, prior, interrupt, &mut progress, &mut keep);
@@ -61,6 +62,7 @@ pub fn run(
     if let (Some(s), Some(g), true) = (runs.store.as_mut(), group, complete) {
         s.finish_group(g)?;
     }
+    let unstored = runs.unstored();
     let runs: Vec<(usize, RunRecord)> =
         outcome.runs.iter().map(|(c, _, r)| (*c, r.clone())).collect();
     let summary = stats::matrix::summarize_matrix(&cells, &runs, plan.until_ci);
@@ -86,6 +88,7 @@ pub fn run(
     if interrupt.count() > 0 {
         return Err(interrupted(interrupt, "the runs until then are above"));
     }
+    unstored?;
     let records = || outcome.runs.iter().map(|(_, _, r)| r);
     let kind = group_failure_kind(records());
     if let Some(why) = stopped {

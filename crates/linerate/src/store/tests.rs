@@ -4,6 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use rusqlite::TransactionBehavior;
+
 use linerate_proto::{Flow, SideResults, SocketReport, StreamResult, StreamRole, TestSpec};
 
 use super::*;
@@ -454,3 +456,5 @@ fn the_default_path_follows_xdg_then_home() {
     assert_eq!(p(None, None), None);
     assert_eq!(p(None, Some("")), None);
 }
+
+mod opening;
