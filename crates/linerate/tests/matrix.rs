@@ -200,3 +200,98 @@ fn an_interrupted_matrix_resumes_in_its_stored_order_without_repeating_a_run() {
     assert_eq!(finished.code, Some(1), "{}", finished.stderr);
     assert!(finished.stderr.contains("already finished"), "{}", finished.stderr);
 }
+
+/// Ctrl-C in the middle of a run (a real SIGINT, after `after` runs were stored): the run in
+/// progress is stored as interrupted. Returns once the process has ended.
+fn interrupt_mid_run(args: &[&str], db: &std::path::Path, after: usize, into_run: Duration) {
+    let mut child = std::process::Command::new(crate::util::bin())
+        .env("XDG_DATA_HOME", crate::util::data_home())
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn matrix");
+    let start = std::time::Instant::now();
+    let stored = || {
+        Store::open(db)
+            .ok()
+            .and_then(|s| s.groups(1).ok()?.first().map(|g| (s, g.id)))
+            .map_or(0, |(s, g)| s.group_runs(g).map_or(0, |r| r.len()))
+    };
+    while stored() < after {
+        assert!(start.elapsed() < Duration::from_secs(60), "no {after} runs stored in time");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(into_run);
+    // SAFETY: plain kill(2) on our own child's pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let end = std::time::Instant::now() + Duration::from_secs(30);
+    while child.try_wait().expect("wait").is_none() {
+        if std::time::Instant::now() > end {
+            let _ = child.kill();
+            panic!("the matrix did not stop after SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A matrix interrupted mid-run and resumed: the interrupted run is in no figure, and the
+/// resumed table, `report` (text and JSON) and `compare` all say the same n per cell; the
+/// report counts the planned runs, not the attempts.
+#[test]
+fn an_interrupted_run_enters_no_figure_and_every_view_agrees_on_n() {
+    let _serial = crate::util::exclusive();
+    let srv = Server::start(&[]);
+    let d = crate::util::test_dir("matrix-interrupted-n");
+    let db = d.join("h.sqlite");
+    let db_s = db.to_string_lossy().into_owned();
+    let port = srv.port.to_string();
+    let args = ["matrix", "127.0.0.1", "-p", &port, "-i", "0", "-t", "0.8", "--db", &db_s];
+    let args = [&args[..], &["--parallel", "1,2", "--repeat", "2", "--seed", "7"]].concat();
+    interrupt_mid_run(&args, &db, 1, Duration::from_millis(350));
+    let store = Store::open(&db).expect("history");
+    let g = store.groups(10).expect("groups").remove(0);
+    let outcomes: Vec<String> = store
+        .group_runs(g.id)
+        .expect("runs")
+        .iter()
+        .map(|(_, _, r)| format!("{:?}", r.outcome))
+        .collect();
+    assert_eq!(outcomes, ["Completed", "Interrupted"], "one run done, one cut short");
+    drop(store);
+
+    let resumed = run(&[&args[..], &["--resume", "-J"]].concat(), Duration::from_secs(60));
+    assert_eq!(resumed.code, Some(0), "{}\n{}", resumed.stderr, resumed.stdout);
+    let live = resumed.json();
+    let n = |doc: &Value| -> Vec<(String, u64, u64)> {
+        doc["summary"]["cells"]
+            .as_array()
+            .expect("cells")
+            .iter()
+            .map(|c| {
+                let label = c["label"].as_str().expect("label").to_string();
+                (label, c["runs"].as_u64().expect("runs"), c["interrupted"].as_u64().expect("i"))
+            })
+            .collect()
+    };
+    let report = crate::report::report(&["m1", "--db", &db_s, "-f", "json"]);
+    let stored: Value = serde_json::from_str(&report).expect("JSON");
+    assert_eq!(stored["summary"], live["summary"], "report says what the resumed matrix said");
+    let interrupted: u64 = n(&live).iter().map(|c| c.2).sum();
+    assert_eq!(interrupted, 1, "the interrupted attempt is listed, not counted: {:?}", n(&live));
+    for (_, runs, _) in n(&live) {
+        assert_eq!(runs, 2, "every cell has its two completed runs: {:?}", n(&live));
+    }
+    let text = crate::report::report(&["m1", "--db", &db_s]);
+    assert!(
+        text.contains(
+            "Runs: 4 completed; not counted: 1 interrupted (every planned run completed: yes)"
+        ),
+        "{text}"
+    );
+    let compared = run(&["compare", "m1", "m1", "--db", &db_s, "-J"], Duration::from_secs(30));
+    assert_eq!(compared.code, Some(0), "{}", compared.stderr);
+    for row in compared.json().as_array().expect("rows") {
+        assert_eq!(row["result"]["n_a"], 2, "{row}");
+    }
+}

@@ -94,13 +94,19 @@ pub(super) fn samples(store: &Store, r: HistoryRef) -> Result<Vec<(String, Vec<f
 }
 
 fn cells(store: &Store, r: HistoryRef) -> Result<Vec<Cell>> {
-    let completed = |rec: &RunRecord| !matches!(rec.outcome, Outcome::Failed { .. });
+    // Only completed runs have figures of a whole test: an interrupted one covers part of it.
+    let completed = |rec: &RunRecord| rec.outcome == Outcome::Completed;
     match store.resolve(r, false)? {
         HistoryRef::Last => bail!("`last` could not be resolved in {}", store.path().display()),
         HistoryRef::Run(id) => {
             let (_, rec) = store.run(id)?.with_context(|| format!("no run {id} in the history"))?;
-            if !completed(&rec) {
-                bail!("run {id} failed: it has no figures to compare");
+            match &rec.outcome {
+                Outcome::Completed => {}
+                Outcome::Interrupted => bail!(
+                    "run {id} was interrupted: its figures cover part of a test, so it is not \
+                     compared; compare completed runs"
+                ),
+                Outcome::Failed { .. } => bail!("run {id} failed: it has no figures to compare"),
             }
             Ok(vec![Cell::new("run".into(), &rec)])
         }

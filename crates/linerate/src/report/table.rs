@@ -165,14 +165,25 @@ pub fn cell_table(summary: &MatrixSummary) -> Table {
     t
 }
 
+/// The runs of a cell that are not in its figures: `1 failed, 1 interrupted`, or empty.
+fn not_counted(c: &CellSummary) -> String {
+    let parts: Vec<String> = [(c.failed, "failed"), (c.interrupted, "interrupted")]
+        .into_iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{n} {what}"))
+        .collect();
+    parts.join(", ")
+}
+
 fn cell_row(c: &CellSummary, scale: f64, udp: bool, fair: bool) -> Vec<String> {
     let s = c.bits_per_second.as_ref();
     let rate = |v: f64| format!("{:.2}", v / scale);
     let na = || "n/a".to_string();
-    let runs = if c.failed > 0 {
-        format!("{} (+{} failed)", c.runs, c.failed)
-    } else {
+    let not_counted = not_counted(c);
+    let runs = if not_counted.is_empty() {
         c.runs.to_string()
+    } else {
+        format!("{} (+{not_counted})", c.runs)
     };
     let mut row = vec![
         c.label.clone(),
@@ -196,7 +207,8 @@ fn cell_row(c: &CellSummary, scale: f64, udp: bool, fair: bool) -> Vec<String> {
         row.push(c.fairness.map_or_else(na, |f| format!("{f:.3}")));
     }
     row.push(match (&c.limit, c.runs) {
-        (_, 0) => format!("no completed run ({} failed)", c.failed),
+        (_, 0) if not_counted.is_empty() => "no completed run".to_string(),
+        (_, 0) => format!("no completed run ({not_counted})"),
         (Some(l), _) => l.clone(),
         (None, _) => na(),
     });
@@ -229,6 +241,7 @@ mod tests {
             values: Vec::new(),
             runs: samples.len(),
             failed: 0,
+            interrupted: 0,
             bits_per_second: crate::stats::sample::describe(&samples),
             samples,
             client_cpu_percent: Some(12.4),
@@ -257,7 +270,7 @@ mod tests {
         assert_eq!(fast.rows[0][3], "9.40");
         let none = cell_table(&summary(vec![]));
         assert_eq!(none.rows[0][1], "0");
-        assert_eq!(none.rows[0].last().map(String::as_str), Some("no completed run (0 failed)"));
+        assert_eq!(none.rows[0].last().map(String::as_str), Some("no completed run"));
     }
 
     #[test]

@@ -32,10 +32,13 @@ pub struct CellSummary {
     pub label: String,
     /// The axis values.
     pub values: Vec<AxisValue>,
-    /// Runs that completed.
+    /// Runs that completed: the only ones counted in the statistics.
     pub runs: usize,
     /// Runs that failed (not counted in the statistics).
     pub failed: usize,
+    /// Runs stopped early by the user (not counted in the statistics: their figures cover
+    /// part of a test). A resumed matrix runs them again.
+    pub interrupted: usize,
     /// Received bits per second (summed over directions), per completed run.
     pub samples: Vec<f64>,
     /// Statistics of `samples`.
@@ -92,7 +95,7 @@ fn cell_summary<'a>(
     records: impl Iterator<Item = &'a RunRecord>,
     until_ci: Option<f64>,
 ) -> CellSummary {
-    let (mut samples, mut failed) = (Vec::new(), 0);
+    let (mut samples, mut failed, mut interrupted) = (Vec::new(), 0, 0);
     let (mut ccpu, mut scpu, mut loss, mut limits) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut retransmits, mut fairness) = (Vec::new(), Vec::new());
@@ -100,9 +103,16 @@ fn cell_summary<'a>(
     let mut goodput = None;
     for r in records {
         goodput = goodput.or_else(|| crate::stats::verdict::declared_goodput(r));
-        if matches!(r.outcome, Outcome::Failed { .. }) {
-            failed += 1;
-            continue;
+        match r.outcome {
+            Outcome::Completed => {}
+            Outcome::Interrupted => {
+                interrupted += 1;
+                continue;
+            }
+            Outcome::Failed { .. } => {
+                failed += 1;
+                continue;
+            }
         }
         let s = summarize(r);
         samples.push(received_rate(&s));
@@ -137,6 +147,7 @@ fn cell_summary<'a>(
         values: cell.values.clone(),
         runs: samples.len(),
         failed,
+        interrupted,
         ci_target_met: until_ci.map(|t| stats.as_ref().is_some_and(|s| ci_within(s, t))),
         link_share: goodput.zip(stats.as_ref()).map(|(g, s)| s.mean / g),
         bits_per_second: stats,
@@ -415,6 +426,7 @@ mod tests {
             values,
             runs: samples.len(),
             failed: 0,
+            interrupted: 0,
             bits_per_second: describe(&samples),
             samples,
             client_cpu_percent: None,
@@ -474,6 +486,19 @@ mod tests {
         );
         assert!(all.contains("is not significant (Welch p = 0."), "{all}");
         assert!(!all.contains("P=2 is the best"), "{all}");
+    }
+
+    #[test]
+    fn only_completed_runs_enter_the_figures() {
+        let json = include_str!("../../tests/fixtures/records/tcp_upload.json");
+        let done: RunRecord = serde_json::from_str(json).expect("fixture");
+        let interrupted = RunRecord { outcome: Outcome::Interrupted, ..done.clone() };
+        let failed = RunRecord { outcome: Outcome::Failed { error: "x".into() }, ..done.clone() };
+        let cells = [Cell { index: 0, values: vec![AxisValue::Parallel(2)] }];
+        let runs = [(0, done.clone()), (0, interrupted), (0, failed), (0, done)];
+        let c = &summarize_matrix(&cells, &runs, None).cells[0];
+        assert_eq!((c.runs, c.interrupted, c.failed, c.samples.len()), (2, 1, 1, 2));
+        assert_eq!(c.bits_per_second.as_ref().map(|s| s.n), Some(2));
     }
 
     #[test]
