@@ -666,6 +666,11 @@ pub fn format_bits_per_second(bps: f64) -> String {
     format_f64(bps, &SI_RATE_UNITS)
 }
 
+/// `n` and the noun, plural unless `n` is 1: "1 retransmit", "16 retransmits".
+pub fn count_of(n: u64, noun: &str) -> String {
+    if n == 1 { format!("1 {noun}") } else { format!("{n} {noun}s") }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // Tests may panic on unexpected results.
 mod tests {

@@ -98,6 +98,33 @@ fn compare_finds_a_real_difference_and_not_a_false_one() {
     assert!(text.contains("P=1") && text.contains("significant"), "{text}");
 }
 
+/// A test that could not run is recorded as a failure, not announced as a result, and `show`
+/// says why it failed instead of judging figures it never had.
+#[test]
+fn a_failed_test_is_recorded_and_shown_as_a_failure() {
+    let db = db_path("failed");
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr();
+    let port = port.expect("addr").port().to_string();
+    let out =
+        run(&["client", "127.0.0.1", "-p", &port, "-t", "1", "--db", &db], Duration::from_secs(20));
+    assert_ne!(out.code, Some(0), "{}", out.stderr);
+    assert!(!out.stdout.contains("Stored as run"), "not a result: {}", out.stdout);
+    assert!(
+        out.stdout.contains("The failure is recorded as run 1 (linerate show 1)"),
+        "{}",
+        out.stdout
+    );
+    let shown = ok(&["show", "1", "--db", &db]).stdout;
+    assert!(
+        shown.contains("Verdict: n/a: the test failed: cannot connect to 127.0.0.1:"),
+        "{shown}"
+    );
+    assert!(!shown.contains("path-bound"), "no verdict without figures: {shown}");
+    assert!(shown.contains("Test FAILED: nothing was measured."), "{shown}");
+    let doc = ok(&["show", "1", "--db", &db, "-J"]).json();
+    assert_eq!(doc["summary"]["verdicts"], serde_json::json!([]), "{doc}");
+}
+
 #[test]
 fn an_unusable_database_costs_a_warning_not_the_results() {
     let srv = Server::start(&[]);

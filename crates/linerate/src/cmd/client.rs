@@ -48,8 +48,11 @@ fn finish_client(plan: &ClientPlan, record: &RunRecord) -> Result<ExitCode> {
         OutputFormat::Text => {}
     }
     out.flush()?;
+    let failed = matches!(record.outcome, Outcome::Failed { .. });
     if let Some(id) = stored {
-        console.show(&Notice::Stored(Stored::Run(id)));
+        // A failure is recorded, not presented as a result.
+        let kept = if failed { Stored::FailedRun(id) } else { Stored::Run(id) };
+        console.show(&Notice::Stored(kept));
     }
     if !matches!(record.outcome, Outcome::Failed { .. }) {
         let cells = vec![(

@@ -128,17 +128,7 @@ fn cell_summary<'a>(
             rss = rss.max(c.peak_rss_bytes);
         }
         loss.extend(s.udp.iter().filter_map(|u| u.loss_percent));
-        if let Some(v) = s.verdicts.first() {
-            let name =
-                serde_json::to_value(v.limit).ok().and_then(|l| l.as_str().map(String::from));
-            // A CPU verdict names the end whose CPU ran out; keep it in the limit's name.
-            let side =
-                ["client", "server"].into_iter().find(|e| v.summary.contains(&format!("the {e}")));
-            limits.extend(name.map(|n| match (n.as_str(), side) {
-                ("cpu", Some(e)) => format!("cpu({e})"),
-                _ => n,
-            }));
-        }
+        limits.extend(s.verdicts.first().map(crate::stats::Verdict::id));
     }
     let stats = describe(&samples);
     CellSummary {
@@ -234,6 +224,23 @@ fn findings(cells: &[CellSummary]) -> Vec<String> {
             cpu.len(),
             measured.len(),
             cpu.join(", ")
+        ));
+    }
+    let busy: Vec<String> = measured
+        .iter()
+        .filter_map(|c| {
+            let end = c.limit.as_deref()?.strip_prefix("foreign_load(")?.trim_end_matches(')');
+            Some(format!("{} ({end})", c.label))
+        })
+        .collect();
+    if !busy.is_empty() {
+        out.push(format!(
+            "{} of {} cells ran on a busy host (other processes kept a core busy, the verdict \
+             most of their runs gave): {}; their figures measure that contention as much as the \
+             test — rerun them on a quiet machine",
+            busy.len(),
+            measured.len(),
+            busy.join(", ")
         ));
     }
     for c in cells {
