@@ -110,7 +110,7 @@ fn a_failed_test_is_recorded_and_shown_as_a_failure() {
     assert_ne!(out.code, Some(0), "{}", out.stderr);
     assert!(!out.stdout.contains("Stored as run"), "not a result: {}", out.stdout);
     assert!(
-        out.stdout.contains("The failure is recorded as run 1 (linerate show 1)"),
+        out.stdout.contains("The failure is recorded as run 1 (linerate show 1;"),
         "{}",
         out.stdout
     );
@@ -123,6 +123,14 @@ fn a_failed_test_is_recorded_and_shown_as_a_failure() {
     assert!(shown.contains("Test FAILED: nothing was measured."), "{shown}");
     let doc = ok(&["show", "1", "--db", &db, "-J"]).json();
     assert_eq!(doc["summary"]["verdicts"], serde_json::json!([]), "{doc}");
+    // `history --failed` lists it with its error; `--completed` leaves it out.
+    let failures = ok(&["history", "--db", &db, "--failed"]).stdout;
+    assert!(failures.contains("failed: cannot connect to 127.0.0.1:"), "{failures}");
+    let rows = ok(&["history", "--db", &db, "--failed", "-J"]).json();
+    assert_eq!(rows[0]["outcome"], "failed", "{rows}");
+    assert!(rows[0]["error"].as_str().is_some_and(|e| e.contains("connection refused")), "{rows}");
+    let none = ok(&["history", "--db", &db, "--completed", "-J"]).json();
+    assert_eq!(none, serde_json::json!([]), "{none}");
 }
 
 #[test]

@@ -61,6 +61,12 @@ pub enum Command {
         /// Only runs of this matrix or search (its group id).
         #[arg(long = "group", value_name = "ID")]
         group: Option<i64>,
+        /// Only runs that failed, each with its error.
+        #[arg(long = "failed", conflicts_with = "completed")]
+        failed: bool,
+        /// Only runs that completed (the ones figures are made of).
+        #[arg(long = "completed")]
+        completed: bool,
         /// At most this many.
         #[arg(long = "limit", value_name = "N", default_value_t = 20)]
         limit: usize,

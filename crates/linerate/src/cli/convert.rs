@@ -42,8 +42,13 @@ pub(super) fn to_plan(cli: Cli) -> Result<Plan, String> {
             let p = with_store(client_plan(a.host, &a.net, &a.test, DEFAULT_TIME)?, &a.store);
             Ok(Plan::Client(with_gates(p, &a.gates)?))
         }
-        Some(Command::History { label, server, group, limit, db }) => {
-            history(&db, HistoryCommand::List { label, server, group, limit })
+        Some(Command::History { label, server, group, failed, completed, limit, db }) => {
+            let outcome = match (failed, completed) {
+                (true, _) => Some("failed"),
+                (_, true) => Some("completed"),
+                _ => None,
+            };
+            history(&db, HistoryCommand::List { label, server, group, outcome, limit })
         }
         Some(Command::Show { run, db }) => {
             let run = match history_ref(&run)? {

@@ -139,6 +139,8 @@ pub enum HistoryCommand {
         server: Option<String>,
         /// Only runs of this group.
         group: Option<i64>,
+        /// Only runs with this outcome (`completed`, `failed`).
+        outcome: Option<&'static str>,
         /// At most this many.
         limit: usize,
     },

@@ -48,6 +48,7 @@ pub fn render_list(rows: &[RunRow], json: bool, out: &mut dyn Write) -> std::io:
                     "group": r.group, "cell": r.cell, "server": r.server, "protocol": r.protocol,
                     "direction": r.direction, "streams": r.streams, "outcome": r.outcome,
                     "bits_per_second": r.bits_per_second, "labels": r.labels,
+                    "error": r.error,
                 })
             })
             .collect();
@@ -74,6 +75,9 @@ pub fn render_list(rows: &[RunRow], json: bool, out: &mut dyn Write) -> std::io:
             r.labels.join(",")
         );
         writeln!(out, "{}", line.trim_end())?;
+        if let Some(e) = &r.error {
+            writeln!(out, "{:>5}  failed: {e}", "")?;
+        }
     }
     Ok(())
 }

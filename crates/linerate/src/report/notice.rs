@@ -103,7 +103,11 @@ impl Notice<'_> {
                 writeln!(out, "Stored as run {id} (linerate show {id}).")
             }
             Notice::Stored(Stored::FailedRun(id)) => {
-                writeln!(out, "The failure is recorded as run {id} (linerate show {id}).")
+                writeln!(
+                    out,
+                    "The failure is recorded as run {id} (linerate show {id}; `linerate history \
+                     --failed` lists failures)."
+                )
             }
             Notice::Stored(Stored::Matrix(g)) => writeln!(
                 out,
