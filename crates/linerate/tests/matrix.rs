@@ -295,3 +295,29 @@ fn an_interrupted_run_enters_no_figure_and_every_view_agrees_on_n() {
         assert_eq!(row["result"]["n_a"], 2, "{row}");
     }
 }
+
+/// `matrix --window 1M,8K`: the 8K cell's rate is orders of magnitude below the other's and
+/// the table still shows it with three significant figures, never as 0.00.
+#[test]
+fn a_tiny_window_cell_is_not_rounded_away() {
+    let _serial = crate::util::exclusive();
+    let srv = Server::start(&[]);
+    let port = srv.port.to_string();
+    let args = ["matrix", "127.0.0.1", "-p", &port, "-i", "0", "-t", "0.5", "--no-store"];
+    let out = run(
+        &[&args[..], &["--window", "1M,8K", "--repeat", "1"]].concat(),
+        Duration::from_secs(60),
+    );
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stderr, out.stdout);
+    let row = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("w=8K"))
+        .unwrap_or_else(|| panic!("{}", out.stdout));
+    // Columns are at least two spaces apart; a figure with its unit holds one.
+    let columns: Vec<&str> = row.split("  ").map(str::trim).filter(|c| !c.is_empty()).collect();
+    let median = columns[3];
+    let digits: String = median.chars().filter(char::is_ascii_digit).collect();
+    assert!(digits.trim_start_matches('0').len() >= 3, "three figures: {median} in {row}");
+    assert!(!row.contains("0.00–0.00"), "{}", out.stdout);
+}

@@ -8,7 +8,7 @@
 use std::io::Write;
 
 use crate::stats::matrix::{CellSummary, MatrixSummary};
-use crate::units::ByteCount;
+use crate::units::{ByteCount, format_bits_per_second, rate_unit, three_figures};
 
 /// A table of already formatted cells.
 #[derive(Debug, Clone, PartialEq)]
@@ -111,19 +111,82 @@ pub fn html_escape(s: &str) -> String {
     out
 }
 
-/// The rate unit of a table: the largest SI unit its largest figure reaches, so a 1 Mbit/s
-/// UDP matrix does not read 0.00 everywhere.
-fn rate_unit(summary: &MatrixSummary) -> (&'static str, f64) {
-    let top = summary
+/// How a table writes its rates: all in one unit when every figure keeps three significant
+/// figures in it without growing past five integer digits, else each with its own unit (a
+/// 21 Gbit/s cell next to a 984 kbit/s one). No figure is ever rounded away to 0.00.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Rates {
+    /// One unit for the whole table, named in the first column's heading.
+    Shared(&'static str, f64),
+    /// Every figure with its unit.
+    Each,
+}
+
+/// Shared units a table may use, largest first.
+const TABLE_UNITS: [(&str, f64); 4] =
+    [("Gbit/s", 1e9), ("Mbit/s", 1e6), ("kbit/s", 1e3), ("bit/s", 1.0)];
+
+/// The largest unit in which the smallest figure is still at least 1 (so two decimals keep
+/// three significant figures), unless the largest figure would then need six or more digits.
+fn rates_of(summary: &MatrixSummary) -> Rates {
+    let figures: Vec<f64> = summary
         .cells
         .iter()
-        .filter_map(|c| Some(c.bits_per_second.as_ref()?.max))
-        .fold(0.0, f64::max);
-    match top {
+        .filter_map(|c| c.bits_per_second.as_ref())
+        .flat_map(|s| [s.min, s.max, s.median, s.mean])
+        .filter(|v| *v > 0.0)
+        .collect();
+    let (Some(low), Some(high)) =
+        (figures.iter().copied().reduce(f64::min), figures.iter().copied().reduce(f64::max))
+    else {
         // Nothing measured: the usual unit.
-        t if t >= 1e9 || t == 0.0 => ("Gbit/s", 1e9),
-        t if t >= 1e6 => ("Mbit/s", 1e6),
-        _ => ("kbit/s", 1e3),
+        return Rates::Shared(TABLE_UNITS[0].0, TABLE_UNITS[0].1);
+    };
+    let (name, scale) =
+        TABLE_UNITS.into_iter().find(|(_, scale)| low >= *scale).unwrap_or(TABLE_UNITS[3]);
+    if high / scale >= 1e5 { Rates::Each } else { Rates::Shared(name, scale) }
+}
+
+impl Rates {
+    /// One figure.
+    fn one(self, v: f64) -> String {
+        match self {
+            Rates::Shared(_, scale) => three_figures(v / scale),
+            Rates::Each => format_bits_per_second(v),
+        }
+    }
+
+    /// `lo–hi`, the unit once when both share it.
+    fn range(self, lo: f64, hi: f64) -> String {
+        match self {
+            Rates::Shared(..) => format!("{}–{}", self.one(lo), self.one(hi)),
+            Rates::Each if rate_unit(lo) == rate_unit(hi) => {
+                let (unit, scale) = rate_unit(hi);
+                format!("{}–{} {unit}", number_of(lo, scale), number_of(hi, scale))
+            }
+            Rates::Each => format!("{}–{}", self.one(lo), self.one(hi)),
+        }
+    }
+
+    /// `mean ± half-width`, the half-width in the mean's unit with three figures.
+    fn mean_ci(self, mean: f64, half: Option<f64>) -> String {
+        let Some(h) = half else { return self.one(mean) };
+        match self {
+            Rates::Shared(_, scale) => format!("{} ± {}", self.one(mean), three_figures(h / scale)),
+            Rates::Each => {
+                let (unit, scale) = rate_unit(mean);
+                format!("{} ± {} {unit}", number_of(mean, scale), three_figures(h / scale))
+            }
+        }
+    }
+}
+
+/// The number `format_bits_per_second` writes for `v` in a unit of `scale` bit/s.
+fn number_of(v: f64, scale: f64) -> String {
+    let text = format_bits_per_second(v);
+    match text.split_once(' ') {
+        Some((n, _)) if rate_unit(v).1 == scale => n.to_string(),
+        _ => three_figures(v / scale),
     }
 }
 
@@ -137,8 +200,11 @@ fn percent(v: Option<f64>) -> String {
 pub fn cell_table(summary: &MatrixSummary) -> Table {
     let udp = summary.cells.iter().any(|c| c.loss_percent.is_some());
     let fair = summary.cells.iter().any(|c| c.fairness.is_some());
-    let (unit, scale) = rate_unit(summary);
-    let first = format!("cell ({unit} received)");
+    let rates = rates_of(summary);
+    let first = match rates {
+        Rates::Shared(unit, _) => format!("cell ({unit} received)"),
+        Rates::Each => "cell (received)".to_string(),
+    };
     let mut header = vec![
         first.as_str(),
         ">n",
@@ -160,7 +226,7 @@ pub fn cell_table(summary: &MatrixSummary) -> Table {
     header.push("verdict");
     let mut t = Table::new(&header);
     for c in &summary.cells {
-        t.rows.push(cell_row(c, scale, udp, fair));
+        t.rows.push(cell_row(c, rates, udp, fair));
     }
     t
 }
@@ -175,9 +241,8 @@ fn not_counted(c: &CellSummary) -> String {
     parts.join(", ")
 }
 
-fn cell_row(c: &CellSummary, scale: f64, udp: bool, fair: bool) -> Vec<String> {
+fn cell_row(c: &CellSummary, rates: Rates, udp: bool, fair: bool) -> Vec<String> {
     let s = c.bits_per_second.as_ref();
-    let rate = |v: f64| format!("{:.2}", v / scale);
     let na = || "n/a".to_string();
     let not_counted = not_counted(c);
     let runs = if not_counted.is_empty() {
@@ -188,12 +253,9 @@ fn cell_row(c: &CellSummary, scale: f64, udp: bool, fair: bool) -> Vec<String> {
     let mut row = vec![
         c.label.clone(),
         runs,
-        s.map_or_else(na, |s| format!("{}–{}", rate(s.min), rate(s.max))),
-        s.map_or_else(na, |s| rate(s.median)),
-        s.map_or_else(na, |s| match s.ci95_half_width {
-            Some(h) => format!("{} ± {}", rate(s.mean), rate(h)),
-            None => rate(s.mean),
-        }),
+        s.map_or_else(na, |s| rates.range(s.min, s.max)),
+        s.map_or_else(na, |s| rates.one(s.median)),
+        s.map_or_else(na, |s| rates.mean_ci(s.mean, s.ci95_half_width)),
         s.and_then(|s| s.cv).map_or_else(na, |cv| format!("{:.1}%", cv * 100.0)),
         percent(c.client_cpu_percent),
         percent(c.server_cpu_percent),
@@ -271,6 +333,28 @@ mod tests {
         let none = cell_table(&summary(vec![]));
         assert_eq!(none.rows[0][1], "0");
         assert_eq!(none.rows[0].last().map(String::as_str), Some("no completed run"));
+    }
+
+    #[test]
+    fn a_small_cell_keeps_three_figures_next_to_fast_ones() {
+        // `matrix --window 800k,8K,1M`: the 8K cell got 984 kbit/s, the others 20 Gbit/s.
+        let mut t = summary(vec![21.3e9, 21.5e9]);
+        let mut small = summary(vec![984e3, 990e3]).cells.remove(0);
+        small.label = "P=1 w=8K".into();
+        t.cells.push(small);
+        let table = cell_table(&t);
+        assert_eq!(table.header[0], "cell (received)", "no unit fits both");
+        assert_eq!(table.rows[1][2], "984–990 kbit/s");
+        assert_eq!(table.rows[1][3], "987 kbit/s");
+        assert!(table.rows[1][4].starts_with("987 ± ") && table.rows[1][4].ends_with(" kbit/s"));
+        assert_eq!(table.rows[0][2], "21.3–21.5 Gbit/s");
+        // Within five decades a shared unit still fits, with figures below 1 kept.
+        let mut t = summary(vec![2.5e9, 2.6e9]);
+        t.cells.push(summary(vec![150e6, 150e6]).cells.remove(0));
+        let table = cell_table(&t);
+        assert_eq!(table.header[0], "cell (Mbit/s received)");
+        assert_eq!((table.rows[0][3].as_str(), table.rows[1][3].as_str()), ("2550.00", "150.00"));
+        assert_eq!(table.rows[1][4], "150.00 ± 0", "identical runs: a zero half-width");
     }
 
     #[test]
