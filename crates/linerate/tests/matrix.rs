@@ -22,6 +22,11 @@ fn matrix(port: u16, extra: &[&str]) -> Value {
 const SEEDED_2X2: [&str; 8] =
     ["--parallel", "1,2", "--window", "default,256K", "--repeat", "2", "--seed", "7"];
 
+/// A fresh history file for one test.
+fn history(name: &str) -> std::path::PathBuf {
+    crate::util::test_dir(name).join("h.sqlite")
+}
+
 fn cell_order(doc: &Value) -> Vec<u64> {
     doc["runs"]
         .as_array()
@@ -156,11 +161,8 @@ fn bad_axes_are_refused_with_the_flag_named() {
 #[test]
 fn an_interrupted_matrix_resumes_in_its_stored_order_without_repeating_a_run() {
     let _serial = crate::util::exclusive();
-    let srv = Server::start(&[]);
-    let d = crate::util::test_dir("matrix-resume");
-    let db = d.join("h.sqlite");
-    let db_s = db.to_string_lossy().into_owned();
-    let port = srv.port.to_string();
+    let (srv, db) = (Server::start(&[]), history("matrix-resume"));
+    let (db_s, port) = (db.to_string_lossy().into_owned(), srv.port.to_string());
     let base = ["matrix", "127.0.0.1", "-p", &port, "-i", "0", "-t", "0.2", "--db", &db_s];
     let with = |extra: &[&str]| run(&[&base[..], extra].concat(), Duration::from_secs(120));
     let first = with(&[&SEEDED_2X2[..], &["--stop-after", "3"]].concat());
@@ -241,11 +243,8 @@ fn interrupt_mid_run(args: &[&str], db: &std::path::Path, after: usize, into_run
 #[test]
 fn an_interrupted_run_enters_no_figure_and_every_view_agrees_on_n() {
     let _serial = crate::util::exclusive();
-    let srv = Server::start(&[]);
-    let d = crate::util::test_dir("matrix-interrupted-n");
-    let db = d.join("h.sqlite");
-    let db_s = db.to_string_lossy().into_owned();
-    let port = srv.port.to_string();
+    let (srv, db) = (Server::start(&[]), history("matrix-interrupted-n"));
+    let (db_s, port) = (db.to_string_lossy().into_owned(), srv.port.to_string());
     let args = ["matrix", "127.0.0.1", "-p", &port, "-i", "0", "-t", "0.8", "--db", &db_s];
     let args = [&args[..], &["--parallel", "1,2", "--repeat", "2", "--seed", "7"]].concat();
     interrupt_mid_run(&args, &db, 1, Duration::from_millis(350));
@@ -320,4 +319,55 @@ fn a_tiny_window_cell_is_not_rounded_away() {
     let digits: String = median.chars().filter(char::is_ascii_digit).collect();
     assert!(digits.trim_start_matches('0').len() >= 3, "three figures: {median} in {row}");
     assert!(!row.contains("0.00–0.00"), "{}", out.stdout);
+}
+
+/// `--window 256k` is `w=256k` in the table, the history and the report (not the `w=250K` the
+/// same bytes read canonically); a group an older version stored as `w=250K` still resumes
+/// with `--window 256k` and reports with its stored words.
+#[test]
+fn labels_keep_the_users_words_and_old_labels_still_read_back() {
+    let _serial = crate::util::exclusive();
+    let (srv, db) = (Server::start(&[]), history("matrix-words"));
+    let (db_s, port) = (db.to_string_lossy().into_owned(), srv.port.to_string());
+    let base = ["matrix", "127.0.0.1", "-p", &port, "-i", "0", "-t", "0.2", "--db", &db_s];
+    let axes = ["--window", "256k,default", "--repeat", "1", "--seed", "3"];
+    let with = |extra: &[&str]| {
+        let out = run(&[&base[..], &axes[..], extra].concat(), Duration::from_secs(60));
+        assert_eq!(out.code, Some(0), "{}\n{}", out.stderr, out.stdout);
+        out
+    };
+    let text = with(&[]).stdout;
+    assert!(text.contains("\nw=256k "), "{text}");
+    assert!(!text.contains("250K"), "{text}");
+    let history = run(&["history", "--db", &db_s], Duration::from_secs(10)).stdout;
+    assert!(history.contains("m1 w=256k"), "{history}");
+    let report = crate::report::report(&["m1", "--db", &db_s]);
+    assert!(report.contains("\nw=256k ") && report.contains("w=256k,w=default"), "{report}");
+
+    // A group stored by an older version: labels in canonical words, interrupted.
+    with(&["--stop-after", "1"]);
+    let conn = rusqlite::Connection::open(&db).expect("db");
+    let old = |t: &str| t.replace("w=256k", "w=250K");
+    let params: String =
+        conn.query_row("SELECT params_json FROM groups WHERE id = 2", [], |r| r.get(0)).expect("g");
+    conn.execute("UPDATE groups SET params_json = ?1 WHERE id = 2", [old(&params)])
+        .expect("params");
+    conn.execute("UPDATE runs SET cell = 'w=250K' WHERE group_id = 2 AND cell = 'w=256k'", [])
+        .expect("cells");
+    drop(conn);
+    let resumed = with(&["--resume", "m2", "-J"]).json();
+    let labels: Vec<&str> = resumed["summary"]["cells"]
+        .as_array()
+        .expect("cells")
+        .iter()
+        .map(|c| c["label"].as_str().expect("label"))
+        .collect();
+    assert_eq!(labels, ["w=250K", "w=default"], "the group's stored words");
+    let store = Store::open(&db).expect("history");
+    assert!(store.group(2).expect("read").expect("group").finished);
+    let mut done = completed(&store, 2);
+    done.sort();
+    assert_eq!(done, [("w=250K".to_string(), 1), ("w=default".to_string(), 1)], "no run twice");
+    let report = crate::report::report(&["m2", "--db", &db_s]);
+    assert!(report.contains("\nw=250K "), "{report}");
 }

@@ -13,7 +13,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, anyhow, bail};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::keep::{self, GroupRuns};
 use crate::plan::campaign::{CampaignPlan, CampaignRun, Tier};
@@ -123,6 +123,7 @@ fn start_or_resume(
                 plan: &plan_json,
                 name: Some(&c.plan.name),
                 fix: "restore the campaign file",
+                canonical: Value::clone,
             };
             let g = resume::find_open_group(s, which, &resumable)?;
             let seed = resume::stored_seed(&g)?;
@@ -180,7 +181,7 @@ fn prior_runs(store: &Store, id: i64, plan: &CampaignPlan, seed: u64) -> Result<
         let name = &run.cell;
         let found = plan.tiers.iter().enumerate().find_map(|(t, tier)| {
             let label = name.strip_prefix(&tier.name)?.strip_prefix('/')?;
-            Some((t, cells[t].iter().find(|c| c.label() == label)?.index))
+            Some((t, cells[t].iter().find(|c| c.is_named(label))?.index))
         });
         let (tier, cell) = found.with_context(|| {
             format!("run {name:?} of group {id} is of no cell of this campaign")

@@ -15,7 +15,7 @@ use anyhow::{Context, Result, anyhow};
 use serde_json::{Value, json};
 
 use super::keep::{self, GroupRuns};
-use crate::plan::matrix::{Cell, MatrixPlan, MatrixRun};
+use crate::plan::matrix::{AxisValue, Cell, MatrixPlan, MatrixRun};
 use crate::plan::{ClientPlan, OutputFormat};
 use crate::record::{Outcome, RunRecord};
 use crate::report::notice::{Notice, Stored};
@@ -128,6 +128,27 @@ fn identity(base: &ClientPlan, plan: &MatrixPlan) -> Value {
     })
 }
 
+/// The axes of a stored identity, each value with the words it was stored with.
+fn stored_axes(identity: &Value) -> Option<Vec<Vec<AxisValue>>> {
+    identity["axes"]
+        .as_array()?
+        .iter()
+        .map(|a| a.as_array()?.iter().map(|l| AxisValue::from_label(l.as_str()?)).collect())
+        .collect()
+}
+
+/// An identity with its axes' sizes written canonically: a matrix stored with `w=250K` (as
+/// versions before the user's words were kept wrote `256k`) is the same matrix as `w=256k`.
+fn canonical_identity(identity: &Value) -> Value {
+    let mut v = identity.clone();
+    if let Some(axes) = stored_axes(identity) {
+        let labels: Vec<Vec<String>> =
+            axes.iter().map(|a| a.iter().map(|v| v.canonical().label()).collect()).collect();
+        v["axes"] = json!(labels);
+    }
+    v
+}
+
 /// A new group (if there is a history), or the group to resume with its seed and runs.
 fn start_or_resume(
     base: &ClientPlan,
@@ -147,16 +168,20 @@ fn start_or_resume(
         plan: &identity,
         name: None,
         fix: "repeat the original command line (host, port, axes, --repeat, test flags)",
+        canonical: canonical_identity,
     };
     let g = resume::find_open_group(s, which, &resumable)?;
-    let plan = MatrixPlan { seed: resume::stored_seed(&g)?, ..plan.clone() };
+    // The group's cells keep the words they were stored with (`w=256k`), however they were
+    // written this time.
+    let axes = stored_axes(&g.params["plan"]).unwrap_or_else(|| plan.axes.clone());
+    let plan = MatrixPlan { seed: resume::stored_seed(&g)?, axes, ..plan.clone() };
     let cells = plan.cells();
     let mut earlier = Earlier::default();
     for run in resume::planned_runs(s, g.id)? {
         let label = &run.cell;
         let cell = cells
             .iter()
-            .find(|c| c.label() == *label)
+            .find(|c| c.is_named(label))
             .with_context(|| format!("run {label:?} of matrix m{} is of no cell here", g.id))?;
         if run.kept {
             earlier.kept.push((cell.index, run.repetition, run.record.clone()));

@@ -14,6 +14,7 @@ pub mod matrix;
 pub mod pmtu;
 pub mod search;
 pub mod server;
+pub mod size;
 
 /// Default UDP rate per stream, as iperf3's (bit/s): low enough to be safe on any path.
 pub const DEFAULT_UDP_RATE: u64 = 1 << 20;

@@ -118,8 +118,8 @@ fn axis_fields(c: &CellSummary) -> [String; 5] {
     for v in &c.values {
         match *v {
             AxisValue::Parallel(p) => f[0] = p.to_string(),
-            AxisValue::Window(w) => f[1] = w.map_or("default".into(), |w| w.to_string()),
-            AxisValue::Length(l) => f[2] = l.map_or("default".into(), |l| l.to_string()),
+            AxisValue::Window(w) => f[1] = w.map_or("default".into(), |w| w.bytes().to_string()),
+            AxisValue::Length(l) => f[2] = l.map_or("default".into(), |l| l.bytes().to_string()),
             AxisValue::Protocol(p) => {
                 f[3] = match p {
                     Protocol::Tcp => "tcp",

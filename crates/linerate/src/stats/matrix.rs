@@ -450,7 +450,7 @@ mod tests {
 
     #[test]
     fn findings_name_the_knee_the_window_effect_and_outliers() {
-        let w = |w| AxisValue::Window(w);
+        let w = |w: Option<u64>| AxisValue::Window(w.map(crate::plan::size::Size::of_bytes));
         let p = AxisValue::Parallel;
         let cells = vec![
             cell(0, vec![p(1), w(None)], vec![9.2e9, 9.25e9, 9.15e9]),

@@ -26,6 +26,16 @@ pub struct Resumable<'a> {
     pub name: Option<&'a str>,
     /// How to get a matching plan back, ending the "cannot be continued" error.
     pub fix: &'a str,
+    /// The plan as compared: what may be written differently and mean the same (a matrix's
+    /// sizes in other words) written one way.
+    pub canonical: fn(&Value) -> Value,
+}
+
+impl Resumable<'_> {
+    /// Whether `g` ran this plan.
+    fn ran(&self, g: &GroupRow) -> bool {
+        (self.canonical)(&g.params["plan"]) == (self.canonical)(self.plan)
+    }
 }
 
 /// The group to continue: `which`, or the newest unfinished group of the kind with this plan.
@@ -38,14 +48,14 @@ pub fn find_open_group(store: &Store, which: Option<i64>, r: &Resumable<'_>) -> 
         if g.finished {
             bail!("{} group {id} is already finished; run without --resume to start anew", r.kind);
         }
-        if g.params["plan"] != *r.plan {
+        if !r.ran(&g) {
             bail!(changed(&g, r));
         }
         return Ok(g);
     }
     let open: Vec<GroupRow> =
         store.groups(10_000)?.into_iter().filter(|g| g.kind == r.kind && !g.finished).collect();
-    if let Some(g) = open.iter().find(|g| g.params["plan"] == *r.plan) {
+    if let Some(g) = open.iter().find(|g| r.ran(g)) {
         return Ok(g.clone());
     }
     if let Some(g) = r.name.and_then(|n| open.iter().find(|g| g.name.as_deref() == Some(n))) {
