@@ -19,6 +19,8 @@ pub struct Table {
     pub right: Vec<bool>,
     /// The rows, each as long as `header`.
     pub rows: Vec<Vec<String>>,
+    /// Under the table: what its words mean (a title and one item per word), if anything.
+    pub legend: Option<(String, Vec<String>)>,
 }
 
 impl Table {
@@ -28,6 +30,7 @@ impl Table {
             header: header.iter().map(|h| h.trim_start_matches('>').to_string()).collect(),
             right: header.iter().map(|h| h.starts_with('>')).collect(),
             rows: Vec::new(),
+            legend: None,
         }
     }
 
@@ -54,7 +57,9 @@ impl Table {
         for row in &self.rows {
             writeln!(out, "{}", line(row))?;
         }
-        Ok(())
+        let Some((title, items)) = &self.legend else { return Ok(()) };
+        writeln!(out, "{title}:")?;
+        items.iter().try_for_each(|i| writeln!(out, "  - {i}"))
     }
 
     /// A GitHub-flavoured Markdown pipe table (`|` in cells escaped).
@@ -68,7 +73,9 @@ impl Table {
             let cells: Vec<String> = row.iter().map(esc).collect();
             writeln!(out, "| {} |", cells.join(" | "))?;
         }
-        Ok(())
+        let Some((title, items)) = &self.legend else { return Ok(()) };
+        writeln!(out, "\n*{}:*\n", esc(title))?;
+        items.iter().try_for_each(|i| writeln!(out, "- {}", esc(i)))
     }
 
     /// An HTML `<table>` (cells escaped), numbers in `class="num"` cells.
@@ -86,7 +93,13 @@ impl Table {
             }
             writeln!(out, "</tr>")?;
         }
-        writeln!(out, "</tbody>\n</table>")
+        writeln!(out, "</tbody>\n</table>")?;
+        let Some((title, items)) = &self.legend else { return Ok(()) };
+        writeln!(out, "<p class=\"legend\">{}:</p>\n<ul class=\"legend\">", html_escape(title))?;
+        for i in items {
+            writeln!(out, "<li>{}</li>", html_escape(i))?;
+        }
+        writeln!(out, "</ul>")
     }
 }
 
@@ -228,7 +241,81 @@ pub fn cell_table(summary: &MatrixSummary) -> Table {
     for c in &summary.cells {
         t.rows.push(cell_row(c, rates, udp, fair));
     }
+    t.legend = verdict_legend(summary);
     t
+}
+
+/// A verdict id (`receive_window`, `cpu(client)`, docs/JSON.md) in the words of a table, and
+/// what those words mean.
+pub fn verdict_words(id: &str) -> (String, String) {
+    let (kind, end) = match id.split_once('(') {
+        Some((kind, end)) => (kind, Some(end.trim_end_matches(')'))),
+        None => (id, None),
+    };
+    let end_name = end.map_or("an end".to_string(), |e| format!("the {e}"));
+    let (word, meaning): (String, String) = match kind {
+        "pacing_target" => ("pacing target".into(), "the senders reached the -b rate asked".into()),
+        "receive_window" => (
+            "receive window".into(),
+            "the receiver's advertised window held the sender back (raise -w or tcp_rmem)".into(),
+        ),
+        "send_buffer" => {
+            ("send buffer".into(), "the sender's own socket buffer held it back".into())
+        }
+        "sender_pacing" => (
+            "sender fell behind".into(),
+            "the UDP sender skipped datagrams (woken late or short of CPU), so it sent below -b"
+                .into(),
+        ),
+        "cpu" => (
+            end.map_or("CPU".into(), |e| format!("{e} CPU")),
+            format!("the test's own work saturated a core of {end_name}"),
+        ),
+        "foreign_load" => (
+            end.map_or("busy host".into(), |e| format!("busy {e} host")),
+            format!(
+                "a core of {end_name}'s machine was busy with other processes as much as with \
+                 the test: rerun on a quiet machine"
+            ),
+        ),
+        "link" => (
+            "link".into(),
+            "the receiver got 90 % or more of the declared link's TCP goodput".into(),
+        ),
+        "congestion_loss" => {
+            ("loss".into(), "1 % or more of the bytes sent were retransmissions".into())
+        }
+        "path" => (
+            "path".into(),
+            "none of the other limits, so the link, a shaper or the peer (by elimination)".into(),
+        ),
+        "receiver_buffer" => (
+            "receiver buffer".into(),
+            "UDP datagrams overflowed the receiving host's socket buffer".into(),
+        ),
+        "path_loss" => ("path loss".into(), "UDP datagrams were lost between the hosts".into()),
+        other => (other.into(), "see docs/METHODOLOGY.md".into()),
+    };
+    (word, meaning)
+}
+
+/// The legend of the verdicts a table shows, in the order they first appear.
+fn verdict_legend(summary: &MatrixSummary) -> Option<(String, Vec<String>)> {
+    let mut seen: Vec<&str> = Vec::new();
+    for id in summary.cells.iter().filter(|c| c.runs > 0).filter_map(|c| c.limit.as_deref()) {
+        if !seen.contains(&id) {
+            seen.push(id);
+        }
+    }
+    if seen.is_empty() {
+        return None;
+    }
+    let items = seen.iter().map(|id| {
+        let (word, meaning) = verdict_words(id);
+        format!("{word}: {meaning}")
+    });
+    let title = "Verdict (what limited most runs of the cell; rules in docs/METHODOLOGY.md)";
+    Some((title.to_string(), items.collect()))
 }
 
 /// The runs of a cell that are not in its figures: `1 failed, 1 interrupted`, or empty.
@@ -271,7 +358,7 @@ fn cell_row(c: &CellSummary, rates: Rates, udp: bool, fair: bool) -> Vec<String>
     row.push(match (&c.limit, c.runs) {
         (_, 0) if not_counted.is_empty() => "no completed run".to_string(),
         (_, 0) => format!("no completed run ({not_counted})"),
-        (Some(l), _) => l.clone(),
+        (Some(l), _) => verdict_words(l).0,
         (None, _) => na(),
     });
     row
@@ -355,6 +442,36 @@ mod tests {
         assert_eq!(table.header[0], "cell (Mbit/s received)");
         assert_eq!((table.rows[0][3].as_str(), table.rows[1][3].as_str()), ("2550.00", "150.00"));
         assert_eq!(table.rows[1][4], "150.00 ± 0", "identical runs: a zero half-width");
+    }
+
+    #[test]
+    fn verdicts_are_words_with_a_legend_not_ids() {
+        let mut t = summary(vec![9e9]);
+        t.cells[0].limit = Some("cpu(client)".into());
+        let mut other = summary(vec![8e9]).cells.remove(0);
+        other.limit = Some("receive_window".into());
+        t.cells.push(other);
+        let table = cell_table(&t);
+        let verdicts: Vec<&str> =
+            table.rows.iter().map(|r| r.last().expect("v").as_str()).collect();
+        assert_eq!(verdicts, ["client CPU", "receive window"]);
+        let mut text = Vec::new();
+        table.write_text(&mut text).expect("text");
+        let text = String::from_utf8(text).expect("utf8");
+        assert!(!text.contains("cpu(client)") && !text.contains("receive_window"), "{text}");
+        assert!(text.contains("\nVerdict (what limited most runs of the cell"), "{text}");
+        assert!(
+            text.contains("\n  - client CPU: the test's own work saturated a core of the client\n"),
+            "{text}"
+        );
+        assert!(text.contains("\n  - receive window: the receiver's advertised window"), "{text}");
+        let (mut md, mut html) = (Vec::new(), Vec::new());
+        table.write_markdown(&mut md).expect("md");
+        table.write_html(&mut html).expect("html");
+        let (md, html) = (String::from_utf8(md).expect("md"), String::from_utf8(html).expect("h"));
+        assert!(md.contains("\n- client CPU: "), "{md}");
+        assert!(html.contains("<li>client CPU: "), "{html}");
+        assert_eq!(verdict_words("foreign_load(server)").0, "busy server host");
     }
 
     #[test]
