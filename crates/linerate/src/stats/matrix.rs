@@ -130,7 +130,7 @@ fn cell_summary<'a>(
         loss.extend(s.udp.iter().filter_map(|u| u.loss_percent));
         limits.extend(s.verdicts.first().map(crate::stats::Verdict::id));
     }
-    let stats = describe(&samples);
+    let stats = describe(&samples).map(rate_interval);
     CellSummary {
         index: cell.index,
         label: cell.label(),
@@ -150,6 +150,15 @@ fn cell_summary<'a>(
         loss_percent: mean(&loss),
         limit: most_common(limits),
     }
+}
+
+/// A rate's statistics with the 95 % interval's lower bound truncated at 0: the Student t
+/// interval `mean ± t·s/√n` of two or three spread-out runs reaches below zero, where no rate
+/// can be. Truncating removes only impossible values, so the interval covers the true mean
+/// as often as before; the half-width (the table's `±`, and `--until-ci`) is unchanged.
+pub fn rate_interval(mut s: SampleStats) -> SampleStats {
+    s.ci95 = s.ci95.map(|(lo, hi)| (lo.max(0.0), hi));
+    s
 }
 
 /// The figure a cell is judged by: what the receivers got, summed over directions.
@@ -506,6 +515,16 @@ mod tests {
         let c = &summarize_matrix(&cells, &runs, None).cells[0];
         assert_eq!((c.runs, c.interrupted, c.failed, c.samples.len()), (2, 1, 1, 2));
         assert_eq!(c.bits_per_second.as_ref().map(|s| s.n), Some(2));
+    }
+
+    #[test]
+    fn a_rate_interval_never_goes_below_zero() {
+        let s = describe(&[27.5e9, 35.4e9]).map(rate_interval).expect("stats");
+        let (lo, hi) = s.ci95.expect("interval");
+        assert_eq!(lo, 0.0, "t(0.975, 1) = 12.7 makes mean - half-width negative");
+        assert!((hi - (s.mean + s.ci95_half_width.expect("h"))).abs() < 1.0);
+        let tight = describe(&[9.4e9, 9.5e9, 9.45e9]).map(rate_interval).expect("stats");
+        assert!(tight.ci95.expect("interval").0 > 9e9, "untouched when positive");
     }
 
     #[test]
