@@ -133,6 +133,48 @@ fn a_failed_test_is_recorded_and_shown_as_a_failure() {
     assert_eq!(none, serde_json::json!([]), "{none}");
 }
 
+/// `compare` says what it could not compare and when A and B ran different tests, and names
+/// them as the user does.
+#[test]
+fn compare_names_what_it_did_not_compare_and_settings_that_differ() {
+    let _serial = crate::util::exclusive();
+    let srv = Server::start(&[]);
+    let (port, db) = (srv.port.to_string(), db_path("compare-honest"));
+    let quick = ["-t", "0.3", "-i", "0", "--db", &db];
+    let client = |extra: &[&str]| {
+        ok(&[&["client", "127.0.0.1", "-p", &port][..], &quick[..], extra].concat());
+    };
+    client(&[]);
+    client(&["-R", "-P", "2"]);
+    let text = ok(&["compare", "1", "2", "--db", &db]).stdout;
+    assert!(text.contains("Settings differ, A → B"), "{text}");
+    assert!(text.contains("direction upload → download"), "{text}");
+    assert!(text.contains("streams 1 → 2"), "{text}");
+    let matrix = |streams: &str| {
+        let args = ["matrix", "127.0.0.1", "-p", &port, "--parallel", streams, "--repeat", "1"];
+        stored_matrix(&ok(&[&args[..], &quick[..]].concat()))
+    };
+    let (a, b) = (matrix("1,2"), matrix("2,3"));
+    let text = ok(&["compare", &a, &b, "--db", &db]).stdout;
+    let row = |cell: &str| text.lines().find(|l| l.starts_with(cell)).unwrap_or("").to_string();
+    assert!(row("P=2 ").contains("B is") || row("P=2 ").contains("B equals"), "{text}");
+    assert!(row("P=1 ").contains("not compared: only A has this cell"), "{text}");
+    assert!(row("P=3 ").contains("not compared: only B has this cell"), "{text}");
+    assert!(!text.contains("Settings differ"), "same settings but the axis: {text}");
+    let rows = ok(&["compare", &a, &b, "--db", &db, "-J"]).json();
+    let only: Vec<(&str, &str)> = rows
+        .as_array()
+        .expect("rows")
+        .iter()
+        .filter_map(|r| Some((r["cell"].as_str()?, r["only_in"].as_str()?)))
+        .collect();
+    assert_eq!(only, [("P=1", "A"), ("P=3", "B")], "{rows}");
+    let none = run(&["compare", &a, "1", "--db", &db], Duration::from_secs(20));
+    assert_ne!(none.code, Some(0));
+    assert!(none.stderr.contains(&format!("{a} and 1 have no cell in common")), "{}", none.stderr);
+    assert!(!none.stderr.contains("Group(") && !none.stderr.contains("Run("), "{}", none.stderr);
+}
+
 #[test]
 fn an_unusable_database_costs_a_warning_not_the_results() {
     let srv = Server::start(&[]);
