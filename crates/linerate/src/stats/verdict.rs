@@ -226,19 +226,19 @@ fn verdict(
         let small_window = t.window_smaller_than_cwnd * 2 > t.streams;
         if rwnd >= LIMITED_SHARE || small_window {
             let rcvbuf = d.receiver.as_ref().and_then(|r| r.recv_buffer_bytes).map(|(_, hi)| hi);
-            let how = if rwnd >= LIMITED_SHARE {
-                format!("held the sender back {:.0}% of the time", rwnd * 100.0)
+            let (how, mut facts) = if rwnd >= LIMITED_SHARE {
+                (format!("held the sender back {:.0}% of the time", rwnd * 100.0), Vec::new())
             } else {
-                format!(
-                    "was smaller than the congestion window allowed (advertised {} bytes)",
-                    t.min_snd_wnd.unwrap_or(0)
-                )
+                let advertised = format!("advertised {} bytes", t.min_snd_wnd.unwrap_or(0));
+                ("was smaller than the congestion window allowed".to_string(), vec![advertised])
             };
+            facts.extend(rcvbuf.map(|b| format!("receive buffer {b} bytes")));
+            let facts =
+                if facts.is_empty() { String::new() } else { format!(" ({})", facts.join("; ")) };
             return make(
                 Limit::ReceiveWindow,
                 format!(
-                    "receive-window-bound: the receiver's window {how}{}; raise -w or the receiver's net.ipv4.tcp_rmem",
-                    rcvbuf.map(|b| format!(" (receive buffer {b} bytes)")).unwrap_or_default()
+                    "receive-window-bound: the receiver's window {how}{facts}; raise -w or the receiver's net.ipv4.tcp_rmem"
                 ),
                 evidence,
             );
