@@ -55,8 +55,11 @@ fn finish_client(plan: &ClientPlan, record: &RunRecord, interrupt: &Interrupt) -
         OutputFormat::Text => {}
     }
     out.flush()?;
+    let failed = matches!(record.outcome, Outcome::Failed { .. });
     if let Some(id) = stored {
-        console.show(&Notice::Stored(Stored::Run(id)));
+        // A failure is recorded, not presented as a result.
+        let kept = if failed { Stored::FailedRun(id) } else { Stored::Run(id) };
+        console.show(&Notice::Stored(kept));
     }
     if let Some(failure) = record.outcome.failure() {
         return Err(failure.into());

@@ -1,4 +1,5 @@
-//! `linerate history`: lists stored runs (newest first), filtered by label, server or group.
+//! `linerate history`: lists stored runs (newest first), filtered by label, server, group or
+//! outcome (`--failed` lists failures with their errors).
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -26,13 +27,14 @@ pub(super) fn open_existing(db: &std::path::Path) -> Result<Store> {
 /// Runs `linerate history`.
 pub fn run(plan: &HistoryPlan) -> Result<ExitCode> {
     let store = open_existing(&plan.db)?;
-    let HistoryCommand::List { label, server, group, limit } = &plan.command else {
+    let HistoryCommand::List { label, server, group, outcome, limit } = &plan.command else {
         bail!("not a history listing");
     };
     let filter = ListFilter {
         label: label.clone(),
         server: server.clone(),
         group: *group,
+        outcome: *outcome,
         limit: Some(*limit),
     };
     let rows = store.list(&filter)?;

@@ -184,8 +184,29 @@ impl Report {
             facts.push(("Order seed", seed.to_string()));
         }
         let done = if self.finished { "yes" } else { "no: see the warnings" };
-        facts.push(("Runs", format!("{} (every planned run completed: {done})", self.runs.len())));
+        facts.push(("Runs", format!("{} (every planned run completed: {done})", self.run_count())));
         facts
+    }
+
+    /// `12 completed`, and the stored runs not counted in any figure: `12 completed; not
+    /// counted: 1 interrupted, 2 failed`.
+    pub fn run_count(&self) -> String {
+        let count =
+            |f: fn(&Outcome) -> bool| self.runs.iter().filter(|r| f(&r.record.outcome)).count();
+        let completed = count(|o| *o == Outcome::Completed);
+        let others: Vec<String> = [
+            (count(|o| *o == Outcome::Interrupted), "interrupted"),
+            (count(|o| matches!(o, Outcome::Failed { .. })), "failed"),
+        ]
+        .into_iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{n} {what}"))
+        .collect();
+        if others.is_empty() {
+            format!("{completed} completed")
+        } else {
+            format!("{completed} completed; not counted: {}", others.join(", "))
+        }
     }
 
     /// The label of a run's cell.

@@ -214,6 +214,28 @@ fn list_filters_by_label_server_and_group_newest_first() {
 }
 
 #[test]
+fn list_filters_by_outcome_and_names_each_failure() {
+    let mut s = Store::open_in_memory().expect("open");
+    let done = s.insert_run(&record("a:1", 100, 1), &meta(&[])).expect("insert");
+    let error = "cannot connect to a:1: connection refused".to_string();
+    let bad = RunRecord {
+        outcome: Outcome::Failed { error: error.clone(), kind: None },
+        ..record("a:1", 200, 1)
+    };
+    let failed = s.insert_run(&bad, &meta(&[])).expect("insert");
+    let rows = |outcome| s.list(&ListFilter { outcome, ..Default::default() }).expect("list");
+    let failures = rows(Some("failed"));
+    assert_eq!(failures.iter().map(|r| r.id).collect::<Vec<_>>(), vec![failed]);
+    assert_eq!(failures[0].error.as_deref(), Some(error.as_str()));
+    let completed = rows(Some("completed"));
+    assert_eq!(
+        completed.iter().map(|r| (r.id, r.error.clone())).collect::<Vec<_>>(),
+        vec![(done, None)]
+    );
+    assert_eq!(rows(None).len(), 2);
+}
+
+#[test]
 fn groups_record_their_runs_and_whether_they_finished() {
     let mut s = Store::open_in_memory().expect("open");
     let params = serde_json::json!({"streams": [1, 2, 4], "repetitions": 3});
