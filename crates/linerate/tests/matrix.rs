@@ -349,8 +349,11 @@ fn labels_keep_the_users_words_and_old_labels_still_read_back() {
     let report = crate::report::report(&["m1", "--db", &db_s]);
     assert!(report.contains("\nw=256k ") && report.contains("w=256k,w=default"), "{report}");
 
-    // A group stored by an older version: labels in canonical words, interrupted.
-    with(&["--stop-after", "1"]);
+    // A group stored by an older version: labels in canonical words, interrupted (as Ctrl-C:
+    // exit 130 after the partial table).
+    let args = [&base[..], &axes[..], &["--stop-after", "1"]].concat();
+    let stopped = run(&args, Duration::from_secs(60));
+    assert_eq!(stopped.code, Some(130), "{}\n{}", stopped.stderr, stopped.stdout);
     let conn = rusqlite::Connection::open(&db).expect("db");
     let old = |t: &str| t.replace("w=256k", "w=250K");
     let params: String =
