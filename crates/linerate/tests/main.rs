@@ -19,6 +19,7 @@ mod layers;
 mod limits;
 mod loopback;
 mod matrix;
+mod memory;
 mod netns;
 mod render;
 mod report;

@@ -14,16 +14,18 @@
 
 use crate::results::{CostSample, CpuTimes, IntervalSample, ProcessCpu, SystemCpu};
 
-/// Stream interval samples one end keeps per test, over all its streams; beyond it, adjacent
-/// samples are merged (see [`samples_per_stream`]). About 4 MiB in memory and, with TCP's
-/// view in every sample, under 9 MiB of results JSON, so a side's results fit one frame.
-pub const MAX_TEST_SAMPLES: usize = 16384;
+/// Interval samples one end keeps per test, over all its streams and its cost meter; beyond
+/// it, adjacent samples are merged (see [`samples_per_stream`]). About 2 MiB in memory and,
+/// with TCP's view in every sample, under 5 MB of results JSON (the frame cap is 16 MiB);
+/// enough for one stream sampled every second for over an hour, or 128 for a minute, unmerged.
+pub const MAX_TEST_SAMPLES: usize = 8192;
 /// Samples each stream keeps at least, however many streams a test has.
 pub const MIN_STREAM_SAMPLES: usize = 2;
 
-/// The capacity of each stream's log (and the cost log) in a test with `connections` streams.
+/// The capacity of each stream's log, and of the cost log beside them, in a test with
+/// `connections` streams.
 pub fn samples_per_stream(connections: u32) -> usize {
-    (MAX_TEST_SAMPLES / (connections.max(1) as usize)).max(MIN_STREAM_SAMPLES)
+    (MAX_TEST_SAMPLES / (connections as usize + 1)).max(MIN_STREAM_SAMPLES)
 }
 
 /// A sample that can absorb the one that follows it in time.
@@ -262,8 +264,8 @@ mod tests {
 
     #[test]
     fn per_stream_capacity_shrinks_with_streams_down_to_a_floor() {
-        assert_eq!(samples_per_stream(1), MAX_TEST_SAMPLES);
-        assert_eq!(samples_per_stream(256), 64);
+        assert_eq!(samples_per_stream(1), MAX_TEST_SAMPLES / 2);
+        assert_eq!(samples_per_stream(255), 32);
         assert_eq!(samples_per_stream(8192), MIN_STREAM_SAMPLES);
         assert_eq!(samples_per_stream(0), MAX_TEST_SAMPLES);
     }
