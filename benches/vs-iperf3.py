@@ -50,7 +50,7 @@ def cpu_seconds(rusage):
     return rusage.ru_utime + rusage.ru_stime
 
 
-def measure(tool, args, seconds, binary):
+def measure(tool, args, seconds, binary, retries=3):
     port = free_port()
     if tool == "iperf3":
         server = ["iperf3", "-s", "-1", "-p", str(port)]
@@ -60,6 +60,12 @@ def measure(tool, args, seconds, binary):
         client = [binary, "client", "127.0.0.1", "-p", str(port), "-t", str(seconds), "-J"] + args
     srv = subprocess.Popen(server, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(0.4)  # let the server listen; no probe connection (iperf3 -1 would count it)
+    if srv.poll() is not None:
+        # The free port was taken in between (other programs bind ephemeral ports too): retry
+        # on a new one, a bounded number of times.
+        if retries == 0:
+            raise RuntimeError(f"{tool} server exited at once: {server}")
+        return measure(tool, args, seconds, binary, retries - 1)
     cli = subprocess.Popen(client, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out = b""
     deadline = time.time() + seconds + 30

@@ -158,6 +158,13 @@ fn mss_congestion_and_nodelay_are_applied_and_read_back() {
     let doc = client_json(srv.port, &["-C", "cubic", "-t", "0.3"]);
     assert_eq!(streams(&doc, "server_results")[0]["socket"]["congestion"], "cubic");
     assert_eq!(streams(&doc, "client")[0]["socket"]["no_delay"], false);
+    // The server's side: -N applied on accept; -M reached it through the client's SYN, so what
+    // it sends (-R) is cut to at most 1000 bytes too, and it reads that back.
+    let doc = client_json(srv.port, &["-M", "1000", "-N", "-R", "-t", "0.3"]);
+    let s = &streams(&doc, "server_results")[0];
+    assert!(s["socket"]["mss_bytes"].as_u64().is_some_and(|m| m <= 1000), "{s}");
+    assert!(s["tcp"]["snd_mss_bytes"].as_u64().is_some_and(|m| m <= 1000), "{s}");
+    assert_eq!(s["socket"]["no_delay"], true, "{s}");
 }
 
 #[test]
@@ -339,9 +346,22 @@ fn verdict_names_the_limit_the_test_imposed() {
     assert_eq!(l, "pacing_target", "{s}");
     let (l, s) = limit(&["-w", "16K", "-t", "1.5", "-i", "0"]);
     assert_eq!(l, "receive_window", "{s}");
-    // Unlimited loopback: a sending thread saturates a core on these machines.
-    let (l, s) = limit(&["-t", "1.5", "-i", "0"]);
-    assert_eq!(l, "cpu", "{s}");
+    // Unlimited loopback: a sending thread saturates a core on these machines — unless other
+    // processes (other builds on a shared machine) kept the busiest core busy at least as much
+    // as the test: then the honest verdict is the busy host, with the end whose core it was.
+    let doc = client_json(srv.port, &["-t", "1.5", "-i", "0"]);
+    let v = &doc["summary"]["verdicts"][0];
+    let crowded = |end: &str| {
+        let costs = doc["summary"]["cost"].as_array().expect("cost");
+        let c = costs.iter().find(|c| c["end"] == end).expect("end's cost");
+        let f = |k: &str| c[k].as_f64().unwrap_or(0.0);
+        f("foreign_percent_of_core") >= f("process_percent_of_core").max(10.0)
+    };
+    match v["limit"].as_str().expect("limit") {
+        "cpu" => {}
+        "foreign_load" => assert!(crowded(v["end"].as_str().expect("end")), "{v}"),
+        other => panic!("{other}: {v}"),
+    }
 }
 
 #[test]

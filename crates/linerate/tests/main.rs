@@ -8,6 +8,7 @@
 mod abuse;
 mod access;
 mod campaign;
+mod chart_layout;
 mod cli;
 mod doctor;
 mod environment;
@@ -28,3 +29,4 @@ mod server_log;
 mod store;
 mod udp;
 mod util;
+mod window;

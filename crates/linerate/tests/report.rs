@@ -48,12 +48,18 @@ fn csv_of_cells_and_of_intervals() {
     insta::assert_snapshot!("campaign_cells_csv", cells);
     let intervals = report(&[&fixture("run.json"), "-f", "csv", "--csv-kind", "intervals"]);
     insta::assert_snapshot!("run_intervals_csv", intervals);
-    // Every row has as many fields as the header (no field holds a comma here).
+    // Every row has as many fields as the header (no field holds a comma here); no number is
+    // negative (a rate's interval stops at 0) or longer than what was measured.
     for doc in [&cells, &intervals] {
         let mut lines = doc.split("\r\n").filter(|l| !l.is_empty());
         let n = lines.next().expect("header").split(',').count();
         for l in lines {
             assert_eq!(l.split(',').count(), n, "{l}");
+            for f in l.split(',').filter(|f| f.parse::<f64>().is_ok()) {
+                assert!(!f.starts_with('-'), "negative {f} in {l}");
+                let decimals = f.split_once('.').map_or(0, |(_, d)| d.len());
+                assert!(decimals <= 6, "{f} is more precise than measured: {l}");
+            }
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The history database through the command line: runs are stored by default, listed,
 //! shown, compared; a database linerate cannot use never costs a run its results.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -98,15 +99,94 @@ fn compare_finds_a_real_difference_and_not_a_false_one() {
     assert!(text.contains("P=1") && text.contains("significant"), "{text}");
 }
 
+/// A test that could not run is recorded as a failure, not announced as a result, and `show`
+/// says why it failed instead of judging figures it never had.
 #[test]
-fn an_unusable_database_costs_a_warning_not_the_results() {
+fn a_failed_test_is_recorded_and_shown_as_a_failure() {
+    let db = db_path("failed");
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr();
+    let port = port.expect("addr").port().to_string();
+    let out =
+        run(&["client", "127.0.0.1", "-p", &port, "-t", "1", "--db", &db], Duration::from_secs(20));
+    assert_ne!(out.code, Some(0), "{}", out.stderr);
+    assert!(!out.stdout.contains("Stored as run"), "not a result: {}", out.stdout);
+    assert!(
+        out.stdout.contains("The failure is recorded as run 1 (linerate show 1;"),
+        "{}",
+        out.stdout
+    );
+    let shown = ok(&["show", "1", "--db", &db]).stdout;
+    assert!(
+        shown.contains("Verdict: n/a: the test failed: cannot connect to 127.0.0.1:"),
+        "{shown}"
+    );
+    assert!(!shown.contains("path-bound"), "no verdict without figures: {shown}");
+    assert!(shown.contains("Test FAILED: nothing was measured."), "{shown}");
+    let doc = ok(&["show", "1", "--db", &db, "-J"]).json();
+    assert_eq!(doc["summary"]["verdicts"], serde_json::json!([]), "{doc}");
+    // `history --failed` lists it with its error; `--completed` leaves it out.
+    let failures = ok(&["history", "--db", &db, "--failed"]).stdout;
+    assert!(failures.contains("failed: cannot connect to 127.0.0.1:"), "{failures}");
+    let rows = ok(&["history", "--db", &db, "--failed", "-J"]).json();
+    assert_eq!(rows[0]["outcome"], "failed", "{rows}");
+    assert!(rows[0]["error"].as_str().is_some_and(|e| e.contains("connection refused")), "{rows}");
+    let none = ok(&["history", "--db", &db, "--completed", "-J"]).json();
+    assert_eq!(none, serde_json::json!([]), "{none}");
+}
+
+/// `compare` says what it could not compare and when A and B ran different tests, and names
+/// them as the user does.
+#[test]
+fn compare_names_what_it_did_not_compare_and_settings_that_differ() {
+    let _serial = crate::util::exclusive();
+    let srv = Server::start(&[]);
+    let (port, db) = (srv.port.to_string(), db_path("compare-honest"));
+    let quick = ["-t", "0.3", "-i", "0", "--db", &db];
+    let client = |extra: &[&str]| {
+        ok(&[&["client", "127.0.0.1", "-p", &port][..], &quick[..], extra].concat());
+    };
+    client(&[]);
+    client(&["-R", "-P", "2"]);
+    let text = ok(&["compare", "1", "2", "--db", &db]).stdout;
+    assert!(text.contains("Settings differ, A → B"), "{text}");
+    assert!(text.contains("direction upload → download"), "{text}");
+    assert!(text.contains("streams 1 → 2"), "{text}");
+    let matrix = |streams: &str| {
+        let args = ["matrix", "127.0.0.1", "-p", &port, "--parallel", streams, "--repeat", "1"];
+        stored_matrix(&ok(&[&args[..], &quick[..]].concat()))
+    };
+    let (a, b) = (matrix("1,2"), matrix("2,3"));
+    let text = ok(&["compare", &a, &b, "--db", &db]).stdout;
+    let row = |cell: &str| text.lines().find(|l| l.starts_with(cell)).unwrap_or("").to_string();
+    assert!(row("P=2 ").contains("B is") || row("P=2 ").contains("B equals"), "{text}");
+    assert!(row("P=1 ").contains("not compared: only A has this cell"), "{text}");
+    assert!(row("P=3 ").contains("not compared: only B has this cell"), "{text}");
+    assert!(!text.contains("Settings differ"), "same settings but the axis: {text}");
+    let rows = ok(&["compare", &a, &b, "--db", &db, "-J"]).json();
+    let only: Vec<(&str, &str)> = rows
+        .as_array()
+        .expect("rows")
+        .iter()
+        .filter_map(|r| Some((r["cell"].as_str()?, r["only_in"].as_str()?)))
+        .collect();
+    assert_eq!(only, [("P=1", "A"), ("P=3", "B")], "{rows}");
+    let none = run(&["compare", &a, "1", "--db", &db], Duration::from_secs(20));
+    assert_ne!(none.code, Some(0));
+    assert!(none.stderr.contains(&format!("{a} and 1 have no cell in common")), "{}", none.stderr);
+    assert!(!none.stderr.contains("Group(") && !none.stderr.contains("Run("), "{}", none.stderr);
+}
+
+#[test]
+fn an_unusable_database_costs_neither_the_results_nor_the_run() {
     let srv = Server::start(&[]);
     let (port, db) = (srv.port.to_string(), db_path("garbage"));
     std::fs::write(&db, b"this is not a database, but someone's notes").expect("write");
     let before = std::fs::read(&db).expect("read");
-    let out = ok(&["client", "127.0.0.1", "-p", &port, "-t", "0.3", "--db", &db]);
-    assert!(out.stdout.contains("Test complete."), "{}", out.stdout);
+    let out = run(&["client", "127.0.0.1", "-p", &port, "-t", "0.3", "--db", &db], LIMIT);
+    assert!(out.stdout.contains("Test complete."), "the results come first: {}", out.stdout);
     assert!(out.stderr.contains("not a SQLite database"), "{}", out.stderr);
+    assert_eq!(out.code, Some(3), "a run that was not stored is not a success: {}", out.stderr);
+    assert_saved_instead(&out.stderr);
     assert_eq!(std::fs::read(&db).expect("read"), before, "the file was left untouched");
     let out = run(&["history", "--db", &db], Duration::from_secs(10));
     assert_eq!(out.code, Some(3));
@@ -189,4 +269,306 @@ fn last_names_the_newest_run_or_the_matrix_it_belongs_to() {
     let refused = run(&["show", &m, "--db", &db], Duration::from_secs(30));
     assert_eq!(refused.code, Some(2), "{}", refused.stderr);
     assert!(refused.stderr.contains(&format!("linerate report {m}")), "{}", refused.stderr);
+}
+
+/// The server the concurrency tests run against: no per-address rate cap (they start 200 tests
+/// within seconds from 127.0.0.1).
+fn busy_server() -> Server {
+    Server::start(&["--max-client-tests-per-minute", "0", "--max-client-connections", "0"])
+}
+
+/// How many runs the history at `db` holds.
+fn runs_in(db: &std::path::Path) -> usize {
+    let store = linerate::store::Store::open_read_only(db).expect("open the history");
+    store.list(&linerate::store::ListFilter::default()).expect("list").len()
+}
+
+#[test]
+fn ten_clients_creating_one_new_history_at_once_store_every_run() {
+    // Ten processes opening one file that does not exist yet once lost a run to "a SQLite
+    // database of another program" and another to "database is locked" after a few ms.
+    let _serial = crate::util::exclusive();
+    let srv = busy_server();
+    let port = srv.port.to_string();
+    let dir = crate::util::test_dir("ten-at-once");
+    for round in 0..20 {
+        let db = dir.join(format!("round-{round}.sqlite"));
+        let db_arg = db.to_string_lossy().into_owned();
+        let clients: Vec<_> = (0..10)
+            .map(|_| {
+                let (port, db) = (port.clone(), db_arg.clone());
+                std::thread::spawn(move || {
+                    let args = ["client", "127.0.0.1", "-p", &port, "-t", "0.1", "--db", &db];
+                    run(&args, Duration::from_secs(60))
+                })
+            })
+            .collect();
+        for out in clients.into_iter().map(|c| c.join().expect("client thread")) {
+            assert_eq!(out.code, Some(0), "round {round}: {}\n{}", out.stderr, out.stdout);
+            assert!(out.stdout.contains("Stored as run"), "round {round}: {}", out.stderr);
+            assert!(!out.stderr.contains("warning"), "round {round}: {}", out.stderr);
+        }
+        assert_eq!(runs_in(&db), 10, "round {round}: every run is in the history");
+    }
+}
+
+/// A server, a fresh test directory, and in it the history `db` holding one run of a 0.1 s
+/// test (with `extra` arguments): (server, port, directory, the history's path).
+fn one_run_in(test: &str, db: &str, extra: &[&str]) -> (Server, String, PathBuf, String) {
+    let srv = Server::start(&[]);
+    let port = srv.port.to_string();
+    let dir = crate::util::test_dir(test);
+    let db = dir.join(db).to_string_lossy().into_owned();
+    ok(&[&["client", "127.0.0.1", "-p", &port, "-t", "0.1", "--db", &db][..], extra].concat());
+    (srv, port, dir, db)
+}
+
+#[test]
+fn a_client_waits_out_another_process_holding_the_history() {
+    // A writer holding the file for a second is waited for (the busy timeout is 5 s), both
+    // when the history exists and when the file is still empty and must be switched to WAL,
+    // the one step SQLite does not wait for by itself.
+    let _serial = crate::util::exclusive();
+    let (_srv, port, dir, existing) = one_run_in("held", "existing.sqlite", &[]);
+    let existing = PathBuf::from(existing);
+    let empty = dir.join("empty.sqlite");
+    std::fs::write(&empty, b"").expect("touch");
+    for (db, before) in [(&existing, 1), (&empty, 0)] {
+        let mut holder = rusqlite::Connection::open(db).expect("open");
+        let tx = holder
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .expect("hold the write lock");
+        let client = {
+            let (port, db) = (port.clone(), db.to_string_lossy().into_owned());
+            std::thread::spawn(move || {
+                run(&["client", "127.0.0.1", "-p", &port, "-t", "0.1", "--db", &db], LIMIT)
+            })
+        };
+        std::thread::sleep(Duration::from_secs(1));
+        tx.commit().expect("release");
+        let out = client.join().expect("client thread");
+        assert_eq!(out.code, Some(0), "{}: {}", db.display(), out.stderr);
+        assert!(out.stdout.contains("Stored as run"), "{}: {}", db.display(), out.stderr);
+        assert!(out.elapsed > Duration::from_millis(900), "it waited: {:?}", out.elapsed);
+        drop(holder);
+        assert_eq!(runs_in(db), before + 1, "{}", db.display());
+    }
+}
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// The bytes of `db` and its `-wal` and `-shm` files.
+fn three_files(db: &std::path::Path) -> Vec<Option<Vec<u8>>> {
+    ["", "-wal", "-shm"]
+        .iter()
+        .map(|s| std::fs::read(format!("{}{s}", db.display())).ok())
+        .collect()
+}
+
+#[test]
+fn a_newer_history_with_a_pending_wal_is_left_byte_for_byte() {
+    let _serial = crate::util::exclusive();
+    let (_srv, port, dir, origin) = one_run_in("newer-wal", "origin.sqlite", &[]);
+    // A newer linerate's last transaction, still in the WAL: copied with -wal and -shm while
+    // the connection that wrote it (and never checkpoints) is open.
+    let raw = rusqlite::Connection::open(&origin).expect("open");
+    raw.pragma_update(None, "wal_autocheckpoint", 0).expect("no checkpoints");
+    raw.execute_batch("CREATE TABLE future (x); PRAGMA user_version = 2;").expect("upgrade");
+    let db = dir.join("newer.sqlite");
+    for s in ["", "-wal", "-shm"] {
+        std::fs::copy(format!("{origin}{s}"), format!("{}{s}", db.display())).expect("copy");
+    }
+    let before = three_files(&db);
+    assert!(before.iter().all(|f| f.as_ref().is_some_and(|b| !b.is_empty())), "three files");
+    let db_arg = db.to_string_lossy().into_owned();
+    let client = run(&["client", "127.0.0.1", "-p", &port, "-t", "0.1", "--db", &db_arg], LIMIT);
+    assert!(
+        client.stderr.contains("written by a newer linerate (store schema 2"),
+        "{}",
+        client.stderr
+    );
+    assert_eq!(client.code, Some(3), "{}", client.stderr);
+    assert_saved_instead(&client.stderr);
+    for args in [&["history", "--db", &db_arg][..], &["show", "last", "--db", &db_arg]] {
+        let out = run(args, LIMIT);
+        assert_ne!(out.code, Some(0), "{args:?}");
+        assert!(out.stderr.contains("written by a newer linerate"), "{args:?}: {}", out.stderr);
+    }
+    assert!(three_files(&db) == before, "the file, its -wal and its -shm are as they were");
+}
+
+/// One `linerate` command run inside a mount namespace: shell lines to run first, a name for
+/// its output files, its arguments and extra environment.
+type NsCommand<'a> = (String, &'a str, Vec<&'a str>, Vec<(&'a str, String)>);
+
+/// Runs `setup` then each command in a private mount namespace (its mounts vanish with it), as
+/// root or as a user mapped to root; each command's output is read back from `dir`. None (with
+/// a note) where mount namespaces are not available, except under CI.
+fn in_mount_namespace(
+    dir: &std::path::Path,
+    setup: &str,
+    commands: &[NsCommand<'_>],
+) -> Option<Vec<Output>> {
+    let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
+    let mut script = format!("set -e\n{setup}\nset +e\n");
+    for (before, name, args, env) in commands {
+        let env: Vec<String> = env.iter().map(|(k, v)| format!("{k}={}", quote(v))).collect();
+        let args: Vec<String> = args.iter().map(|a| quote(a)).collect();
+        let out = quote(&dir.join(name).to_string_lossy());
+        script += &format!(
+            "{before}\n{} {} {} > {out}.out 2> {out}.err; echo $? > {out}.rc\n",
+            env.join(" "),
+            quote(crate::util::bin()),
+            args.join(" ")
+        );
+    }
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let mut cmd = std::process::Command::new("unshare");
+    cmd.arg("--mount");
+    if !root {
+        cmd.arg("--map-root-user");
+    }
+    let status =
+        cmd.args(["sh", "-c", &script]).env("XDG_DATA_HOME", crate::util::data_home()).output();
+    match status {
+        Ok(o) if o.status.success() => {}
+        other => {
+            let why = format!("unshare --mount failed: {other:?}");
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "mount-namespace tests cannot run in CI: {why}"
+            );
+            eprintln!("skipping a mount-namespace test: {why}");
+            return None;
+        }
+    }
+    let read = |name: &str, ext: &str| {
+        std::fs::read_to_string(dir.join(format!("{name}.{ext}"))).expect("command output")
+    };
+    Some(
+        commands
+            .iter()
+            .map(|(_, name, _, _)| Output {
+                code: read(name, "rc").trim().parse().ok(),
+                stdout: read(name, "out"),
+                stderr: read(name, "err"),
+                elapsed: Duration::ZERO,
+            })
+            .collect(),
+    )
+}
+
+/// A command for [`in_mount_namespace`] with nothing run before it and no extra environment.
+fn ns<'a>(name: &'a str, args: &[&'a str]) -> NsCommand<'a> {
+    (String::new(), name, args.to_vec(), vec![])
+}
+
+#[test]
+fn a_read_only_history_is_still_listed_and_shown() {
+    let _serial = crate::util::exclusive();
+    let (_srv, port, dir, db) = one_run_in("read-only", "ro/h.sqlite", &["--label", "kept"]);
+    let ro = dir.join("ro");
+    let ro_arg = ro.to_string_lossy().into_owned();
+    // A read-only file system; the history was closed cleanly, so there is no -wal to read
+    // and none can be created.
+    let setup = format!("mount --bind '{ro_arg}' '{ro_arg}'\nmount -o remount,bind,ro '{ro_arg}'");
+    let Some(outs) = in_mount_namespace(
+        &dir,
+        &setup,
+        &[
+            ns("history", &["history", "--db", &db, "-J"]),
+            ns("show", &["show", "last", "--db", &db, "-J"]),
+            ns("report", &["report", "--db", &db]),
+            ns("client", &["client", "127.0.0.1", "-p", &port, "-t", "0.1", "--db", &db]),
+        ],
+    ) else {
+        return;
+    };
+    assert_eq!(outs[0].code, Some(0), "{}", outs[0].stderr);
+    let listed = outs[0].json();
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
+    assert_eq!(listed[0]["labels"][0], "kept");
+    assert_eq!(outs[1].code, Some(0), "{}", outs[1].stderr);
+    assert_eq!(outs[2].code, Some(0), "{}", outs[2].stderr);
+    let client = &outs[3];
+    assert!(client.stdout.contains("Test complete."), "results are printed: {}", client.stdout);
+    assert!(
+        client.stderr.contains("is read-only") && client.stderr.contains("give --db PATH"),
+        "{}",
+        client.stderr
+    );
+    assert!(!client.stderr.contains("permissions"), "{}", client.stderr);
+}
+
+#[test]
+fn a_full_disk_is_named_and_the_history_still_lists() {
+    let _serial = crate::util::exclusive();
+    let (_srv, port, dir, seed) = one_run_in("full-disk", "seed.sqlite", &[]);
+    let (full, tmp) = (dir.join("full"), dir.join("tmp"));
+    std::fs::create_dir_all(&full).expect("dir");
+    std::fs::create_dir_all(&tmp).expect("dir");
+    let (f, t) = (full.to_string_lossy().into_owned(), tmp.to_string_lossy().into_owned());
+    let db = full.join("h.sqlite").to_string_lossy().into_owned();
+    // A 512 KiB tmpfs holding the history, filled to the last byte.
+    let setup = format!(
+        "mount -t tmpfs -o size=512k tmpfs '{f}'\ncp '{seed}' '{db}'\n\
+         dd if=/dev/zero of='{f}/fill' bs=4k 2>/dev/null || true"
+    );
+    // Then with 40 KiB left: room for SQLite's 32 KiB -shm index, so the history opens, but
+    // not for a run. A JSON saved beside the history is copied out of the tmpfs.
+    let leave_40k = format!(
+        "rm '{f}/fill'; dd if=/dev/zero of='{f}/reserve' bs=4k count=10 2>/dev/null\n\
+         dd if=/dev/zero of='{f}/fill' bs=4k 2>/dev/null; rm '{f}/reserve'"
+    );
+    let client = ["client", "127.0.0.1", "-p", &port, "-t", "0.1", "--db", &db];
+    let json_client = [&client[..], &["-J"]].concat();
+    let copy_out = format!("cp '{f}'/linerate-unstored-run-*.json '{t}' 2>/dev/null");
+    let Some(outs) = in_mount_namespace(
+        &dir,
+        &setup,
+        &[
+            ns("client", &client),
+            ns("history", &["history", "--db", &db, "-J"]),
+            (leave_40k, "json-client", json_client, vec![("TMPDIR", t.clone())]),
+            (copy_out, "history-after", vec!["history", "--db", &db, "-J"], vec![]),
+        ],
+    ) else {
+        return;
+    };
+    let opening = &outs[0];
+    assert!(opening.stdout.contains("Test complete."), "{}", opening.stdout);
+    let named = "the disk is full";
+    let fix = format!("free space on the file system holding {f}");
+    assert!(opening.stderr.contains(named) && opening.stderr.contains(&fix), "{}", opening.stderr);
+    assert!(!opening.stderr.contains("permissions"), "{}", opening.stderr);
+    assert_eq!(outs[1].code, Some(0), "history lists on a full disk: {}", outs[1].stderr);
+    assert_eq!(outs[1].json().as_array().map(Vec::len), Some(1));
+    let lost = &outs[2];
+    assert!(lost.stderr.contains("this run was not stored"), "{}", lost.stderr);
+    assert!(lost.stderr.contains(named) && lost.stderr.contains(&fix), "{}", lost.stderr);
+    let saved = lost
+        .stderr
+        .split("was saved to ")
+        .nth(1)
+        .and_then(|s| s.split(" instead").next())
+        .unwrap_or_else(|| panic!("no saved file named: {}", lost.stderr));
+    let name = std::path::Path::new(saved).file_name().expect("name");
+    let document = std::fs::read_to_string(tmp.join(name)).expect("the saved JSON");
+    assert_eq!(document, lost.stdout, "the saved file is the document -J printed");
+    assert_eq!(outs[3].code, Some(0), "{}", outs[3].stderr);
+    assert_eq!(outs[3].json().as_array().map(Vec::len), Some(1));
+}
+
+/// The run's JSON went to the file the error names, and it is the run's `-J` document.
+fn assert_saved_instead(stderr: &str) {
+    let path = stderr
+        .split("was saved to ")
+        .nth(1)
+        .and_then(|rest| rest.split(" instead").next())
+        .unwrap_or_else(|| panic!("no 'saved to' in: {stderr}"));
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).expect("saved file"))
+        .expect("the saved file is JSON");
+    assert_eq!(doc["kind"], "linerate.run", "{path}");
+    let _ = std::fs::remove_file(path);
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::plan::size::Size;
 use crate::units::{self, Bitrate, ByteCount};
 
 /// Under the top-level help (and in the man page): units, examples, exit status.
@@ -73,6 +74,12 @@ pub enum Command {
         /// Only runs of this matrix or search (its group id).
         #[arg(long = "group", value_name = "ID")]
         group: Option<i64>,
+        /// Only runs that failed, each with its error.
+        #[arg(long = "failed", conflicts_with = "completed")]
+        failed: bool,
+        /// Only runs that completed (the ones figures are made of).
+        #[arg(long = "completed")]
+        completed: bool,
         /// At most this many.
         #[arg(long = "limit", value_name = "N", default_value_t = 20)]
         limit: usize,
@@ -305,10 +312,10 @@ pub struct MatrixArgs {
     pub parallel: Vec<u32>,
     /// Socket buffer sizes to try (axis): `default` (autotuning) or a size, e.g. default,800k.
     #[arg(long = "window", value_name = "SIZE,...", value_delimiter = ',', value_parser = optional_size)]
-    pub window: Vec<Option<ByteCount>>,
+    pub window: Vec<Option<Size>>,
     /// Block or datagram sizes to try (axis): `default` or a size, e.g. 8K,64K,1M.
     #[arg(long = "length", value_name = "SIZE,...", value_delimiter = ',', value_parser = optional_size)]
-    pub length: Vec<Option<ByteCount>>,
+    pub length: Vec<Option<Size>>,
     /// Protocols to try (axis): tcp, udp.
     #[arg(long = "protocol", value_name = "P,...", value_delimiter = ',', value_enum)]
     pub protocol: Vec<ProtocolArg>,
@@ -597,9 +604,13 @@ pub(super) fn size(s: &str) -> Result<ByteCount, String> {
     units::parse_size(s).map_err(|e| e.to_string())
 }
 
-/// `default` (None) or a size.
-fn optional_size(s: &str) -> Result<Option<ByteCount>, String> {
-    if s.eq_ignore_ascii_case("default") { Ok(None) } else { size(s).map(Some) }
+/// `default` (None) or a size, keeping the user's words for the matrix's labels.
+fn optional_size(s: &str) -> Result<Option<Size>, String> {
+    if s.eq_ignore_ascii_case("default") {
+        Ok(None)
+    } else {
+        Size::spelled(s).map(Some).map_err(|e| e.to_string())
+    }
 }
 
 pub(super) fn rate(s: &str) -> Result<Bitrate, String> {

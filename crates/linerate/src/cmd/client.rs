@@ -40,7 +40,11 @@ pub fn run(plan: &ClientPlan, interrupt: &Interrupt) -> Result<ExitCode> {
 fn finish_client(plan: &ClientPlan, record: &RunRecord, interrupt: &Interrupt) -> Result<ExitCode> {
     let console = super::console(plan.output == OutputFormat::Text);
     let meta = RunMeta::test(plan.store.labels.clone());
-    let stored = keep::keep(&mut keep::open(&plan.store, &console), record, &meta, &console);
+    let kept = keep::keep(&mut keep::open(&plan.store, &console), &plan.store, record, &meta);
+    let (stored, unstored) = match kept {
+        Ok(id) => (id, None),
+        Err(lost) => (None, Some(lost)),
+    };
     let mut out = std::io::stdout().lock();
     let has_figures = record.client.is_some() || record.server_results.is_some();
     match plan.output {
@@ -51,14 +55,20 @@ fn finish_client(plan: &ClientPlan, record: &RunRecord, interrupt: &Interrupt) -
         OutputFormat::Text => {}
     }
     out.flush()?;
+    let failed = matches!(record.outcome, Outcome::Failed { .. });
     if let Some(id) = stored {
-        console.show(&Notice::Stored(Stored::Run(id)));
+        // A failure is recorded, not presented as a result.
+        let kept = if failed { Stored::FailedRun(id) } else { Stored::Run(id) };
+        console.show(&Notice::Stored(kept));
     }
     if let Some(failure) = record.outcome.failure() {
         return Err(failure.into());
     }
     if record.outcome == Outcome::Interrupted {
         return Err(interrupted(interrupt, "the results until then are above"));
+    }
+    if let Some(lost) = unstored {
+        return Err(lost.into());
     }
     let cells =
         vec![("run".to_string(), vec![stats::matrix::received_rate(&stats::summarize(record))])];
@@ -72,6 +82,7 @@ fn find_max(plan: &ClientPlan, search_plan: SearchPlan, interrupt: &Interrupt) -
     let mut records = Vec::new();
     let console = super::console(plan.output == OutputFormat::Text);
     let mut store = keep::open(&plan.store, &console);
+    let mut unstored = Vec::new();
     let params = serde_json::json!({ "max_loss": search_plan.max_loss, "start_bits_per_second": search_plan.start_bits_per_second, "spec": plan.spec });
     let group = store.as_mut().and_then(|s| s.begin_group("find_max", None, &params).ok());
     let mut out = std::io::stdout().lock();
@@ -98,7 +109,10 @@ fn find_max(plan: &ClientPlan, search_plan: SearchPlan, interrupt: &Interrupt) -
             repetition: None,
             labels: plan.store.labels.clone(),
         };
-        keep::keep(&mut store, &record, &meta, &console);
+        if let Err(lost) = keep::keep(&mut store, &plan.store, &record, &meta) {
+            console.show(&Notice::RunNotStored(lost.detail()));
+            unstored.push(lost);
+        }
         if text {
             text::render_trial(records.len() + 1, &trial, &mut out)?;
         }
@@ -115,6 +129,9 @@ fn find_max(plan: &ClientPlan, search_plan: SearchPlan, interrupt: &Interrupt) -
     out.flush()?;
     if interrupt.count() > 0 {
         return Err(interrupted(interrupt, "the answer above is from the trials until then"));
+    }
+    if !unstored.is_empty() {
+        return Err(crate::store::spill::UnstoredRuns(unstored).into());
     }
     Ok(ExitCode::SUCCESS)
 }

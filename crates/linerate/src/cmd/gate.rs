@@ -5,7 +5,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use super::compare::{ALPHA, samples};
+use super::compare::{ALPHA, name, same_cell, samples};
 use crate::plan::{ClientPlan, Gates};
 use crate::record::Failure;
 use crate::stats::compare::compare;
@@ -56,10 +56,13 @@ pub fn failed_gates(
     }
     if let Some((drop, baseline)) = gates.regression {
         let db = db.context("--fail-regression needs the history")?;
-        let before = samples(&Store::open(db)?, baseline)?;
+        let store = Store::open_read_only(db)?;
+        let before = samples(&store, baseline)?;
         let mut common = 0;
         for (cell, xs) in cells {
-            let Some((_, base)) = before.iter().find(|(c, _)| c == cell) else { continue };
+            let Some((_, base)) = before.iter().find(|(c, _)| same_cell(c, cell)) else {
+                continue;
+            };
             common += 1;
             let c = compare(base, xs, ALPHA);
             let change = c.change_percent.unwrap_or(0.0);
@@ -74,7 +77,10 @@ pub fn failed_gates(
             }
         }
         if common == 0 {
-            let why = format!("the baseline {baseline:?} has no cell in common with these results");
+            let why = format!(
+                "the baseline {} has no cell in common with these results",
+                name(&store, baseline)
+            );
             return Err(Failure::usage(why).into());
         }
     }

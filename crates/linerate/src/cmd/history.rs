@@ -1,4 +1,5 @@
-//! `linerate history`: lists stored runs (newest first), filtered by label, server or group.
+//! `linerate history`: lists stored runs (newest first), filtered by label, server, group or
+//! outcome (`--failed` lists failures with their errors).
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -10,7 +11,8 @@ use crate::record::Failure;
 use crate::report;
 use crate::store::{ListFilter, Store};
 
-/// The history at `plan.db`, or an error saying how to get one.
+/// The history at `plan.db`, opened read-only (so a read-only one, or one on a full disk,
+/// still reads), or an error saying how to get one.
 pub(super) fn open_existing(db: &std::path::Path) -> Result<Store> {
     if !db.exists() {
         return Err(Failure::usage(format!(
@@ -19,19 +21,20 @@ pub(super) fn open_existing(db: &std::path::Path) -> Result<Store> {
         ))
         .into());
     }
-    Store::open(db)
+    Store::open_read_only(db)
 }
 
 /// Runs `linerate history`.
 pub fn run(plan: &HistoryPlan) -> Result<ExitCode> {
     let store = open_existing(&plan.db)?;
-    let HistoryCommand::List { label, server, group, limit } = &plan.command else {
+    let HistoryCommand::List { label, server, group, outcome, limit } = &plan.command else {
         bail!("not a history listing");
     };
     let filter = ListFilter {
         label: label.clone(),
         server: server.clone(),
         group: *group,
+        outcome: *outcome,
         limit: Some(*limit),
     };
     let rows = store.list(&filter)?;

@@ -1,9 +1,13 @@
 //! Storing what ran, never at the cost of the run: a history that cannot be opened or written
-//! gives a warning and the results are still printed. Used by every command that runs tests.
+//! gives a warning and the results are still printed; a run the history did not take is saved
+//! as its `-J` document beside the history (or in the temp directory) and comes back as
+//! [`Unstored`], so the command can say where and end non-zero. Used by every command that
+//! runs tests.
 
 use crate::plan::StorePlan;
 use crate::record::RunRecord;
 use crate::report::notice::{Console, Notice};
+use crate::store::spill::{self, Unstored, UnstoredRuns};
 use crate::store::{RunMeta, Store};
 
 /// The store of a plan, or None (with a warning saying why) when it cannot be used.
@@ -18,21 +22,29 @@ pub fn open(plan: &StorePlan, console: &Console) -> Option<Store> {
     }
 }
 
-/// Stores `record`; a failure is a warning, not an error. Returns the run id.
+/// Stores `record` in the history of `plan`: `Ok(Some(id))` once stored, `Ok(None)` when no
+/// history was asked for (`--no-store`). When one was asked for but could not be opened
+/// (`store` is None) or refused the run, the run's `-J` document is saved to a file and
+/// [`Unstored`] says where: the command prints its results, then returns it as its error.
 pub fn keep(
     store: &mut Option<Store>,
+    plan: &StorePlan,
     record: &RunRecord,
     meta: &RunMeta,
-    console: &Console,
-) -> Option<i64> {
-    let s = store.as_mut()?;
-    match s.insert_run(record, meta) {
-        Ok(id) => Some(id),
-        Err(e) => {
-            console.show(&Notice::RunNotStored(format!("{e:#}")));
-            None
-        }
-    }
+) -> Result<Option<i64>, Unstored> {
+    let why = match store.as_mut() {
+        None if plan.path.is_none() => return Ok(None),
+        None => "the history could not be opened (see the warning above)".to_string(),
+        Some(s) => match s.insert_run(record, meta) {
+            Ok(id) => return Ok(Some(id)),
+            Err(e) => format!("{e:#}"),
+        },
+    };
+    let mut document = Vec::new();
+    let saved = crate::report::json::render_run(record, &mut document)
+        .map_err(|e| e.to_string())
+        .and_then(|()| spill::save(plan.path.as_deref(), record.started_unix_ms, &document));
+    Err(Unstored { why, saved })
 }
 
 /// Stores the runs of one group (a matrix or a campaign) as they finish, each as a cell with
@@ -54,6 +66,12 @@ pub struct GroupRuns<'a> {
     pub interrupt: &'a crate::session::Interrupt,
     /// Where a failure to store is shown.
     console: &'a Console,
+    /// The history asked for, when it is not `store` (it could not be opened): runs are then
+    /// saved as files and counted in `unstored`. None: the store's own file, if any.
+    pub wanted: Option<std::path::PathBuf>,
+    /// Runs the history did not take, each saved as a JSON file: after printing its results
+    /// the command ends non-zero with them (see [`GroupRuns::unstored`]).
+    unstored: Vec<Unstored>,
     stored: usize,
 }
 
@@ -66,7 +84,18 @@ impl<'a> GroupRuns<'a> {
         (stop_after, interrupt): (Option<usize>, &'a crate::session::Interrupt),
         console: &'a Console,
     ) -> Self {
-        Self { store, kind, group, labels, stop_after, interrupt, console, stored: 0 }
+        Self {
+            store,
+            kind,
+            group,
+            labels,
+            stop_after,
+            interrupt,
+            console,
+            wanted: None,
+            unstored: Vec::new(),
+            stored: 0,
+        }
     }
 
     /// Stores `record` as repetition `rep` of `cell`.
@@ -78,10 +107,84 @@ impl<'a> GroupRuns<'a> {
             repetition: Some(rep),
             labels: self.labels.clone(),
         };
-        keep(&mut self.store, record, &meta, self.console);
+        let path = self.wanted.clone().or_else(|| self.store.as_ref().map(|s| s.path().into()));
+        let plan = StorePlan { path, labels: vec![] };
+        if let Err(lost) = keep(&mut self.store, &plan, record, &meta) {
+            self.console.show(&Notice::RunNotStored(lost.detail()));
+            self.unstored.push(lost);
+        }
         self.stored += 1;
         if self.stop_after.is_some_and(|n| self.stored >= n) {
             self.interrupt.trigger();
         }
+    }
+
+    /// The runs the history did not take, as the command's error once its results are out.
+    pub fn unstored(&mut self) -> Result<(), UnstoredRuns> {
+        match std::mem::take(&mut self.unstored) {
+            lost if lost.is_empty() => Ok(()),
+            lost => Err(UnstoredRuns(lost)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use linerate_proto::{SideResults, TestSpec};
+
+    use super::*;
+
+    fn record() -> RunRecord {
+        let side = || SideResults { software: "t".into(), ..Default::default() };
+        RunRecord::for_tests(TestSpec::default_tcp(), side(), side())
+    }
+
+    fn dir(name: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("linerate-keep-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).expect("dir");
+        d
+    }
+
+    fn rendered(record: &RunRecord) -> Vec<u8> {
+        let mut v = Vec::new();
+        crate::report::json::render_run(record, &mut v).expect("render");
+        v
+    }
+
+    #[test]
+    fn no_history_asked_for_stores_and_saves_nothing() {
+        let plan = StorePlan { path: None, labels: vec![] };
+        let kept = keep(&mut None, &plan, &record(), &RunMeta::test(vec![]));
+        assert!(matches!(kept, Ok(None)));
+    }
+
+    #[test]
+    fn a_history_that_could_not_be_opened_gets_the_run_as_a_json_file_beside_it() {
+        let d = dir("unopened");
+        let plan = StorePlan { path: Some(d.join("h.sqlite")), labels: vec![] };
+        let rec = record();
+        let lost = keep(&mut None, &plan, &rec, &RunMeta::test(vec![])).expect_err("lost");
+        let file = lost.saved.as_ref().expect("saved");
+        assert_eq!(file.parent(), Some(d.as_path()));
+        assert_eq!(std::fs::read(file).expect("read"), rendered(&rec), "the -J document");
+        let text = lost.to_string();
+        assert!(text.contains("could not be opened") && text.contains("was saved to"), "{text}");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_history_that_refuses_the_run_says_why_and_where_the_run_went() {
+        let d = dir("refused");
+        let db = d.join("h.sqlite");
+        drop(Store::open(&db).expect("create"));
+        let mut store = Some(Store::open_read_only(&db).expect("read-only"));
+        let plan = StorePlan { path: Some(db.clone()), labels: vec![] };
+        let rec = record();
+        let lost = keep(&mut store, &plan, &rec, &RunMeta::test(vec![])).expect_err("lost");
+        assert!(lost.why.contains("is read-only"), "{}", lost.why);
+        let file = lost.saved.as_ref().expect("saved");
+        assert_eq!(std::fs::read(file).expect("read"), rendered(&rec));
+        let _ = std::fs::remove_dir_all(&d);
     }
 }

@@ -130,7 +130,7 @@ fn input_runs(
         let Some(label) = meta.cell.as_deref().unwrap_or("").strip_prefix(prefix) else {
             continue;
         };
-        let cell = cells.iter().find(|c| c.label() == label).with_context(|| {
+        let cell = cells.iter().find(|c| c.is_named(label)).with_context(|| {
             format!(
                 "run {id} of group {group} is of cell {label:?}, which the group's stored plan \
                  does not have: the history was changed outside linerate"
@@ -211,10 +211,25 @@ struct DocRun {
     record: RunRecord,
 }
 
-/// A cell of a document's summary: only what makes the cell; the figures are recomputed.
+/// A document's summary: only what makes the cells; the figures are recomputed.
 #[derive(Deserialize)]
 struct DocSummary {
-    cells: Vec<Cell>,
+    cells: Vec<DocCell>,
+}
+
+/// A cell of a document: its values hold bytes, its label the user's words for them.
+#[derive(Deserialize)]
+struct DocCell {
+    index: usize,
+    values: Vec<AxisValue>,
+    #[serde(default)]
+    label: String,
+}
+
+impl DocCell {
+    fn cell(self) -> Cell {
+        Cell { index: self.index, values: self.values }.worded_as(&self.label)
+    }
 }
 
 #[derive(Deserialize)]
@@ -231,7 +246,7 @@ fn doc_tier(t: DocTier) -> TierInput {
     TierInput {
         ipv6: is_ipv6(&t.server),
         place: TierPlace { name: t.name, server: t.server, link: t.link },
-        cells: t.summary.cells,
+        cells: t.summary.cells.into_iter().map(DocCell::cell).collect(),
         until_ci: None,
         stopped: t.stopped,
         runs: t

@@ -55,6 +55,8 @@ pub enum Notice<'a> {
 pub enum Stored {
     /// Run N.
     Run(i64),
+    /// Run N, a test that failed: kept as the record of a failure, not as a result.
+    FailedRun(i64),
     /// Matrix group mN.
     Matrix(i64),
     /// Campaign group N (cN).
@@ -94,6 +96,13 @@ impl Notice<'_> {
             Notice::RunNotStored(e) => writeln!(out, "warning: this run was not stored: {e}"),
             Notice::Stored(Stored::Run(id)) => {
                 writeln!(out, "Stored as run {id} (linerate show {id}).")
+            }
+            Notice::Stored(Stored::FailedRun(id)) => {
+                writeln!(
+                    out,
+                    "The failure is recorded as run {id} (linerate show {id}; `linerate history \
+                     --failed` lists failures)."
+                )
             }
             Notice::Stored(Stored::Matrix(g)) => writeln!(
                 out,

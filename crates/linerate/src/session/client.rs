@@ -4,7 +4,7 @@
 //! [`FailureKind`] (whose fault it was).
 
 use std::io::Write;
-use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow};
@@ -12,7 +12,6 @@ use linerate_proto::client::{ClientConn, ClientEvent};
 use linerate_proto::spec::{MAX_UDP_DATAGRAM, MIN_UDP_DATAGRAM};
 use linerate_proto::wire::{DataHello, StopReason};
 use linerate_proto::{Machine, ProtoError, Protocol, TestSpec};
-use socket2::{Domain, Socket, Type};
 
 use crate::plan::ClientPlan;
 use crate::record::{Failure, FailureKind, Outcome, RunRecord, SCHEMA_VERSION, unix_ms_now};
@@ -23,6 +22,7 @@ use crate::session::{
     StreamSet, random_nonce,
 };
 use crate::sys;
+use crate::traffic::socket::{self, Bind, SetupError, SocketOptions, Step};
 
 /// Runs one test as described by `plan`. Never panics on peer behaviour; errors end up in
 /// the record's outcome.
@@ -334,45 +334,23 @@ pub(super) fn connect_any(
     plan: &ClientPlan,
 ) -> Result<(TcpStream, SocketAddr)> {
     let mut last = None;
+    // The control connection: the plan's local address, none of the test's socket options.
+    let bind = Bind { ip: plan.bind, port: None };
     for addr in addrs {
-        match connect(*addr, plan.bind, None, plan) {
+        match socket::connect(*addr, bind, &SocketOptions::default(), plan.connect_timeout) {
             Ok(s) => return Ok((s, *addr)),
-            Err(e) => last = Some(e),
+            Err(e) => last = Some(setup_error(e, *addr, plan)),
         }
     }
     Err(last.unwrap_or_else(|| anyhow!("no address to connect to")))
 }
 
-/// One TCP connection with the plan's timeout, optional local address/port and MSS.
-fn connect(
-    addr: SocketAddr,
-    bind_ip: Option<IpAddr>,
-    bind_port: Option<u16>,
-    plan: &ClientPlan,
-) -> Result<TcpStream> {
-    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, None)
-        .context("cannot create a TCP socket")?;
-    if bind_ip.is_some() || bind_port.is_some() {
-        let ip = bind_ip.unwrap_or(if addr.is_ipv4() {
-            IpAddr::from([0, 0, 0, 0])
-        } else {
-            IpAddr::from([0u16; 8])
-        });
-        let local = SocketAddr::new(ip, bind_port.unwrap_or(0));
-        sock.set_reuse_address(true).context("cannot set SO_REUSEADDR")?;
-        sock.bind(&local.into()).with_context(|| {
-            format!("cannot bind the local address {local} (-B/--cport); is it in use or not on this host?")
-        })?;
+/// A failed socket set-up as the user reads it: a failed connect says what to check.
+fn setup_error(e: SetupError, addr: SocketAddr, plan: &ClientPlan) -> anyhow::Error {
+    if e.step != Step::Connect {
+        return e.into();
     }
-    if let Some(mss) = plan.spec.mss_bytes {
-        sys::set_mss(&sock, mss).with_context(|| format!("cannot set the MSS (-M) to {mss}"))?;
-    }
-    sock.connect_timeout(&addr.into(), plan.connect_timeout)
-        .map_err(|e| connect_error(e, addr, plan))?;
-    Ok(sock.into())
-}
-
-fn connect_error(e: std::io::Error, addr: SocketAddr, plan: &ClientPlan) -> anyhow::Error {
+    let e = e.io();
     use std::io::ErrorKind as K;
     let hint = match e.kind() {
         K::ConnectionRefused => format!(
@@ -392,7 +370,8 @@ fn connect_error(e: std::io::Error, addr: SocketAddr, plan: &ClientPlan) -> anyh
     Failure::new(FailureKind::from(e.kind()), format!("cannot connect to {addr}: {hint}")).into()
 }
 
-/// Connects every data stream of the plan, writing `hello(id)` first on each.
+/// Connects every data stream of the plan, writing `hello(id)` first on each. The test's socket
+/// options are set on each socket before it connects (`traffic::socket`).
 pub(super) fn open_streams(
     plan: &ClientPlan,
     spec: &TestSpec,
@@ -406,6 +385,7 @@ pub(super) fn open_streams(
     let rtt = sys::tcp_internals(ctrl.stream()).map(|t| Duration::from_micros(t.rtt_us.into()));
     set.set_rtt(rtt);
     set.record_environment(local_ip);
+    let opts = set.socket_options().clone();
     for (id, _) in spec.stream_plan() {
         let port = match plan.cport {
             Some(p) => Some(u16::try_from(u32::from(p) + id - 1).ok().context(
@@ -413,22 +393,24 @@ pub(super) fn open_streams(
             )?),
             None => None,
         };
-        let bind_ip = plan.bind.or(if port.is_some() { local_ip } else { None });
+        let bind = Bind { ip: plan.bind.or(if port.is_some() { local_ip } else { None }), port };
         if spec.protocol == Protocol::Udp {
             let bytes = hello(id);
             let echo = [bytes.as_slice()];
             let hs =
                 if iperf3_peer { Handshake::iperf3() } else { Handshake::native(&bytes, &echo) };
-            let sock = connect_stream(server, bind_ip, port, hs)
+            let data = connect_stream(server, bind, &opts, hs)
                 .with_context(|| format!("UDP stream {id}"))?;
-            set.add_udp(id, sock).with_context(|| format!("UDP stream {id}"))?;
+            set.add_udp(id, data).with_context(|| format!("UDP stream {id}"))?;
             continue;
         }
-        let mut sock = connect(server, bind_ip, port, plan)
+        let mut data = socket::connect_data(server, bind, &opts, plan.connect_timeout)
+            .map_err(|e| setup_error(e, server, plan))
             .with_context(|| format!("data stream {id} could not connect"))?;
-        sock.write_all(&hello(id))
+        data.stream
+            .write_all(&hello(id))
             .with_context(|| format!("data stream {id}: cannot send its hello"))?;
-        set.add(id, sock).with_context(|| format!("data stream {id}"))?;
+        set.add(id, data).with_context(|| format!("data stream {id}"))?;
     }
     Ok(set)
 }

@@ -1,10 +1,12 @@
-//! The local half of a test's data streams: socket setup, one thread per stream, interval
-//! sampling (including the omitted warm-up) and the final per-stream results.
+//! The local half of a test's data streams: one thread per stream, interval sampling
+//! (including the omitted warm-up) and the final per-stream results. Sockets come set up by
+//! `traffic::socket` (options applied, grants read back); this file only adds the short
+//! timeouts the stream loops rely on.
 //!
 //! Both the client and the server driver own one `StreamSet`. It must not speak the control
 //! protocol or print; it hands interval rows to the driver, which passes them to an observer.
 
-use std::net::{Shutdown, TcpStream, UdpSocket};
+use std::net::{Shutdown, TcpStream};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -19,8 +21,8 @@ use crate::measure::cost::CostMeter;
 use crate::measure::counters;
 use crate::record::canonical;
 use crate::session::udp_stream::{self, UdpStreamSetup, UdpTrack};
-use crate::sys::udp;
 use crate::sys::{self, ZeroCopySource};
+use crate::traffic::socket::{self, SocketOptions, TcpData, UdpData};
 use crate::traffic::{
     ByteBudget, SendOptions, StartGate, StreamCounters, TrafficControl, receive_loop, send_loop,
 };
@@ -50,9 +52,6 @@ impl End {
 
 /// Socket timeout that lets blocked stream threads notice stop/abort.
 const POLL_TIMEOUT: Duration = Duration::from_millis(250);
-/// UDP socket buffers when -w does not say: large enough that a receiver on a fast path is not
-/// the first thing to drop (a 1 Gbit/s burst of 4 ms), small enough for many streams.
-const UDP_DEFAULT_BUFFER: u64 = 4 << 20;
 /// Stack for stream threads: they hold no deep recursion, and -P 1024 must stay cheap.
 const STREAM_STACK: usize = 256 * 1024;
 
@@ -131,6 +130,8 @@ impl LocalStream {
 /// The local streams of one test.
 pub struct StreamSet {
     spec: TestSpec,
+    /// The socket options `spec` asks for.
+    options: SocketOptions,
     end: End,
     ctl: Arc<TrafficControl>,
     gate: Arc<StartGate>,
@@ -182,6 +183,7 @@ impl StreamSet {
         };
         Ok(Self {
             spec: spec.clone(),
+            options: SocketOptions::of(spec),
             end,
             ctl: Arc::default(),
             gate: Arc::default(),
@@ -217,14 +219,18 @@ impl StreamSet {
         self.seq_width = width;
     }
 
-    /// Configures `sock` as UDP stream `id` and spawns its thread (which waits for the start).
-    pub fn add_udp(&mut self, id: u32, sock: UdpSocket) -> Result<()> {
+    /// The socket options the test asks for, for `traffic::socket` to apply.
+    pub fn socket_options(&self) -> &SocketOptions {
+        &self.options
+    }
+
+    /// Takes `data` (set up by `traffic::socket`) as UDP stream `id` and spawns its thread
+    /// (which waits for the start).
+    pub fn add_udp(&mut self, id: u32, data: UdpData) -> Result<()> {
         let flow =
             self.spec.flow_of(id).with_context(|| format!("stream {id} is not in the test"))?;
         let role = self.end.role(flow);
-        let want = self.spec.window_bytes.unwrap_or(UDP_DEFAULT_BUFFER);
-        // Best effort: a smaller buffer only makes the receiver drop sooner, which is reported.
-        let _ = udp::set_udp_buffers(&sock, want);
+        let UdpData { socket: sock, granted } = data;
         sock.set_read_timeout(Some(Duration::from_millis(20))).context("cannot set a timeout")?;
         sock.set_write_timeout(Some(Duration::from_millis(20))).context("cannot set a timeout")?;
         let probe = sock.try_clone().context("cannot duplicate a UDP socket handle")?;
@@ -248,14 +254,7 @@ impl StreamSet {
             .stack_size(STREAM_STACK)
             .spawn(body)
             .context("cannot start a stream thread (too many streams for this host?)")?;
-        let mut socket = SocketReport {
-            local_address: probe.local_addr().ok().map(|a| canonical(a).to_string()),
-            peer_address: probe.peer_addr().ok().map(|a| canonical(a).to_string()),
-            ..SocketReport::default()
-        };
-        let f = sys::socket_facts(&probe);
-        socket.send_buffer_bytes = f.send_buffer_bytes;
-        socket.recv_buffer_bytes = f.recv_buffer_bytes;
+        let socket = socket_report(probe.local_addr(), probe.peer_addr(), granted);
         self.streams.push(LocalStream::new(id, flow, role, counters, Probe::Udp, socket, thread));
         if let Some(s) = self.streams.last_mut() {
             s.udp = Some(track);
@@ -274,13 +273,24 @@ impl StreamSet {
         }
     }
 
-    /// Configures `sock` as stream `id` and spawns its thread (which waits for the start).
-    pub fn add(&mut self, id: u32, sock: TcpStream) -> Result<()> {
+    /// A server's TCP data connection for stream `id`, accepted on the shared listener: the
+    /// test's options are applied to it (`traffic::socket::accepted`), then [`Self::add`].
+    pub fn add_accepted(&mut self, id: u32, sock: TcpStream) -> Result<()> {
+        let data =
+            socket::accepted(sock, &self.options).with_context(|| format!("data stream {id}"))?;
+        self.add(id, data)
+    }
+
+    /// Takes `data` (set up by `traffic::socket`) as TCP stream `id` and spawns its thread
+    /// (which waits for the start).
+    pub fn add(&mut self, id: u32, data: TcpData) -> Result<()> {
         let flow =
             self.spec.flow_of(id).with_context(|| format!("stream {id} is not in the test"))?;
         let role = self.end.role(flow);
-        configure_data_socket(&sock, &self.spec)?;
-        let socket = socket_report(&sock);
+        let TcpData { stream: sock, granted } = data;
+        sock.set_read_timeout(Some(POLL_TIMEOUT)).context("cannot set a socket timeout")?;
+        sock.set_write_timeout(Some(POLL_TIMEOUT)).context("cannot set a socket timeout")?;
+        let socket = socket_report(sock.local_addr(), sock.peer_addr(), granted);
         let probe = Probe::Tcp(sock.try_clone().context("cannot duplicate a data socket handle")?);
         let counters = Arc::new(StreamCounters::default());
         let thread = self.spawn(id, role, sock, counters.clone())?;
@@ -564,7 +574,8 @@ impl StreamSet {
         };
         let mut socket = s.socket.clone();
         if let Probe::Tcp(p) = &s.probe {
-            refresh_socket_report(&mut socket, p);
+            // At the end: autotuned buffers have grown since the set-up.
+            merge_facts(&mut socket, sys::socket_facts(p));
         }
         StreamResult {
             id: s.id,
@@ -612,38 +623,28 @@ fn pattern_block(len: usize) -> Vec<u8> {
     PATTERN.iter().copied().cycle().take(len).collect()
 }
 
-/// Applies the spec's socket options to a data socket (both ends do this).
-pub fn configure_data_socket(sock: &TcpStream, spec: &TestSpec) -> Result<()> {
-    if let Some(w) = spec.window_bytes {
-        sys::set_buffers(sock, w)
-            .with_context(|| format!("cannot set the window (-w) to {w} bytes"))?;
-    }
-    if let Some(cc) = &spec.congestion {
-        sys::set_congestion(sock, cc)?;
-    }
-    sock.set_nodelay(spec.no_delay).context("cannot set TCP_NODELAY (-N)")?;
-    sock.set_read_timeout(Some(POLL_TIMEOUT)).context("cannot set a socket timeout")?;
-    sock.set_write_timeout(Some(POLL_TIMEOUT)).context("cannot set a socket timeout")?;
-    Ok(())
-}
-
-fn socket_report(sock: &TcpStream) -> SocketReport {
+/// What a stream's socket report says at the set-up: its addresses and what was granted.
+fn socket_report(
+    local: std::io::Result<std::net::SocketAddr>,
+    peer: std::io::Result<std::net::SocketAddr>,
+    granted: sys::SocketFacts,
+) -> SocketReport {
     let mut r = SocketReport {
-        local_address: sock.local_addr().ok().map(|a| canonical(a).to_string()),
-        peer_address: sock.peer_addr().ok().map(|a| canonical(a).to_string()),
+        local_address: local.ok().map(|a| canonical(a).to_string()),
+        peer_address: peer.ok().map(|a| canonical(a).to_string()),
         ..SocketReport::default()
     };
-    refresh_socket_report(&mut r, sock);
+    merge_facts(&mut r, granted);
     r
 }
 
-fn refresh_socket_report(r: &mut SocketReport, sock: &TcpStream) {
-    let f = sys::socket_facts(sock);
+/// Overwrites what `r` says of the socket with the facts in `f` that are known.
+fn merge_facts(r: &mut SocketReport, f: sys::SocketFacts) {
     r.send_buffer_bytes = f.send_buffer_bytes.or(r.send_buffer_bytes);
     r.recv_buffer_bytes = f.recv_buffer_bytes.or(r.recv_buffer_bytes);
     r.mss_bytes = f.mss_bytes.or(r.mss_bytes);
     r.congestion = f.congestion.or(r.congestion.take());
-    r.no_delay = sock.nodelay().ok().or(r.no_delay);
+    r.no_delay = f.no_delay.or(r.no_delay);
 }
 
 #[cfg(test)]

@@ -13,9 +13,12 @@
 //! beyond calling `stats::summarize` for the indexed rate. It never writes to a file it does
 //! not recognise as a linerate history of a version it reads (see [`schema`]).
 
+mod error;
+mod open;
 mod query;
 pub mod resume;
 pub mod schema;
+pub mod spill;
 
 #[cfg(test)]
 mod tests;
@@ -31,6 +34,8 @@ use serde::{Deserialize, Serialize};
 use crate::plan::HistoryRef;
 use crate::record::RunRecord;
 
+pub use error::StoreError;
+pub use open::Access;
 pub use schema::{APPLICATION_ID, STORE_SCHEMA_VERSION};
 
 /// Kinds a group may have (`begin_group`'s `kind`).
@@ -120,6 +125,8 @@ pub struct RunRow {
     pub bits_per_second: Option<f64>,
     /// User labels.
     pub labels: Vec<String>,
+    /// Why a failed run failed (from its record); None for other outcomes.
+    pub error: Option<String>,
 }
 
 /// A group of runs: a matrix, a campaign or a `--find-max` search.
@@ -148,92 +155,11 @@ pub struct ListFilter {
     pub server: Option<String>,
     /// Runs of this group.
     pub group: Option<i64>,
+    /// Runs with this outcome: `completed`, `interrupted` or `failed`.
+    pub outcome: Option<&'static str>,
     /// At most this many (the newest).
     pub limit: Option<usize>,
 }
-
-/// Why a history database or one of its runs was refused. Each message names the file (or the
-/// run), says whose fault it is and what to do.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StoreError {
-    /// The file's store schema is newer than this linerate reads; the file was not modified.
-    NewerSchema {
-        /// The database file.
-        path: PathBuf,
-        /// Its `user_version`.
-        found: u32,
-    },
-    /// A SQLite database of some other program; the file was not modified.
-    NotLinerate {
-        /// The database file.
-        path: PathBuf,
-        /// Its `application_id`.
-        application_id: i32,
-    },
-    /// Not a SQLite database at all; the file was not modified.
-    NotSqlite {
-        /// The file.
-        path: PathBuf,
-        /// SQLite's words.
-        detail: String,
-    },
-    /// A SQLite database whose pages are damaged.
-    Corrupt {
-        /// The database file.
-        path: PathBuf,
-        /// SQLite's words.
-        detail: String,
-    },
-    /// One stored run's record cannot be turned back into a [`RunRecord`].
-    UnreadableRecord {
-        /// The run id.
-        run: i64,
-        /// Why.
-        detail: String,
-    },
-}
-
-impl fmt::Display for StoreError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            StoreError::NewerSchema { path, found } => write!(
-                f,
-                "{} was written by a newer linerate (store schema {found}, this one reads up to \
-                 {STORE_SCHEMA_VERSION}); upgrade linerate or use --db to pick another file",
-                path.display()
-            ),
-            StoreError::NotLinerate { path, application_id } => write!(
-                f,
-                "{} is a SQLite database of another program, not a linerate history \
-                 (application_id {application_id:#010x}, linerate's is {APPLICATION_ID:#010x}); \
-                 it was left untouched: use --db to pick another file",
-                path.display()
-            ),
-            StoreError::NotSqlite { path, detail } => write!(
-                f,
-                "{} is not a SQLite database ({detail}), so not a linerate history; it was left \
-                 untouched: move it away or use --db to pick another file",
-                path.display()
-            ),
-            StoreError::Corrupt { path, detail } => write!(
-                f,
-                "{} is a damaged SQLite database ({detail}): the file was corrupted outside \
-                 linerate (disk fault, copied while being written, edited); recover what can be \
-                 with `sqlite3 {} .recover`, or move it away to start a new history, or use --db \
-                 to pick another file",
-                path.display(),
-                path.display()
-            ),
-            StoreError::UnreadableRecord { run, detail } => write!(
-                f,
-                "run {run}: stored record cannot be read ({detail}); the row was changed \
-                 outside linerate, the other runs are unaffected"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for StoreError {}
 
 /// An open history database.
 pub struct Store {
@@ -254,17 +180,30 @@ impl Store {
         default_path_from(std::env::var_os("XDG_DATA_HOME"), std::env::var_os("HOME"))
     }
 
-    /// Opens (creating if need be) the history at `path`, and its parent directories. Refuses,
-    /// without modifying them, files that are not linerate histories or are newer than this
-    /// linerate; brings older ones up to date in one transaction.
+    /// Opens (creating if need be) the history at `path`, and its parent directories, to store
+    /// runs. Refuses, without writing to them, files that are not linerate histories or are
+    /// newer than this linerate; brings older ones up to date in one transaction. Safe to call
+    /// from many processes at once, on a new file too.
     pub fn open(path: &Path) -> Result<Store> {
-        let conn = schema::open_file(path)?;
+        Self::open_for(path, Access::ReadWrite)
+    }
+
+    /// Opens the existing history at `path` to read it (`history`, `show`, `compare`,
+    /// `report`, a gate's baseline): works on a read-only file, directory or file system and
+    /// on a full disk, and never writes to the file. Storing into it fails.
+    pub fn open_read_only(path: &Path) -> Result<Store> {
+        Self::open_for(path, Access::ReadOnly)
+    }
+
+    /// Opens the history at `path` for `access` ([`Store::open`], [`Store::open_read_only`]).
+    pub fn open_for(path: &Path, access: Access) -> Result<Store> {
+        let conn = open::open_file(path, access)?;
         Ok(Store { conn, path: path.to_path_buf() })
     }
 
     /// A history that lives in memory only and is gone when dropped (tests).
     pub fn open_in_memory() -> Result<Store> {
-        Ok(Store { conn: schema::open_memory()?, path: PathBuf::from(":memory:") })
+        Ok(Store { conn: open::open_memory()?, path: PathBuf::from(":memory:") })
     }
 
     /// The file this history lives in (`:memory:` for an in-memory one).
@@ -320,7 +259,7 @@ impl Store {
         }
         let json = serde_json::to_string(record)?;
         let path = &self.path;
-        let fault = |e| schema::sql_error(path, "storing a run in", e);
+        let fault = |e| error::sql_error(path, "storing a run in", e);
         // IMMEDIATE takes the write lock up front, so a concurrent writer waits (busy_timeout)
         // instead of failing halfway.
         let tx =
@@ -416,7 +355,7 @@ impl Store {
     }
 
     fn fault(&self, doing: &str, e: rusqlite::Error) -> anyhow::Error {
-        schema::sql_error(&self.path, doing, e)
+        error::sql_error(&self.path, doing, e)
     }
 
     fn no_group(&self, id: i64) -> anyhow::Error {

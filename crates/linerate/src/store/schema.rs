@@ -1,19 +1,19 @@
-//! Opening a history database safely: recognising the file, refusing what is not ours or is
-//! newer than us, and creating or migrating the schema (docs/STORE.md).
+//! The history's schema: what identifies a linerate history, what this build reads, and the
+//! migrations that create or upgrade it (docs/STORE.md).
 //!
-//! Nothing here writes to a file before it has been recognised as a linerate history of a
-//! version we read (or as a new, empty file): a user's other database, a file from a newer
-//! linerate and a damaged file are left byte for byte as they were. Every migration runs in one
-//! `BEGIN IMMEDIATE` transaction, so a crash or a concurrent opener never sees half a schema.
-//! This module must not know about run records: it deals in SQL and versions only.
+//! The version check and every migration run in one `BEGIN IMMEDIATE` transaction, so a crash
+//! or a concurrent opener never sees half a schema. Opening the file (and refusing it before
+//! anything is written) is `open`'s job. This module must not know about run records: it deals
+//! in SQL and versions only.
 
 use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Result;
-use rusqlite::{Connection, ErrorCode, Transaction, TransactionBehavior};
+use rusqlite::{Connection, Transaction, TransactionBehavior};
 
 use super::StoreError;
+use super::error::sql_error;
 
 /// `PRAGMA application_id` of every linerate history database: ASCII "LNRT".
 pub const APPLICATION_ID: i32 = 0x4C4E_5254;
@@ -21,8 +21,8 @@ pub const APPLICATION_ID: i32 = 0x4C4E_5254;
 /// The store schema version this linerate writes and the newest it reads (`PRAGMA user_version`).
 pub const STORE_SCHEMA_VERSION: u32 = 1;
 
-/// How long a writer waits for another process holding the database before giving up.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a connection waits for another process holding the database before giving up.
+pub(super) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// One step of the schema's history: from version `to - 1` to `to`.
 struct Migration {
@@ -77,97 +77,77 @@ CREATE INDEX run_labels_label ON run_labels(label, run_id);
 CREATE INDEX groups_started ON groups(started_unix_ms);
 ";
 
-/// Opens `path` (creating it and its directories), checks that it is a linerate history this
-/// build reads, then switches it to WAL and brings its schema up to date.
-pub(super) fn open_file(path: &Path) -> Result<Connection> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| {
-            anyhow::anyhow!(
-                "cannot create the directory {} for the history database ({e}): check its \
-                 permissions, or use --db to pick another file",
-                dir.display()
-            )
-        })?;
-    }
-    let mut conn = Connection::open(path).map_err(|e| sql_error(path, "opening", e))?;
-    configure(&conn, path)?;
-    recognise(&conn, path)?;
-    conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0))
-        .map_err(|e| sql_error(path, "switching to WAL", e))?;
-    migrate(&mut conn, path)?;
-    Ok(conn)
-}
-
-/// A fresh in-memory database with the current schema.
-pub(super) fn open_memory() -> Result<Connection> {
-    let path = Path::new(":memory:");
-    let mut conn = Connection::open_in_memory().map_err(|e| sql_error(path, "opening", e))?;
-    configure(&conn, path)?;
-    migrate(&mut conn, path)?;
-    Ok(conn)
-}
-
-/// Per-connection settings; none of them writes to the file.
-fn configure(conn: &Connection, path: &Path) -> Result<()> {
-    conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| sql_error(path, "configuring", e))?;
-    conn.pragma_update(None, "foreign_keys", true)
-        .map_err(|e| sql_error(path, "configuring", e))?;
-    Ok(())
-}
-
 /// The three header facts that say whose file this is, read without writing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Identity {
+pub(super) struct Identity {
     application_id: i32,
-    user_version: u32,
+    pub(super) user_version: u32,
     objects: i64,
 }
 
-fn identity(conn: &Connection, path: &Path) -> Result<Identity> {
-    let read = |e| sql_error(path, "reading the header of", e);
-    let application_id =
-        conn.pragma_query_value(None, "application_id", |r| r.get(0)).map_err(read)?;
-    let user_version: i64 =
-        conn.pragma_query_value(None, "user_version", |r| r.get(0)).map_err(read)?;
-    let objects: i64 =
-        conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0)).map_err(read)?;
-    // user_version is a signed 32-bit field; a negative one is not ours, so it maps to "newer".
-    let user_version = u32::try_from(user_version).unwrap_or(u32::MAX);
-    Ok(Identity { application_id, user_version, objects })
+/// What a file is, once recognised: a new (empty) file, or a linerate history of a version this
+/// build reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Known {
+    /// No tables, no `application_id`, no `user_version` (an empty file counts): ours to set up.
+    Empty,
+    /// A linerate history of this store schema version (at most [`STORE_SCHEMA_VERSION`]).
+    Ours(u32),
 }
 
-/// Refuses a file that is not a linerate history (and not empty) or that is newer than us.
-fn recognise(conn: &Connection, path: &Path) -> Result<()> {
-    let id = identity(conn, path)?;
+/// The identity of the file behind `conn`, read in one statement, so in one read transaction:
+/// a file another linerate is creating at this moment is seen either before its schema
+/// transaction or after it, never half-way (three separate reads once saw the old
+/// `application_id` and the new tables, and called a new history "another program's").
+pub(super) fn identity(conn: &Connection) -> rusqlite::Result<Identity> {
+    conn.query_row(
+        "SELECT a.application_id, u.user_version, (SELECT count(*) FROM sqlite_master) \
+         FROM pragma_application_id AS a, pragma_user_version AS u",
+        [],
+        |r| {
+            let user_version: i64 = r.get(1)?;
+            // user_version is a signed 32-bit field; a negative one is not ours: "newer".
+            let user_version = u32::try_from(user_version).unwrap_or(u32::MAX);
+            Ok(Identity { application_id: r.get(0)?, user_version, objects: r.get(2)? })
+        },
+    )
+}
+
+/// Whether this build may use a file of identity `id`: refuses one that is not a linerate
+/// history (and not empty) or is newer than us.
+pub(super) fn recognise(id: Identity, path: &Path) -> Result<Known, StoreError> {
     let empty = id.application_id == 0 && id.user_version == 0 && id.objects == 0;
-    if id.application_id != APPLICATION_ID && !empty {
+    if empty {
+        return Ok(Known::Empty);
+    }
+    if id.application_id != APPLICATION_ID {
         return Err(StoreError::NotLinerate {
             path: path.to_path_buf(),
             application_id: id.application_id,
-        }
-        .into());
+        });
     }
     if id.user_version > STORE_SCHEMA_VERSION {
-        return Err(
-            StoreError::NewerSchema { path: path.to_path_buf(), found: id.user_version }.into()
-        );
+        return Err(StoreError::NewerSchema { path: path.to_path_buf(), found: id.user_version });
     }
-    Ok(())
+    Ok(Known::Ours(id.user_version))
 }
 
-/// Runs every migration step above the file's version in one immediate transaction. The
-/// version is read again inside the transaction: another process may have migrated meanwhile.
-fn migrate(conn: &mut Connection, path: &Path) -> Result<()> {
-    let current = identity(conn, path)?.user_version;
-    if current == STORE_SCHEMA_VERSION {
-        return Ok(());
-    }
+/// Brings the file up to [`STORE_SCHEMA_VERSION`]: the version check and every migration step
+/// (creating a new file is step 1) in one `BEGIN IMMEDIATE` transaction. The identity is read
+/// inside it, under the write lock: another process may have created or migrated the file
+/// since it was last looked at, or replaced it with one we must refuse (then nothing is
+/// written and the transaction is rolled back).
+pub(super) fn migrate(conn: &mut Connection, path: &Path) -> Result<()> {
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(|e| sql_error(path, "locking for the schema upgrade of", e))?;
-    let current = identity(&tx, path)?.user_version;
-    if current > STORE_SCHEMA_VERSION {
-        return Err(StoreError::NewerSchema { path: path.to_path_buf(), found: current }.into());
+        .map_err(|e| sql_error(path, "locking for the schema check of", e))?;
+    let id = identity(&tx).map_err(|e| sql_error(path, "reading the header of", e))?;
+    let current = match recognise(id, path)? {
+        Known::Empty => 0,
+        Known::Ours(v) => v,
+    };
+    if current == STORE_SCHEMA_VERSION {
+        return Ok(());
     }
     for step in MIGRATIONS.iter().filter(|m| m.to > current) {
         apply(&tx, step)
@@ -181,46 +161,6 @@ fn apply(tx: &Transaction<'_>, step: &Migration) -> rusqlite::Result<()> {
     tx.execute_batch(step.sql)?;
     tx.pragma_update(None, "application_id", APPLICATION_ID)?;
     tx.pragma_update(None, "user_version", step.to)
-}
-
-/// Turns a SQLite error into one that says whose fault it is and what to do.
-pub(super) fn sql_error(path: &Path, doing: &str, e: rusqlite::Error) -> anyhow::Error {
-    let p = path.to_path_buf();
-    let detail = e.to_string();
-    let code = match &e {
-        rusqlite::Error::SqliteFailure(f, _) => Some(f.code),
-        _ => None,
-    };
-    match code {
-        Some(ErrorCode::NotADatabase) => StoreError::NotSqlite { path: p, detail }.into(),
-        Some(ErrorCode::DatabaseCorrupt) => StoreError::Corrupt { path: p, detail }.into(),
-        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => anyhow::anyhow!(
-            "{doing} the history database {}: another process held it for more than {} s \
-             ({detail}); wait for the other linerate to finish, or use --db to pick another file",
-            p.display(),
-            BUSY_TIMEOUT.as_secs()
-        ),
-        Some(ErrorCode::DiskFull) => anyhow::anyhow!(
-            "{doing} the history database {}: the disk is full ({detail}); free some space, or \
-             use --db to put the history elsewhere",
-            p.display()
-        ),
-        Some(
-            ErrorCode::CannotOpen
-            | ErrorCode::PermissionDenied
-            | ErrorCode::ReadOnly
-            | ErrorCode::SystemIoFailure,
-        ) => anyhow::anyhow!(
-            "{doing} the history database {}: this machine refused ({detail}); check the file's \
-             and its directory's permissions, or use --db to pick another file",
-            p.display()
-        ),
-        _ => anyhow::anyhow!(
-            "{doing} the history database {} failed ({detail}): this is a bug in linerate, \
-             please report it",
-            p.display()
-        ),
-    }
 }
 
 #[cfg(test)]
@@ -237,8 +177,9 @@ mod tests {
 
     #[test]
     fn a_fresh_database_carries_our_identity() {
-        let conn = open_memory().expect("open");
-        let id = identity(&conn, Path::new(":memory:")).expect("identity");
+        let mut conn = Connection::open_in_memory().expect("open");
+        migrate(&mut conn, Path::new(":memory:")).expect("create");
+        let id = identity(&conn).expect("identity");
         assert_eq!(id.application_id, APPLICATION_ID);
         assert_eq!(id.user_version, STORE_SCHEMA_VERSION);
         assert!(id.objects >= 8, "tables and indexes exist: {id:?}");

@@ -4,6 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use rusqlite::TransactionBehavior;
+
 use linerate_proto::{Flow, SideResults, SocketReport, StreamResult, StreamRole, TestSpec};
 
 use super::*;
@@ -210,6 +212,28 @@ fn list_filters_by_label_server_and_group_newest_first() {
         ids(ListFilter { label: Some("nope".into()), ..Default::default() }),
         Vec::<i64>::new()
     );
+}
+
+#[test]
+fn list_filters_by_outcome_and_names_each_failure() {
+    let mut s = Store::open_in_memory().expect("open");
+    let done = s.insert_run(&record("a:1", 100, 1), &meta(&[])).expect("insert");
+    let error = "cannot connect to a:1: connection refused".to_string();
+    let bad = RunRecord {
+        outcome: Outcome::Failed { error: error.clone(), kind: None },
+        ..record("a:1", 200, 1)
+    };
+    let failed = s.insert_run(&bad, &meta(&[])).expect("insert");
+    let rows = |outcome| s.list(&ListFilter { outcome, ..Default::default() }).expect("list");
+    let failures = rows(Some("failed"));
+    assert_eq!(failures.iter().map(|r| r.id).collect::<Vec<_>>(), vec![failed]);
+    assert_eq!(failures[0].error.as_deref(), Some(error.as_str()));
+    let completed = rows(Some("completed"));
+    assert_eq!(
+        completed.iter().map(|r| (r.id, r.error.clone())).collect::<Vec<_>>(),
+        vec![(done, None)]
+    );
+    assert_eq!(rows(None).len(), 2);
 }
 
 #[test]
@@ -455,3 +479,5 @@ fn the_default_path_follows_xdg_then_home() {
     assert_eq!(p(None, None), None);
     assert_eq!(p(None, Some("")), None);
 }
+
+mod opening;

@@ -13,6 +13,7 @@ fn every_notice(spec: &TestSpec) -> Vec<Notice<'_>> {
         Notice::HistoryUnavailable("cannot open /data/history.db: permission denied".into()),
         Notice::RunNotStored("database is locked".into()),
         Notice::Stored(Stored::Run(12)),
+        Notice::Stored(Stored::FailedRun(13)),
         Notice::Stored(Stored::Matrix(3)),
         Notice::Stored(Stored::Campaign(4)),
         Notice::HtmlWritten(Path::new("before-after.html")),
@@ -52,7 +53,7 @@ fn shown(console: &Console) -> (String, String) {
 #[test]
 fn notes_go_with_text_results_warnings_and_hints_to_stderr_always() {
     let (out, err) = shown(&Console::new(true, None));
-    assert_eq!(out.lines().count(), 6, "{out}");
+    assert_eq!(out.lines().count(), 7, "{out}");
     assert!(out.lines().all(|l| !l.starts_with("warning:")), "{out}");
     assert_eq!(err.lines().count(), 3, "{err}");
     assert!(err.starts_with("warning: results will not be stored"), "{err}");
