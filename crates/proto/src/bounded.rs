@@ -229,10 +229,12 @@ impl<'s, D> Wrap<'s, D> {
 }
 
 macro_rules! forward_wrapped {
-    ($($method:ident)*) => {$(
-        fn $method<V: Visitor<'de>>(self, v: V) -> Result<V::Value, D::Error> {
-            let w = self.visitor(v, self.kind);
-            self.de.$method(w)
+    ($($method:ident($($arg:ident: $ty:ty),*) as $kind:expr;)*) => {$(
+        fn $method<V: Visitor<'de>>(self, $($arg: $ty,)* v: V) -> Result<V::Value, D::Error> {
+            // None: the kind this value already has.
+            let kind: Option<Kind> = $kind;
+            let w = self.visitor(v, kind.unwrap_or(self.kind));
+            self.de.$method($($arg,)* w)
         }
     )*};
 }
@@ -241,69 +243,38 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Wrap<'_, D> {
     type Error = D::Error;
 
     forward_wrapped! {
-        deserialize_any deserialize_bool deserialize_i8 deserialize_i16 deserialize_i32
-        deserialize_i64 deserialize_i128 deserialize_u8 deserialize_u16 deserialize_u32
-        deserialize_u64 deserialize_u128 deserialize_f32 deserialize_f64 deserialize_char
-        deserialize_str deserialize_string deserialize_bytes deserialize_byte_buf
-        deserialize_option deserialize_unit deserialize_seq deserialize_map
-    }
-
-    fn deserialize_unit_struct<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        v: V,
-    ) -> Result<V::Value, D::Error> {
-        let w = self.visitor(v, Kind::Value);
-        self.de.deserialize_unit_struct(name, w)
-    }
-
-    fn deserialize_newtype_struct<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        v: V,
-    ) -> Result<V::Value, D::Error> {
-        let w = self.visitor(v, Kind::Value);
-        self.de.deserialize_newtype_struct(name, w)
-    }
-
-    fn deserialize_tuple<V: Visitor<'de>>(self, len: usize, v: V) -> Result<V::Value, D::Error> {
-        let w = self.visitor(v, Kind::Value);
-        self.de.deserialize_tuple(len, w)
-    }
-
-    fn deserialize_tuple_struct<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        len: usize,
-        v: V,
-    ) -> Result<V::Value, D::Error> {
-        let w = self.visitor(v, Kind::Value);
-        self.de.deserialize_tuple_struct(name, len, w)
-    }
-
-    fn deserialize_struct<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        fields: &'static [&'static str],
-        v: V,
-    ) -> Result<V::Value, D::Error> {
-        let w = self.visitor(v, Kind::Struct);
-        self.de.deserialize_struct(name, fields, w)
-    }
-
-    fn deserialize_enum<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        variants: &'static [&'static str],
-        v: V,
-    ) -> Result<V::Value, D::Error> {
-        let w = self.visitor(v, Kind::Value);
-        self.de.deserialize_enum(name, variants, w)
-    }
-
-    fn deserialize_identifier<V: Visitor<'de>>(self, v: V) -> Result<V::Value, D::Error> {
-        let w = self.visitor(v, Kind::Key);
-        self.de.deserialize_identifier(w)
+        deserialize_any() as None;
+        deserialize_bool() as None;
+        deserialize_i8() as None;
+        deserialize_i16() as None;
+        deserialize_i32() as None;
+        deserialize_i64() as None;
+        deserialize_i128() as None;
+        deserialize_u8() as None;
+        deserialize_u16() as None;
+        deserialize_u32() as None;
+        deserialize_u64() as None;
+        deserialize_u128() as None;
+        deserialize_f32() as None;
+        deserialize_f64() as None;
+        deserialize_char() as None;
+        deserialize_str() as None;
+        deserialize_string() as None;
+        deserialize_bytes() as None;
+        deserialize_byte_buf() as None;
+        deserialize_option() as None;
+        deserialize_unit() as None;
+        deserialize_seq() as None;
+        deserialize_map() as None;
+        deserialize_unit_struct(name: &'static str) as Some(Kind::Value);
+        deserialize_newtype_struct(name: &'static str) as Some(Kind::Value);
+        deserialize_tuple(len: usize) as Some(Kind::Value);
+        deserialize_tuple_struct(name: &'static str, len: usize) as Some(Kind::Value);
+        // A struct's map of fields is not an allocation of its own.
+        deserialize_struct(name: &'static str, fields: &'static [&'static str]) as Some(Kind::Struct);
+        deserialize_enum(name: &'static str, variants: &'static [&'static str]) as Some(Kind::Value);
+        // Field and variant names are only remembered, for the path.
+        deserialize_identifier() as Some(Kind::Key);
     }
 
     fn deserialize_ignored_any<V: Visitor<'de>>(self, v: V) -> Result<V::Value, D::Error> {
