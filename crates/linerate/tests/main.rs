@@ -20,6 +20,7 @@ mod layers;
 mod limits;
 mod loopback;
 mod matrix;
+mod memory;
 mod netns;
 mod render;
 mod report;

@@ -26,6 +26,7 @@ use crate::traffic::socket::{self, SocketOptions, TcpData, UdpData};
 use crate::traffic::{
     ByteBudget, SendOptions, StartGate, StreamCounters, TrafficControl, receive_loop, send_loop,
 };
+use linerate_proto::samples::{SampleLog, samples_per_stream};
 use linerate_proto::udp::SeqWidth;
 
 /// Which end of the test this process is.
@@ -93,7 +94,7 @@ struct LocalStream {
     udp: Option<UdpTrack>,
     socket: SocketReport,
     thread: Option<JoinHandle<()>>,
-    intervals: Vec<IntervalSample>,
+    intervals: SampleLog<IntervalSample>,
     last_us: u64,
     last_bytes: u64,
     omitted: Option<(u64, u64)>,
@@ -118,7 +119,7 @@ impl LocalStream {
             udp: None,
             socket,
             thread: Some(thread),
-            intervals: Vec::new(),
+            intervals: SampleLog::default(),
             last_us: 0,
             last_bytes: 0,
             omitted: None,
@@ -484,22 +485,9 @@ impl StreamSet {
             // completes; a sliver that short has no meaningful rate, so it is folded into the
             // previous interval (the record stays exact; it is just not a line of its own).
             let sliver = force && end_us - sample.start_us < sliver_us;
-            match s.intervals.last_mut() {
-                Some(prev) if sliver && prev.omitted == sample.omitted => {
-                    prev.end_us = sample.end_us;
-                    prev.bytes += sample.bytes;
-                    prev.tcp = sample.tcp.or(prev.tcp);
-                    if let (Some(p), Some(n)) = (prev.udp.as_mut(), sample.udp) {
-                        p.datagrams += n.datagrams;
-                        p.lost += n.lost;
-                        p.out_of_order += n.out_of_order;
-                        p.jitter_ns = n.jitter_ns;
-                    }
-                }
-                _ => {
-                    s.intervals.push(sample);
-                    rows.push(IntervalRow { id: s.id, flow: s.flow, role: s.role, sample });
-                }
+            if !(sliver && s.intervals.fold_into_last(&sample)) {
+                s.intervals.push(sample);
+                rows.push(IntervalRow { id: s.id, flow: s.flow, role: s.role, sample });
             }
         }
         if intervals_on
@@ -508,8 +496,24 @@ impl StreamSet {
         {
             cost.sample(now);
         }
+        self.bound_samples();
         self.next_tick = self.following_tick(t);
         rows
+    }
+
+    /// Keeps every log within `samples_per_stream`: once one is over, all of them (and the
+    /// cost meter's) merge pairwise together, so they stay aligned sample for sample.
+    fn bound_samples(&mut self) {
+        let cap = samples_per_stream(self.spec.connection_count());
+        let cost_len = self.cost.as_ref().map_or(0, CostMeter::samples);
+        if cost_len > cap || self.streams.iter().any(|s| s.intervals.len() > cap) {
+            for s in &mut self.streams {
+                s.intervals.halve();
+            }
+            if let Some(c) = self.cost.as_mut() {
+                c.halve_samples();
+            }
+        }
     }
 
     /// Final results of every local stream and what the test cost this end. Call after
@@ -544,6 +548,10 @@ impl StreamSet {
             software: software.to_string(),
             streams,
             intervals_dropped: false,
+            intervals_per_sample: self
+                .streams
+                .first()
+                .map_or(1, |s| s.intervals.intervals_per_sample()),
             cost,
             environment: self.environment.clone(),
         }
@@ -577,7 +585,7 @@ impl StreamSet {
             omitted_bytes,
             duration_us,
             omitted_us,
-            intervals: s.intervals.clone(),
+            intervals: s.intervals.as_slice().to_vec(),
             socket,
             retransmits: tcp
                 .filter(|_| s.role == StreamRole::Sender)

@@ -533,6 +533,7 @@ mod rule_tests {
             software: "t".into(),
             streams: vec![s],
             intervals_dropped: false,
+            intervals_per_sample: 1,
             cost: Some(Box::new(cost.clone())),
             environment: None,
         };

@@ -70,6 +70,7 @@ fn record(server: &str, started_unix_ms: u64, streams: u32) -> RunRecord {
         software: software.into(),
         streams: (1..=streams).map(|id| stream(id, role, 312_500_000)).collect(),
         intervals_dropped: false,
+        intervals_per_sample: 1,
         cost: None,
         environment: None,
     };
