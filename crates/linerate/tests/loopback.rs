@@ -339,9 +339,10 @@ fn verdict_names_the_limit_the_test_imposed() {
     assert_eq!(l, "pacing_target", "{s}");
     let (l, s) = limit(&["-w", "16K", "-t", "1.5", "-i", "0"]);
     assert_eq!(l, "receive_window", "{s}");
-    // Unlimited loopback: a sending thread saturates a core on these machines — unless other
-    // processes (other builds on a shared machine) kept the busiest core busy at least as much
-    // as the test: then the honest verdict is the busy host, with the end whose core it was.
+    // Unlimited loopback: a sending thread saturates a core on a quiet machine. On a machine
+    // busy with other processes (other builds) the scheduler decides which process starves:
+    // the honest verdict is then the busy host (with the end whose core it was), or the
+    // receive window of a receiver that could not drain in time.
     let doc = client_json(srv.port, &["-t", "1.5", "-i", "0"]);
     let v = &doc["summary"]["verdicts"][0];
     let crowded = |end: &str| {
@@ -350,10 +351,12 @@ fn verdict_names_the_limit_the_test_imposed() {
         let f = |k: &str| c[k].as_f64().unwrap_or(0.0);
         f("foreign_percent_of_core") >= f("process_percent_of_core").max(10.0)
     };
+    let busy = crowded("client") || crowded("server");
     match v["limit"].as_str().expect("limit") {
         "cpu" => {}
         "foreign_load" => assert!(crowded(v["end"].as_str().expect("end")), "{v}"),
-        other => panic!("{other}: {v}"),
+        "receive_window" if busy => {}
+        other => panic!("{other} on a {} machine: {v}", if busy { "busy" } else { "quiet" }),
     }
 }
 
