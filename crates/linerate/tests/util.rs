@@ -225,9 +225,15 @@ pub fn assert_agree(a: u64, b: u64, what: &str) {
 }
 
 /// Asserts the run's first verdict is `expected`, or — when other processes (other builds on a
-/// shared machine) kept the busiest core busier than the test — the busy host, naming the end
-/// whose machine was crowded. `what` goes into failure messages.
-pub fn assert_verdict_or_busy_host(doc: &Value, expected: &str, what: &str) {
+/// shared machine) kept the busiest core busier than the test — the busy host naming the end
+/// whose machine was crowded, or one of `also_when_busy` when either end was crowded.
+/// `what` goes into failure messages.
+pub fn assert_verdict_or_busy_host(
+    doc: &Value,
+    expected: &str,
+    also_when_busy: &[&str],
+    what: &str,
+) {
     let v = &doc["summary"]["verdicts"][0];
     let crowded = |end: &str| {
         let costs = doc["summary"]["cost"].as_array().expect("cost");
@@ -235,9 +241,14 @@ pub fn assert_verdict_or_busy_host(doc: &Value, expected: &str, what: &str) {
         let f = |k: &str| c[k].as_f64().unwrap_or(0.0);
         f("foreign_percent_of_core") >= f("process_percent_of_core").max(10.0)
     };
+    let busy = crowded("client") || crowded("server");
     match v["limit"].as_str().expect("limit") {
         l if l == expected => {}
         "foreign_load" => assert!(crowded(v["end"].as_str().expect("end")), "{what}: {v}"),
-        other => panic!("{what}: {other}: {v}"),
+        l if busy && also_when_busy.contains(&l) => {}
+        other => {
+            let machine = if busy { "busy" } else { "quiet" };
+            panic!("{what}: {other} on a {machine} machine: {v}")
+        }
     }
 }

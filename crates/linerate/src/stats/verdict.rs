@@ -14,9 +14,11 @@
 //!    saturated thread need not show as one saturated core), or an end's busiest core was
 //!    ≥ 90 % busy while that end's own process used ≥ 50 % of a core and more than other
 //!    processes did; the thread or end is named, with the core's user/system/softirq split;
-//! 6. **busy host**: an end's busiest core was ≥ 90 % busy and other processes used at least
-//!    10 % of a core and at least as much as the end's own process: the test competed for CPU
-//!    with them, so neither that end nor the path can be named as the limit;
+//! 6. **busy host**: an end's busiest core was ≥ 90 % busy while its own process used ≥ 50 %
+//!    of a core (rule 5 would blame it), but other processes used at least 10 % of a core and
+//!    at least as much as the end did: the test competed for CPU with them, so neither that end
+//!    nor the path can be named as the limit (an end that barely worked is not held back by a
+//!    busy core: the rules go on);
 //! 7. **link**: `--link-speed` was given and the receiver got ≥ 90 % of the theoretical TCP
 //!    goodput of that link;
 //! 8. **congestion/loss**: ≥ 1 % of the bytes sent were retransmissions;
@@ -370,11 +372,13 @@ fn cpu(cost: &[CostSummary], evidence: &mut Vec<String>) -> Option<(Limit, &'sta
     let crowded = |c: &CostSummary| {
         foreign(c) >= crate::stats::cost::FOREIGN_WARN_PERCENT && foreign(c) >= own(c)
     };
-    let implicated =
-        |c: &&CostSummary| saturated(c) && own(c) >= CPU_OWN_WORK_PERCENT && !crowded(c);
+    // An end whose own work could have saturated its busiest core: CPU-bound, unless other
+    // processes used as much CPU there (then the core's saturation is not this end's alone).
+    let working = |c: &&CostSummary| saturated(c) && own(c) >= CPU_OWN_WORK_PERCENT;
+    let implicated = |c: &&CostSummary| working(c) && !crowded(c);
     let Some(blamed) = cost.iter().filter(implicated).max_by(|a, b| own(a).total_cmp(&own(b)))
     else {
-        let busy = cost.iter().filter(|c| saturated(c) && crowded(c));
+        let busy = cost.iter().filter(working).filter(|c| crowded(c));
         // The end with the most foreign load; on a tie (one machine) the first, the client:
         // `max_by` keeps the last of equals, so walk them backwards.
         let c = busy.rev().max_by(|a, b| foreign(a).total_cmp(&foreign(b)))?;
@@ -644,6 +648,12 @@ mod rule_tests {
         *client_foreign(&mut r) = Some(200_000);
         let v = &summarize(&r).verdicts[0];
         assert_eq!((v.limit, v.id().as_str()), (Limit::Cpu, "cpu(client)"), "{}", v.summary);
+        // An end that barely worked is not held back by a busy core (a shaped link on a busy
+        // machine: the test used 3 % of a core): the rules go on, to the path here.
+        let mut shaped = record(healthy(), 3, 95);
+        shaped.server_results.as_mut().expect("server").cost = None;
+        *client_foreign(&mut shaped) = Some(1_130_000);
+        assert_eq!(limit_of(&shaped).0, Limit::Path, "{}", limit_of(&shaped).1);
     }
 
     #[test]
