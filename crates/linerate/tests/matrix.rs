@@ -131,7 +131,13 @@ fn text_output_has_the_table_and_findings() {
     );
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     assert!(out.stdout.contains("Matrix: 2 cell(s) x 2 run(s)"), "{}", out.stdout);
-    assert!(out.stdout.contains("cell (Gbit/s received)"), "{}", out.stdout);
+    // The table's unit is whichever keeps three figures for every value (Gbit/s on a quiet
+    // machine; a run starved by other builds can pull it to Mbit/s).
+    assert!(
+        out.stdout.contains("cell (") && out.stdout.contains("bit/s received)"),
+        "{}",
+        out.stdout
+    );
     assert!(out.stdout.contains("P=2 "), "{}", out.stdout);
     assert!(out.stdout.contains("Findings:\n  - best: "), "{}", out.stdout);
     // Loopback is far from a 1 Tbit/s link: the finding says how close the best came.
