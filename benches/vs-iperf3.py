@@ -9,6 +9,9 @@ with -J), on 127.0.0.1 only, and reports:
 Medians and ratios are what to quote: the machines are shared and noisy.
 
 Usage: benches/vs-iperf3.py [--reps N] [--time S] [--only NAME,...] [--linerate PATH]
+                            [--peer-linerate PATH]
+With --peer-linerate the peer is another linerate build (e.g. the commit before a change)
+instead of iperf3, run with the linerate arguments: a before/after benchmark in one run.
 Traffic goes to 127.0.0.1 only; every run is bounded by its -t plus a timeout.
 """
 
@@ -47,7 +50,7 @@ def cpu_seconds(rusage):
     return rusage.ru_utime + rusage.ru_stime
 
 
-def measure(tool, args, seconds, binary):
+def measure(tool, args, seconds, binary, retries=3):
     port = free_port()
     if tool == "iperf3":
         server = ["iperf3", "-s", "-1", "-p", str(port)]
@@ -57,6 +60,12 @@ def measure(tool, args, seconds, binary):
         client = [binary, "client", "127.0.0.1", "-p", str(port), "-t", str(seconds), "-J"] + args
     srv = subprocess.Popen(server, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(0.4)  # let the server listen; no probe connection (iperf3 -1 would count it)
+    if srv.poll() is not None:
+        # The free port was taken in between (other programs bind ephemeral ports too): retry
+        # on a new one, a bounded number of times.
+        if retries == 0:
+            raise RuntimeError(f"{tool} server exited at once: {server}")
+        return measure(tool, args, seconds, binary, retries - 1)
     cli = subprocess.Popen(client, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out = b""
     deadline = time.time() + seconds + 30
@@ -84,7 +93,7 @@ def measure(tool, args, seconds, binary):
         doc = json.loads(out)
     except json.JSONDecodeError:
         raise RuntimeError(f"{tool} printed no JSON: {client}\n{cli.stderr.read().decode()}")
-    if tool == "linerate" and doc["record"]["outcome"]["status"] != "completed":
+    if tool != "iperf3" and doc["record"]["outcome"]["status"] != "completed":
         raise RuntimeError(f"linerate run failed: {client}: {doc['record']['outcome']}")
     if tool == "iperf3":
         bps = doc["end"]["sum_received"]["bits_per_second"]
@@ -105,25 +114,34 @@ def main():
     ap.add_argument("--time", type=int, default=5)
     ap.add_argument("--only", default=",".join(DEFAULT), help=f"any of {','.join(CONFIGS)}")
     ap.add_argument("--linerate", default="target/release/linerate")
+    ap.add_argument("--peer-linerate", default=None, help="compare against this linerate build instead of iperf3")
     a = ap.parse_args()
-    if not shutil.which("iperf3"):
+    peer = a.peer_linerate
+    if peer is None and not shutil.which("iperf3"):
         sys.exit("iperf3 is not installed (apt-get install -y iperf3)")
-    if not os.path.exists(a.linerate):
-        sys.exit(f"{a.linerate} not found: run `cargo build --release` first")
+    for path in [a.linerate] + ([peer] if peer else []):
+        if not os.path.exists(path):
+            sys.exit(f"{path} not found: run `cargo build --release` first")
     names = [n for n in a.only.split(",") if n]
+    version_cmd = [peer, "--version"] if peer else ["iperf3", "--version"]
+    version = subprocess.run(version_cmd, capture_output=True, text=True).stdout.splitlines()[:1]
+    label = "peer" if peer else "iperf3"
+    print(f"peer: {peer or 'iperf3'} ({version[0] if version else 'version unknown'})")
     print(f"loopback, {a.time} s per run, {a.reps} interleaved repetitions, median (min-max)")
-    print(f"{'config':8} {'iperf3 Gbit/s':>20} {'linerate Gbit/s':>20} {'ratio':>6}   "
-          f"{'iperf3 CPU s/GB':>15} {'linerate CPU s/GB':>17} {'ratio':>6}")
+    print(f"{'config':8} {label + ' Gbit/s':>20} {'linerate Gbit/s':>20} {'ratio':>6}   "
+          f"{label + ' CPU s/GB':>15} {'linerate CPU s/GB':>17} {'ratio':>6}")
     worst = None
     for name in names:
         i_args, l_args = CONFIGS[name]
-        res = {"iperf3": ([], []), "linerate": ([], [])}
+        res = {"peer": ([], []), "linerate": ([], [])}
         for _ in range(a.reps):
-            for tool, args in (("iperf3", i_args), ("linerate", l_args)):
-                g, c = measure(tool, args, a.time, a.linerate)
-                res[tool][0].append(g)
-                res[tool][1].append(c)
-        ig, ic = res["iperf3"]
+            runs = (("peer", "iperf3" if peer is None else "linerate", i_args if peer is None else l_args, peer),
+                    ("linerate", "linerate", l_args, a.linerate))
+            for key, tool, args, binary in runs:
+                g, c = measure(tool, args, a.time, binary)
+                res[key][0].append(g)
+                res[key][1].append(c)
+        ig, ic = res["peer"]
         lg, lc = res["linerate"]
         ratio = statistics.median(lg) / statistics.median(ig)
         cratio = statistics.median(lc) / statistics.median(ic)

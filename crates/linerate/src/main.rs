@@ -1,13 +1,52 @@
-//! The `linerate` binary: parse, execute, and print a fatal error in exactly one place.
+//! The `linerate` binary: parse, execute, and turn the outcome into the exit status and the
+//! one line on stderr, in exactly one place.
 //!
-//! Exit codes: 0 success, 1 the test or server failed, 2 bad usage. A closed stdout (e.g.
-//! piping into `head`) is not an error.
+//! Exit status (the same table is in `--help`, the man page and README.md):
+//!
+//! | code | meaning |
+//! |---|---|
+//! | 0 | success (a closed stdout, e.g. piping into `head`, is not an error) |
+//! | 1 | a gate failed: the test ran and fell short (`--fail-below`, `--fail-regression`) |
+//! | 2 | usage or input error: flags (clap's own errors), a plan or campaign file, a run or group id that does not exist, a report file that cannot be read |
+//! | 3 | the test could not run or failed (refused, timed out, peer errors, runs of a matrix or campaign failed or it stopped early), or linerate's own environment failed |
+//! | 130 | interrupted by SIGINT (or SIGTERM), after the partial results were printed and stored |
+//!
+//! Commands return typed errors (`record::Failure` with its [`FailureKind`], [`GateFailed`]); an
+//! error that carries neither counts as its [`FailureKind::of`] says (3 but for a usage error). A server stopped by SIGINT or SIGTERM has shut
+//! down normally and exits 0.
 
 use std::process::ExitCode;
+
+use linerate::cmd::GateFailed;
+use linerate::record::FailureKind;
+
+/// The exit statuses, documented above.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Status {
+    GateFailed = 1,
+    Usage = 2,
+    Failed = 3,
+    Interrupted = 130,
+}
+
+impl Status {
+    /// The status an error from a command stands for.
+    fn of(err: &anyhow::Error) -> Self {
+        if err.downcast_ref::<GateFailed>().is_some() {
+            return Self::GateFailed;
+        }
+        match FailureKind::of(err) {
+            FailureKind::Usage => Self::Usage,
+            FailureKind::Interrupted => Self::Interrupted,
+            _ => Self::Failed,
+        }
+    }
+}
 
 fn main() -> ExitCode {
     let plan = match linerate::cli::parse(std::env::args_os()) {
         Ok(plan) => plan,
+        // clap exits 2 on a usage error, 0 for --help and --version.
         Err(e) => e.exit(),
     };
     match linerate::cmd::execute(plan) {
@@ -20,8 +59,36 @@ fn main() -> ExitCode {
             if broken_pipe {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("linerate: error: {err:#}");
-            ExitCode::from(1)
+            let status = Status::of(&err);
+            match status {
+                // Not an error: the user asked for it, and the results are above.
+                Status::Interrupted => eprintln!("linerate: {err:#}"),
+                _ => eprintln!("linerate: error: {err:#}"),
+            }
+            ExitCode::from(status as u8)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use linerate::record::Failure;
+
+    use super::*;
+
+    #[test]
+    fn typed_errors_map_to_their_status_through_contexts() {
+        let gate: anyhow::Error = GateFailed("run: below".into()).into();
+        assert_eq!(Status::of(&gate.context("gating")), Status::GateFailed);
+        for (kind, status) in [
+            (FailureKind::Usage, Status::Usage),
+            (FailureKind::Interrupted, Status::Interrupted),
+            (FailureKind::Refused, Status::Failed),
+            (FailureKind::Environment, Status::Failed),
+        ] {
+            let e: anyhow::Error = Failure::new(kind, "x").into();
+            assert_eq!(Status::of(&e.context("outer")), status, "{kind}");
+        }
+        assert_eq!(Status::of(&anyhow::anyhow!("untyped")), Status::Failed);
     }
 }

@@ -5,9 +5,13 @@
 //! the record stays the single source of truth. Bump [`SCHEMA_VERSION`] on any incompatible
 //! change and document it in docs/JSON.md.
 
+mod failure;
+
 use serde::{Deserialize, Serialize};
 
 use linerate_proto::{Flow, SideResults, StreamResult, StreamRole, TcpInternals, TestSpec};
+
+pub use failure::{Failure, FailureKind};
 
 /// Version of the record (and of the JSON document around it).
 pub const SCHEMA_VERSION: u32 = 1;
@@ -24,7 +28,30 @@ pub enum Outcome {
     Failed {
         /// One line saying what happened and what to try.
         error: String,
+        /// Whose fault it was; `None` in records stored before kinds were (the key is then
+        /// absent, so such a record reads and renders as it always did).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        kind: Option<FailureKind>,
     },
+}
+
+impl Outcome {
+    /// A failed outcome saying what failed and whose fault it was.
+    pub fn failed(f: Failure) -> Self {
+        Self::Failed { error: f.message, kind: Some(f.kind) }
+    }
+
+    /// The failure, if the test failed. A record stored before kinds has none: it reads as
+    /// [`FailureKind::Environment`], the kind of a failure no one else is known to have caused
+    /// (as [`FailureKind::of`] reads an untyped error).
+    pub fn failure(&self) -> Option<Failure> {
+        match self {
+            Self::Failed { error, kind } => {
+                Some(Failure::new(kind.unwrap_or(FailureKind::Environment), error.clone()))
+            }
+            Self::Completed | Self::Interrupted => None,
+        }
+    }
 }
 
 /// The link the user says the path has (`--link-speed`, `--mtu`), for the theoretical maximum.
@@ -127,5 +154,42 @@ pub fn canonical(addr: std::net::SocketAddr) -> std::net::SocketAddr {
             None => addr,
         },
         v4 => v4,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_outcome_stores_its_kind_beside_the_error() {
+        let o = Outcome::failed(Failure::new(FailureKind::Refused, "the server refused the test"));
+        let json = serde_json::to_value(&o).expect("json");
+        assert_eq!(
+            json,
+            serde_json::json!({"status": "failed", "error": "the server refused the test", "kind": "refused"})
+        );
+        assert_eq!(serde_json::from_value::<Outcome>(json).expect("back"), o);
+    }
+
+    /// Records in users' histories were stored before `kind` existed: they still load, and
+    /// write back exactly as they were stored.
+    #[test]
+    fn an_outcome_stored_before_kinds_still_loads() {
+        let old = serde_json::json!({"status": "failed", "error": "cannot connect to h:1: connection refused"});
+        let o: Outcome = serde_json::from_value(old.clone()).expect("old outcome");
+        assert_eq!(
+            o,
+            Outcome::Failed {
+                error: "cannot connect to h:1: connection refused".into(),
+                kind: None
+            }
+        );
+        assert_eq!(serde_json::to_value(&o).expect("json"), old);
+        assert_eq!(o.failure().map(|f| f.kind), Some(FailureKind::Environment));
+        let record = include_str!("../tests/fixtures/reports/failed.json");
+        let doc: serde_json::Value = serde_json::from_str(record).expect("fixture");
+        let r: RunRecord = serde_json::from_value(doc["record"].clone()).expect("old record");
+        assert!(matches!(r.outcome, Outcome::Failed { kind: None, .. }), "{:?}", r.outcome);
     }
 }

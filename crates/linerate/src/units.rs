@@ -666,6 +666,34 @@ pub fn format_bits_per_second(bps: f64) -> String {
     format_f64(bps, &SI_RATE_UNITS)
 }
 
+/// The SI unit [`format_bits_per_second`] writes `bps` in, and its size in bit/s
+/// (`("Gbit/s", 1e9)`); bit/s for values it writes as "n/a".
+pub fn rate_unit(bps: f64) -> (&'static str, f64) {
+    let text = format_bits_per_second(bps);
+    let unit = text.rsplit(' ').next().unwrap_or("");
+    let i = SI_RATE_UNITS.iter().position(|u| *u == unit).unwrap_or(0);
+    (SI_RATE_UNITS[i], 1000f64.powi(i as i32))
+}
+
+/// A figure already divided by its unit, with at least three significant figures: two
+/// decimals from 1 up ("21.31", "984.00"), as many as three figures need below 1 ("0.500",
+/// "0.00412"); exactly 0 is "0", and a value that is not a finite number is "n/a".
+pub fn three_figures(v: f64) -> String {
+    if !v.is_finite() {
+        return "n/a".to_owned();
+    }
+    if v == 0.0 {
+        return "0".to_owned();
+    }
+    let decimals = if v.abs() >= 1.0 { 2 } else { (2 - v.abs().log10().floor() as i32) as usize };
+    format!("{v:.decimals$}")
+}
+
+/// `n` and the noun, plural unless `n` is 1: "1 retransmit", "16 retransmits".
+pub fn count_of(n: u64, noun: &str) -> String {
+    if n == 1 { format!("1 {noun}") } else { format!("{n} {noun}s") }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // Tests may panic on unexpected results.
 mod tests {
@@ -1061,6 +1089,28 @@ mod tests {
             check_shape(&format_bits_per_second(f + 0.5), &SI_RATE_UNITS);
             check_shape(&format_bits_per_second(f * 0.999_9), &SI_RATE_UNITS);
         }
+    }
+
+    /// Three significant figures at least, whatever the magnitude.
+    #[test]
+    fn three_figures_never_hide_a_small_value() {
+        let cases = [
+            (21.314, "21.31"),
+            (984.0, "984.00"),
+            (1.0, "1.00"),
+            (0.5, "0.500"),
+            (0.000_984, "0.000984"),
+            (0.004_123, "0.00412"),
+            (0.0, "0"),
+            (f64::NAN, "n/a"),
+        ];
+        for (v, want) in cases {
+            assert_eq!(three_figures(v), want, "{v}");
+        }
+        assert_eq!(rate_unit(984_000.0), ("kbit/s", 1e3));
+        assert_eq!(rate_unit(21.3e9), ("Gbit/s", 1e9));
+        assert_eq!(rate_unit(999_999.9), ("Mbit/s", 1e6), "rounds up into the next unit");
+        assert_eq!(rate_unit(12.0), ("bit/s", 1.0));
     }
 
     /// `format_bits_per_second` agrees with `Bitrate::si` on whole numbers.

@@ -19,7 +19,7 @@ use crate::util::{Server, bin, client_json, data_home};
 /// The goal for freeing a vanished client's slot.
 const SLOT_GOAL: Duration = Duration::from_secs(5);
 
-fn figure(name: &str, value: impl std::fmt::Display) {
+pub(crate) fn figure(name: &str, value: impl std::fmt::Display) {
     eprintln!("FIGURE {name} = {value}");
 }
 
@@ -114,7 +114,7 @@ fn wait_line(lines: &std::sync::Mutex<Vec<String>>, needle: &str, limit: Duratio
 }
 
 /// A number field of `/proc/PID/status` (`VmRSS:` in KiB, `Threads:`).
-fn status_field(pid: u32, key: &str) -> u64 {
+pub(crate) fn status_field(pid: u32, key: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
     let line = status.lines().find(|l| l.starts_with(key)).expect("field");
     line.split_whitespace().nth(1).and_then(|v| v.parse().ok()).expect("number")

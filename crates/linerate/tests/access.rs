@@ -36,10 +36,10 @@ fn psk_server_serves_only_clients_that_know_the_key() {
         run(&args, Duration::from_secs(15))
     };
     let wrong = client(&["--psk-file", &bad]);
-    assert_eq!(wrong.code, Some(1));
+    assert_eq!(wrong.code, Some(3));
     assert!(wrong.stderr.contains("authentication failed"), "{}", wrong.stderr);
     let none = client(&[]);
-    assert_eq!(none.code, Some(1));
+    assert_eq!(none.code, Some(3));
     assert!(
         none.stderr.contains("requires a pre-shared key") && none.stderr.contains("--psk-file")
     );
@@ -70,7 +70,7 @@ fn allow_list_closes_other_networks_unread() {
     let srv = Server::start(&["--allow", "127.0.0.2/32,::1"]);
     let port = srv.port.to_string();
     let out = run(&["client", "127.0.0.1", "-p", &port, "-t", "0.3"], Duration::from_secs(15));
-    assert_eq!(out.code, Some(1), "127.0.0.1 is not allowed");
+    assert_eq!(out.code, Some(3), "127.0.0.1 is not allowed");
     assert!(srv.wait_for_log("not in the allow-list (--allow)", Duration::from_secs(2)));
     let ok = run(
         &["client", "127.0.0.1", "-p", &port, "-B", "127.0.0.2", "-t", "0.3"],
@@ -154,7 +154,7 @@ fn doctor_answers_a_server_that_requires_the_key() {
     let remote = &keyed.json()["remote"];
     assert!(remote["environment"]["value"]["kernel"]["value"].is_string(), "{remote}");
     let unkeyed = doctor(&[]);
-    assert_eq!(unkeyed.code, Some(1), "{}", unkeyed.stdout);
+    assert_eq!(unkeyed.code, Some(3), "{}", unkeyed.stdout);
     let said = unkeyed.stdout + &unkeyed.stderr;
     assert!(said.contains("requires a pre-shared key") && said.contains("--psk-file"), "{said}");
 }

@@ -109,7 +109,7 @@ fn campaign_resume_runs_only_what_an_interrupted_campaign_left() {
     let (file, db) = (write(&d, &two_tiers(a.port, b.port)), d.join("h.sqlite"));
     let db_s = db.to_string_lossy().into_owned();
     let first = campaign(&[&file, "--db", &db_s, "--stop-after", "3"]);
-    assert_eq!(first.code, Some(0), "{}\n{}", first.stderr, first.stdout);
+    assert_eq!(first.code, Some(130), "{}\n{}", first.stderr, first.stdout);
     assert!(first.stderr.contains("--resume"), "says how to resume: {}", first.stderr);
     let store = Store::open(&db).expect("history");
     let g = store.groups(10).expect("groups").remove(0);
@@ -123,7 +123,7 @@ fn campaign_resume_runs_only_what_an_interrupted_campaign_left() {
         .expect("write");
     let other = other.to_string_lossy().into_owned();
     let refused = campaign(&[&other, "--db", &db_s, "--resume"]);
-    assert_eq!(refused.code, Some(1), "{}", refused.stderr);
+    assert_eq!(refused.code, Some(2), "{}", refused.stderr);
     assert!(refused.stderr.contains("changed"), "{}", refused.stderr);
 
     let out = campaign(&[&file, "--db", &db_s, "--resume", "-J"]);

@@ -62,12 +62,12 @@ fn doctor_without_a_server_prints_this_host_and_fails_clearly() {
     let alone = run(&["doctor", "-J"], Duration::from_secs(20));
     assert_eq!(alone.code, Some(0), "{}", alone.stderr);
     assert!(alone.json()["local"]["sysctls"]["net.ipv4.tcp_rmem"].is_object());
-    // A port nothing listens on: the local part is printed, then one error line, exit 1.
+    // A port nothing listens on: the local part is printed, then one error line, exit 3.
     let sock = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = sock.local_addr().expect("addr").port().to_string();
     drop(sock);
     let out = run(&["doctor", "127.0.0.1", "-p", &port], Duration::from_secs(20));
-    assert_eq!(out.code, Some(1), "{}", out.stdout);
+    assert_eq!(out.code, Some(3), "{}", out.stdout);
     assert!(out.stdout.contains("This host:"), "{}", out.stdout);
     assert!(out.stderr.contains("linerate server"), "{}", out.stderr);
 }

@@ -6,17 +6,13 @@ use std::net::{TcpListener, TcpStream};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::util::{Server, bin, bytes, client_json, run};
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
-}
+use crate::util::{Server, bin, bytes, client_json, free_port, run};
 
 #[test]
 fn refused_connection_says_what_to_start() {
     let port = free_port().to_string();
     let out = run(&["client", "127.0.0.1", "-p", &port, "-t", "1"], Duration::from_secs(10));
-    assert_eq!(out.code, Some(1));
+    assert_eq!(out.code, Some(3));
     assert!(out.stderr.contains("connection refused"), "{}", out.stderr);
     assert!(out.stderr.contains(&format!("linerate server -p {port}")), "{}", out.stderr);
     assert_eq!(out.stderr.lines().count(), 1, "one line: {}", out.stderr);
@@ -39,7 +35,7 @@ fn unanswered_connect_times_out_with_hint() {
         &["client", "127.0.0.1", "-p", &port, "--connect-timeout", "1"],
         Duration::from_secs(10),
     );
-    assert_eq!(out.code, Some(1));
+    assert_eq!(out.code, Some(3));
     assert!(out.stderr.contains("--connect-timeout"), "{}", out.stderr);
     assert!(out.elapsed < Duration::from_secs(4), "took {:?}", out.elapsed);
 }
@@ -54,7 +50,7 @@ fn silent_peer_is_not_a_linerate_server() {
         drop(s);
     });
     let out = run(&["client", "127.0.0.1", "-p", &port], Duration::from_secs(15));
-    assert_eq!(out.code, Some(1));
+    assert_eq!(out.code, Some(3));
     assert!(
         out.stderr.contains("hello") && out.stderr.contains("linerate server?"),
         "{}",
@@ -74,7 +70,7 @@ fn other_protocol_on_the_port_is_named() {
         std::thread::sleep(Duration::from_secs(2));
     });
     let out = run(&["client", "127.0.0.1", "-p", &port], Duration::from_secs(10));
-    assert_eq!(out.code, Some(1));
+    assert_eq!(out.code, Some(3));
     assert!(
         out.stderr.contains("not the linerate protocol") && out.stderr.contains("-p"),
         "{}",
@@ -93,7 +89,7 @@ fn server_killed_mid_test_fails_fast_with_partial_results() {
     srv.child.kill().expect("kill -9");
     let killed = Instant::now();
     let out = client.join().expect("client");
-    assert_eq!(out.code, Some(1), "{}", out.stderr);
+    assert_eq!(out.code, Some(3), "{}", out.stderr);
     assert!(
         killed.elapsed() < Duration::from_secs(5),
         "client noticed after {:?}",
@@ -126,7 +122,7 @@ fn server_shutdown_tells_running_clients_why() {
     };
     assert!(status.success(), "server exit status {status}");
     let out = client.join().expect("client");
-    assert_eq!(out.code, Some(1));
+    assert_eq!(out.code, Some(3));
     assert!(out.stderr.contains("shutting down (SIGTERM)"), "{}", out.stderr);
     assert!(out.stdout.contains("partial"), "partial summary printed: {}", out.stdout);
 }
@@ -152,12 +148,16 @@ fn garbage_and_silent_connections_do_not_block_tests() {
     assert!(srv.wait_for_log("sent no hello within 2 s", Duration::from_secs(5)), "{}", srv.log());
 }
 
+/// Ctrl-C: the test stops early, both ends' figures are exchanged, printed and stored as
+/// interrupted, and the exit status is 130 (not an error line).
 #[test]
 fn ctrl_c_stops_early_and_keeps_both_ends_results() {
     let srv = Server::start(&[]);
+    let db = crate::util::test_dir("ctrl-c").join("h.sqlite");
     let child = Command::new(bin())
         .env("XDG_DATA_HOME", crate::util::data_home())
-        .args(["client", "127.0.0.1", "-p", &srv.port.to_string(), "-t", "30", "-J"])
+        .args(["client", "127.0.0.1", "-p", &srv.port.to_string(), "-t", "30", "-J", "--db"])
+        .arg(&db)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -168,10 +168,16 @@ fn ctrl_c_stops_early_and_keeps_both_ends_results() {
     let t0 = Instant::now();
     let out = child.wait_with_output().expect("wait");
     assert!(t0.elapsed() < Duration::from_secs(5));
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("interrupted by SIGINT"), "{stderr}");
+    assert!(!stderr.contains("linerate: error"), "an interruption is not an error: {stderr}");
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(doc["record"]["outcome"]["status"], "interrupted");
     assert!(bytes(&doc, "server_results", "receiver") > 0, "server figures exchanged");
+    let store = linerate::store::Store::open(&db).expect("history");
+    let rows = store.list(&linerate::store::ListFilter::default()).expect("list");
+    assert_eq!(rows.iter().map(|r| r.outcome.as_str()).collect::<Vec<_>>(), ["interrupted"]);
 }
 
 #[test]
@@ -203,6 +209,6 @@ fn second_server_on_a_busy_port_says_so() {
     let srv = Server::start(&[]);
     let port = srv.port.to_string();
     let out = run(&["server", "-p", &port], Duration::from_secs(10));
-    assert_eq!(out.code, Some(1));
+    assert_eq!(out.code, Some(3));
     assert!(out.stderr.contains("cannot listen") && out.stderr.contains("-p"), "{}", out.stderr);
 }

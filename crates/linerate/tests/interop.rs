@@ -133,7 +133,7 @@ fn a_busy_iperf3_server_is_reported_as_busy() {
     std::thread::sleep(Duration::from_millis(800));
     let out =
         run(&["client", "127.0.0.1", "-p", &port, "--iperf3", "-t", "1"], Duration::from_secs(20));
-    assert_eq!(out.code, Some(1));
+    assert_eq!(out.code, Some(3));
     assert!(out.stderr.contains("busy"), "{}", out.stderr);
     assert_eq!(long.join().expect("first").code, Some(0));
 }
@@ -142,7 +142,7 @@ fn a_busy_iperf3_server_is_reported_as_busy() {
 fn options_iperf3_cannot_take_are_refused_by_name() {
     let out =
         run(&["client", "127.0.0.1", "-p", "1", "--iperf3", "-P", "200"], Duration::from_secs(10));
-    assert_eq!(out.code, Some(1));
+    assert_eq!(out.code, Some(2));
     assert!(out.stderr.contains("128"), "{}", out.stderr);
     let out =
         run(&["client", "127.0.0.1", "-p", "1", "--iperf3", "-O", "0.5"], Duration::from_secs(10));
@@ -179,7 +179,7 @@ fn doctor_tells_an_iperf3_server_apart() {
     let Some(srv) = Iperf3Server::start() else { return };
     let port = srv.port.to_string();
     let out = run(&["doctor", "127.0.0.1", "-p", &port], Duration::from_secs(30));
-    assert_eq!(out.code, Some(1), "{}", out.stdout);
+    assert_eq!(out.code, Some(3), "{}", out.stdout);
     assert!(out.stdout.contains("This host:"), "{}", out.stdout);
     assert!(out.stderr.contains("speaks iperf3's protocol"), "{}", out.stderr);
 }

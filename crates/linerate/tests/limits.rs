@@ -35,7 +35,7 @@ fn over_limit_native_requests_are_refused_with_the_flag_named() {
     for (args, want) in cases {
         let t0 = Instant::now();
         let out = client(srv.port, args);
-        assert_eq!(out.code, Some(1), "{args:?}: {}", out.stderr);
+        assert_eq!(out.code, Some(3), "{args:?}: {}", out.stderr);
         assert!(out.stderr.contains(want), "{args:?}: {}", out.stderr);
         assert!(t0.elapsed() < Duration::from_secs(3), "{args:?} refused quickly");
     }
@@ -83,7 +83,7 @@ fn max_tests_refuses_a_second_concurrent_test_as_busy() {
     });
     assert!(srv.wait_for_log("accepted", Duration::from_secs(5)), "{}", srv.log());
     let out = client(srv.port, &["-t", "1"]);
-    assert_eq!(out.code, Some(1));
+    assert_eq!(out.code, Some(3));
     assert!(out.stderr.contains("at most 1 test(s) at once (--max-tests)"), "{}", out.stderr);
     assert_eq!(first.join().expect("first").code, Some(0), "the running test is unharmed");
     let doc = client_json(srv.port, &["-t", "0.3"]);
@@ -94,7 +94,7 @@ fn max_tests_refuses_a_second_concurrent_test_as_busy() {
 fn max_bytes_cuts_a_running_test() {
     let srv = Server::start(&["--max-bytes", "20M"]);
     let out = client(srv.port, &["-t", "10", "-b", "200M"]);
-    assert_eq!(out.code, Some(1), "{}", out.stderr);
+    assert_eq!(out.code, Some(3), "{}", out.stderr);
     assert!(out.stderr.contains("(--max-bytes)"), "{}", out.stderr);
     let over = client(srv.port, &["-n", "30M"]);
     assert!(over.stderr.contains("at most 20971520 bytes per test"), "{}", over.stderr);
@@ -144,7 +144,7 @@ fn exclusive_server_queues_tests_with_their_place_and_refuses_when_full() {
     let second = spawn("0.3");
     std::thread::sleep(Duration::from_millis(700));
     let third = client(srv.port, &["-t", "0.3"]);
-    assert_eq!(third.code, Some(1), "the queue of 1 is full");
+    assert_eq!(third.code, Some(3), "the queue of 1 is full");
     assert!(third.stderr.contains("queue of 1 is full (--queue)"), "{}", third.stderr);
     let second = second.join().expect("second");
     assert_eq!(second.code, Some(0), "{}", second.stderr);
@@ -170,7 +170,7 @@ fn total_bitrate_counts_every_running_test() {
     });
     assert!(srv.wait_for_log("accepted", Duration::from_secs(5)), "{}", srv.log());
     let out = client(srv.port, &["-t", "0.3", "-b", "6M"]);
-    assert_eq!(out.code, Some(1));
+    assert_eq!(out.code, Some(3));
     assert!(
         out.stderr.contains("(--max-total-bitrate) and 6.00 Mbit/s is in use"),
         "{}",

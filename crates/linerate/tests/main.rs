@@ -1,15 +1,18 @@
 //! One integration-test binary (faster to link than one per file).
 //!
 //! Everything here runs the real `linerate` binary against real kernel TCP on loopback
-//! (127.0.0.1 / ::1) only. Every server is started on an ephemeral port and killed on drop;
-//! every client run is bounded by a timeout.
+//! (127.0.0.1 / ::1) only, except the renderers' snapshots (`render.rs`), which read frozen
+//! records. Every server is started on an ephemeral port and killed on drop; every client run
+//! is bounded by a timeout.
 
 mod abuse;
 mod access;
 mod campaign;
+mod chart_layout;
 mod cli;
 mod doctor;
 mod environment;
+mod exit;
 mod faults;
 mod interop;
 mod interop_server;
@@ -17,10 +20,13 @@ mod layers;
 mod limits;
 mod loopback;
 mod matrix;
+mod memory;
 mod netns;
+mod render;
 mod report;
 mod report_html;
 mod server_log;
 mod store;
 mod udp;
 mod util;
+mod window;

@@ -22,6 +22,11 @@ fn matrix(port: u16, extra: &[&str]) -> Value {
 const SEEDED_2X2: [&str; 8] =
     ["--parallel", "1,2", "--window", "default,256K", "--repeat", "2", "--seed", "7"];
 
+/// A fresh history file for one test.
+fn history(name: &str) -> std::path::PathBuf {
+    crate::util::test_dir(name).join("h.sqlite")
+}
+
 fn cell_order(doc: &Value) -> Vec<u64> {
     doc["runs"]
         .as_array()
@@ -156,15 +161,12 @@ fn bad_axes_are_refused_with_the_flag_named() {
 #[test]
 fn an_interrupted_matrix_resumes_in_its_stored_order_without_repeating_a_run() {
     let _serial = crate::util::exclusive();
-    let srv = Server::start(&[]);
-    let d = crate::util::test_dir("matrix-resume");
-    let db = d.join("h.sqlite");
-    let db_s = db.to_string_lossy().into_owned();
-    let port = srv.port.to_string();
+    let (srv, db) = (Server::start(&[]), history("matrix-resume"));
+    let (db_s, port) = (db.to_string_lossy().into_owned(), srv.port.to_string());
     let base = ["matrix", "127.0.0.1", "-p", &port, "-i", "0", "-t", "0.2", "--db", &db_s];
     let with = |extra: &[&str]| run(&[&base[..], extra].concat(), Duration::from_secs(120));
     let first = with(&[&SEEDED_2X2[..], &["--stop-after", "3"]].concat());
-    assert_eq!(first.code, Some(0), "{}\n{}", first.stderr, first.stdout);
+    assert_eq!(first.code, Some(130), "{}\n{}", first.stderr, first.stdout);
     assert!(first.stderr.contains("--resume m"), "says how to resume: {}", first.stderr);
     let store = Store::open(&db).expect("history");
     let g = store.groups(10).expect("groups").remove(0);
@@ -175,11 +177,11 @@ fn an_interrupted_matrix_resumes_in_its_stored_order_without_repeating_a_run() {
     // Other settings are another matrix: refused, naming the group when it is named.
     let other = ["--parallel", "1,2", "--window", "default,256K", "--repeat", "3"];
     let refused = with(&[&other[..], &["--resume"]].concat());
-    assert_eq!(refused.code, Some(1), "{}", refused.stderr);
+    assert_eq!(refused.code, Some(2), "{}", refused.stderr);
     assert!(refused.stderr.contains("no unfinished matrix"), "{}", refused.stderr);
     let named = format!("m{}", g.id);
     let refused = with(&[&other[..], &["--resume", &named]].concat());
-    assert_eq!(refused.code, Some(1), "{}", refused.stderr);
+    assert_eq!(refused.code, Some(2), "{}", refused.stderr);
     assert!(refused.stderr.contains("changed since matrix group"), "{}", refused.stderr);
 
     // The same settings without --seed: the stored seed and order are used.
@@ -197,6 +199,183 @@ fn an_interrupted_matrix_resumes_in_its_stored_order_without_repeating_a_run() {
     assert_eq!(cell_order(&doc), cell_order(&fresh), "the stored order, prior runs first");
     crate::util::assert_resumed_whole(&db, g.id, 8);
     let finished = with(&[&SEEDED_2X2[..], &["--resume", &named]].concat());
-    assert_eq!(finished.code, Some(1), "{}", finished.stderr);
+    assert_eq!(finished.code, Some(2), "{}", finished.stderr);
     assert!(finished.stderr.contains("already finished"), "{}", finished.stderr);
+}
+
+/// Ctrl-C in the middle of a run (a real SIGINT, after `after` runs were stored): the run in
+/// progress is stored as interrupted. Returns once the process has ended.
+fn interrupt_mid_run(args: &[&str], db: &std::path::Path, after: usize, into_run: Duration) {
+    let mut child = std::process::Command::new(crate::util::bin())
+        .env("XDG_DATA_HOME", crate::util::data_home())
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn matrix");
+    let start = std::time::Instant::now();
+    let stored = || {
+        Store::open(db)
+            .ok()
+            .and_then(|s| s.groups(1).ok()?.first().map(|g| (s, g.id)))
+            .map_or(0, |(s, g)| s.group_runs(g).map_or(0, |r| r.len()))
+    };
+    while stored() < after {
+        assert!(start.elapsed() < Duration::from_secs(60), "no {after} runs stored in time");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(into_run);
+    // SAFETY: plain kill(2) on our own child's pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let end = std::time::Instant::now() + Duration::from_secs(30);
+    while child.try_wait().expect("wait").is_none() {
+        if std::time::Instant::now() > end {
+            let _ = child.kill();
+            panic!("the matrix did not stop after SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A matrix interrupted mid-run and resumed: the interrupted run is in no figure, and the
+/// resumed table, `report` (text and JSON) and `compare` all say the same n per cell; the
+/// report counts the planned runs, not the attempts.
+#[test]
+fn an_interrupted_run_enters_no_figure_and_every_view_agrees_on_n() {
+    let _serial = crate::util::exclusive();
+    let (srv, db) = (Server::start(&[]), history("matrix-interrupted-n"));
+    let (db_s, port) = (db.to_string_lossy().into_owned(), srv.port.to_string());
+    let args = ["matrix", "127.0.0.1", "-p", &port, "-i", "0", "-t", "1.5", "--db", &db_s];
+    let args = [&args[..], &["--parallel", "1,2", "--repeat", "2", "--seed", "7"]].concat();
+    // A signal that misses the run (a loaded machine can delay it past the run's end) proves
+    // nothing: try again, a few times, on a fresh history.
+    let outcomes = |db: &std::path::Path| -> Vec<String> {
+        let store = Store::open(db).expect("history");
+        let g = store.groups(10).expect("groups").remove(0);
+        let runs = store.group_runs(g.id).expect("runs");
+        runs.iter().map(|(_, _, r)| format!("{:?}", r.outcome)).collect()
+    };
+    for _ in 0..3 {
+        let _ = std::fs::remove_file(&db);
+        interrupt_mid_run(&args, &db, 1, Duration::from_millis(400));
+        if outcomes(&db).last().map(String::as_str) == Some("Interrupted") {
+            break;
+        }
+    }
+    assert_eq!(outcomes(&db), ["Completed", "Interrupted"], "one run done, one cut short");
+
+    let resumed = run(&[&args[..], &["--resume", "-J"]].concat(), Duration::from_secs(60));
+    assert_eq!(resumed.code, Some(0), "{}\n{}", resumed.stderr, resumed.stdout);
+    let live = resumed.json();
+    let n = |doc: &Value| -> Vec<(String, u64, u64)> {
+        doc["summary"]["cells"]
+            .as_array()
+            .expect("cells")
+            .iter()
+            .map(|c| {
+                let label = c["label"].as_str().expect("label").to_string();
+                (label, c["runs"].as_u64().expect("runs"), c["interrupted"].as_u64().expect("i"))
+            })
+            .collect()
+    };
+    let report = crate::report::report(&["m1", "--db", &db_s, "-f", "json"]);
+    let stored: Value = serde_json::from_str(&report).expect("JSON");
+    assert_eq!(stored["summary"], live["summary"], "report says what the resumed matrix said");
+    let interrupted: u64 = n(&live).iter().map(|c| c.2).sum();
+    assert_eq!(interrupted, 1, "the interrupted attempt is listed, not counted: {:?}", n(&live));
+    for (_, runs, _) in n(&live) {
+        assert_eq!(runs, 2, "every cell has its two completed runs: {:?}", n(&live));
+    }
+    let text = crate::report::report(&["m1", "--db", &db_s]);
+    assert!(
+        text.contains(
+            "Runs: 4 completed; not counted: 1 interrupted (every planned run completed: yes)"
+        ),
+        "{text}"
+    );
+    let compared = run(&["compare", "m1", "m1", "--db", &db_s, "-J"], Duration::from_secs(30));
+    assert_eq!(compared.code, Some(0), "{}", compared.stderr);
+    for row in compared.json().as_array().expect("rows") {
+        assert_eq!(row["result"]["n_a"], 2, "{row}");
+    }
+}
+
+/// `matrix --window 1M,8K`: the 8K cell's rate is orders of magnitude below the other's and
+/// the table still shows it with three significant figures, never as 0.00.
+#[test]
+fn a_tiny_window_cell_is_not_rounded_away() {
+    let _serial = crate::util::exclusive();
+    let srv = Server::start(&[]);
+    let port = srv.port.to_string();
+    let args = ["matrix", "127.0.0.1", "-p", &port, "-i", "0", "-t", "0.5", "--no-store"];
+    let out = run(
+        &[&args[..], &["--window", "1M,8K", "--repeat", "1"]].concat(),
+        Duration::from_secs(60),
+    );
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stderr, out.stdout);
+    let row = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("w=8K"))
+        .unwrap_or_else(|| panic!("{}", out.stdout));
+    // Columns are at least two spaces apart; a figure with its unit holds one.
+    let columns: Vec<&str> = row.split("  ").map(str::trim).filter(|c| !c.is_empty()).collect();
+    let median = columns[3];
+    let digits: String = median.chars().filter(char::is_ascii_digit).collect();
+    assert!(digits.trim_start_matches('0').len() >= 3, "three figures: {median} in {row}");
+    assert!(!row.contains("0.00–0.00"), "{}", out.stdout);
+}
+
+/// `--window 256k` is `w=256k` in the table, the history and the report (not the `w=250K` the
+/// same bytes read canonically); a group an older version stored as `w=250K` still resumes
+/// with `--window 256k` and reports with its stored words.
+#[test]
+fn labels_keep_the_users_words_and_old_labels_still_read_back() {
+    let _serial = crate::util::exclusive();
+    let (srv, db) = (Server::start(&[]), history("matrix-words"));
+    let (db_s, port) = (db.to_string_lossy().into_owned(), srv.port.to_string());
+    let base = ["matrix", "127.0.0.1", "-p", &port, "-i", "0", "-t", "0.2", "--db", &db_s];
+    let axes = ["--window", "256k,default", "--repeat", "1", "--seed", "3"];
+    let with = |extra: &[&str]| {
+        let out = run(&[&base[..], &axes[..], extra].concat(), Duration::from_secs(60));
+        assert_eq!(out.code, Some(0), "{}\n{}", out.stderr, out.stdout);
+        out
+    };
+    let text = with(&[]).stdout;
+    assert!(text.contains("\nw=256k "), "{text}");
+    assert!(!text.contains("250K"), "{text}");
+    let history = run(&["history", "--db", &db_s], Duration::from_secs(10)).stdout;
+    assert!(history.contains("m1 w=256k"), "{history}");
+    let report = crate::report::report(&["m1", "--db", &db_s]);
+    assert!(report.contains("\nw=256k ") && report.contains("w=256k,w=default"), "{report}");
+
+    // A group stored by an older version: labels in canonical words, interrupted (as Ctrl-C:
+    // exit 130 after the partial table).
+    let args = [&base[..], &axes[..], &["--stop-after", "1"]].concat();
+    let stopped = run(&args, Duration::from_secs(60));
+    assert_eq!(stopped.code, Some(130), "{}\n{}", stopped.stderr, stopped.stdout);
+    let conn = rusqlite::Connection::open(&db).expect("db");
+    let old = |t: &str| t.replace("w=256k", "w=250K");
+    let params: String =
+        conn.query_row("SELECT params_json FROM groups WHERE id = 2", [], |r| r.get(0)).expect("g");
+    conn.execute("UPDATE groups SET params_json = ?1 WHERE id = 2", [old(&params)])
+        .expect("params");
+    conn.execute("UPDATE runs SET cell = 'w=250K' WHERE group_id = 2 AND cell = 'w=256k'", [])
+        .expect("cells");
+    drop(conn);
+    let resumed = with(&["--resume", "m2", "-J"]).json();
+    let labels: Vec<&str> = resumed["summary"]["cells"]
+        .as_array()
+        .expect("cells")
+        .iter()
+        .map(|c| c["label"].as_str().expect("label"))
+        .collect();
+    assert_eq!(labels, ["w=250K", "w=default"], "the group's stored words");
+    let store = Store::open(&db).expect("history");
+    assert!(store.group(2).expect("read").expect("group").finished);
+    let mut done = completed(&store, 2);
+    done.sort();
+    assert_eq!(done, [("w=250K".to_string(), 1), ("w=default".to_string(), 1)], "no run twice");
+    let report = crate::report::report(&["m2", "--db", &db_s]);
+    assert!(report.contains("\nw=250K "), "{report}");
 }

@@ -16,6 +16,8 @@ pub struct ShapedLink {
     pub addr_b: String,
     /// The veth end in namespace `a` (its qdisc shapes a -> b).
     dev_a: String,
+    /// The veth end in namespace `b` (its qdisc shapes b -> a).
+    dev_b: String,
 }
 
 pub(crate) fn ip(args: &[&str]) {
@@ -31,6 +33,16 @@ fn tc(args: &[&str]) {
 impl ShapedLink {
     /// Namespaces `lr<pid><tag>a/b`, link 10.203.<n>.1 <-> .2, tbf at `rate` on both ends.
     pub fn new(tag: &str, rate: &str) -> ShapedLink {
+        let link = Self::unshaped(tag);
+        for side_a in [true, false] {
+            // burst >= 128 KiB keeps tbf at its theoretical rate (research: perf-baseline.md).
+            link.shape(side_a, Some([rate, "256kb", "20ms"]));
+        }
+        link
+    }
+
+    /// The namespaces and link of [`ShapedLink::new`], no qdisc on either end yet.
+    pub fn unshaped(tag: &str) -> ShapedLink {
         let id = format!("lr{}{tag}", std::process::id() % 100_000);
         let (a, b) = (format!("{id}a"), format!("{id}b"));
         let (va, vb) = (format!("{id}x"), format!("{id}y"));
@@ -40,6 +52,7 @@ impl ShapedLink {
             b: b.clone(),
             addr_b: format!("10.203.{net}.2"),
             dev_a: va.clone(),
+            dev_b: vb.clone(),
         };
         ip(&["netns", "add", &a]);
         ip(&["netns", "add", &b]);
@@ -50,13 +63,26 @@ impl ShapedLink {
             ip(&["-n", ns, "addr", "add", &format!("10.203.{net}.{host}/24"), "dev", dev]);
             ip(&["-n", ns, "link", "set", dev, "up"]);
             ip(&["-n", ns, "link", "set", "lo", "up"]);
-            // burst >= 128 KiB keeps tbf at its theoretical rate (research: perf-baseline.md).
-            tc(&[
-                "-n", ns, "qdisc", "add", "dev", dev, "root", "tbf", "rate", rate, "burst",
-                "256kb", "latency", "20ms",
-            ]);
         }
         link
+    }
+
+    /// Shapes what leaves `a` (`side_a`) or `b` with tbf at [rate, burst, latency], or
+    /// removes the shaping (None).
+    pub fn shape(&self, side_a: bool, tbf: Option<[&str; 3]>) {
+        let (ns, dev) = if side_a { (&self.a, &self.dev_a) } else { (&self.b, &self.dev_b) };
+        match tbf {
+            Some([rate, burst, latency]) => tc(&[
+                "-n", ns, "qdisc", "replace", "dev", dev, "root", "tbf", "rate", rate, "burst",
+                burst, "latency", latency,
+            ]),
+            None => {
+                // Deleting a qdisc that is not there fails; that is fine here.
+                let _ = Command::new("tc")
+                    .args(["-n", ns, "qdisc", "del", "dev", dev, "root"])
+                    .output();
+            }
+        }
     }
 
     pub(crate) fn spawn_in(&self, ns: &str, args: &[&str]) -> Child {
@@ -178,8 +204,8 @@ fn shaped_link_is_measured_at_its_rate_and_called_path_bound() {
         // left only 0.6 % for a busy machine).
         assert!(got <= 500e6 * 1.01, "{dir:?}: {got} bit/s above the 500 Mbit/s shaper");
         assert!(got >= 0.97 * theoretical, "{dir:?}: {got} vs theoretical {theoretical}");
-        let v = &doc["summary"]["verdicts"][0];
-        assert_eq!(v["limit"], "path", "{dir:?}: {v}");
+        // The shaper, unless other builds on a shared machine crowded the test's cores.
+        crate::util::assert_verdict_or_busy_host(&doc, "path", &[], &format!("{dir:?}"));
         assert!(out.elapsed < Duration::from_secs(10));
         let warnings = doc["summary"]["warnings"].to_string();
         assert!(warnings.contains("same machine"), "namespaces share one kernel: {warnings}");

@@ -48,12 +48,18 @@ fn csv_of_cells_and_of_intervals() {
     insta::assert_snapshot!("campaign_cells_csv", cells);
     let intervals = report(&[&fixture("run.json"), "-f", "csv", "--csv-kind", "intervals"]);
     insta::assert_snapshot!("run_intervals_csv", intervals);
-    // Every row has as many fields as the header (no field holds a comma here).
+    // Every row has as many fields as the header (no field holds a comma here); no number is
+    // negative (a rate's interval stops at 0) or longer than what was measured.
     for doc in [&cells, &intervals] {
         let mut lines = doc.split("\r\n").filter(|l| !l.is_empty());
         let n = lines.next().expect("header").split(',').count();
         for l in lines {
             assert_eq!(l.split(',').count(), n, "{l}");
+            for f in l.split(',').filter(|f| f.parse::<f64>().is_ok()) {
+                assert!(!f.starts_with('-'), "negative {f} in {l}");
+                let decimals = f.split_once('.').map_or(0, |(_, d)| d.len());
+                assert!(decimals <= 6, "{f} is more precise than measured: {l}");
+            }
         }
     }
 }
@@ -131,8 +137,18 @@ fn json_documents_have_the_keys_docs_json_md_lists() {
         assert!(env.get(key).is_some(), "environment.{key} documented but missing: {env}");
     }
     assert!(record[0].len() > 10, "{record:?}");
+    // `outcome.kind`-style keys exist only when the run failed: looked up in a live failure
+    // (a port nothing listens on).
+    let port = crate::util::free_port().to_string();
+    let failed =
+        run(&["client", "127.0.0.1", "-p", &port, "-J", "--no-store"], Duration::from_secs(10));
+    let failed = failed.json();
     for key in record[0].iter().filter(|k| *k != "server_output") {
-        assert!(doc["record"].get(key).is_some(), "record.{key} documented but missing");
+        let found = match key.split_once('.') {
+            Some((top, inner)) => failed["record"][top].get(inner).is_some(),
+            None => doc["record"].get(key).is_some(),
+        };
+        assert!(found, "record.{key} documented but missing");
     }
     for key in &record[1] {
         let cost = &doc["record"]["client"]["cost"];
@@ -210,7 +226,7 @@ fn a_stored_matrix_reports_what_the_matrix_printed() {
     let csv = report(&["m1", "--db", &db_s, "-f", "csv"]);
     assert_eq!(csv.lines().count(), 3, "{csv}");
     let bad = run(&["report", "m99", "--db", &db_s], Duration::from_secs(10));
-    assert_eq!(bad.code, Some(1));
+    assert_eq!(bad.code, Some(2));
     assert!(bad.stderr.contains("no group 99"), "{}", bad.stderr);
 }
 
@@ -224,11 +240,11 @@ fn bad_sources_are_refused_with_the_fix() {
     let junk = dir.join("junk.json");
     std::fs::write(&junk, r#"{"kind": "something.else"}"#).expect("write");
     let out = run(&["report", &junk.to_string_lossy()], Duration::from_secs(10));
-    assert_eq!(out.code, Some(1));
+    assert_eq!(out.code, Some(2));
     assert!(out.stderr.contains("reads linerate.run, linerate.matrix"), "{}", out.stderr);
     std::fs::write(&junk, r#"{"kind": "linerate.matrix", "runs": 3}"#).expect("write");
     let out = run(&["report", &junk.to_string_lossy()], Duration::from_secs(10));
-    assert_eq!(out.code, Some(1));
+    assert_eq!(out.code, Some(2));
     assert!(out.stderr.contains(r#"its "runs" is missing or not"#), "{}", out.stderr);
     for args in [
         &["matrix", "127.0.0.1", "--json-stream"][..],

@@ -15,15 +15,18 @@ fn html_of(file: &str) -> String {
     report(&[&fixture(file), "-f", "html"])
 }
 
-/// The `<svg>…</svg>` of the figure whose caption ends with `caption`.
-fn chart<'a>(html: &'a str, caption: &str) -> &'a str {
-    let fig = html
-        .split("<figure>")
-        .find(|f| f.contains(&format!("{caption}</figcaption>")))
-        .unwrap_or_else(|| panic!("no chart {caption:?}"));
-    let start = fig.find("<svg").expect("svg start");
-    let end = fig.find("</svg>").expect("svg end") + "</svg>".len();
-    &fig[start..end]
+/// The `<svg>…</svg>` of the chart titled `title`.
+pub fn chart<'a>(html: &'a str, title: &str) -> &'a str {
+    let label = format!("aria-label=\"{}\"", title.replace('\'', "&#39;"));
+    let at = html.find(&label).unwrap_or_else(|| panic!("no chart {title:?}"));
+    let start = html[..at].rfind("<svg").expect("svg start");
+    let end = at + html[at..].find("</svg>").expect("svg end") + "</svg>".len();
+    &html[start..end]
+}
+
+/// The hover texts (`<title>`s) of a chart.
+fn hovers(svg: &str) -> Vec<&str> {
+    svg.split("<title>").skip(1).filter_map(|t| t.split("</title>").next()).collect()
 }
 
 #[test]
@@ -44,7 +47,7 @@ fn the_html_report_needs_nothing_from_the_network() {
 #[test]
 fn charts_are_titled_with_date_hosts_and_settings_and_label_their_axes() {
     let html = html_of("matrix.json");
-    let svg = chart(&html, "cells: median and min–max of the runs");
+    let svg = chart(&html, "Received throughput per cell: median, min–max and each run");
     insta::assert_snapshot!("matrix_cells_whiskers_svg", svg);
     for needle in [
         "2026-11-22 06:00:00 UTC",
@@ -55,18 +58,87 @@ fn charts_are_titled_with_date_hosts_and_settings_and_label_their_axes() {
     ] {
         assert!(svg.contains(needle), "the chart lacks {needle:?}");
     }
-    for caption in [
-        "throughput over time per stream (P=2 w=256K #1)",
-        "throughput vs parallel streams (-P)",
-        "throughput vs socket buffer / window (-w)",
-        "CPU per Gbit/s",
-        "per-flow fairness",
+    for (title, unit) in [
+        ("Throughput over time of every run, one panel per cell", "(s)"),
+        ("Mean throughput against parallel streams (-P)", "(Gbit/s)"),
+        ("Mean throughput against socket buffer / window (-w)", "(Gbit/s)"),
+        ("CPU per Gbit/s received", "cores busy per Gbit/s"),
+        ("Per-flow fairness", "(no unit; 1 = equal shares)"),
     ] {
-        let svg = chart(&html, caption);
-        assert!(svg.contains("Gbit/s") || svg.contains("Jain"), "{caption}: no unit");
+        assert!(chart(&html, title).contains(unit), "{title}: no unit {unit:?}");
     }
 }
 
+/// Every chart has a one-sentence caption, every plotted value its figure on hover, and only
+/// the Okabe–Ito colours and greys are used (no red against green).
+#[test]
+fn charts_have_captions_hover_figures_and_a_colour_blind_safe_palette() {
+    const SAFE: [&str; 8] =
+        ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000", "#F0E442"];
+    for file in ["matrix.json", "campaign.json", "run.json"] {
+        let html = html_of(file);
+        let figures: Vec<&str> = html.split("<figure class=\"chart\"").skip(1).collect();
+        assert!(!figures.is_empty(), "{file}: no chart");
+        for fig in figures {
+            let caption =
+                fig.split("<figcaption>").nth(1).and_then(|c| c.split("</figcaption>").next());
+            let caption = caption.unwrap_or_else(|| panic!("{file}: a chart without a caption"));
+            assert!(caption.len() > 40 && caption.ends_with('.'), "{file}: caption {caption:?}");
+            assert_eq!(caption.matches(". ").count(), 0, "{file}: one sentence: {caption:?}");
+            assert!(!hovers(fig).is_empty(), "{file}: a chart without hover figures");
+            for colour in fig.split("=\"#").skip(1).map(|c| &c[..6]) {
+                let grey = colour[..2] == colour[2..4] && colour[2..4] == colour[4..6];
+                assert!(grey || SAFE.contains(&format!("#{colour}").as_str()), "{file}: #{colour}");
+            }
+        }
+    }
+}
+
+/// "throughput over time" shows every run of a matrix (not one chosen run), each interval
+/// with its figure, and a run's streams with their sum; fairness stays on Jain's 0–1 scale and
+/// says why P=1 has no index.
+#[test]
+fn every_run_is_drawn_over_time_and_fairness_stays_between_0_and_1() {
+    let html = html_of("matrix.json");
+    let svg = chart(&html, "Throughput over time of every run, one panel per cell");
+    let points = hovers(svg);
+    for cell in ["P=1 w=default", "P=1 w=256K", "P=2 w=default", "P=2 w=256K"] {
+        for rep in [1, 2] {
+            let run = format!("{cell} #{rep}, client → server, ");
+            let n = points.iter().filter(|t| t.starts_with(&run)).count();
+            assert_eq!(n, 2, "{run}: one figure per interval (2 intervals), got {n}");
+        }
+    }
+    assert!(points.iter().any(|t| t.contains("0–0.5 s: ") && t.contains(" Gbit/s")), "{points:?}");
+    // A single run: each stream and their sum, interval by interval.
+    let run = html_of("run.json");
+    let points = hovers(chart(&run, "Throughput over time of run.json"));
+    let gbit = |prefix: &str| -> f64 {
+        let t = points.iter().find(|t| t.starts_with(prefix)).unwrap_or_else(|| panic!("{prefix}"));
+        t.rsplit(": ")
+            .next()
+            .and_then(|v| v.strip_suffix(" Gbit/s"))
+            .expect("Gbit/s")
+            .parse()
+            .expect("a number")
+    };
+    let (one, two) =
+        (gbit("stream 1 (client → server), 0–0.5 s"), gbit("stream 2 (client → server), 0–0.5 s"));
+    let sum = gbit("sum of its 2 streams (client → server), 0–0.5 s");
+    assert!((sum - (one + two)).abs() < 0.15, "{sum} is not {one} + {two}");
+    let svg = chart(&html, "Per-flow fairness");
+    let ticks: Vec<&str> = svg
+        .split("text-anchor=\"middle\" fill=\"#222222\">")
+        .skip(1)
+        .filter_map(|t| t.split("</text>").next())
+        .filter(|t| t.parse::<f64>().is_ok())
+        .collect();
+    assert_eq!(ticks, ["0.0", "0.2", "0.4", "0.6", "0.8", "1.0"], "the index's axis");
+    assert_eq!(svg.matches(">n/a: one stream</text>").count(), 2, "P=1 cells say why");
+    assert!(hovers(svg).iter().any(|t| t.starts_with("P=2 w=256K: Jain&#39;s index ")));
+}
+
+/// The Chromium on PATH, if any.
 fn chromium() -> Option<PathBuf> {
     ["chromium", "chromium-browser", "google-chrome"].iter().find_map(|name| {
         std::env::var_os("PATH")?
@@ -77,10 +149,13 @@ fn chromium() -> Option<PathBuf> {
     })
 }
 
-/// Runs Chromium headless with `args` on `page`, killing it after 60 s; returns stdout.
-fn run_chromium(bin: &Path, profile: &Path, args: &[&str], page: &Path) -> String {
+/// Runs Chromium headless with `args` on `page` (a `file://` page the test wrote), killing it
+/// after 60 s; returns stdout. Chromium's own background traffic (component updates, sync,
+/// field trials) is switched off: it loads the page and nothing else.
+pub fn run_chromium(bin: &Path, profile: &Path, args: &[&str], page: &Path) -> String {
     let mut child = Command::new(bin)
         .args(["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"])
+        .args(["--disable-background-networking", "--disable-component-update", "--disable-sync"])
         .arg(format!("--user-data-dir={}", profile.display()))
         .args(args)
         .arg(format!("file://{}", page.display()))
@@ -125,16 +200,22 @@ fn ink(png_path: &Path) -> f64 {
     pixels.filter(|p| p[..3].iter().any(|&c| c < 235)).count() as f64 / total
 }
 
-#[test]
-fn chromium_renders_the_report_with_its_tables_and_charts() {
-    let Some(bin) = chromium() else {
+/// The Chromium to test with; None (the test skips, saying why) when there is none outside CI.
+pub fn chromium_or_skip() -> Option<PathBuf> {
+    let bin = chromium();
+    if bin.is_none() {
         assert!(
             std::env::var_os("CI").is_none(),
             "CI=true but no chromium on PATH: .ci/run must `apt-get install -y chromium`"
         );
         eprintln!("skipped: chromium is not installed (apt-get install chromium); CI runs it");
-        return;
-    };
+    }
+    bin
+}
+
+#[test]
+fn chromium_renders_the_report_with_its_tables_and_charts() {
+    let Some(bin) = chromium_or_skip() else { return };
     // A browser is a heavy, many-process load: keep it away from the timing-sensitive tests.
     let _serial = crate::util::exclusive();
     let dir = crate::util::data_home().join("report-html");
@@ -180,8 +261,13 @@ fn compare_writes_both_matrices_on_the_same_axes() {
     assert!(out.stdout.contains("HTML comparison written to"), "{}", out.stdout);
     let html = std::fs::read_to_string(&page).expect("page");
     assert!(html.contains("<table>") && html.contains("A mean"), "no comparison table");
-    let svg = chart(&html, "A and B: received throughput per cell, median and min–max");
-    for needle in ["A: matrix m1", "B: matrix m2", "P=1 (A: matrix m1)", "P=2 (B: matrix m2)"] {
+    let svg = chart(&html, "A and B: received throughput per cell");
+    for needle in [
+        "A: matrix m1: median, min–max",
+        "B: matrix m2: median, min–max",
+        "A: matrix m1, P=1: median ",
+        "B: matrix m2, P=2: median ",
+    ] {
         assert!(svg.contains(needle), "the chart lacks {needle:?}");
     }
     assert!(!html.contains("<script") && !html.contains("https://"), "not self-contained");
@@ -190,12 +276,17 @@ fn compare_writes_both_matrices_on_the_same_axes() {
 #[test]
 fn a_campaign_page_sets_each_tier_against_its_link() {
     let html = html_of("campaign.json");
-    let svg = chart(&html, "campaign: best cell per tier against its link");
-    for needle in ["loopback-10g", "link&apos;s TCP goodput", "received throughput (Gbit/s)"] {
+    let svg = chart(&html, "Each tier's best cell against its link");
+    for needle in
+        ["loopback-10g", "link&#39;s theoretical TCP goodput", "received throughput (Gbit/s)"]
+    {
         assert!(svg.contains(needle), "the chart lacks {needle:?}");
     }
     // One whisker chart per tier, named after it.
     for tier in ["loopback", "loopback-10g"] {
-        chart(&html, &format!("{tier}: cells: median and min–max of the runs"));
+        chart(
+            &html,
+            &format!("{tier}: Received throughput per cell: median, min–max and each run"),
+        );
     }
 }

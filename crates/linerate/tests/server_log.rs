@@ -25,7 +25,7 @@ fn json_log_has_one_summary_line_per_test_and_no_secrets() {
         &["client", "127.0.0.1", "-p", &port, "-P", "3", "--psk-file", key],
         Duration::from_secs(10),
     );
-    assert_eq!(refused.code, Some(1));
+    assert_eq!(refused.code, Some(3));
     let wrong = dir.join("log-wrong");
     std::fs::write(&wrong, "not the server's key at all\n").expect("key");
     let _ = run(

@@ -99,18 +99,97 @@ fn compare_finds_a_real_difference_and_not_a_false_one() {
     assert!(text.contains("P=1") && text.contains("significant"), "{text}");
 }
 
+/// A test that could not run is recorded as a failure, not announced as a result, and `show`
+/// says why it failed instead of judging figures it never had.
 #[test]
-fn an_unusable_database_costs_a_warning_not_the_results() {
+fn a_failed_test_is_recorded_and_shown_as_a_failure() {
+    let db = db_path("failed");
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr();
+    let port = port.expect("addr").port().to_string();
+    let out =
+        run(&["client", "127.0.0.1", "-p", &port, "-t", "1", "--db", &db], Duration::from_secs(20));
+    assert_ne!(out.code, Some(0), "{}", out.stderr);
+    assert!(!out.stdout.contains("Stored as run"), "not a result: {}", out.stdout);
+    assert!(
+        out.stdout.contains("The failure is recorded as run 1 (linerate show 1;"),
+        "{}",
+        out.stdout
+    );
+    let shown = ok(&["show", "1", "--db", &db]).stdout;
+    assert!(
+        shown.contains("Verdict: n/a: the test failed: cannot connect to 127.0.0.1:"),
+        "{shown}"
+    );
+    assert!(!shown.contains("path-bound"), "no verdict without figures: {shown}");
+    assert!(shown.contains("Test FAILED: nothing was measured."), "{shown}");
+    let doc = ok(&["show", "1", "--db", &db, "-J"]).json();
+    assert_eq!(doc["summary"]["verdicts"], serde_json::json!([]), "{doc}");
+    // `history --failed` lists it with its error; `--completed` leaves it out.
+    let failures = ok(&["history", "--db", &db, "--failed"]).stdout;
+    assert!(failures.contains("failed: cannot connect to 127.0.0.1:"), "{failures}");
+    let rows = ok(&["history", "--db", &db, "--failed", "-J"]).json();
+    assert_eq!(rows[0]["outcome"], "failed", "{rows}");
+    assert!(rows[0]["error"].as_str().is_some_and(|e| e.contains("connection refused")), "{rows}");
+    let none = ok(&["history", "--db", &db, "--completed", "-J"]).json();
+    assert_eq!(none, serde_json::json!([]), "{none}");
+}
+
+/// `compare` says what it could not compare and when A and B ran different tests, and names
+/// them as the user does.
+#[test]
+fn compare_names_what_it_did_not_compare_and_settings_that_differ() {
+    let _serial = crate::util::exclusive();
+    let srv = Server::start(&[]);
+    let (port, db) = (srv.port.to_string(), db_path("compare-honest"));
+    let quick = ["-t", "0.3", "-i", "0", "--db", &db];
+    let client = |extra: &[&str]| {
+        ok(&[&["client", "127.0.0.1", "-p", &port][..], &quick[..], extra].concat());
+    };
+    client(&[]);
+    client(&["-R", "-P", "2"]);
+    let text = ok(&["compare", "1", "2", "--db", &db]).stdout;
+    assert!(text.contains("Settings differ, A → B"), "{text}");
+    assert!(text.contains("direction upload → download"), "{text}");
+    assert!(text.contains("streams 1 → 2"), "{text}");
+    let matrix = |streams: &str| {
+        let args = ["matrix", "127.0.0.1", "-p", &port, "--parallel", streams, "--repeat", "1"];
+        stored_matrix(&ok(&[&args[..], &quick[..]].concat()))
+    };
+    let (a, b) = (matrix("1,2"), matrix("2,3"));
+    let text = ok(&["compare", &a, &b, "--db", &db]).stdout;
+    let row = |cell: &str| text.lines().find(|l| l.starts_with(cell)).unwrap_or("").to_string();
+    assert!(row("P=2 ").contains("B is") || row("P=2 ").contains("B equals"), "{text}");
+    assert!(row("P=1 ").contains("not compared: only A has this cell"), "{text}");
+    assert!(row("P=3 ").contains("not compared: only B has this cell"), "{text}");
+    assert!(!text.contains("Settings differ"), "same settings but the axis: {text}");
+    let rows = ok(&["compare", &a, &b, "--db", &db, "-J"]).json();
+    let only: Vec<(&str, &str)> = rows
+        .as_array()
+        .expect("rows")
+        .iter()
+        .filter_map(|r| Some((r["cell"].as_str()?, r["only_in"].as_str()?)))
+        .collect();
+    assert_eq!(only, [("P=1", "A"), ("P=3", "B")], "{rows}");
+    let none = run(&["compare", &a, "1", "--db", &db], Duration::from_secs(20));
+    assert_ne!(none.code, Some(0));
+    assert!(none.stderr.contains(&format!("{a} and 1 have no cell in common")), "{}", none.stderr);
+    assert!(!none.stderr.contains("Group(") && !none.stderr.contains("Run("), "{}", none.stderr);
+}
+
+#[test]
+fn an_unusable_database_costs_neither_the_results_nor_the_run() {
     let srv = Server::start(&[]);
     let (port, db) = (srv.port.to_string(), db_path("garbage"));
     std::fs::write(&db, b"this is not a database, but someone's notes").expect("write");
     let before = std::fs::read(&db).expect("read");
-    let out = ok(&["client", "127.0.0.1", "-p", &port, "-t", "0.3", "--db", &db]);
-    assert!(out.stdout.contains("Test complete."), "{}", out.stdout);
+    let out = run(&["client", "127.0.0.1", "-p", &port, "-t", "0.3", "--db", &db], LIMIT);
+    assert!(out.stdout.contains("Test complete."), "the results come first: {}", out.stdout);
     assert!(out.stderr.contains("not a SQLite database"), "{}", out.stderr);
+    assert_eq!(out.code, Some(3), "a run that was not stored is not a success: {}", out.stderr);
+    assert_saved_instead(&out.stderr);
     assert_eq!(std::fs::read(&db).expect("read"), before, "the file was left untouched");
     let out = run(&["history", "--db", &db], Duration::from_secs(10));
-    assert_eq!(out.code, Some(1));
+    assert_eq!(out.code, Some(3));
     assert!(out.stderr.contains("left untouched"), "{}", out.stderr);
 }
 
@@ -162,7 +241,7 @@ fn last_names_the_newest_run_or_the_matrix_it_belongs_to() {
     let srv = Server::start(&[]);
     let (port, db) = (srv.port.to_string(), db_path("last"));
     let empty = run(&["show", "last", "--db", &db], Duration::from_secs(30));
-    assert_ne!(empty.code, Some(0), "an empty history has no last run");
+    assert_eq!(empty.code, Some(2), "an empty history has no last run: {}", empty.stderr);
     let client = |label: &str| {
         let args = ["client", "127.0.0.1", "-p", &port, "-t", "0.3", "--db", &db];
         ok(&[&args[..], &["--label", label, "-J"]].concat()).json()
@@ -188,7 +267,7 @@ fn last_names_the_newest_run_or_the_matrix_it_belongs_to() {
     assert_eq!(shown["record"]["spec"]["bits_per_second"], 100_000_000, "{shown}");
     // A group id is not a run: show says what to use instead.
     let refused = run(&["show", &m, "--db", &db], Duration::from_secs(30));
-    assert_ne!(refused.code, Some(0));
+    assert_eq!(refused.code, Some(2), "{}", refused.stderr);
     assert!(refused.stderr.contains(&format!("linerate report {m}")), "{}", refused.stderr);
 }
 
@@ -302,12 +381,14 @@ fn a_newer_history_with_a_pending_wal_is_left_byte_for_byte() {
     let before = three_files(&db);
     assert!(before.iter().all(|f| f.as_ref().is_some_and(|b| !b.is_empty())), "three files");
     let db_arg = db.to_string_lossy().into_owned();
-    let client = ok(&["client", "127.0.0.1", "-p", &port, "-t", "0.1", "--db", &db_arg]);
+    let client = run(&["client", "127.0.0.1", "-p", &port, "-t", "0.1", "--db", &db_arg], LIMIT);
     assert!(
         client.stderr.contains("written by a newer linerate (store schema 2"),
         "{}",
         client.stderr
     );
+    assert_eq!(client.code, Some(3), "{}", client.stderr);
+    assert_saved_instead(&client.stderr);
     for args in [&["history", "--db", &db_arg][..], &["show", "last", "--db", &db_arg]] {
         let out = run(args, LIMIT);
         assert_ne!(out.code, Some(0), "{args:?}");
@@ -477,4 +558,17 @@ fn a_full_disk_is_named_and_the_history_still_lists() {
     assert_eq!(document, lost.stdout, "the saved file is the document -J printed");
     assert_eq!(outs[3].code, Some(0), "{}", outs[3].stderr);
     assert_eq!(outs[3].json().as_array().map(Vec::len), Some(1));
+}
+
+/// The run's JSON went to the file the error names, and it is the run's `-J` document.
+fn assert_saved_instead(stderr: &str) {
+    let path = stderr
+        .split("was saved to ")
+        .nth(1)
+        .and_then(|rest| rest.split(" instead").next())
+        .unwrap_or_else(|| panic!("no 'saved to' in: {stderr}"));
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).expect("saved file"))
+        .expect("the saved file is JSON");
+    assert_eq!(doc["kind"], "linerate.run", "{path}");
+    let _ = std::fs::remove_file(path);
 }

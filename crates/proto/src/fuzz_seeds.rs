@@ -69,7 +69,86 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
     out.push(("udp_receiver", udp_records()));
     out.push(("iperf3_server", iperf3_tail()));
     out.push(("doctor_machine", doctor_answers()));
+    // typed_frames: a mode byte (even: a native frame body; odd: iperf3 results), the body.
+    let body = |m: &Message| encode_frame(m)[4..].to_vec();
+    let results = Message::Results { results: rich_results() };
+    out.push(("typed_frames", [vec![0xfe], body(&results)].concat()));
+    out.push(("typed_frames", [vec![0x40], body(&msgs[1])].concat()));
+    out.push(("typed_frames", [vec![0x00], body(&hello(Some(to_hex(&[8; NONCE_LEN]))))].concat()));
+    let iperf3 = br#"{"cpu_util_total":1,"cpu_util_user":0.5,"cpu_util_system":0.5,"sender_has_retransmits":-1,"congestion_used":"cubic","streams":[{"id":1,"bytes":1000,"retransmits":18446744073709551615,"jitter":0.001,"errors":0,"packets":9,"start_time":0,"end_time":1.5}],"server_output_json":{"start":{"version":"iperf 3.12"},"intervals":[{"sum":{"bytes":1}}]}}"#;
+    out.push(("typed_frames", [vec![0xff], iperf3.to_vec()].concat()));
     out
+}
+
+/// One side's results with every kind of field filled: intervals with TCP and UDP figures,
+/// cost samples, foreign processes and an environment with interfaces and sysctls.
+fn rich_results() -> SideResults {
+    use crate::environment::{Environment, Fact, InterfaceEnvironment};
+    use crate::results::{
+        CostSample, CpuTimes, HostCost, IntervalSample, ProcessCpu, SocketReport, StreamResult,
+        StreamRole, SystemCpu, TcpInternals,
+    };
+    let tcp = TcpInternals { rtt_us: 40, cwnd_segments: 10, ..TcpInternals::default() };
+    let udp =
+        crate::udp::UdpIntervalSample { datagrams: 5, lost: 1, out_of_order: 0, jitter_ns: 7 };
+    let intervals = (0..3)
+        .map(|i| IntervalSample {
+            start_us: i * 1000,
+            end_us: (i + 1) * 1000,
+            bytes: 100 + i,
+            omitted: i == 0,
+            tcp: Some(tcp),
+            udp: Some(udp),
+        })
+        .collect();
+    let cpu = CpuTimes { user_us: 5, system_us: 3, idle_us: 90, ..CpuTimes::default() };
+    let system = SystemCpu { cpus: 2, all: cpu, busiest_cpu: 1, busiest: cpu };
+    let cost = HostCost {
+        window_us: 3000,
+        process: Some(ProcessCpu { user_us: 1, system_us: 2 }),
+        foreign_top: vec!["sshd (12): 40".into()],
+        intervals: vec![CostSample {
+            start_us: 0,
+            end_us: 1000,
+            process: Some(ProcessCpu { user_us: 1, system_us: 1 }),
+            system: Some(system),
+        }],
+        unavailable: vec!["hardware cycle counters: not supported".into()],
+        ..HostCost::default()
+    };
+    let mut env = Environment::unavailable("seed");
+    env.sysctls.insert("net.core.rmem_max".into(), Fact::Value("212992".into()));
+    env.interfaces.push(InterfaceEnvironment {
+        name: "lo".into(),
+        role: "test".into(),
+        mtu_bytes: Fact::Value(65536),
+        offloads: [("tso".to_string(), Fact::Value(true))].into_iter().collect(),
+        ..InterfaceEnvironment::default()
+    });
+    SideResults {
+        software: "seed".into(),
+        streams: vec![StreamResult {
+            id: 1,
+            flow: crate::spec::Flow::ClientToServer,
+            role: StreamRole::Sender,
+            bytes: 303,
+            omitted_bytes: 100,
+            duration_us: 3000,
+            omitted_us: 1000,
+            intervals,
+            socket: SocketReport { congestion: Some("cubic".into()), ..SocketReport::default() },
+            retransmits: Some(0),
+            tcp: Some(tcp),
+            thread_cpu: None,
+            udp_sender: None,
+            udp_receiver: None,
+            error: Some("did not finish".into()),
+        }],
+        intervals_per_sample: 2,
+        cost: Some(Box::new(cost)),
+        environment: Some(Box::new(env)),
+        ..SideResults::default()
+    }
 }
 
 /// A server's answers to `linerate doctor`: hello with "environment" and "echo", its

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::auth::{NONCE_LEN, Psk, to_hex};
 use crate::client::{ClientConn, ClientEvent};
-use crate::iperf3::{Iperf3Server, Iperf3ServerEvent};
+use crate::iperf3::{Iperf3Results, Iperf3Server, Iperf3ServerEvent};
 use crate::limits::Limits;
 use crate::server::{ServerConn, ServerEvent};
 use crate::spec::TestSpec;
@@ -17,6 +17,7 @@ use crate::udp::{
     Arrival, DatagramHeader, JitterMeter, SeqWidth, SequenceTracker, TrackerCounts, Unwrapper,
     header_len,
 };
+use crate::wire::decode;
 use crate::wire::{
     Cookie, DATA_HELLO_LEN, DataHello, FrameDecoder, Message, PROTOCOL_VERSION, encode_frame,
     preamble,
@@ -36,6 +37,7 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("udp_receiver", udp_receiver),
     ("iperf3_server", iperf3_server),
     ("doctor_machine", doctor),
+    ("typed_frames", typed_frames),
 ];
 
 /// Feeds `data` (after a valid preamble) to a frame decoder in chunks whose sizes come from
@@ -56,6 +58,46 @@ pub fn frame_decoder(data: &[u8]) {
             }
         }
         assert!(d.buffered() <= crate::wire::MAX_FRAME_HANDSHAKE as usize + 4 + data.len());
+    }
+}
+
+/// Decodes the rest of `data` as one frame body (native, or iperf3 results when the first
+/// byte is odd) under bounds drawn from the first byte, from tiny to the real ones, and checks
+/// that looser bounds never refuse what tighter ones accepted, that both decode alike, and
+/// that a decoded message encodes and decodes to itself.
+pub fn typed_frames(data: &[u8]) {
+    let Some((&mode, body)) = data.split_first() else { return };
+    let real = crate::wire::frame_bounds(crate::wire::MAX_FRAME_RESULTS);
+    let tight = crate::bounded::Bounds {
+        budget: 32 << (mode >> 1 & 15),
+        max_items: 1 << (mode >> 5),
+        max_string: 2 << (mode >> 4 & 7),
+    };
+    if mode & 1 == 1 {
+        let (t, r) = (Iperf3Results::parse_within(body, tight), Iperf3Results::parse(body));
+        check_bounds_monotonic(t.as_ref().ok(), r.as_ref().map_err(Clone::clone));
+        return;
+    }
+    let (t, r) = (decode::decode(body, tight), decode::decode(body, real));
+    if let Err(e) = &r {
+        assert!(matches!(e, crate::ProtoError::Garbage(_) | crate::ProtoError::Violation(_)));
+    }
+    check_bounds_monotonic(t.as_ref().ok(), r.as_ref().map_err(ToString::to_string));
+    if let Ok(msg) = &r {
+        let again = decode::decode(&encode_frame(msg)[4..], real);
+        assert_eq!(again.as_ref(), Ok(msg), "a decoded message re-encodes to itself");
+    }
+}
+
+fn check_bounds_monotonic<T: PartialEq + std::fmt::Debug>(
+    tight: Option<&T>,
+    real: Result<&T, String>,
+) {
+    if let Some(t) = tight {
+        match real {
+            Ok(r) => assert_eq!(t, r, "the bounds change only whether, not what, is decoded"),
+            Err(e) => panic!("looser bounds refused what tighter ones accepted: {e}"),
+        }
     }
 }
 

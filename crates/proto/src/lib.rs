@@ -18,6 +18,7 @@
 #![forbid(unsafe_code)]
 
 pub mod auth;
+pub mod bounded;
 pub mod client;
 mod conn;
 pub mod doctor;
@@ -29,6 +30,7 @@ pub mod iperf3;
 pub mod limits;
 pub mod machine;
 pub mod results;
+pub mod samples;
 pub mod server;
 pub mod spec;
 pub mod udp;

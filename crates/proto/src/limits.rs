@@ -30,6 +30,11 @@ pub const DEFAULT_QUEUE: u32 = 8;
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default for [`Limits::max_client_tests_per_minute`].
 pub const DEFAULT_MAX_CLIENT_TESTS_PER_MINUTE: u32 = 120;
+/// Default for [`Limits::min_interval`]: iperf3's own floor for `-i`. Every tick reads TCP's
+/// state on every stream and keeps a sample per stream, so the interval sets the server's
+/// sampling work and its memory rate; shorter than this measures ACK clocking and scheduling
+/// more than throughput on most paths.
+pub const DEFAULT_MIN_INTERVAL: Duration = Duration::from_millis(100);
 
 /// Which limit a refusal comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +53,8 @@ pub enum LimitKind {
     NotAllowed,
     /// This client address opens too many connections or tests.
     ClientRate,
+    /// The sampling interval (`-i`) is shorter than the server allows.
+    Interval,
 }
 
 /// Why a test is refused: a sentence for the client and which limit said no.
@@ -111,6 +118,9 @@ pub struct Limits {
     pub exclusive: bool,
     /// With `exclusive`: how many requests may wait; more are refused.
     pub queue: u32,
+    /// Shortest sampling interval (`-i`) a test may ask for; 0 (no sampling) is always
+    /// allowed.
+    pub min_interval: Duration,
 }
 
 impl Default for Limits {
@@ -132,6 +142,7 @@ impl Default for Limits {
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             exclusive: false,
             queue: DEFAULT_QUEUE,
+            min_interval: DEFAULT_MIN_INTERVAL,
         }
     }
 }
@@ -145,6 +156,7 @@ impl Limits {
             max_duration: Duration::from_millis(crate::spec::MAX_DURATION_MS.saturating_mul(2)),
             max_client_connections: 0,
             max_client_tests_per_minute: 0,
+            min_interval: Duration::from_millis(crate::spec::MIN_INTERVAL_MS),
             ..Self::default()
         }
     }
@@ -175,6 +187,7 @@ impl Limits {
             ));
         }
         self.check_rate(spec)?;
+        self.check_interval(spec)?;
         if let (Some(max), EndCondition::Bytes { bytes }) = (self.max_bytes, spec.end) {
             let total = bytes.saturating_mul(directions(spec.direction));
             if total > max {
@@ -224,6 +237,22 @@ impl Limits {
             ));
         }
         Ok(())
+    }
+
+    fn check_interval(&self, spec: &TestSpec) -> Result<(), Refusal> {
+        let asked = Duration::from_millis(spec.interval_ms);
+        if asked.is_zero() || asked >= self.min_interval {
+            return Ok(());
+        }
+        let min = self.min_interval.as_secs_f64();
+        Err(Refusal::new(
+            LimitKind::Interval,
+            format!(
+                "server allows intervals of at least {min} s (--min-interval), asked for {} s; \
+                 ask for -i {min} or more, or -i 0",
+                asked.as_secs_f64()
+            ),
+        ))
     }
 
     /// The refusal for a test asking for `asked` (None = unpaced) while the running tests
@@ -427,6 +456,26 @@ mod tests {
         s.direction = Direction::Upload;
         s.protocol = Protocol::Udp;
         assert!(l.check(&s).unwrap_err().message.contains("UDP"));
+    }
+
+    #[test]
+    fn short_intervals_are_refused_with_the_flag_named() {
+        let mut s = spec();
+        s.interval_ms = 50;
+        let r = Limits::default().check(&s).unwrap_err();
+        assert_eq!(r.kind, LimitKind::Interval);
+        assert!(
+            r.message.starts_with(
+                "server allows intervals of at least 0.1 s (--min-interval), asked for 0.05 s"
+            ),
+            "{r}"
+        );
+        s.interval_ms = 100;
+        assert_eq!(Limits::default().check(&s), Ok(()));
+        s.interval_ms = 0;
+        assert_eq!(Limits::default().check(&s), Ok(()), "no sampling is always allowed");
+        s.interval_ms = 10;
+        assert_eq!(Limits::unlimited().check(&s), Ok(()), "the protocol's floor");
     }
 
     #[test]

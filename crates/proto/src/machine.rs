@@ -8,7 +8,7 @@
 //! linerate binary has one pump (`session::pump`) that drives all five.
 //!
 //! Rules every machine keeps, enforced here: a failed machine stays failed (further input is a
-//! violation, a close is not an error any more) and has no deadline; any error from
+//! violation, a close is not an error any more) and has no deadline (a timeout check passes); any error from
 //! [`Machine::handle_input`], [`Machine::handle_eof`] or [`Machine::handle_timeout`] leaves it
 //! failed; output queued before a failure (a farewell) is still handed out.
 
@@ -103,9 +103,10 @@ pub trait Machine {
         r
     }
 
-    /// Checks the deadline; call at or after [`Machine::poll_timeout`].
+    /// Checks the deadline; call at or after [`Machine::poll_timeout`]. A failed machine has
+    /// no deadline, so this is `Ok` then: a machine that refused a request (and queued its
+    /// refusal) must not turn the refusal into a second error on the driver's next turn.
     fn handle_timeout(&mut self, now: Duration) -> Result<(), ProtoError> {
-        self.io().ensure_alive()?;
         let r = self.io().deadline.as_ref().map_or(Ok(()), |d| d.check(now));
         if r.is_err() {
             self.fail();

@@ -152,7 +152,7 @@ impl StreamResult {
 }
 
 /// Everything one end reports.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SideResults {
     /// Name and version of the reporting implementation.
     pub software: String,
@@ -161,6 +161,11 @@ pub struct SideResults {
     /// True if per-interval samples were dropped to fit the frame cap.
     #[serde(default)]
     pub intervals_dropped: bool,
+    /// Sampling intervals (`spec.interval_ms`) each interval sample covers: above 1 when this
+    /// end merged adjacent samples pairwise to keep them within its memory bound (see
+    /// [`crate::samples`]) or within the frame cap. Absent or 1: not merged.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub intervals_per_sample: u32,
     /// What the test cost this end (CPU, memory), over the test window.
     #[serde(default)]
     pub cost: Option<Box<HostCost>>,
@@ -318,18 +323,52 @@ pub struct HostCost {
 }
 
 impl SideResults {
-    /// Drops per-interval samples if the encoded results would exceed `max_bytes`, so results
-    /// of very long or very wide tests still fit in one frame. Totals are always kept.
+    /// Makes the encoded results fit `max_bytes`, so results of very long or very wide tests
+    /// still fit in one frame: first by merging adjacent interval samples pairwise (halving
+    /// their resolution, as often as needed), and only when that cannot help by dropping them.
+    /// Totals are always kept.
     pub fn fit_to(&mut self, max_bytes: usize) {
-        let size = serde_json::to_vec(self).map(|v| v.len()).unwrap_or(usize::MAX);
-        if size > max_bytes {
+        let size = |r: &Self| serde_json::to_vec(r).map_or(usize::MAX, |v| v.len());
+        while size(self) > max_bytes {
+            let mut merged = false;
             for s in &mut self.streams {
-                s.intervals = Vec::new();
+                merged |= crate::samples::halve(&mut s.intervals);
             }
             if let Some(c) = &mut self.cost {
-                c.intervals = Vec::new();
+                merged |= crate::samples::halve(&mut c.intervals);
             }
-            self.intervals_dropped = true;
+            if !merged {
+                for s in &mut self.streams {
+                    s.intervals = Vec::new();
+                }
+                if let Some(c) = &mut self.cost {
+                    c.intervals = Vec::new();
+                }
+                self.intervals_dropped = true;
+                return;
+            }
+            self.intervals_per_sample = self.intervals_per_sample.max(1).saturating_mul(2);
+        }
+    }
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(per_sample: &u32) -> bool {
+    *per_sample == 1
+}
+
+impl Default for SideResults {
+    fn default() -> Self {
+        Self {
+            software: String::new(),
+            streams: Vec::new(),
+            intervals_dropped: false,
+            intervals_per_sample: 1,
+            cost: None,
+            environment: None,
         }
     }
 }
@@ -392,15 +431,26 @@ mod tests {
     }
 
     #[test]
-    fn fit_to_drops_intervals_only_when_too_big() {
+    fn fit_to_merges_intervals_then_drops_them_only_when_that_cannot_help() {
         let mut r =
             SideResults { software: "t".into(), streams: vec![stream(1000)], ..Default::default() };
         r.fit_to(1 << 20);
         assert!(!r.intervals_dropped);
-        assert_eq!(r.streams[0].intervals.len(), 1000);
-        r.fit_to(1000);
-        assert!(r.intervals_dropped);
+        assert_eq!((r.streams[0].intervals.len(), r.intervals_per_sample), (1000, 1));
+        let full = serde_json::to_vec(&r).expect("encodes").len();
+        r.fit_to(full / 3);
+        assert!(!r.intervals_dropped);
+        assert_eq!((r.streams[0].intervals.len(), r.intervals_per_sample), (250, 4));
+        let bytes: u64 = r.streams[0].intervals.iter().map(|i| i.bytes).sum();
+        assert_eq!(bytes, 999 * 1000 / 2, "merged samples keep every byte");
+        let json = serde_json::to_string(&r).expect("encodes");
+        assert!(json.contains(r#""intervals_per_sample":4"#), "{json:.200}");
+        r.fit_to(100);
+        assert!(r.intervals_dropped, "even one sample does not fit 100 bytes");
         assert!(r.streams[0].intervals.is_empty());
         assert_eq!(r.streams[0].bytes, 1000);
+        let plain = SideResults::default();
+        let json = serde_json::to_string(&plain).expect("encodes");
+        assert!(!json.contains("intervals_per_sample"), "absent unless merged: {json}");
     }
 }

@@ -28,6 +28,9 @@ pub const UDP_RECEIVE_BATCH: u64 = 64;
 pub const UDP_MIN_RECEIVE_BUFFER: u32 = 2048;
 /// The longest test duration accepted: 7 days.
 pub const MAX_DURATION_MS: u64 = 7 * 24 * 3600 * 1000;
+/// The shortest sampling interval accepted (0 turns sampling off): the client's own `-i`
+/// floor. Servers refuse shorter than their `--min-interval` (100 ms by default).
+pub const MIN_INTERVAL_MS: u64 = 10;
 
 /// Transport protocol of the data streams.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -71,8 +74,10 @@ impl Flow {
     }
 }
 
-/// When the senders stop.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// When the senders stop. JSON: `{"kind": "duration", "duration_ms": N}` or
+/// `{"kind": "bytes", "bytes": N}` (decoded field by field, not through serde's buffering
+/// tagged-enum derive, because it arrives from peers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum EndCondition {
     /// Send for this long (the client's clock decides; it tells the server with `Stop`).
@@ -85,6 +90,32 @@ pub enum EndCondition {
         /// Byte budget per direction.
         bytes: u64,
     },
+}
+
+impl<'de> Deserialize<'de> for EndCondition {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "snake_case")]
+        enum Kind {
+            Duration,
+            Bytes,
+        }
+        #[derive(Deserialize)]
+        struct Fields {
+            kind: Kind,
+            duration_ms: Option<u64>,
+            bytes: Option<u64>,
+        }
+        let f = Fields::deserialize(d)?;
+        let missing = serde::de::Error::missing_field;
+        match f.kind {
+            Kind::Duration => f
+                .duration_ms
+                .map(|duration_ms| Self::Duration { duration_ms })
+                .ok_or(missing("duration_ms")),
+            Kind::Bytes => f.bytes.map(|bytes| Self::Bytes { bytes }).ok_or(missing("bytes")),
+        }
+    }
 }
 
 /// Everything the two ends must agree on to run one test.
@@ -211,8 +242,12 @@ impl TestSpec {
         if self.omit_ms > MAX_DURATION_MS {
             return Err(out_of_range("omit (-O)", self.omit_ms, "at most 7 days"));
         }
-        if self.interval_ms > MAX_DURATION_MS {
-            return Err(out_of_range("interval (-i)", self.interval_ms, "at most 7 days"));
+        if self.interval_ms > MAX_DURATION_MS || (1..MIN_INTERVAL_MS).contains(&self.interval_ms) {
+            return Err(out_of_range(
+                "interval (-i)",
+                format!("{} ms", self.interval_ms),
+                format!("0 (off) or {MIN_INTERVAL_MS} ms ..= 7 days"),
+            ));
         }
         if let Some(w) = self.window_bytes
             && (w == 0 || w > i32::MAX as u64)
@@ -370,6 +405,13 @@ mod tests {
         let mut s = TestSpec::default_tcp();
         s.window_bytes = Some(0);
         assert!(s.validate().is_err());
+        let mut s = TestSpec::default_tcp();
+        s.interval_ms = 1;
+        assert!(s.validate().unwrap_err().to_string().contains("-i"));
+        s.interval_ms = 0;
+        assert_eq!(s.validate(), Ok(()), "0 turns sampling off");
+        s.interval_ms = MIN_INTERVAL_MS;
+        assert_eq!(s.validate(), Ok(()));
     }
 
     #[test]

@@ -115,6 +115,7 @@ fn results(software: &str, bytes: u64) -> SideResults {
             error: None,
         }],
         intervals_dropped: false,
+        intervals_per_sample: 1,
         cost: None,
         environment: None,
     }

@@ -6,9 +6,11 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::plan::size::Size;
 use crate::units::{self, Bitrate, ByteCount};
 
-const UNITS_HELP: &str = "\
+/// Under the top-level help (and in the man page): units, examples, exit status.
+const AFTER_HELP: &str = "\
 Units:
   Sizes (-l, -w, -n): K = 1024, M = 1024^2, G = 1024^3 (like iperf); k = 1000, m = 10^6,
   g = 10^9; KiB/MiB/GiB and kB/MB/GB are accepted too. Example: -l 128K = 131072 bytes.
@@ -21,11 +23,22 @@ Examples:
   linerate                          self-test: embedded loopback server + 3 s test
   linerate server                   serve tests on port 5201 (same as: linerate -s)
   linerate client HOST -P 4 -t 30   4 streams for 30 s   (same as: linerate -c HOST ...)
-  linerate client HOST -R -w 800k   server sends; 800 kB socket buffers on both ends";
+  linerate client HOST -R -w 800k   server sends; 800 kB socket buffers on both ends
+
+Exit status:
+  0    success
+  1    a gate failed: the test ran and fell short (--fail-below, --fail-regression)
+  2    usage or input error: flags, a plan or campaign file, an unknown run or group id,
+       a report file that cannot be read
+  3    the test could not run or failed (connection refused, the server refused, timed
+       out, peer errors; runs of a matrix or campaign failed or it stopped early), or
+       linerate's own environment failed (sockets, files, the history database)
+  130  interrupted (SIGINT or SIGTERM), after the partial results were printed and stored
+  A server stopped by SIGINT or SIGTERM exits 0.";
 
 /// Network throughput benchmark: client, multi-client server, honest figures.
 #[derive(Debug, Parser)]
-#[command(name = "linerate", version, about, after_help = UNITS_HELP, args_conflicts_with_subcommands = true)]
+#[command(name = "linerate", version, about, after_help = AFTER_HELP, args_conflicts_with_subcommands = true)]
 pub struct Cli {
     /// What to do (default: selftest).
     #[command(subcommand)]
@@ -61,6 +74,12 @@ pub enum Command {
         /// Only runs of this matrix or search (its group id).
         #[arg(long = "group", value_name = "ID")]
         group: Option<i64>,
+        /// Only runs that failed, each with its error.
+        #[arg(long = "failed", conflicts_with = "completed")]
+        failed: bool,
+        /// Only runs that completed (the ones figures are made of).
+        #[arg(long = "completed")]
+        completed: bool,
         /// At most this many.
         #[arg(long = "limit", value_name = "N", default_value_t = 20)]
         limit: usize,
@@ -293,10 +312,10 @@ pub struct MatrixArgs {
     pub parallel: Vec<u32>,
     /// Socket buffer sizes to try (axis): `default` (autotuning) or a size, e.g. default,800k.
     #[arg(long = "window", value_name = "SIZE,...", value_delimiter = ',', value_parser = optional_size)]
-    pub window: Vec<Option<ByteCount>>,
+    pub window: Vec<Option<Size>>,
     /// Block or datagram sizes to try (axis): `default` or a size, e.g. 8K,64K,1M.
     #[arg(long = "length", value_name = "SIZE,...", value_delimiter = ',', value_parser = optional_size)]
-    pub length: Vec<Option<ByteCount>>,
+    pub length: Vec<Option<Size>>,
     /// Protocols to try (axis): tcp, udp.
     #[arg(long = "protocol", value_name = "P,...", value_delimiter = ',', value_enum)]
     pub protocol: Vec<ProtocolArg>,
@@ -585,9 +604,13 @@ pub(super) fn size(s: &str) -> Result<ByteCount, String> {
     units::parse_size(s).map_err(|e| e.to_string())
 }
 
-/// `default` (None) or a size.
-fn optional_size(s: &str) -> Result<Option<ByteCount>, String> {
-    if s.eq_ignore_ascii_case("default") { Ok(None) } else { size(s).map(Some) }
+/// `default` (None) or a size, keeping the user's words for the matrix's labels.
+fn optional_size(s: &str) -> Result<Option<Size>, String> {
+    if s.eq_ignore_ascii_case("default") {
+        Ok(None)
+    } else {
+        Size::spelled(s).map(Some).map_err(|e| e.to_string())
+    }
 }
 
 pub(super) fn rate(s: &str) -> Result<Bitrate, String> {

@@ -13,6 +13,7 @@ use crate::cli::args::{
 use crate::plan::campaign::{self, CampaignRun};
 use crate::plan::matrix::{AxisValue, MatrixPlan, MatrixRun};
 use crate::plan::search::SearchPlan;
+use crate::plan::size::Size;
 use crate::plan::{
     ClientPlan, DoctorPlan, Family, Generated, OutputFormat, Plan, ServerPlan, Shell,
 };
@@ -23,7 +24,6 @@ use crate::plan::{
 use crate::plan::{DEFAULT_TCP_BLOCK, DEFAULT_UDP_DATAGRAM, DEFAULT_UDP_RATE};
 use crate::record::LinkAssumption;
 use crate::store::Store;
-use crate::units::ByteCount;
 
 /// Default test length for `client`.
 pub const DEFAULT_TIME: Duration = Duration::from_secs(10);
@@ -42,8 +42,13 @@ pub(super) fn to_plan(cli: Cli) -> Result<Plan, String> {
             let p = with_store(client_plan(a.host, &a.net, &a.test, DEFAULT_TIME)?, &a.store);
             Ok(Plan::Client(with_gates(p, &a.gates)?))
         }
-        Some(Command::History { label, server, group, limit, db }) => {
-            history(&db, HistoryCommand::List { label, server, group, limit })
+        Some(Command::History { label, server, group, failed, completed, limit, db }) => {
+            let outcome = match (failed, completed) {
+                (true, _) => Some("failed"),
+                (_, true) => Some("completed"),
+                _ => None,
+            };
+            history(&db, HistoryCommand::List { label, server, group, outcome, limit })
         }
         Some(Command::Show { run, db }) => {
             let run = match history_ref(&run)? {
@@ -130,14 +135,15 @@ fn matrix_plan(a: MatrixArgs) -> Result<(ClientPlan, MatrixPlan, MatrixRun), Str
     };
     let base = with_store(client_plan(a.host, &a.net, &test, DEFAULT_TIME)?, &a.store);
     let base = with_gates(base, &a.gates)?;
-    let u32_size = |b: ByteCount| {
-        u32::try_from(b.bytes()).map_err(|_| format!("--length {} is too large", b.bytes()))
+    let u32_size = |l: Size| match u32::try_from(l.bytes()) {
+        Ok(_) => Ok(l),
+        Err(_) => Err(format!("--length {} is too large", l.label())),
     };
     let lengths: Result<Vec<AxisValue>, String> =
         a.length.iter().map(|l| Ok(AxisValue::Length(l.map(u32_size).transpose()?))).collect();
     let axes = vec![
         a.parallel.iter().map(|p| AxisValue::Parallel(*p)).collect(),
-        a.window.iter().map(|w| AxisValue::Window(w.map(|w| w.bytes()))).collect(),
+        a.window.iter().map(|w| AxisValue::Window(*w)).collect(),
         lengths?,
         a.protocol.iter().map(|p| AxisValue::Protocol((*p).into())).collect(),
         a.direction.iter().map(|d| AxisValue::Direction((*d).into())).collect(),

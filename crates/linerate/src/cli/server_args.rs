@@ -8,7 +8,7 @@ use clap::Args;
 use linerate_proto::Limits;
 use linerate_proto::limits::{
     DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CLIENT_CONNECTIONS, DEFAULT_MAX_CLIENT_TESTS_PER_MINUTE,
-    DEFAULT_MAX_STREAMS, DEFAULT_MAX_TESTS, DEFAULT_QUEUE,
+    DEFAULT_MAX_STREAMS, DEFAULT_MAX_TESTS, DEFAULT_MIN_INTERVAL, DEFAULT_QUEUE,
 };
 
 use super::args::{DirectionArg, ProtocolArg, rate, seconds, size};
@@ -82,6 +82,10 @@ pub struct LimitArgs {
     /// peer whose connections stay up) [default: 10 s].
     #[arg(long = "idle-timeout", value_name = "SECONDS", value_parser = seconds, help_heading = "Limits")]
     pub idle_timeout: Option<Duration>,
+    /// Shortest sampling interval (-i) a test may ask for; -i 0 (no interval reports) is
+    /// always allowed [default: 0.1 s; at least 0.01 s].
+    #[arg(long = "min-interval", value_name = "SECONDS", value_parser = seconds, help_heading = "Limits")]
+    pub min_interval: Option<Duration>,
     /// Run one test at a time: later requests wait in a queue, told their place and an
     /// estimated wait (iperf3 clients, which cannot wait, are told the server is busy).
     #[arg(long = "exclusive", help_heading = "Admission")]
@@ -109,6 +113,7 @@ fn log_format(s: &str) -> Result<LogFormat, String> {
 // The defaults the help text states are the library's.
 const _: () = assert!(DEFAULT_MAX_TESTS == 16 && DEFAULT_MAX_STREAMS == 128 && DEFAULT_QUEUE == 8);
 const _: () = assert!(DEFAULT_IDLE_TIMEOUT.as_secs() == 10);
+const _: () = assert!(DEFAULT_MIN_INTERVAL.as_millis() == 100);
 const _: () =
     assert!(DEFAULT_MAX_CLIENT_CONNECTIONS == 32 && DEFAULT_MAX_CLIENT_TESTS_PER_MINUTE == 120);
 
@@ -154,6 +159,7 @@ impl LimitArgs {
             max_client_connections: self.max_client_connections,
             max_client_tests_per_minute: self.max_client_tests_per_minute,
             idle_timeout: self.idle_timeout.map(Seconds),
+            min_interval: self.min_interval.map(Seconds),
             exclusive: self.exclusive.then_some(true),
             queue: self.queue,
             psk_file: None,

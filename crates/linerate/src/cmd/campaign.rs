@@ -9,65 +9,79 @@
 //! missing ones are run; the same seed gives the same order, so the runs left are the ones the
 //! first attempt had not reached. A group is finished only when every planned run completed.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result, anyhow, bail};
-use serde_json::json;
+use anyhow::{Context, Result};
+use serde_json::{Value, json};
 
+use super::failed::{group_failure_kind, interrupted};
 use super::keep::{self, GroupRuns};
 use crate::plan::campaign::{CampaignPlan, CampaignRun, Tier};
 use crate::plan::matrix::Cell;
-use crate::record::RunRecord;
+use crate::record::{Failure, FailureKind, Outcome, RunRecord};
 use crate::report::campaign::{self as render, CampaignMeta};
-use crate::report::progress::DEFAULT_COLUMNS;
+use crate::report::notice::{Console, Notice, Stored};
 use crate::session::Interrupt;
 use crate::session::campaign::{CampaignProgress, run_campaign};
 use crate::stats::campaign::{TierSummary, cross_tier_findings, summarize_tier};
 use crate::store::resume::{self, Resumable};
 use crate::store::{RunKind, Store};
 
-/// Completed runs of an earlier attempt, per tier: (cell index, repetition, record).
+/// Runs of an earlier attempt, per tier: (cell index, repetition, record).
 type Prior = Vec<Vec<(usize, u32, RunRecord)>>;
+
+/// A resumed group's runs per tier: the completed ones the runner skips, and every stored run
+/// of the plan in stored order (failed and interrupted attempts too, which the figures do not
+/// count but the tables and the document list, as `report` does).
+#[derive(Debug)]
+struct Earlier {
+    kept: Prior,
+    all: Prior,
+}
+
+impl Earlier {
+    fn none(tiers: usize) -> Self {
+        Self { kept: vec![Vec::new(); tiers], all: vec![Vec::new(); tiers] }
+    }
+}
 
 /// Runs the campaign, stores every run, renders the report.
 pub fn run(c: &CampaignRun, interrupt: &Interrupt) -> Result<ExitCode> {
-    let mut store = keep::open(&c.store);
-    let (group, seed, prior) = start_or_resume(c, &mut store)?;
     let text = c.output == crate::plan::OutputFormat::Text;
-    let kept: usize = prior.iter().map(Vec::len).sum();
+    let console = super::console(text);
+    let mut store = keep::open(&c.store, &console);
+    let (group, seed, earlier) = start_or_resume(c, &mut store)?;
+    let kept: usize = earlier.kept.iter().map(Vec::len).sum();
     if text {
         let resumed = c.resume.and(group).map(|g| (g, kept));
         render::render_start(&c.plan, seed, resumed, &mut std::io::stdout().lock())?;
     }
     let bases: Vec<_> =
         c.plan.tiers.iter().map(|t| t.client_plan(c.output, c.store.clone())).collect();
-    let tty = std::io::stderr().is_terminal();
-    let mut progress = |p: CampaignProgress<'_>| {
-        if tty {
-            let line = render::progress_line(
-                (&p.tier.name, p.tier_index, p.tiers),
-                &p.cell.label(),
-                p.repetition,
-                (p.done, p.planned),
-                p.eta,
-                crate::sys::stderr_columns().unwrap_or(DEFAULT_COLUMNS),
-            );
-            eprint!("\r\x1b[2K{line}");
-        }
-    };
+    let mut progress = |p: CampaignProgress<'_>| console.progress(&p.into());
     let mut runs = GroupRuns::new(
         store,
         (RunKind::CampaignCell, group),
         c.store.labels.clone(),
         (c.stop_after, interrupt),
+        &console,
     );
+    runs.wanted = c.store.path.clone();
     let mut keep = |tier: &Tier, cell: &Cell, rep: u32, record: &RunRecord| {
         runs.keep(format!("{}/{}", tier.name, cell.label()), rep, record);
     };
-    let outcome = run_campaign(&c.plan, &bases, seed, prior, interrupt, &mut progress, &mut keep);
-    if tty {
-        eprint!("\r\x1b[2K");
+    let kept_per_tier: Vec<usize> = earlier.kept.iter().map(Vec::len).collect();
+    let mut outcome =
+        run_campaign(&c.plan, &bases, seed, earlier.kept, interrupt, &mut progress, &mut keep);
+    console.end_progress();
+    let complete = outcome.tiers.iter().all(|o| {
+        o.stopped.is_none() && o.runs.iter().all(|(_, _, r)| r.outcome == Outcome::Completed)
+    });
+    // What the group holds now, as `report` reads it: every earlier run, then the new ones.
+    for ((o, mut all), kept) in outcome.tiers.iter_mut().zip(earlier.all).zip(kept_per_tier) {
+        all.extend(o.runs.drain(kept..));
+        o.runs = all;
     }
     let summaries: Vec<TierSummary> = c
         .plan
@@ -80,10 +94,10 @@ pub fn run(c: &CampaignRun, interrupt: &Interrupt) -> Result<ExitCode> {
             summarize_tier(t, &runs, o.stopped.as_deref())
         })
         .collect();
-    let complete = summaries.iter().all(|t| t.stopped.is_none() && t.failed == 0);
     if let (Some(s), Some(g), true) = (runs.store.as_mut(), group, complete) {
         s.finish_group(g)?;
     }
+    let unstored = runs.unstored();
     let findings = cross_tier_findings(&summaries);
     let mut out = std::io::stdout().lock();
     if text {
@@ -95,14 +109,18 @@ pub fn run(c: &CampaignRun, interrupt: &Interrupt) -> Result<ExitCode> {
         render::render_json(meta, &tiers, &findings, &mut out)?;
     }
     out.flush()?;
-    conclude(c, group, complete, interrupt, &mut out)
+    let kind =
+        group_failure_kind(outcome.tiers.iter().flat_map(|t| t.runs.iter().map(|(_, _, r)| r)));
+    let status = conclude(c, (group, complete, kind), interrupt, &console)?;
+    unstored?;
+    Ok(status)
 }
 
 /// A new group (if there is a history), or the group to resume with its seed and runs.
 fn start_or_resume(
     c: &CampaignRun,
     store: &mut Option<Store>,
-) -> Result<(Option<i64>, u64, Prior)> {
+) -> Result<(Option<i64>, u64, Earlier)> {
     let plan_json = serde_json::to_value(&c.plan)?;
     match c.resume {
         Some(which) => {
@@ -112,6 +130,7 @@ fn start_or_resume(
                 plan: &plan_json,
                 name: Some(&c.plan.name),
                 fix: "restore the campaign file",
+                canonical: Value::clone,
             };
             let g = resume::find_open_group(s, which, &resumable)?;
             let seed = resume::stored_seed(&g)?;
@@ -122,62 +141,72 @@ fn start_or_resume(
             let g = store
                 .as_mut()
                 .and_then(|s| s.begin_group("campaign", Some(&c.plan.name), &params).ok());
-            Ok((g, c.seed, vec![Vec::new(); c.plan.tiers.len()]))
+            Ok((g, c.seed, Earlier::none(c.plan.tiers.len())))
         }
     }
 }
 
-/// The last lines and the exit status: how to continue an incomplete campaign.
+/// The last lines and the exit status: how to continue an incomplete campaign; `kind` is the
+/// kind of its last failed run.
 fn conclude(
     c: &CampaignRun,
-    group: Option<i64>,
-    complete: bool,
+    (group, complete, kind): (Option<i64>, bool, FailureKind),
     interrupt: &Interrupt,
-    out: &mut dyn Write,
+    console: &Console,
 ) -> Result<ExitCode> {
     let db = c.db_given.as_ref().map_or(String::new(), |d| format!(" --db {}", d.display()));
     let hint = format!("linerate campaign {}{db} --resume", c.file.display());
-    if let (Some(g), true) = (group, c.output == crate::plan::OutputFormat::Text) {
-        writeln!(
-            out,
-            "Stored as campaign group {g} (linerate report c{g} --format html -o c{g}.html; \
-             linerate history --group {g})."
-        )?;
+    if let Some(g) = group {
+        console.show(&Notice::Stored(Stored::Campaign(g)));
     }
     if complete {
         return Ok(ExitCode::SUCCESS);
     }
-    if group.is_none() {
-        bail!("the campaign did not complete, and without the history it cannot be resumed");
-    }
+    let unresumable = "the campaign did not complete, and without the history it cannot be resumed";
     if interrupt.count() > 0 {
-        eprintln!("Interrupted: the completed runs are stored; continue with `{hint}`");
-        return Ok(ExitCode::SUCCESS);
+        return Err(match group {
+            Some(_) => interrupted(
+                interrupt,
+                &format!("the completed runs are stored; continue with `{hint}`"),
+            ),
+            None => interrupted(interrupt, unresumable),
+        });
     }
-    Err(anyhow!(
-        "the campaign did not complete (a tier stopped early or runs failed; see above); \
-         fix the cause and run the missing runs with `{hint}`"
-    ))
+    if group.is_none() {
+        return Err(Failure::new(kind, unresumable).into());
+    }
+    Err(Failure::new(
+        kind,
+        format!(
+            "the campaign did not complete (a tier stopped early or runs failed; see above); \
+             fix the cause and run the missing runs with `{hint}`"
+        ),
+    )
+    .into())
 }
 
-/// The completed runs of group `id`, per tier, by cell index; other outcomes are run again.
-fn prior_runs(store: &Store, id: i64, plan: &CampaignPlan, seed: u64) -> Result<Prior> {
+/// The runs of group `id`, per tier, by cell index (see [`Earlier`]).
+fn prior_runs(store: &Store, id: i64, plan: &CampaignPlan, seed: u64) -> Result<Earlier> {
     let cells: Vec<Vec<Cell>> = plan
         .tiers
         .iter()
         .enumerate()
         .map(|(i, t)| t.matrix_plan(CampaignPlan::tier_seed(seed, i)).cells())
         .collect();
-    let mut prior: Prior = vec![Vec::new(); plan.tiers.len()];
-    for (name, rep, record) in resume::completed_runs(store, id)? {
+    let mut earlier = Earlier::none(plan.tiers.len());
+    for run in resume::planned_runs(store, id)? {
+        let name = &run.cell;
         let found = plan.tiers.iter().enumerate().find_map(|(t, tier)| {
             let label = name.strip_prefix(&tier.name)?.strip_prefix('/')?;
-            Some((t, cells[t].iter().find(|c| c.label() == label)?.index))
+            Some((t, cells[t].iter().find(|c| c.is_named(label))?.index))
         });
         let (tier, cell) = found.with_context(|| {
             format!("run {name:?} of group {id} is of no cell of this campaign")
         })?;
-        prior[tier].push((cell, rep, record));
+        if run.kept {
+            earlier.kept[tier].push((cell, run.repetition, run.record.clone()));
+        }
+        earlier.all[tier].push((cell, run.repetition, run.record));
     }
-    Ok(prior)
+    Ok(earlier)
 }

@@ -1,16 +1,20 @@
 //! `linerate client HOST` (and `-c HOST`): one test, or a `--find-max` rate search; the run
 //! is stored, rendered in the chosen format, and gated (`--fail-below`, `--fail-regression`).
+//! Then a failed test is its [`Failure`], an interrupted one an interruption, a short one a
+//! failed gate: errors `main` turns into the exit status.
 
 use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::{Result, anyhow};
+use anyhow::Result;
 
+use super::failed::interrupted;
 use super::gate::gate;
 use super::keep;
 use crate::plan::search::{RateSearch, SearchPlan};
 use crate::plan::{ClientPlan, OutputFormat};
-use crate::record::{Outcome, RunRecord};
+use crate::record::{Failure, Outcome, RunRecord};
+use crate::report::notice::{Notice, Stored};
 use crate::report::{iperf3_json, json, text};
 use crate::session::{Interrupt, Quiet, client, iperf3};
 use crate::stats;
@@ -30,12 +34,17 @@ pub fn run(plan: &ClientPlan, interrupt: &Interrupt) -> Result<ExitCode> {
         OutputFormat::JsonStream => run(plan, &mut json::JsonStream::new(stdout.lock()), interrupt),
         OutputFormat::Json | OutputFormat::Iperf3Json => run(plan, &mut Quiet, interrupt),
     };
-    finish_client(plan, &record)
+    finish_client(plan, &record, interrupt)
 }
 
-fn finish_client(plan: &ClientPlan, record: &RunRecord) -> Result<ExitCode> {
-    let stored =
-        keep::keep(&mut keep::open(&plan.store), record, &RunMeta::test(plan.store.labels.clone()));
+fn finish_client(plan: &ClientPlan, record: &RunRecord, interrupt: &Interrupt) -> Result<ExitCode> {
+    let console = super::console(plan.output == OutputFormat::Text);
+    let meta = RunMeta::test(plan.store.labels.clone());
+    let kept = keep::keep(&mut keep::open(&plan.store, &console), &plan.store, record, &meta);
+    let (stored, unstored) = match kept {
+        Ok(id) => (id, None),
+        Err(lost) => (None, Some(lost)),
+    };
     let mut out = std::io::stdout().lock();
     let has_figures = record.client.is_some() || record.server_results.is_some();
     match plan.output {
@@ -45,29 +54,35 @@ fn finish_client(plan: &ClientPlan, record: &RunRecord) -> Result<ExitCode> {
         OutputFormat::Text if has_figures => text::render_run(record, &mut out)?,
         OutputFormat::Text => {}
     }
-    if let (Some(id), OutputFormat::Text) = (stored, plan.output) {
-        writeln!(out, "Stored as run {id} (linerate show {id}).")?;
-    }
     out.flush()?;
-    if !matches!(record.outcome, Outcome::Failed { .. }) {
-        let cells = vec![(
-            "run".to_string(),
-            vec![stats::matrix::received_rate(&stats::summarize(record))],
-        )];
-        gate(plan, &cells)?;
+    let failed = matches!(record.outcome, Outcome::Failed { .. });
+    if let Some(id) = stored {
+        // A failure is recorded, not presented as a result.
+        let kept = if failed { Stored::FailedRun(id) } else { Stored::Run(id) };
+        console.show(&Notice::Stored(kept));
     }
-    out.flush()?;
-    match &record.outcome {
-        Outcome::Completed | Outcome::Interrupted => Ok(ExitCode::SUCCESS),
-        Outcome::Failed { error } => Err(anyhow!("{error}")),
+    if let Some(failure) = record.outcome.failure() {
+        return Err(failure.into());
     }
+    if record.outcome == Outcome::Interrupted {
+        return Err(interrupted(interrupt, "the results until then are above"));
+    }
+    if let Some(lost) = unstored {
+        return Err(lost.into());
+    }
+    let cells =
+        vec![("run".to_string(), vec![stats::matrix::received_rate(&stats::summarize(record))])];
+    gate(plan, &cells)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `--find-max`: runs trials until the search is done, printing each, then the answer.
 fn find_max(plan: &ClientPlan, search_plan: SearchPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     let mut search = RateSearch::new(search_plan);
     let mut records = Vec::new();
-    let mut store = keep::open(&plan.store);
+    let console = super::console(plan.output == OutputFormat::Text);
+    let mut store = keep::open(&plan.store, &console);
+    let mut unstored = Vec::new();
     let params = serde_json::json!({ "max_loss": search_plan.max_loss, "start_bits_per_second": search_plan.start_bits_per_second, "spec": plan.spec });
     let group = store.as_mut().and_then(|s| s.begin_group("find_max", None, &params).ok());
     let mut out = std::io::stdout().lock();
@@ -82,8 +97,9 @@ fn find_max(plan: &ClientPlan, search_plan: SearchPlan, interrupt: &Interrupt) -
         let mut trial_plan = plan.clone();
         trial_plan.spec.bits_per_second = rate;
         let record = client::run(&trial_plan, &mut Quiet, interrupt);
-        if let Outcome::Failed { error } = &record.outcome {
-            return Err(anyhow!("trial {} at {} failed: {error}", records.len() + 1, rate));
+        if let Some(f) = record.outcome.failure() {
+            let why = format!("trial {} at {} failed: {}", records.len() + 1, rate, f.message);
+            return Err(Failure::new(f.kind, why).into());
         }
         let trial = search.record(crate::stats::udp::trial_of(&record, rate));
         let meta = RunMeta {
@@ -93,7 +109,10 @@ fn find_max(plan: &ClientPlan, search_plan: SearchPlan, interrupt: &Interrupt) -
             repetition: None,
             labels: plan.store.labels.clone(),
         };
-        keep::keep(&mut store, &record, &meta);
+        if let Err(lost) = keep::keep(&mut store, &plan.store, &record, &meta) {
+            console.show(&Notice::RunNotStored(lost.detail()));
+            unstored.push(lost);
+        }
         if text {
             text::render_trial(records.len() + 1, &trial, &mut out)?;
         }
@@ -108,5 +127,11 @@ fn find_max(plan: &ClientPlan, search_plan: SearchPlan, interrupt: &Interrupt) -
         _ => json::render_search(&answer, &search_plan, &records, &mut out)?,
     }
     out.flush()?;
+    if interrupt.count() > 0 {
+        return Err(interrupted(interrupt, "the answer above is from the trials until then"));
+    }
+    if !unstored.is_empty() {
+        return Err(crate::store::spill::UnstoredRuns(unstored).into());
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,19 +1,27 @@
 //! `linerate compare A B [--html FILE]`: two stored runs or groups, cell by cell, with a
-//! significance test and both ends' environment changes.
+//! significance test, the test settings that differ and both ends' environment changes.
+//!
+//! Nothing is dropped in silence: a cell only one side has is listed as not compared, and
+//! settings that differ (an upload against a download, one stream against four) are said
+//! before any change is read as an improvement. A and B are named as the user names them
+//! (`m1`, `14`), never by internal names.
 
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use linerate_proto::Environment;
 
+use crate::plan::matrix::values_of;
 use crate::plan::{HistoryPlan, HistoryRef};
-use crate::record::{Outcome, RunRecord};
+use crate::record::{Failure, Outcome, RunRecord};
 use crate::report;
+use crate::report::history::CompareRow;
 use crate::stats::compare::compare;
 use crate::stats::environment::end_changes;
 use crate::stats::matrix::received_rate;
+use crate::stats::settings::setting_changes;
 use crate::stats::summarize;
 use crate::store::Store;
 
@@ -30,24 +38,16 @@ pub fn run(
     let (a, b) = (store.resolve(a, false)?, store.resolve(b, false)?);
     let mut out = std::io::stdout().lock();
     let (a_cells, b_cells) = (cells(&store, a)?, cells(&store, b)?);
-    let rows: Vec<report::history::CompareRow> = a_cells
-        .iter()
-        .filter_map(|x| {
-            let y = b_cells.iter().find(|c| c.name == x.name)?;
-            Some(report::history::CompareRow {
-                cell: x.name.clone(),
-                result: compare(&x.rates, &y.rates, ALPHA),
-                environment: vec![
-                    end_changes("client", x.client_env.as_ref(), y.client_env.as_ref()),
-                    end_changes("server", x.server_env.as_ref(), y.server_env.as_ref()),
-                ],
-            })
-        })
-        .collect();
-    if rows.is_empty() {
-        bail!(
-            "{a:?} and {b:?} have no cell in common: compare runs with runs and matrices with matrices of the same axes"
-        );
+    let rows = rows(&a_cells, &b_cells);
+    if rows.iter().all(|r| r.only_in.is_some()) {
+        let (na, nb) = (name(&store, a), name(&store, b));
+        return Err(Failure::usage(format!(
+            "{na} and {nb} have no cell in common ({na}: {}; {nb}: {}): compare runs with runs \
+             and matrices with matrices of the same axes",
+            cell_names(&a_cells),
+            cell_names(&b_cells)
+        ))
+        .into());
     }
     report::history::render_compare(&rows, plan.json, &mut out)?;
     if let Some(path) = html {
@@ -58,19 +58,88 @@ pub fn run(
         let mut page = Vec::new();
         report::html::write_compare(&ra, &rb, &rows, &mut page)?;
         super::report::write_whole(path, &page)?;
-        if !plan.json {
-            writeln!(out, "HTML comparison written to {}", path.display())?;
-        }
+        out.flush()?;
+        super::console(!plan.json).show(&crate::report::notice::Notice::HtmlWritten(path));
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// One cell of a stored run or matrix: its received rates and the environments of its first
-/// completed run (the one `compare` diffs).
+/// A's cells compared with B's same cells, in A's order, then the cells only B has; a cell
+/// only one side has is a row saying so.
+fn rows(a_cells: &[Cell], b_cells: &[Cell]) -> Vec<CompareRow> {
+    let mut rows: Vec<CompareRow> = a_cells
+        .iter()
+        .map(|x| match b_cells.iter().find(|y| same_cell(&x.name, &y.name)) {
+            Some(y) => CompareRow {
+                cell: x.name.clone(),
+                result: compare(&x.rates, &y.rates, ALPHA),
+                environment: vec![
+                    end_changes("client", x.client_env.as_ref(), y.client_env.as_ref()),
+                    end_changes("server", x.server_env.as_ref(), y.server_env.as_ref()),
+                ],
+                settings: setting_changes(&x.first, &y.first),
+                only_in: None,
+            },
+            None => only_in("A", x, &x.rates, &[]),
+        })
+        .collect();
+    for y in b_cells.iter().filter(|y| !a_cells.iter().any(|x| same_cell(&x.name, &y.name))) {
+        rows.push(only_in("B", y, &[], &y.rates));
+    }
+    rows
+}
+
+/// The row of a cell only `side` has: its figures, no test.
+fn only_in(side: &'static str, c: &Cell, a: &[f64], b: &[f64]) -> CompareRow {
+    let mut result = compare(a, b, ALPHA);
+    let other = if side == "A" { "B" } else { "A" };
+    result.verdict = format!("not compared: only {side} has this cell ({other} has none)");
+    CompareRow {
+        cell: c.name.clone(),
+        result,
+        environment: Vec::new(),
+        settings: Vec::new(),
+        only_in: Some(side),
+    }
+}
+
+/// Whether two cell names are one cell: the same name, or the same axis values however their
+/// sizes were written (`w=256k` and `w=250K`, as older versions stored it).
+pub(super) fn same_cell(a: &str, b: &str) -> bool {
+    a == b || values_of(a).zip(values_of(b)).is_some_and(|(x, y)| !x.is_empty() && x == y)
+}
+
+/// `r` as the user names it: `14` for a run, `m3`, `c4` or `find-max 5` for a group.
+pub(super) fn name(store: &Store, r: HistoryRef) -> String {
+    match r {
+        HistoryRef::Run(id) => id.to_string(),
+        HistoryRef::Last => "last".into(),
+        HistoryRef::Group(id) => match store.group(id).ok().flatten().map(|g| g.kind) {
+            Some(k) if k == "campaign" => format!("c{id}"),
+            Some(k) if k == "find_max" => format!("find-max {id}"),
+            _ => format!("m{id}"),
+        },
+    }
+}
+
+fn cell_names(cells: &[Cell]) -> String {
+    match cells {
+        [] => "no completed run".into(),
+        [one] if one.name == "run" => "a single run".into(),
+        many => {
+            let names: Vec<&str> = many.iter().map(|c| c.name.as_str()).collect();
+            format!("cells {}", names.join(", "))
+        }
+    }
+}
+
+/// One cell of a stored run or matrix: its received rates, its first completed run (whose
+/// settings and environments `compare` diffs).
 struct Cell {
     name: String,
     rates: Vec<f64>,
+    first: RunRecord,
     client_env: Option<Environment>,
     server_env: Option<Environment>,
 }
@@ -83,6 +152,7 @@ impl Cell {
         Self {
             name,
             rates: vec![received_rate(&summarize(rec))],
+            first: rec.clone(),
             client_env: env(rec.client.as_ref()),
             server_env: env(rec.server_results.as_ref()),
         }
@@ -95,25 +165,41 @@ pub(super) fn samples(store: &Store, r: HistoryRef) -> Result<Vec<(String, Vec<f
 }
 
 fn cells(store: &Store, r: HistoryRef) -> Result<Vec<Cell>> {
-    let completed = |rec: &RunRecord| !matches!(rec.outcome, Outcome::Failed { .. });
+    // Only completed runs have figures of a whole test: an interrupted one covers part of it.
+    let completed = |rec: &RunRecord| rec.outcome == Outcome::Completed;
     match store.resolve(r, false)? {
         HistoryRef::Last => bail!("`last` could not be resolved in {}", store.path().display()),
         HistoryRef::Run(id) => {
-            let (_, rec) = store.run(id)?.with_context(|| format!("no run {id} in the history"))?;
-            if !completed(&rec) {
-                bail!("run {id} failed: it has no figures to compare");
+            let (_, rec) = store
+                .run(id)?
+                .ok_or_else(|| Failure::usage(format!("no run {id} in the history")))?;
+            match &rec.outcome {
+                Outcome::Completed => {}
+                Outcome::Interrupted => {
+                    return Err(Failure::usage(format!(
+                        "run {id} was interrupted: its figures cover part of a test, so it is \
+                         not compared; compare completed runs"
+                    ))
+                    .into());
+                }
+                Outcome::Failed { .. } => {
+                    let why = format!("run {id} failed: it has no figures to compare");
+                    return Err(Failure::usage(why).into());
+                }
             }
             Ok(vec![Cell::new("run".into(), &rec)])
         }
         HistoryRef::Group(id) => {
-            store.group(id)?.with_context(|| format!("no matrix m{id} in the history"))?;
+            store
+                .group(id)?
+                .ok_or_else(|| Failure::usage(format!("no group {id} in the history")))?;
             let mut cells: Vec<Cell> = Vec::new();
             for (_, meta, rec) in store.group_runs(id)? {
                 if !completed(&rec) {
                     continue;
                 }
                 let name = meta.cell.unwrap_or_else(|| "run".into());
-                match cells.iter_mut().find(|c| c.name == name) {
+                match cells.iter_mut().find(|c| same_cell(&c.name, &name)) {
                     Some(c) => c.rates.push(received_rate(&summarize(&rec))),
                     None => cells.push(Cell::new(name, &rec)),
                 }

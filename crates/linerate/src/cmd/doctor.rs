@@ -10,7 +10,7 @@ use crate::report;
 use crate::session;
 
 /// `linerate doctor`: gathers the facts (session), judges them (stats), prints (report).
-/// Exits 1 when a HOST was given but could not be examined, after printing what is known.
+/// Exits 3 when a HOST was given but could not be examined, after printing what is known.
 pub fn run(plan: &crate::plan::DoctorPlan) -> Result<ExitCode> {
     use crate::stats::doctor::{DoctorReport, diagnose, link_rate};
     let (local, remote) = match &plan.host {

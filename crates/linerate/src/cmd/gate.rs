@@ -3,21 +3,34 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result};
 
-use super::compare::{ALPHA, samples};
+use super::compare::{ALPHA, name, same_cell, samples};
 use crate::plan::{ClientPlan, Gates};
+use crate::record::Failure;
 use crate::stats::compare::compare;
 use crate::store::Store;
 use crate::units::format_bits_per_second;
 
-/// Fails (through an error) when a `--fail-below` or `--fail-regression` gate failed.
+/// A gate failed: the test ran and fell short (exit status 1). Says which, `; `-separated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GateFailed(pub String);
+
+impl std::fmt::Display for GateFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "gate failed: {}", self.0)
+    }
+}
+
+impl std::error::Error for GateFailed {}
+
+/// Fails with [`GateFailed`] when a `--fail-below` or `--fail-regression` gate failed.
 pub(crate) fn gate(plan: &ClientPlan, cells: &[(String, Vec<f64>)]) -> Result<()> {
     let failed = failed_gates(&plan.gates, plan.store.path.as_deref(), cells)?;
     if failed.is_empty() {
         return Ok(());
     }
-    Err(anyhow!("gate failed: {}", failed.join("; ")))
+    Err(GateFailed(failed.join("; ")).into())
 }
 
 /// Which gates failed for these results (cell label, received rates); empty = passed.
@@ -43,10 +56,13 @@ pub fn failed_gates(
     }
     if let Some((drop, baseline)) = gates.regression {
         let db = db.context("--fail-regression needs the history")?;
-        let before = samples(&Store::open_read_only(db)?, baseline)?;
+        let store = Store::open_read_only(db)?;
+        let before = samples(&store, baseline)?;
         let mut common = 0;
         for (cell, xs) in cells {
-            let Some((_, base)) = before.iter().find(|(c, _)| c == cell) else { continue };
+            let Some((_, base)) = before.iter().find(|(c, _)| same_cell(c, cell)) else {
+                continue;
+            };
             common += 1;
             let c = compare(base, xs, ALPHA);
             let change = c.change_percent.unwrap_or(0.0);
@@ -61,7 +77,11 @@ pub fn failed_gates(
             }
         }
         if common == 0 {
-            bail!("the baseline {baseline:?} has no cell in common with these results");
+            let why = format!(
+                "the baseline {} has no cell in common with these results",
+                name(&store, baseline)
+            );
+            return Err(Failure::usage(why).into());
         }
     }
     Ok(failed)

@@ -1,4 +1,5 @@
-//! `linerate history`: lists stored runs (newest first), filtered by label, server or group.
+//! `linerate history`: lists stored runs (newest first), filtered by label, server, group or
+//! outcome (`--failed` lists failures with their errors).
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -6,6 +7,7 @@ use std::process::ExitCode;
 use anyhow::{Result, bail};
 
 use crate::plan::{HistoryCommand, HistoryPlan};
+use crate::record::Failure;
 use crate::report;
 use crate::store::{ListFilter, Store};
 
@@ -13,10 +15,11 @@ use crate::store::{ListFilter, Store};
 /// still reads), or an error saying how to get one.
 pub(super) fn open_existing(db: &std::path::Path) -> Result<Store> {
     if !db.exists() {
-        bail!(
+        return Err(Failure::usage(format!(
             "no history at {}: run a test first (results are stored by default), or give --db PATH",
             db.display()
-        );
+        ))
+        .into());
     }
     Store::open_read_only(db)
 }
@@ -24,13 +27,14 @@ pub(super) fn open_existing(db: &std::path::Path) -> Result<Store> {
 /// Runs `linerate history`.
 pub fn run(plan: &HistoryPlan) -> Result<ExitCode> {
     let store = open_existing(&plan.db)?;
-    let HistoryCommand::List { label, server, group, limit } = &plan.command else {
+    let HistoryCommand::List { label, server, group, outcome, limit } = &plan.command else {
         bail!("not a history listing");
     };
     let filter = ListFilter {
         label: label.clone(),
         server: server.clone(),
         group: *group,
+        outcome: *outcome,
         limit: Some(*limit),
     };
     let rows = store.list(&filter)?;

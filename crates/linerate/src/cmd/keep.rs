@@ -6,36 +6,27 @@
 
 use crate::plan::StorePlan;
 use crate::record::RunRecord;
-use crate::store::spill::{self, Unstored};
+use crate::report::notice::{Console, Notice};
+use crate::store::spill::{self, Unstored, UnstoredRuns};
 use crate::store::{RunMeta, Store};
 
 /// The store of a plan, or None (with a warning saying why) when it cannot be used.
-pub fn open(plan: &StorePlan) -> Option<Store> {
+pub fn open(plan: &StorePlan, console: &Console) -> Option<Store> {
     let path = plan.path.as_ref()?;
     match Store::open(path) {
         Ok(s) => Some(s),
         Err(e) => {
-            eprintln!("warning: results will not be stored: {e:#}");
+            console.show(&Notice::HistoryUnavailable(format!("{e:#}")));
             None
         }
     }
-}
-
-/// Stores `record`; a failure is a warning (saying where its JSON was saved), not an error.
-/// Returns the run id.
-pub fn keep(store: &mut Option<Store>, record: &RunRecord, meta: &RunMeta) -> Option<i64> {
-    let plan = StorePlan { path: store.as_ref().map(|s| s.path().to_path_buf()), labels: vec![] };
-    keep_or_save(store, &plan, record, meta).unwrap_or_else(|lost| {
-        eprintln!("warning: {lost}");
-        None
-    })
 }
 
 /// Stores `record` in the history of `plan`: `Ok(Some(id))` once stored, `Ok(None)` when no
 /// history was asked for (`--no-store`). When one was asked for but could not be opened
 /// (`store` is None) or refused the run, the run's `-J` document is saved to a file and
 /// [`Unstored`] says where: the command prints its results, then returns it as its error.
-pub fn keep_or_save(
+pub fn keep(
     store: &mut Option<Store>,
     plan: &StorePlan,
     record: &RunRecord,
@@ -73,12 +64,14 @@ pub struct GroupRuns<'a> {
     pub stop_after: Option<usize>,
     /// Triggered at `stop_after`.
     pub interrupt: &'a crate::session::Interrupt,
+    /// Where a failure to store is shown.
+    console: &'a Console,
     /// The history asked for, when it is not `store` (it could not be opened): runs are then
     /// saved as files and counted in `unstored`. None: the store's own file, if any.
     pub wanted: Option<std::path::PathBuf>,
     /// Runs the history did not take, each saved as a JSON file: after printing its results
-    /// the command ends non-zero with them as a `store::spill::UnstoredRuns` error.
-    pub unstored: Vec<Unstored>,
+    /// the command ends non-zero with them (see [`GroupRuns::unstored`]).
+    unstored: Vec<Unstored>,
     stored: usize,
 }
 
@@ -89,6 +82,7 @@ impl<'a> GroupRuns<'a> {
         (kind, group): (crate::store::RunKind, Option<i64>),
         labels: Vec<String>,
         (stop_after, interrupt): (Option<usize>, &'a crate::session::Interrupt),
+        console: &'a Console,
     ) -> Self {
         Self {
             store,
@@ -97,6 +91,7 @@ impl<'a> GroupRuns<'a> {
             labels,
             stop_after,
             interrupt,
+            console,
             wanted: None,
             unstored: Vec::new(),
             stored: 0,
@@ -114,13 +109,21 @@ impl<'a> GroupRuns<'a> {
         };
         let path = self.wanted.clone().or_else(|| self.store.as_ref().map(|s| s.path().into()));
         let plan = StorePlan { path, labels: vec![] };
-        if let Err(lost) = keep_or_save(&mut self.store, &plan, record, &meta) {
-            eprintln!("warning: {lost}");
+        if let Err(lost) = keep(&mut self.store, &plan, record, &meta) {
+            self.console.show(&Notice::RunNotStored(lost.detail()));
             self.unstored.push(lost);
         }
         self.stored += 1;
         if self.stop_after.is_some_and(|n| self.stored >= n) {
             self.interrupt.trigger();
+        }
+    }
+
+    /// The runs the history did not take, as the command's error once its results are out.
+    pub fn unstored(&mut self) -> Result<(), UnstoredRuns> {
+        match std::mem::take(&mut self.unstored) {
+            lost if lost.is_empty() => Ok(()),
+            lost => Err(UnstoredRuns(lost)),
         }
     }
 }
@@ -152,7 +155,7 @@ mod tests {
     #[test]
     fn no_history_asked_for_stores_and_saves_nothing() {
         let plan = StorePlan { path: None, labels: vec![] };
-        let kept = keep_or_save(&mut None, &plan, &record(), &RunMeta::test(vec![]));
+        let kept = keep(&mut None, &plan, &record(), &RunMeta::test(vec![]));
         assert!(matches!(kept, Ok(None)));
     }
 
@@ -161,7 +164,7 @@ mod tests {
         let d = dir("unopened");
         let plan = StorePlan { path: Some(d.join("h.sqlite")), labels: vec![] };
         let rec = record();
-        let lost = keep_or_save(&mut None, &plan, &rec, &RunMeta::test(vec![])).expect_err("lost");
+        let lost = keep(&mut None, &plan, &rec, &RunMeta::test(vec![])).expect_err("lost");
         let file = lost.saved.as_ref().expect("saved");
         assert_eq!(file.parent(), Some(d.as_path()));
         assert_eq!(std::fs::read(file).expect("read"), rendered(&rec), "the -J document");
@@ -178,7 +181,7 @@ mod tests {
         let mut store = Some(Store::open_read_only(&db).expect("read-only"));
         let plan = StorePlan { path: Some(db.clone()), labels: vec![] };
         let rec = record();
-        let lost = keep_or_save(&mut store, &plan, &rec, &RunMeta::test(vec![])).expect_err("lost");
+        let lost = keep(&mut store, &plan, &rec, &RunMeta::test(vec![])).expect_err("lost");
         assert!(lost.why.contains("is read-only"), "{}", lost.why);
         let file = lost.saved.as_ref().expect("saved");
         assert_eq!(std::fs::read(file).expect("read"), rendered(&rec));

@@ -8,24 +8,34 @@
 //! a group whose settings differ (see `resume`). A group is finished only when every planned
 //! run completed, so a matrix with failed runs can be completed later.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
+use super::failed::{group_failure_kind, interrupted, last_failure};
 use super::keep::{self, GroupRuns};
-use crate::plan::matrix::{Cell, MatrixPlan, MatrixRun};
+use crate::plan::matrix::{AxisValue, Cell, MatrixPlan, MatrixRun};
 use crate::plan::{ClientPlan, OutputFormat};
-use crate::record::{Outcome, RunRecord};
-use crate::report::progress::DEFAULT_COLUMNS;
+use crate::record::{Failure, Outcome, RunRecord};
+use crate::report::notice::{Notice, Stored};
 use crate::session::{self, Interrupt};
 use crate::stats;
 use crate::store::resume::{self, Resumable};
 use crate::store::{RunKind, Store};
 
-/// Completed runs of an earlier attempt: (cell index, repetition, record).
+/// Runs of earlier attempts: (cell index, repetition, record).
 type Prior = Vec<(usize, u32, RunRecord)>;
+
+/// A resumed group's runs: the completed ones the runner skips, and every stored run of the
+/// plan in stored order (failed and interrupted attempts too, which the figures do not count
+/// but the table and the document list, as `report` does).
+#[derive(Debug, Default)]
+struct Earlier {
+    kept: Prior,
+    all: Prior,
+}
 
 /// Runs every cell (after the completed runs of a resumed group), shows progress on a
 /// terminal, stores every run, then renders the table and findings (or one JSON document).
@@ -35,47 +45,44 @@ pub fn run(
     how: &MatrixRun,
     interrupt: &Interrupt,
 ) -> Result<ExitCode> {
-    let mut store = keep::open(&base.store);
-    let (group, plan, prior) = start_or_resume(base, plan, how, &mut store)?;
+    let console = super::console(base.output == OutputFormat::Text);
+    let mut store = keep::open(&base.store, &console);
+    let (group, plan, earlier) = start_or_resume(base, plan, how, &mut store)?;
     let cells = plan.cells();
-    let text_out = base.output == OutputFormat::Text;
-    if text_out {
-        let mut out = std::io::stdout().lock();
-        crate::report::matrix::render_start(&plan, cells.len(), &mut out)?;
-        if let (Some(g), Some(_)) = (group, how.resume) {
-            writeln!(out, "Resuming matrix m{g}: {} completed run(s) kept.", prior.len())?;
-        }
+    if base.output == OutputFormat::Text {
+        let resumed = how.resume.and(group).map(|g| (g, earlier.kept.len()));
+        crate::report::matrix::render_start(&plan, cells.len(), resumed, &mut std::io::stdout())?;
     }
-    let tty = std::io::stderr().is_terminal();
-    let mut progress = |p: session::matrix::Progress<'_>| {
-        if tty {
-            let line = crate::report::matrix::progress_line(
-                (p.done, p.planned),
-                &p.cell.label(),
-                p.repetition,
-                p.eta,
-                crate::sys::stderr_columns().unwrap_or(DEFAULT_COLUMNS),
-            );
-            eprint!("\r\x1b[2K{line}");
-        }
-    };
+    let mut progress = |p: session::matrix::Progress<'_>| console.progress(&p.into());
     let mut runs = GroupRuns::new(
         store,
         (RunKind::MatrixCell, group),
         base.store.labels.clone(),
         (how.stop_after, interrupt),
+        &console,
     );
+    runs.wanted = base.store.path.clone();
     let mut keep = |cell: &Cell, rep: u32, record: &RunRecord| runs.keep(cell.label(), rep, record);
-    let outcome =
-        session::matrix::run_matrix_from(base, &plan, prior, interrupt, &mut progress, &mut keep);
-    if tty {
-        eprint!("\r\x1b[2K");
-    }
+    let kept = earlier.kept.len();
+    let mut outcome = session::matrix::run_matrix_from(
+        base,
+        &plan,
+        earlier.kept,
+        interrupt,
+        &mut progress,
+        &mut keep,
+    );
+    console.end_progress();
     let complete = outcome.stopped.is_none()
         && outcome.runs.iter().all(|(_, _, r)| r.outcome == Outcome::Completed);
     if let (Some(s), Some(g), true) = (runs.store.as_mut(), group, complete) {
         s.finish_group(g)?;
     }
+    let unstored = runs.unstored();
+    // What the group holds now, as `report` reads it: every earlier run, then the new ones.
+    let mut all = earlier.all;
+    all.extend(outcome.runs.drain(kept..));
+    outcome.runs = all;
     let runs: Vec<(usize, RunRecord)> =
         outcome.runs.iter().map(|(c, _, r)| (*c, r.clone())).collect();
     let summary = stats::matrix::summarize_matrix(&cells, &runs, plan.until_ci);
@@ -91,22 +98,27 @@ pub fn run(
             &mut out,
         )?,
     }
-    if let (Some(g), true) = (group, text_out) {
-        writeln!(
-            out,
-            "Stored as matrix m{g} (linerate report m{g} --format html -o m{g}.html; \
-             linerate compare m{g} mN)."
-        )?;
-    }
     out.flush()?;
-    if let (Some(g), false) = (group, complete) {
-        eprintln!(
-            "The matrix did not complete: its completed runs are stored; run the rest with the \
-             same command and `--resume m{g}`"
-        );
+    if let Some(g) = group {
+        console.show(&Notice::Stored(Stored::Matrix(g)));
     }
-    if let Some(why) = stopped.filter(|_| interrupt.count() == 0) {
-        return Err(anyhow!("matrix stopped early: {why}"));
+    if let (Some(group), false) = (group, complete) {
+        console.show(&Notice::MatrixIncomplete { group });
+    }
+    if interrupt.count() > 0 {
+        return Err(interrupted(interrupt, "the runs until then are above"));
+    }
+    unstored?;
+    let records = || outcome.runs.iter().map(|(_, _, r)| r);
+    let kind = group_failure_kind(records());
+    if let Some(why) = stopped {
+        return Err(Failure::new(kind, format!("matrix stopped early: {why}")).into());
+    }
+    if let Some(last) = last_failure(records()) {
+        let failed = records().filter(|r| r.outcome.failure().is_some()).count();
+        let why =
+            format!("{failed} of {} runs failed (last: {})", outcome.runs.len(), last.message);
+        return Err(Failure::new(kind, why).into());
     }
     let cells: Vec<(String, Vec<f64>)> =
         summary.cells.iter().map(|c| (c.label.clone(), c.samples.clone())).collect();
@@ -131,18 +143,39 @@ fn identity(base: &ClientPlan, plan: &MatrixPlan) -> Value {
     })
 }
 
+/// The axes of a stored identity, each value with the words it was stored with.
+fn stored_axes(identity: &Value) -> Option<Vec<Vec<AxisValue>>> {
+    identity["axes"]
+        .as_array()?
+        .iter()
+        .map(|a| a.as_array()?.iter().map(|l| AxisValue::from_label(l.as_str()?)).collect())
+        .collect()
+}
+
+/// An identity with its axes' sizes written canonically: a matrix stored with `w=250K` (as
+/// versions before the user's words were kept wrote `256k`) is the same matrix as `w=256k`.
+fn canonical_identity(identity: &Value) -> Value {
+    let mut v = identity.clone();
+    if let Some(axes) = stored_axes(identity) {
+        let labels: Vec<Vec<String>> =
+            axes.iter().map(|a| a.iter().map(|v| v.canonical().label()).collect()).collect();
+        v["axes"] = json!(labels);
+    }
+    v
+}
+
 /// A new group (if there is a history), or the group to resume with its seed and runs.
 fn start_or_resume(
     base: &ClientPlan,
     plan: &MatrixPlan,
     how: &MatrixRun,
     store: &mut Option<Store>,
-) -> Result<(Option<i64>, MatrixPlan, Prior)> {
+) -> Result<(Option<i64>, MatrixPlan, Earlier)> {
     let identity = identity(base, plan);
     let Some(which) = how.resume else {
         let params = json!({ "plan": identity, "seed": plan.seed });
         let group = store.as_mut().and_then(|s| s.begin_group("matrix", None, &params).ok());
-        return Ok((group, plan.clone(), Vec::new()));
+        return Ok((group, plan.clone(), Earlier::default()));
     };
     let s = store.as_ref().context("--resume needs the history, which cannot be opened")?;
     let resumable = Resumable {
@@ -150,17 +183,25 @@ fn start_or_resume(
         plan: &identity,
         name: None,
         fix: "repeat the original command line (host, port, axes, --repeat, test flags)",
+        canonical: canonical_identity,
     };
     let g = resume::find_open_group(s, which, &resumable)?;
-    let plan = MatrixPlan { seed: resume::stored_seed(&g)?, ..plan.clone() };
+    // The group's cells keep the words they were stored with (`w=256k`), however they were
+    // written this time.
+    let axes = stored_axes(&g.params["plan"]).unwrap_or_else(|| plan.axes.clone());
+    let plan = MatrixPlan { seed: resume::stored_seed(&g)?, axes, ..plan.clone() };
     let cells = plan.cells();
-    let mut prior = Prior::new();
-    for (label, rep, record) in resume::completed_runs(s, g.id)? {
+    let mut earlier = Earlier::default();
+    for run in resume::planned_runs(s, g.id)? {
+        let label = &run.cell;
         let cell = cells
             .iter()
-            .find(|c| c.label() == label)
+            .find(|c| c.is_named(label))
             .with_context(|| format!("run {label:?} of matrix m{} is of no cell here", g.id))?;
-        prior.push((cell.index, rep, record));
+        if run.kept {
+            earlier.kept.push((cell.index, run.repetition, run.record.clone()));
+        }
+        earlier.all.push((cell.index, run.repetition, run.record));
     }
-    Ok((Some(g.id), plan, prior))
+    Ok((Some(g.id), plan, earlier))
 }

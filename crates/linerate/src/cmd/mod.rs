@@ -1,6 +1,8 @@
 //! The command layer: one file per subcommand. Each takes its typed plan (from `cli/`) and
 //! wires the runners of `session/` and `plan/` to the record, the history (`store/`) and the
-//! renderers (`report/`), and decides the exit status.
+//! renderers (`report/`), and decides the exit status: a command that did not succeed returns
+//! a typed error (a [`crate::record::Failure`] with its kind, or a [`GateFailed`]) after
+//! printing and storing what it has, and `main` maps that error to the code.
 //!
 //! This is the only layer that may import every other one; nothing imports it but `main.rs`.
 //! Commands compute nothing themselves (`stats/` does) and format nothing themselves
@@ -10,6 +12,7 @@ mod campaign;
 mod client;
 mod compare;
 mod doctor;
+mod failed;
 mod gate;
 mod generate;
 mod history;
@@ -21,12 +24,22 @@ mod server;
 mod show;
 mod source;
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use anyhow::Result;
 
 use crate::plan::{HistoryCommand, Plan};
+use crate::report::notice::Console;
 use crate::session::Interrupt;
+
+/// Where a command's notices go: notes with text results (`text`), progress when standard
+/// error is a terminal (read for its width as each line is drawn).
+fn console(text: bool) -> Console {
+    let terminal = std::io::stderr().is_terminal().then_some(crate::sys::stderr_columns as _);
+    Console::new(text, terminal)
+}
+pub use gate::GateFailed;
 
 /// Runs the plan to completion.
 pub fn execute(plan: Plan) -> Result<ExitCode> {

@@ -11,13 +11,15 @@ use anyhow::{Context, Result};
 
 use super::source::{from_file, load};
 use crate::plan::{ReportPlan, ReportSource};
+use crate::record::Failure;
 use crate::report::model::build;
 
 /// Runs `linerate report`.
 pub fn run(plan: &ReportPlan) -> Result<ExitCode> {
     let source = match &plan.source {
         ReportSource::History { db, which } => load(db, *which)?,
-        ReportSource::File(path) => from_file(path)?,
+        // A file the user named that does not read as a report is the user's to fix.
+        ReportSource::File(path) => from_file(path).map_err(|e| Failure::usage_of(&e))?,
     };
     let report = build(source);
     let mut buf = Vec::new();

@@ -8,6 +8,7 @@ use anyhow::{Context, Result};
 
 use crate::plan::matrix::{MatrixPlan, MatrixRun};
 use crate::plan::{ClientPlan, Family, OutputFormat, ServerPlan};
+use crate::report::notice::Notice;
 use crate::report::text;
 use crate::session::Interrupt;
 use crate::session::server::{Notes, Server, ServerNote};
@@ -15,24 +16,15 @@ use crate::session::server::{Notes, Server, ServerNote};
 /// The default job: the seeds' first tier against an embedded server.
 pub fn run_default(base: ClientPlan, m: &MatrixPlan) -> Result<ExitCode> {
     with_embedded_server(base, |plan| {
-        println!(
-            "linerate: the default methodology on loopback against an embedded server on \
-                 127.0.0.1:{} (run `linerate --help` for everything else)",
-            plan.port
-        );
+        super::console(true).show(&Notice::DefaultJob { port: plan.port });
         super::matrix::run(plan, m, &MatrixRun::default(), &Interrupt::install()?)
     })
 }
 
 pub fn run(plan: ClientPlan) -> Result<ExitCode> {
     with_embedded_server(plan, |plan| {
-        if plan.output == OutputFormat::Text {
-            println!(
-                "linerate selftest: embedded server on 127.0.0.1:{}, {}",
-                plan.port,
-                text::describe_spec(&plan.spec)
-            );
-        }
+        let console = super::console(plan.output == OutputFormat::Text);
+        console.show(&Notice::Selftest { port: plan.port, spec: &plan.spec });
         super::client::run(plan, &Interrupt::install()?)
     })
 }

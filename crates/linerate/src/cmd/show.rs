@@ -3,38 +3,31 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::{Result, anyhow, bail};
+use anyhow::Result;
 
 use crate::plan::{HistoryPlan, HistoryRef};
-use crate::record::RunRecord;
+use crate::record::Failure;
 use crate::report;
 
 /// Runs `linerate show`.
 pub fn run(plan: &HistoryPlan, which: HistoryRef) -> Result<ExitCode> {
     let store = super::history::open_existing(&plan.db)?;
     let HistoryRef::Run(id) = store.resolve(which, true)? else {
-        bail!("`show` shows one run; use `linerate report` for a matrix or campaign");
+        return Err(Failure::usage(
+            "`show` shows one run; use `linerate report` for a matrix or campaign".to_string(),
+        )
+        .into());
     };
-    let (_, record) =
-        store.run(id)?.ok_or_else(|| anyhow!("no run {id} in {}", plan.db.display()))?;
+    let (_, record) = store
+        .run(id)?
+        .ok_or_else(|| Failure::usage(format!("no run {id} in {}", plan.db.display())))?;
     let mut out = std::io::stdout().lock();
     if plan.json {
         report::json::render_run(&record, &mut out)?;
     } else {
         report::text::render_run(&record, &mut out)?;
-        show_environments(&record, &mut out)?;
+        report::environment::render_ends(&record, &mut out)?;
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Both ends' environments under a shown run (or why one is missing).
-fn show_environments(record: &RunRecord, out: &mut dyn Write) -> Result<()> {
-    for (end, side) in [("client", &record.client), ("server", &record.server_results)] {
-        match side.as_ref().and_then(|s| s.environment.as_deref()) {
-            Some(e) => report::environment::render(&format!("Environment ({end})"), e, out)?,
-            None => writeln!(out, "Environment ({end}): not recorded")?,
-        }
-    }
-    Ok(())
 }

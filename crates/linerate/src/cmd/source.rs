@@ -9,17 +9,17 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::plan::HistoryRef;
 use crate::plan::campaign::{CampaignPlan, Tier};
 use crate::plan::matrix::{AxisValue, Cell, cells_of};
-use crate::record::{LinkAssumption, Outcome, RunRecord};
+use crate::record::{Failure, LinkAssumption, Outcome, RunRecord};
 use crate::report::model::{InputRun, ReportKind, Source, TierInput};
 use crate::stats::campaign::{TierPlace, tier_server};
-use crate::store::{GroupRow, RunMeta, Store};
+use crate::store::{GroupRow, RunMeta};
 
 fn is_ipv6(server: &str) -> bool {
     server.starts_with('[')
@@ -48,32 +48,31 @@ fn single_run(title: String, id: Option<i64>, record: RunRecord) -> Source {
 
 /// The report source of a stored run or group.
 pub fn load(db: &Path, which: HistoryRef) -> Result<Source> {
-    if !db.exists() {
-        bail!(
-            "no history at {}: run a test first (results are stored by default), or give --db PATH",
-            db.display()
-        );
-    }
-    let store = Store::open_read_only(db)?;
+    let store = super::history::open_existing(db)?;
     match store.resolve(which, false)? {
         HistoryRef::Last => bail!("`last` could not be resolved in {}", db.display()),
         HistoryRef::Run(id) => {
-            let (_, record) =
-                store.run(id)?.ok_or_else(|| anyhow!("no run {id} in {}", db.display()))?;
+            let (_, record) = store
+                .run(id)?
+                .ok_or_else(|| Failure::usage(format!("no run {id} in {}", db.display())))?;
             Ok(single_run(format!("run {id}"), Some(id), record))
         }
         HistoryRef::Group(id) => {
             let group = store.group(id)?.ok_or_else(|| {
-                anyhow!("no group {id} in {} (see `linerate history`)", db.display())
+                Failure::usage(format!(
+                    "no group {id} in {} (see `linerate history`)",
+                    db.display()
+                ))
             })?;
             let runs = store.group_runs(id)?;
             match group.kind.as_str() {
                 "campaign" => stored_campaign(&group, runs),
                 "matrix" => stored_matrix(&group, runs),
-                other => bail!(
+                other => Err(Failure::usage(format!(
                     "group {id} is a {other} group; `linerate report` reads runs, matrices and \
                      campaigns (list its runs with `linerate history --group {id}`)"
-                ),
+                ))
+                .into()),
             }
         }
     }
@@ -131,7 +130,7 @@ fn input_runs(
         let Some(label) = meta.cell.as_deref().unwrap_or("").strip_prefix(prefix) else {
             continue;
         };
-        let cell = cells.iter().find(|c| c.label() == label).with_context(|| {
+        let cell = cells.iter().find(|c| c.is_named(label)).with_context(|| {
             format!(
                 "run {id} of group {group} is of cell {label:?}, which the group's stored plan \
                  does not have: the history was changed outside linerate"
@@ -212,10 +211,25 @@ struct DocRun {
     record: RunRecord,
 }
 
-/// A cell of a document's summary: only what makes the cell; the figures are recomputed.
+/// A document's summary: only what makes the cells; the figures are recomputed.
 #[derive(Deserialize)]
 struct DocSummary {
-    cells: Vec<Cell>,
+    cells: Vec<DocCell>,
+}
+
+/// A cell of a document: its values hold bytes, its label the user's words for them.
+#[derive(Deserialize)]
+struct DocCell {
+    index: usize,
+    values: Vec<AxisValue>,
+    #[serde(default)]
+    label: String,
+}
+
+impl DocCell {
+    fn cell(self) -> Cell {
+        Cell { index: self.index, values: self.values }.worded_as(&self.label)
+    }
 }
 
 #[derive(Deserialize)]
@@ -232,7 +246,7 @@ fn doc_tier(t: DocTier) -> TierInput {
     TierInput {
         ipv6: is_ipv6(&t.server),
         place: TierPlace { name: t.name, server: t.server, link: t.link },
-        cells: t.summary.cells,
+        cells: t.summary.cells.into_iter().map(DocCell::cell).collect(),
         until_ci: None,
         stopped: t.stopped,
         runs: t

@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
+use linerate_proto::samples::SampleLog;
 use linerate_proto::{
     CostSample, CpuTimes, CycleSource, HostCost, MemoryUse, ProcessCpu, SystemCpu,
 };
@@ -32,7 +33,7 @@ pub struct CostMeter {
     last_us: u64,
     last_stat: Option<ProcStat>,
     last_process: Option<ProcessCpu>,
-    intervals: Vec<CostSample>,
+    intervals: SampleLog<CostSample>,
     cycles: Result<CycleCounter, String>,
     /// Process names that belong to the test (this tool and its peer program).
     own: Vec<String>,
@@ -61,7 +62,7 @@ impl CostMeter {
             last_process: process0,
             stat0,
             process0,
-            intervals: Vec::new(),
+            intervals: SampleLog::default(),
             cycles,
         }
     }
@@ -76,6 +77,16 @@ impl CostMeter {
     /// End of the last interval sample, microseconds since the start.
     pub fn last_sample_us(&self) -> u64 {
         self.last_us
+    }
+
+    /// Interval samples kept.
+    pub fn samples(&self) -> usize {
+        self.intervals.len()
+    }
+
+    /// Merges the interval samples pairwise (the stream set bounds its memory this way).
+    pub fn halve_samples(&mut self) {
+        self.intervals.halve();
     }
 
     /// Records one interval ending now.
@@ -137,7 +148,7 @@ impl CostMeter {
             process_id: Some(std::process::id()),
             memory,
             cycles,
-            intervals: self.intervals,
+            intervals: self.intervals.into_vec(),
             unavailable,
         }
     }

@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::plan::campaign_de::{Axis, RawCampaign, Settings};
 use crate::plan::matrix::{AxisValue, MatrixPlan};
+use crate::plan::size::Size;
 use crate::plan::{ClientPlan, DEFAULT_PORT, DEFAULT_UDP_RATE, Family, Gates, OutputFormat};
 use crate::plan::{DEFAULT_TCP_BLOCK, StorePlan};
 use crate::record::LinkAssumption;
@@ -122,8 +123,11 @@ impl Tier {
         MatrixPlan {
             axes: vec![
                 m.parallel.iter().map(|p| AxisValue::Parallel(*p)).collect(),
-                m.window_bytes.iter().map(|w| AxisValue::Window(*w)).collect(),
-                m.length_bytes.iter().map(|l| AxisValue::Length(*l)).collect(),
+                m.window_bytes.iter().map(|w| AxisValue::Window(w.map(Size::of_bytes))).collect(),
+                m.length_bytes
+                    .iter()
+                    .map(|l| AxisValue::Length(l.map(|l| Size::of_bytes(u64::from(l)))))
+                    .collect(),
                 m.protocol.iter().map(|p| AxisValue::Protocol(*p)).collect(),
                 m.direction.iter().map(|d| AxisValue::Direction(*d)).collect(),
             ],

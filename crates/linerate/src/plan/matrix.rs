@@ -12,6 +12,7 @@
 use linerate_proto::{Direction, Protocol, TestSpec};
 use serde::{Deserialize, Serialize};
 
+use crate::plan::size::Size;
 use crate::plan::{ClientPlan, DEFAULT_TCP_BLOCK, DEFAULT_UDP_DATAGRAM};
 
 /// One value of one axis.
@@ -20,10 +21,10 @@ use crate::plan::{ClientPlan, DEFAULT_TCP_BLOCK, DEFAULT_UDP_DATAGRAM};
 pub enum AxisValue {
     /// `-P`.
     Parallel(u32),
-    /// `-w`; None = the kernel's autotuning (the seeds' "default").
-    Window(Option<u64>),
+    /// `-w`; None = the kernel's autotuning.
+    Window(Option<Size>),
     /// `-l`; None = the default for the protocol.
-    Length(Option<u32>),
+    Length(Option<Size>),
     /// TCP or UDP.
     Protocol(Protocol),
     /// Which way data flows.
@@ -31,14 +32,14 @@ pub enum AxisValue {
 }
 
 impl AxisValue {
-    /// Short label for tables: `P=4`, `w=800k`, `l=64K`, `udp`, `recv`.
+    /// Short label for tables, sizes in the user's words: `P=4`, `w=256k`, `l=64K`, `udp`.
     pub fn label(&self) -> String {
         match self {
             AxisValue::Parallel(p) => format!("P={p}"),
             AxisValue::Window(None) => "w=default".into(),
-            AxisValue::Window(Some(w)) => format!("w={}", size_label(*w)),
+            AxisValue::Window(Some(w)) => format!("w={}", w.label()),
             AxisValue::Length(None) => "l=default".into(),
-            AxisValue::Length(Some(l)) => format!("l={}", size_label(u64::from(*l))),
+            AxisValue::Length(Some(l)) => format!("l={}", l.label()),
             AxisValue::Protocol(Protocol::Tcp) => "tcp".into(),
             AxisValue::Protocol(Protocol::Udp) => "udp".into(),
             AxisValue::Direction(Direction::Upload) => "send".into(),
@@ -47,10 +48,20 @@ impl AxisValue {
         }
     }
 
-    /// The value whose [`AxisValue::label`] is `label` (stored matrices keep their axes as
-    /// labels); None for a label no axis value has.
+    /// The same value with sizes labelled canonically (for comparing plans whatever the
+    /// spelling: `w=256k` and `w=250K` are one window).
+    pub fn canonical(self) -> AxisValue {
+        match self {
+            AxisValue::Window(w) => AxisValue::Window(w.map(Size::canonical)),
+            AxisValue::Length(l) => AxisValue::Length(l.map(Size::canonical)),
+            v => v,
+        }
+    }
+
+    /// The value whose [`AxisValue::label`] is `label`, sizes with the words it has (stored
+    /// matrices keep their axes as labels); None for a label no axis value has.
     pub fn from_label(label: &str) -> Option<AxisValue> {
-        let size = |t: &str| crate::units::parse_size(t).ok().map(|b| b.0);
+        let size = |t: &str| Size::spelled(t).ok();
         Some(match label {
             "w=default" => AxisValue::Window(None),
             "l=default" => AxisValue::Length(None),
@@ -62,7 +73,9 @@ impl AxisValue {
             _ => match label.split_once('=')? {
                 ("P", p) => AxisValue::Parallel(p.parse().ok()?),
                 ("w", w) => AxisValue::Window(Some(size(w)?)),
-                ("l", l) => AxisValue::Length(Some(u32::try_from(size(l)?).ok()?)),
+                ("l", l) => {
+                    AxisValue::Length(Some(size(l).filter(|l| u32::try_from(l.bytes()).is_ok())?))
+                }
                 _ => return None,
             },
         })
@@ -72,13 +85,21 @@ impl AxisValue {
     pub fn apply(&self, spec: &mut TestSpec) {
         match *self {
             AxisValue::Parallel(p) => spec.streams = p,
-            AxisValue::Window(w) => spec.window_bytes = w,
-            AxisValue::Length(Some(l)) => spec.block_bytes = l,
+            AxisValue::Window(w) => spec.window_bytes = w.map(Size::bytes),
+            // Lengths beyond u32 are refused when the plan is made (and by `from_label`).
+            AxisValue::Length(Some(l)) => {
+                spec.block_bytes = u32::try_from(l.bytes()).unwrap_or(u32::MAX)
+            }
             AxisValue::Length(None) => {}
             AxisValue::Protocol(p) => spec.protocol = p,
             AxisValue::Direction(d) => spec.direction = d,
         }
     }
+}
+
+/// The axis values of a cell label (`P=4 w=256k`); None if a word is not one.
+pub fn values_of(label: &str) -> Option<Vec<AxisValue>> {
+    label.split_whitespace().map(AxisValue::from_label).collect()
 }
 
 /// Every combination of `axes` (empty axes are not varied), in matrix order: the first axis
@@ -100,17 +121,6 @@ pub fn cells_of(axes: &[Vec<AxisValue>]) -> Vec<Cell> {
     cells.into_iter().enumerate().map(|(index, values)| Cell { index, values }).collect()
 }
 
-/// Sizes as people write them: 800k stays 800k (SI), 64K stays 64K (binary).
-fn size_label(bytes: u64) -> String {
-    match bytes {
-        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{}M", b >> 20),
-        b if b >= 1000 * 1000 && b % (1000 * 1000) == 0 => format!("{}m", b / 1_000_000),
-        b if b >= 1024 && b % 1024 == 0 => format!("{}K", b >> 10),
-        b if b >= 1000 && b % 1000 == 0 => format!("{}k", b / 1000),
-        b => b.to_string(),
-    }
-}
-
 /// One cell: a combination of axis values.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Cell {
@@ -124,6 +134,21 @@ impl Cell {
     /// `P=4 w=800k`.
     pub fn label(&self) -> String {
         self.values.iter().map(AxisValue::label).collect::<Vec<_>>().join(" ")
+    }
+
+    /// Whether `label` names this cell: its own label, or the same axis values written
+    /// otherwise (`w=250K`, as versions before the user's words were kept stored `w=256k`).
+    pub fn is_named(&self, label: &str) -> bool {
+        label == self.label() || values_of(label).is_some_and(|v| v == self.values)
+    }
+
+    /// This cell with the size words `label` gives its values, when it names the cell (a
+    /// document's cells carry bytes; their labels carry the words).
+    pub fn worded_as(self, label: &str) -> Cell {
+        match values_of(label) {
+            Some(values) if values == self.values => Cell { values, ..self },
+            _ => self,
+        }
     }
 
     /// The base test with this cell's values applied.
@@ -225,7 +250,7 @@ mod tests {
         MatrixPlan {
             axes: vec![
                 vec![AxisValue::Parallel(1), AxisValue::Parallel(2), AxisValue::Parallel(4)],
-                vec![AxisValue::Window(None), AxisValue::Window(Some(800_000))],
+                vec![AxisValue::Window(None), AxisValue::Window(Some(Size::of_bytes(800_000)))],
                 vec![],
             ],
             repeat: 3,
@@ -267,13 +292,14 @@ mod tests {
         let values = [
             AxisValue::Parallel(16),
             AxisValue::Window(None),
-            AxisValue::Window(Some(800_000)),
-            AxisValue::Window(Some(256 * 1024)),
-            AxisValue::Window(Some(3 << 20)),
-            AxisValue::Window(Some(2_000_000)),
+            AxisValue::Window(Some(Size::of_bytes(800_000))),
+            AxisValue::Window(Some(Size::of_bytes(256 * 1024))),
+            AxisValue::Window(Some(Size::of_bytes(3 << 20))),
+            AxisValue::Window(Some(Size::of_bytes(2_000_000))),
+            AxisValue::Window(Some(Size::spelled("256k").expect("size"))),
             AxisValue::Length(None),
-            AxisValue::Length(Some(1472)),
-            AxisValue::Length(Some(64 * 1024)),
+            AxisValue::Length(Some(Size::of_bytes(1472))),
+            AxisValue::Length(Some(Size::of_bytes(64 * 1024))),
             AxisValue::Protocol(Protocol::Udp),
             AxisValue::Protocol(Protocol::Tcp),
             AxisValue::Direction(Direction::Upload),
@@ -281,7 +307,9 @@ mod tests {
             AxisValue::Direction(Direction::Bidirectional),
         ];
         for v in values {
-            assert_eq!(AxisValue::from_label(&v.label()), Some(v), "{}", v.label());
+            let back = AxisValue::from_label(&v.label());
+            assert_eq!(back, Some(v), "{}", v.label());
+            assert_eq!(back.map(|b| b.label()), Some(v.label()), "the words read back");
         }
         for bad in ["", "P=", "P=x", "q=1", "w=12zz", "l=99999999999"] {
             assert_eq!(AxisValue::from_label(bad), None, "{bad}");
@@ -289,10 +317,21 @@ mod tests {
     }
 
     #[test]
-    fn size_labels_keep_the_unit_people_wrote() {
-        assert_eq!(size_label(800_000), "800k");
-        assert_eq!(size_label(65_536), "64K");
-        assert_eq!(size_label(4 << 20), "4M");
-        assert_eq!(size_label(1500), "1500");
+    fn a_cell_is_named_by_its_values_whatever_the_words() {
+        let words = Size::spelled("256k").expect("size");
+        let cell =
+            Cell { index: 0, values: vec![AxisValue::Parallel(2), AxisValue::Window(Some(words))] };
+        assert_eq!(cell.label(), "P=2 w=256k", "the user's words, not w=250K");
+        assert!(cell.is_named("P=2 w=256k"));
+        assert!(cell.is_named("P=2 w=250K"), "as older versions stored it");
+        assert!(cell.is_named("P=2 w=256000"));
+        assert!(!cell.is_named("P=2 w=256K"));
+        assert!(!cell.is_named("P=4 w=256k"));
+        let plain = Cell {
+            values: vec![AxisValue::Parallel(2), AxisValue::Window(Some(Size::of_bytes(256_000)))],
+            ..cell.clone()
+        };
+        assert_eq!(plain.clone().worded_as("P=2 w=256k").label(), "P=2 w=256k");
+        assert_eq!(plain.worded_as("P=4 w=1M").label(), "P=2 w=250K", "not its label: unchanged");
     }
 }

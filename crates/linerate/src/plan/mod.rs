@@ -14,6 +14,7 @@ pub mod matrix;
 pub mod pmtu;
 pub mod search;
 pub mod server;
+pub mod size;
 
 /// Default UDP rate per stream, as iperf3's (bit/s): low enough to be safe on any path.
 pub const DEFAULT_UDP_RATE: u64 = 1 << 20;
@@ -139,6 +140,8 @@ pub enum HistoryCommand {
         server: Option<String>,
         /// Only runs of this group.
         group: Option<i64>,
+        /// Only runs with this outcome (`completed`, `failed`).
+        outcome: Option<&'static str>,
         /// At most this many.
         limit: usize,
     },

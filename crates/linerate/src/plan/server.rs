@@ -44,6 +44,8 @@ pub struct ServerSettings {
     pub max_client_tests_per_minute: Option<u32>,
     /// `--idle-timeout`.
     pub idle_timeout: Option<Seconds>,
+    /// `--min-interval`.
+    pub min_interval: Option<Seconds>,
     /// `--exclusive`.
     pub exclusive: Option<bool>,
     /// `--queue`.
@@ -186,6 +188,7 @@ impl ServerSettings {
                 .max_client_tests_per_minute
                 .or(fallback.max_client_tests_per_minute),
             idle_timeout: self.idle_timeout.or(fallback.idle_timeout),
+            min_interval: self.min_interval.or(fallback.min_interval),
             exclusive: self.exclusive.or(fallback.exclusive),
             queue: self.queue.or(fallback.queue),
             psk_file: self.psk_file.or(fallback.psk_file),
@@ -255,6 +258,16 @@ impl ServerSettings {
             }
             l.idle_timeout = d.0;
         }
+        if let Some(d) = self.min_interval {
+            let floor = std::time::Duration::from_millis(linerate_proto::spec::MIN_INTERVAL_MS);
+            if d.0 < floor {
+                return Err(format!(
+                    "min_interval (--min-interval) must be at least {} s, the protocol's floor",
+                    floor.as_secs_f64()
+                ));
+            }
+            l.min_interval = d.0;
+        }
         l.exclusive = self.exclusive.unwrap_or(false);
         if let Some(n) = self.queue {
             l.queue = n;
@@ -281,7 +294,7 @@ mod tests {
             "max_tests = 2\nmax_streams = 8\nmax_duration = \"5m\"\nmax_bitrate = \"1G\"\nmax_total_bitrate = \"5G\"\n\
              max_bytes = \"10G\"\nallow_protocols = [\"tcp\"]\nallow_directions = [\"send\"]\n\
              max_client_connections = 4\nmax_client_tests_per_minute = 0\nexclusive = true\n\
-             queue = 3\nidle_timeout = 2.5\n",
+             queue = 3\nidle_timeout = 2.5\nmin_interval = 0.5\n",
             "s.toml",
         )
         .expect("valid");
@@ -295,6 +308,9 @@ mod tests {
         assert_eq!((l.max_client_connections, l.max_client_tests_per_minute), (4, 0));
         assert!(l.exclusive && l.queue == 3);
         assert_eq!(l.idle_timeout, Duration::from_millis(2500));
+        assert_eq!(l.min_interval, Duration::from_millis(500));
+        let e = parse_config("min_interval = 0.001\n", "s.toml").expect_err("under the floor");
+        assert!(e.message.contains("at least 0.01 s"), "{e}");
     }
 
     #[test]

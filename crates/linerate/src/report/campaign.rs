@@ -103,16 +103,3 @@ pub fn render_json(
     serde_json::to_writer_pretty(&mut *out, &doc).map_err(std::io::Error::other)?;
     writeln!(out)
 }
-
-/// The progress bar line (for a terminal `columns` wide).
-pub fn progress_line(
-    (tier, tier_index, tiers): (&str, usize, usize),
-    cell: &str,
-    repetition: u32,
-    (done, planned): (usize, usize),
-    eta: Option<std::time::Duration>,
-    columns: usize,
-) -> String {
-    let what = format!("tier {}/{tiers} {tier}: {cell} (run {repetition})", tier_index + 1);
-    super::progress::bar_line(done, planned, &what, eta, columns)
-}

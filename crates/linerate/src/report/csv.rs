@@ -3,9 +3,10 @@
 //! (`--csv-kind intervals`).
 //!
 //! Columns are stable (new ones are only appended) and carry their unit in the name. A figure
-//! that was not measured is an empty field, never 0. Numbers are written in full precision
-//! with `.` as the decimal point; text fields are quoted when they hold `,`, `"`, CR or LF
-//! (RFC 4180). Must not compute figures: everything comes from the report model.
+//! that was not measured is an empty field, never 0. Numbers are rounded to what was measured
+//! (bit/s and bytes as integers, CPU percentages to 0.1, fractions to 4 decimals, seconds to
+//! the microsecond), with `.` as the decimal point; text fields are quoted when they hold `,`,
+//! `"`, CR or LF (RFC 4180). Must not compute figures: everything comes from the report model.
 
 use std::io::Write;
 
@@ -17,7 +18,7 @@ use crate::report::model::Report;
 use crate::stats::matrix::CellSummary;
 
 /// Columns of `--csv-kind cells`, in order.
-pub const CELL_COLUMNS: [&str; 26] = [
+pub const CELL_COLUMNS: [&str; 27] = [
     "tier",
     "server",
     "cell",
@@ -44,6 +45,7 @@ pub const CELL_COLUMNS: [&str; 26] = [
     "fairness_jain",
     "link_share_fraction",
     "verdict",
+    "interrupted_runs",
 ];
 
 /// Columns of `--csv-kind intervals`, in order.
@@ -98,6 +100,20 @@ fn opt<T: ToString>(v: Option<T>) -> String {
     v.map(|v| v.to_string()).unwrap_or_default()
 }
 
+/// `v` to `decimals` places, without trailing zeros (`44.8`, `3`, `0.1771`); empty for None.
+fn fixed(v: Option<f64>, decimals: usize) -> String {
+    let Some(v) = v.filter(|v| v.is_finite()) else { return String::new() };
+    let text = format!("{v:.decimals$}");
+    let text =
+        if text.contains('.') { text.trim_end_matches('0').trim_end_matches('.') } else { &text };
+    if text == "-0" { "0".to_string() } else { text.to_string() }
+}
+
+/// Bits per second (or bytes) as a whole number: nothing below one was measured.
+fn whole(v: Option<f64>) -> String {
+    fixed(v, 0)
+}
+
 fn cells(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     line(out, &CELL_COLUMNS.map(String::from))?;
     for t in &report.tiers {
@@ -118,8 +134,8 @@ fn axis_fields(c: &CellSummary) -> [String; 5] {
     for v in &c.values {
         match *v {
             AxisValue::Parallel(p) => f[0] = p.to_string(),
-            AxisValue::Window(w) => f[1] = w.map_or("default".into(), |w| w.to_string()),
-            AxisValue::Length(l) => f[2] = l.map_or("default".into(), |l| l.to_string()),
+            AxisValue::Window(w) => f[1] = w.map_or("default".into(), |w| w.bytes().to_string()),
+            AxisValue::Length(l) => f[2] = l.map_or("default".into(), |l| l.bytes().to_string()),
             AxisValue::Protocol(p) => {
                 f[3] = match p {
                     Protocol::Tcp => "tcp",
@@ -145,22 +161,24 @@ fn figures(c: &CellSummary) -> Vec<String> {
     vec![
         c.runs.to_string(),
         c.failed.to_string(),
-        opt(s.map(|s| s.min)),
-        opt(s.map(|s| s.median)),
-        opt(s.map(|s| s.max)),
-        opt(s.map(|s| s.mean)),
-        opt(s.and_then(|s| s.stddev)),
-        opt(s.and_then(|s| s.ci95).map(|c| c.0)),
-        opt(s.and_then(|s| s.ci95).map(|c| c.1)),
-        opt(s.and_then(|s| s.cv)),
-        opt(c.client_cpu_percent),
-        opt(c.server_cpu_percent),
+        whole(s.map(|s| s.min)),
+        whole(s.map(|s| s.median)),
+        whole(s.map(|s| s.max)),
+        whole(s.map(|s| s.mean)),
+        whole(s.and_then(|s| s.stddev)),
+        whole(s.and_then(|s| s.ci95).map(|c| c.0)),
+        whole(s.and_then(|s| s.ci95).map(|c| c.1)),
+        fixed(s.and_then(|s| s.cv), 4),
+        fixed(c.client_cpu_percent, 1),
+        fixed(c.server_cpu_percent, 1),
         opt(c.peak_rss_bytes),
-        opt(c.retransmits),
-        opt(c.loss_percent),
-        opt(c.fairness),
-        opt(c.link_share),
+        fixed(c.retransmits, 1),
+        // Loss as small as one datagram in a million is still a figure.
+        fixed(c.loss_percent, 4),
+        fixed(c.fairness, 4),
+        fixed(c.link_share, 4),
         c.limit.clone().unwrap_or_default(),
+        c.interrupted.to_string(),
     ]
 }
 
@@ -190,10 +208,10 @@ fn intervals(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
                     s.stream.to_string(),
                     serde_name(&s.flow),
                     role.to_string(),
-                    p.start_seconds.to_string(),
-                    p.end_seconds.to_string(),
+                    fixed(Some(p.start_seconds), 6),
+                    fixed(Some(p.end_seconds), 6),
                     p.bytes.to_string(),
-                    opt(p.bits_per_second),
+                    whole(p.bits_per_second),
                     p.omitted.to_string(),
                     opt(p.retransmits_total),
                     run.record.server.clone(),
@@ -206,7 +224,18 @@ fn intervals(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::field;
+    use super::{field, fixed, whole};
+
+    #[test]
+    fn numbers_are_rounded_to_what_was_measured() {
+        assert_eq!(whole(Some(27_531_630_787.905_89)), "27531630788");
+        assert_eq!(fixed(Some(44.845_401_792_473_1), 1), "44.8");
+        assert_eq!(fixed(Some(0.177_147_763_367_362_43), 4), "0.1771");
+        assert_eq!(fixed(Some(10.0), 1), "10");
+        assert_eq!(fixed(Some(0.300_000_000_000_000_04), 6), "0.3");
+        assert_eq!(fixed(Some(-0.000_01), 1), "0");
+        assert_eq!((fixed(None, 1), fixed(Some(f64::NAN), 1)), (String::new(), String::new()));
+    }
 
     #[test]
     fn fields_are_quoted_only_when_they_must_be() {

@@ -5,6 +5,8 @@ use std::io::Write;
 
 use linerate_proto::{Environment, Fact, InterfaceEnvironment};
 
+use crate::record::RunRecord;
+
 /// The environment of one end, under a heading such as `Environment (client)`.
 pub fn render(heading: &str, e: &Environment, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out, "{heading}:")?;
@@ -33,6 +35,17 @@ pub fn render(heading: &str, e: &Environment, out: &mut dyn Write) -> std::io::R
     }
     for i in &e.interfaces {
         interface(i, out)?;
+    }
+    Ok(())
+}
+
+/// Both ends' environments under a shown run (`linerate show`), or why one is missing.
+pub fn render_ends(record: &RunRecord, out: &mut dyn Write) -> std::io::Result<()> {
+    for (end, side) in [("client", &record.client), ("server", &record.server_results)] {
+        match side.as_ref().and_then(|s| s.environment.as_deref()) {
+            Some(e) => render(&format!("Environment ({end})"), e, out)?,
+            None => writeln!(out, "Environment ({end}): not recorded")?,
+        }
     }
     Ok(())
 }

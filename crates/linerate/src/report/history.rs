@@ -5,19 +5,25 @@ use std::io::Write;
 use serde::Serialize;
 
 use crate::stats::compare::Comparison;
-use crate::stats::environment::EndChanges;
-use crate::store::RunRow;
+use crate::stats::environment::{EndChanges, EnvChange};
+use crate::store::{RunKind, RunRow};
 use crate::units::format_bits_per_second;
 
-/// One compared cell.
+/// One cell of a comparison: compared, or had by one side only.
 #[derive(Debug, Clone, Serialize)]
 pub struct CompareRow {
     /// The cell (`run` for single runs).
     pub cell: String,
-    /// The test.
+    /// The test (for a cell only one side has: no test, and a verdict saying so).
     pub result: Comparison,
     /// What changed in each end's environment between the first runs of the cell.
     pub environment: Vec<EndChanges>,
+    /// The test settings that differ between the first runs of the cell (direction,
+    /// streams, window, …): a change here makes it a comparison of two different tests.
+    pub settings: Vec<EnvChange>,
+    /// `A` or `B` for a cell only that side has (not compared); absent for compared cells.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub only_in: Option<&'static str>,
 }
 
 /// UTC date and time of a Unix timestamp in ms, e.g. `2026-11-22 07:30:12`.
@@ -48,6 +54,7 @@ pub fn render_list(rows: &[RunRow], json: bool, out: &mut dyn Write) -> std::io:
                     "group": r.group, "cell": r.cell, "server": r.server, "protocol": r.protocol,
                     "direction": r.direction, "streams": r.streams, "outcome": r.outcome,
                     "bits_per_second": r.bits_per_second, "labels": r.labels,
+                    "error": r.error,
                 })
             })
             .collect();
@@ -60,17 +67,11 @@ pub fn render_list(rows: &[RunRow], json: bool, out: &mut dyn Write) -> std::io:
         "run", "started (UTC)", "what", "server", "prot", "direction", "P", "received", "outcome"
     )?;
     for r in rows {
-        let what = match (r.group, &r.cell) {
-            (Some(g), Some(c)) => format!("m{g} {c}"),
-            (Some(g), None) => format!("m{g}"),
-            _ => r.kind.as_str().to_string(),
-        };
-        writeln!(
-            out,
+        let line = format!(
             "{:>5}  {:<19}  {:<22} {:<21} {:<4} {:<13} {:>3} {:>14}  {:<9} {}",
             r.id,
             utc(r.started_unix_ms),
-            what,
+            what(r),
             r.server,
             r.protocol,
             r.direction,
@@ -78,9 +79,29 @@ pub fn render_list(rows: &[RunRow], json: bool, out: &mut dyn Write) -> std::io:
             r.bits_per_second.map_or("n/a".into(), format_bits_per_second),
             r.outcome,
             r.labels.join(",")
-        )?;
+        );
+        writeln!(out, "{}", line.trim_end())?;
+        if let Some(e) = &r.error {
+            writeln!(out, "{:>5}  failed: {e}", "")?;
+        }
     }
     Ok(())
+}
+
+/// What a listed run was part of, named as the commands that read it take it: `m3 P=4` (a
+/// matrix and its cell), `c4 lan/P=4` (a campaign), `find-max 5 b=…` (a search, listed with
+/// `history --group 5`), or the kind of a run on its own.
+fn what(r: &RunRow) -> String {
+    let group = match (r.kind, r.group) {
+        (_, None) => return r.kind.as_str().to_string(),
+        (RunKind::CampaignCell, Some(g)) => format!("c{g}"),
+        (RunKind::FindMaxTrial, Some(g)) => format!("find-max {g}"),
+        (_, Some(g)) => format!("m{g}"),
+    };
+    match &r.cell {
+        Some(c) => format!("{group} {c}"),
+        None => group,
+    }
 }
 
 /// Cell-by-cell comparison of A (before) and B (after).
@@ -99,36 +120,65 @@ pub fn render_compare(rows: &[CompareRow], json: bool, out: &mut dyn Write) -> s
 /// What changed between the environments of A and B: one block for all cells when every
 /// cell saw the same change (the usual case: one host, one tuning step), else one per cell.
 pub fn environment_lines(rows: &[CompareRow]) -> Vec<String> {
+    let compared: Vec<&CompareRow> = rows.iter().filter(|r| r.only_in.is_none()).collect();
     let per_cell: Vec<Vec<String>> =
-        rows.iter().map(|r| r.environment.iter().map(environment_line).collect()).collect();
-    if per_cell.iter().all(Vec::is_empty) {
-        return Vec::new();
-    }
+        compared.iter().map(|r| r.environment.iter().map(environment_line).collect()).collect();
+    let Some(items) = per_cell_or_once(&compared, per_cell) else { return Vec::new() };
     let mut lines = vec!["Environment, A → B:".to_string()];
-    if per_cell.windows(2).all(|w| w[0] == w[1]) {
-        lines.extend(per_cell[0].iter().map(|l| format!("  {l}")));
-        return lines;
-    }
-    for (r, cell) in rows.iter().zip(&per_cell) {
-        lines.extend(cell.iter().map(|l| format!("  {}: {l}", r.cell)));
-    }
+    lines.extend(items.iter().map(|l| format!("  {l}")));
     lines
+}
+
+/// Items that hold for every cell once, else each prefixed with its cell; None when no cell
+/// has any.
+fn per_cell_or_once(rows: &[&CompareRow], per_cell: Vec<Vec<String>>) -> Option<Vec<String>> {
+    if per_cell.iter().all(Vec::is_empty) {
+        return None;
+    }
+    if per_cell.windows(2).all(|w| w[0] == w[1]) {
+        return per_cell.into_iter().next();
+    }
+    let prefixed = rows
+        .iter()
+        .zip(per_cell)
+        .flat_map(|(r, items)| items.into_iter().map(move |i| format!("{}: {i}", r.cell)));
+    Some(prefixed.collect())
+}
+
+/// The settings that differ between A's and B's tests, as a table's legend: A and B ran
+/// different tests, which the reader must know before reading a change as an improvement.
+fn settings_legend(rows: &[CompareRow]) -> Option<(String, Vec<String>)> {
+    let compared: Vec<&CompareRow> = rows.iter().filter(|r| r.only_in.is_none()).collect();
+    let per_cell: Vec<Vec<String>> = compared
+        .iter()
+        .map(|r| {
+            r.settings.iter().map(|c| format!("{} {} → {}", c.key, c.before, c.after)).collect()
+        })
+        .collect();
+    let items = per_cell_or_once(&compared, per_cell)?;
+    let title = "Settings differ, A → B (these are different tests, not one test before and after)";
+    Some((title.to_string(), items))
 }
 
 /// The comparison as a table: cell, both means with their run counts, change, verdict.
 pub fn compare_table(rows: &[CompareRow]) -> crate::report::table::Table {
     let mut t =
         crate::report::table::Table::new(&["cell", ">A mean", ">B mean", ">change", "verdict"]);
+    let side = |mean: f64, n: usize| match n {
+        0 => "n/a (no cell)".to_string(),
+        n => format!("{} (n={n})", format_bits_per_second(mean)),
+    };
     for r in rows {
         let c = &r.result;
         t.rows.push(vec![
             r.cell.clone(),
-            format!("{} (n={})", format_bits_per_second(c.mean_a), c.n_a),
-            format!("{} (n={})", format_bits_per_second(c.mean_b), c.n_b),
+            side(c.mean_a, c.n_a),
+            side(c.mean_b, c.n_b),
             c.change_percent.map_or("n/a".into(), |p| format!("{p:+.1}%")),
             c.verdict.clone(),
         ]);
     }
+    t.legend = settings_legend(rows);
     t
 }
 

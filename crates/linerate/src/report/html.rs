@@ -1,6 +1,6 @@
 //! One self-contained HTML file: inline CSS, inline SVG charts (`report::charts`), no
 //! scripts, fonts, images or links to fetch — it opens the same offline, from a mail
-//! attachment or an archive years later.
+//! attachment or an archive years later. Exact values show on hover through SVG `<title>`s.
 //!
 //! Sections: the facts (date, hosts, settings), per tier the cell table (`report::table`) and
 //! findings, the cross-tier table of a campaign, the charts, then warnings. Must not compute
@@ -13,14 +13,18 @@ use crate::report::document::{campaign_table, tier_heading};
 use crate::report::model::{Report, ReportKind};
 use crate::report::table::{cell_table, html_escape};
 
+/// The page's style: charts span the page (their text scales with it: ≥ 12 px from 1000 px
+/// wide), and print on landscape pages, one chart never split across two.
 const STYLE: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2em;\
-color:#111;max-width:1400px}h1{font-size:1.6em}h2{font-size:1.25em;margin-top:1.6em;\
+color:#111;max-width:1800px}h1{font-size:1.6em}h2{font-size:1.25em;margin-top:1.6em;\
 border-bottom:1px solid #ccc}table{border-collapse:collapse;margin:.6em 0;font-size:.9em}\
 th,td{border:1px solid #bbb;padding:.25em .6em;text-align:left}td.num{text-align:right;\
 font-variant-numeric:tabular-nums}th{background:#f0f0f0}dl{display:grid;\
 grid-template-columns:max-content auto;gap:.2em 1em}dt{font-weight:600}dd{margin:0}\
-figure{margin:1.2em 0}figcaption{font-size:.9em;color:#444}svg{max-width:100%;height:auto}\
-.warn li{color:#8a4b00}";
+figure.chart{margin:1.6em 0 2.4em;break-inside:avoid}figure.chart svg{display:block;width:100%;\
+height:auto}figcaption{font-size:1em;color:#333;margin-top:.5em;max-width:70em}\
+.warn li{color:#8a4b00}@page{size:A4 landscape;margin:12mm}\
+@media print{body{margin:0;max-width:none}}";
 
 /// The page head and the facts.
 pub fn write_head(
@@ -58,15 +62,19 @@ pub fn write_list(
     writeln!(out, "</ul>")
 }
 
-/// Charts as figures (a chart that could not be drawn says so in its caption).
+/// Charts as figures, each with its one-sentence caption; a page without data to plot says so.
 pub fn write_charts(charts: &[Chart], out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out, "<h2>Charts</h2>")?;
+    if charts.is_empty() {
+        writeln!(out, "<p>No charts: no run measured anything to plot.</p>")?;
+    }
     for c in charts {
         writeln!(
             out,
-            "<figure>\n{}\n<figcaption>{}</figcaption>\n</figure>",
+            "<figure class=\"chart\" data-kind=\"{}\">\n{}\n<figcaption>{}</figcaption>\n</figure>",
+            c.kind,
             c.svg,
-            html_escape(&c.title)
+            html_escape(&c.caption)
         )?;
     }
     Ok(())
@@ -99,24 +107,6 @@ pub fn write(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out, "</body>\n</html>")
 }
 
-/// A report's cells under the names `compare` matches them by: `TIER/CELL` in a campaign,
-/// `run` for a single run, the cell label in a matrix.
-fn compare_cells(r: &Report) -> Vec<crate::stats::matrix::CellSummary> {
-    let mut out = Vec::new();
-    for t in &r.tiers {
-        for c in &t.summary.cells {
-            let mut c = c.clone();
-            c.label = match r.kind {
-                ReportKind::Campaign => format!("{}/{}", t.name, c.label),
-                ReportKind::Run => "run".into(),
-                ReportKind::Matrix => c.label,
-            };
-            out.push(c);
-        }
-    }
-    out
-}
-
 /// `linerate compare A B --html FILE`: both reports' facts, the comparison table, and both
 /// sets of cells on the same axes.
 pub fn write_compare(
@@ -143,21 +133,6 @@ pub fn write_compare(
         }
         writeln!(out, "</ul>")?;
     }
-    let (ca, cb) = (compare_cells(a), compare_cells(b));
-    let (name_a, name_b) = (format!("A: {}", a.title), format!("B: {}", b.title));
-    let title = "A and B: received throughput per cell, median and min–max";
-    let date = format!(
-        "A {} / B {}",
-        a.date.as_deref().unwrap_or("n/a"),
-        b.date.as_deref().unwrap_or("n/a")
-    );
-    let context = format!("A: {}; {} | B: {}; {}", a.hosts, a.settings, b.hosts, b.settings);
-    let heading = crate::report::charts::Heading { title, date: &date, context: &context };
-    let sets = [(name_a.as_str(), &ca[..]), (name_b.as_str(), &cb[..])];
-    let chart = match crate::report::charts::cells_with_whiskers(&sets, heading) {
-        Ok(svg) => Chart { title: title.to_string(), svg },
-        Err(e) => Chart { title: format!("{title}: not drawn ({e})"), svg: String::new() },
-    };
-    write_charts(&[chart], out)?;
+    write_charts(&[crate::report::charts::compare(a, b)], out)?;
     writeln!(out, "</body>\n</html>")
 }

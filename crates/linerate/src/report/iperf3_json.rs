@@ -71,7 +71,7 @@ pub fn document(record: &RunRecord) -> Value {
         Some(other) => doc["server_output_json"] = other.clone(),
         None => {}
     }
-    if let Outcome::Failed { error } = &record.outcome {
+    if let Outcome::Failed { error, .. } = &record.outcome {
         doc["error"] = json!(error);
     }
     doc

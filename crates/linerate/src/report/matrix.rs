@@ -8,8 +8,14 @@ use crate::plan::matrix::MatrixPlan;
 use crate::record::{RunRecord, SCHEMA_VERSION};
 use crate::stats::matrix::MatrixSummary;
 
-/// The header line before the first run.
-pub fn render_start(plan: &MatrixPlan, cells: usize, out: &mut dyn Write) -> std::io::Result<()> {
+/// The header line before the first run, and for a resumed matrix (`--resume`) its group and
+/// how many completed runs it keeps.
+pub fn render_start(
+    plan: &MatrixPlan,
+    cells: usize,
+    resumed: Option<(i64, usize)>,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
     let ci = plan
         .until_ci
         .map(|t| {
@@ -24,7 +30,11 @@ pub fn render_start(plan: &MatrixPlan, cells: usize, out: &mut dyn Write) -> std
         out,
         "Matrix: {cells} cell(s) x {} run(s){ci}, random order (--seed {})",
         plan.repeat, plan.seed
-    )
+    )?;
+    if let Some((group, kept)) = resumed {
+        writeln!(out, "Resuming matrix m{group}: {kept} completed run(s) kept.")?;
+    }
+    Ok(())
 }
 
 /// The table (Gbit/s received per run, both ends' CPU, what limited the cell) and findings.
@@ -96,15 +106,4 @@ pub fn render_json(
     };
     serde_json::to_writer_pretty(&mut *out, &doc).map_err(std::io::Error::other)?;
     writeln!(out)
-}
-
-/// The progress bar line (for a terminal `columns` wide).
-pub fn progress_line(
-    (done, planned): (usize, usize),
-    cell: &str,
-    repetition: u32,
-    eta: Option<std::time::Duration>,
-    columns: usize,
-) -> String {
-    super::progress::bar_line(done, planned, &format!("{cell} (run {repetition})"), eta, columns)
 }

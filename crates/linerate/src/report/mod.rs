@@ -1,7 +1,9 @@
 //! Renderers: the only code that writes results for people or programs to read.
 //!
 //! Every figure comes from `stats` (compute first, render separately). Renderers take a
-//! `Write` so they can be snapshot-tested.
+//! `Write` so they can be snapshot-tested. What a command says besides its results (warnings,
+//! notes, hints, progress) is a `notice::Notice` or a `progress::Progress`, shown through one
+//! `notice::Console`; commands do not print.
 
 pub mod campaign;
 pub mod charts;
@@ -15,6 +17,7 @@ pub mod iperf3_json;
 pub mod json;
 pub mod matrix;
 pub mod model;
+pub mod notice;
 pub mod progress;
 pub mod table;
 pub mod text;

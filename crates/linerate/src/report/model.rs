@@ -184,14 +184,101 @@ impl Report {
             facts.push(("Order seed", seed.to_string()));
         }
         let done = if self.finished { "yes" } else { "no: see the warnings" };
-        facts.push(("Runs", format!("{} (every planned run completed: {done})", self.runs.len())));
+        facts.push(("Runs", format!("{} (every planned run completed: {done})", self.run_count())));
         facts
+    }
+
+    /// `12 completed`, and the stored runs not counted in any figure: `12 completed; not
+    /// counted: 1 interrupted, 2 failed`.
+    pub fn run_count(&self) -> String {
+        let count =
+            |f: fn(&Outcome) -> bool| self.runs.iter().filter(|r| f(&r.record.outcome)).count();
+        let completed = count(|o| *o == Outcome::Completed);
+        let others: Vec<String> = [
+            (count(|o| *o == Outcome::Interrupted), "interrupted"),
+            (count(|o| matches!(o, Outcome::Failed { .. })), "failed"),
+        ]
+        .into_iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{n} {what}"))
+        .collect();
+        if others.is_empty() {
+            format!("{completed} completed")
+        } else {
+            format!("{completed} completed; not counted: {}", others.join(", "))
+        }
     }
 
     /// The label of a run's cell.
     pub fn cell_label(&self, run: &ReportRun) -> &str {
         self.tiers[run.tier].summary.cells.get(run.cell).map_or("", |c| c.label.as_str())
     }
+
+    /// The streams of run `run` as the data's receiver measured them: per direction, the
+    /// receiving end's series, or the sending end's where no receiver reported.
+    pub fn received_series(&self, run: usize) -> Vec<&Series> {
+        let of_run: Vec<&Series> = self.series.iter().filter(|s| s.run == run).collect();
+        of_run
+            .iter()
+            .filter(|s| {
+                s.role == StreamRole::Receiver
+                    || !of_run.iter().any(|o| o.flow == s.flow && o.role == StreamRole::Receiver)
+            })
+            .copied()
+            .collect()
+    }
+
+    /// Run `run`'s total rate over time per direction: its [`Report::received_series`] summed
+    /// interval by interval (the i-th interval of each stream, which one end's clock ticked
+    /// together), over the intervals every stream has.
+    pub fn run_totals(&self, run: usize) -> Vec<RunTotal> {
+        let streams = self.received_series(run);
+        let mut flows: Vec<Flow> = Vec::new();
+        for s in &streams {
+            if !flows.contains(&s.flow) {
+                flows.push(s.flow);
+            }
+        }
+        flows
+            .into_iter()
+            .map(|flow| {
+                let of_flow: Vec<&&Series> = streams.iter().filter(|s| s.flow == flow).collect();
+                let n = of_flow.iter().map(|s| s.points.len()).min().unwrap_or(0);
+                let points = (0..n)
+                    .map(|i| {
+                        let at: Vec<&Point> = of_flow.iter().map(|s| &s.points[i]).collect();
+                        let start = at.iter().map(|p| p.start_seconds).fold(f64::MAX, f64::min);
+                        let end = at.iter().map(|p| p.end_seconds).fold(0.0, f64::max);
+                        let bytes = at.iter().map(|p| p.bytes).sum::<u64>();
+                        let retransmits: Vec<u64> =
+                            at.iter().filter_map(|p| p.retransmits_total).collect();
+                        Point {
+                            start_seconds: start,
+                            end_seconds: end,
+                            bytes,
+                            bits_per_second: (end > start)
+                                .then(|| bytes as f64 * 8.0 / (end - start)),
+                            omitted: at.iter().any(|p| p.omitted),
+                            retransmits_total: (!retransmits.is_empty())
+                                .then(|| retransmits.iter().sum()),
+                        }
+                    })
+                    .collect();
+                RunTotal { flow, streams: of_flow.len(), points }
+            })
+            .collect()
+    }
+}
+
+/// One run's streams of one direction summed over time ([`Report::run_totals`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunTotal {
+    /// Which way the data went.
+    pub flow: Flow,
+    /// How many streams were summed.
+    pub streams: usize,
+    /// The summed intervals.
+    pub points: Vec<Point>,
 }
 
 /// Computes the report.
@@ -274,7 +361,7 @@ fn single_run_cell(tier: &mut TierSummary, run: Option<&ReportRun>) {
             format!("{}: {}{evidence}", v.flow.label(), v.summary)
         })
         .collect();
-    if let Outcome::Failed { error } = &run.record.outcome {
+    if let Outcome::Failed { error, .. } = &run.record.outcome {
         tier.summary.findings.push(format!("the run failed: {error}"));
     }
 }
@@ -340,7 +427,7 @@ fn warnings(runs: &[ReportRun], tiers: &[TierSummary]) -> Vec<String> {
         let mut texts: Vec<String> = match &r.record.outcome {
             Outcome::Completed => Vec::new(),
             Outcome::Interrupted => vec!["interrupted: figures cover the time until then".into()],
-            Outcome::Failed { error } => vec![format!("failed: {error}")],
+            Outcome::Failed { error, .. } => vec![format!("failed: {error}")],
         };
         texts.extend(r.record.warnings.iter().chain(&r.summary.warnings).cloned());
         for text in texts {

@@ -3,11 +3,70 @@
 //! `[=========>          ] 12/40  30%  about 1 min 20 s left  P=2 (run 2)`
 //!
 //! The counts and the time left come first and the label last, cut to the terminal's width,
-//! because a line that wraps cannot be redrawn with `\r`. Callers only draw it when stderr is a
-//! terminal; logs and pipes get nothing. The time left is the caller's estimate (the mean
-//! time per finished run times the runs left), shown only once a run has finished.
+//! because a line that wraps cannot be redrawn with `\r`. It is drawn from a [`Progress`]
+//! value by `notice::Console`, only when stderr is a terminal; logs and pipes get nothing. The
+//! time left is the runner's estimate (the mean time per finished run times the runs left),
+//! shown only once a run has finished.
 
 use std::time::Duration;
+
+use crate::session::campaign::CampaignProgress;
+use crate::session::matrix;
+
+/// Where a matrix or a campaign is: what its progress line is drawn from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    /// Runs finished (with those of an earlier attempt).
+    pub done: usize,
+    /// Runs planned (grows with `--until-ci` rounds).
+    pub planned: usize,
+    /// In a campaign: the tier's name, its position (0-based) and the number of tiers.
+    pub tier: Option<(String, usize, usize)>,
+    /// The label of the cell about to run.
+    pub cell: String,
+    /// Its repetition (1-based).
+    pub repetition: u32,
+    /// The estimated time left, once a run has finished.
+    pub eta: Option<Duration>,
+}
+
+impl Progress {
+    /// The progress line, at most `columns` characters wide.
+    pub fn line(&self, columns: usize) -> String {
+        let run = format!("{} (run {})", self.cell, self.repetition);
+        let what = match &self.tier {
+            Some((name, index, tiers)) => format!("tier {}/{tiers} {name}: {run}", index + 1),
+            None => run,
+        };
+        bar_line(self.done, self.planned, &what, self.eta, columns)
+    }
+}
+
+impl From<matrix::Progress<'_>> for Progress {
+    fn from(p: matrix::Progress<'_>) -> Self {
+        Self {
+            done: p.done,
+            planned: p.planned,
+            tier: None,
+            cell: p.cell.label(),
+            repetition: p.repetition,
+            eta: p.eta,
+        }
+    }
+}
+
+impl From<CampaignProgress<'_>> for Progress {
+    fn from(p: CampaignProgress<'_>) -> Self {
+        Self {
+            done: p.done,
+            planned: p.planned,
+            tier: Some((p.tier.name.clone(), p.tier_index, p.tiers)),
+            cell: p.cell.label(),
+            repetition: p.repetition,
+            eta: p.eta,
+        }
+    }
+}
 
 /// Width of the bar between the brackets, in characters.
 const BAR_WIDTH: usize = 20;

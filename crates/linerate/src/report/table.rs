@@ -8,7 +8,7 @@
 use std::io::Write;
 
 use crate::stats::matrix::{CellSummary, MatrixSummary};
-use crate::units::ByteCount;
+use crate::units::{ByteCount, format_bits_per_second, rate_unit, three_figures};
 
 /// A table of already formatted cells.
 #[derive(Debug, Clone, PartialEq)]
@@ -19,6 +19,8 @@ pub struct Table {
     pub right: Vec<bool>,
     /// The rows, each as long as `header`.
     pub rows: Vec<Vec<String>>,
+    /// Under the table: what its words mean (a title and one item per word), if anything.
+    pub legend: Option<(String, Vec<String>)>,
 }
 
 impl Table {
@@ -28,6 +30,7 @@ impl Table {
             header: header.iter().map(|h| h.trim_start_matches('>').to_string()).collect(),
             right: header.iter().map(|h| h.starts_with('>')).collect(),
             rows: Vec::new(),
+            legend: None,
         }
     }
 
@@ -54,7 +57,9 @@ impl Table {
         for row in &self.rows {
             writeln!(out, "{}", line(row))?;
         }
-        Ok(())
+        let Some((title, items)) = &self.legend else { return Ok(()) };
+        writeln!(out, "{title}:")?;
+        items.iter().try_for_each(|i| writeln!(out, "  - {i}"))
     }
 
     /// A GitHub-flavoured Markdown pipe table (`|` in cells escaped).
@@ -68,7 +73,9 @@ impl Table {
             let cells: Vec<String> = row.iter().map(esc).collect();
             writeln!(out, "| {} |", cells.join(" | "))?;
         }
-        Ok(())
+        let Some((title, items)) = &self.legend else { return Ok(()) };
+        writeln!(out, "\n*{}:*\n", esc(title))?;
+        items.iter().try_for_each(|i| writeln!(out, "- {}", esc(i)))
     }
 
     /// An HTML `<table>` (cells escaped), numbers in `class="num"` cells.
@@ -86,7 +93,13 @@ impl Table {
             }
             writeln!(out, "</tr>")?;
         }
-        writeln!(out, "</tbody>\n</table>")
+        writeln!(out, "</tbody>\n</table>")?;
+        let Some((title, items)) = &self.legend else { return Ok(()) };
+        writeln!(out, "<p class=\"legend\">{}:</p>\n<ul class=\"legend\">", html_escape(title))?;
+        for i in items {
+            writeln!(out, "<li>{}</li>", html_escape(i))?;
+        }
+        writeln!(out, "</ul>")
     }
 }
 
@@ -111,19 +124,82 @@ pub fn html_escape(s: &str) -> String {
     out
 }
 
-/// The rate unit of a table: the largest SI unit its largest figure reaches, so a 1 Mbit/s
-/// UDP matrix does not read 0.00 everywhere.
-fn rate_unit(summary: &MatrixSummary) -> (&'static str, f64) {
-    let top = summary
+/// How a table writes its rates: all in one unit when every figure keeps three significant
+/// figures in it without growing past five integer digits, else each with its own unit (a
+/// 21 Gbit/s cell next to a 984 kbit/s one). No figure is ever rounded away to 0.00.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Rates {
+    /// One unit for the whole table, named in the first column's heading.
+    Shared(&'static str, f64),
+    /// Every figure with its unit.
+    Each,
+}
+
+/// Shared units a table may use, largest first.
+const TABLE_UNITS: [(&str, f64); 4] =
+    [("Gbit/s", 1e9), ("Mbit/s", 1e6), ("kbit/s", 1e3), ("bit/s", 1.0)];
+
+/// The largest unit in which the smallest figure is still at least 1 (so two decimals keep
+/// three significant figures), unless the largest figure would then need six or more digits.
+fn rates_of(summary: &MatrixSummary) -> Rates {
+    let figures: Vec<f64> = summary
         .cells
         .iter()
-        .filter_map(|c| Some(c.bits_per_second.as_ref()?.max))
-        .fold(0.0, f64::max);
-    match top {
+        .filter_map(|c| c.bits_per_second.as_ref())
+        .flat_map(|s| [s.min, s.max, s.median, s.mean])
+        .filter(|v| *v > 0.0)
+        .collect();
+    let (Some(low), Some(high)) =
+        (figures.iter().copied().reduce(f64::min), figures.iter().copied().reduce(f64::max))
+    else {
         // Nothing measured: the usual unit.
-        t if t >= 1e9 || t == 0.0 => ("Gbit/s", 1e9),
-        t if t >= 1e6 => ("Mbit/s", 1e6),
-        _ => ("kbit/s", 1e3),
+        return Rates::Shared(TABLE_UNITS[0].0, TABLE_UNITS[0].1);
+    };
+    let (name, scale) =
+        TABLE_UNITS.into_iter().find(|(_, scale)| low >= *scale).unwrap_or(TABLE_UNITS[3]);
+    if high / scale >= 1e5 { Rates::Each } else { Rates::Shared(name, scale) }
+}
+
+impl Rates {
+    /// One figure.
+    fn one(self, v: f64) -> String {
+        match self {
+            Rates::Shared(_, scale) => three_figures(v / scale),
+            Rates::Each => format_bits_per_second(v),
+        }
+    }
+
+    /// `lo–hi`, the unit once when both share it.
+    fn range(self, lo: f64, hi: f64) -> String {
+        match self {
+            Rates::Shared(..) => format!("{}–{}", self.one(lo), self.one(hi)),
+            Rates::Each if rate_unit(lo) == rate_unit(hi) => {
+                let (unit, scale) = rate_unit(hi);
+                format!("{}–{} {unit}", number_of(lo, scale), number_of(hi, scale))
+            }
+            Rates::Each => format!("{}–{}", self.one(lo), self.one(hi)),
+        }
+    }
+
+    /// `mean ± half-width`, the half-width in the mean's unit with three figures.
+    fn mean_ci(self, mean: f64, half: Option<f64>) -> String {
+        let Some(h) = half else { return self.one(mean) };
+        match self {
+            Rates::Shared(_, scale) => format!("{} ± {}", self.one(mean), three_figures(h / scale)),
+            Rates::Each => {
+                let (unit, scale) = rate_unit(mean);
+                format!("{} ± {} {unit}", number_of(mean, scale), three_figures(h / scale))
+            }
+        }
+    }
+}
+
+/// The number `format_bits_per_second` writes for `v` in a unit of `scale` bit/s.
+fn number_of(v: f64, scale: f64) -> String {
+    let text = format_bits_per_second(v);
+    match text.split_once(' ') {
+        Some((n, _)) if rate_unit(v).1 == scale => n.to_string(),
+        _ => three_figures(v / scale),
     }
 }
 
@@ -137,8 +213,11 @@ fn percent(v: Option<f64>) -> String {
 pub fn cell_table(summary: &MatrixSummary) -> Table {
     let udp = summary.cells.iter().any(|c| c.loss_percent.is_some());
     let fair = summary.cells.iter().any(|c| c.fairness.is_some());
-    let (unit, scale) = rate_unit(summary);
-    let first = format!("cell ({unit} received)");
+    let rates = rates_of(summary);
+    let first = match rates {
+        Rates::Shared(unit, _) => format!("cell ({unit} received)"),
+        Rates::Each => "cell (received)".to_string(),
+    };
     let mut header = vec![
         first.as_str(),
         ">n",
@@ -160,29 +239,110 @@ pub fn cell_table(summary: &MatrixSummary) -> Table {
     header.push("verdict");
     let mut t = Table::new(&header);
     for c in &summary.cells {
-        t.rows.push(cell_row(c, scale, udp, fair));
+        t.rows.push(cell_row(c, rates, udp, fair));
     }
+    t.legend = verdict_legend(summary);
     t
 }
 
-fn cell_row(c: &CellSummary, scale: f64, udp: bool, fair: bool) -> Vec<String> {
+/// A verdict id (`receive_window`, `cpu(client)`, docs/JSON.md) in the words of a table, and
+/// what those words mean.
+pub fn verdict_words(id: &str) -> (String, String) {
+    let (kind, end) = match id.split_once('(') {
+        Some((kind, end)) => (kind, Some(end.trim_end_matches(')'))),
+        None => (id, None),
+    };
+    let end_name = end.map_or("an end".to_string(), |e| format!("the {e}"));
+    let (word, meaning): (String, String) = match kind {
+        "pacing_target" => ("pacing target".into(), "the senders reached the -b rate asked".into()),
+        "receive_window" => (
+            "receive window".into(),
+            "the receiver's advertised window held the sender back (raise -w or tcp_rmem)".into(),
+        ),
+        "send_buffer" => {
+            ("send buffer".into(), "the sender's own socket buffer held it back".into())
+        }
+        "sender_pacing" => (
+            "sender fell behind".into(),
+            "the UDP sender skipped datagrams (woken late or short of CPU), so it sent below -b"
+                .into(),
+        ),
+        "cpu" => (
+            end.map_or("CPU".into(), |e| format!("{e} CPU")),
+            format!("the test's own work saturated a core of {end_name}"),
+        ),
+        "foreign_load" => (
+            end.map_or("busy host".into(), |e| format!("busy {e} host")),
+            format!(
+                "a core of {end_name}'s machine was busy with other processes as much as with \
+                 the test: rerun on a quiet machine"
+            ),
+        ),
+        "link" => (
+            "link".into(),
+            "the receiver got 90 % or more of the declared link's TCP goodput".into(),
+        ),
+        "congestion_loss" => {
+            ("loss".into(), "1 % or more of the bytes sent were retransmissions".into())
+        }
+        "path" => (
+            "path".into(),
+            "none of the other limits, so the link, a shaper or the peer (by elimination)".into(),
+        ),
+        "receiver_buffer" => (
+            "receiver buffer".into(),
+            "UDP datagrams overflowed the receiving host's socket buffer".into(),
+        ),
+        "path_loss" => ("path loss".into(), "UDP datagrams were lost between the hosts".into()),
+        other => (other.into(), "see docs/METHODOLOGY.md".into()),
+    };
+    (word, meaning)
+}
+
+/// The legend of the verdicts a table shows, in the order they first appear.
+fn verdict_legend(summary: &MatrixSummary) -> Option<(String, Vec<String>)> {
+    let mut seen: Vec<&str> = Vec::new();
+    for id in summary.cells.iter().filter(|c| c.runs > 0).filter_map(|c| c.limit.as_deref()) {
+        if !seen.contains(&id) {
+            seen.push(id);
+        }
+    }
+    if seen.is_empty() {
+        return None;
+    }
+    let items = seen.iter().map(|id| {
+        let (word, meaning) = verdict_words(id);
+        format!("{word}: {meaning}")
+    });
+    let title = "Verdict (what limited most runs of the cell; rules in docs/METHODOLOGY.md)";
+    Some((title.to_string(), items.collect()))
+}
+
+/// The runs of a cell that are not in its figures: `1 failed, 1 interrupted`, or empty.
+fn not_counted(c: &CellSummary) -> String {
+    let parts: Vec<String> = [(c.failed, "failed"), (c.interrupted, "interrupted")]
+        .into_iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{n} {what}"))
+        .collect();
+    parts.join(", ")
+}
+
+fn cell_row(c: &CellSummary, rates: Rates, udp: bool, fair: bool) -> Vec<String> {
     let s = c.bits_per_second.as_ref();
-    let rate = |v: f64| format!("{:.2}", v / scale);
     let na = || "n/a".to_string();
-    let runs = if c.failed > 0 {
-        format!("{} (+{} failed)", c.runs, c.failed)
-    } else {
+    let not_counted = not_counted(c);
+    let runs = if not_counted.is_empty() {
         c.runs.to_string()
+    } else {
+        format!("{} (+{not_counted})", c.runs)
     };
     let mut row = vec![
         c.label.clone(),
         runs,
-        s.map_or_else(na, |s| format!("{}–{}", rate(s.min), rate(s.max))),
-        s.map_or_else(na, |s| rate(s.median)),
-        s.map_or_else(na, |s| match s.ci95_half_width {
-            Some(h) => format!("{} ± {}", rate(s.mean), rate(h)),
-            None => rate(s.mean),
-        }),
+        s.map_or_else(na, |s| rates.range(s.min, s.max)),
+        s.map_or_else(na, |s| rates.one(s.median)),
+        s.map_or_else(na, |s| rates.mean_ci(s.mean, s.ci95_half_width)),
         s.and_then(|s| s.cv).map_or_else(na, |cv| format!("{:.1}%", cv * 100.0)),
         percent(c.client_cpu_percent),
         percent(c.server_cpu_percent),
@@ -196,8 +356,9 @@ fn cell_row(c: &CellSummary, scale: f64, udp: bool, fair: bool) -> Vec<String> {
         row.push(c.fairness.map_or_else(na, |f| format!("{f:.3}")));
     }
     row.push(match (&c.limit, c.runs) {
-        (_, 0) => format!("no completed run ({} failed)", c.failed),
-        (Some(l), _) => l.clone(),
+        (_, 0) if not_counted.is_empty() => "no completed run".to_string(),
+        (_, 0) => format!("no completed run ({not_counted})"),
+        (Some(l), _) => verdict_words(l).0,
         (None, _) => na(),
     });
     row
@@ -229,6 +390,7 @@ mod tests {
             values: Vec::new(),
             runs: samples.len(),
             failed: 0,
+            interrupted: 0,
             bits_per_second: crate::stats::sample::describe(&samples),
             samples,
             client_cpu_percent: Some(12.4),
@@ -257,7 +419,59 @@ mod tests {
         assert_eq!(fast.rows[0][3], "9.40");
         let none = cell_table(&summary(vec![]));
         assert_eq!(none.rows[0][1], "0");
-        assert_eq!(none.rows[0].last().map(String::as_str), Some("no completed run (0 failed)"));
+        assert_eq!(none.rows[0].last().map(String::as_str), Some("no completed run"));
+    }
+
+    #[test]
+    fn a_small_cell_keeps_three_figures_next_to_fast_ones() {
+        // `matrix --window 800k,8K,1M`: the 8K cell got 984 kbit/s, the others 20 Gbit/s.
+        let mut t = summary(vec![21.3e9, 21.5e9]);
+        let mut small = summary(vec![984e3, 990e3]).cells.remove(0);
+        small.label = "P=1 w=8K".into();
+        t.cells.push(small);
+        let table = cell_table(&t);
+        assert_eq!(table.header[0], "cell (received)", "no unit fits both");
+        assert_eq!(table.rows[1][2], "984–990 kbit/s");
+        assert_eq!(table.rows[1][3], "987 kbit/s");
+        assert!(table.rows[1][4].starts_with("987 ± ") && table.rows[1][4].ends_with(" kbit/s"));
+        assert_eq!(table.rows[0][2], "21.3–21.5 Gbit/s");
+        // Within five decades a shared unit still fits, with figures below 1 kept.
+        let mut t = summary(vec![2.5e9, 2.6e9]);
+        t.cells.push(summary(vec![150e6, 150e6]).cells.remove(0));
+        let table = cell_table(&t);
+        assert_eq!(table.header[0], "cell (Mbit/s received)");
+        assert_eq!((table.rows[0][3].as_str(), table.rows[1][3].as_str()), ("2550.00", "150.00"));
+        assert_eq!(table.rows[1][4], "150.00 ± 0", "identical runs: a zero half-width");
+    }
+
+    #[test]
+    fn verdicts_are_words_with_a_legend_not_ids() {
+        let mut t = summary(vec![9e9]);
+        t.cells[0].limit = Some("cpu(client)".into());
+        let mut other = summary(vec![8e9]).cells.remove(0);
+        other.limit = Some("receive_window".into());
+        t.cells.push(other);
+        let table = cell_table(&t);
+        let verdicts: Vec<&str> =
+            table.rows.iter().map(|r| r.last().expect("v").as_str()).collect();
+        assert_eq!(verdicts, ["client CPU", "receive window"]);
+        let mut text = Vec::new();
+        table.write_text(&mut text).expect("text");
+        let text = String::from_utf8(text).expect("utf8");
+        assert!(!text.contains("cpu(client)") && !text.contains("receive_window"), "{text}");
+        assert!(text.contains("\nVerdict (what limited most runs of the cell"), "{text}");
+        assert!(
+            text.contains("\n  - client CPU: the test's own work saturated a core of the client\n"),
+            "{text}"
+        );
+        assert!(text.contains("\n  - receive window: the receiver's advertised window"), "{text}");
+        let (mut md, mut html) = (Vec::new(), Vec::new());
+        table.write_markdown(&mut md).expect("md");
+        table.write_html(&mut html).expect("html");
+        let (md, html) = (String::from_utf8(md).expect("md"), String::from_utf8(html).expect("h"));
+        assert!(md.contains("\n- client CPU: "), "{md}");
+        assert!(html.contains("<li>client CPU: "), "{html}");
+        assert_eq!(verdict_words("foreign_load(server)").0, "busy server host");
     }
 
     #[test]

@@ -12,7 +12,7 @@ use crate::record::{Outcome, RunRecord};
 use crate::session::server::ServerNote;
 use crate::session::{IntervalRow, LiveEvent, Observer};
 use crate::stats::{CostSummary, Figures, SideFigures, summarize};
-use crate::units::{ByteCount, format_bits_per_second};
+use crate::units::{ByteCount, count_of, format_bits_per_second};
 
 /// Prints live events as they happen.
 pub struct LivePrinter<W: Write> {
@@ -179,7 +179,14 @@ pub fn render_run(record: &RunRecord, out: &mut dyn Write) -> std::io::Result<()
             writeln!(out, "TCP {} (sender's view): {t}", d.flow.label())?;
         }
     }
-    for v in &summary.verdicts {
+    if let Outcome::Failed { error, .. } = &record.outcome {
+        writeln!(out, "Verdict: n/a: the test failed: {error}")?;
+    }
+    for d in summary.directions.iter().filter(|_| !failed(record)) {
+        let Some(v) = summary.verdicts.iter().find(|v| v.flow == d.flow) else {
+            writeln!(out, "Verdict {}: n/a: neither end reported this direction", d.flow.label())?;
+            continue;
+        };
         writeln!(out, "Verdict {}: {}", v.flow.label(), v.summary)?;
         for e in &v.evidence {
             writeln!(out, "  evidence: {e}")?;
@@ -200,8 +207,20 @@ pub fn render_run(record: &RunRecord, out: &mut dyn Write) -> std::io::Result<()
         Outcome::Interrupted => {
             writeln!(out, "Test interrupted: figures cover the time until the interrupt.")
         }
-        Outcome::Failed { .. } => writeln!(out, "Test FAILED: the figures above are partial."),
+        Outcome::Failed { .. } if has_figures(&summary) => {
+            writeln!(out, "Test FAILED: the figures above are partial.")
+        }
+        Outcome::Failed { .. } => writeln!(out, "Test FAILED: nothing was measured."),
     }
+}
+
+fn failed(record: &RunRecord) -> bool {
+    matches!(record.outcome, Outcome::Failed { .. })
+}
+
+/// Whether either end reported figures for any direction.
+fn has_figures(summary: &crate::stats::Summary) -> bool {
+    summary.directions.iter().any(|d| d.sender.is_some() || d.receiver.is_some())
 }
 
 /// The UDP accounting of one direction, in two lines.
@@ -256,7 +275,8 @@ fn side_line(out: &mut dyn Write, label: &str, side: Option<&SideFigures>) -> st
         return writeln!(out, "  {label} n/a (that end reported no figures)");
     };
     let f = &s.figures;
-    let retr = s.retransmits.map(|r| format!(", {r} retransmits")).unwrap_or_default();
+    let retr =
+        s.retransmits.map(|r| format!(", {}", count_of(r, "retransmit"))).unwrap_or_default();
     writeln!(
         out,
         "  {label} ({:<6}) {:>14}  {} in {:.2} s over {} stream(s){retr}",
@@ -299,12 +319,15 @@ fn sender_tcp_line(record: &RunRecord, flow: Flow) -> Option<String> {
     let rate = |v: Option<u64>| v.map_or("n/a".into(), |b| format_bits_per_second(b as f64));
     let first = streams[0];
     Some(format!(
-        "mean RTT {} us (var {} us), mean cwnd {} segments, MSS {}, {} retransmitted segments; stream 1: delivery {}, pacing {}{}",
+        "mean RTT {} us (var {} us), mean cwnd {} segments, MSS {}, {}; stream 1: delivery {}, pacing {}{}",
         mean(|t| u64::from(t.rtt_us)),
         mean(|t| u64::from(t.rttvar_us)),
         mean(|t| u64::from(t.cwnd_segments)),
         first.snd_mss_bytes,
-        streams.iter().map(|t| u64::from(t.total_retrans)).sum::<u64>(),
+        count_of(
+            streams.iter().map(|t| u64::from(t.total_retrans)).sum::<u64>(),
+            "retransmitted segment"
+        ),
         rate(first.delivery_rate_bits_per_second),
         rate(first.pacing_rate_bits_per_second),
         if n > 1 { format!(" ({n} streams)") } else { String::new() }

@@ -1,20 +1,20 @@
 //! The client driver: connect, request the test, open the data streams, run the clock, and
 //! exchange results. Produces a [`RunRecord`] whatever happens: a failed test keeps its
-//! partial figures and a one-line error that says what happened and what to try.
+//! partial figures and a one-line error that says what happened and what to try, with its
+//! [`FailureKind`] (whose fault it was).
 
 use std::io::Write;
-use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, anyhow};
 use linerate_proto::client::{ClientConn, ClientEvent};
 use linerate_proto::spec::{MAX_UDP_DATAGRAM, MIN_UDP_DATAGRAM};
-use linerate_proto::wire::{AbortReason, DataHello, StopReason};
+use linerate_proto::wire::{DataHello, StopReason};
 use linerate_proto::{Machine, ProtoError, Protocol, TestSpec};
-use socket2::{Domain, Socket, Type};
 
 use crate::plan::ClientPlan;
-use crate::record::{Outcome, RunRecord, SCHEMA_VERSION, unix_ms_now};
+use crate::record::{Failure, FailureKind, Outcome, RunRecord, SCHEMA_VERSION, unix_ms_now};
 use crate::session::pump::{self, FirstBytes, Turn, Wait};
 use crate::session::udp::{Handshake, connect_stream};
 use crate::session::{
@@ -22,6 +22,7 @@ use crate::session::{
     StreamSet, random_nonce,
 };
 use crate::sys;
+use crate::traffic::socket::{self, Bind, SetupError, SocketOptions, Step};
 
 /// Runs one test as described by `plan`. Never panics on peer behaviour; errors end up in
 /// the record's outcome.
@@ -108,7 +109,7 @@ impl<'p> ClientRun<'p> {
         if let Err(e) = &result
             && e.downcast_ref::<PeerIsIperf3>().is_none()
         {
-            conn.abort(abort_reason(e), &format!("client error: {e:#}"));
+            conn.abort(FailureKind::of(e).abort_reason(), &format!("client error: {e:#}"));
             pump::flush(&mut ctrl, &mut conn);
         }
         result
@@ -194,13 +195,16 @@ impl<'p> ClientRun<'p> {
     ) -> Result<()> {
         let Some(streams) = self.streams.as_mut() else {
             if interrupt.count() > 0 {
-                bail!("interrupted by {} before the test started", interrupt.last_name());
+                let why =
+                    format!("interrupted by {} before the test started", interrupt.last_name());
+                return Err(Failure::new(FailureKind::Interrupted, why).into());
             }
             return Ok(());
         };
         let now = Instant::now();
         if interrupt.count() >= 2 {
-            bail!("interrupted twice: aborting without waiting for results");
+            let why = "interrupted twice: aborting without waiting for results";
+            return Err(Failure::new(FailureKind::Interrupted, why).into());
         }
         if interrupt.count() == 1 && !st.stopped && streams.started().is_some() {
             self.interrupted = true;
@@ -246,7 +250,7 @@ impl<'p> ClientRun<'p> {
         self.record.outcome = match result {
             Ok(()) if self.interrupted => Outcome::Interrupted,
             Ok(()) => Outcome::Completed,
-            Err(e) => Outcome::Failed { error: explain(&e, self.plan) },
+            Err(e) => Outcome::failed(explain(&e, self.plan)),
         };
         self.record
     }
@@ -292,21 +296,13 @@ pub(super) fn check_progress(streams: &StreamSet, st: &mut LoopState, now: Insta
     if total != st.progress.1 {
         st.progress = (now, total);
     } else if !streams.all_done() && now.duration_since(st.progress.0) >= NO_PROGRESS_TIMEOUT {
-        bail!(
+        let why = format!(
             "no data moved on any stream for {} s: the server or the path stopped responding",
             NO_PROGRESS_TIMEOUT.as_secs()
         );
+        return Err(Failure::new(FailureKind::TimedOut, why).into());
     }
     Ok(())
-}
-
-fn abort_reason(e: &anyhow::Error) -> AbortReason {
-    match e.downcast_ref::<ProtoError>() {
-        Some(ProtoError::TimedOut { .. }) => AbortReason::Timeout,
-        Some(ProtoError::Garbage(_) | ProtoError::Violation(_)) => AbortReason::ProtocolError,
-        _ if e.to_string().contains("interrupted") => AbortReason::Interrupted,
-        _ => AbortReason::Other,
-    }
 }
 
 /// `host:port`, bracketing IPv6 literals.
@@ -317,15 +313,18 @@ pub fn format_host_port(host: &str, port: u16) -> String {
 pub(super) fn resolve(host: &str, port: u16, plan: &ClientPlan) -> Result<Vec<SocketAddr>> {
     let addrs: Vec<SocketAddr> = (host, port)
         .to_socket_addrs()
-        .with_context(|| {
-            format!("cannot resolve host {host:?}; check the name or use an IP address")
+        .map_err(|e| {
+            // getaddrinfo's errors carry no I/O kind: the name or the resolver failed.
+            let why = format!("cannot resolve host {host:?}; check the name or use an IP address");
+            anyhow::Error::new(e).context(Failure::new(FailureKind::Network, why))
         })?
         .filter(|a| plan.family.allows(&a.ip()))
         .collect();
     if addrs.is_empty() {
-        bail!(
+        return Err(Failure::usage(format!(
             "host {host:?} has no address of the requested family (-4/-6); drop -4/-6 or use another address"
-        );
+        ))
+        .into());
     }
     Ok(addrs)
 }
@@ -335,45 +334,23 @@ pub(super) fn connect_any(
     plan: &ClientPlan,
 ) -> Result<(TcpStream, SocketAddr)> {
     let mut last = None;
+    // The control connection: the plan's local address, none of the test's socket options.
+    let bind = Bind { ip: plan.bind, port: None };
     for addr in addrs {
-        match connect(*addr, plan.bind, None, plan) {
+        match socket::connect(*addr, bind, &SocketOptions::default(), plan.connect_timeout) {
             Ok(s) => return Ok((s, *addr)),
-            Err(e) => last = Some(e),
+            Err(e) => last = Some(setup_error(e, *addr, plan)),
         }
     }
     Err(last.unwrap_or_else(|| anyhow!("no address to connect to")))
 }
 
-/// One TCP connection with the plan's timeout, optional local address/port and MSS.
-fn connect(
-    addr: SocketAddr,
-    bind_ip: Option<IpAddr>,
-    bind_port: Option<u16>,
-    plan: &ClientPlan,
-) -> Result<TcpStream> {
-    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, None)
-        .context("cannot create a TCP socket")?;
-    if bind_ip.is_some() || bind_port.is_some() {
-        let ip = bind_ip.unwrap_or(if addr.is_ipv4() {
-            IpAddr::from([0, 0, 0, 0])
-        } else {
-            IpAddr::from([0u16; 8])
-        });
-        let local = SocketAddr::new(ip, bind_port.unwrap_or(0));
-        sock.set_reuse_address(true).context("cannot set SO_REUSEADDR")?;
-        sock.bind(&local.into()).with_context(|| {
-            format!("cannot bind the local address {local} (-B/--cport); is it in use or not on this host?")
-        })?;
+/// A failed socket set-up as the user reads it: a failed connect says what to check.
+fn setup_error(e: SetupError, addr: SocketAddr, plan: &ClientPlan) -> anyhow::Error {
+    if e.step != Step::Connect {
+        return e.into();
     }
-    if let Some(mss) = plan.spec.mss_bytes {
-        sys::set_mss(&sock, mss).with_context(|| format!("cannot set the MSS (-M) to {mss}"))?;
-    }
-    sock.connect_timeout(&addr.into(), plan.connect_timeout)
-        .map_err(|e| connect_error(e, addr, plan))?;
-    Ok(sock.into())
-}
-
-fn connect_error(e: std::io::Error, addr: SocketAddr, plan: &ClientPlan) -> anyhow::Error {
+    let e = e.io();
     use std::io::ErrorKind as K;
     let hint = match e.kind() {
         K::ConnectionRefused => format!(
@@ -390,10 +367,11 @@ fn connect_error(e: std::io::Error, addr: SocketAddr, plan: &ClientPlan) -> anyh
         }
         _ => format!("{e}"),
     };
-    anyhow!("cannot connect to {addr}: {hint}")
+    Failure::new(FailureKind::from(e.kind()), format!("cannot connect to {addr}: {hint}")).into()
 }
 
-/// Connects every data stream of the plan, writing `hello(id)` first on each.
+/// Connects every data stream of the plan, writing `hello(id)` first on each. The test's socket
+/// options are set on each socket before it connects (`traffic::socket`).
 pub(super) fn open_streams(
     plan: &ClientPlan,
     spec: &TestSpec,
@@ -407,6 +385,7 @@ pub(super) fn open_streams(
     let rtt = sys::tcp_internals(ctrl.stream()).map(|t| Duration::from_micros(t.rtt_us.into()));
     set.set_rtt(rtt);
     set.record_environment(local_ip);
+    let opts = set.socket_options().clone();
     for (id, _) in spec.stream_plan() {
         let port = match plan.cport {
             Some(p) => Some(u16::try_from(u32::from(p) + id - 1).ok().context(
@@ -414,22 +393,24 @@ pub(super) fn open_streams(
             )?),
             None => None,
         };
-        let bind_ip = plan.bind.or(if port.is_some() { local_ip } else { None });
+        let bind = Bind { ip: plan.bind.or(if port.is_some() { local_ip } else { None }), port };
         if spec.protocol == Protocol::Udp {
             let bytes = hello(id);
             let echo = [bytes.as_slice()];
             let hs =
                 if iperf3_peer { Handshake::iperf3() } else { Handshake::native(&bytes, &echo) };
-            let sock = connect_stream(server, bind_ip, port, hs)
+            let data = connect_stream(server, bind, &opts, hs)
                 .with_context(|| format!("UDP stream {id}"))?;
-            set.add_udp(id, sock).with_context(|| format!("UDP stream {id}"))?;
+            set.add_udp(id, data).with_context(|| format!("UDP stream {id}"))?;
             continue;
         }
-        let mut sock = connect(server, bind_ip, port, plan)
+        let mut data = socket::connect_data(server, bind, &opts, plan.connect_timeout)
+            .map_err(|e| setup_error(e, server, plan))
             .with_context(|| format!("data stream {id} could not connect"))?;
-        sock.write_all(&hello(id))
+        data.stream
+            .write_all(&hello(id))
             .with_context(|| format!("data stream {id}: cannot send its hello"))?;
-        set.add(id, sock).with_context(|| format!("data stream {id}"))?;
+        set.add(id, data).with_context(|| format!("data stream {id}"))?;
     }
     Ok(set)
 }
@@ -447,9 +428,10 @@ fn effective_spec(plan: &ClientPlan, ctrl: &TcpStream, server: SocketAddr) -> Te
     spec
 }
 
-/// Turns an error into the one line the user sees, adding what to try where we know.
-pub(super) fn explain(e: &anyhow::Error, plan: &ClientPlan) -> String {
-    let base = format!("{e:#}");
+/// Turns an error into the failure the record keeps: its kind, and the one line the user
+/// sees, with what to try where we know.
+pub(super) fn explain(e: &anyhow::Error, plan: &ClientPlan) -> Failure {
+    let Failure { kind, message: base } = Failure::of(e);
     let hint = match e.downcast_ref::<ProtoError>() {
         Some(ProtoError::TimedOut { what, .. }) if what.contains("hello") => Some(format!(
             "is {} a linerate server? (for an iperf3 server, add --iperf3)",
@@ -464,7 +446,7 @@ pub(super) fn explain(e: &anyhow::Error, plan: &ClientPlan) -> String {
         _ => None,
     };
     match hint {
-        Some(h) => format!("{base}; {h}"),
-        None => base,
+        Some(h) => Failure::new(kind, format!("{base}; {h}")),
+        None => Failure::new(kind, base),
     }
 }

@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use crate::measure::liveness;
+use crate::record::{Failure, FailureKind};
 
 /// What one bounded read produced.
 #[derive(Debug)]
@@ -56,14 +57,32 @@ impl ControlChannel {
         self.stream
             .set_read_timeout(Some(wait.max(Duration::from_millis(1))))
             .context("cannot set a read timeout")?;
-        match self.stream.read(&mut self.buf) {
+        let got = self.stream.read(&mut self.buf);
+        self.received(got)
+    }
+
+    /// Bytes that are already there, without waiting (Idle when there are none).
+    pub fn recv_ready(&mut self) -> Result<Recv<'_>> {
+        self.stream.set_nonblocking(true).context("cannot poll the control connection")?;
+        let got = self.stream.read(&mut self.buf);
+        self.stream.set_nonblocking(false).context("cannot poll the control connection")?;
+        self.received(got)
+    }
+
+    /// What one read of the control connection means.
+    fn received(&self, got: std::io::Result<usize>) -> Result<Recv<'_>> {
+        match got {
             Ok(0) => Ok(Recv::Eof),
             Ok(n) => Ok(Recv::Data(&self.buf[..n])),
-            Err(e) if liveness::is_peer_dead(&e) => Err(anyhow::anyhow!(
-                "the peer stopped answering on the control connection for {} s \
-                 (its host or link went away)",
-                liveness::CONTROL_DEAD_AFTER.as_secs()
-            )),
+            Err(e) if liveness::is_peer_dead(&e) => Err(Failure::new(
+                FailureKind::TimedOut,
+                format!(
+                    "the peer stopped answering on the control connection for {} s \
+                     (its host or link went away)",
+                    liveness::CONTROL_DEAD_AFTER.as_secs()
+                ),
+            )
+            .into()),
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
                 Ok(Recv::Idle)
             }

@@ -111,7 +111,7 @@ pub fn run_matrix_from(
         each(cell, reps[cell.index], &record);
         failures = if matches!(record.outcome, Outcome::Failed { .. }) { failures + 1 } else { 0 };
         let error = match &record.outcome {
-            Outcome::Failed { error } => Some(error.clone()),
+            Outcome::Failed { error, .. } => Some(error.clone()),
             _ => None,
         };
         out.runs.push((cell.index, reps[cell.index], record));

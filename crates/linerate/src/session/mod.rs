@@ -130,8 +130,15 @@ pub(crate) fn wait_for_input<'c>(
     if let Some(t) = tick {
         let left = t.saturating_duration_since(now);
         if left <= TICK_MARGIN {
-            std::thread::sleep(left);
-            return Ok(Recv::Idle);
+            // Input already there is taken without waiting: with ticks closer together than
+            // the margin (-i 0.01) the control connection would otherwise never be read.
+            match ctrl.recv_ready()? {
+                Recv::Idle => {
+                    std::thread::sleep(left);
+                    return Ok(Recv::Idle);
+                }
+                got => return Ok(got),
+            }
         }
         let wait = wait_until(deadlines, cap).min(left - TICK_MARGIN);
         return ctrl.recv(wait);

@@ -142,13 +142,14 @@ impl Session<'_> {
             }
             let streams = self.t.streams.as_mut().context("streams arrived before the test")?;
             match sock {
-                DataSock::Tcp(sock) => streams.add(id, sock)?,
+                DataSock::Tcp(sock) => streams.add_accepted(id, sock)?,
                 DataSock::Udp(from) => {
                     let local = SocketAddr::new(self.local_ip, self.t.shared.port);
                     let hello = DataHello { cookie: Cookie(self.cookie), stream_id: id }.encode();
-                    let sock = crate::session::udp::accept_stream(local, from, &hello)
+                    let opts = streams.socket_options();
+                    let data = crate::session::udp::accept_stream(local, from, &hello, opts)
                         .with_context(|| format!("UDP stream {id}"))?;
-                    streams.add_udp(id, sock)?;
+                    streams.add_udp(id, data)?;
                 }
             }
             conn.attach_stream(id, clock.now())?;

@@ -34,7 +34,6 @@ use linerate_proto::iperf3::COOKIE_LEN;
 use linerate_proto::limits::requested_rate;
 use linerate_proto::wire::{CONTROL_MAGIC, DATA_HELLO_LEN, DATA_MAGIC, DataHello};
 use linerate_proto::{LimitKind, Refusal, SideResults, TestSpec};
-use socket2::{Domain, Socket, Type};
 
 use crate::plan::server::Access;
 use crate::plan::{Family, ServerPlan};
@@ -43,6 +42,7 @@ use crate::session::admission::{Admission, Pending, Place, Ticket};
 use crate::session::log_limit::{LogLimit, Verdict};
 use crate::session::udp::UdpAcceptor;
 use crate::sys;
+use crate::traffic::socket;
 
 /// How long a new connection has to send its first 8 bytes.
 pub const CLASSIFY_TIMEOUT: Duration = Duration::from_secs(2);
@@ -466,21 +466,10 @@ fn listen(plan: &ServerPlan) -> Result<TcpListener> {
     }
 }
 
+/// The shared listener: no per-test options can be set on it (`traffic::socket` says why and
+/// applies them on accept).
 fn listen_on(addr: SocketAddr, dual: bool) -> Result<TcpListener> {
-    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, None)
-        .context("cannot create the listening socket")?;
-    if addr.is_ipv6() {
-        sock.set_only_v6(!dual).context("cannot configure IPV6_V6ONLY")?;
-    }
-    sock.set_reuse_address(true).context("cannot set SO_REUSEADDR")?;
-    sock.bind(&addr.into()).with_context(|| {
-        format!("cannot listen on {addr}: is another server using the port? pick another with -p")
-    })?;
-    sock.listen(1024).with_context(|| format!("cannot listen on {addr}"))?;
-    // accept() honours SO_RCVTIMEO on Linux, so the loop can notice signals without polling.
-    sock.set_read_timeout(Some(Duration::from_millis(100)))
-        .context("cannot set the accept timeout")?;
-    Ok(sock.into())
+    Ok(socket::listen(addr, dual)?)
 }
 
 /// A connection just accepted, counted against its address until identified.

@@ -1,10 +1,12 @@
-//! The local half of a test's data streams: socket setup, one thread per stream, interval
-//! sampling (including the omitted warm-up) and the final per-stream results.
+//! The local half of a test's data streams: one thread per stream, interval sampling
+//! (including the omitted warm-up) and the final per-stream results. Sockets come set up by
+//! `traffic::socket` (options applied, grants read back); this file only adds the short
+//! timeouts the stream loops rely on.
 //!
 //! Both the client and the server driver own one `StreamSet`. It must not speak the control
 //! protocol or print; it hands interval rows to the driver, which passes them to an observer.
 
-use std::net::{Shutdown, TcpStream, UdpSocket};
+use std::net::{Shutdown, TcpStream};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -19,11 +21,12 @@ use crate::measure::cost::CostMeter;
 use crate::measure::counters;
 use crate::record::canonical;
 use crate::session::udp_stream::{self, UdpStreamSetup, UdpTrack};
-use crate::sys::udp;
 use crate::sys::{self, ZeroCopySource};
+use crate::traffic::socket::{self, SocketOptions, TcpData, UdpData};
 use crate::traffic::{
     ByteBudget, SendOptions, StartGate, StreamCounters, TrafficControl, receive_loop, send_loop,
 };
+use linerate_proto::samples::{SampleLog, samples_per_stream};
 use linerate_proto::udp::SeqWidth;
 
 /// Which end of the test this process is.
@@ -49,9 +52,6 @@ impl End {
 
 /// Socket timeout that lets blocked stream threads notice stop/abort.
 const POLL_TIMEOUT: Duration = Duration::from_millis(250);
-/// UDP socket buffers when -w does not say: large enough that a receiver on a fast path is not
-/// the first thing to drop (a 1 Gbit/s burst of 4 ms), small enough for many streams.
-const UDP_DEFAULT_BUFFER: u64 = 4 << 20;
 /// Stack for stream threads: they hold no deep recursion, and -P 1024 must stay cheap.
 const STREAM_STACK: usize = 256 * 1024;
 
@@ -94,7 +94,7 @@ struct LocalStream {
     udp: Option<UdpTrack>,
     socket: SocketReport,
     thread: Option<JoinHandle<()>>,
-    intervals: Vec<IntervalSample>,
+    intervals: SampleLog<IntervalSample>,
     last_us: u64,
     last_bytes: u64,
     omitted: Option<(u64, u64)>,
@@ -119,7 +119,7 @@ impl LocalStream {
             udp: None,
             socket,
             thread: Some(thread),
-            intervals: Vec::new(),
+            intervals: SampleLog::default(),
             last_us: 0,
             last_bytes: 0,
             omitted: None,
@@ -130,6 +130,8 @@ impl LocalStream {
 /// The local streams of one test.
 pub struct StreamSet {
     spec: TestSpec,
+    /// The socket options `spec` asks for.
+    options: SocketOptions,
     end: End,
     ctl: Arc<TrafficControl>,
     gate: Arc<StartGate>,
@@ -181,6 +183,7 @@ impl StreamSet {
         };
         Ok(Self {
             spec: spec.clone(),
+            options: SocketOptions::of(spec),
             end,
             ctl: Arc::default(),
             gate: Arc::default(),
@@ -216,14 +219,18 @@ impl StreamSet {
         self.seq_width = width;
     }
 
-    /// Configures `sock` as UDP stream `id` and spawns its thread (which waits for the start).
-    pub fn add_udp(&mut self, id: u32, sock: UdpSocket) -> Result<()> {
+    /// The socket options the test asks for, for `traffic::socket` to apply.
+    pub fn socket_options(&self) -> &SocketOptions {
+        &self.options
+    }
+
+    /// Takes `data` (set up by `traffic::socket`) as UDP stream `id` and spawns its thread
+    /// (which waits for the start).
+    pub fn add_udp(&mut self, id: u32, data: UdpData) -> Result<()> {
         let flow =
             self.spec.flow_of(id).with_context(|| format!("stream {id} is not in the test"))?;
         let role = self.end.role(flow);
-        let want = self.spec.window_bytes.unwrap_or(UDP_DEFAULT_BUFFER);
-        // Best effort: a smaller buffer only makes the receiver drop sooner, which is reported.
-        let _ = udp::set_udp_buffers(&sock, want);
+        let UdpData { socket: sock, granted } = data;
         sock.set_read_timeout(Some(Duration::from_millis(20))).context("cannot set a timeout")?;
         sock.set_write_timeout(Some(Duration::from_millis(20))).context("cannot set a timeout")?;
         let probe = sock.try_clone().context("cannot duplicate a UDP socket handle")?;
@@ -247,14 +254,7 @@ impl StreamSet {
             .stack_size(STREAM_STACK)
             .spawn(body)
             .context("cannot start a stream thread (too many streams for this host?)")?;
-        let mut socket = SocketReport {
-            local_address: probe.local_addr().ok().map(|a| canonical(a).to_string()),
-            peer_address: probe.peer_addr().ok().map(|a| canonical(a).to_string()),
-            ..SocketReport::default()
-        };
-        let f = sys::socket_facts(&probe);
-        socket.send_buffer_bytes = f.send_buffer_bytes;
-        socket.recv_buffer_bytes = f.recv_buffer_bytes;
+        let socket = socket_report(probe.local_addr(), probe.peer_addr(), granted);
         self.streams.push(LocalStream::new(id, flow, role, counters, Probe::Udp, socket, thread));
         if let Some(s) = self.streams.last_mut() {
             s.udp = Some(track);
@@ -273,13 +273,24 @@ impl StreamSet {
         }
     }
 
-    /// Configures `sock` as stream `id` and spawns its thread (which waits for the start).
-    pub fn add(&mut self, id: u32, sock: TcpStream) -> Result<()> {
+    /// A server's TCP data connection for stream `id`, accepted on the shared listener: the
+    /// test's options are applied to it (`traffic::socket::accepted`), then [`Self::add`].
+    pub fn add_accepted(&mut self, id: u32, sock: TcpStream) -> Result<()> {
+        let data =
+            socket::accepted(sock, &self.options).with_context(|| format!("data stream {id}"))?;
+        self.add(id, data)
+    }
+
+    /// Takes `data` (set up by `traffic::socket`) as TCP stream `id` and spawns its thread
+    /// (which waits for the start).
+    pub fn add(&mut self, id: u32, data: TcpData) -> Result<()> {
         let flow =
             self.spec.flow_of(id).with_context(|| format!("stream {id} is not in the test"))?;
         let role = self.end.role(flow);
-        configure_data_socket(&sock, &self.spec)?;
-        let socket = socket_report(&sock);
+        let TcpData { stream: sock, granted } = data;
+        sock.set_read_timeout(Some(POLL_TIMEOUT)).context("cannot set a socket timeout")?;
+        sock.set_write_timeout(Some(POLL_TIMEOUT)).context("cannot set a socket timeout")?;
+        let socket = socket_report(sock.local_addr(), sock.peer_addr(), granted);
         let probe = Probe::Tcp(sock.try_clone().context("cannot duplicate a data socket handle")?);
         let counters = Arc::new(StreamCounters::default());
         let thread = self.spawn(id, role, sock, counters.clone())?;
@@ -474,22 +485,9 @@ impl StreamSet {
             // completes; a sliver that short has no meaningful rate, so it is folded into the
             // previous interval (the record stays exact; it is just not a line of its own).
             let sliver = force && end_us - sample.start_us < sliver_us;
-            match s.intervals.last_mut() {
-                Some(prev) if sliver && prev.omitted == sample.omitted => {
-                    prev.end_us = sample.end_us;
-                    prev.bytes += sample.bytes;
-                    prev.tcp = sample.tcp.or(prev.tcp);
-                    if let (Some(p), Some(n)) = (prev.udp.as_mut(), sample.udp) {
-                        p.datagrams += n.datagrams;
-                        p.lost += n.lost;
-                        p.out_of_order += n.out_of_order;
-                        p.jitter_ns = n.jitter_ns;
-                    }
-                }
-                _ => {
-                    s.intervals.push(sample);
-                    rows.push(IntervalRow { id: s.id, flow: s.flow, role: s.role, sample });
-                }
+            if !(sliver && s.intervals.fold_into_last(&sample)) {
+                s.intervals.push(sample);
+                rows.push(IntervalRow { id: s.id, flow: s.flow, role: s.role, sample });
             }
         }
         if intervals_on
@@ -498,8 +496,24 @@ impl StreamSet {
         {
             cost.sample(now);
         }
+        self.bound_samples();
         self.next_tick = self.following_tick(t);
         rows
+    }
+
+    /// Keeps every log within `samples_per_stream`: once one is over, all of them (and the
+    /// cost meter's) merge pairwise together, so they stay aligned sample for sample.
+    fn bound_samples(&mut self) {
+        let cap = samples_per_stream(self.spec.connection_count());
+        let cost_len = self.cost.as_ref().map_or(0, CostMeter::samples);
+        if cost_len > cap || self.streams.iter().any(|s| s.intervals.len() > cap) {
+            for s in &mut self.streams {
+                s.intervals.halve();
+            }
+            if let Some(c) = self.cost.as_mut() {
+                c.halve_samples();
+            }
+        }
     }
 
     /// Final results of every local stream and what the test cost this end. Call after
@@ -534,6 +548,10 @@ impl StreamSet {
             software: software.to_string(),
             streams,
             intervals_dropped: false,
+            intervals_per_sample: self
+                .streams
+                .first()
+                .map_or(1, |s| s.intervals.intervals_per_sample()),
             cost,
             environment: self.environment.clone(),
         }
@@ -556,7 +574,8 @@ impl StreamSet {
         };
         let mut socket = s.socket.clone();
         if let Probe::Tcp(p) = &s.probe {
-            refresh_socket_report(&mut socket, p);
+            // At the end: autotuned buffers have grown since the set-up.
+            merge_facts(&mut socket, sys::socket_facts(p));
         }
         StreamResult {
             id: s.id,
@@ -566,7 +585,7 @@ impl StreamSet {
             omitted_bytes,
             duration_us,
             omitted_us,
-            intervals: s.intervals.clone(),
+            intervals: s.intervals.as_slice().to_vec(),
             socket,
             retransmits: tcp
                 .filter(|_| s.role == StreamRole::Sender)
@@ -604,38 +623,28 @@ fn pattern_block(len: usize) -> Vec<u8> {
     PATTERN.iter().copied().cycle().take(len).collect()
 }
 
-/// Applies the spec's socket options to a data socket (both ends do this).
-pub fn configure_data_socket(sock: &TcpStream, spec: &TestSpec) -> Result<()> {
-    if let Some(w) = spec.window_bytes {
-        sys::set_buffers(sock, w)
-            .with_context(|| format!("cannot set the window (-w) to {w} bytes"))?;
-    }
-    if let Some(cc) = &spec.congestion {
-        sys::set_congestion(sock, cc)?;
-    }
-    sock.set_nodelay(spec.no_delay).context("cannot set TCP_NODELAY (-N)")?;
-    sock.set_read_timeout(Some(POLL_TIMEOUT)).context("cannot set a socket timeout")?;
-    sock.set_write_timeout(Some(POLL_TIMEOUT)).context("cannot set a socket timeout")?;
-    Ok(())
-}
-
-fn socket_report(sock: &TcpStream) -> SocketReport {
+/// What a stream's socket report says at the set-up: its addresses and what was granted.
+fn socket_report(
+    local: std::io::Result<std::net::SocketAddr>,
+    peer: std::io::Result<std::net::SocketAddr>,
+    granted: sys::SocketFacts,
+) -> SocketReport {
     let mut r = SocketReport {
-        local_address: sock.local_addr().ok().map(|a| canonical(a).to_string()),
-        peer_address: sock.peer_addr().ok().map(|a| canonical(a).to_string()),
+        local_address: local.ok().map(|a| canonical(a).to_string()),
+        peer_address: peer.ok().map(|a| canonical(a).to_string()),
         ..SocketReport::default()
     };
-    refresh_socket_report(&mut r, sock);
+    merge_facts(&mut r, granted);
     r
 }
 
-fn refresh_socket_report(r: &mut SocketReport, sock: &TcpStream) {
-    let f = sys::socket_facts(sock);
+/// Overwrites what `r` says of the socket with the facts in `f` that are known.
+fn merge_facts(r: &mut SocketReport, f: sys::SocketFacts) {
     r.send_buffer_bytes = f.send_buffer_bytes.or(r.send_buffer_bytes);
     r.recv_buffer_bytes = f.recv_buffer_bytes.or(r.recv_buffer_bytes);
     r.mss_bytes = f.mss_bytes.or(r.mss_bytes);
     r.congestion = f.congestion.or(r.congestion.take());
-    r.no_delay = sock.nodelay().ok().or(r.no_delay);
+    r.no_delay = f.no_delay.or(r.no_delay);
 }
 
 #[cfg(test)]

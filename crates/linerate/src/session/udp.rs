@@ -10,9 +10,10 @@
 //! delivers that client's datagrams to it, not to the acceptor — and echoes the hello from it.
 //! iperf3 associates UDP streams the same way.
 //!
+//! The sockets themselves (binding, buffers, the shared port) are made by `traffic::socket`.
 //! Must not count or pace traffic (that is `traffic::udp`).
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
@@ -21,7 +22,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use linerate_proto::iperf3::{UDP_CONNECT, UDP_CONNECT_LEGACY, UDP_REPLY, UDP_REPLY_LEGACY};
 use linerate_proto::wire::{DATA_HELLO_LEN, DataHello};
-use socket2::{Domain, Protocol, Socket, Type};
+
+use crate::traffic::socket::{self, Bind, SocketOptions, UdpData};
 
 /// How often the client sends a stream's hello before giving up.
 pub const HELLO_TRIES: u32 = 3;
@@ -59,17 +61,16 @@ impl<'a> Handshake<'a> {
     }
 }
 
-/// Opens the client's socket for one UDP stream and completes the handshake.
+/// Opens the client's socket for one UDP stream (`traffic::socket::udp_connect`) and completes
+/// the handshake.
 pub fn connect_stream(
     server: SocketAddr,
-    bind_ip: Option<IpAddr>,
-    port: Option<u16>,
+    bind: Bind,
+    opts: &SocketOptions,
     hs: Handshake<'_>,
-) -> Result<UdpSocket> {
-    let local = SocketAddr::new(bind_ip.unwrap_or_else(|| unspecified(server)), port.unwrap_or(0));
-    let sock =
-        UdpSocket::bind(local).with_context(|| format!("cannot bind a UDP socket to {local}"))?;
-    sock.connect(server).with_context(|| format!("cannot address UDP to {server}"))?;
+) -> Result<UdpData> {
+    let data = socket::udp_connect(server, bind, opts)?;
+    let sock = &data.socket;
     sock.set_read_timeout(Some(hs.wait)).context("cannot set a UDP socket timeout")?;
     let mut answer = [0u8; 64];
     for _ in 0..hs.tries {
@@ -79,7 +80,7 @@ pub fn connect_stream(
         // timeout) or the end of the wait.
         while Instant::now() < deadline {
             match sock.recv(&mut answer) {
-                Ok(n) if hs.replies.iter().any(|r| answer[..n] == **r) => return Ok(sock),
+                Ok(n) if hs.replies.iter().any(|r| answer[..n] == **r) => return Ok(data),
                 Ok(_) => {}
                 Err(_) => break,
             }
@@ -93,33 +94,18 @@ pub fn connect_stream(
     )
 }
 
-/// The server side of one stream: a socket on `local` connected to the client at `peer`,
-/// which echoes `hello` so the client knows the stream is attached.
-pub fn accept_stream(local: SocketAddr, peer: SocketAddr, hello: &[u8]) -> Result<UdpSocket> {
-    let sock = Socket::new(Domain::for_address(local), Type::DGRAM, Some(Protocol::UDP))
-        .context("cannot create a UDP socket")?;
-    sock.set_reuse_address(true).context("cannot set SO_REUSEADDR on a UDP socket")?;
-    sock.bind(&local.into())
-        .with_context(|| format!("cannot bind a UDP stream socket to {local}"))?;
-    let peer = match (local, peer) {
-        // A dual-stack acceptor reports IPv4 clients as ::ffff:a.b.c.d.
-        (SocketAddr::V4(_), SocketAddr::V6(v6)) => match v6.ip().to_ipv4_mapped() {
-            Some(v4) => SocketAddr::new(v4.into(), v6.port()),
-            None => peer,
-        },
-        _ => peer,
-    };
-    sock.connect(&peer.into()).with_context(|| format!("cannot connect a UDP stream to {peer}"))?;
-    let sock: UdpSocket = sock.into();
-    sock.send(hello).context("cannot answer the UDP stream hello")?;
-    Ok(sock)
-}
-
-fn unspecified(like: SocketAddr) -> IpAddr {
-    match like {
-        SocketAddr::V4(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
-        SocketAddr::V6(_) => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
-    }
+/// The server side of one stream: a socket on `local` connected to the client at `peer`
+/// (`traffic::socket::udp_accepted`), which echoes `hello` so the client knows the stream is
+/// attached.
+pub fn accept_stream(
+    local: SocketAddr,
+    peer: SocketAddr,
+    hello: &[u8],
+    opts: &SocketOptions,
+) -> Result<UdpData> {
+    let data = socket::udp_accepted(local, peer, opts)?;
+    data.socket.send(hello).context("cannot answer the UDP stream hello")?;
+    Ok(data)
 }
 
 /// The server's unconnected UDP socket on its port: reads stream hellos.
@@ -131,16 +117,10 @@ pub struct UdpAcceptor {
 impl UdpAcceptor {
     /// Binds `addr` (dual-stack when `dual`), sharing the port with stream sockets.
     pub fn bind(addr: SocketAddr, dual: bool) -> Result<Self> {
-        let sock = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))
-            .context("cannot create the UDP socket")?;
-        if addr.is_ipv6() {
-            sock.set_only_v6(!dual).context("cannot configure IPV6_V6ONLY")?;
-        }
-        sock.set_reuse_address(true).context("cannot set SO_REUSEADDR")?;
-        sock.bind(&addr.into()).with_context(|| format!("cannot bind UDP {addr}"))?;
+        let sock = socket::udp_port(addr, dual)?;
         sock.set_read_timeout(Some(Duration::from_millis(100)))
             .context("cannot set the UDP accept timeout")?;
-        Ok(Self { sock: sock.into() })
+        Ok(Self { sock })
     }
 
     /// Reads datagrams until `stop`, handing each to `route` with the sender's address;
@@ -190,13 +170,17 @@ mod tests {
         let t = acceptor
             .spawn(stop.clone(), move |d, from| {
                 let Some(h) = native_hello(d) else { return };
-                let s = accept_stream(server, from, &h.encode()).expect("accept");
+                let opts = SocketOptions::default();
+                let s = accept_stream(server, from, &h.encode(), &opts).expect("accept").socket;
                 tx.send((h, s)).expect("send");
             })
             .expect("spawn");
         let hello = DataHello { cookie: Cookie([9; 16]), stream_id: 3 }.encode();
-        let client =
-            connect_stream(server, None, None, Handshake::native(&hello, &[&hello])).expect("c");
+        let echo = [hello.as_slice()];
+        let hs = Handshake::native(&hello, &echo);
+        let client = connect_stream(server, Bind::default(), &SocketOptions::default(), hs)
+            .expect("c")
+            .socket;
         let (h, srv_sock) = rx.recv_timeout(Duration::from_secs(5)).expect("routed");
         assert_eq!(h.stream_id, 3);
         client.send(b"data").expect("send");
@@ -213,8 +197,9 @@ mod tests {
         let silent = UdpSocket::bind("127.0.0.1:0").expect("bind");
         let addr = silent.local_addr().expect("addr");
         let hello = [0u8; DATA_HELLO_LEN];
-        let err =
-            connect_stream(addr, None, None, Handshake::native(&hello, &[&hello])).unwrap_err();
+        let echo = [hello.as_slice()];
+        let hs = Handshake::native(&hello, &echo);
+        let err = connect_stream(addr, Bind::default(), &SocketOptions::default(), hs).unwrap_err();
         assert!(format!("{err:#}").contains("firewall"), "{err:#}");
     }
 }

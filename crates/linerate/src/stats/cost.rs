@@ -181,6 +181,7 @@ mod tests {
                 error: None,
             }],
             intervals_dropped: false,
+            intervals_per_sample: 1,
             cost: Some(Box::new(cost)),
             environment: None,
         }

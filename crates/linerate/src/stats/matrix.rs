@@ -32,10 +32,13 @@ pub struct CellSummary {
     pub label: String,
     /// The axis values.
     pub values: Vec<AxisValue>,
-    /// Runs that completed.
+    /// Runs that completed: the only ones counted in the statistics.
     pub runs: usize,
     /// Runs that failed (not counted in the statistics).
     pub failed: usize,
+    /// Runs stopped early by the user (not counted in the statistics: their figures cover
+    /// part of a test). A resumed matrix runs them again.
+    pub interrupted: usize,
     /// Received bits per second (summed over directions), per completed run.
     pub samples: Vec<f64>,
     /// Statistics of `samples`.
@@ -92,7 +95,7 @@ fn cell_summary<'a>(
     records: impl Iterator<Item = &'a RunRecord>,
     until_ci: Option<f64>,
 ) -> CellSummary {
-    let (mut samples, mut failed) = (Vec::new(), 0);
+    let (mut samples, mut failed, mut interrupted) = (Vec::new(), 0, 0);
     let (mut ccpu, mut scpu, mut loss, mut limits) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut retransmits, mut fairness) = (Vec::new(), Vec::new());
@@ -100,9 +103,16 @@ fn cell_summary<'a>(
     let mut goodput = None;
     for r in records {
         goodput = goodput.or_else(|| crate::stats::verdict::declared_goodput(r));
-        if matches!(r.outcome, Outcome::Failed { .. }) {
-            failed += 1;
-            continue;
+        match r.outcome {
+            Outcome::Completed => {}
+            Outcome::Interrupted => {
+                interrupted += 1;
+                continue;
+            }
+            Outcome::Failed { .. } => {
+                failed += 1;
+                continue;
+            }
         }
         let s = summarize(r);
         samples.push(received_rate(&s));
@@ -118,25 +128,16 @@ fn cell_summary<'a>(
             rss = rss.max(c.peak_rss_bytes);
         }
         loss.extend(s.udp.iter().filter_map(|u| u.loss_percent));
-        if let Some(v) = s.verdicts.first() {
-            let name =
-                serde_json::to_value(v.limit).ok().and_then(|l| l.as_str().map(String::from));
-            // A CPU verdict names the end whose CPU ran out; keep it in the limit's name.
-            let side =
-                ["client", "server"].into_iter().find(|e| v.summary.contains(&format!("the {e}")));
-            limits.extend(name.map(|n| match (n.as_str(), side) {
-                ("cpu", Some(e)) => format!("cpu({e})"),
-                _ => n,
-            }));
-        }
+        limits.extend(s.verdicts.first().map(crate::stats::Verdict::id));
     }
-    let stats = describe(&samples);
+    let stats = describe(&samples).map(rate_interval);
     CellSummary {
         index: cell.index,
         label: cell.label(),
         values: cell.values.clone(),
         runs: samples.len(),
         failed,
+        interrupted,
         ci_target_met: until_ci.map(|t| stats.as_ref().is_some_and(|s| ci_within(s, t))),
         link_share: goodput.zip(stats.as_ref()).map(|(g, s)| s.mean / g),
         bits_per_second: stats,
@@ -149,6 +150,15 @@ fn cell_summary<'a>(
         loss_percent: mean(&loss),
         limit: most_common(limits),
     }
+}
+
+/// A rate's statistics with the 95 % interval's lower bound truncated at 0: the Student t
+/// interval `mean ± t·s/√n` of two or three spread-out runs reaches below zero, where no rate
+/// can be. Truncating removes only impossible values, so the interval covers the true mean
+/// as often as before; the half-width (the table's `±`, and `--until-ci`) is unchanged.
+pub fn rate_interval(mut s: SampleStats) -> SampleStats {
+    s.ci95 = s.ci95.map(|(lo, hi)| (lo.max(0.0), hi));
+    s
 }
 
 /// The figure a cell is judged by: what the receivers got, summed over directions.
@@ -223,6 +233,23 @@ fn findings(cells: &[CellSummary]) -> Vec<String> {
             cpu.len(),
             measured.len(),
             cpu.join(", ")
+        ));
+    }
+    let busy: Vec<String> = measured
+        .iter()
+        .filter_map(|c| {
+            let end = c.limit.as_deref()?.strip_prefix("foreign_load(")?.trim_end_matches(')');
+            Some(format!("{} ({end})", c.label))
+        })
+        .collect();
+    if !busy.is_empty() {
+        out.push(format!(
+            "{} of {} cells ran on a busy host (other processes kept a core busy, the verdict \
+             most of their runs gave): {}; their figures measure that contention as much as the \
+             test — rerun them on a quiet machine",
+            busy.len(),
+            measured.len(),
+            busy.join(", ")
         ));
     }
     for c in cells {
@@ -415,6 +442,7 @@ mod tests {
             values,
             runs: samples.len(),
             failed: 0,
+            interrupted: 0,
             bits_per_second: describe(&samples),
             samples,
             client_cpu_percent: None,
@@ -431,7 +459,7 @@ mod tests {
 
     #[test]
     fn findings_name_the_knee_the_window_effect_and_outliers() {
-        let w = |w| AxisValue::Window(w);
+        let w = |w: Option<u64>| AxisValue::Window(w.map(crate::plan::size::Size::of_bytes));
         let p = AxisValue::Parallel;
         let cells = vec![
             cell(0, vec![p(1), w(None)], vec![9.2e9, 9.25e9, 9.15e9]),
@@ -474,6 +502,32 @@ mod tests {
         );
         assert!(all.contains("is not significant (Welch p = 0."), "{all}");
         assert!(!all.contains("P=2 is the best"), "{all}");
+    }
+
+    #[test]
+    fn only_completed_runs_enter_the_figures() {
+        let json = include_str!("../../tests/fixtures/records/tcp_upload.json");
+        let done: RunRecord = serde_json::from_str(json).expect("fixture");
+        let interrupted = RunRecord { outcome: Outcome::Interrupted, ..done.clone() };
+        let failed = RunRecord {
+            outcome: Outcome::Failed { error: "x".into(), kind: None },
+            ..done.clone()
+        };
+        let cells = [Cell { index: 0, values: vec![AxisValue::Parallel(2)] }];
+        let runs = [(0, done.clone()), (0, interrupted), (0, failed), (0, done)];
+        let c = &summarize_matrix(&cells, &runs, None).cells[0];
+        assert_eq!((c.runs, c.interrupted, c.failed, c.samples.len()), (2, 1, 1, 2));
+        assert_eq!(c.bits_per_second.as_ref().map(|s| s.n), Some(2));
+    }
+
+    #[test]
+    fn a_rate_interval_never_goes_below_zero() {
+        let s = describe(&[27.5e9, 35.4e9]).map(rate_interval).expect("stats");
+        let (lo, hi) = s.ci95.expect("interval");
+        assert_eq!(lo, 0.0, "t(0.975, 1) = 12.7 makes mean - half-width negative");
+        assert!((hi - (s.mean + s.ci95_half_width.expect("h"))).abs() < 1.0);
+        let tight = describe(&[9.4e9, 9.5e9, 9.45e9]).map(rate_interval).expect("stats");
+        assert!(tight.ci95.expect("interval").0 > 9e9, "untouched when positive");
     }
 
     #[test]

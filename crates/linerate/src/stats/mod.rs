@@ -10,6 +10,7 @@ pub mod environment;
 pub mod fairness;
 pub mod matrix;
 pub mod sample;
+pub mod settings;
 pub mod summary;
 pub mod udp;
 pub mod verdict;

@@ -271,6 +271,7 @@ mod tests {
             software: software.into(),
             streams,
             intervals_dropped: false,
+            intervals_per_sample: 1,
             cost: None,
             environment: None,
         };

@@ -165,18 +165,26 @@ pub fn udp_warnings(udp: &[UdpSummary]) -> Vec<String> {
                  that loss happened in the receiver, not on the path (raise -w and net.core.rmem_max)"
             ));
         }
-        let due = u.sent.unwrap_or(0) + u.sender_skipped;
-        if u.sender_skipped > 0 && u.sender_skipped * 1000 >= due {
+        if let Some(share) = sender_skipped_share(u) {
             out.push(format!(
                 "{dir}: the sender fell behind its pacing (woken late or short of CPU) and skipped {} \
-                 of {due} datagrams ({:.2}%) rather than send them in a burst, so it sent below -b",
+                 of {} datagrams ({:.2}%) rather than send them in a burst, so it sent below -b",
                 u.sender_skipped,
-                u.sender_skipped as f64 * 100.0 / due as f64
+                u.sent.unwrap_or(0) + u.sender_skipped,
+                share * 100.0
             ));
         }
         out.extend(u.inconsistent.iter().map(|i| format!("{dir}: inconsistent counts: {i}")));
     }
     out
+}
+
+/// The share of its due datagrams the sender skipped because it fell behind its pacing, when
+/// it is worth a word (0.1 % or more).
+pub fn sender_skipped_share(u: &UdpSummary) -> Option<f64> {
+    let due = u.sent.unwrap_or(0) + u.sender_skipped;
+    (u.sender_skipped > 0 && u.sender_skipped * 1000 >= due)
+        .then(|| u.sender_skipped as f64 / due as f64)
 }
 
 /// The UDP verdict for one direction, or None to fall back to the general rules.

@@ -7,16 +7,26 @@
 //!    of what the congestion window allowed (cwnd × MSS) — the kernel's timer misses windows
 //!    of a segment or two;
 //! 3. **send buffer**: ≥ 30 % limited by its own send buffer (`tcpi_sndbuf_limited`);
-//! 4. **CPU**: a stream thread used ≥ 90 % of a core (threads migrate between cores, so a
+//! 4. **sender fell behind** (UDP): the sender skipped ≥ 0.1 % of its datagrams because its
+//!    pacer woke late or lacked CPU, so it sent below `-b` — the path was not tested at that
+//!    rate;
+//! 5. **CPU**: a stream thread used ≥ 90 % of a core (threads migrate between cores, so a
 //!    saturated thread need not show as one saturated core), or an end's busiest core was
-//!    ≥ 90 % busy while that end's own process used ≥ 50 % of a core (a core kept busy by
-//!    other programs does not make this test CPU-bound); the thread or end is named, with the
-//!    core's user/system/softirq split;
-//! 5. **link**: `--link-speed` was given and the receiver got ≥ 90 % of the theoretical TCP
+//!    ≥ 90 % busy while that end's own process used ≥ 50 % of a core and more than other
+//!    processes did; the thread or end is named, with the core's user/system/softirq split;
+//! 6. **busy host**: an end's busiest core was ≥ 90 % busy while its own process used ≥ 50 %
+//!    of a core (rule 5 would blame it), but other processes used at least 10 % of a core and
+//!    at least as much as the end did: the test competed for CPU with them, so neither that end
+//!    nor the path can be named as the limit (an end that barely worked is not held back by a
+//!    busy core: the rules go on);
+//! 7. **link**: `--link-speed` was given and the receiver got ≥ 90 % of the theoretical TCP
 //!    goodput of that link;
-//! 6. **congestion/loss**: ≥ 1 % of the bytes sent were retransmissions;
-//! 7. otherwise **path**: none of the above, so the network path (link, shaper, peer) is the
+//! 8. **congestion/loss**: ≥ 1 % of the bytes sent were retransmissions;
+//! 9. otherwise **path**: none of the above, so the network path (link, shaper, peer) is the
 //!    likely limit.
+//!
+//! No verdict without figures: a failed run gets none (its figures are partial or absent), nor
+//! does a direction neither end reported.
 //!
 //! Thresholds are deliberately simple and documented in docs/METHODOLOGY.md; the evidence is
 //! always printed so a reader can disagree. Pure functions: no I/O.
@@ -25,7 +35,7 @@ use serde::Serialize;
 
 use linerate_proto::{Flow, Protocol, StreamRole, TestSpec};
 
-use crate::record::{LinkAssumption, RunRecord};
+use crate::record::{LinkAssumption, Outcome, RunRecord};
 use crate::stats::udp::{UdpSummary, udp_verdict};
 use crate::stats::{CostSummary, DirectionSummary};
 
@@ -59,6 +69,10 @@ pub enum Limit {
     ReceiverBuffer,
     /// UDP: datagrams were lost between the hosts.
     PathLoss,
+    /// UDP: the sender fell behind its pacing (skipped datagrams), so it sent below `-b`.
+    SenderPacing,
+    /// An end's busiest core was busy with other processes more than with this test.
+    ForeignLoad,
 }
 
 /// The verdict for one direction.
@@ -68,10 +82,27 @@ pub struct Verdict {
     pub flow: Flow,
     /// What limited it.
     pub limit: Limit,
+    /// For `cpu` and `foreign_load`: the end (`client`, `server`) whose CPU or host is meant.
+    pub end: Option<&'static str>,
     /// One sentence.
     pub summary: String,
     /// The numbers behind it.
     pub evidence: Vec<String>,
+}
+
+impl Verdict {
+    /// The limit's id as tables and JSON name it: `receive_window`, `path`, and with the end
+    /// for CPU and foreign load: `cpu(client)`, `foreign_load(server)`.
+    pub fn id(&self) -> String {
+        let name = serde_json::to_value(self.limit)
+            .ok()
+            .and_then(|l| l.as_str().map(String::from))
+            .unwrap_or_default();
+        match self.end {
+            Some(end) => format!("{name}({end})"),
+            None => name,
+        }
+    }
 }
 
 /// TCP internals summed over a direction's sending streams.
@@ -130,15 +161,20 @@ pub fn tcp_goodput_bits_per_second(link: &LinkAssumption, ipv6: bool) -> Option<
     Some(link.bits_per_second as f64 * f64::from(payload) / f64::from(link.mtu_bytes + 38))
 }
 
-/// One verdict per direction.
+/// One verdict per direction that has figures; none for a failed run (its figures are partial
+/// or absent, so no limit can be read from them).
 pub fn verdicts(
     record: &RunRecord,
     directions: &[DirectionSummary],
     cost: &[CostSummary],
     udp: &[UdpSummary],
 ) -> Vec<Verdict> {
+    if matches!(record.outcome, Outcome::Failed { .. }) {
+        return Vec::new();
+    }
     directions
         .iter()
+        .filter(|d| d.sender.is_some() || d.receiver.is_some())
         .map(|d| {
             let u = udp.iter().find(|u| u.flow == d.flow);
             let v = u.and_then(|u| udp_verdict(u, d, record.spec.bits_per_second));
@@ -146,26 +182,36 @@ pub fn verdicts(
                 Some((summary, evidence, receiver)) => Verdict {
                     flow: d.flow,
                     limit: if receiver { Limit::ReceiverBuffer } else { Limit::PathLoss },
+                    end: None,
                     summary,
                     evidence,
                 },
-                None => verdict(record, d, cost),
+                None => verdict(record, d, cost, u),
             }
         })
         .collect()
 }
 
-fn verdict(record: &RunRecord, d: &DirectionSummary, cost: &[CostSummary]) -> Verdict {
+fn verdict(
+    record: &RunRecord,
+    d: &DirectionSummary,
+    cost: &[CostSummary],
+    udp: Option<&UdpSummary>,
+) -> Verdict {
     let tcp = tcp_totals(record, d.flow);
     let mut evidence = Vec::new();
     let make = |limit, summary: String, evidence: Vec<String>| Verdict {
         flow: d.flow,
         limit,
+        end: None,
         summary,
         evidence,
     };
     if let Some(v) = pacing(&record.spec, d) {
         return make(Limit::PacingTarget, v, evidence);
+    }
+    if let Some(v) = udp.and_then(|u| sender_behind(u, d, record.spec.bits_per_second)) {
+        return make(Limit::SenderPacing, v, evidence);
     }
     if let Some(t) = tcp {
         let rwnd = share(t.rwnd_limited_us, t.busy_us).unwrap_or(0.0);
@@ -182,19 +228,19 @@ fn verdict(record: &RunRecord, d: &DirectionSummary, cost: &[CostSummary]) -> Ve
         let small_window = t.window_smaller_than_cwnd * 2 > t.streams;
         if rwnd >= LIMITED_SHARE || small_window {
             let rcvbuf = d.receiver.as_ref().and_then(|r| r.recv_buffer_bytes).map(|(_, hi)| hi);
-            let how = if rwnd >= LIMITED_SHARE {
-                format!("held the sender back {:.0}% of the time", rwnd * 100.0)
+            let (how, mut facts) = if rwnd >= LIMITED_SHARE {
+                (format!("held the sender back {:.0}% of the time", rwnd * 100.0), Vec::new())
             } else {
-                format!(
-                    "was smaller than the congestion window allowed (advertised {} bytes)",
-                    t.min_snd_wnd.unwrap_or(0)
-                )
+                let advertised = format!("advertised {} bytes", t.min_snd_wnd.unwrap_or(0));
+                ("was smaller than the congestion window allowed".to_string(), vec![advertised])
             };
+            facts.extend(rcvbuf.map(|b| format!("receive buffer {b} bytes")));
+            let facts =
+                if facts.is_empty() { String::new() } else { format!(" ({})", facts.join("; ")) };
             return make(
                 Limit::ReceiveWindow,
                 format!(
-                    "receive-window-bound: the receiver's window {how}{}; raise -w or the receiver's net.ipv4.tcp_rmem",
-                    rcvbuf.map(|b| format!(" (receive buffer {b} bytes)")).unwrap_or_default()
+                    "receive-window-bound: the receiver's window {how}{facts}; raise -w or the receiver's net.ipv4.tcp_rmem"
                 ),
                 evidence,
             );
@@ -210,11 +256,11 @@ fn verdict(record: &RunRecord, d: &DirectionSummary, cost: &[CostSummary]) -> Ve
             );
         }
     }
-    if let Some(v) = busy_thread(record) {
-        return make(Limit::Cpu, v, evidence);
+    if let Some((end, v)) = busy_thread(record) {
+        return Verdict { end: Some(end), ..make(Limit::Cpu, v, evidence) };
     }
-    if let Some(v) = cpu(cost, &mut evidence) {
-        return make(Limit::Cpu, v, evidence);
+    if let Some((limit, end, v)) = cpu(cost, &mut evidence) {
+        return Verdict { end: Some(end), ..make(limit, v, evidence) };
     }
     if let Some(v) = link(record, d, &mut evidence) {
         return make(Limit::Link, v, evidence);
@@ -261,8 +307,32 @@ fn pacing(spec: &TestSpec, d: &DirectionSummary) -> Option<String> {
     })
 }
 
-/// The busiest stream thread of either end, if it used ≥ 90 % of a core.
-fn busy_thread(record: &RunRecord) -> Option<String> {
+/// UDP: the sender skipped datagrams rather than burst them (its pacer fell behind), so the
+/// rate it sent is its own limit, not the path's.
+fn sender_behind(u: &UdpSummary, d: &DirectionSummary, target_bps: u64) -> Option<String> {
+    let share = crate::stats::udp::sender_skipped_share(u)?;
+    let end = d.sender.as_ref().map_or("sender", |s| s.end);
+    let sent = d.sender.as_ref().and_then(|s| s.figures.bits_per_second);
+    let of = match (sent, target_bps) {
+        (Some(r), t) if t > 0 => format!(
+            ", so it sent {} where -b asked {} per stream",
+            crate::units::format_bits_per_second(r),
+            crate::units::format_bits_per_second(t as f64)
+        ),
+        _ => String::new(),
+    };
+    Some(format!(
+        "sender-bound: the {end} (sending) fell behind its pacing and skipped {} datagrams \
+         ({:.2}% of those due){of}: its host woke it late or was short of CPU, so the path was \
+         not tested at this rate",
+        u.sender_skipped,
+        share * 100.0
+    ))
+}
+
+/// The busiest stream thread of either end, if it used ≥ 90 % of a core: its end and the
+/// sentence.
+fn busy_thread(record: &RunRecord) -> Option<(&'static str, String)> {
     let (end, s, pct) = record
         .all_streams()
         .filter_map(|(end, s)| {
@@ -275,11 +345,13 @@ fn busy_thread(record: &RunRecord) -> Option<String> {
     let cpu = s.thread_cpu?;
     let kind = if cpu.system_us >= cpu.user_us { "system (kernel TCP/copy)" } else { "user" };
     (pct >= CPU_SATURATED_PERCENT).then(|| {
-        format!("CPU-bound: the {end}'s {role} thread (stream {}) used {pct:.0}% of a core, mostly {kind} time", s.id)
+        (end, format!("CPU-bound: the {end}'s {role} thread (stream {}) used {pct:.0}% of a core, mostly {kind} time", s.id))
     })
 }
 
-fn cpu(cost: &[CostSummary], evidence: &mut Vec<String>) -> Option<String> {
+/// A saturated core: CPU-bound on the end whose own process kept it busy, or a busy host when
+/// other processes used as much CPU as the end did.
+fn cpu(cost: &[CostSummary], evidence: &mut Vec<String>) -> Option<(Limit, &'static str, String)> {
     for c in cost {
         if let (Some(b), Some(cpu)) = (&c.busiest, c.busiest_cpu) {
             evidence.push(format!(
@@ -293,27 +365,54 @@ fn cpu(cost: &[CostSummary], evidence: &mut Vec<String>) -> Option<String> {
             ));
         }
     }
-    let implicated = |c: &&CostSummary| {
-        c.busiest.is_some_and(|b| b.busy_percent >= CPU_SATURATED_PERCENT)
-            && c.process_percent_of_core.is_some_and(|p| p >= CPU_OWN_WORK_PERCENT)
+    let saturated =
+        |c: &CostSummary| c.busiest.is_some_and(|b| b.busy_percent >= CPU_SATURATED_PERCENT);
+    let own = |c: &CostSummary| c.process_percent_of_core.unwrap_or(0.0);
+    let foreign = |c: &CostSummary| c.foreign_percent_of_core.unwrap_or(0.0);
+    let crowded = |c: &CostSummary| {
+        foreign(c) >= crate::stats::cost::FOREIGN_WARN_PERCENT && foreign(c) >= own(c)
     };
-    let blamed = cost.iter().filter(implicated).max_by(|a, b| {
-        a.process_percent_of_core
-            .unwrap_or(0.0)
-            .total_cmp(&b.process_percent_of_core.unwrap_or(0.0))
-    })?;
+    // An end whose own work could have saturated its busiest core: CPU-bound, unless other
+    // processes used as much CPU there (then the core's saturation is not this end's alone).
+    let working = |c: &&CostSummary| saturated(c) && own(c) >= CPU_OWN_WORK_PERCENT;
+    let implicated = |c: &&CostSummary| working(c) && !crowded(c);
+    let Some(blamed) = cost.iter().filter(implicated).max_by(|a, b| own(a).total_cmp(&own(b)))
+    else {
+        let busy = cost.iter().filter(working).filter(|c| crowded(c));
+        // The end with the most foreign load; on a tie (one machine) the first, the client:
+        // `max_by` keeps the last of equals, so walk them backwards.
+        let c = busy.rev().max_by(|a, b| foreign(a).total_cmp(&foreign(b)))?;
+        return Some((
+            Limit::ForeignLoad,
+            c.end,
+            format!(
+                "busy host: cpu{} of the {end}'s machine was {:.0}% busy, but other processes \
+                 used {:.0}% of a core there and the {end} itself {:.0}%: the test competed for \
+                 CPU, so what limits it cannot be told; rerun on a quiet machine",
+                c.busiest_cpu.unwrap_or(0),
+                c.busiest.map_or(0.0, |b| b.busy_percent),
+                foreign(c),
+                own(c),
+                end = c.end
+            ),
+        ));
+    };
     let b = blamed.busiest?;
     let kind =
         [("user", b.user_percent), ("system", b.system_percent), ("softirq", b.softirq_percent)]
             .into_iter()
             .max_by(|x, y| x.1.total_cmp(&y.1))
             .map_or("system", |k| k.0);
-    Some(format!(
-        "CPU-bound: the {} is the bottleneck — its process used {:.0}% of a core and cpu{} was {:.0}% busy, mostly {kind} time",
+    Some((
+        Limit::Cpu,
         blamed.end,
-        blamed.process_percent_of_core.unwrap_or(0.0),
-        blamed.busiest_cpu.unwrap_or(0),
-        b.busy_percent
+        format!(
+            "CPU-bound: the {} is the bottleneck — its process used {:.0}% of a core and cpu{} was {:.0}% busy, mostly {kind} time",
+            blamed.end,
+            own(blamed),
+            blamed.busiest_cpu.unwrap_or(0),
+            b.busy_percent
+        ),
     ))
 }
 
@@ -438,6 +537,7 @@ mod rule_tests {
             software: "t".into(),
             streams: vec![s],
             intervals_dropped: false,
+            intervals_per_sample: 1,
             cost: Some(Box::new(cost.clone())),
             environment: None,
         };
@@ -528,6 +628,52 @@ mod rule_tests {
         // Seen in a full test run: cpu1 97% busy from other programs, our processes at 2%.
         let (limit, text) = limit_of(&record(healthy(), 2, 97));
         assert_eq!(limit, Limit::Path, "{text}");
+    }
+
+    #[test]
+    fn a_core_busy_with_other_processes_is_a_busy_host_not_this_end() {
+        // The tcp_failed fixture's shape: cpu 100% busy, our process 55%, others 119%.
+        let mut r = record(healthy(), 55, 100);
+        r.server_results.as_mut().expect("server").cost = None;
+        fn client_foreign(r: &mut RunRecord) -> &mut Option<u64> {
+            &mut r.client.as_mut().and_then(|c| c.cost.as_mut()).expect("cost").foreign_us
+        }
+        *client_foreign(&mut r) = Some(1_190_000);
+        let v = &summarize(&r).verdicts[0];
+        assert_eq!((v.limit, v.end), (Limit::ForeignLoad, Some("client")), "{}", v.summary);
+        assert!(!v.summary.contains("bottleneck"), "{}", v.summary);
+        assert!(v.summary.contains("other processes used 119% of a core"), "{}", v.summary);
+        assert_eq!(v.id(), "foreign_load(client)");
+        // Less foreign work than the test's own: the end is blamed, as before.
+        *client_foreign(&mut r) = Some(200_000);
+        let v = &summarize(&r).verdicts[0];
+        assert_eq!((v.limit, v.id().as_str()), (Limit::Cpu, "cpu(client)"), "{}", v.summary);
+        // An end that barely worked is not held back by a busy core (a shaped link on a busy
+        // machine: the test used 3 % of a core): the rules go on, to the path here.
+        let mut shaped = record(healthy(), 3, 95);
+        shaped.server_results.as_mut().expect("server").cost = None;
+        *client_foreign(&mut shaped) = Some(1_130_000);
+        assert_eq!(limit_of(&shaped).0, Limit::Path, "{}", limit_of(&shaped).1);
+    }
+
+    #[test]
+    fn a_failed_run_has_no_verdict() {
+        let mut r = record(healthy(), 30, 40);
+        r.outcome = Outcome::Failed { error: "connection refused".into(), kind: None };
+        assert!(summarize(&r).verdicts.is_empty());
+        r.outcome = Outcome::Completed;
+        r.client = None;
+        r.server_results = None;
+        assert!(summarize(&r).verdicts.is_empty(), "no figures, no verdict");
+    }
+
+    #[test]
+    fn a_udp_sender_that_fell_behind_its_pacing_is_not_path_bound() {
+        let json = include_str!("../../tests/fixtures/records/udp_download.json");
+        let r: RunRecord = serde_json::from_str(json).expect("fixture");
+        let v = &summarize(&r).verdicts[0];
+        assert_eq!(v.limit, Limit::SenderPacing, "{}", v.summary);
+        assert!(v.summary.contains("the server (sending) fell behind its pacing"), "{}", v.summary);
     }
 
     #[test]

@@ -125,6 +125,8 @@ pub struct RunRow {
     pub bits_per_second: Option<f64>,
     /// User labels.
     pub labels: Vec<String>,
+    /// Why a failed run failed (from its record); None for other outcomes.
+    pub error: Option<String>,
 }
 
 /// A group of runs: a matrix, a campaign or a `--find-max` search.
@@ -153,6 +155,8 @@ pub struct ListFilter {
     pub server: Option<String>,
     /// Runs of this group.
     pub group: Option<i64>,
+    /// Runs with this outcome: `completed`, `interrupted` or `failed`.
+    pub outcome: Option<&'static str>,
     /// At most this many (the newest).
     pub limit: Option<usize>,
 }
@@ -338,10 +342,11 @@ impl Store {
             .optional()
             .map_err(|e| self.fault("finding the newest run of", e))?;
         let Some((run, group, kind)) = newest else {
-            anyhow::bail!(
+            return Err(crate::record::Failure::usage(format!(
                 "the history at {} has no runs yet, so there is no `last`: run a test first",
                 self.path.display()
-            );
+            ))
+            .into());
         };
         Ok(match (group, kind.as_deref()) {
             (Some(g), Some("matrix" | "campaign")) if !runs_only => HistoryRef::Group(g),

@@ -125,6 +125,10 @@ pub(super) fn list(
         clauses.push("group_id = ?");
         args.push(group);
     }
+    if let Some(outcome) = &filter.outcome {
+        clauses.push("outcome = ?");
+        args.push(outcome);
+    }
     // SQLite reads a negative LIMIT as "no limit".
     let limit = filter.limit.map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX));
     args.push(&limit);
@@ -153,14 +157,28 @@ pub(super) fn list(
             outcome: r.get(9)?,
             bits_per_second: r.get(10)?,
             labels: Vec::new(),
+            error: None,
         };
         Ok((row, r.get(2)?))
     })?;
     let mut out = rows.collect::<rusqlite::Result<Vec<_>>>()?;
     for (row, _) in &mut out {
         row.labels = labels(conn, row.id)?;
+        if row.outcome == "failed" {
+            row.error = failure(conn, row.id)?;
+        }
     }
     Ok(out)
+}
+
+/// The error of failed run `id`, from its record (None if the record cannot say).
+fn failure(conn: &Connection, id: i64) -> rusqlite::Result<Option<String>> {
+    let json: String =
+        conn.query_row("SELECT record_json FROM runs WHERE id = ?1", [id], |r| r.get(0))?;
+    Ok(match serde_json::from_str::<RunRecord>(&json).map(|r| r.outcome) {
+        Ok(Outcome::Failed { error, .. }) => Some(error.to_string()),
+        _ => None,
+    })
 }
 
 /// Puts the stored kind name into `row`, or names the run whose kind is unknown.

@@ -8,11 +8,11 @@
 //! random order and the runs left are exactly the ones the first attempt had not reached.
 //! Only completed runs count as done; failed and interrupted ones are run again.
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use serde_json::Value;
 
 use super::{GroupRow, Store};
-use crate::record::{Outcome, RunRecord};
+use crate::record::{Failure, Outcome, RunRecord};
 
 /// What is being resumed, for finding its group and for the errors.
 #[derive(Debug)]
@@ -26,38 +26,56 @@ pub struct Resumable<'a> {
     pub name: Option<&'a str>,
     /// How to get a matching plan back, ending the "cannot be continued" error.
     pub fix: &'a str,
+    /// The plan as compared: what may be written differently and mean the same (a matrix's
+    /// sizes in other words) written one way.
+    pub canonical: fn(&Value) -> Value,
+}
+
+impl Resumable<'_> {
+    /// Whether `g` ran this plan.
+    fn ran(&self, g: &GroupRow) -> bool {
+        (self.canonical)(&g.params["plan"]) == (self.canonical)(self.plan)
+    }
 }
 
 /// The group to continue: `which`, or the newest unfinished group of the kind with this plan.
+/// A group that is not there or cannot be continued with this plan is a usage error: the
+/// command line (or the file) names the wrong one.
 pub fn find_open_group(store: &Store, which: Option<i64>, r: &Resumable<'_>) -> Result<GroupRow> {
+    let refuse = |why: String| Err(Failure::usage(why).into());
     if let Some(id) = which {
-        let g = store.group(id)?.with_context(|| format!("no group {id} in the history"))?;
+        let Some(g) = store.group(id)? else {
+            return refuse(format!("no group {id} in the history"));
+        };
         if g.kind != r.kind {
-            bail!("group {id} is a {}, not a {}", g.kind, r.kind);
+            return refuse(format!("group {id} is a {}, not a {}", g.kind, r.kind));
         }
         if g.finished {
-            bail!("{} group {id} is already finished; run without --resume to start anew", r.kind);
+            return refuse(format!(
+                "{} group {id} is already finished; run without --resume to start anew",
+                r.kind
+            ));
         }
-        if g.params["plan"] != *r.plan {
-            bail!(changed(&g, r));
+        if !r.ran(&g) {
+            return refuse(changed(&g, r));
         }
         return Ok(g);
     }
     let open: Vec<GroupRow> =
         store.groups(10_000)?.into_iter().filter(|g| g.kind == r.kind && !g.finished).collect();
-    if let Some(g) = open.iter().find(|g| g.params["plan"] == *r.plan) {
+    if let Some(g) = open.iter().find(|g| r.ran(g)) {
         return Ok(g.clone());
     }
     if let Some(g) = r.name.and_then(|n| open.iter().find(|g| g.name.as_deref() == Some(n))) {
-        bail!(changed(g, r));
+        return refuse(changed(g, r));
     }
     let named = r.name.map_or(String::new(), |n| format!(" {n:?}"));
-    bail!(
+    refuse(format!(
         "no unfinished {}{named} with these settings to resume in {}; run without --resume to \
          start one (`linerate history` lists the stored groups)",
         r.kind,
         store.path().display()
-    )
+    ))
 }
 
 fn changed(g: &GroupRow, r: &Resumable<'_>) -> String {
@@ -76,18 +94,39 @@ pub fn stored_seed(g: &GroupRow) -> Result<u64> {
     g.params["seed"].as_u64().with_context(|| format!("group {} has no stored seed", g.id))
 }
 
+/// A stored run of a group's plan.
+#[derive(Debug, Clone)]
+pub struct PlannedRun {
+    /// Its cell's name as stored.
+    pub cell: String,
+    /// Its repetition.
+    pub repetition: u32,
+    /// The record.
+    pub record: RunRecord,
+    /// The first completed run of its (cell, repetition): done, not run again on resume. The
+    /// others (failed, interrupted) are attempts the figures do not count but the reports list.
+    pub kept: bool,
+}
+
+/// Every run of group `id` that belongs to its plan (has a cell and a repetition), in the
+/// order stored.
+pub fn planned_runs(store: &Store, id: i64) -> Result<Vec<PlannedRun>> {
+    let mut runs: Vec<PlannedRun> = Vec::new();
+    for (_, meta, record) in store.group_runs(id)? {
+        let (Some(cell), Some(repetition)) = (meta.cell, meta.repetition) else { continue };
+        let done = |r: &PlannedRun| r.kept && (&r.cell, r.repetition) == (&cell, repetition);
+        let kept = record.outcome == Outcome::Completed && !runs.iter().any(done);
+        runs.push(PlannedRun { cell, repetition, record, kept });
+    }
+    Ok(runs)
+}
+
 /// The completed runs of group `id`: (cell name, repetition, record), the first of each
 /// (cell, repetition) pair; runs without a cell or repetition are not part of the plan.
 pub fn completed_runs(store: &Store, id: i64) -> Result<Vec<(String, u32, RunRecord)>> {
-    let mut runs: Vec<(String, u32, RunRecord)> = Vec::new();
-    for (_, meta, record) in store.group_runs(id)? {
-        if record.outcome != Outcome::Completed {
-            continue;
-        }
-        let (Some(cell), Some(rep)) = (meta.cell, meta.repetition) else { continue };
-        if !runs.iter().any(|(c, r, _)| (c, *r) == (&cell, rep)) {
-            runs.push((cell, rep, record));
-        }
-    }
-    Ok(runs)
+    Ok(planned_runs(store, id)?
+        .into_iter()
+        .filter(|r| r.kept)
+        .map(|r| (r.cell, r.repetition, r.record))
+        .collect())
 }

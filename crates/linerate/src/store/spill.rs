@@ -18,23 +18,27 @@ pub struct Unstored {
     pub saved: Result<PathBuf, String>,
 }
 
-impl fmt::Display for Unstored {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl Unstored {
+    /// Why, and where the run went: what follows "this run was not stored: ".
+    pub fn detail(&self) -> String {
         match &self.saved {
-            Ok(file) => write!(
-                f,
-                "this run was not stored: {}. Its JSON (the document -J prints) was saved to {} \
-                 instead",
+            Ok(file) => format!(
+                "{}. Its JSON (the document -J prints) was saved to {} instead",
                 self.why,
                 file.display()
             ),
-            Err(e) => write!(
-                f,
-                "this run was not stored: {}. Its JSON could not be saved either ({e}): the \
-                 results printed above are all that is left of it",
+            Err(e) => format!(
+                "{}. Its JSON could not be saved either ({e}): the results printed above are all \
+                 that is left of it",
                 self.why
             ),
         }
+    }
+}
+
+impl fmt::Display for Unstored {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "this run was not stored: {}", self.detail())
     }
 }
 

@@ -9,7 +9,7 @@ use rusqlite::TransactionBehavior;
 use linerate_proto::{Flow, SideResults, SocketReport, StreamResult, StreamRole, TestSpec};
 
 use super::*;
-use crate::record::Outcome;
+use crate::record::{Failure, FailureKind, Outcome};
 
 /// A file under the temp dir with a unique name, removed (with its WAL companions) on drop.
 struct TempDb(PathBuf);
@@ -70,6 +70,7 @@ fn record(server: &str, started_unix_ms: u64, streams: u32) -> RunRecord {
         software: software.into(),
         streams: (1..=streams).map(|id| stream(id, role, 312_500_000)).collect(),
         intervals_dropped: false,
+        intervals_per_sample: 1,
         cost: None,
         environment: None,
     };
@@ -138,13 +139,33 @@ fn a_failed_run_with_no_results_is_stored_without_a_rate() {
     let mut rec = record("h:1", 5, 1);
     rec.client = None;
     rec.server_results = None;
-    rec.outcome = Outcome::Failed { error: "connection refused by h:1".into() };
+    rec.outcome = Outcome::failed(Failure::new(FailureKind::Network, "connection refused by h:1"));
     let id = s.insert_run(&rec, &meta(&[])).expect("insert");
     let row = &s.list(&ListFilter::default()).expect("list")[0];
     assert_eq!((row.outcome.as_str(), row.bits_per_second), ("failed", None));
     assert_eq!(s.run(id).expect("read").expect("present").1, rec);
     assert!(s.run(id + 1).expect("read").is_none());
     assert!(s.group(77).expect("read").is_none());
+}
+
+/// A failed run stored before `outcome.kind` existed (its record JSON has no such key) still
+/// reads back, with no kind, and the rest of the record intact.
+#[test]
+fn a_failed_run_stored_before_failure_kinds_still_reads() {
+    let mut s = Store::open_in_memory().expect("open");
+    let mut rec = record("h:1", 5, 1);
+    rec.outcome = Outcome::failed(Failure::new(FailureKind::Refused, "the server refused"));
+    let id = s.insert_run(&rec, &meta(&[])).expect("insert");
+    let json: String = s
+        .conn
+        .query_row("SELECT record_json FROM runs WHERE id = ?1", [id], |r| r.get(0))
+        .expect("json");
+    let old = json.replace(r#","kind":"refused""#, "");
+    assert_ne!(old, json, "the stored JSON had the key: {json}");
+    s.conn.execute("UPDATE runs SET record_json = ?1 WHERE id = ?2", (&old, id)).expect("old");
+    let (_, back) = s.run(id).expect("read").expect("present");
+    assert_eq!(back.outcome, Outcome::Failed { error: "the server refused".into(), kind: None });
+    assert_eq!(back.spec, rec.spec);
 }
 
 #[test]
@@ -191,6 +212,28 @@ fn list_filters_by_label_server_and_group_newest_first() {
         ids(ListFilter { label: Some("nope".into()), ..Default::default() }),
         Vec::<i64>::new()
     );
+}
+
+#[test]
+fn list_filters_by_outcome_and_names_each_failure() {
+    let mut s = Store::open_in_memory().expect("open");
+    let done = s.insert_run(&record("a:1", 100, 1), &meta(&[])).expect("insert");
+    let error = "cannot connect to a:1: connection refused".to_string();
+    let bad = RunRecord {
+        outcome: Outcome::Failed { error: error.clone(), kind: None },
+        ..record("a:1", 200, 1)
+    };
+    let failed = s.insert_run(&bad, &meta(&[])).expect("insert");
+    let rows = |outcome| s.list(&ListFilter { outcome, ..Default::default() }).expect("list");
+    let failures = rows(Some("failed"));
+    assert_eq!(failures.iter().map(|r| r.id).collect::<Vec<_>>(), vec![failed]);
+    assert_eq!(failures[0].error.as_deref(), Some(error.as_str()));
+    let completed = rows(Some("completed"));
+    assert_eq!(
+        completed.iter().map(|r| (r.id, r.error.clone())).collect::<Vec<_>>(),
+        vec![(done, None)]
+    );
+    assert_eq!(rows(None).len(), 2);
 }
 
 #[test]

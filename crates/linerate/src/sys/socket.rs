@@ -27,6 +27,18 @@ pub struct SocketFacts {
     pub mss_bytes: Option<u32>,
     /// `TCP_CONGESTION` as read back: the congestion control algorithm in use.
     pub congestion: Option<String>,
+    /// `TCP_NODELAY` as read back.
+    pub no_delay: Option<bool>,
+}
+
+/// The window scale factors of a connection (RFC 7323), as `TCP_INFO` reports them: windows
+/// are announced in units of `1 << shift` bytes, so at most `65535 << shift`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WindowScales {
+    /// Applied to the windows the peer announces (`tcpi_snd_wscale`).
+    pub send: u8,
+    /// Applied to the windows this end announces (`tcpi_rcv_wscale`).
+    pub receive: u8,
 }
 
 /// Reads the buffer sizes, maximum segment size and congestion control
@@ -85,6 +97,12 @@ pub fn set_pmtu_probe(sock: &impl AsFd, ipv6: bool) -> io::Result<()> {
     imp::set_pmtu_probe(sock.as_fd(), ipv6)
 }
 
+/// The window scales a connected TCP socket agreed on in its handshake; None where unsupported,
+/// not TCP, or not connected.
+pub fn window_scales(sock: &impl AsFd) -> Option<WindowScales> {
+    imp::window_scales(sock.as_fd())
+}
+
 /// Cumulative retransmitted segments of a TCP socket over its lifetime
 /// (`tcpi_total_retrans` from `TCP_INFO`); `None` when unsupported or when
 /// `sock` is not a TCP socket.
@@ -100,7 +118,7 @@ pub fn tcp_internals(sock: &impl AsFd) -> Option<linerate_proto::TcpInternals> {
 
 #[cfg(target_os = "linux")]
 mod imp {
-    use super::{SocketFacts, context, invalid_input};
+    use super::{SocketFacts, WindowScales, context, invalid_input};
     use std::ffi::c_int;
     use std::io;
     use std::os::fd::{AsRawFd, BorrowedFd};
@@ -198,6 +216,7 @@ mod imp {
                 .and_then(|v| u64::try_from(v).ok()),
             mss_bytes: int(libc::IPPROTO_TCP, libc::TCP_MAXSEG).and_then(|v| u32::try_from(v).ok()),
             congestion: congestion(fd),
+            no_delay: int(libc::IPPROTO_TCP, libc::TCP_NODELAY).map(|v| v != 0),
         }
     }
 
@@ -366,6 +385,21 @@ mod imp {
         })
     }
 
+    pub(super) fn window_scales(fd: BorrowedFd<'_>) -> Option<WindowScales> {
+        // SAFETY: `tcp_info` has integer fields only, so all-zero is a valid value.
+        let mut i: libc::tcp_info = unsafe { std::mem::zeroed() };
+        let written = getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_INFO, &mut i).ok()?;
+        let end = std::mem::offset_of!(libc::tcp_info, tcpi_snd_rcv_wscale) + 1;
+        // Kernel TCP states (include/net/tcp_states.h) without an agreed scale yet (or any more).
+        const SYN_SENT: u8 = 2;
+        const CLOSE: u8 = 7;
+        const LISTEN: u8 = 10;
+        let handshaken = !matches!(i.tcpi_state, SYN_SENT | CLOSE | LISTEN);
+        // The byte holds two 4-bit fields: the send scale in the low bits.
+        let b = i.tcpi_snd_rcv_wscale;
+        (written >= end && handshaken).then_some(WindowScales { send: b & 0xf, receive: b >> 4 })
+    }
+
     pub(super) fn tcp_retransmits(fd: BorrowedFd<'_>) -> Option<u64> {
         // One reader of TCP_INFO: `tcp_internals` already checks the field was written.
         tcp_internals(fd).map(|t| u64::from(t.total_retrans))
@@ -376,7 +410,7 @@ mod imp {
 /// everything else unsupported.
 #[cfg(not(target_os = "linux"))]
 mod imp {
-    use super::{SocketFacts, context, invalid_input};
+    use super::{SocketFacts, WindowScales, context, invalid_input};
     use socket2::SockRef;
     use std::io;
     use std::os::fd::BorrowedFd;
@@ -396,7 +430,12 @@ mod imp {
             recv_buffer_bytes: sock.recv_buffer_size().ok().and_then(|v| u64::try_from(v).ok()),
             mss_bytes: None,
             congestion: None,
+            no_delay: sock.nodelay().ok(),
         }
+    }
+
+    pub(super) fn window_scales(_fd: BorrowedFd<'_>) -> Option<WindowScales> {
+        None
     }
 
     pub(super) fn set_buffers(fd: BorrowedFd<'_>, bytes: u64) -> io::Result<()> {

@@ -6,11 +6,15 @@
 //! that every stream starts when the test starts, not when its thread happened to spawn.
 //! UDP streams also publish loss and jitter figures in a [`UdpShared`], once per batch.
 //!
+//! Data sockets are made in [`socket`], the one place that sets a test's socket options (on
+//! both ends) and reads back what the kernel granted.
+//!
 //! This module must not print, talk the control protocol or decide policy; it moves bytes and
-//! counts them. Socket options and zero-copy syscalls come from `measure::sys`, UDP batching
-//! and offloads from `sys::udp`.
+//! counts them. Socket options and zero-copy syscalls come from `sys`, UDP batching and
+//! offloads from `sys::udp`.
 
 mod control;
+pub mod socket;
 mod tcp;
 mod udp;
 

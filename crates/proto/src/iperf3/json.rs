@@ -1,9 +1,19 @@
 //! iperf3's parameter and results JSON.
 
+use serde::de::Visitor;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
+use crate::bounded::{self, Bounds};
 use crate::results::{SideResults, StreamRole};
+
+/// What decoding a peer's results JSON may take: twice its size cap in memory, like a native
+/// results frame. Strings may be as long as the document, for `server_output_text`.
+pub const RESULTS_BOUNDS: Bounds = Bounds {
+    budget: 2 * super::MAX_RESULTS_JSON as usize,
+    max_items: crate::wire::MAX_FRAME_ITEMS,
+    max_string: super::MAX_RESULTS_JSON as usize,
+};
 
 /// iperf3's stream ids in creation order: 1, then 3, 4, 5, ... (a quirk kept for
 /// compatibility: both ends number independently and agree only because order matches).
@@ -12,14 +22,25 @@ pub fn stream_ids(n: u32) -> Vec<u32> {
 }
 
 /// iperf3 3.12 prints -1 as 18446744073709551615; map anything at or above 2^63 to -1.
+/// Only numbers are accepted (nothing is buffered to find out).
 fn lenient_i64<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
-    let v = Value::deserialize(d)?;
-    match (v.as_i64(), v.as_u64(), v.as_f64()) {
-        (Some(i), _, _) => Ok(i),
-        (None, Some(_), _) => Ok(-1),
-        (None, None, Some(f)) => Ok(f as i64),
-        _ => Err(serde::de::Error::custom("expected an integer")),
+    struct Lenient;
+    impl Visitor<'_> for Lenient {
+        type Value = i64;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an integer")
+        }
+        fn visit_i64<E>(self, v: i64) -> Result<i64, E> {
+            Ok(v)
+        }
+        fn visit_u64<E>(self, v: u64) -> Result<i64, E> {
+            Ok(i64::try_from(v).unwrap_or(-1))
+        }
+        fn visit_f64<E>(self, v: f64) -> Result<i64, E> {
+            Ok(v as i64)
+        }
     }
+    d.deserialize_any(Lenient)
 }
 
 /// One stream in an iperf3 results object.
@@ -77,9 +98,15 @@ pub struct Iperf3Results {
 }
 
 impl Iperf3Results {
-    /// Parses a peer's results JSON; the error names what is wrong.
+    /// Parses a peer's results JSON within [`RESULTS_BOUNDS`]; the error names what is wrong.
     pub fn parse(bytes: &[u8]) -> Result<Self, String> {
-        serde_json::from_slice(bytes).map_err(|e| format!("iperf3 results are not valid ({e})"))
+        Self::parse_within(bytes, RESULTS_BOUNDS)
+    }
+
+    /// Parses within other bounds (the fuzz body tries tight ones).
+    pub(crate) fn parse_within(bytes: &[u8], bounds: Bounds) -> Result<Self, String> {
+        bounded::from_slice(bytes, bounds)
+            .map_err(|e| format!("iperf3 results are not valid ({e})"))
     }
 }
 

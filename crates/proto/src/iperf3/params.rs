@@ -7,10 +7,18 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::bounded::DecodeError;
 use crate::spec::{Direction, EndCondition, Protocol, TestSpec};
 
 /// iperf3's limit on the parameter JSON (`MAX_PARAMS_JSON_STRING` in 3.18+).
 pub const MAX_PARAMS_JSON: u32 = 8192;
+
+/// What decoding the parameters may take (they are read as an untyped tree: a few fields).
+const PARAMS_BOUNDS: crate::bounded::Bounds = crate::bounded::Bounds {
+    budget: 8 * MAX_PARAMS_JSON as usize,
+    max_items: 256,
+    max_string: MAX_PARAMS_JSON as usize,
+};
 
 /// iperf3 error numbers a server sends back (iperf_api.h).
 pub mod errno {
@@ -56,7 +64,7 @@ pub mod errno {
             LimitKind::Streams => Some(NUM_STREAMS),
             LimitKind::Duration => Some(MAX_DURATION),
             LimitKind::Bitrate => Some(TOTAL_RATE),
-            LimitKind::Bytes => Some(NEW_TEST),
+            LimitKind::Bytes | LimitKind::Interval => Some(NEW_TEST),
             LimitKind::NotAllowed => Some(UNIMPLEMENTED),
         }
     }
@@ -182,8 +190,10 @@ const UNSUPPORTED: &[(&str, &str)] = &[
 
 /// Reads an iperf3 client's parameter JSON into a linerate test, or says why not.
 pub fn request_from_params(bytes: &[u8]) -> Result<Iperf3Request, Iperf3Refusal> {
-    let v: Value = serde_json::from_slice(bytes)
-        .map_err(|e| refuse(errno::RECV_PARAMS, format!("the parameters are not JSON ({e})")))?;
+    let v: Value = crate::bounded::from_slice(bytes, PARAMS_BOUNDS).map_err(|e| {
+        let what = if matches!(e, DecodeError::Syntax(_)) { "JSON" } else { "acceptable" };
+        refuse(errno::RECV_PARAMS, format!("the parameters are not {what} ({e})"))
+    })?;
     let m = v
         .as_object()
         .ok_or_else(|| refuse(errno::RECV_PARAMS, "the parameters are not a JSON object"))?;

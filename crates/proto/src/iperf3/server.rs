@@ -347,6 +347,20 @@ mod tests {
 
     /// The bytes a 3.12 client sends for `-c -t 2`, fed one at a time.
     #[test]
+    fn a_refusal_is_sent_and_then_no_timeout_check_fails() {
+        let mut s = Iperf3Server::new(Duration::ZERO);
+        s.refuse(crate::iperf3::errno::NEW_TEST);
+        let out = s.poll_transmit().expect("the refusal goes out");
+        assert_eq!(out[0], State::ServerError.byte());
+        // The driver turns once more to flush and wait for the close: a failed machine has no
+        // deadline, so checking it is not a second error that would hide the refusal's reason.
+        assert_eq!(s.poll_timeout(), None);
+        assert!(s.handle_timeout(HANDSHAKE_TIMEOUT * 10).is_ok());
+        assert!(s.handle_eof().is_ok());
+        assert!(s.handle_input(b"x", Duration::ZERO).is_err(), "input after failure is refused");
+    }
+
+    #[test]
     fn full_session_as_a_3_12_client_sends_it() {
         let mut s = Iperf3Server::new(T0);
         let mut input = b"inbretlqnvzocagns4n3hlbnjlx45hdgaoe7\0".to_vec();

@@ -1,5 +1,6 @@
 //! Preamble and frame codec.
 
+use crate::bounded::Bounds;
 use crate::error::ProtoError;
 use crate::wire::Message;
 
@@ -16,6 +17,22 @@ pub const PREAMBLE_LEN: usize = 12;
 pub const MAX_FRAME_HANDSHAKE: u32 = 64 * 1024;
 /// Frame cap once a test runs: results with per-interval samples can be large.
 pub const MAX_FRAME_RESULTS: u32 = 16 << 20;
+/// Longest string accepted anywhere in a frame: names, reasons, abort messages, error texts.
+pub const MAX_FRAME_STRING: usize = 4096;
+/// Most items in any one list or map of a frame (interval samples of one stream included).
+pub const MAX_FRAME_ITEMS: usize = 65536;
+/// Memory one decoded frame may take, as a multiple of the frame cap in force: 32 MiB for a
+/// results frame, 128 KiB before a test is accepted (see [`crate::bounded`]).
+pub const FRAME_BUDGET_PER_BYTE: usize = 2;
+
+/// What decoding one frame may take while frames of up to `max_frame` bytes are accepted.
+pub fn frame_bounds(max_frame: u32) -> Bounds {
+    Bounds {
+        budget: (max_frame as usize).saturating_mul(FRAME_BUDGET_PER_BYTE),
+        max_items: MAX_FRAME_ITEMS,
+        max_string: MAX_FRAME_STRING,
+    }
+}
 
 /// The 12-byte control preamble for `version`.
 pub fn preamble(version: u32) -> [u8; PREAMBLE_LEN] {
@@ -103,10 +120,17 @@ impl FrameDecoder {
         }
         let total = 4 + len as usize;
         if self.buf.len() < total {
+            // Room for exactly this frame, once: growing by doubling would hold up to twice it.
+            self.buf.reserve_exact(total - self.buf.len());
             return Ok(None);
         }
-        let msg = decode_message(&self.buf[4..total]);
+        let msg = super::decode::decode(&self.buf[4..total], frame_bounds(self.max_frame));
         self.buf.drain(..total);
+        // A large frame's buffer is not kept for the rest of the connection.
+        let keep = MAX_FRAME_HANDSHAKE as usize;
+        if self.buf.capacity() > keep && self.buf.len() <= keep {
+            self.buf.shrink_to(keep);
+        }
         msg.map(Some)
     }
 }
@@ -115,16 +139,6 @@ impl Default for FrameDecoder {
     fn default() -> Self {
         Self::new()
     }
-}
-
-fn decode_message(body: &[u8]) -> Result<Message, ProtoError> {
-    let value: serde_json::Value = serde_json::from_slice(body)
-        .map_err(|e| ProtoError::Garbage(format!("frame is not JSON ({e})")))?;
-    if !value.is_object() {
-        return Err(ProtoError::Garbage("frame is JSON but not an object".into()));
-    }
-    serde_json::from_value(value)
-        .map_err(|e| ProtoError::Violation(format!("unknown or malformed message ({e})")))
 }
 
 fn describe_bad_magic(got: &[u8]) -> String {

@@ -16,14 +16,18 @@
 //! This module encodes and decodes; it keeps no connection state and does no I/O.
 
 mod data;
+pub(crate) mod decode;
+#[cfg(test)]
+mod decode_tests;
 mod frame;
 mod messages;
 mod probe;
 
 pub use data::{Cookie, DATA_HELLO_LEN, DataHello};
 pub use frame::{
-    CONTROL_MAGIC, DATA_MAGIC, FrameDecoder, MAX_FRAME_HANDSHAKE, MAX_FRAME_RESULTS, PREAMBLE_LEN,
-    PROTOCOL_VERSION, encode_frame, preamble,
+    CONTROL_MAGIC, DATA_MAGIC, FRAME_BUDGET_PER_BYTE, FrameDecoder, MAX_FRAME_HANDSHAKE,
+    MAX_FRAME_ITEMS, MAX_FRAME_RESULTS, MAX_FRAME_STRING, PREAMBLE_LEN, PROTOCOL_VERSION,
+    encode_frame, frame_bounds, preamble,
 };
 pub use messages::{AbortReason, Capability, Message, StopReason};
 pub use probe::{ECHO_LEN, PROBE_MIN_LEN, decode_echo, echo_for, encode_probe};

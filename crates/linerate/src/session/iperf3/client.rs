@@ -10,15 +10,15 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use linerate_proto::iperf3::{Iperf3Client, Iperf3Event, make_cookie, params, results_from_side};
 use linerate_proto::{EndCondition, Machine, Protocol, SideResults};
 
 use super::{forgive_end_of_test_resets, peer_side};
 use crate::plan::ClientPlan;
-use crate::record::{Outcome, RunRecord};
+use crate::record::{Failure, FailureKind, Outcome, RunRecord};
 use crate::session::client::{
-    LoopState, check_progress, connect_any, explain, new_record, open_streams, resolve,
+    LoopState, check_progress, connect_any, new_record, open_streams, resolve,
 };
 use crate::session::pump::{self, Turn, Wait};
 use crate::session::{
@@ -52,8 +52,11 @@ pub fn run(plan: &ClientPlan, observer: &mut dyn Observer, interrupt: &Interrupt
         forgive_end_of_test_resets(c);
     }
     record.outcome = match result {
+        // TEST_END went out early, on the first interrupt, and results were exchanged.
+        Ok(()) if interrupt.count() > 0 => Outcome::Interrupted,
         Ok(()) => Outcome::Completed,
-        Err(e) => Outcome::Failed { error: explain(&e, plan) },
+        // The native client's hints (`explain`) are about linerate servers: not added here.
+        Err(e) => Outcome::failed(Failure::of(&e)),
     };
     record
 }
@@ -67,8 +70,12 @@ fn drive(
     observer: &mut dyn Observer,
     interrupt: &Interrupt,
 ) -> Result<()> {
-    let params = params(&plan.spec, SOFTWARE, plan.get_server_output)
-        .map_err(|e| anyhow::anyhow!("--iperf3: {e}"))?;
+    let params = params(&plan.spec, SOFTWARE, plan.get_server_output).map_err(|e| {
+        // Asked for with --iperf3, the user's flags are wrong; found by the fallback, this
+        // peer cannot run the test the flags describe.
+        let kind = if plan.iperf3 { FailureKind::Usage } else { FailureKind::Incompatible };
+        Failure::new(kind, format!("--iperf3: {e}"))
+    })?;
     let addrs = resolve(&plan.host, plan.port, plan)?;
     let (stream, server) = connect_any(&addrs, plan)?;
     record.local_address = stream.local_addr().ok().map(|a| a.to_string());
@@ -163,13 +170,13 @@ fn drive(
             }
         }
     })();
-    if let Err(e) = &result {
+    if result.is_err() {
         if interrupt.count() > 0 && !*ended {
-            bail!("interrupted by {} before the test ended", interrupt.last_name());
+            let why = format!("interrupted by {} before the test ended", interrupt.last_name());
+            return Err(Failure::new(FailureKind::Interrupted, why).into());
         }
         conn.terminate();
         pump::flush(&mut ctrl, &mut conn);
-        return Err(anyhow::anyhow!("{e:#}"));
     }
     result
 }

@@ -75,6 +75,7 @@ pub(crate) fn peer_side(r: &Iperf3Results, spec: &TestSpec, peer: End) -> SideRe
         software: "iperf3".into(),
         streams,
         intervals_dropped: false,
+        intervals_per_sample: 1,
         cost: Some(Box::new(cost)),
         environment: Some(Box::new(linerate_proto::Environment::unavailable(
             "the peer is iperf3, which does not report its environment",

@@ -129,10 +129,10 @@ impl Session<'_> {
             let spec = &self.request.as_ref().context("streams before the request")?.spec;
             let (id, _) = *spec.stream_plan().get(self.udp_attached).context("too many streams")?;
             let local = SocketAddr::new(self.local_ip, self.t.shared.port);
-            let sock = accept_stream(local, from, &UDP_REPLY)
-                .with_context(|| format!("iperf3 UDP stream {id}"))?;
             let streams = self.t.streams.as_mut().context("streams before the test")?;
-            streams.add_udp(id, sock)?;
+            let data = accept_stream(local, from, &UDP_REPLY, streams.socket_options())
+                .with_context(|| format!("iperf3 UDP stream {id}"))?;
+            streams.add_udp(id, data)?;
             self.udp_attached += 1;
             if m.stream_arrived(clock.now())? {
                 // Every stream is attached: the next test from this address may open its own.
@@ -162,7 +162,7 @@ impl Session<'_> {
             let spec = &self.request.as_ref().context("streams before the request")?.spec;
             let streams = self.t.streams.as_mut().context("streams before the test")?;
             for ((id, _), (_, sock)) in spec.stream_plan().into_iter().zip(self.pending.drain(..)) {
-                streams.add(id, sock)?;
+                streams.add_accepted(id, sock)?;
             }
         }
         Ok(())

@@ -1,0 +1,177 @@
+//! Value axes: round ticks (1, 2 or 5 times a power of ten) from zero to past the largest
+//! value, as many as fit, and the unit a throughput axis is read in. Figures in charts keep
+//! three significant figures. Must not draw (`frame`, `rows` and `lines` do).
+
+/// A numeric axis from `lo` to `hi` with its ticks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scale {
+    /// Start.
+    pub lo: f64,
+    /// End (the last tick).
+    pub hi: f64,
+    /// Tick values, `lo` and `hi` included.
+    pub ticks: Vec<f64>,
+    /// Decimals of the tick labels.
+    decimals: usize,
+}
+
+impl Scale {
+    /// Zero to past `max` with at most `most` steps (at least 1), each step 1, 2 or 5 × 10^k.
+    pub fn zero_to(max: f64, most: usize) -> Scale {
+        let max = if max.is_finite() && max > 0.0 { max } else { 1.0 };
+        let most = most.max(1) as f64;
+        let raw = max / most;
+        let power = 10f64.powf(raw.log10().floor());
+        let step = [1.0, 2.0, 5.0, 10.0]
+            .iter()
+            .map(|m| m * power)
+            .find(|s| (max / s).ceil() <= most)
+            .unwrap_or(10.0 * power);
+        let steps = (max / step - 1e-9).ceil().max(1.0) as usize;
+        Scale::stepped(0.0, step, steps)
+    }
+
+    /// `steps` steps of `step` from `lo`.
+    pub fn stepped(lo: f64, step: f64, steps: usize) -> Scale {
+        let ticks: Vec<f64> = (0..=steps).map(|i| lo + step * i as f64).collect();
+        let decimals = (-(step.log10().floor())).max(0.0) as usize;
+        Scale { lo, hi: lo + step * steps as f64, ticks, decimals }
+    }
+
+    /// The same ticks on an axis that ends at `max` itself (a time axis: no empty run-out
+    /// past the end of the data); ticks beyond `max` are dropped.
+    pub fn ending_at(mut self, max: f64) -> Scale {
+        if max > self.lo {
+            self.ticks.retain(|t| *t <= max * (1.0 + 1e-9));
+            self.hi = max;
+        }
+        self
+    }
+
+    /// Where `v` lies between `from` (at `lo`) and `to` (at `hi`).
+    pub fn at(&self, v: f64, from: f64, to: f64) -> f64 {
+        let span = self.hi - self.lo;
+        if span <= 0.0 { from } else { from + (v - self.lo) / span * (to - from) }
+    }
+
+    /// A tick's label.
+    pub fn label(&self, v: f64) -> String {
+        format!("{v:.*}", self.decimals)
+    }
+
+    /// The scale from zero to past `max` whose tick labels, each `gap` apart at the least,
+    /// fit `length`; `label_size` measures a label along the axis.
+    pub fn fitting(max: f64, length: f64, gap: f64, label_size: impl Fn(&str) -> f64) -> Scale {
+        let mut most = 10;
+        loop {
+            let s = Scale::zero_to(max, most);
+            let spacing = length / (s.ticks.len() - 1).max(1) as f64;
+            let widest = s.ticks.iter().map(|t| label_size(&s.label(*t))).fold(0.0, f64::max);
+            if widest + gap <= spacing || most == 1 {
+                return s;
+            }
+            most -= 1;
+        }
+    }
+}
+
+/// The unit a throughput axis is read in: the largest of Gbit/s, Mbit/s, kbit/s and bit/s
+/// that its largest value reaches (so 984 kbit/s is not a row of zeros in Gbit/s).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateUnit {
+    /// Bits per second per unit.
+    pub per: f64,
+    /// Its name.
+    pub name: &'static str,
+}
+
+impl RateUnit {
+    /// The unit for values up to `max` bits per second.
+    pub fn for_max(max: f64) -> RateUnit {
+        [(1e9, "Gbit/s"), (1e6, "Mbit/s"), (1e3, "kbit/s")]
+            .into_iter()
+            .find(|(per, _)| max >= *per)
+            .map_or(RateUnit { per: 1.0, name: "bit/s" }, |(per, name)| RateUnit { per, name })
+    }
+
+    /// `bps` in this unit.
+    pub fn of(self, bps: f64) -> f64 {
+        bps / self.per
+    }
+
+    /// `bps` as "12.3 Gbit/s", in the unit that suits it.
+    pub fn show(bps: f64) -> String {
+        let unit = RateUnit::for_max(bps);
+        format!("{} {}", sig3(unit.of(bps)), unit.name)
+    }
+}
+
+/// `v` with three significant figures and no exponent (a whole number keeps its digits):
+/// 43.6, 0.951, 1235, 0.000984.
+pub fn sig3(v: f64) -> String {
+    if !v.is_finite() {
+        return "n/a".into();
+    }
+    if v == 0.0 {
+        return "0".into();
+    }
+    let digits = v.abs().log10().floor() as i32;
+    let decimals = (2 - digits).max(0) as usize;
+    let rounded = format!("{v:.decimals$}");
+    // Rounding up may add a digit (9.996 → 10.00): one decimal fewer then.
+    if decimals > 0
+        && rounded.trim_start_matches('-').replace('.', "").trim_start_matches('0').len() > 3
+    {
+        return format!("{v:.*}", decimals - 1);
+    }
+    rounded
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_are_round_and_reach_past_the_largest_value() {
+        let s = Scale::zero_to(48.7, 6);
+        assert_eq!(s.ticks, vec![0.0, 10.0, 20.0, 30.0, 40.0, 50.0]);
+        let s = Scale::zero_to(1.0, 5);
+        assert_eq!(s.hi, 1.0);
+        assert_eq!(s.label(0.2), "0.2");
+        let s = Scale::zero_to(0.0, 5);
+        assert!(s.hi > 0.0, "an empty axis still has a length");
+        let s = Scale::zero_to(0.023, 4);
+        assert_eq!((s.hi, s.label(0.01)), (0.03, "0.01".to_string()));
+    }
+
+    #[test]
+    fn a_time_axis_ends_with_its_data() {
+        let s = Scale::zero_to(2.003, 5).ending_at(2.003);
+        assert_eq!((s.hi, s.ticks.last().copied()), (2.003, Some(2.0)));
+    }
+
+    #[test]
+    fn fewer_ticks_when_their_labels_would_touch() {
+        let s = Scale::fitting(48.7, 100.0, 10.0, |l| 10.0 * l.len() as f64);
+        let spacing = 100.0 / (s.ticks.len() - 1) as f64;
+        assert!(spacing >= 30.0, "{s:?}");
+    }
+
+    #[test]
+    fn the_unit_follows_the_largest_value() {
+        assert_eq!(RateUnit::for_max(43.6e9).name, "Gbit/s");
+        assert_eq!(RateUnit::for_max(984e3).name, "kbit/s");
+        assert_eq!(RateUnit::show(984_123.0), "984 kbit/s");
+        assert_eq!(RateUnit::show(24.128e9), "24.1 Gbit/s");
+    }
+
+    #[test]
+    fn three_significant_figures() {
+        assert_eq!(sig3(43.628), "43.6");
+        assert_eq!(sig3(0.9514), "0.951");
+        assert_eq!(sig3(1234.6), "1235");
+        assert_eq!(sig3(0.000984), "0.000984");
+        assert_eq!(sig3(9.996), "10.0");
+        assert_eq!(sig3(0.0), "0");
+    }
+}

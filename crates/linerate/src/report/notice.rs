@@ -1,0 +1,215 @@
+//! Notices: what a command tells its user besides the results (warnings, notes, hints that
+//! name the command to run next) as values, worded here, and the [`Console`] that sends them,
+//! and the progress bar (`progress.rs`), where they belong.
+//!
+//! Where each kind goes:
+//! - warnings and hints: standard error, in every output mode (a JSON document on standard
+//!   output stays parseable, and a script's log still says what went wrong);
+//! - notes (where results were stored or written, which embedded server runs): standard
+//!   output with the results, in text mode only (`-J` and `--json` print nothing else);
+//! - progress: standard error, only when it is a terminal (logs and pipes get nothing).
+//!
+//! Must not decide whether to say something (the command does) nor learn about the terminal
+//! (`cmd` passes in whether standard error is one and how to read its width).
+
+use std::cell::Cell;
+use std::io::Write;
+use std::path::Path;
+
+use linerate_proto::TestSpec;
+
+use super::progress::{DEFAULT_COLUMNS, Progress};
+
+/// Something a command tells its user that is not a result.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Notice<'a> {
+    /// The history cannot be opened: the results are printed but not stored (the error).
+    HistoryUnavailable(String),
+    /// One run could not be stored (the error).
+    RunNotStored(String),
+    /// Where results were stored, with the commands that read them back.
+    Stored(Stored),
+    /// `compare --html`: the page was written there.
+    HtmlWritten(&'a Path),
+    /// The default job (`linerate` alone) runs against a server embedded on this port.
+    DefaultJob {
+        /// The embedded server's loopback port.
+        port: u16,
+    },
+    /// `linerate selftest`: the embedded server's port and the test it runs.
+    Selftest {
+        /// The embedded server's loopback port.
+        port: u16,
+        /// The test.
+        spec: &'a TestSpec,
+    },
+    /// A stored matrix did not complete: how to run the rest.
+    MatrixIncomplete {
+        /// Its group (`mN`).
+        group: i64,
+    },
+}
+
+/// A stored run or group, named as `show`, `report` and `history` take it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stored {
+    /// Run N.
+    Run(i64),
+    /// Run N, a test that failed: kept as the record of a failure, not as a result.
+    FailedRun(i64),
+    /// Matrix group mN.
+    Matrix(i64),
+    /// Campaign group N (cN).
+    Campaign(i64),
+}
+
+/// What a notice is, which decides where it goes (see the module's doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Something went wrong; the command carries on.
+    Warning,
+    /// Beside the results: what was stored or written, what ran.
+    Note,
+    /// What to run next.
+    Hint,
+}
+
+impl Notice<'_> {
+    /// Its kind.
+    pub fn kind(&self) -> Kind {
+        match self {
+            Notice::HistoryUnavailable(_) | Notice::RunNotStored(_) => Kind::Warning,
+            Notice::Stored(_)
+            | Notice::HtmlWritten(_)
+            | Notice::DefaultJob { .. }
+            | Notice::Selftest { .. } => Kind::Note,
+            Notice::MatrixIncomplete { .. } => Kind::Hint,
+        }
+    }
+
+    /// The notice as its one line (warnings marked `warning:`).
+    pub fn render(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        match self {
+            Notice::HistoryUnavailable(e) => {
+                writeln!(out, "warning: results will not be stored: {e}")
+            }
+            Notice::RunNotStored(e) => writeln!(out, "warning: this run was not stored: {e}"),
+            Notice::Stored(Stored::Run(id)) => {
+                writeln!(out, "Stored as run {id} (linerate show {id}).")
+            }
+            Notice::Stored(Stored::FailedRun(id)) => {
+                writeln!(
+                    out,
+                    "The failure is recorded as run {id} (linerate show {id}; `linerate history \
+                     --failed` lists failures)."
+                )
+            }
+            Notice::Stored(Stored::Matrix(g)) => writeln!(
+                out,
+                "Stored as matrix m{g} (linerate report m{g} --format html -o m{g}.html; \
+                 linerate compare m{g} mN)."
+            ),
+            Notice::Stored(Stored::Campaign(g)) => writeln!(
+                out,
+                "Stored as campaign group {g} (linerate report c{g} --format html -o c{g}.html; \
+                 linerate history --group {g})."
+            ),
+            Notice::HtmlWritten(path) => {
+                writeln!(out, "HTML comparison written to {}", path.display())
+            }
+            Notice::DefaultJob { port } => writeln!(
+                out,
+                "linerate: the default methodology on loopback against an embedded server on \
+                 127.0.0.1:{port} (run `linerate --help` for everything else)"
+            ),
+            Notice::Selftest { port, spec } => writeln!(
+                out,
+                "linerate selftest: embedded server on 127.0.0.1:{port}, {}",
+                super::text::describe_spec(spec)
+            ),
+            Notice::MatrixIncomplete { group } => writeln!(
+                out,
+                "The matrix did not complete: its completed runs are stored; run the rest with \
+                 the same command and `--resume m{group}`"
+            ),
+        }
+    }
+}
+
+/// Reads the terminal's width in columns, when it says.
+pub type Columns = fn() -> Option<usize>;
+
+/// Erases the line the cursor is on and returns to its start.
+const CLEAR_LINE: &str = "\r\x1b[2K";
+
+/// Sends notices and progress where they belong (see the module's doc). Output errors (a
+/// closed pipe) are ignored: a notice must never stop a test or lose its results.
+#[derive(Debug)]
+pub struct Console {
+    /// Whether the results are text (notes are shown only then).
+    text: bool,
+    /// Standard error is a terminal: how to read its width.
+    terminal: Option<Columns>,
+    /// A progress line is on the terminal (cleared before anything else is written there).
+    bar: Cell<bool>,
+}
+
+impl Console {
+    /// A console for results in text (`text`) or JSON, with progress when `terminal` is given.
+    pub fn new(text: bool, terminal: Option<Columns>) -> Self {
+        Self { text, terminal, bar: Cell::new(false) }
+    }
+
+    /// Shows `notice` on standard output or standard error.
+    pub fn show(&self, notice: &Notice<'_>) {
+        self.show_to(notice, &mut std::io::stdout().lock(), &mut std::io::stderr().lock());
+    }
+
+    /// [`Console::show`] to the given streams.
+    pub fn show_to<'w>(
+        &self,
+        notice: &Notice<'_>,
+        stdout: &'w mut dyn Write,
+        stderr: &'w mut dyn Write,
+    ) {
+        let out = match notice.kind() {
+            Kind::Note if !self.text => return,
+            Kind::Note => stdout,
+            Kind::Warning | Kind::Hint => {
+                self.clear_to(stderr);
+                stderr
+            }
+        };
+        let _ = notice.render(out);
+        let _ = out.flush();
+    }
+
+    /// Draws `progress` over the previous line, on a terminal only.
+    pub fn progress(&self, progress: &Progress) {
+        self.progress_to(progress, &mut std::io::stderr().lock());
+    }
+
+    /// [`Console::progress`] to the given stream (standard error).
+    pub fn progress_to(&self, progress: &Progress, stderr: &mut dyn Write) {
+        let Some(columns) = self.terminal else { return };
+        let line = progress.line(columns().unwrap_or(DEFAULT_COLUMNS));
+        let _ = write!(stderr, "{CLEAR_LINE}{line}");
+        let _ = stderr.flush();
+        self.bar.set(true);
+    }
+
+    /// Removes the progress line, if one is drawn (before the results are printed).
+    pub fn end_progress(&self) {
+        self.clear_to(&mut std::io::stderr().lock());
+    }
+
+    fn clear_to(&self, stderr: &mut dyn Write) {
+        if self.bar.replace(false) {
+            let _ = write!(stderr, "{CLEAR_LINE}");
+            let _ = stderr.flush();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
