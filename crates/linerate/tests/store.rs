@@ -473,6 +473,9 @@ fn a_read_only_history_is_still_listed_and_shown() {
     // A read-only file system; the history was closed cleanly, so there is no -wal to read
     // and none can be created.
     let setup = format!("mount --bind '{ro_arg}' '{ro_arg}'\nmount -o remount,bind,ro '{ro_arg}'");
+    // The run's JSON cannot go beside the history: it goes to the temp dir, this test's own.
+    let tmp = dir.join("tmp");
+    std::fs::create_dir_all(&tmp).expect("dir");
     let Some(outs) = in_mount_namespace(
         &dir,
         &setup,
@@ -480,7 +483,12 @@ fn a_read_only_history_is_still_listed_and_shown() {
             ns("history", &["history", "--db", &db, "-J"]),
             ns("show", &["show", "last", "--db", &db, "-J"]),
             ns("report", &["report", "--db", &db]),
-            ns("client", &["client", "127.0.0.1", "-p", &port, "-t", "0.1", "--db", &db]),
+            (
+                String::new(),
+                "client",
+                vec!["client", "127.0.0.1", "-p", &port, "-t", "0.1", "--db", &db],
+                vec![("TMPDIR", tmp.to_string_lossy().into_owned())],
+            ),
         ],
     ) else {
         return;
@@ -499,6 +507,9 @@ fn a_read_only_history_is_still_listed_and_shown() {
         client.stderr
     );
     assert!(!client.stderr.contains("permissions"), "{}", client.stderr);
+    assert_eq!(client.code, Some(3), "a run that was not stored: {}", client.stderr);
+    assert!(saved_to(&client.stderr).starts_with(&tmp), "{}", client.stderr);
+    assert_saved_instead(&client.stderr);
 }
 
 #[test]
@@ -528,7 +539,7 @@ fn a_full_disk_is_named_and_the_history_still_lists() {
         &dir,
         &setup,
         &[
-            ns("client", &client),
+            (String::new(), "client", client.to_vec(), vec![("TMPDIR", t.clone())]),
             ns("history", &["history", "--db", &db, "-J"]),
             (leave_40k, "json-client", json_client, vec![("TMPDIR", t.clone())]),
             (copy_out, "history-after", vec!["history", "--db", &db, "-J"], vec![]),
@@ -542,33 +553,38 @@ fn a_full_disk_is_named_and_the_history_still_lists() {
     let fix = format!("free space on the file system holding {f}");
     assert!(opening.stderr.contains(named) && opening.stderr.contains(&fix), "{}", opening.stderr);
     assert!(!opening.stderr.contains("permissions"), "{}", opening.stderr);
+    assert_eq!(opening.code, Some(3), "{}", opening.stderr);
+    assert!(saved_to(&opening.stderr).starts_with(&tmp), "{}", opening.stderr);
+    assert_saved_instead(&opening.stderr);
     assert_eq!(outs[1].code, Some(0), "history lists on a full disk: {}", outs[1].stderr);
     assert_eq!(outs[1].json().as_array().map(Vec::len), Some(1));
     let lost = &outs[2];
     assert!(lost.stderr.contains("this run was not stored"), "{}", lost.stderr);
     assert!(lost.stderr.contains(named) && lost.stderr.contains(&fix), "{}", lost.stderr);
-    let saved = lost
-        .stderr
-        .split("was saved to ")
-        .nth(1)
-        .and_then(|s| s.split(" instead").next())
-        .unwrap_or_else(|| panic!("no saved file named: {}", lost.stderr));
-    let name = std::path::Path::new(saved).file_name().expect("name");
+    assert_eq!(lost.code, Some(3), "{}", lost.stderr);
+    let saved = saved_to(&lost.stderr);
+    let name = saved.file_name().expect("name");
     let document = std::fs::read_to_string(tmp.join(name)).expect("the saved JSON");
     assert_eq!(document, lost.stdout, "the saved file is the document -J printed");
     assert_eq!(outs[3].code, Some(0), "{}", outs[3].stderr);
     assert_eq!(outs[3].json().as_array().map(Vec::len), Some(1));
 }
 
-/// The run's JSON went to the file the error names, and it is the run's `-J` document.
-fn assert_saved_instead(stderr: &str) {
+/// The file a "this run was not stored" message says the run's JSON was saved to.
+fn saved_to(stderr: &str) -> PathBuf {
     let path = stderr
         .split("was saved to ")
         .nth(1)
         .and_then(|rest| rest.split(" instead").next())
         .unwrap_or_else(|| panic!("no 'saved to' in: {stderr}"));
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).expect("saved file"))
+    PathBuf::from(path)
+}
+
+/// The run's JSON went to the file the error names, and it is the run's `-J` document.
+fn assert_saved_instead(stderr: &str) {
+    let path = saved_to(stderr);
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&path).expect("saved file"))
         .expect("the saved file is JSON");
-    assert_eq!(doc["kind"], "linerate.run", "{path}");
+    assert_eq!(doc["kind"], "linerate.run", "{}", path.display());
     let _ = std::fs::remove_file(path);
 }
