@@ -10,7 +10,7 @@ use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use linerate_proto::Environment;
 
 use crate::plan::matrix::values_of;
@@ -23,7 +23,7 @@ use crate::stats::environment::end_changes;
 use crate::stats::matrix::received_rate;
 use crate::stats::settings::setting_changes;
 use crate::stats::summarize;
-use crate::store::Store;
+use crate::store::{Store, Stored};
 
 /// Significance level of `linerate compare`.
 pub const ALPHA: f64 = 0.05;
@@ -52,8 +52,8 @@ pub fn run(
     report::history::render_compare(&rows, plan.json, &mut out)?;
     if let Some(path) = html {
         let (ra, rb) = (
-            report::model::build(super::source::load(&plan.db, a)?),
-            report::model::build(super::source::load(&plan.db, b)?),
+            report::model::build(super::source::load_from(&store, a)?),
+            report::model::build(super::source::load_from(&store, b)?),
         );
         let mut page = Vec::new();
         report::html::write_compare(&ra, &rb, &rows, &mut page)?;
@@ -111,11 +111,10 @@ pub(super) fn same_cell(a: &str, b: &str) -> bool {
 }
 
 /// `r` as the user names it: `14` for a run, `m3`, `c4` or `find-max 5` for a group.
-pub(super) fn name(store: &Store, r: HistoryRef) -> String {
+pub(super) fn name(store: &Store, r: Stored) -> String {
     match r {
-        HistoryRef::Run(id) => id.to_string(),
-        HistoryRef::Last => "last".into(),
-        HistoryRef::Group(id) => match store.group(id).ok().flatten().map(|g| g.kind) {
+        Stored::Run(id) => id.to_string(),
+        Stored::Group(id) => match store.group(id).ok().flatten().map(|g| g.kind) {
             Some(k) if k == "campaign" => format!("c{id}"),
             Some(k) if k == "find_max" => format!("find-max {id}"),
             _ => format!("m{id}"),
@@ -160,16 +159,15 @@ impl Cell {
 }
 
 /// Received rates per cell: one cell (`run`) for a run, the matrix's cells for a group.
-pub(super) fn samples(store: &Store, r: HistoryRef) -> Result<Vec<(String, Vec<f64>)>> {
+pub(super) fn samples(store: &Store, r: Stored) -> Result<Vec<(String, Vec<f64>)>> {
     Ok(cells(store, r)?.into_iter().map(|c| (c.name, c.rates)).collect())
 }
 
-fn cells(store: &Store, r: HistoryRef) -> Result<Vec<Cell>> {
+fn cells(store: &Store, r: Stored) -> Result<Vec<Cell>> {
     // Only completed runs have figures of a whole test: an interrupted one covers part of it.
     let completed = |rec: &RunRecord| rec.outcome == Outcome::Completed;
-    match store.resolve(r, false)? {
-        HistoryRef::Last => bail!("`last` could not be resolved in {}", store.path().display()),
-        HistoryRef::Run(id) => {
+    match r {
+        Stored::Run(id) => {
             let (_, rec) = store
                 .run(id)?
                 .ok_or_else(|| Failure::usage(format!("no run {id} in the history")))?;
@@ -189,7 +187,7 @@ fn cells(store: &Store, r: HistoryRef) -> Result<Vec<Cell>> {
             }
             Ok(vec![Cell::new("run".into(), &rec)])
         }
-        HistoryRef::Group(id) => {
+        Stored::Group(id) => {
             store
                 .group(id)?
                 .ok_or_else(|| Failure::usage(format!("no group {id} in the history")))?;

@@ -57,6 +57,7 @@ pub fn failed_gates(
     if let Some((drop, baseline)) = gates.regression {
         let db = db.context("--fail-regression needs the history")?;
         let store = Store::open_read_only(db)?;
+        let baseline = store.resolve(baseline, false)?;
         let before = samples(&store, baseline)?;
         let mut common = 0;
         for (cell, xs) in cells {

@@ -8,11 +8,12 @@ use anyhow::Result;
 use crate::plan::{HistoryPlan, HistoryRef};
 use crate::record::Failure;
 use crate::report;
+use crate::store::Stored;
 
 /// Runs `linerate show`.
 pub fn run(plan: &HistoryPlan, which: HistoryRef) -> Result<ExitCode> {
     let store = super::history::open_existing(&plan.db)?;
-    let HistoryRef::Run(id) = store.resolve(which, true)? else {
+    let Stored::Run(id) = store.resolve(which, true)? else {
         return Err(Failure::usage(
             "`show` shows one run; use `linerate report` for a matrix or campaign".to_string(),
         )

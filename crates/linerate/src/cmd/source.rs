@@ -19,7 +19,7 @@ use crate::plan::matrix::{AxisValue, Cell, cells_of};
 use crate::record::{Failure, LinkAssumption, Outcome, RunRecord};
 use crate::report::model::{InputRun, ReportKind, Source, TierInput};
 use crate::stats::campaign::{TierPlace, tier_server};
-use crate::store::{GroupRow, RunMeta};
+use crate::store::{GroupRow, RunMeta, Store, Stored};
 
 fn is_ipv6(server: &str) -> bool {
     server.starts_with('[')
@@ -49,15 +49,21 @@ fn single_run(title: String, id: Option<i64>, record: RunRecord) -> Source {
 /// The report source of a stored run or group.
 pub fn load(db: &Path, which: HistoryRef) -> Result<Source> {
     let store = super::history::open_existing(db)?;
-    match store.resolve(which, false)? {
-        HistoryRef::Last => bail!("`last` could not be resolved in {}", db.display()),
-        HistoryRef::Run(id) => {
+    let which = store.resolve(which, false)?;
+    load_from(&store, which)
+}
+
+/// The report source of a resolved run or group of an open history.
+pub fn load_from(store: &Store, which: Stored) -> Result<Source> {
+    let db = store.path();
+    match which {
+        Stored::Run(id) => {
             let (_, record) = store
                 .run(id)?
                 .ok_or_else(|| Failure::usage(format!("no run {id} in {}", db.display())))?;
             Ok(single_run(format!("run {id}"), Some(id), record))
         }
-        HistoryRef::Group(id) => {
+        Stored::Group(id) => {
             let group = store.group(id)?.ok_or_else(|| {
                 Failure::usage(format!(
                     "no group {id} in {} (see `linerate history`)",

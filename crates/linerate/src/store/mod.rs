@@ -161,6 +161,16 @@ pub struct ListFilter {
     pub limit: Option<usize>,
 }
 
+/// A stored run or group: a [`HistoryRef`] once `last` has been resolved, so readers never
+/// meet an unresolved `last`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stored {
+    /// One run.
+    Run(i64),
+    /// A matrix, campaign or search (its group id).
+    Group(i64),
+}
+
 /// An open history database.
 pub struct Store {
     conn: Connection,
@@ -320,10 +330,13 @@ impl Store {
     }
 
     /// `which` with `last` resolved: the newest run, or the matrix or campaign it belongs to
-    /// (`runs_only`: always the run). Other references pass through unchecked.
-    pub fn resolve(&self, which: HistoryRef, runs_only: bool) -> Result<HistoryRef> {
-        if which != HistoryRef::Last {
-            return Ok(which);
+    /// (`runs_only`: always the run). Other references pass through unchecked (whether they
+    /// exist is for the reader to say, with its own words).
+    pub fn resolve(&self, which: HistoryRef, runs_only: bool) -> Result<Stored> {
+        match which {
+            HistoryRef::Run(id) => return Ok(Stored::Run(id)),
+            HistoryRef::Group(id) => return Ok(Stored::Group(id)),
+            HistoryRef::Last => {}
         }
         let newest = self
             .conn
@@ -349,8 +362,8 @@ impl Store {
             .into());
         };
         Ok(match (group, kind.as_deref()) {
-            (Some(g), Some("matrix" | "campaign")) if !runs_only => HistoryRef::Group(g),
-            _ => HistoryRef::Run(run),
+            (Some(g), Some("matrix" | "campaign")) if !runs_only => Stored::Group(g),
+            _ => Stored::Run(run),
         })
     }
 
