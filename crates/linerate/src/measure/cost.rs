@@ -288,8 +288,14 @@ mod tests {
         let t0 = Instant::now();
         let mut m = CostMeter::start(t0, None);
         let mut x = 0u64;
-        while t0.elapsed() < std::time::Duration::from_millis(120) {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        // Burn 80 ms of this thread's own CPU (not wall time: on a loaded machine the thread
+        // may get a fraction of the wall clock), bounded at 10 s of wall time.
+        let cpu = || crate::measure::counters::thread_cpu().map_or(0, |c| c.user_us + c.system_us);
+        let spent0 = cpu();
+        while cpu() - spent0 < 80_000 && t0.elapsed() < std::time::Duration::from_secs(10) {
+            for _ in 0..10_000 {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+            }
         }
         std::hint::black_box(x);
         m.sample(Instant::now());

@@ -87,7 +87,12 @@ fn counts_add_up_at_a_fixed_rate() {
     assert_eq!(got.kernel_drops, Some(0));
     let last = sent.last.expect("sent something");
     let rate = (sent.datagrams - 1) as f64 * 8000.0 / (last - start).as_secs_f64();
-    assert!((rate - 50e6).abs() / 50e6 < 0.02, "achieved {rate} bit/s");
+    // Never faster than asked; as fast as asked whenever the sender got the CPU on time (a
+    // starved sender skips what it missed and counts it: on a loaded machine it may).
+    assert!(rate < 50e6 * 1.02, "achieved {rate} bit/s");
+    if sent.skipped == 0 {
+        assert!(rate > 50e6 * 0.98, "achieved {rate} bit/s without skipping: {sent:?}");
+    }
     assert!(got.jitter.samples + 1 == c.received && got.jitter.jitter_seconds < 0.01);
     assert!(got.last.is_some() && !sent.gso && !got.gro);
 }
@@ -112,7 +117,9 @@ fn pacing_is_smooth_at_200_mbit() {
     if sent.burst.max_gap < Duration::from_micros(500) {
         assert!(sent.burst.gap_cv.expect("gaps") < 0.8, "gaps irregular without a stall: {sent:?}");
     }
-    assert!(sent.datagrams > 9000, "{} of ~10000 sent", sent.datagrams);
+    if sent.skipped == 0 {
+        assert!(sent.datagrams > 9000, "{} of ~10000 sent without skipping", sent.datagrams);
+    }
     assert_eq!(got.counts.received + got.counts.lost, got.counts.highest_seq);
 }
 
