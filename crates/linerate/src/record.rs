@@ -97,6 +97,18 @@ pub struct RunRecord {
     /// `-J` document.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_output: Option<serde_json::Value>,
+    /// For one host of a fleet (`linerate fleet`): its place in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<FleetPlace>,
+}
+
+/// One host's place in a fleet run: what the fleet's figures need beyond the host's own run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FleetPlace {
+    /// The host's label in the fleet.
+    pub label: String,
+    /// When its streams started, microseconds after the fleet's go (None: never started).
+    pub started_us: Option<u64>,
 }
 
 impl RunRecord {
@@ -118,6 +130,7 @@ impl RunRecord {
             warnings: vec![],
             link: None,
             server_output: None,
+            fleet: None,
         }
     }
 

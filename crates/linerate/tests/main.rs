@@ -14,6 +14,7 @@ mod doctor;
 mod environment;
 mod exit;
 mod faults;
+mod fleet;
 mod interop;
 mod interop_server;
 mod layers;

@@ -18,8 +18,8 @@ use std::time::Duration;
 
 use crate::auth::{ClientKey, NONCE_LEN, Psk};
 use crate::conn::{
-    Core, Deadline, HANDSHAKE_TIMEOUT, Input, check_version, missing_cap, negotiate, run_deadline,
-    streams_deadline, unexpected,
+    Core, Deadline, HANDSHAKE_TIMEOUT, HELD_TIMEOUT, Input, check_version, missing_cap, negotiate,
+    run_deadline, streams_deadline, unexpected,
 };
 use crate::error::ProtoError;
 use crate::machine::{Io, Machine};
@@ -46,6 +46,9 @@ pub enum ClientEvent {
         /// The server's estimate, if it has one.
         wait: Option<Duration>,
     },
+    /// A held start only: every data stream is associated and the server waits; call
+    /// [`ClientConn::go`] when every host of the fleet is ready.
+    Ready,
     /// All data streams are associated: start sending and the clock.
     Start,
     /// The server's final figures.
@@ -57,9 +60,18 @@ pub enum ClientEvent {
 #[derive(Debug)]
 enum State {
     Greeting,
-    AwaitingAccept { software: String, caps: Vec<Capability> },
+    AwaitingAccept {
+        software: String,
+        caps: Vec<Capability>,
+    },
     Connecting,
-    Running { stop_sent: bool },
+    /// A held start: the server said `ready`; `go` not sent yet (or sent, awaiting `start`).
+    Held {
+        go_sent: bool,
+    },
+    Running {
+        stop_sent: bool,
+    },
     Done,
 }
 
@@ -103,6 +115,17 @@ impl ClientConn {
             self.on_input(input, now)?;
         }
         Ok(())
+    }
+
+    /// Releases a held start (after [`ClientEvent::Ready`]): the server starts and answers
+    /// `start`. Ignored in any other state.
+    pub fn go(&mut self, now: Duration) {
+        if matches!(self.state, State::Held { go_sent: false }) && !self.core.failed() {
+            self.state = State::Held { go_sent: true };
+            self.core.io.deadline =
+                Some(Deadline::after(now, HANDSHAKE_TIMEOUT, "waiting for the server's start"));
+            self.core.send(&Message::Go);
+        }
     }
 
     /// Tells the server's senders to stop (time elapsed or interrupted). Sent at most once;
@@ -150,7 +173,17 @@ impl ClientConn {
             msg => match self.state {
                 State::Greeting => self.on_hello(msg),
                 State::AwaitingAccept { .. } => self.on_accept(msg, now),
-                State::Connecting => self.on_start(msg, now),
+                State::Connecting if msg == Message::Ready && self.spec.held_start => {
+                    self.state = State::Held { go_sent: false };
+                    self.core.io.deadline =
+                        Some(Deadline::after(now, HELD_TIMEOUT, "holding the start for the fleet"));
+                    self.core.io.emit(ClientEvent::Ready);
+                    Ok(())
+                }
+                State::Connecting | State::Held { go_sent: true } => self.on_start(msg, now),
+                State::Held { go_sent: false } => {
+                    Err(unexpected(&msg, "holding the start for the fleet"))
+                }
                 State::Running { .. } => self.on_running(msg),
                 State::Done => Err(unexpected(&msg, "finished")),
             },
@@ -264,6 +297,7 @@ impl Machine for ClientConn {
             State::Greeting => "before its hello (is this a linerate server?)",
             State::AwaitingAccept { .. } => "before answering the test request",
             State::Connecting => "while the data streams were connecting",
+            State::Held { .. } => "while the fleet's start was held",
             State::Running { .. } if self.core.results_sent() => "before sending its results",
             State::Running { .. } => "during the test",
         };

@@ -18,6 +18,9 @@ pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 pub const STREAMS_TIMEOUT: Duration = Duration::from_secs(10);
 /// Extra connect allowance per data connection.
 pub const PER_STREAM_CONNECT: Duration = Duration::from_millis(10);
+/// How long a held start (a fleet) waits for the coordinator's `go` once every stream is
+/// attached: the coordinator waits for its slowest host, and an idle held test holds a slot.
+pub const HELD_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long after the requested duration (plus warm-up) a test may run before it is cut.
 pub const RUN_GRACE: Duration = Duration::from_secs(30);
 /// How long a side waits for the peer's results after sending its own.
@@ -202,6 +205,9 @@ pub(crate) fn required_caps(spec: &TestSpec) -> Vec<(Capability, &'static str)> 
     }
     if spec.zerocopy {
         need.push((Capability::Zerocopy, "-Z"));
+    }
+    if spec.held_start {
+        need.push((Capability::HeldStart, "a fleet start (linerate fleet)"));
     }
     need
 }

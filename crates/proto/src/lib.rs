@@ -41,7 +41,7 @@ mod doctor_tests;
 #[cfg(test)]
 mod tests;
 
-pub use conn::{HANDSHAKE_TIMEOUT, RESULTS_TIMEOUT, RUN_GRACE, STREAMS_TIMEOUT};
+pub use conn::{HANDSHAKE_TIMEOUT, HELD_TIMEOUT, RESULTS_TIMEOUT, RUN_GRACE, STREAMS_TIMEOUT};
 pub use environment::{CpuEnvironment, Environment, Fact, InterfaceEnvironment};
 pub use error::{Blame, ProtoError};
 pub use limits::{LimitKind, Limits, Refusal};

@@ -7,7 +7,9 @@
 //!    capability-checked) call [`ServerConn::accept`] with a fresh random cookie, or
 //!    [`ServerConn::refuse`].
 //! 4. For each data connection presenting the cookie call [`ServerConn::attach_stream`];
-//!    when all are attached the machine sends `start` and emits [`ServerEvent::Start`].
+//!    when all are attached the machine sends `start` and emits [`ServerEvent::Start`]. For a
+//!    held start (`spec.held_start`, a fleet) it sends `ready` instead and starts when the
+//!    client's `go` arrives, within [`HELD_TIMEOUT`].
 //! 5. On [`ServerEvent::PeerStop`] stop the local senders. When every local stream is done,
 //!    call [`ServerConn::send_results`]. [`ServerEvent::Finished`] ends the test.
 //!
@@ -24,8 +26,8 @@ use std::time::Duration;
 
 use crate::auth::{NONCE_LEN, Psk, from_hex, to_hex};
 use crate::conn::{
-    Core, Deadline, HANDSHAKE_TIMEOUT, Input, check_version, missing_cap, negotiate, run_deadline,
-    streams_deadline, unexpected,
+    Core, Deadline, HANDSHAKE_TIMEOUT, HELD_TIMEOUT, Input, check_version, missing_cap, negotiate,
+    run_deadline, streams_deadline, unexpected,
 };
 use crate::error::ProtoError;
 use crate::machine::{Io, Machine};
@@ -102,6 +104,8 @@ enum State {
         attached: Vec<bool>,
         missing: u32,
     },
+    /// A held start: every stream is attached and `ready` was sent; waiting for `go`.
+    Held,
     Running,
     /// A doctor session; `echo` once an echo was requested (only one per session).
     Doctor {
@@ -225,12 +229,26 @@ impl ServerConn {
         attached[id as usize - 1] = true;
         *missing -= 1;
         if *missing == 0 {
-            self.state = State::Running;
-            self.core.io.deadline = self.spec.as_ref().and_then(|s| run_deadline(now, s));
-            self.core.send(&Message::Start);
-            self.core.io.emit(ServerEvent::Start);
+            if self.spec.as_ref().is_some_and(|s| s.held_start) {
+                self.state = State::Held;
+                self.core.io.deadline = Some(Deadline::after(
+                    now,
+                    HELD_TIMEOUT,
+                    "waiting for the client's go (a fleet start)",
+                ));
+                self.core.send(&Message::Ready);
+            } else {
+                self.start(now);
+            }
         }
         Ok(())
+    }
+
+    fn start(&mut self, now: Duration) {
+        self.state = State::Running;
+        self.core.io.deadline = self.spec.as_ref().and_then(|s| run_deadline(now, s));
+        self.core.send(&Message::Start);
+        self.core.io.emit(ServerEvent::Start);
     }
 
     /// Sends this side's results (once every local stream is done).
@@ -290,6 +308,11 @@ impl ServerConn {
             State::AwaitingRequest { .. } => self.on_request(msg),
             State::Deciding => Err(unexpected(&msg, "deciding on the test request")),
             State::AwaitingStreams { .. } => self.on_early(msg),
+            State::Held if msg == Message::Go => {
+                self.start(now);
+                Ok(())
+            }
+            State::Held => Err(unexpected(&msg, "waiting for the client's go")),
             State::Running => self.on_running(msg),
             State::Doctor { echo } => {
                 let Message::EchoRequest { client_port } = msg else {
@@ -446,6 +469,7 @@ impl Machine for ServerConn {
             | State::AwaitingRequest { .. }
             | State::Deciding => "before requesting a test",
             State::AwaitingStreams { .. } => "while the data streams were connecting",
+            State::Held => "before the fleet's go",
             State::Running => "during the test",
         };
         Err(ProtoError::Closed(what.to_string()))

@@ -149,6 +149,13 @@ pub struct TestSpec {
     pub zerocopy: bool,
     /// Free-form label carried into results (`-T`).
     pub title: Option<String>,
+    /// A fleet start (`linerate fleet`): once every data stream is attached the server says
+    /// `ready` and waits for the client's `go` instead of starting at once, so one
+    /// coordinator can start many servers at one instant. Needs [`Capability::HeldStart`].
+    ///
+    /// [`Capability::HeldStart`]: crate::wire::Capability::HeldStart
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub held_start: bool,
 }
 
 /// Why a [`TestSpec`] is invalid. Messages name the field and the allowed range.
@@ -200,6 +207,7 @@ impl TestSpec {
             interval_ms: 1000,
             zerocopy: false,
             title: None,
+            held_start: false,
         }
     }
 

@@ -651,3 +651,58 @@ fn a_request_without_auth_or_a_replayed_tag_is_refused() {
     let out = String::from_utf8_lossy(&srv.poll_transmit().expect("bytes")).to_string();
     assert!(out.contains("\"auth_nonce\":\"0404") && out.contains("refused"), "{out}");
 }
+
+/// A held start (a fleet): after the last stream the server says `ready` and starts only on
+/// the client's `go`; neither side starts before it.
+#[test]
+fn held_start_waits_for_go_then_starts_both() {
+    let spec = TestSpec { held_start: true, ..spec_for(Direction::Download, 2) };
+    let mut p = Pair::new(spec);
+    p.drive().expect("handshake");
+    p.attach_all();
+    p.drive().expect("ready");
+    assert!(p.client_events.contains(&ClientEvent::Ready));
+    assert!(!p.client_events.contains(&ClientEvent::Start));
+    assert!(!p.server_events.contains(&ServerEvent::Start), "held: no start before go");
+    p.advance(Duration::from_secs(3));
+    p.client.go(p.now);
+    p.client.go(p.now); // a second go is not sent twice
+    p.drive().expect("go");
+    assert_eq!(p.server_events.iter().filter(|e| **e == ServerEvent::Start).count(), 1);
+    assert!(p.client_events.contains(&ClientEvent::Start));
+    p.client.stop(StopReason::TimeElapsed);
+    p.server.send_results(results("srv", 7), p.now).expect("server results");
+    p.client.send_results(results("cli", 9), p.now).expect("client results");
+    p.drive().expect("results");
+    assert!(p.client.is_finished() && p.server.is_finished());
+}
+
+#[test]
+fn held_start_times_out_without_go_and_go_is_refused_unheld() {
+    let spec = TestSpec { held_start: true, ..spec_for(Direction::Upload, 1) };
+    let mut p = Pair::new(spec);
+    p.drive().expect("handshake");
+    p.attach_all();
+    p.drive().expect("ready");
+    let deadline = p.server.poll_timeout().expect("the held server has a deadline");
+    assert_eq!(deadline - p.now, crate::HELD_TIMEOUT);
+    let err = p.server.handle_timeout(deadline).unwrap_err();
+    assert!(err.to_string().contains("go"), "{err}");
+
+    // Without a held start, `go` is a protocol violation, not a second start.
+    let mut p = Pair::new(spec_for(Direction::Upload, 1));
+    run_to_start(&mut p);
+    let err = p.server.handle_input(&encode_frame(&Message::Go), p.now).unwrap_err();
+    assert!(err.to_string().contains("\"go\""), "{err}");
+}
+
+#[test]
+fn held_start_needs_the_capability() {
+    // A server that does not announce held_start (an older linerate) is refused by the client
+    // before it requests anything, naming what is missing.
+    let spec = TestSpec { held_start: true, ..spec_for(Direction::Upload, 1) };
+    let mut client = ClientConn::new(spec, "c", Duration::ZERO).expect("spec");
+    let old = raw_peer(&[hello(&["tcp", "reverse", "bidir", "pacing", "zerocopy", "udp"])]);
+    let err = client.handle_input(&old, Duration::ZERO).unwrap_err();
+    assert!(err.to_string().contains("held_start"), "{err}");
+}

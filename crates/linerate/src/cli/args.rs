@@ -60,6 +60,9 @@ pub enum Command {
     /// Run every combination of the given axes against a server, each repeated, in a random
     /// order, with statistics per cell and findings in plain words.
     Matrix(MatrixArgs),
+    /// Run one test against many linerate servers at once, started together: totals, each
+    /// host's share, and how fairly hosts and flows shared (see docs/METHODOLOGY.md, "Fleets").
+    Fleet(super::fleet_args::FleetArgs),
     /// Run a campaign file: tiers (targets) in file order, each with its own matrix, then a
     /// summary across tiers (see docs/METHODOLOGY.md, "Campaigns", and examples/*.toml).
     Campaign(CampaignArgs),

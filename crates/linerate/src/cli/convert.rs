@@ -83,6 +83,7 @@ pub(super) fn to_plan(cli: Cli) -> Result<Plan, String> {
             };
             client_plan("127.0.0.1".into(), &net, &a.test, SELFTEST_TIME).map(Plan::Selftest)
         }
+        Some(Command::Fleet(a)) => super::fleet_args::fleet_plan(a).map(Plan::Fleet),
         Some(Command::Matrix(a)) => matrix_plan(a).map(|(c, m, r)| Plan::Matrix(c, m, r)),
         Some(Command::Campaign(a)) => campaign_run(a).map(Plan::Campaign),
         Some(Command::Doctor(a)) => doctor_plan(a).map(Plan::Doctor),
@@ -193,7 +194,7 @@ fn campaign_run(a: CampaignArgs) -> Result<CampaignRun, String> {
     })
 }
 
-fn with_store(mut plan: ClientPlan, s: &StoreArgs) -> ClientPlan {
+pub(super) fn with_store(mut plan: ClientPlan, s: &StoreArgs) -> ClientPlan {
     plan.store = store_plan(s);
     plan
 }
@@ -237,10 +238,11 @@ fn history_ref(s: &str) -> Result<HistoryRef, String> {
     }
     let bad = || {
         format!(
-            "{s:?} is neither a run id (e.g. 12), a matrix or campaign id (e.g. m3, c4) nor `last`"
+            "{s:?} is neither a run id (e.g. 12), a matrix, campaign or fleet id (e.g. m3, c4, \
+             f5) nor `last`"
         )
     };
-    match s.strip_prefix('m').or_else(|| s.strip_prefix('c')) {
+    match s.strip_prefix('m').or_else(|| s.strip_prefix('c')).or_else(|| s.strip_prefix('f')) {
         Some(g) => g.parse().map(HistoryRef::Group).map_err(|_| bad()),
         None => s.parse().map(HistoryRef::Run).map_err(|_| bad()),
     }
@@ -402,7 +404,7 @@ fn server_plan(net: &NetArgs, one_off: bool, policy: Policy) -> Result<ServerPla
     })
 }
 
-fn client_plan(
+pub(super) fn client_plan(
     host: String,
     net: &NetArgs,
     t: &TestArgs,
@@ -500,6 +502,7 @@ fn test_spec(t: &TestArgs, default_time: Duration) -> Result<TestSpec, String> {
         interval_ms: millis(t.interval),
         zerocopy: t.zerocopy,
         title: t.title.clone(),
+        held_start: false,
     };
     spec.validate().map_err(|e| e.to_string())?;
     Ok(spec)

@@ -8,6 +8,7 @@
 
 mod args;
 mod convert;
+mod fleet_args;
 mod server_args;
 
 use std::ffi::OsString;

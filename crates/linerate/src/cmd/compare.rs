@@ -116,6 +116,7 @@ pub(super) fn name(store: &Store, r: Stored) -> String {
         Stored::Run(id) => id.to_string(),
         Stored::Group(id) => match store.group(id).ok().flatten().map(|g| g.kind) {
             Some(k) if k == "campaign" => format!("c{id}"),
+            Some(k) if k == "fleet" => format!("f{id}"),
             Some(k) if k == "find_max" => format!("find-max {id}"),
             _ => format!("m{id}"),
         },

@@ -13,6 +13,7 @@ mod client;
 mod compare;
 mod doctor;
 mod failed;
+mod fleet;
 mod gate;
 mod generate;
 mod history;
@@ -55,6 +56,7 @@ pub fn execute(plan: Plan) -> Result<ExitCode> {
         },
         Plan::SelftestMatrix(base, m) => selftest::run_default(base, &m),
         Plan::Campaign(c) => campaign::run(&c, &Interrupt::install()?),
+        Plan::Fleet(f) => fleet::run(&f, &Interrupt::install()?),
         Plan::Doctor(d) => doctor::run(&d),
         Plan::Report(r) => report::run(&r),
         Plan::Generate(g) => generate::run(g),

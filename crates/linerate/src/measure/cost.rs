@@ -45,15 +45,37 @@ impl CostMeter {
     /// `peer_program` names the peer's process (e.g. "iperf3") so that, on one machine, its
     /// work is not counted as foreign load.
     pub fn start(now: Instant, peer_program: Option<&str>) -> Self {
+        Self::prepare(peer_program).start(now)
+    }
+
+    /// The slow half of [`CostMeter::start`]: the scan of every process's CPU time (tens of
+    /// milliseconds on a loaded machine), done ahead of a start that must be quick (a fleet's
+    /// held start). Foreign load is then counted from here, a little before the window.
+    pub fn prepare(peer_program: Option<&str>) -> PreparedMeter {
         let own: Vec<String> =
             [Some(OWN_NAME), peer_program].into_iter().flatten().map(String::from).collect();
-        // The /proc scan is slow under load (tens of ms): do it first, and take the cheap
-        // snapshots last, so the CPU deltas cover the same span as the window.
         let foreign0 = foreign_cpu(&own).into_iter().map(|(pid, _, us)| (pid, us)).collect();
+        PreparedMeter { own, foreign0 }
+    }
+}
+
+/// A cost meter whose slow /proc scan is done: [`PreparedMeter::start`] takes only the cheap
+/// snapshots.
+#[derive(Debug)]
+pub struct PreparedMeter {
+    own: Vec<String>,
+    foreign0: HashMap<u32, u64>,
+}
+
+impl PreparedMeter {
+    /// Starts measuring now (see [`CostMeter::start`]).
+    pub fn start(self, now: Instant) -> CostMeter {
+        let PreparedMeter { own, foreign0 } = self;
+        // The cheap snapshots last, so the CPU deltas cover the same span as the window.
         let cycles = CycleCounter::open().map_err(|e| e.to_string());
         let process0 = counters::process_cpu();
         let stat0 = procfs::proc_stat();
-        Self {
+        CostMeter {
             started: now,
             foreign0,
             own,
@@ -66,7 +88,9 @@ impl CostMeter {
             cycles,
         }
     }
+}
 
+impl CostMeter {
     /// The same snapshots, with the window starting at `at` (the streams' start, taken just
     /// after the snapshots so that taking them does not delay the streams).
     pub fn restarted_at(mut self, at: Instant) -> Self {

@@ -10,6 +10,7 @@ use linerate_proto::TestSpec;
 
 pub mod campaign;
 pub mod campaign_de;
+pub mod fleet;
 pub mod matrix;
 pub mod pmtu;
 pub mod search;
@@ -265,6 +266,8 @@ pub enum Plan {
     History(HistoryPlan),
     /// An embedded loopback server plus a matrix against it (`linerate` with no arguments).
     SelftestMatrix(ClientPlan, matrix::MatrixPlan),
+    /// One test against many servers at once (`linerate fleet`).
+    Fleet(fleet::FleetPlan),
     /// Tiers of matrices from a campaign file.
     Campaign(campaign::CampaignRun),
     /// Inspect this host and the path to a server.

@@ -95,6 +95,7 @@ fn what(r: &RunRow) -> String {
     let group = match (r.kind, r.group) {
         (_, None) => return r.kind.as_str().to_string(),
         (RunKind::CampaignCell, Some(g)) => format!("c{g}"),
+        (RunKind::FleetHost, Some(g)) => format!("f{g}"),
         (RunKind::FindMaxTrial, Some(g)) => format!("find-max {g}"),
         (_, Some(g)) => format!("m{g}"),
     };

@@ -11,6 +11,7 @@ pub mod csv;
 pub mod doctor;
 pub mod document;
 pub mod environment;
+pub mod fleet;
 pub mod history;
 pub mod html;
 pub mod iperf3_json;

@@ -61,6 +61,8 @@ pub enum Stored {
     Matrix(i64),
     /// Campaign group N (cN).
     Campaign(i64),
+    /// Fleet group N (fN).
+    Fleet(i64),
 }
 
 /// What a notice is, which decides where it goes (see the module's doc).
@@ -108,6 +110,10 @@ impl Notice<'_> {
                 out,
                 "Stored as matrix m{g} (linerate report m{g} --format html -o m{g}.html; \
                  linerate compare m{g} mN)."
+            ),
+            Notice::Stored(Stored::Fleet(g)) => writeln!(
+                out,
+                "Stored as fleet f{g} (linerate report f{g}; linerate history --group {g})."
             ),
             Notice::Stored(Stored::Campaign(g)) => writeln!(
                 out,

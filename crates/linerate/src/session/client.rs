@@ -30,9 +30,35 @@ use crate::traffic::socket::{self, Bind, SetupError, SocketOptions, Step};
 /// If the server turns out to be an iperf3 server, the test is run again with iperf3's
 /// protocol and the record says so (see [`PeerIsIperf3`]).
 pub fn run(plan: &ClientPlan, observer: &mut dyn Observer, interrupt: &Interrupt) -> RunRecord {
-    let mut run = ClientRun::new(plan);
+    run_gated(plan, observer, interrupt, None)
+}
+
+/// Holds a fleet's start: each host's session arrives here once all its data streams are
+/// attached (the server said `ready`), and waits until the coordinator lets every host go at
+/// one instant.
+pub trait StartGate: Sync {
+    /// Blocks until the fleet starts (true) or this host is left out of it (false: it was
+    /// ready too late, or the fleet was abandoned).
+    fn arrive(&self) -> bool;
+}
+
+/// [`run`], with the start held at `gate` when one is given (`linerate fleet`): the spec asks
+/// the server for a held start, and an iperf3 server is refused rather than retried, since
+/// iperf3 cannot hold a start.
+pub fn run_gated(
+    plan: &ClientPlan,
+    observer: &mut dyn Observer,
+    interrupt: &Interrupt,
+    gate: Option<&dyn StartGate>,
+) -> RunRecord {
+    let mut run = ClientRun::new(plan, gate);
     let result = run.drive(observer, interrupt);
-    if result.as_ref().err().is_some_and(|e| e.downcast_ref::<PeerIsIperf3>().is_some()) {
+    let iperf3 = result.as_ref().err().is_some_and(|e| e.downcast_ref::<PeerIsIperf3>().is_some());
+    if iperf3 && gate.is_some() {
+        let why = "the server speaks iperf3's protocol, which cannot hold a start for a fleet:                    run `linerate server` on every fleet host";
+        return run.into_record(Err(Failure::new(FailureKind::Incompatible, why).into()));
+    }
+    if iperf3 {
         observer.on_event(LiveEvent::Notice(
             "the server answered like an iperf3 server: running the test with iperf3's protocol",
         ));
@@ -80,14 +106,17 @@ fn refuse_iperf3(first: &[u8]) -> Result<()> {
 
 struct ClientRun<'p> {
     plan: &'p ClientPlan,
+    gate: Option<&'p dyn StartGate>,
     record: RunRecord,
     streams: Option<StreamSet>,
     interrupted: bool,
 }
 
 impl<'p> ClientRun<'p> {
-    fn new(plan: &'p ClientPlan) -> Self {
-        Self { plan, record: new_record(plan), streams: None, interrupted: false }
+    fn new(plan: &'p ClientPlan, gate: Option<&'p dyn StartGate>) -> Self {
+        let mut record = new_record(plan);
+        record.spec.held_start = gate.is_some();
+        Self { plan, gate, record, streams: None, interrupted: false }
     }
 
     fn drive(&mut self, observer: &mut dyn Observer, interrupt: &Interrupt) -> Result<()> {
@@ -95,7 +124,8 @@ impl<'p> ClientRun<'p> {
         let (stream, server) = connect_any(&addr_list, self.plan)?;
         self.record.local_address = stream.local_addr().ok().map(|a| a.to_string());
         self.record.remote_address = Some(server.to_string());
-        let spec = effective_spec(self.plan, &stream, server);
+        let mut spec = effective_spec(self.plan, &stream, server);
+        spec.held_start = self.gate.is_some();
         self.record.spec = spec.clone();
         let mut ctrl = ControlChannel::new(stream)?;
         let clock = Clock::new();
@@ -134,7 +164,7 @@ impl<'p> ClientRun<'p> {
                 return Ok(());
             }
             while let Some(ev) = conn.poll_event() {
-                self.on_event(ev, conn, ctrl, st, server, observer)?;
+                self.on_event(ev, (conn, clock), ctrl, st, server, observer)?;
             }
             self.on_clock(conn, clock, st, observer, interrupt)?;
         }
@@ -143,7 +173,7 @@ impl<'p> ClientRun<'p> {
     fn on_event(
         &mut self,
         ev: ClientEvent,
-        conn: &ClientConn,
+        (conn, clock): (&mut ClientConn, &Clock),
         ctrl: &ControlChannel,
         st: &mut LoopState,
         server: SocketAddr,
@@ -160,6 +190,19 @@ impl<'p> ClientRun<'p> {
                 let hello = |id| DataHello { cookie, stream_id: id }.encode().to_vec();
                 let spec = conn.spec();
                 self.streams = Some(open_streams(self.plan, spec, hello, server, ctrl, false)?);
+            }
+            ClientEvent::Ready => {
+                // Only a held start says `ready`; the machine refuses it otherwise.
+                if let Some(s) = self.streams.as_mut() {
+                    s.prepare();
+                }
+                let held = self.gate.is_some_and(|g| g.arrive());
+                if !held {
+                    let why = "the fleet started without this host: its data streams were \
+                               ready too late, or the fleet was stopped";
+                    return Err(Failure::new(FailureKind::TimedOut, why).into());
+                }
+                conn.go(clock.now());
             }
             ClientEvent::Start => {
                 let streams = self.streams.as_mut().context("start before streams")?;
@@ -273,6 +316,7 @@ pub(super) fn new_record(plan: &ClientPlan) -> RunRecord {
         warnings: Vec::new(),
         link: plan.link,
         server_output: None,
+        fleet: None,
     }
 }
 

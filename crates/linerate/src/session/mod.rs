@@ -11,6 +11,7 @@ pub mod client;
 mod control;
 pub mod doctor;
 mod doctor_echo;
+pub mod fleet;
 pub mod iperf3;
 pub mod log_limit;
 pub mod matrix;

@@ -153,6 +153,9 @@ impl Session<'_> {
                 }
             }
             conn.attach_stream(id, clock.now())?;
+            if conn.spec().is_some_and(|s| s.connection_count() as usize == streams.len()) {
+                streams.prepare();
+            }
         }
     }
 

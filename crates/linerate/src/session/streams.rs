@@ -17,7 +17,7 @@ use linerate_proto::{
     StreamResult, StreamRole, TestSpec,
 };
 
-use crate::measure::cost::CostMeter;
+use crate::measure::cost::{CostMeter, PreparedMeter};
 use crate::measure::counters;
 use crate::record::canonical;
 use crate::session::udp_stream::{self, UdpStreamSetup, UdpTrack};
@@ -141,6 +141,8 @@ pub struct StreamSet {
     next_tick: Option<Duration>,
     omit: Duration,
     cost: Option<CostMeter>,
+    /// The cost meter's slow half, done ahead of the start ([`StreamSet::prepare`]).
+    prepared: Option<PreparedMeter>,
     peer_program: Option<&'static str>,
     /// Time base of UDP datagram timestamps.
     epoch: Instant,
@@ -193,6 +195,7 @@ impl StreamSet {
             next_tick: None,
             omit: Duration::from_millis(spec.omit_ms),
             cost: None,
+            prepared: None,
             peer_program: None,
             epoch: Instant::now(),
             udp_quiet: UDP_QUIET_MIN,
@@ -368,11 +371,21 @@ impl StreamSet {
     /// meter's snapshots come first so they do not eat into the streams' time.
     pub fn start(&mut self) -> Instant {
         self.next_tick = self.first_tick();
-        let meter = CostMeter::start(Instant::now(), self.peer_program);
+        let prepared = self.prepared.take();
+        let meter =
+            prepared.unwrap_or_else(|| CostMeter::prepare(self.peer_program)).start(Instant::now());
         let at = Instant::now();
         self.cost = Some(meter.restarted_at(at));
         self.gate.open(at);
         at
+    }
+
+    /// Does the slow part of starting (the cost meter's scan of every process) now, so that
+    /// [`StreamSet::start`] is quick: for a held start, and once every stream is attached.
+    pub fn prepare(&mut self) {
+        if self.prepared.is_none() && self.gate.started().is_none() {
+            self.prepared = Some(CostMeter::prepare(self.peer_program));
+        }
     }
 
     /// When the test started, if it has.

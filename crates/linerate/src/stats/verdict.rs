@@ -557,6 +557,7 @@ mod rule_tests {
             warnings: vec![],
             link: None,
             server_output: None,
+            fleet: None,
         }
     }
 

@@ -39,7 +39,7 @@ pub use open::Access;
 pub use schema::{APPLICATION_ID, STORE_SCHEMA_VERSION};
 
 /// Kinds a group may have (`begin_group`'s `kind`).
-pub const GROUP_KINDS: [&str; 3] = ["matrix", "campaign", "find_max"];
+pub const GROUP_KINDS: [&str; 4] = ["matrix", "campaign", "find_max", "fleet"];
 
 /// What produced a stored run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -53,12 +53,19 @@ pub enum RunKind {
     FindMaxTrial,
     /// One cell (one repetition) of a campaign.
     CampaignCell,
+    /// One host of a fleet.
+    FleetHost,
 }
 
 impl RunKind {
     /// Every kind, in declaration order.
-    pub const ALL: [RunKind; 4] =
-        [RunKind::Test, RunKind::MatrixCell, RunKind::FindMaxTrial, RunKind::CampaignCell];
+    pub const ALL: [RunKind; 5] = [
+        RunKind::Test,
+        RunKind::MatrixCell,
+        RunKind::FindMaxTrial,
+        RunKind::CampaignCell,
+        RunKind::FleetHost,
+    ];
 
     /// The name stored in the `kind` column (the same as the serde name).
     pub fn as_str(self) -> &'static str {
@@ -67,6 +74,7 @@ impl RunKind {
             RunKind::MatrixCell => "matrix_cell",
             RunKind::FindMaxTrial => "find_max_trial",
             RunKind::CampaignCell => "campaign_cell",
+            RunKind::FleetHost => "fleet_host",
         }
     }
 

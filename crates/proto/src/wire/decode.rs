@@ -124,6 +124,8 @@ pub(crate) fn decode(body: &[u8], bounds: Bounds) -> Result<Message, ProtoError>
             let b: Queued = fields(body, bounds, &kind)?;
             Message::Queued { position: b.position, wait_ms: b.wait_ms }
         }
+        "ready" => Message::Ready,
+        "go" => Message::Go,
         "start" => Message::Start,
         "stop" => {
             Message::Stop { reason: fields::<Reason<StopReason>>(body, bounds, &kind)?.reason }

@@ -31,11 +31,13 @@ pub enum Capability {
     Echo,
     /// The client understands `queued` (it waits in an exclusive server's queue).
     Queue,
+    /// Held starts: `ready` / `go` between the attached streams and `start` (fleets).
+    HeldStart,
 }
 
 impl Capability {
     /// Every capability this crate knows, in a stable order.
-    pub const ALL: [Capability; 9] = [
+    pub const ALL: [Capability; 10] = [
         Self::Tcp,
         Self::Reverse,
         Self::Bidir,
@@ -45,6 +47,7 @@ impl Capability {
         Self::Environment,
         Self::Echo,
         Self::Queue,
+        Self::HeldStart,
     ];
 
     /// The wire name.
@@ -59,6 +62,7 @@ impl Capability {
             Self::Environment => "environment",
             Self::Echo => "echo",
             Self::Queue => "queue",
+            Self::HeldStart => "held_start",
         }
     }
 
@@ -144,6 +148,11 @@ pub enum Message {
         /// The server's estimate of the wait, if it can tell (byte-bound tests ahead: no).
         wait_ms: Option<u64>,
     },
+    /// Server to client, for a held start only: every data stream is associated; the server
+    /// waits for `go`.
+    Ready,
+    /// Client to server, after `ready`: start now (the server answers `start`).
+    Go,
     /// Server to client: every data stream is associated; start sending and timing now.
     Start,
     /// Client to server: stop the server's senders.
@@ -196,6 +205,8 @@ impl Message {
             Self::TestAccepted { .. } => "test_accepted",
             Self::Refused { .. } => "refused",
             Self::Queued { .. } => "queued",
+            Self::Ready => "ready",
+            Self::Go => "go",
             Self::Start => "start",
             Self::Stop { .. } => "stop",
             Self::Results { .. } => "results",

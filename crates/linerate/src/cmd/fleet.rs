@@ -1,0 +1,140 @@
+//! `linerate fleet TARGET...`: one test against many servers at once, started together; the
+//! figures of the fleet (`stats::fleet`), each host's run stored in one group.
+//!
+//! Exit status: 0 when every host was measured; 3 when any was not (the fleet is partial:
+//! the others' figures are still printed and stored); 130 when interrupted.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use serde_json::json;
+
+use super::failed::{group_failure_kind, interrupted};
+use super::keep::{self, GroupRuns};
+use crate::plan::OutputFormat;
+use crate::plan::fleet::FleetPlan;
+use crate::record::{Failure, FailureKind, FleetPlace, RunRecord};
+use crate::report::notice::{Notice, Stored};
+use crate::session::{Interrupt, fleet};
+use crate::stats::fleet::{HostInput, summarize_fleet};
+use crate::store::RunKind;
+
+/// File descriptors a fleet host costs the coordinator: its control connection and each data
+/// connection, plus a few for the probes each run opens.
+const FDS_PER_HOST_EXTRA: u64 = 4;
+
+/// Runs `linerate fleet`.
+pub fn run(plan: &FleetPlan, interrupt: &Interrupt) -> Result<ExitCode> {
+    check_descriptors(plan)?;
+    let text = plan.base.output == OutputFormat::Text;
+    let console = super::console(text);
+    if text {
+        crate::report::fleet::render_start(plan, &mut std::io::stdout())?;
+    }
+    let mut store = keep::open(&plan.base.store, &console);
+    let group = match store.as_mut() {
+        Some(s) => Some(s.begin_group("fleet", None, &identity(plan))?),
+        None => None,
+    };
+    let run = fleet::run_fleet(plan, interrupt);
+    let records: Vec<(String, RunRecord)> = run
+        .hosts
+        .into_iter()
+        .map(|h| {
+            let mut record = h.record;
+            record.fleet = Some(FleetPlace {
+                label: h.target.label.clone(),
+                started_us: h.started.map(|d| d.as_micros().try_into().unwrap_or(u64::MAX)),
+            });
+            (h.target.label, record)
+        })
+        .collect();
+    let mut runs = GroupRuns::new(
+        store,
+        (RunKind::FleetHost, group),
+        plan.base.store.labels.clone(),
+        (None, interrupt),
+        &console,
+    );
+    runs.wanted = plan.base.store.path.clone();
+    for (label, record) in &records {
+        runs.keep(label.clone(), 1, record);
+    }
+    let all_measured = records.iter().all(|(_, r)| r.outcome == crate::record::Outcome::Completed);
+    if let (Some(s), Some(g), true) = (runs.store.as_mut(), group, all_measured) {
+        s.finish_group(g)?;
+    }
+    let unstored = runs.unstored();
+    let inputs = inputs(&records);
+    let summary = summarize_fleet(&inputs);
+    let mut out = std::io::stdout().lock();
+    if text {
+        crate::report::fleet::render_text(&summary, run.gate_note.as_deref(), &mut out)?;
+    } else {
+        let hosts: Vec<(&str, &RunRecord)> = records.iter().map(|(l, r)| (l.as_str(), r)).collect();
+        let meta = crate::report::fleet::FleetMeta { group, start_note: run.gate_note.as_deref() };
+        crate::report::fleet::render_json(&summary, &hosts, meta, &mut out)?;
+    }
+    out.flush()?;
+    if let Some(g) = group {
+        console.show(&Notice::Stored(Stored::Fleet(g)));
+    }
+    if interrupt.count() > 0 {
+        return Err(interrupted(interrupt, "the hosts' figures until then are above"));
+    }
+    unstored?;
+    if !summary.not_measured.is_empty() {
+        let kind = group_failure_kind(records.iter().map(|(_, r)| r));
+        let why = format!(
+            "the fleet is partial: {} of {} hosts were not measured (named above)",
+            summary.not_measured.len(),
+            summary.hosts_planned
+        );
+        return Err(Failure::new(kind, why).into());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The fleet's inputs to `stats::fleet`, from records that carry their place.
+pub(super) fn inputs(records: &[(String, RunRecord)]) -> Vec<HostInput<'_>> {
+    records
+        .iter()
+        .map(|(label, record)| HostInput {
+            label,
+            record,
+            started: record
+                .fleet
+                .as_ref()
+                .and_then(|f| f.started_us)
+                .map(std::time::Duration::from_micros),
+        })
+        .collect()
+}
+
+fn identity(plan: &FleetPlan) -> serde_json::Value {
+    let targets: Vec<serde_json::Value> = plan
+        .targets
+        .iter()
+        .map(|t| json!({ "host": t.host, "port": t.port, "label": t.label }))
+        .collect();
+    json!({ "targets": targets, "spec": plan.base.spec })
+}
+
+/// Refuses a fleet the open-files limit cannot hold, before any connection is made.
+fn check_descriptors(plan: &FleetPlan) -> Result<()> {
+    let per_host = u64::from(plan.base.spec.connection_count()) + 1 + FDS_PER_HOST_EXTRA;
+    let need = per_host * plan.targets.len() as u64 + 64;
+    if let Some(limit) = crate::sys::raise_fd_limit()
+        && need > limit
+    {
+        let why = format!(
+            "{} hosts × {} connections need about {need} open files, but this process may open \
+             {limit}: raise it (ulimit -n {need}) or run fewer hosts or streams",
+            plan.targets.len(),
+            plan.base.spec.connection_count() + 1
+        );
+        return Err(Failure::new(FailureKind::Environment, why).into());
+    }
+    Ok(())
+}

@@ -1,0 +1,199 @@
+//! The typed plan of `linerate fleet`: one test run against many `linerate server`s at once.
+//!
+//! Targets are written `HOST[:PORT][=LABEL]` (IPv6 literals in brackets: `[fd00::2]:5201`),
+//! on the command line or one per line in a file (`#` starts a comment). A target without a
+//! port uses the test's `-p`; without a label it is called by what the user wrote. The same
+//! server named twice would be measured twice against itself, so duplicates (the same host
+//! and port, or the same label) are refused, naming both lines.
+//!
+//! Pure: parsing and checking only. Names are resolved when the fleet runs.
+
+use crate::plan::ClientPlan;
+
+/// The most targets one fleet takes: each costs a control connection, a thread and `-P`
+/// data connections (file descriptors are the real bound, checked when the fleet starts).
+pub const MAX_TARGETS: usize = 4096;
+
+/// One server of a fleet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// Host name or address (IPv6 without brackets).
+    pub host: String,
+    /// Server port.
+    pub port: u16,
+    /// What reports call it.
+    pub label: String,
+}
+
+/// `linerate fleet`: the same test against every target, started together.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FleetPlan {
+    /// The servers, in the order given (`--scale` takes the first k).
+    pub targets: Vec<Target>,
+    /// The test every target gets (its host and port are replaced per target).
+    pub base: ClientPlan,
+}
+
+impl FleetPlan {
+    /// The client plan for one target.
+    pub fn plan_for(&self, t: &Target) -> ClientPlan {
+        let mut p = self.base.clone();
+        p.host = t.host.clone();
+        p.port = t.port;
+        p
+    }
+}
+
+/// Parses one target; `default_port` applies when it names none.
+pub fn parse_target(text: &str, default_port: u16) -> Result<Target, String> {
+    let text = text.trim();
+    let (addr, label) = match text.split_once('=') {
+        Some((a, l)) => (a.trim(), Some(l.trim())),
+        None => (text, None),
+    };
+    if addr.is_empty() {
+        return Err(format!("fleet target {text:?} names no host; write HOST[:PORT][=LABEL]"));
+    }
+    let (host, port) = split_host_port(addr)?;
+    let label = match label {
+        Some("") => {
+            return Err(format!("fleet target {text:?} has an empty label after '='"));
+        }
+        Some(l) if l.chars().any(|c| c.is_control()) => {
+            return Err(format!("fleet target {text:?}: the label holds control characters"));
+        }
+        Some(l) => l.to_string(),
+        None => addr.to_string(),
+    };
+    Ok(Target { host, port: port.unwrap_or(default_port), label })
+}
+
+/// `host`, `host:port`, `[v6]`, `[v6]:port` or a bare IPv6 literal (no port).
+fn split_host_port(addr: &str) -> Result<(String, Option<u16>), String> {
+    let port = |p: &str| {
+        p.parse::<u16>().ok().filter(|p| *p > 0).map(Some).ok_or_else(|| {
+            format!("fleet target {addr:?}: port {p:?} is not a number from 1 to 65535")
+        })
+    };
+    if let Some(rest) = addr.strip_prefix('[') {
+        let (host, after) = rest
+            .split_once(']')
+            .ok_or_else(|| format!("fleet target {addr:?}: '[' without a closing ']'"))?;
+        return match after {
+            "" => Ok((host.to_string(), None)),
+            p => match p.strip_prefix(':') {
+                Some(p) => Ok((host.to_string(), port(p)?)),
+                None => Err(format!("fleet target {addr:?}: expected ':PORT' after ']'")),
+            },
+        };
+    }
+    match addr.matches(':').count() {
+        0 => Ok((addr.to_string(), None)),
+        1 => {
+            let (h, p) = addr.split_once(':').expect("one colon");
+            if h.is_empty() {
+                return Err(format!("fleet target {addr:?} names no host before ':'"));
+            }
+            Ok((h.to_string(), port(p)?))
+        }
+        // Several colons and no brackets: an IPv6 literal, which cannot carry a port.
+        _ => Ok((addr.to_string(), None)),
+    }
+}
+
+/// Parses a targets file: one target per line, blank lines and `#` comments skipped.
+pub fn parse_targets_file(text: &str, default_port: u16) -> Result<Vec<Target>, String> {
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        out.push(parse_target(line, default_port).map_err(|e| format!("line {}: {e}", n + 1))?);
+    }
+    Ok(out)
+}
+
+/// Refuses an empty fleet, too many targets and duplicates.
+pub fn check_targets(targets: &[Target]) -> Result<(), String> {
+    if targets.is_empty() {
+        return Err(
+            "a fleet needs at least one target: linerate fleet HOST[:PORT][=LABEL]...".into()
+        );
+    }
+    if targets.len() > MAX_TARGETS {
+        return Err(format!("{} targets: a fleet takes at most {MAX_TARGETS}", targets.len()));
+    }
+    for (i, t) in targets.iter().enumerate() {
+        for u in &targets[..i] {
+            if u.host.eq_ignore_ascii_case(&t.host) && u.port == t.port {
+                return Err(format!(
+                    "{}:{} is named twice ({:?} and {:?}): one server would be measured \
+                     against itself; drop one",
+                    t.host, t.port, u.label, t.label
+                ));
+            }
+            if u.label == t.label {
+                return Err(format!(
+                    "the label {:?} is given to two targets; give each its own (HOST=LABEL)",
+                    t.label
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(host: &str, port: u16, label: &str) -> Target {
+        Target { host: host.into(), port, label: label.into() }
+    }
+
+    #[test]
+    fn every_written_form_parses() {
+        assert_eq!(parse_target("10.0.0.2", 5201), Ok(t("10.0.0.2", 5201, "10.0.0.2")));
+        assert_eq!(parse_target("vm7:6000", 5201), Ok(t("vm7", 6000, "vm7:6000")));
+        assert_eq!(parse_target("vm7:6000=seven", 5201), Ok(t("vm7", 6000, "seven")));
+        assert_eq!(parse_target("[fd00::2]:7000=v6", 5201), Ok(t("fd00::2", 7000, "v6")));
+        assert_eq!(parse_target("[::1]", 5201), Ok(t("::1", 5201, "[::1]")));
+        assert_eq!(parse_target("fd00::2", 5201), Ok(t("fd00::2", 5201, "fd00::2")));
+    }
+
+    #[test]
+    fn bad_targets_say_what_is_wrong() {
+        for (bad, says) in [
+            ("", "names no host"),
+            ("=x", "names no host"),
+            ("h=", "empty label"),
+            ("h:0", "1 to 65535"),
+            ("h:http", "1 to 65535"),
+            (":5201", "no host before"),
+            ("[::1", "closing"),
+            ("[::1]5201", "':PORT'"),
+        ] {
+            let e = parse_target(bad, 5201).unwrap_err();
+            assert!(e.contains(says), "{bad:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn files_skip_comments_and_name_the_line() {
+        let ok = parse_targets_file("# fleet\nvm1\n\n vm2:7000=b # second\n", 5201);
+        assert_eq!(ok, Ok(vec![t("vm1", 5201, "vm1"), t("vm2", 7000, "b")]));
+        let e = parse_targets_file("vm1\nvm2:x\n", 5201).unwrap_err();
+        assert!(e.starts_with("line 2:"), "{e}");
+    }
+
+    #[test]
+    fn duplicates_and_empty_fleets_are_refused() {
+        assert!(check_targets(&[]).unwrap_err().contains("at least one"));
+        let twice = [t("VM1", 5201, "a"), t("vm1", 5201, "b")];
+        assert!(check_targets(&twice).unwrap_err().contains("named twice"));
+        let labels = [t("vm1", 5201, "a"), t("vm2", 5201, "a")];
+        assert!(check_targets(&labels).unwrap_err().contains("label"));
+        assert_eq!(check_targets(&[t("vm1", 5201, "a"), t("vm1", 5202, "b")]), Ok(()));
+    }
+}

@@ -1,0 +1,244 @@
+//! Runs a fleet: one test against many `linerate server`s at once, started together.
+//!
+//! Every target gets its own client session on its own thread (the same driver as
+//! `linerate client`, see [`client::run_gated`]), asking its server for a *held start*: the
+//! server connects every data stream, says `ready`, and waits. The sessions meet at one
+//! [`Gate`]; when every host is ready (or has failed, or the setup deadline passed) the
+//! coordinator opens the gate and every session sends `go` within microseconds of the others.
+//! Each server then starts its clock and answers `start`, so the hosts start within one
+//! control round trip of each other. What skew remains is measured, not assumed: each
+//! session's start instant is kept on the coordinator's one clock.
+//!
+//! A host that cannot be reached, refuses, is not ready in time or dies mid-test does not
+//! stop the others: its record holds its error like any failed client run.
+//!
+//! Why threads: a fleet's sessions are the client driver unchanged, so everything a client
+//! run measures (both ends' cost, TCP_INFO, verdicts) comes with every host. The cost is a
+//! thread per host and per stream on the coordinator; file descriptors are the bound that
+//! matters (checked by the command before it starts).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::plan::fleet::{FleetPlan, Target};
+use crate::record::RunRecord;
+use crate::session::client::{self, StartGate};
+use crate::session::{Interrupt, LiveEvent, Observer};
+
+/// The longest the coordinator waits for every host to be ready, counted from the start of
+/// setup; kept below the servers' own wait for `go` ([`linerate_proto::HELD_TIMEOUT`]), so a
+/// server never gives up on a fleet that is still gathering.
+pub const SETUP_LIMIT: Duration = Duration::from_secs(25);
+
+/// How often the coordinator looks at the interrupt counter while hosts get ready.
+const POLL: Duration = Duration::from_millis(20);
+
+/// One host's part of a fleet run.
+#[derive(Debug)]
+pub struct HostRun {
+    /// The target as planned.
+    pub target: Target,
+    /// Its test, as `linerate client` would have recorded it.
+    pub record: RunRecord,
+    /// When its streams started, after the fleet's go (None: it never started).
+    pub started: Option<Duration>,
+}
+
+/// What a fleet run produced.
+#[derive(Debug)]
+pub struct FleetRun {
+    /// One per target, in the plan's order.
+    pub hosts: Vec<HostRun>,
+    /// From the first connect to the go (None: no host was ready, nothing started).
+    pub setup: Option<Duration>,
+    /// Why the gate opened without every host (a deadline or an interrupt), if it did.
+    pub gate_note: Option<String>,
+}
+
+/// Where the gathering hosts wait.
+#[derive(Debug, Default)]
+struct GateState {
+    /// Hosts neither ready nor failed yet.
+    pending: usize,
+    /// Hosts waiting at the gate.
+    ready: usize,
+    /// Set when the gate opens: true = go, false = the fleet was abandoned.
+    open: Option<bool>,
+}
+
+/// The meeting point of a fleet's sessions.
+#[derive(Debug)]
+pub struct Gate {
+    state: Mutex<GateState>,
+    changed: Condvar,
+}
+
+impl Gate {
+    /// A gate for `hosts` sessions.
+    pub fn new(hosts: usize) -> Self {
+        Self {
+            state: Mutex::new(GateState { pending: hosts, ..GateState::default() }),
+            changed: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, GateState> {
+        // A panicking session thread cannot leave the counts half-updated (each update is a
+        // single assignment), so a poisoned lock is still consistent.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A session that ended before reaching the gate (it failed) stops being waited for.
+    fn leave(&self) {
+        let mut s = self.lock();
+        s.pending = s.pending.saturating_sub(1);
+        self.changed.notify_all();
+    }
+
+    /// Waits until every host is ready or gone, `limit` passes, or an interrupt arrives; then
+    /// opens the gate. Returns the go instant (None: nobody was ready, or interrupted) and a
+    /// note when hosts were left behind.
+    pub fn open_when_ready(
+        &self,
+        limit: Duration,
+        interrupt: &Interrupt,
+    ) -> (Option<Instant>, Option<String>) {
+        let until = Instant::now() + limit;
+        let mut s = self.lock();
+        let mut note = None;
+        while s.pending > 0 {
+            if interrupt.count() > 0 {
+                note = Some(format!("interrupted by {} before the start", interrupt.last_name()));
+                break;
+            }
+            let now = Instant::now();
+            if now >= until {
+                note = Some(format!(
+                    "{} host(s) were not ready within {} s and were left out",
+                    s.pending,
+                    limit.as_secs()
+                ));
+                break;
+            }
+            s = self
+                .changed
+                .wait_timeout(s, POLL.min(until - now))
+                .map(|(g, _)| g)
+                .unwrap_or_else(|p| p.into_inner().0);
+        }
+        let go = s.ready > 0 && interrupt.count() == 0;
+        s.open = Some(go);
+        self.changed.notify_all();
+        (go.then(Instant::now), note)
+    }
+}
+
+/// One session's view of the gate.
+struct HostGate<'g> {
+    gate: &'g Gate,
+    arrived: AtomicBool,
+}
+
+impl StartGate for HostGate<'_> {
+    fn arrive(&self) -> bool {
+        let mut s = self.gate.lock();
+        if s.open.is_some() {
+            return false; // too late: the fleet started (or was abandoned) without us
+        }
+        self.arrived.store(true, Ordering::Relaxed);
+        s.pending = s.pending.saturating_sub(1);
+        s.ready += 1;
+        self.gate.changed.notify_all();
+        while s.open.is_none() {
+            s = self.gate.changed.wait(s).unwrap_or_else(|p| p.into_inner());
+        }
+        s.open == Some(true)
+    }
+}
+
+/// Notes when the session's streams started.
+#[derive(Default)]
+struct StartWatch {
+    started: Option<Instant>,
+}
+
+impl Observer for StartWatch {
+    fn on_event(&mut self, event: LiveEvent<'_>) {
+        if let LiveEvent::Started { .. } = event {
+            self.started = Some(Instant::now());
+        }
+    }
+}
+
+/// Runs the fleet: every target's session at once, held at the gate, released together.
+pub fn run_fleet(plan: &FleetPlan, interrupt: &Interrupt) -> FleetRun {
+    let gate = Gate::new(plan.targets.len());
+    let setup_began = Instant::now();
+    let (results, (go, gate_note)) = std::thread::scope(|scope| {
+        let handles: Vec<_> = plan
+            .targets
+            .iter()
+            .map(|t| {
+                let host_plan = plan.plan_for(t);
+                let gate = &gate;
+                std::thread::Builder::new().name(format!("fleet {}", t.label)).spawn_scoped(
+                    scope,
+                    move || {
+                        let me = HostGate { gate, arrived: AtomicBool::new(false) };
+                        let mut watch = StartWatch::default();
+                        let record =
+                            client::run_gated(&host_plan, &mut watch, interrupt, Some(&me));
+                        if !me.arrived.load(Ordering::Relaxed) {
+                            gate.leave();
+                        }
+                        (record, watch.started)
+                    },
+                )
+            })
+            .collect();
+        for h in &handles {
+            if h.is_err() {
+                gate.leave(); // never to arrive
+            }
+        }
+        let opened = gate.open_when_ready(SETUP_LIMIT, interrupt);
+        let results: Vec<_> = handles
+            .into_iter()
+            .zip(&plan.targets)
+            .map(|(h, t)| match h {
+                Ok(h) => h.join().unwrap_or_else(|_| (crashed(plan, t), None)),
+                Err(e) => (could_not_spawn(plan, t, &e), None),
+            })
+            .collect();
+        (results, opened)
+    });
+    let hosts = plan
+        .targets
+        .iter()
+        .zip(results)
+        .map(|(t, (record, started))| HostRun {
+            target: t.clone(),
+            record,
+            started: go.zip(started).map(|(g, s)| s.saturating_duration_since(g)),
+        })
+        .collect();
+    FleetRun { hosts, setup: go.map(|g| g.duration_since(setup_began)), gate_note }
+}
+
+fn failed_record(plan: &FleetPlan, t: &Target, why: String) -> RunRecord {
+    let mut record = client::new_record(&plan.plan_for(t));
+    record.outcome = crate::record::Outcome::failed(crate::record::Failure::new(
+        crate::record::FailureKind::Environment,
+        why,
+    ));
+    record
+}
+
+fn crashed(plan: &FleetPlan, t: &Target) -> RunRecord {
+    failed_record(plan, t, "the session thread panicked (a bug in linerate)".into())
+}
+
+fn could_not_spawn(plan: &FleetPlan, t: &Target, e: &std::io::Error) -> RunRecord {
+    failed_record(plan, t, format!("cannot start a thread for this host: {e}"))
+}

@@ -1,0 +1,353 @@
+//! The figures of a fleet run: totals per direction, each host's share, and how evenly the
+//! hosts and the flows shared the capacity (the VMware paper's Figures 4–6 question).
+//!
+//! **The shared window.** Hosts start within a control round trip of each other, not at
+//! once, and stop likewise. Only the time every host was sending counts: from the latest
+//! start (plus `-O`) to the earliest end, on the coordinator's clock. Each host's bytes in
+//! that window come from its receiver's interval samples, placed on the coordinator's clock
+//! at the host's measured start and interpolated linearly inside the samples at the two
+//! edges (the error is the rate change within one sample across the skew, i.e. milliseconds
+//! of a multi-second window). A host without interval samples is counted over its own whole
+//! test, and the summary says so.
+//!
+//! **Spread.** Across hosts: each host's rate (the sum of its flows). Across flows: every
+//! flow of every host. For both: mean, standard deviation, min–max, coefficient of variation
+//! and Jain's index ((Σx)²/(n·Σx²): 1 when all are equal, 1/n when one took everything).
+//!
+//! **Outliers.** A host more than [`OUTLIER_SHARE`] away from the median of the hosts is
+//! named, with what its own run's verdict says limited it. The median, not the mean: one
+//! slow host drags the mean down, and with few hosts every other host would then look
+//! "high" and be named too.
+//!
+//! Pure; no I/O.
+
+use std::time::Duration;
+
+use linerate_proto::{Flow, SideResults, StreamRole};
+use serde::Serialize;
+
+use crate::record::{Outcome, RunRecord};
+use crate::stats::fairness::jain_index;
+use crate::stats::sample::describe;
+use crate::stats::summarize;
+
+/// How far from the hosts' median (as a fraction of it) a host must be to be named.
+pub const OUTLIER_SHARE: f64 = 0.10;
+
+/// One host's run as the fleet saw it.
+#[derive(Debug, Clone, Copy)]
+pub struct HostInput<'a> {
+    /// What reports call it.
+    pub label: &'a str,
+    /// Its run.
+    pub record: &'a RunRecord,
+    /// When its streams started, after the fleet's go (None: it never started).
+    pub started: Option<Duration>,
+}
+
+/// Mean, spread and fairness of some rates (bit/s).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Spread {
+    /// How many rates.
+    pub n: usize,
+    /// Their mean.
+    pub mean: f64,
+    /// Sample standard deviation; None for n < 2.
+    pub stddev: Option<f64>,
+    /// Smallest.
+    pub min: f64,
+    /// Largest.
+    pub max: f64,
+    /// stddev / mean; None for n < 2 or a zero mean.
+    pub cv: Option<f64>,
+    /// Jain's fairness index; None for n < 2 or nothing moved.
+    pub jain: Option<f64>,
+}
+
+impl Spread {
+    /// The spread of `rates`; None when there are none (or any is not finite).
+    pub fn of(rates: &[f64]) -> Option<Self> {
+        let d = describe(rates)?;
+        Some(Self {
+            n: d.n,
+            mean: d.mean,
+            stddev: d.stddev,
+            min: d.min,
+            max: d.max,
+            cv: d.cv,
+            jain: jain_index(rates),
+        })
+    }
+}
+
+/// One host in one direction.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HostFigures {
+    /// The host's label.
+    pub label: String,
+    /// Its flows' sum in the shared window (or its whole test, see `whole_test`), bit/s.
+    pub bits_per_second: f64,
+    /// Its share of the direction's total, 0..=1.
+    pub share: f64,
+    /// Each of its flows, bit/s, by stream id.
+    pub flows: Vec<f64>,
+    /// Its own run's receiver figure over its whole test, bit/s.
+    pub whole_test_bits_per_second: Option<f64>,
+    /// True when the host had no interval samples, so its whole test was counted.
+    pub whole_test: bool,
+    /// Retransmitted segments of its senders.
+    pub retransmits: Option<u64>,
+    /// What its own run's verdict says limited this direction (a verdict id).
+    pub limit: Option<String>,
+    /// The verdict's sentence.
+    pub limit_summary: Option<String>,
+    /// The host's server process, % of one core.
+    pub server_cpu_percent: Option<f64>,
+}
+
+/// A host named for being far from the mean.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Outlier {
+    /// Its label.
+    pub label: String,
+    /// Its rate against the hosts' median, in percent (−41 = 41 % less than the median).
+    pub against_median_percent: f64,
+    /// What its own verdict says limited it.
+    pub limit_summary: Option<String>,
+}
+
+/// One direction of a fleet.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FleetDirection {
+    /// Which way.
+    pub flow: Flow,
+    /// Sum over the hosts, bit/s.
+    pub total_bits_per_second: f64,
+    /// Every measured host.
+    pub hosts: Vec<HostFigures>,
+    /// Across hosts (each host's sum).
+    pub across_hosts: Option<Spread>,
+    /// Across every flow of every host.
+    pub across_flows: Option<Spread>,
+    /// Hosts far from the mean.
+    pub outliers: Vec<Outlier>,
+}
+
+/// How far apart the hosts started and stopped, on the coordinator's clock.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Skew {
+    /// Latest start minus earliest start, seconds.
+    pub start_seconds: f64,
+    /// Latest end minus earliest end, seconds.
+    pub stop_seconds: f64,
+}
+
+/// Everything derived from a fleet run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FleetSummary {
+    /// Hosts planned.
+    pub hosts_planned: usize,
+    /// Hosts whose test completed and count in the figures.
+    pub hosts_measured: usize,
+    /// Hosts that failed or were interrupted: label and why.
+    pub not_measured: Vec<(String, String)>,
+    /// Start and stop spread.
+    pub skew: Option<Skew>,
+    /// The shared window, seconds after the go: (from, to).
+    pub window: Option<(f64, f64)>,
+    /// One per direction of the test.
+    pub directions: Vec<FleetDirection>,
+    /// The coordinator (this host: every host's client end) in % of one core: the whole
+    /// process, as each host's run measured it (the largest of them).
+    pub coordinator_cpu_percent: Option<f64>,
+}
+
+/// A host's receiving streams of `flow`, with its placement on the fleet's clock.
+struct Placed<'a> {
+    input: HostInput<'a>,
+    receivers: Vec<&'a linerate_proto::StreamResult>,
+}
+
+fn receiving_side(record: &RunRecord, flow: Flow) -> Option<&SideResults> {
+    match flow {
+        Flow::ClientToServer => record.server_results.as_ref(),
+        Flow::ServerToClient => record.client.as_ref(),
+    }
+}
+
+/// Seconds after the go at which the host's receivers saw their last byte counted.
+fn end_of(p: &Placed<'_>) -> Option<f64> {
+    let start = p.input.started?.as_secs_f64();
+    let last = p.receivers.iter().map(|s| s.omitted_us + s.duration_us).max()?;
+    Some(start + last as f64 / 1e6)
+}
+
+/// Bytes a stream received between `from` and `to` seconds after its host's start, from its
+/// interval samples (linear inside a sample). None without samples.
+fn bytes_between(s: &linerate_proto::StreamResult, from: f64, to: f64) -> Option<f64> {
+    if s.intervals.is_empty() {
+        return None;
+    }
+    let mut total = 0.0;
+    for i in &s.intervals {
+        let (a, b) = (i.start_us as f64 / 1e6, i.end_us as f64 / 1e6);
+        if b <= a {
+            continue;
+        }
+        let overlap = (b.min(to) - a.max(from)).max(0.0);
+        total += i.bytes as f64 * overlap / (b - a);
+    }
+    Some(total)
+}
+
+/// The fleet's figures.
+pub fn summarize_fleet(hosts: &[HostInput<'_>]) -> FleetSummary {
+    let measured: Vec<HostInput<'_>> =
+        hosts.iter().copied().filter(|h| h.record.outcome == Outcome::Completed).collect();
+    let not_measured = hosts
+        .iter()
+        .filter(|h| h.record.outcome != Outcome::Completed)
+        .map(|h| {
+            let why = match &h.record.outcome {
+                Outcome::Failed { error, .. } => error.clone(),
+                Outcome::Interrupted => "interrupted".to_string(),
+                Outcome::Completed => unreachable!("filtered"),
+            };
+            (h.label.to_string(), why)
+        })
+        .collect();
+    let omit = measured.first().map_or(0.0, |h| h.record.spec.omit_ms as f64 / 1e3);
+    let mut flows: Vec<Flow> = measured
+        .first()
+        .map(|h| h.record.spec.stream_plan().iter().map(|(_, f)| *f).collect())
+        .unwrap_or_default();
+    flows.dedup();
+    let placed_for = |flow: Flow| -> Vec<Placed<'_>> {
+        measured
+            .iter()
+            .map(|&input| Placed {
+                input,
+                receivers: receiving_side(input.record, flow)
+                    .map(|side| {
+                        side.streams
+                            .iter()
+                            .filter(|s| s.flow == flow && s.role == StreamRole::Receiver)
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            })
+            .collect()
+    };
+    let all_placed: Vec<Placed<'_>> = flows.iter().flat_map(|&f| placed_for(f)).collect();
+    let starts: Vec<f64> =
+        measured.iter().filter_map(|h| h.started.map(|d| d.as_secs_f64())).collect();
+    let ends: Vec<f64> = all_placed.iter().filter_map(end_of).collect();
+    let spread = |v: &[f64]| {
+        let max = v.iter().copied().fold(f64::MIN, f64::max);
+        let min = v.iter().copied().fold(f64::MAX, f64::min);
+        max - min
+    };
+    let complete = !measured.is_empty() && starts.len() == measured.len();
+    let skew = (complete && !ends.is_empty())
+        .then(|| Skew { start_seconds: spread(&starts), stop_seconds: spread(&ends) });
+    let window = skew.and_then(|_| {
+        let from = starts.iter().copied().fold(f64::MIN, f64::max) + omit;
+        let to = ends.iter().copied().fold(f64::MAX, f64::min);
+        (to > from).then_some((from, to))
+    });
+    let directions = flows.iter().map(|&f| direction(f, &placed_for(f), window)).collect();
+    let coordinator_cpu_percent = measured
+        .iter()
+        .filter_map(|h| end_cpu(h.record, "client"))
+        .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))));
+    FleetSummary {
+        hosts_planned: hosts.len(),
+        hosts_measured: measured.len(),
+        not_measured,
+        skew,
+        window,
+        directions,
+        coordinator_cpu_percent,
+    }
+}
+
+/// The process CPU of one end of a run, % of one core.
+fn end_cpu(record: &RunRecord, end: &str) -> Option<f64> {
+    summarize(record).cost.iter().find(|c| c.end == end)?.process_percent_of_core
+}
+
+fn direction(flow: Flow, placed: &[Placed<'_>], window: Option<(f64, f64)>) -> FleetDirection {
+    let mut hosts: Vec<HostFigures> =
+        placed.iter().map(|p| host_figures(flow, p, window)).collect();
+    let total: f64 = hosts.iter().map(|h| h.bits_per_second).sum();
+    for h in &mut hosts {
+        h.share = if total > 0.0 { h.bits_per_second / total } else { 0.0 };
+    }
+    let host_rates: Vec<f64> = hosts.iter().map(|h| h.bits_per_second).collect();
+    let flow_rates: Vec<f64> = hosts.iter().flat_map(|h| h.flows.iter().copied()).collect();
+    let across_hosts = Spread::of(&host_rates);
+    let median = describe(&host_rates).map(|d| d.median);
+    let outliers = match median {
+        Some(m) if host_rates.len() >= 2 && m > 0.0 => hosts
+            .iter()
+            .filter(|h| ((h.bits_per_second - m) / m).abs() > OUTLIER_SHARE)
+            .map(|h| Outlier {
+                label: h.label.clone(),
+                against_median_percent: (h.bits_per_second - m) / m * 100.0,
+                limit_summary: h.limit_summary.clone(),
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    FleetDirection {
+        flow,
+        total_bits_per_second: total,
+        hosts,
+        across_hosts,
+        across_flows: Spread::of(&flow_rates),
+        outliers,
+    }
+}
+
+fn host_figures(flow: Flow, p: &Placed<'_>, window: Option<(f64, f64)>) -> HostFigures {
+    let summary = summarize(p.input.record);
+    let dir = summary.directions.iter().find(|d| d.flow == flow);
+    let whole = dir.and_then(|d| d.receiver.as_ref()?.figures.bits_per_second);
+    let verdict = summary.verdicts.iter().find(|v| v.flow == flow);
+    let windowed: Option<Vec<f64>> = window.zip(p.input.started).and_then(|((from, to), s)| {
+        let s = s.as_secs_f64();
+        p.receivers
+            .iter()
+            .map(|r| bytes_between(r, from - s, to - s).map(|b| b * 8.0 / (to - from)))
+            .collect()
+    });
+    let whole_test = windowed.is_none();
+    let flows = windowed.unwrap_or_else(|| {
+        summary
+            .streams
+            .iter()
+            .filter(|s| s.flow == flow)
+            .filter_map(|s| s.receiver.as_ref()?.bits_per_second)
+            .collect()
+    });
+    HostFigures {
+        label: p.input.label.to_string(),
+        bits_per_second: flows.iter().sum(),
+        share: 0.0,
+        flows,
+        whole_test_bits_per_second: whole,
+        whole_test,
+        retransmits: dir.and_then(|d| d.sender.as_ref()?.retransmits),
+        limit: verdict.map(|v| v.id()),
+        limit_summary: verdict.map(|v| v.summary.clone()),
+        server_cpu_percent: summary
+            .cost
+            .iter()
+            .find(|c| c.end == "server")
+            .and_then(|c| c.process_percent_of_core),
+    }
+}
+
+#[cfg(test)]
+#[path = "fleet_tests.rs"]
+mod tests;

@@ -1,0 +1,82 @@
+//! The fleet figures from fixture runs placed at chosen starts.
+
+use std::time::Duration;
+
+use super::{HostInput, summarize_fleet};
+use crate::record::{Failure, FailureKind, Outcome, RunRecord};
+
+/// The upload fixture (two streams, 2 s, 0.5 s samples), its receivers' bytes scaled.
+fn host(scale: f64) -> RunRecord {
+    let json = include_str!("../../tests/fixtures/records/tcp_upload.json");
+    let mut r: RunRecord = serde_json::from_str(json).expect("fixture");
+    let server = r.server_results.as_mut().expect("server side");
+    for s in &mut server.streams {
+        s.bytes = (s.bytes as f64 * scale) as u64;
+        for i in &mut s.intervals {
+            i.bytes = (i.bytes as f64 * scale) as u64;
+        }
+    }
+    r
+}
+
+fn at<'a>(label: &'a str, record: &'a RunRecord, ms: u64) -> HostInput<'a> {
+    HostInput { label, record, started: Some(Duration::from_millis(ms)) }
+}
+
+#[test]
+fn totals_shares_spread_and_the_outlier() {
+    let (a, b, c) = (host(1.0), host(1.0), host(0.5));
+    let s = summarize_fleet(&[at("a", &a, 0), at("b", &b, 2), at("c", &c, 5)]);
+    assert_eq!((s.hosts_planned, s.hosts_measured), (3, 3));
+    let skew = s.skew.expect("every host started");
+    assert!((skew.start_seconds - 0.005).abs() < 1e-9, "{skew:?}");
+    let (from, to) = s.window.expect("a shared window");
+    assert!((from - 0.005).abs() < 1e-9 && to > 1.9 && to < 2.1, "{from}..{to}");
+    let d = &s.directions[0];
+    assert_eq!(d.hosts.len(), 3);
+    let sum: f64 = d.hosts.iter().map(|h| h.bits_per_second).sum();
+    assert!((d.total_bits_per_second - sum).abs() < 1.0);
+    // c received half of a's bytes in every sample, so half the rate and a fifth of the total.
+    let (ra, rc) = (d.hosts[0].bits_per_second, d.hosts[2].bits_per_second);
+    assert!((rc / ra - 0.5).abs() < 0.01, "{ra} {rc}");
+    assert!((d.hosts[2].share - 0.2).abs() < 0.01, "{}", d.hosts[2].share);
+    assert!(d.hosts.iter().all(|h| h.flows.len() == 2 && !h.whole_test));
+    let across = d.across_hosts.as_ref().expect("three hosts");
+    assert_eq!(across.n, 3);
+    let jain = across.jain.expect("defined");
+    assert!(jain < 0.95 && jain > 0.85, "{jain}");
+    assert_eq!(d.across_flows.as_ref().map(|f| f.n), Some(6));
+    assert_eq!(d.outliers.len(), 1, "{:?}", d.outliers);
+    assert_eq!(d.outliers[0].label, "c");
+    assert!((d.outliers[0].against_median_percent + 50.0).abs() < 1.0);
+    // The window rate of an even host agrees with its whole-test figure within the skew.
+    let whole = d.hosts[0].whole_test_bits_per_second.expect("whole");
+    assert!((ra / whole - 1.0).abs() < 0.02, "{ra} vs {whole}");
+}
+
+#[test]
+fn failed_hosts_are_named_not_counted_and_samples_are_optional() {
+    let a = host(1.0);
+    let mut bare = host(1.0);
+    for s in &mut bare.server_results.as_mut().expect("server").streams {
+        s.intervals.clear();
+    }
+    let mut down = host(1.0);
+    down.outcome = Outcome::failed(Failure::new(FailureKind::Network, "cannot connect"));
+    let s = summarize_fleet(&[at("a", &a, 0), at("bare", &bare, 1), at("down", &down, 0)]);
+    assert_eq!((s.hosts_planned, s.hosts_measured), (3, 2));
+    assert_eq!(s.not_measured, vec![("down".to_string(), "cannot connect".to_string())]);
+    let d = &s.directions[0];
+    assert_eq!(d.hosts.len(), 2);
+    assert!(!d.hosts[0].whole_test && d.hosts[1].whole_test);
+    assert!(d.hosts[1].bits_per_second > 0.0);
+}
+
+#[test]
+fn hosts_that_never_started_leave_no_window() {
+    let a = host(1.0);
+    let s = summarize_fleet(&[HostInput { label: "a", record: &a, started: None }]);
+    assert_eq!((s.skew, s.window), (None, None));
+    assert!(s.directions[0].hosts[0].whole_test);
+    assert!(s.directions[0].across_hosts.as_ref().is_some_and(|h| h.jain.is_none()));
+}
