@@ -318,3 +318,50 @@ fn server_log_lines_as_text_and_json() {
     }
     insta::assert_snapshot!("server_log_json", json);
 }
+
+/// A matrix of P=1,2,4 × w=default,256k (the user's words), two runs each.
+fn matrix_plan(until_ci: Option<f64>) -> linerate::plan::matrix::MatrixPlan {
+    use linerate::plan::matrix::AxisValue;
+    let w = linerate::plan::size::Size::spelled("256k").expect("size");
+    linerate::plan::matrix::MatrixPlan {
+        axes: vec![
+            (0..3).map(|p| AxisValue::Parallel(1 << p)).collect(),
+            vec![AxisValue::Window(None), AxisValue::Window(Some(w))],
+        ],
+        repeat: 2,
+        until_ci,
+        max_repeat: 8,
+        seed: 7,
+        udp_rate: 1 << 20,
+        length_given: false,
+    }
+}
+
+fn campaign_file(name: &str, text: &str) -> linerate::plan::campaign::CampaignPlan {
+    linerate::plan::campaign::parse(text, name, name).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn matrix_and_campaign_say_their_runs_and_duration_up_front() {
+    use linerate_proto::{EndCondition, TestSpec};
+    let spec = |end| TestSpec { end, omit_ms: 2000, ..TestSpec::default_tcp() };
+    let timed = spec(EndCondition::Duration { duration_ms: 4000 });
+    let mut text = String::new();
+    for (plan, spec, resumed) in [
+        (matrix_plan(None), &timed, None),
+        (matrix_plan(Some(0.05)), &timed, Some((3, 5))),
+        (matrix_plan(None), &spec(EndCondition::Bytes { bytes: 100_000_000 }), None),
+    ] {
+        text += &written(|out| report::matrix::render_start(&plan, spec, resumed, out));
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/dc-interconnect.toml");
+    let dc = campaign_file("dc.toml", &std::fs::read_to_string(root).expect("example"));
+    text += &written(|out| report::campaign::render_start(&dc, 1, None, out));
+    let mixed = campaign_file(
+        "mixed.toml",
+        "[defaults]\nparallel = [1, 2]\ntime = 0.5\nomit = 0.25\n\n[tiers.near]\nhost = \"::1\"\n\n\
+         [tiers.far]\nhost = \"127.0.0.1\"\ntime = 30\nrepeat = 5\nuntil_ci = 5\n",
+    );
+    text += &written(|out| report::campaign::render_start(&mixed, 2, Some((4, &[2, 1])), out));
+    insta::assert_snapshot!("plan_lines", text);
+}

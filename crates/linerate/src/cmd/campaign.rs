@@ -52,9 +52,9 @@ pub fn run(c: &CampaignRun, interrupt: &Interrupt) -> Result<ExitCode> {
     let console = super::console(text);
     let mut store = keep::open(&c.store, &console);
     let (group, seed, earlier) = start_or_resume(c, &mut store)?;
-    let kept: usize = earlier.kept.iter().map(Vec::len).sum();
+    let kept_per_tier: Vec<usize> = earlier.kept.iter().map(Vec::len).collect();
     if text {
-        let resumed = c.resume.and(group).map(|g| (g, kept));
+        let resumed = c.resume.and(group).map(|g| (g, &kept_per_tier[..]));
         render::render_start(&c.plan, seed, resumed, &mut std::io::stdout().lock())?;
     }
     let bases: Vec<_> =
@@ -71,7 +71,6 @@ pub fn run(c: &CampaignRun, interrupt: &Interrupt) -> Result<ExitCode> {
     let mut keep = |tier: &Tier, cell: &Cell, rep: u32, record: &RunRecord| {
         runs.keep(format!("{}/{}", tier.name, cell.label()), rep, record);
     };
-    let kept_per_tier: Vec<usize> = earlier.kept.iter().map(Vec::len).collect();
     let mut outcome =
         run_campaign(&c.plan, &bases, seed, earlier.kept, interrupt, &mut progress, &mut keep);
     console.end_progress();

@@ -12,6 +12,7 @@ pub mod campaign;
 pub mod campaign_de;
 pub mod matrix;
 pub mod pmtu;
+pub mod schedule;
 pub mod search;
 pub mod server;
 pub mod size;

@@ -6,15 +6,18 @@ use std::io::Write;
 use serde::Serialize;
 
 use crate::plan::campaign::CampaignPlan;
+use crate::plan::schedule::Schedule;
 use crate::record::{RunRecord, SCHEMA_VERSION};
 use crate::report::matrix::{RunEntry, run_entries};
+use crate::report::schedule::plan_line;
 use crate::stats::campaign::TierSummary;
 
-/// The line before the first run.
+/// The lines before the first run: the campaign, for a resumed one (`--resume`) its group and
+/// the completed runs each tier keeps, and the plan's runs and duration.
 pub fn render_start(
     plan: &CampaignPlan,
     seed: u64,
-    already_done: Option<(i64, usize)>,
+    already_done: Option<(i64, &[usize])>,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
     writeln!(
@@ -25,10 +28,12 @@ pub fn render_start(
         plan.tiers.len(),
         plan.planned_runs()
     )?;
-    if let Some((group, done)) = already_done {
-        writeln!(out, "Resuming campaign group {group}: {done} completed run(s) kept")?;
+    let done = already_done.map_or(&[][..], |(_, done)| done);
+    if let Some(group) = already_done.map(|(g, _)| g) {
+        let kept: usize = done.iter().sum();
+        writeln!(out, "Resuming campaign group {group}: {kept} completed run(s) kept")?;
     }
-    Ok(())
+    writeln!(out, "{}", plan_line(&Schedule::of_campaign(plan, done)))
 }
 
 /// Every tier's table and findings, then the summary across tiers.
