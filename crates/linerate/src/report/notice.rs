@@ -7,7 +7,8 @@
 //!   output stays parseable, and a script's log still says what went wrong);
 //! - notes (where results were stored or written, which embedded server runs): standard
 //!   output with the results, in text mode only (`-J` and `--json` print nothing else);
-//! - progress: standard error, only when it is a terminal (logs and pipes get nothing).
+//! - progress: standard error; on a terminal a bar redrawn in place before each run, in a log
+//!   or a pipe (CI) one line per finished run with its result, so long work is never silent.
 //!
 //! Must not decide whether to say something (the command does) nor learn about the terminal
 //! (`cmd` passes in whether standard error is one and how to read its width).
@@ -148,14 +149,15 @@ const CLEAR_LINE: &str = "\r\x1b[2K";
 pub struct Console {
     /// Whether the results are text (notes are shown only then).
     text: bool,
-    /// Standard error is a terminal: how to read its width.
+    /// Standard error is a terminal: how to read its width (None: a log or a pipe).
     terminal: Option<Columns>,
     /// A progress line is on the terminal (cleared before anything else is written there).
     bar: Cell<bool>,
 }
 
 impl Console {
-    /// A console for results in text (`text`) or JSON, with progress when `terminal` is given.
+    /// A console for results in text (`text`) or JSON, with a progress bar when `terminal` is
+    /// given, else progress lines.
     pub fn new(text: bool, terminal: Option<Columns>) -> Self {
         Self { text, terminal, bar: Cell::new(false) }
     }
@@ -184,14 +186,25 @@ impl Console {
         let _ = out.flush();
     }
 
-    /// Draws `progress` over the previous line, on a terminal only.
+    /// On a terminal, draws the bar of a run about to start over the previous one; elsewhere,
+    /// writes the line of a run that finished.
     pub fn progress(&self, progress: &Progress) {
         self.progress_to(progress, &mut std::io::stderr().lock());
     }
 
     /// [`Console::progress`] to the given stream (standard error).
     pub fn progress_to(&self, progress: &Progress, stderr: &mut dyn Write) {
-        let Some(columns) = self.terminal else { return };
+        let Some(columns) = self.terminal else {
+            if let Some(line) = progress.finished_line() {
+                let _ = writeln!(stderr, "{line}");
+                let _ = stderr.flush();
+            }
+            return;
+        };
+        if progress.finished.is_some() {
+            // The next run's bar says it.
+            return;
+        }
         let line = progress.line(columns().unwrap_or(DEFAULT_COLUMNS));
         let _ = write!(stderr, "{CLEAR_LINE}{line}");
         let _ = stderr.flush();

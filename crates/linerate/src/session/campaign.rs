@@ -25,7 +25,7 @@ pub struct CampaignProgress<'a> {
     pub tier_index: usize,
     /// Number of tiers.
     pub tiers: usize,
-    /// The cell about to run.
+    /// The cell about to run (or just run).
     pub cell: &'a Cell,
     /// Its repetition (1-based).
     pub repetition: u32,
@@ -35,6 +35,8 @@ pub struct CampaignProgress<'a> {
     pub planned: usize,
     /// Estimated time left for the whole campaign.
     pub eta: Option<Duration>,
+    /// After the run: its record (before it: None).
+    pub finished: Option<&'a RunRecord>,
 }
 
 /// What a campaign run produced: one matrix outcome per tier, in tier order (runs of earlier
@@ -85,8 +87,10 @@ pub fn run_campaign(
                 cell: p.cell,
                 repetition: p.repetition,
                 done,
-                planned: planned.max(done + 1),
+                // Before a run, that run at least is planned; after it, the runs done are.
+                planned: planned.max(done + usize::from(p.finished.is_none())),
                 eta,
+                finished: p.finished,
             });
         };
         let mut tier_each = |cell: &Cell, rep: u32, record: &RunRecord| {

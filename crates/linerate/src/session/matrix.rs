@@ -24,19 +24,21 @@ pub const MAX_FAILURES_IN_A_ROW: u32 = 3;
 /// interrupted ones included, before it is given up on.
 pub const MAX_ATTEMPTS_PER_RUN: usize = 2;
 
-/// Where the matrix is, for a progress line.
+/// Where the matrix is, for a progress line: told before each run and after it.
 #[derive(Debug, Clone)]
 pub struct Progress<'a> {
-    /// Runs finished so far.
+    /// Runs finished so far (with `finished`: this one included).
     pub done: usize,
     /// Runs planned so far (grows with `--until-ci` rounds).
     pub planned: usize,
-    /// The cell about to run.
+    /// The cell about to run (or just run).
     pub cell: &'a Cell,
     /// Its repetition number (1-based).
     pub repetition: u32,
     /// Estimated time left for the planned runs.
     pub eta: Option<Duration>,
+    /// After the run: its record (before it: None).
+    pub finished: Option<&'a RunRecord>,
 }
 
 /// What a matrix run produced.
@@ -100,16 +102,19 @@ pub fn run_matrix_from(
         }
         let ran = (next - skipped) as u32;
         let left = (order.len() - next).saturating_sub(done.len() - skipped) as u32;
-        let eta = (ran > 0).then(|| started.elapsed() / ran * left);
-        progress(Progress {
-            done: next,
+        let eta = |ran: u32, left: u32| (ran > 0).then(|| started.elapsed() / ran * left);
+        let at = |done, eta, finished| Progress {
+            done,
             planned: order.len(),
             cell,
             repetition: reps[cell.index],
             eta,
-        });
+            finished,
+        };
+        progress(at(next, eta(ran, left), None));
         let record = client::run(&plan.cell_plan(base, cell), &mut Quiet, interrupt);
         each(cell, reps[cell.index], &record);
+        progress(at(next + 1, eta(ran + 1, left.saturating_sub(1)), Some(&record)));
         failures = if matches!(record.outcome, Outcome::Failed { .. }) { failures + 1 } else { 0 };
         let error = match &record.outcome {
             Outcome::Failed { error, .. } => Some(error.clone()),
