@@ -365,3 +365,40 @@ fn matrix_and_campaign_say_their_runs_and_duration_up_front() {
     text += &written(|out| report::campaign::render_start(&mixed, 2, Some((4, &[2, 1])), out));
     insta::assert_snapshot!("plan_lines", text);
 }
+
+#[test]
+fn campaign_preflight_and_the_tiers_that_did_not_complete() {
+    use linerate::session::preflight::{Check, Reached, Unreached};
+    use linerate::stats::campaign::summarize_tier;
+    let plan = campaign_file(
+        "three.toml",
+        "[defaults]\nparallel = 2\n\n[tiers.near]\nhost = \"127.0.0.1\"\n\n\
+         [tiers.far]\nhost = \"far.example\"\n\n[tiers.dc]\nhost = \"dc.example\"\n",
+    );
+    let check = |server: &str, result| Check { server: server.into(), result };
+    let checks = [
+        check("127.0.0.1:5201", Ok(Reached::Linerate("linerate 0.1.0".into()))),
+        check("far.example:5201", Ok(Reached::Iperf3)),
+        check(
+            "dc.example:5201",
+            Err((Unreached::Unresolved, "cannot resolve host \"dc.example\"".into())),
+        ),
+    ];
+    let checked: Vec<_> =
+        plan.tiers.iter().zip(&checks).enumerate().map(|(i, (t, c))| (i, t, c)).collect();
+    let mut text = written(|out| report::campaign::render_preflight(&checked[..2], out));
+    text += &report::campaign::preflight_failure(&checked, 3, Path::new("three.toml"));
+    text += "\n";
+    let failed = || record("tcp_failed");
+    let summaries = [
+        summarize_tier(&plan.tiers[0], &[(0, record("tcp_upload")), (0, failed())], None),
+        summarize_tier(
+            &plan.tiers[1],
+            &[(0, failed()), (0, failed()), (0, failed())],
+            Some("3 runs in a row failed (last: the server closed the connection)"),
+        ),
+        summarize_tier(&plan.tiers[2], &[], Some("not started: interrupted by SIGINT")),
+    ];
+    text += &written(|out| report::campaign::render_text(&summaries, &[], out));
+    insta::assert_snapshot!("campaign_preflight_and_incomplete_tiers", text);
+}

@@ -31,8 +31,9 @@ Exit status:
   2    usage or input error: flags, a plan or campaign file, an unknown run or group id,
        a report file that cannot be read
   3    the test could not run or failed (connection refused, the server refused, timed
-       out, peer errors; runs of a matrix or campaign failed or it stopped early), or
-       linerate's own environment failed (sockets, files, the history database)
+       out, peer errors; runs of a matrix or campaign failed or it stopped early; a
+       campaign's pre-flight could not reach a tier's server), or linerate's own
+       environment failed (sockets, files, the history database)
   130  interrupted (SIGINT or SIGTERM), after the partial results were printed and stored
   A server stopped by SIGINT or SIGTERM exits 0.";
 

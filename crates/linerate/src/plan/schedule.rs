@@ -4,9 +4,9 @@
 //!
 //! The setup allowance is declared, not measured per host: [`SETUP_PER_RUN`] covers the
 //! connection, the handshake, the data streams' set-up and the results exchange. On loopback
-//! these take about 0.05 s a run (six 1-second runs took 6.3 s in all); across a WAN each is a
-//! few round trips. One second is generous for both; once runs have finished, the progress
-//! line's estimate (measured on the runs themselves) takes over.
+//! these take about 0.05 s a run (six 1-second runs took 6.3 s in all); across a WAN they are
+//! six or seven round trips, 0.5 s at a 70 ms round trip. Once runs have finished, the
+//! progress's estimate of the time left (measured on the runs themselves) takes over.
 //!
 //! Pure: no clock, no I/O. Must not print (`report::schedule` words it).
 
@@ -18,7 +18,7 @@ use crate::plan::campaign::CampaignPlan;
 use crate::plan::matrix::MatrixPlan;
 
 /// What each run is allowed beyond its time and warm-up (see the module's doc).
-pub const SETUP_PER_RUN: Duration = Duration::from_secs(1);
+pub const SETUP_PER_RUN: Duration = Duration::from_millis(500);
 
 /// Runs of one length: a matrix, or one tier of a campaign.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -154,10 +154,10 @@ mod tests {
     fn a_matrix_takes_its_runs_times_time_omit_and_setup() {
         let s = Schedule::of_matrix(&matrix(None), &spec(4000, 2000), 0);
         assert_eq!((s.runs(), s.max_runs()), (12, None));
-        assert_eq!(s.total(), Some(Duration::from_secs(12 * 7)));
+        assert_eq!(s.total(), Some(Duration::from_millis(12 * 6500)));
         let resumed = Schedule::of_matrix(&matrix(Some(0.05)), &spec(4000, 2000), 5);
         assert_eq!((resumed.runs(), resumed.max_runs()), (7, Some(35)));
-        assert_eq!(resumed.max_total(), Some(Duration::from_secs(35 * 7)));
+        assert_eq!(resumed.max_total(), Some(Duration::from_millis(35 * 6500)));
         let bytes = TestSpec {
             end: linerate_proto::EndCondition::Bytes { bytes: 1 << 20 },
             ..TestSpec::default_tcp()
@@ -173,7 +173,7 @@ mod tests {
         let s = Schedule::of_campaign(&plan, &[]);
         assert_eq!((s.runs(), s.batches.len(), s.uniform()), (96, 4, true));
         // 96 minutes of runs, plus the setup allowance.
-        assert_eq!(s.total(), Some(Duration::from_secs(96 * 61)));
+        assert_eq!(s.total(), Some(Duration::from_millis(96 * 60_500)));
         let resumed = Schedule::of_campaign(&plan, &[24, 24, 3]);
         assert_eq!(resumed.runs(), 21 + 24, "finished tiers drop out");
         assert_eq!(resumed.batches.len(), 2);

@@ -44,6 +44,20 @@ pub enum Notice<'a> {
         /// The test.
         spec: &'a TestSpec,
     },
+    /// A campaign's tier stopped early (its server went away, its runs kept failing): why,
+    /// and what the campaign does next.
+    TierStopped {
+        /// The tier's name.
+        tier: &'a str,
+        /// Its position (0-based).
+        index: usize,
+        /// Number of tiers.
+        tiers: usize,
+        /// Why it stopped.
+        why: &'a str,
+        /// The tier that runs next, if there is one.
+        next: Option<&'a str>,
+    },
     /// A stored matrix did not complete: how to run the rest.
     MatrixIncomplete {
         /// Its group (`mN`).
@@ -79,7 +93,9 @@ impl Notice<'_> {
     /// Its kind.
     pub fn kind(&self) -> Kind {
         match self {
-            Notice::HistoryUnavailable(_) | Notice::RunNotStored(_) => Kind::Warning,
+            Notice::HistoryUnavailable(_)
+            | Notice::RunNotStored(_)
+            | Notice::TierStopped { .. } => Kind::Warning,
             Notice::Stored(_)
             | Notice::HtmlWritten(_)
             | Notice::DefaultJob { .. }
@@ -128,6 +144,17 @@ impl Notice<'_> {
                 "linerate selftest: embedded server on 127.0.0.1:{port}, {}",
                 super::text::describe_spec(spec)
             ),
+            Notice::TierStopped { tier, index, tiers, why, next } => {
+                let then = match next {
+                    Some(n) => format!("the campaign goes on with tier {}/{tiers} {n}", index + 2),
+                    None => "it was the last tier".into(),
+                };
+                writeln!(
+                    out,
+                    "warning: tier {}/{tiers} {tier} stopped early: {why}; {then}",
+                    index + 1
+                )
+            }
             Notice::MatrixIncomplete { group } => writeln!(
                 out,
                 "The matrix did not complete: its completed runs are stored; run the rest with \

@@ -1,7 +1,7 @@
 //! The "Plan:" line a matrix or a campaign prints before its first run: how many runs, how
 //! long each, and about how long in all (`plan::schedule` computes it).
 //!
-//! `Plan: 12 runs × (4 s + 2 s omit + ~1 s setup) ≈ 1 min 24 s`
+//! `Plan: 12 runs × (4 s + 2 s omit + ~0.5 s setup) ≈ 1 min 18 s`
 //!
 //! Must not compute figures beyond sums of the schedule's own.
 
@@ -46,7 +46,7 @@ fn count(runs: usize) -> String {
     if runs == 1 { "1 run".into() } else { format!("{runs} runs") }
 }
 
-/// `(4 s + 2 s omit + ~1 s setup)`, or what ends a run after a byte count.
+/// `(4 s + 2 s omit + ~0.5 s setup)`, or what ends a run after a byte count.
 fn per_run(b: &Batch) -> String {
     match b.time {
         Some(_) => per_run_words(Some(b)),

@@ -19,6 +19,14 @@ fn every_notice(spec: &TestSpec) -> Vec<Notice<'_>> {
         Notice::HtmlWritten(Path::new("before-after.html")),
         Notice::DefaultJob { port: 40123 },
         Notice::Selftest { port: 40123, spec },
+        Notice::TierStopped {
+            tier: "same-l2",
+            index: 2,
+            tiers: 4,
+            why: "3 runs in a row failed (last: cannot connect to 10.0.0.3:5201: connection refused)",
+            next: Some("dc-link"),
+        },
+        Notice::TierStopped { tier: "dc-link", index: 3, tiers: 4, why: "x", next: None },
         Notice::MatrixIncomplete { group: 3 },
     ]
 }
@@ -55,7 +63,7 @@ fn notes_go_with_text_results_warnings_and_hints_to_stderr_always() {
     let (out, err) = shown(&Console::new(true, None));
     assert_eq!(out.lines().count(), 7, "{out}");
     assert!(out.lines().all(|l| !l.starts_with("warning:")), "{out}");
-    assert_eq!(err.lines().count(), 3, "{err}");
+    assert_eq!(err.lines().count(), 5, "{err}");
     assert!(err.starts_with("warning: results will not be stored"), "{err}");
     // JSON results: standard output holds only the document; stderr is unchanged.
     let (json_out, json_err) = shown(&Console::new(false, None));
