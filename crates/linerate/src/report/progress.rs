@@ -129,13 +129,17 @@ pub fn bar_line(
     cut(&line, columns.max(BAR_WIDTH + 2))
 }
 
-/// `42 s`, `3 min 20 s`, `1 h 05 min`: how long, to the nearest second, then to what matters.
+/// `42 s`, `3 min 20 s`, `1 h 05 min`: how long, to the nearest second, and from an hour on
+/// to the nearest minute.
 pub fn duration_words(d: Duration) -> String {
     let s = (d.as_millis() as u64).saturating_add(500) / 1000;
     match s {
         0..60 => format!("{s} s"),
         60..3600 => format!("{} min {:02} s", s / 60, s % 60),
-        _ => format!("{} h {:02} min", s / 3600, s % 3600 / 60),
+        _ => {
+            let min = (s + 30) / 60;
+            format!("{} h {:02} min", min / 60, min % 60)
+        }
     }
 }
 
@@ -183,5 +187,7 @@ mod tests {
         assert_eq!(duration_words(Duration::from_millis(990)), "1 s");
         assert_eq!(duration_words(Duration::from_secs(200)), "3 min 20 s");
         assert_eq!(duration_words(Duration::from_secs(3900)), "1 h 05 min");
+        assert_eq!(duration_words(Duration::from_secs(5808)), "1 h 37 min", "rounded");
+        assert_eq!(duration_words(Duration::from_secs(7199)), "2 h 00 min");
     }
 }
