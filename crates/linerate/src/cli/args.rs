@@ -328,10 +328,10 @@ pub struct MatrixArgs {
           value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub repeat: u32,
     /// Repeat each cell until its 95 % confidence interval is within this share of the mean
-    /// (e.g. 5%), up to --max-repeat runs.
+    /// (e.g. 5%), up to --max-repeat runs; only completed runs count.
     #[arg(long = "until-ci", value_name = "PERCENT", value_parser = percent)]
     pub until_ci: Option<f64>,
-    /// With --until-ci: the most runs per cell.
+    /// With --until-ci: the most completed runs per cell.
     #[arg(long = "max-repeat", value_name = "N", default_value_t = 10, requires = "until_ci",
           value_parser = clap::value_parser!(u32).range(2..=1000))]
     pub max_repeat: u32,

@@ -112,7 +112,7 @@ pub struct TierMatrix {
     pub bitrate_bits_per_second: Option<u64>,
     /// Repeat until the 95 % CI half-width is within this share of the mean.
     pub until_ci_fraction: Option<f64>,
-    /// With `until_ci`: the most runs per cell.
+    /// With `until_ci`: the most completed runs per cell.
     pub max_repeat: u32,
 }
 

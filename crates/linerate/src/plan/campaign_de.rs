@@ -325,7 +325,7 @@ pub struct Settings {
     /// Repeat until the 95 % CI half-width is within this share of the mean.
     #[serde(rename(serialize = "until_ci_fraction"))]
     pub until_ci: Option<Fraction>,
-    /// With `until_ci`: the most runs per cell.
+    /// With `until_ci`: the most completed runs per cell.
     pub max_repeat: Option<u32>,
 }
 
