@@ -2,6 +2,11 @@
 //! (`session::campaign`), the history (one group of kind "campaign", every run a
 //! `CampaignCell` named `TIER/CELL`) and the report.
 //!
+//! Pre-flight: before the first run (and before a group is begun) every tier with runs left
+//! has its host resolved and its server greeted (`session::preflight`); one not reached stops
+//! the campaign with exit status 3, naming each such tier, its host and why, with nothing run
+//! or stored. A tier that stops later is told at once as a warning (`Notice::TierStopped`).
+//!
 //! Resuming: the group's params hold the parsed plan and the order seed. `--resume` takes the
 //! newest unfinished campaign group whose stored plan equals the file's (or the group given)
 //! and refuses, naming the group, if the file changed since — mixing runs of two different
