@@ -8,7 +8,7 @@
 //! | 0 | success (a closed stdout, e.g. piping into `head`, is not an error) |
 //! | 1 | a gate failed: the test ran and fell short (`--fail-below`, `--fail-regression`) |
 //! | 2 | usage or input error: flags (clap's own errors), a plan or campaign file, a run or group id that does not exist, a report file that cannot be read |
-//! | 3 | the test could not run or failed (refused, timed out, peer errors, runs of a matrix or campaign failed or it stopped early), or linerate's own environment failed |
+//! | 3 | the test could not run or failed (refused, timed out, peer errors, runs of a matrix or campaign failed or it stopped early, a campaign's pre-flight found a tier's host that does not resolve or a server that does not answer), or linerate's own environment failed |
 //! | 130 | interrupted by SIGINT (or SIGTERM), after the partial results were printed and stored |
 //!
 //! Commands return typed errors (`record::Failure` with its [`FailureKind`], [`GateFailed`]); an

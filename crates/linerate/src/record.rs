@@ -134,6 +134,28 @@ impl RunRecord {
         }
     }
 
+    /// Stream 1 of an upload moving `bytes` in one second, seen from `role`'s end, for tests.
+    #[cfg(test)]
+    pub fn test_stream(role: StreamRole, bytes: u64) -> StreamResult {
+        StreamResult {
+            id: 1,
+            flow: Flow::ClientToServer,
+            role,
+            bytes,
+            omitted_bytes: 0,
+            duration_us: 1_000_000,
+            omitted_us: 0,
+            intervals: vec![],
+            socket: linerate_proto::SocketReport::default(),
+            retransmits: None,
+            tcp: None,
+            thread_cpu: None,
+            udp_sender: None,
+            udp_receiver: None,
+            error: None,
+        }
+    }
+
     /// Every stream result of both ends, with the end's name (`client`, `server`).
     pub fn all_streams(&self) -> impl Iterator<Item = (&'static str, &StreamResult)> {
         [("client", self.client.as_ref()), ("server", self.server_results.as_ref())]

@@ -6,7 +6,7 @@ use std::time::Duration;
 use linerate::store::{RunKind, Store};
 use serde_json::Value;
 
-use crate::util::{Output, Server, completed, run, test_dir as dir};
+use crate::util::{Output, Server, completed, free_port, run, test_dir as dir};
 
 fn write(dir: &std::path::Path, text: &str) -> String {
     let p = dir.join("plan.toml");
@@ -135,4 +135,86 @@ fn campaign_resume_runs_only_what_an_interrupted_campaign_left() {
         assert_eq!(t["runs"].as_array().expect("runs").len(), 4, "{t}");
     }
     crate::util::assert_resumed_whole(&db, g.id, 8);
+}
+
+/// A loopback port where something that is no test server answers: an HTTP server's "400"
+/// to whatever arrives, for one connection (the pre-flight's).
+fn wrong_program() -> (u16, std::thread::JoinHandle<()>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let serve = std::thread::spawn(move || {
+        if let Ok((mut c, _)) = listener.accept() {
+            let _ = c.set_read_timeout(Some(Duration::from_secs(5)));
+            let _ = c.read(&mut [0u8; 256]);
+            let _ = c.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+        }
+    });
+    (port, serve)
+}
+
+#[test]
+fn campaign_preflight_stops_before_any_run_naming_each_unreachable_tier_and_why() {
+    let srv = Server::start(&[]);
+    let (web, serving) = wrong_program();
+    let closed = free_port();
+    let d = dir("preflight");
+    let file = write(
+        &d,
+        &format!(
+            "[defaults]\ntime = 0.2\nrepeat = 1\n\n[tiers.first]\nhost = \"127.0.0.1\"\nport = {}\n\n\
+             [tiers.second]\nhost = \"tier2.nowhere.invalid\"\n\n\
+             [tiers.third]\nhost = \"127.0.0.1\"\nport = {closed}\n\n\
+             [tiers.fourth]\nhost = \"127.0.0.1\"\nport = {web}\n",
+            srv.port
+        ),
+    );
+    let db = d.join("h.sqlite");
+    let started = std::time::Instant::now();
+    let out = campaign(&[&file, "--db", &db.to_string_lossy()]);
+    let took = started.elapsed();
+    let _ = serving.join();
+    assert_eq!(out.code, Some(3), "{}\n{}", out.stderr, out.stdout);
+    assert!(took < Duration::from_secs(5), "the pre-flight is quick: {took:?}");
+    for expected in [
+        "pre-flight: tier 2/4 \"second\" at tier2.nowhere.invalid:5201 does not resolve (",
+        &format!("tier 3/4 \"third\" at 127.0.0.1:{closed} refused the connection ("),
+        &format!("tier 4/4 \"fourth\" at 127.0.0.1:{web} runs the wrong program"),
+        "no run was made",
+    ] {
+        assert!(out.stderr.contains(expected), "{expected}:\n{}", out.stderr);
+    }
+    assert!(!out.stderr.contains("\"first\""), "tier 1 answered: {}", out.stderr);
+    assert!(!out.stderr.contains("[1/"), "no run: {}", out.stderr);
+    // Nothing was stored: not a run, not an empty campaign group.
+    let store = Store::open(&db).expect("history");
+    assert!(store.groups(10).expect("groups").is_empty());
+    // Tier one's server was greeted (the doctor's hello), and ran no test.
+    assert!(srv.wait_for_log("Doctor from 127.0.0.1", Duration::from_secs(2)), "{}", srv.log());
+    assert!(srv.log().lines().all(|l| !l.contains("[test ")), "no test ran: {}", srv.log());
+}
+
+#[test]
+fn a_tier_that_fails_mid_campaign_says_why_and_the_summary_names_it() {
+    // Tier one's server takes a hello but refuses its tests (two streams, it allows one).
+    let (strict, ok) = (Server::start(&["--max-streams", "1"]), Server::start(&[]));
+    let d = dir("tier-fails");
+    let file = write(
+        &d,
+        &format!(
+            "[defaults]\ntime = 0.2\nrepeat = 3\nwindow = \"256k\"\n\n\
+             [tiers.first]\nhost = \"127.0.0.1\"\nport = {}\nparallel = 2\n\n\
+             [tiers.second]\nhost = \"127.0.0.1\"\nport = {}\nrepeat = 1\n",
+            strict.port, ok.port
+        ),
+    );
+    let out = campaign(&[&file, "--no-store"]);
+    assert_eq!(out.code, Some(3), "{}\n{}", out.stderr, out.stdout);
+    let warning = "warning: tier 1/2 first stopped early: 3 runs in a row failed (last: ";
+    assert!(out.stderr.contains(warning), "{}", out.stderr);
+    assert!(out.stderr.contains("the campaign goes on with tier 2/2 second"), "{}", out.stderr);
+    assert!(out.stderr.contains("[4/4] tier 2/2 second: w=256k (run 1): "), "{}", out.stderr);
+    let summary = "Tiers that did not complete:\n  - first: no run completed (3 failed): 3 runs in a \
+                   row failed";
+    assert!(out.stdout.contains(summary), "{}", out.stdout);
 }

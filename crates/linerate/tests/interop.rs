@@ -271,3 +271,24 @@ fn udp_against_a_real_iperf3_server_both_ways() {
         assert!(theirs[key].is_object(), "{extra:?}: {theirs}");
     }
 }
+
+#[test]
+fn a_campaign_tier_on_an_iperf3_server_passes_the_preflight_and_runs() {
+    let _serial = crate::util::exclusive();
+    let Some(srv) = Iperf3Server::start() else { return };
+    let d = crate::util::test_dir("campaign-iperf3");
+    let file = d.join("iperf3.toml");
+    let text = format!(
+        "[tiers.iperf]\nhost = \"127.0.0.1\"\nport = {}\ntime = 0.3\nrepeat = 1\n",
+        srv.port
+    );
+    std::fs::write(&file, text).expect("write");
+    let out = run(&["campaign", &file.to_string_lossy(), "--no-store"], Duration::from_secs(40));
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stderr, out.stdout);
+    let answered = format!(
+        "Pre-flight: every server answered: tier 1 iperf at 127.0.0.1:{} (an iperf3 server)",
+        srv.port
+    );
+    assert!(out.stdout.contains(&answered), "{}", out.stdout);
+    assert!(out.stderr.contains("[1/1] tier 1/1 iperf: "), "the run followed: {}", out.stderr);
+}

@@ -131,6 +131,19 @@ fn text_output_has_the_table_and_findings() {
     );
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     assert!(out.stdout.contains("Matrix: 2 cell(s) x 2 run(s)"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("\nPlan: 4 runs × (0.3 s + ~0.5 s setup) ≈ 3 s\n"),
+        "{}",
+        out.stdout
+    );
+    // Standard error is a pipe, not a terminal: one line per finished run, as it finishes.
+    let lines: Vec<&str> = out.stderr.lines().filter(|l| l.starts_with('[')).collect();
+    assert_eq!(lines.len(), 4, "{}", out.stderr);
+    for (i, line) in lines.iter().enumerate() {
+        assert!(line.starts_with(&format!("[{}/4] P=", i + 1)), "{line}");
+        assert!(line.contains(" (run ") && line.contains("bit/s"), "{line}");
+        assert_eq!(line.ends_with(" left)"), i < 3, "the time left, but after the last: {line}");
+    }
     // The table's unit is whichever keeps three figures for every value (Gbit/s on a quiet
     // machine; a run starved by other builds can pull it to Mbit/s).
     assert!(

@@ -318,3 +318,87 @@ fn server_log_lines_as_text_and_json() {
     }
     insta::assert_snapshot!("server_log_json", json);
 }
+
+/// A matrix of P=1,2,4 × w=default,256k (the user's words), two runs each.
+fn matrix_plan(until_ci: Option<f64>) -> linerate::plan::matrix::MatrixPlan {
+    use linerate::plan::matrix::AxisValue;
+    let w = linerate::plan::size::Size::spelled("256k").expect("size");
+    linerate::plan::matrix::MatrixPlan {
+        axes: vec![
+            (0..3).map(|p| AxisValue::Parallel(1 << p)).collect(),
+            vec![AxisValue::Window(None), AxisValue::Window(Some(w))],
+        ],
+        repeat: 2,
+        until_ci,
+        max_repeat: 8,
+        seed: 7,
+        udp_rate: 1 << 20,
+        length_given: false,
+    }
+}
+
+fn campaign_file(name: &str, text: &str) -> linerate::plan::campaign::CampaignPlan {
+    linerate::plan::campaign::parse(text, name, name).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn matrix_and_campaign_say_their_runs_and_duration_up_front() {
+    use linerate_proto::{EndCondition, TestSpec};
+    let spec = |end| TestSpec { end, omit_ms: 2000, ..TestSpec::default_tcp() };
+    let timed = spec(EndCondition::Duration { duration_ms: 4000 });
+    let mut text = String::new();
+    for (plan, spec, resumed) in [
+        (matrix_plan(None), &timed, None),
+        (matrix_plan(Some(0.05)), &timed, Some((3, 5))),
+        (matrix_plan(None), &spec(EndCondition::Bytes { bytes: 100_000_000 }), None),
+    ] {
+        text += &written(|out| report::matrix::render_start(&plan, spec, resumed, out));
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/dc-interconnect.toml");
+    let dc = campaign_file("dc.toml", &std::fs::read_to_string(root).expect("example"));
+    text += &written(|out| report::campaign::render_start(&dc, 1, None, out));
+    let mixed = campaign_file(
+        "mixed.toml",
+        "[defaults]\nparallel = [1, 2]\ntime = 0.5\nomit = 0.25\n\n[tiers.near]\nhost = \"::1\"\n\n\
+         [tiers.far]\nhost = \"127.0.0.1\"\ntime = 30\nrepeat = 5\nuntil_ci = 5\n",
+    );
+    text += &written(|out| report::campaign::render_start(&mixed, 2, Some((4, &[2, 1])), out));
+    insta::assert_snapshot!("plan_lines", text);
+}
+
+#[test]
+fn campaign_preflight_and_the_tiers_that_did_not_complete() {
+    use linerate::session::preflight::{Check, Reached, Unreached};
+    use linerate::stats::campaign::summarize_tier;
+    let plan = campaign_file(
+        "three.toml",
+        "[defaults]\nparallel = 2\n\n[tiers.near]\nhost = \"127.0.0.1\"\n\n\
+         [tiers.far]\nhost = \"far.example\"\n\n[tiers.dc]\nhost = \"dc.example\"\n",
+    );
+    let check = |server: &str, result| Check { server: server.into(), result };
+    let checks = [
+        check("127.0.0.1:5201", Ok(Reached::Linerate("linerate 0.1.0".into()))),
+        check("far.example:5201", Ok(Reached::Iperf3)),
+        check(
+            "dc.example:5201",
+            Err((Unreached::Unresolved, "cannot resolve host \"dc.example\"".into())),
+        ),
+    ];
+    let checked: Vec<_> =
+        plan.tiers.iter().zip(&checks).enumerate().map(|(i, (t, c))| (i, t, c)).collect();
+    let mut text = written(|out| report::campaign::render_preflight(&checked[..2], out));
+    text += &report::campaign::preflight_failure(&checked, 3, Path::new("three.toml"));
+    text += "\n";
+    let failed = || record("tcp_failed");
+    let summaries = [
+        summarize_tier(&plan.tiers[0], &[(0, record("tcp_upload")), (0, failed())], None),
+        summarize_tier(
+            &plan.tiers[1],
+            &[(0, failed()), (0, failed()), (0, failed())],
+            Some("3 runs in a row failed (last: the server closed the connection)"),
+        ),
+        summarize_tier(&plan.tiers[2], &[], Some("not started: interrupted by SIGINT")),
+    ];
+    text += &written(|out| report::campaign::render_text(&summaries, &[], out));
+    insta::assert_snapshot!("campaign_preflight_and_incomplete_tiers", text);
+}

@@ -31,8 +31,9 @@ Exit status:
   2    usage or input error: flags, a plan or campaign file, an unknown run or group id,
        a report file that cannot be read
   3    the test could not run or failed (connection refused, the server refused, timed
-       out, peer errors; runs of a matrix or campaign failed or it stopped early), or
-       linerate's own environment failed (sockets, files, the history database)
+       out, peer errors; runs of a matrix or campaign failed or it stopped early; a
+       campaign's pre-flight could not reach a tier's server), or linerate's own
+       environment failed (sockets, files, the history database)
   130  interrupted (SIGINT or SIGTERM), after the partial results were printed and stored
   A server stopped by SIGINT or SIGTERM exits 0.";
 
@@ -330,10 +331,10 @@ pub struct MatrixArgs {
           value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub repeat: u32,
     /// Repeat each cell until its 95 % confidence interval is within this share of the mean
-    /// (e.g. 5%), up to --max-repeat runs.
+    /// (e.g. 5%), up to --max-repeat runs; only completed runs count.
     #[arg(long = "until-ci", value_name = "PERCENT", value_parser = percent)]
     pub until_ci: Option<f64>,
-    /// With --until-ci: the most runs per cell.
+    /// With --until-ci: the most completed runs per cell.
     #[arg(long = "max-repeat", value_name = "N", default_value_t = 10, requires = "until_ci",
           value_parser = clap::value_parser!(u32).range(2..=1000))]
     pub max_repeat: u32,

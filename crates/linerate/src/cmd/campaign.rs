@@ -2,6 +2,11 @@
 //! (`session::campaign`), the history (one group of kind "campaign", every run a
 //! `CampaignCell` named `TIER/CELL`) and the report.
 //!
+//! Pre-flight: before the first run (and before a group is begun) every tier with runs left
+//! has its host resolved and its server greeted (`session::preflight`); one not reached stops
+//! the campaign with exit status 3, naming each such tier, its host and why, with nothing run
+//! or stored. A tier that stops later is told at once as a warning (`Notice::TierStopped`).
+//!
 //! Resuming: the group's params hold the parsed plan and the order seed. `--resume` takes the
 //! newest unfinished campaign group whose stored plan equals the file's (or the group given)
 //! and refuses, naming the group, if the file changed since — mixing runs of two different
@@ -17,13 +22,15 @@ use serde_json::{Value, json};
 
 use super::failed::{group_failure_kind, interrupted};
 use super::keep::{self, GroupRuns};
+use crate::plan::ClientPlan;
 use crate::plan::campaign::{CampaignPlan, CampaignRun, Tier};
 use crate::plan::matrix::Cell;
 use crate::record::{Failure, FailureKind, Outcome, RunRecord};
 use crate::report::campaign::{self as render, CampaignMeta};
 use crate::report::notice::{Console, Notice, Stored};
 use crate::session::Interrupt;
-use crate::session::campaign::{CampaignProgress, run_campaign};
+use crate::session::campaign::{CampaignEvent, run_campaign};
+use crate::session::preflight::{self, Check};
 use crate::stats::campaign::{TierSummary, cross_tier_findings, summarize_tier};
 use crate::store::resume::{self, Resumable};
 use crate::store::{RunKind, Store};
@@ -46,20 +53,37 @@ impl Earlier {
     }
 }
 
-/// Runs the campaign, stores every run, renders the report.
+/// Checks every tier's server, runs the campaign, stores every run, renders the report.
 pub fn run(c: &CampaignRun, interrupt: &Interrupt) -> Result<ExitCode> {
     let text = c.output == crate::plan::OutputFormat::Text;
     let console = super::console(text);
     let mut store = keep::open(&c.store, &console);
-    let (group, seed, earlier) = start_or_resume(c, &mut store)?;
-    let kept: usize = earlier.kept.iter().map(Vec::len).sum();
+    let resumed = c.resume.map(|which| resume_group(c, store.as_ref(), which)).transpose()?;
+    let (group, seed, earlier) = match resumed {
+        Some((g, seed, earlier)) => (Some(g), seed, earlier),
+        None => (None, c.seed, Earlier::none(c.plan.tiers.len())),
+    };
+    let kept_per_tier: Vec<usize> = earlier.kept.iter().map(Vec::len).collect();
     if text {
-        let resumed = c.resume.and(group).map(|g| (g, kept));
+        let resumed = group.map(|g| (g, &kept_per_tier[..]));
         render::render_start(&c.plan, seed, resumed, &mut std::io::stdout().lock())?;
     }
     let bases: Vec<_> =
         c.plan.tiers.iter().map(|t| t.client_plan(c.output, c.store.clone())).collect();
-    let mut progress = |p: CampaignProgress<'_>| console.progress(&p.into());
+    preflight(c, &bases, &kept_per_tier, text)?;
+    let group = group.or_else(|| begin_group(c, store.as_mut()));
+    let mut events = |e: CampaignEvent<'_>| match e {
+        CampaignEvent::Run(p) => console.progress(&p.into()),
+        CampaignEvent::TierStopped { tier, tier_index, tiers, why } => {
+            console.show(&Notice::TierStopped {
+                tier: &tier.name,
+                index: tier_index,
+                tiers,
+                why,
+                next: c.plan.tiers.get(tier_index + 1).map(|t| t.name.as_str()),
+            })
+        }
+    };
     let mut runs = GroupRuns::new(
         store,
         (RunKind::CampaignCell, group),
@@ -71,9 +95,8 @@ pub fn run(c: &CampaignRun, interrupt: &Interrupt) -> Result<ExitCode> {
     let mut keep = |tier: &Tier, cell: &Cell, rep: u32, record: &RunRecord| {
         runs.keep(format!("{}/{}", tier.name, cell.label()), rep, record);
     };
-    let kept_per_tier: Vec<usize> = earlier.kept.iter().map(Vec::len).collect();
     let mut outcome =
-        run_campaign(&c.plan, &bases, seed, earlier.kept, interrupt, &mut progress, &mut keep);
+        run_campaign(&c.plan, &bases, seed, earlier.kept, interrupt, &mut events, &mut keep);
     console.end_progress();
     let complete = outcome.tiers.iter().all(|o| {
         o.stopped.is_none() && o.runs.iter().all(|(_, _, r)| r.outcome == Outcome::Completed)
@@ -116,34 +139,58 @@ pub fn run(c: &CampaignRun, interrupt: &Interrupt) -> Result<ExitCode> {
     Ok(status)
 }
 
-/// A new group (if there is a history), or the group to resume with its seed and runs.
-fn start_or_resume(
+/// The group `--resume` continues, with its seed and runs.
+fn resume_group(
     c: &CampaignRun,
-    store: &mut Option<Store>,
-) -> Result<(Option<i64>, u64, Earlier)> {
+    store: Option<&Store>,
+    which: Option<i64>,
+) -> Result<(i64, u64, Earlier)> {
     let plan_json = serde_json::to_value(&c.plan)?;
-    match c.resume {
-        Some(which) => {
-            let s = store.as_ref().context("--resume needs the history, which cannot be opened")?;
-            let resumable = Resumable {
-                kind: "campaign",
-                plan: &plan_json,
-                name: Some(&c.plan.name),
-                fix: "restore the campaign file",
-                canonical: Value::clone,
-            };
-            let g = resume::find_open_group(s, which, &resumable)?;
-            let seed = resume::stored_seed(&g)?;
-            Ok((Some(g.id), seed, prior_runs(s, g.id, &c.plan, seed)?))
-        }
-        None => {
-            let params = json!({ "plan": plan_json, "seed": c.seed });
-            let g = store
-                .as_mut()
-                .and_then(|s| s.begin_group("campaign", Some(&c.plan.name), &params).ok());
-            Ok((g, c.seed, Earlier::none(c.plan.tiers.len())))
-        }
+    let s = store.context("--resume needs the history, which cannot be opened")?;
+    let resumable = Resumable {
+        kind: "campaign",
+        plan: &plan_json,
+        name: Some(&c.plan.name),
+        fix: "restore the campaign file",
+        canonical: Value::clone,
+    };
+    let g = resume::find_open_group(s, which, &resumable)?;
+    let seed = resume::stored_seed(&g)?;
+    Ok((g.id, seed, prior_runs(s, g.id, &c.plan, seed)?))
+}
+
+/// A new group for the campaign, if there is a history.
+fn begin_group(c: &CampaignRun, store: Option<&mut Store>) -> Option<i64> {
+    let params = json!({ "plan": serde_json::to_value(&c.plan).ok()?, "seed": c.seed });
+    store?.begin_group("campaign", Some(&c.plan.name), &params).ok()
+}
+
+/// Resolves and greets the server (of `bases[i]`) of every tier with runs left (`kept[i]`
+/// runs of tier `i` completed earlier); stops the campaign before its first run if one is not
+/// reached.
+fn preflight(c: &CampaignRun, bases: &[ClientPlan], kept: &[usize], text: bool) -> Result<()> {
+    let tiers: Vec<(usize, &Tier)> = c
+        .plan
+        .tiers
+        .iter()
+        .enumerate()
+        .filter(|(i, t)| {
+            let planned = t.matrix_plan(0).cells().len() * t.matrix.repeat as usize;
+            t.matrix.until_ci_fraction.is_some() || kept.get(*i).copied().unwrap_or(0) < planned
+        })
+        .collect();
+    let checks = preflight::check_all(&tiers.iter().map(|(i, _)| &bases[*i]).collect::<Vec<_>>());
+    let checked: Vec<(usize, &Tier, &Check)> =
+        tiers.iter().zip(&checks).map(|((i, t), check)| (*i, *t, check)).collect();
+    let failed = checked.iter().find_map(|(_, _, check)| check.result.as_ref().err());
+    if let Some((why, _)) = failed {
+        let what = render::preflight_failure(&checked, c.plan.tiers.len(), &c.file);
+        return Err(Failure::new(why.kind(), what).into());
     }
+    if text {
+        render::render_preflight(&checked, &mut std::io::stdout().lock())?;
+    }
+    Ok(())
 }
 
 /// The last lines and the exit status: how to continue an incomplete campaign; `kind` is the

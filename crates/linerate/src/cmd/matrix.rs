@@ -51,7 +51,7 @@ pub fn run(
     let cells = plan.cells();
     if base.output == OutputFormat::Text {
         let resumed = how.resume.and(group).map(|g| (g, earlier.kept.len()));
-        crate::report::matrix::render_start(&plan, cells.len(), resumed, &mut std::io::stdout())?;
+        crate::report::matrix::render_start(&plan, &base.spec, resumed, &mut std::io::stdout())?;
     }
     let mut progress = |p: session::matrix::Progress<'_>| console.progress(&p.into());
     let mut runs = GroupRuns::new(

@@ -94,10 +94,10 @@ pub struct Target {
 pub struct TierMatrix {
     /// Streams axis (empty: not varied, 1 stream).
     pub parallel: Vec<u32>,
-    /// Window axis, bytes (None = autotuning).
-    pub window_bytes: Vec<Option<u64>>,
-    /// Length axis, bytes (None = the protocol's default).
-    pub length_bytes: Vec<Option<u32>>,
+    /// Window axis in the file's words (None = autotuning); stored as bytes.
+    pub window_bytes: Vec<Option<Size>>,
+    /// Length axis in the file's words (None = the protocol's default); stored as bytes.
+    pub length_bytes: Vec<Option<Size>>,
     /// Protocol axis.
     pub protocol: Vec<Protocol>,
     /// Direction axis.
@@ -112,7 +112,7 @@ pub struct TierMatrix {
     pub bitrate_bits_per_second: Option<u64>,
     /// Repeat until the 95 % CI half-width is within this share of the mean.
     pub until_ci_fraction: Option<f64>,
-    /// With `until_ci`: the most runs per cell.
+    /// With `until_ci`: the most completed runs per cell.
     pub max_repeat: u32,
 }
 
@@ -123,11 +123,8 @@ impl Tier {
         MatrixPlan {
             axes: vec![
                 m.parallel.iter().map(|p| AxisValue::Parallel(*p)).collect(),
-                m.window_bytes.iter().map(|w| AxisValue::Window(w.map(Size::of_bytes))).collect(),
-                m.length_bytes
-                    .iter()
-                    .map(|l| AxisValue::Length(l.map(|l| Size::of_bytes(u64::from(l)))))
-                    .collect(),
+                m.window_bytes.iter().map(|w| AxisValue::Window(*w)).collect(),
+                m.length_bytes.iter().map(|l| AxisValue::Length(*l)).collect(),
                 m.protocol.iter().map(|p| AxisValue::Protocol(*p)).collect(),
                 m.direction.iter().map(|d| AxisValue::Direction(*d)).collect(),
             ],
@@ -282,7 +279,7 @@ fn resolve(name: &str, s: &Settings) -> Result<Tier, String> {
             parallel: s.parallel.as_ref().map(|a| a.0.clone()).unwrap_or_default(),
             window_bytes: axis(&s.window, |w| w.0),
             // Too large for a block: left for the spec check to refuse with its range.
-            length_bytes: axis(&s.length, |l| l.0.map(|b| u32::try_from(b).unwrap_or(u32::MAX))),
+            length_bytes: axis(&s.length, |l| l.0),
             protocol: axis(&s.protocol, |p| p.0),
             direction: axis(&s.direction, |d| d.0),
             repeat,

@@ -12,6 +12,7 @@ use linerate_proto::{Direction, Protocol};
 use serde::de::{self, Deserializer, IntoDeserializer, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
+use crate::plan::size::Size;
 use crate::units;
 
 /// A value read from one of a few TOML scalar kinds; the `from_*` that applies turns it into `Self`.
@@ -66,6 +67,12 @@ macro_rules! scalar_deserialize {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SizeItem(pub Option<u64>);
 
+/// A size on a matrix axis (`window`, `length`): `"default"` or a size, kept in the words the
+/// file wrote it in (`"256k"` labels its cells `w=256k`, as `--window 256k` does on the
+/// command line; a bare number keeps its digits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AxisSize(pub Option<Size>);
+
 /// A duration: seconds as a number (`60`, `0.3`) or a string with a unit (`"250ms"`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Seconds(pub Duration);
@@ -86,7 +93,7 @@ pub struct ProtocolItem(pub Protocol);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DirectionItem(pub Direction);
 
-scalar_deserialize!(SizeItem, Seconds, Rate, Fraction, ProtocolItem, DirectionItem);
+scalar_deserialize!(SizeItem, AxisSize, Seconds, Rate, Fraction, ProtocolItem, DirectionItem);
 
 impl Scalar for SizeItem {
     const EXPECTING: &'static str = "\"default\" or a size such as \"800k\", \"64K\" or 65536";
@@ -98,6 +105,19 @@ impl Scalar for SizeItem {
     }
     fn from_u64<E: de::Error>(v: u64) -> Result<Self, E> {
         Ok(SizeItem(Some(v)))
+    }
+}
+
+impl Scalar for AxisSize {
+    const EXPECTING: &'static str = SizeItem::EXPECTING;
+    fn from_str<E: de::Error>(s: &str) -> Result<Self, E> {
+        if s.eq_ignore_ascii_case("default") {
+            return Ok(AxisSize(None));
+        }
+        Size::spelled(s).map(|b| AxisSize(Some(b))).map_err(E::custom)
+    }
+    fn from_u64<E: de::Error>(v: u64) -> Result<Self, E> {
+        Size::spelled(&v.to_string()).map(|b| AxisSize(Some(b))).map_err(E::custom)
     }
 }
 
@@ -171,6 +191,12 @@ impl Scalar for DirectionItem {
 }
 
 impl Serialize for SizeItem {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(s)
+    }
+}
+
+impl Serialize for AxisSize {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         self.0.serialize(s)
     }
@@ -277,10 +303,10 @@ pub struct Settings {
     pub parallel: Option<Axis<u32>>,
     /// Socket buffer axis.
     #[serde(rename(serialize = "window_bytes"))]
-    pub window: Option<Axis<SizeItem>>,
+    pub window: Option<Axis<AxisSize>>,
     /// Block / datagram size axis.
     #[serde(rename(serialize = "length_bytes"))]
-    pub length: Option<Axis<SizeItem>>,
+    pub length: Option<Axis<AxisSize>>,
     /// Protocol axis.
     pub protocol: Option<Axis<ProtocolItem>>,
     /// Direction axis.
@@ -299,7 +325,7 @@ pub struct Settings {
     /// Repeat until the 95 % CI half-width is within this share of the mean.
     #[serde(rename(serialize = "until_ci_fraction"))]
     pub until_ci: Option<Fraction>,
-    /// With `until_ci`: the most runs per cell.
+    /// With `until_ci`: the most completed runs per cell.
     pub max_repeat: Option<u32>,
 }
 

@@ -179,7 +179,7 @@ pub struct MatrixPlan {
     pub repeat: u32,
     /// With `--until-ci`: the 95 % confidence half-width to reach, relative to the mean.
     pub until_ci: Option<f64>,
-    /// With `--until-ci`: the most runs per cell.
+    /// With `--until-ci`: the most completed runs per cell.
     pub max_repeat: u32,
     /// Seed of the run order.
     pub seed: u64,

@@ -13,6 +13,7 @@ pub mod campaign_de;
 pub mod fleet;
 pub mod matrix;
 pub mod pmtu;
+pub mod schedule;
 pub mod search;
 pub mod server;
 pub mod size;

@@ -2,19 +2,24 @@
 //! (`report::matrix`), then the cross-tier summary; or one JSON document with every tier.
 
 use std::io::Write;
+use std::path::Path;
 
 use serde::Serialize;
 
-use crate::plan::campaign::CampaignPlan;
+use crate::plan::campaign::{CampaignPlan, Tier};
+use crate::plan::schedule::Schedule;
 use crate::record::{RunRecord, SCHEMA_VERSION};
 use crate::report::matrix::{RunEntry, run_entries};
+use crate::report::schedule::plan_line;
+use crate::session::preflight::{Check, Reached, Unreached};
 use crate::stats::campaign::TierSummary;
 
-/// The line before the first run.
+/// The lines before the first run: the campaign, for a resumed one (`--resume`) its group and
+/// the completed runs each tier keeps, and the plan's runs and duration.
 pub fn render_start(
     plan: &CampaignPlan,
     seed: u64,
-    already_done: Option<(i64, usize)>,
+    already_done: Option<(i64, &[usize])>,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
     writeln!(
@@ -25,10 +30,66 @@ pub fn render_start(
         plan.tiers.len(),
         plan.planned_runs()
     )?;
-    if let Some((group, done)) = already_done {
-        writeln!(out, "Resuming campaign group {group}: {done} completed run(s) kept")?;
+    let done = already_done.map_or(&[][..], |(_, done)| done);
+    if let Some(group) = already_done.map(|(g, _)| g) {
+        let kept: usize = done.iter().sum();
+        writeln!(out, "Resuming campaign group {group}: {kept} completed run(s) kept")?;
     }
-    Ok(())
+    writeln!(out, "{}", plan_line(&Schedule::of_campaign(plan, done)))
+}
+
+/// A tier with the server check made before the first run (`session::preflight`).
+pub type Checked<'a> = (usize, &'a Tier, &'a Check);
+
+/// After the pre-flight, the line that says who answered for each tier.
+pub fn render_preflight(checked: &[Checked<'_>], out: &mut dyn Write) -> std::io::Result<()> {
+    let who: Vec<String> = checked
+        .iter()
+        .filter_map(|(i, tier, check)| {
+            let program = match check.result.as_ref().ok()? {
+                Reached::Linerate(software) => software.clone(),
+                Reached::Iperf3 => "an iperf3 server".into(),
+            };
+            Some(format!("tier {} {} at {} ({program})", i + 1, tier.name, check.server))
+        })
+        .collect();
+    if who.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "Pre-flight: every server answered: {}", who.join(", "))
+}
+
+/// Why the campaign stops before its first run: each tier (of `tiers`) whose server was not
+/// reached, why, and what to do (`file`: the campaign file).
+pub fn preflight_failure(checked: &[Checked<'_>], tiers: usize, file: &Path) -> String {
+    let failures: Vec<String> = checked
+        .iter()
+        .filter_map(|(i, tier, check)| {
+            let (why, detail) = check.result.as_ref().err()?;
+            let what = match why {
+                Unreached::Unresolved => "does not resolve",
+                Unreached::Refused => "refused the connection",
+                Unreached::TimedOut => "timed out",
+                Unreached::Unreachable => "cannot be reached",
+                Unreached::WrongProgram => {
+                    "runs the wrong program: it speaks neither linerate nor iperf3"
+                }
+                Unreached::Rejected => "turned the hello down",
+            };
+            Some(format!(
+                "tier {}/{tiers} \"{}\" at {} {what} ({detail})",
+                i + 1,
+                tier.name,
+                check.server
+            ))
+        })
+        .collect();
+    format!(
+        "pre-flight: {}; no run was made: fix the tier's host or port in {} or start its \
+         server, then run the campaign again",
+        failures.join("; "),
+        file.display()
+    )
 }
 
 /// Every tier's table and findings, then the summary across tiers.

@@ -111,6 +111,23 @@ pub fn campaign_table(tiers: &[TierSummary]) -> Table {
     t
 }
 
+/// What kept a tier from completing, in a sentence; None for a tier whose runs all completed.
+fn incomplete_tier(t: &TierSummary) -> Option<String> {
+    let interrupted: usize = t.summary.cells.iter().map(|c| c.interrupted).sum();
+    let attempts = t.runs + t.failed + interrupted;
+    let why = t.stopped.as_deref().map_or(String::new(), |w| format!(": {w}"));
+    let (name, failed) = (&t.name, t.failed);
+    Some(match (attempts, t.runs, &t.stopped) {
+        (0, _, _) => format!("{name}: did not run{why}"),
+        (_, 0, _) => format!("{name}: no run completed ({failed} failed){why}"),
+        (_, runs, Some(_)) => {
+            format!("{name}: stopped early after {runs} completed and {failed} failed run(s){why}")
+        }
+        _ if failed > 0 => format!("{name}: {failed} of {attempts} run(s) failed"),
+        _ => return None,
+    })
+}
+
 /// Every tier (heading, table, findings), then the cross-tier table and findings.
 pub fn write_campaign(
     style: Style,
@@ -126,6 +143,10 @@ pub fn write_campaign(
     writeln!(out)?;
     style.heading(2, "Campaign summary (best cell per tier, received)", out)?;
     style.table(&campaign_table(tiers), out)?;
+    let incomplete: Vec<String> = tiers.iter().filter_map(incomplete_tier).collect();
+    if !incomplete.is_empty() {
+        style.list("Tiers that did not complete", &incomplete, out)?;
+    }
     if !findings.is_empty() {
         style.list("Findings across tiers", findings, out)?;
     }

@@ -4,18 +4,24 @@ use std::io::Write;
 
 use serde::Serialize;
 
+use linerate_proto::TestSpec;
+
 use crate::plan::matrix::MatrixPlan;
+use crate::plan::schedule::Schedule;
 use crate::record::{RunRecord, SCHEMA_VERSION};
+use crate::report::schedule::plan_line;
 use crate::stats::matrix::MatrixSummary;
 
-/// The header line before the first run, and for a resumed matrix (`--resume`) its group and
-/// how many completed runs it keeps.
+/// The header lines before the first run: the matrix, for a resumed matrix (`--resume`) its
+/// group and how many completed runs it keeps, and the plan's runs and duration (`spec`: the
+/// base test, whose time and warm-up every run has).
 pub fn render_start(
     plan: &MatrixPlan,
-    cells: usize,
+    spec: &TestSpec,
     resumed: Option<(i64, usize)>,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
+    let cells = plan.cells().len();
     let ci = plan
         .until_ci
         .map(|t| {
@@ -34,7 +40,8 @@ pub fn render_start(
     if let Some((group, kept)) = resumed {
         writeln!(out, "Resuming matrix m{group}: {kept} completed run(s) kept.")?;
     }
-    Ok(())
+    let done = resumed.map_or(0, |(_, kept)| kept);
+    writeln!(out, "{}", plan_line(&Schedule::of_matrix(plan, spec, done)))
 }
 
 /// The table (Gbit/s received per run, both ends' CPU, what limited the cell) and findings.

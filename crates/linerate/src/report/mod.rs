@@ -20,6 +20,7 @@ pub mod matrix;
 pub mod model;
 pub mod notice;
 pub mod progress;
+pub mod schedule;
 pub mod table;
 pub mod text;
 

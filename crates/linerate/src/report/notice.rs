@@ -7,7 +7,8 @@
 //!   output stays parseable, and a script's log still says what went wrong);
 //! - notes (where results were stored or written, which embedded server runs): standard
 //!   output with the results, in text mode only (`-J` and `--json` print nothing else);
-//! - progress: standard error, only when it is a terminal (logs and pipes get nothing).
+//! - progress: standard error; on a terminal a bar redrawn in place before each run, in a log
+//!   or a pipe (CI) one line per finished run with its result, so long work is never silent.
 //!
 //! Must not decide whether to say something (the command does) nor learn about the terminal
 //! (`cmd` passes in whether standard error is one and how to read its width).
@@ -42,6 +43,20 @@ pub enum Notice<'a> {
         port: u16,
         /// The test.
         spec: &'a TestSpec,
+    },
+    /// A campaign's tier stopped early (its server went away, its runs kept failing): why,
+    /// and what the campaign does next.
+    TierStopped {
+        /// The tier's name.
+        tier: &'a str,
+        /// Its position (0-based).
+        index: usize,
+        /// Number of tiers.
+        tiers: usize,
+        /// Why it stopped.
+        why: &'a str,
+        /// The tier that runs next, if there is one.
+        next: Option<&'a str>,
     },
     /// A stored matrix did not complete: how to run the rest.
     MatrixIncomplete {
@@ -80,7 +95,9 @@ impl Notice<'_> {
     /// Its kind.
     pub fn kind(&self) -> Kind {
         match self {
-            Notice::HistoryUnavailable(_) | Notice::RunNotStored(_) => Kind::Warning,
+            Notice::HistoryUnavailable(_)
+            | Notice::RunNotStored(_)
+            | Notice::TierStopped { .. } => Kind::Warning,
             Notice::Stored(_)
             | Notice::HtmlWritten(_)
             | Notice::DefaultJob { .. }
@@ -133,6 +150,17 @@ impl Notice<'_> {
                 "linerate selftest: embedded server on 127.0.0.1:{port}, {}",
                 super::text::describe_spec(spec)
             ),
+            Notice::TierStopped { tier, index, tiers, why, next } => {
+                let then = match next {
+                    Some(n) => format!("the campaign goes on with tier {}/{tiers} {n}", index + 2),
+                    None => "it was the last tier".into(),
+                };
+                writeln!(
+                    out,
+                    "warning: tier {}/{tiers} {tier} stopped early: {why}; {then}",
+                    index + 1
+                )
+            }
             Notice::MatrixIncomplete { group } => writeln!(
                 out,
                 "The matrix did not complete: its completed runs are stored; run the rest with \
@@ -154,14 +182,15 @@ const CLEAR_LINE: &str = "\r\x1b[2K";
 pub struct Console {
     /// Whether the results are text (notes are shown only then).
     text: bool,
-    /// Standard error is a terminal: how to read its width.
+    /// Standard error is a terminal: how to read its width (None: a log or a pipe).
     terminal: Option<Columns>,
     /// A progress line is on the terminal (cleared before anything else is written there).
     bar: Cell<bool>,
 }
 
 impl Console {
-    /// A console for results in text (`text`) or JSON, with progress when `terminal` is given.
+    /// A console for results in text (`text`) or JSON, with a progress bar when `terminal` is
+    /// given, else progress lines.
     pub fn new(text: bool, terminal: Option<Columns>) -> Self {
         Self { text, terminal, bar: Cell::new(false) }
     }
@@ -190,14 +219,25 @@ impl Console {
         let _ = out.flush();
     }
 
-    /// Draws `progress` over the previous line, on a terminal only.
+    /// On a terminal, draws the bar of a run about to start over the previous one; elsewhere,
+    /// writes the line of a run that finished.
     pub fn progress(&self, progress: &Progress) {
         self.progress_to(progress, &mut std::io::stderr().lock());
     }
 
     /// [`Console::progress`] to the given stream (standard error).
     pub fn progress_to(&self, progress: &Progress, stderr: &mut dyn Write) {
-        let Some(columns) = self.terminal else { return };
+        let Some(columns) = self.terminal else {
+            if let Some(line) = progress.finished_line() {
+                let _ = writeln!(stderr, "{line}");
+                let _ = stderr.flush();
+            }
+            return;
+        };
+        if progress.finished.is_some() {
+            // The next run's bar says it.
+            return;
+        }
         let line = progress.line(columns().unwrap_or(DEFAULT_COLUMNS));
         let _ = write!(stderr, "{CLEAR_LINE}{line}");
         let _ = stderr.flush();

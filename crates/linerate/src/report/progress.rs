@@ -1,17 +1,23 @@
-//! The progress bar of matrices and campaigns: one line, redrawn in place on a terminal.
+//! The progress of matrices and campaigns: on a terminal one bar, redrawn in place before
+//! each run; in a log or a pipe (CI) one line per finished run, with its result.
 //!
 //! `[=========>          ] 12/40  30%  about 1 min 20 s left  P=2 (run 2)`
+//! `[12/40] P=2 (run 2): 9.41 Gbit/s (about 1 min 20 s left)`
 //!
-//! The counts and the time left come first and the label last, cut to the terminal's width,
-//! because a line that wraps cannot be redrawn with `\r`. It is drawn from a [`Progress`]
-//! value by `notice::Console`, only when stderr is a terminal; logs and pipes get nothing. The
+//! The bar puts the counts and the time left first and the label last, cut to the terminal's
+//! width, because a line that wraps cannot be redrawn with `\r`. Both are drawn from a
+//! [`Progress`] value by `notice::Console`, which knows which one standard error gets. The
 //! time left is the runner's estimate (the mean time per finished run times the runs left),
 //! shown only once a run has finished.
 
 use std::time::Duration;
 
+use crate::record::{Outcome, RunRecord};
 use crate::session::campaign::CampaignProgress;
 use crate::session::matrix;
+use crate::stats::matrix::received_rate;
+use crate::stats::summarize;
+use crate::units::format_bits_per_second;
 
 /// Where a matrix or a campaign is: what its progress line is drawn from.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,17 +34,44 @@ pub struct Progress {
     pub repetition: u32,
     /// The estimated time left, once a run has finished.
     pub eta: Option<Duration>,
+    /// After the run: its result in words (`9.41 Gbit/s`, `failed: …`); before it, None.
+    pub finished: Option<String>,
 }
 
 impl Progress {
-    /// The progress line, at most `columns` characters wide.
+    /// The progress bar, at most `columns` characters wide.
     pub fn line(&self, columns: usize) -> String {
+        bar_line(self.done, self.planned, &self.what(), self.eta, columns)
+    }
+
+    /// After a run, its line for a log: `[3/12] P=2 (run 1): 9.41 Gbit/s (about 2 min 00 s
+    /// left)`; None before a run.
+    pub fn finished_line(&self) -> Option<String> {
+        let result = self.finished.as_deref()?;
+        let left = match self.eta {
+            Some(e) if self.done < self.planned => format!(" (about {} left)", duration_words(e)),
+            _ => String::new(),
+        };
+        Some(format!("[{}/{}] {}: {result}{left}", self.done, self.planned, self.what()))
+    }
+
+    /// `tier 3/4 NAME: P=2 (run 1)`, or without the tier in a matrix.
+    fn what(&self) -> String {
         let run = format!("{} (run {})", self.cell, self.repetition);
-        let what = match &self.tier {
+        match &self.tier {
             Some((name, index, tiers)) => format!("tier {}/{tiers} {name}: {run}", index + 1),
             None => run,
-        };
-        bar_line(self.done, self.planned, &what, self.eta, columns)
+        }
+    }
+}
+
+/// What a finished run gave, in words: the rate received (as in the matrix's table), or that
+/// it was interrupted or failed and why.
+fn result_words(record: &RunRecord) -> String {
+    match &record.outcome {
+        Outcome::Completed => format_bits_per_second(received_rate(&summarize(record))),
+        Outcome::Interrupted => "interrupted".into(),
+        Outcome::Failed { error, .. } => format!("failed: {error}"),
     }
 }
 
@@ -51,6 +84,7 @@ impl From<matrix::Progress<'_>> for Progress {
             cell: p.cell.label(),
             repetition: p.repetition,
             eta: p.eta,
+            finished: p.finished.map(result_words),
         }
     }
 }
@@ -64,6 +98,7 @@ impl From<CampaignProgress<'_>> for Progress {
             cell: p.cell.label(),
             repetition: p.repetition,
             eta: p.eta,
+            finished: p.finished.map(result_words),
         }
     }
 }
@@ -94,13 +129,17 @@ pub fn bar_line(
     cut(&line, columns.max(BAR_WIDTH + 2))
 }
 
-/// `42 s`, `3 min 20 s`, `1 h 05 min`: how long, to the nearest second, then to what matters.
+/// `42 s`, `3 min 20 s`, `1 h 05 min`: how long, to the nearest second, and from an hour on
+/// to the nearest minute.
 pub fn duration_words(d: Duration) -> String {
     let s = (d.as_millis() as u64).saturating_add(500) / 1000;
     match s {
         0..60 => format!("{s} s"),
         60..3600 => format!("{} min {:02} s", s / 60, s % 60),
-        _ => format!("{} h {:02} min", s / 3600, s % 3600 / 60),
+        _ => {
+            let min = (s + 30) / 60;
+            format!("{} h {:02} min", min / 60, min % 60)
+        }
     }
 }
 
@@ -148,5 +187,7 @@ mod tests {
         assert_eq!(duration_words(Duration::from_millis(990)), "1 s");
         assert_eq!(duration_words(Duration::from_secs(200)), "3 min 20 s");
         assert_eq!(duration_words(Duration::from_secs(3900)), "1 h 05 min");
+        assert_eq!(duration_words(Duration::from_secs(5808)), "1 h 37 min", "rounded");
+        assert_eq!(duration_words(Duration::from_secs(7199)), "2 h 00 min");
     }
 }

@@ -4,8 +4,10 @@
 //! Tiers are not interleaved: a tier is a place in the network (localhost, a VM on the same
 //! host, across the DC link), and its runs need its server; randomising within a tier is what
 //! protects its cells from drift. A tier whose matrix stops early (its server is gone) does not
-//! stop the campaign: the next tier has another server. Ctrl-C stops after the current run and
-//! no further tier starts. Progress goes to a callback; this module prints nothing.
+//! stop the campaign: the next tier has another server; the caller hears why it stopped
+//! ([`CampaignEvent::TierStopped`]). Ctrl-C stops after the current run and no further tier
+//! starts. Progress goes to a callback; this module prints nothing. Before any of this the
+//! caller checks every tier's server (`session::preflight`).
 
 use std::time::{Duration, Instant};
 
@@ -25,7 +27,7 @@ pub struct CampaignProgress<'a> {
     pub tier_index: usize,
     /// Number of tiers.
     pub tiers: usize,
-    /// The cell about to run.
+    /// The cell about to run (or just run).
     pub cell: &'a Cell,
     /// Its repetition (1-based).
     pub repetition: u32,
@@ -35,6 +37,26 @@ pub struct CampaignProgress<'a> {
     pub planned: usize,
     /// Estimated time left for the whole campaign.
     pub eta: Option<Duration>,
+    /// After the run: its record (before it: None).
+    pub finished: Option<&'a RunRecord>,
+}
+
+/// What a campaign tells its caller as it goes.
+#[derive(Debug, Clone)]
+pub enum CampaignEvent<'a> {
+    /// Before and after each run.
+    Run(CampaignProgress<'a>),
+    /// A tier stopped early (not by an interrupt): why; the campaign goes on with the next.
+    TierStopped {
+        /// The tier.
+        tier: &'a Tier,
+        /// Its position (0-based).
+        tier_index: usize,
+        /// Number of tiers.
+        tiers: usize,
+        /// Why it stopped.
+        why: &'a str,
+    },
 }
 
 /// What a campaign run produced: one matrix outcome per tier, in tier order (runs of earlier
@@ -48,14 +70,15 @@ pub struct CampaignOutcome {
 }
 
 /// Runs `plan`: tier `i` against `bases[i]` with order seed `tier_seed(seed, i)`, after the
-/// completed runs `prior[i]`. `each` sees every new run (to store it).
+/// completed runs `prior[i]`. `each` sees every new run (to store it); `events` hears of each
+/// run before and after it, and of a tier that stopped early.
 pub fn run_campaign(
     plan: &CampaignPlan,
     bases: &[ClientPlan],
     seed: u64,
     prior: Vec<Vec<(usize, u32, RunRecord)>>,
     interrupt: &Interrupt,
-    progress: &mut dyn FnMut(CampaignProgress<'_>),
+    events: &mut dyn FnMut(CampaignEvent<'_>),
     each: &mut dyn FnMut(&Tier, &Cell, u32, &RunRecord),
 ) -> CampaignOutcome {
     let planned = plan.planned_runs();
@@ -78,16 +101,18 @@ pub fn run_campaign(
             let done = done_before + ran;
             let left = planned.saturating_sub(done) as u32;
             let eta = (ran > 0).then(|| started.elapsed() / ran as u32 * left);
-            progress(CampaignProgress {
+            events(CampaignEvent::Run(CampaignProgress {
                 tier,
                 tier_index: i,
                 tiers: plan.tiers.len(),
                 cell: p.cell,
                 repetition: p.repetition,
                 done,
-                planned: planned.max(done + 1),
+                // Before a run, that run at least is planned; after it, the runs done are.
+                planned: planned.max(done + usize::from(p.finished.is_none())),
                 eta,
-            });
+                finished: p.finished,
+            }));
         };
         let mut tier_each = |cell: &Cell, rep: u32, record: &RunRecord| {
             ran_here.set(ran_here.get() + 1);
@@ -96,6 +121,10 @@ pub fn run_campaign(
         let earlier_len = earlier.len();
         let outcome =
             run_matrix_from(base, &matrix, earlier, interrupt, &mut tier_progress, &mut tier_each);
+        if let Some(why) = outcome.stopped.as_deref().filter(|_| interrupt.count() == 0) {
+            let tiers = plan.tiers.len();
+            events(CampaignEvent::TierStopped { tier, tier_index: i, tiers, why });
+        }
         let new_runs = outcome.runs.len() - earlier_len;
         out.ran += new_runs;
         out.tiers.push(outcome);

@@ -89,7 +89,7 @@ impl std::fmt::Display for PeerIsIperf3 {
 
 impl std::error::Error for PeerIsIperf3 {}
 
-const IPERF3_RETRY_PAUSE: Duration = Duration::from_millis(300);
+pub(super) const IPERF3_RETRY_PAUSE: Duration = Duration::from_millis(300);
 
 /// True if the first bytes from a server are an iperf3 state byte rather than our magic.
 pub(super) fn looks_like_iperf3(first: &[u8]) -> bool {
@@ -97,7 +97,7 @@ pub(super) fn looks_like_iperf3(first: &[u8]) -> bool {
 }
 
 /// The first bytes of a server that speaks iperf3's protocol end the native attempt.
-fn refuse_iperf3(first: &[u8]) -> Result<()> {
+pub(super) fn refuse_iperf3(first: &[u8]) -> Result<()> {
     if looks_like_iperf3(first) {
         return Err(PeerIsIperf3.into());
     }
@@ -377,16 +377,28 @@ pub(super) fn connect_any(
     addrs: &[SocketAddr],
     plan: &ClientPlan,
 ) -> Result<(TcpStream, SocketAddr)> {
+    connect_first(addrs, plan).map_err(|(_, e)| e)
+}
+
+/// [`connect_any`], the failure with the system's answer to the last `connect` (None when no
+/// connect was tried or another step failed), which the error's words do not keep.
+pub(super) fn connect_first(
+    addrs: &[SocketAddr],
+    plan: &ClientPlan,
+) -> Result<(TcpStream, SocketAddr), (Option<std::io::ErrorKind>, anyhow::Error)> {
     let mut last = None;
     // The control connection: the plan's local address, none of the test's socket options.
     let bind = Bind { ip: plan.bind, port: None };
     for addr in addrs {
         match socket::connect(*addr, bind, &SocketOptions::default(), plan.connect_timeout) {
             Ok(s) => return Ok((s, *addr)),
-            Err(e) => last = Some(setup_error(e, *addr, plan)),
+            Err(e) => {
+                let kind = (e.step == Step::Connect).then(|| e.io().kind());
+                last = Some((kind, setup_error(e, *addr, plan)));
+            }
         }
     }
-    Err(last.unwrap_or_else(|| anyhow!("no address to connect to")))
+    Err(last.unwrap_or_else(|| (None, anyhow!("no address to connect to"))))
 }
 
 /// A failed socket set-up as the user reads it: a failed connect says what to check.

@@ -16,26 +16,29 @@ use crate::plan::ClientPlan;
 use crate::plan::matrix::{Cell, MatrixPlan};
 use crate::record::{Outcome, RunRecord};
 use crate::session::{Interrupt, Quiet, client};
-use crate::stats::matrix::received_rate;
-use crate::stats::sample::{ci_within, describe};
-use crate::stats::summarize;
+use crate::stats::matrix::summarize_matrix;
 
 /// Consecutive failed runs after which the matrix stops.
 pub const MAX_FAILURES_IN_A_ROW: u32 = 3;
+/// With `--until-ci`: attempts a cell may make per run it may have (`max_repeat`), failed and
+/// interrupted ones included, before it is given up on.
+pub const MAX_ATTEMPTS_PER_RUN: usize = 2;
 
-/// Where the matrix is, for a progress line.
+/// Where the matrix is, for a progress line: told before each run and after it.
 #[derive(Debug, Clone)]
 pub struct Progress<'a> {
-    /// Runs finished so far.
+    /// Runs finished so far (with `finished`: this one included).
     pub done: usize,
     /// Runs planned so far (grows with `--until-ci` rounds).
     pub planned: usize,
-    /// The cell about to run.
+    /// The cell about to run (or just run).
     pub cell: &'a Cell,
     /// Its repetition number (1-based).
     pub repetition: u32,
     /// Estimated time left for the planned runs.
     pub eta: Option<Duration>,
+    /// After the run: its record (before it: None).
+    pub finished: Option<&'a RunRecord>,
 }
 
 /// What a matrix run produced.
@@ -99,16 +102,19 @@ pub fn run_matrix_from(
         }
         let ran = (next - skipped) as u32;
         let left = (order.len() - next).saturating_sub(done.len() - skipped) as u32;
-        let eta = (ran > 0).then(|| started.elapsed() / ran * left);
-        progress(Progress {
-            done: next,
+        let eta = |ran: u32, left: u32| (ran > 0).then(|| started.elapsed() / ran * left);
+        let at = |done, eta, finished| Progress {
+            done,
             planned: order.len(),
             cell,
             repetition: reps[cell.index],
             eta,
-        });
+            finished,
+        };
+        progress(at(next, eta(ran, left), None));
         let record = client::run(&plan.cell_plan(base, cell), &mut Quiet, interrupt);
         each(cell, reps[cell.index], &record);
+        progress(at(next + 1, eta(ran + 1, left.saturating_sub(1)), Some(&record)));
         failures = if matches!(record.outcome, Outcome::Failed { .. }) { failures + 1 } else { 0 };
         let error = match &record.outcome {
             Outcome::Failed { error, .. } => Some(error.clone()),
@@ -128,28 +134,93 @@ pub fn run_matrix_from(
 }
 
 /// With `--until-ci`: cells whose 95 % interval is still wider than the target and that have
-/// runs left.
+/// runs left. Only completed runs count, for the interval and towards `max_repeat` (as in
+/// every figure, `stats::matrix`): a failed or interrupted run says nothing about the cell's
+/// rate. So that a cell whose runs keep failing cannot go on for ever, a cell stops after
+/// `MAX_ATTEMPTS_PER_RUN` attempts per run it may have.
 fn pending_cells(
     plan: &MatrixPlan,
     cells: &[Cell],
     runs: &[(usize, u32, RunRecord)],
 ) -> Vec<usize> {
     let Some(target) = plan.until_ci else { return Vec::new() };
-    cells
+    let runs: Vec<(usize, RunRecord)> = runs.iter().map(|(c, _, r)| (*c, r.clone())).collect();
+    let max = plan.max_repeat as usize;
+    summarize_matrix(cells, &runs, Some(target))
+        .cells
         .iter()
-        .filter(|c| {
-            let of_cell: Vec<&RunRecord> =
-                runs.iter().filter(|(i, _, _)| *i == c.index).map(|(_, _, r)| r).collect();
-            if of_cell.len() >= plan.max_repeat as usize {
-                return false;
-            }
-            let rates: Vec<f64> = of_cell
-                .iter()
-                .filter(|r| !matches!(r.outcome, Outcome::Failed { .. }))
-                .map(|r| received_rate(&summarize(r)))
-                .collect();
-            !describe(&rates).is_some_and(|s| ci_within(&s, target))
-        })
+        .filter(|c| c.ci_target_met != Some(true) && c.runs < max)
+        .filter(|c| c.runs + c.failed + c.interrupted < max * MAX_ATTEMPTS_PER_RUN)
         .map(|c| c.index)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use linerate_proto::{SideResults, StreamRole, TestSpec};
+
+    use super::*;
+    use crate::plan::matrix::AxisValue;
+
+    /// A run whose server received `bits_per_second` for one second, ending with `outcome`.
+    fn run(bits_per_second: u64, outcome: Outcome) -> RunRecord {
+        let side = |role| SideResults {
+            software: "t".into(),
+            streams: vec![RunRecord::test_stream(role, bits_per_second / 8)],
+            ..Default::default()
+        };
+        let mut r = RunRecord::for_tests(
+            TestSpec::default_tcp(),
+            side(StreamRole::Sender),
+            side(StreamRole::Receiver),
+        );
+        r.outcome = outcome;
+        r
+    }
+
+    fn failed() -> Outcome {
+        Outcome::Failed { error: "refused".into(), kind: None }
+    }
+
+    fn plan(max_repeat: u32) -> MatrixPlan {
+        MatrixPlan {
+            axes: vec![vec![AxisValue::Parallel(1)]],
+            repeat: 2,
+            until_ci: Some(0.05),
+            max_repeat,
+            seed: 1,
+            udp_rate: 1_000_000,
+            length_given: false,
+        }
+    }
+
+    fn pending(max_repeat: u32, outcomes: &[(u64, Outcome)]) -> bool {
+        let p = plan(max_repeat);
+        let runs: Vec<_> = outcomes
+            .iter()
+            .enumerate()
+            .map(|(i, (b, o))| (0, i as u32 + 1, run(*b, o.clone())))
+            .collect();
+        pending_cells(&p, &p.cells(), &runs) == [0]
+    }
+
+    #[test]
+    fn until_ci_counts_only_completed_runs_towards_the_interval_and_the_cap() {
+        let g = 1_000_000_000;
+        // Two completed runs of the same rate meet any target.
+        assert!(!pending(4, &[(g, Outcome::Completed), (g, Outcome::Completed)]));
+        // An interrupted run's part-test rate does not widen the interval.
+        assert!(!pending(
+            4,
+            &[(g, Outcome::Completed), (g, Outcome::Completed), (g / 10, Outcome::Interrupted)]
+        ));
+        // Failed runs do not use up the cell's runs: one completed run is no interval.
+        assert!(pending(3, &[(0, failed()), (0, failed()), (g, Outcome::Completed)]));
+        // Completed runs reach the cap whatever their spread.
+        assert!(!pending(2, &[(g, Outcome::Completed), (g / 2, Outcome::Completed)]));
+        // A cell whose runs keep failing is given up after MAX_ATTEMPTS_PER_RUN per run.
+        let failing = vec![(0, failed()); 2 * MAX_ATTEMPTS_PER_RUN];
+        assert!(!pending(2, &failing));
+        assert!(pending(2, &failing[1..]));
+    }
 }

@@ -16,6 +16,7 @@ pub mod iperf3;
 pub mod log_limit;
 pub mod matrix;
 mod native;
+pub mod preflight;
 pub(crate) mod pump;
 mod served;
 pub mod server;

@@ -156,30 +156,13 @@ pub fn cost_warnings(s: &CostSummary) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use linerate_proto::{
-        CycleSource, Flow, ProcessCpu, SocketReport, StreamResult, StreamRole, SystemCpu,
-    };
+    use crate::record::RunRecord;
+    use linerate_proto::{CycleSource, ProcessCpu, StreamRole, SystemCpu};
 
     fn side(cost: HostCost) -> SideResults {
         SideResults {
             software: "t".into(),
-            streams: vec![StreamResult {
-                id: 1,
-                flow: Flow::ClientToServer,
-                role: StreamRole::Sender,
-                bytes: 2_000_000_000,
-                omitted_bytes: 0,
-                duration_us: 1_000_000,
-                omitted_us: 0,
-                intervals: vec![],
-                socket: SocketReport::default(),
-                retransmits: None,
-                tcp: None,
-                thread_cpu: None,
-                udp_sender: None,
-                udp_receiver: None,
-                error: None,
-            }],
+            streams: vec![RunRecord::test_stream(StreamRole::Sender, 2_000_000_000)],
             intervals_dropped: false,
             intervals_per_sample: 1,
             cost: Some(Box::new(cost)),

@@ -238,26 +238,10 @@ pub fn udp_verdict(
 mod tests {
     use super::*;
     use linerate_proto::udp::{UdpCounts, UdpReceiverResult, UdpSenderResult};
-    use linerate_proto::{Direction, Protocol, SideResults, SocketReport, TestSpec};
+    use linerate_proto::{Direction, Protocol, SideResults, TestSpec};
 
     fn stream(role: StreamRole) -> StreamResult {
-        StreamResult {
-            id: 1,
-            flow: Flow::ClientToServer,
-            role,
-            bytes: 0,
-            omitted_bytes: 0,
-            duration_us: 1_000_000,
-            omitted_us: 0,
-            intervals: vec![],
-            socket: SocketReport::default(),
-            retransmits: None,
-            tcp: None,
-            thread_cpu: None,
-            udp_sender: None,
-            udp_receiver: None,
-            error: None,
-        }
+        RunRecord::test_stream(role, 0)
     }
 
     fn record(sent: u64, counts: UdpCounts, omitted: UdpCounts, drops: u64) -> RunRecord {

@@ -491,28 +491,12 @@ mod rule_tests {
     use crate::record::{Outcome, SCHEMA_VERSION};
     use crate::stats::summarize;
     use linerate_proto::TcpInternals;
-    use linerate_proto::{
-        CpuTimes, HostCost, ProcessCpu, SideResults, SocketReport, StreamResult, SystemCpu,
-    };
+    use linerate_proto::{CpuTimes, HostCost, ProcessCpu, SideResults, StreamResult, SystemCpu};
 
     /// A one-stream upload: 1.25 GB in 1 s (10 Gbit/s) with the given sender TCP state.
     fn record(tcp: TcpInternals, thread_pct: u64, busiest_pct: u64) -> RunRecord {
-        let stream = |role, tcp: Option<TcpInternals>, thread: Option<ProcessCpu>| StreamResult {
-            id: 1,
-            flow: Flow::ClientToServer,
-            role,
-            bytes: 1_250_000_000,
-            omitted_bytes: 0,
-            duration_us: 1_000_000,
-            omitted_us: 0,
-            intervals: vec![],
-            socket: SocketReport::default(),
-            retransmits: None,
-            tcp,
-            thread_cpu: thread,
-            udp_sender: None,
-            udp_receiver: None,
-            error: None,
+        let stream = |role, tcp: Option<TcpInternals>, thread_cpu: Option<ProcessCpu>| {
+            StreamResult { tcp, thread_cpu, ..RunRecord::test_stream(role, 1_250_000_000) }
         };
         let cost = HostCost {
             window_us: 1_000_000,

@@ -1,6 +1,7 @@
 //! Parsing campaign files: defaults, order, units, and errors that point at the line.
 
 use super::*;
+use crate::plan::matrix::Cell;
 
 fn ok(text: &str) -> CampaignPlan {
     parse(text, "plan.toml", "plan").unwrap_or_else(|e| panic!("{e}"))
@@ -8,6 +9,11 @@ fn ok(text: &str) -> CampaignPlan {
 
 fn err(text: &str) -> String {
     parse(text, "plan.toml", "plan").expect_err("must be refused").to_string()
+}
+
+/// An axis of sizes as byte counts.
+fn bytes(axis: &[Option<Size>]) -> Vec<Option<u64>> {
+    axis.iter().map(|s| s.map(Size::bytes)).collect()
 }
 
 const TWO_TIERS: &str = r#"name = "dc"
@@ -40,7 +46,7 @@ fn tiers_keep_file_order_and_take_defaults_unless_they_override() {
     assert_eq!(z.target.port, 5201);
     assert_eq!(z.target.link, None);
     assert_eq!(z.matrix.parallel, [1, 2, 4, 8]);
-    assert_eq!(z.matrix.window_bytes, [None, Some(800_000)]);
+    assert_eq!(bytes(&z.matrix.window_bytes), [None, Some(800_000)]);
     assert_eq!((z.matrix.time_ms, z.matrix.repeat), (60_000, 3));
     assert_eq!(a.target.port, 5202);
     assert_eq!(
@@ -84,12 +90,35 @@ omit = 0.5
     let m = &p.tiers[0].matrix;
     assert_eq!(p.name, "plan");
     assert_eq!(m.parallel, [2]);
-    assert_eq!(m.length_bytes, [Some(8192), Some(1000), None]);
+    assert_eq!(bytes(&m.length_bytes), [Some(8192), Some(1000), None]);
     assert_eq!(m.protocol, [Protocol::Udp]);
     assert_eq!(m.direction, [Direction::Upload, Direction::Download, Direction::Bidirectional]);
     assert_eq!(m.bitrate_bits_per_second, Some(100_000_000));
     assert_eq!(m.until_ci_fraction, Some(0.05));
     assert_eq!((m.max_repeat, m.omit_ms), (6, 500));
+}
+
+#[test]
+fn sizes_label_their_cells_in_the_files_words_and_are_stored_as_bytes() {
+    let p = ok(r#"
+[tiers.w]
+host = "127.0.0.1"
+window = ["256k", "default", 65536, "1.5M"]
+length = ["128K", 1000]
+"#);
+    let labels: Vec<String> = p.tiers[0].matrix_plan(0).cells().iter().map(Cell::label).collect();
+    assert_eq!(labels[0], "w=256k l=128K", "not w=250K: the file's words");
+    assert_eq!(labels[3], "w=default l=1000");
+    assert_eq!(labels[5], "w=65536 l=1000", "a bare number keeps its digits, not 64K");
+    assert_eq!(labels[6], "w=1.5M l=128K");
+    let spec = p.tiers[0].matrix_plan(0).cells()[0].spec(&TestSpec::default_tcp());
+    assert_eq!((spec.window_bytes, spec.block_bytes), (Some(256_000), 128 * 1024));
+    // The stored plan (what --resume compares) holds bytes, as before.
+    let stored = serde_json::to_value(&p).expect("json");
+    assert_eq!(
+        stored["tiers"][0]["matrix"]["window_bytes"],
+        serde_json::json!([256000, null, 65536, 1572864])
+    );
 }
 
 #[test]
@@ -156,7 +185,7 @@ fn the_example_campaigns_stay_valid() {
     let sweep = std::fs::read_to_string(format!("{root}vmware-sweep.toml")).expect("example");
     let p = parse(&sweep, "vmware-sweep.toml", "x").unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(p.tiers[0].matrix_plan(0).cells().len(), 6 * 4 * 2);
-    assert_eq!(p.tiers[0].matrix.window_bytes.first(), Some(&Some(8192)));
+    assert_eq!(bytes(&p.tiers[0].matrix.window_bytes).first(), Some(&Some(8192)));
     assert_eq!(p.tiers[1].target.link.map(|l| l.mtu_bytes), Some(9000));
 }
 

@@ -19,6 +19,14 @@ fn every_notice(spec: &TestSpec) -> Vec<Notice<'_>> {
         Notice::HtmlWritten(Path::new("before-after.html")),
         Notice::DefaultJob { port: 40123 },
         Notice::Selftest { port: 40123, spec },
+        Notice::TierStopped {
+            tier: "same-l2",
+            index: 2,
+            tiers: 4,
+            why: "3 runs in a row failed (last: cannot connect to 10.0.0.3:5201: connection refused)",
+            next: Some("dc-link"),
+        },
+        Notice::TierStopped { tier: "dc-link", index: 3, tiers: 4, why: "x", next: None },
         Notice::MatrixIncomplete { group: 3 },
     ]
 }
@@ -55,7 +63,7 @@ fn notes_go_with_text_results_warnings_and_hints_to_stderr_always() {
     let (out, err) = shown(&Console::new(true, None));
     assert_eq!(out.lines().count(), 7, "{out}");
     assert!(out.lines().all(|l| !l.starts_with("warning:")), "{out}");
-    assert_eq!(err.lines().count(), 3, "{err}");
+    assert_eq!(err.lines().count(), 5, "{err}");
     assert!(err.starts_with("warning: results will not be stored"), "{err}");
     // JSON results: standard output holds only the document; stderr is unchanged.
     let (json_out, json_err) = shown(&Console::new(false, None));
@@ -71,6 +79,7 @@ fn campaign_progress() -> Progress {
         cell: "P=8 w=800k l=128K tcp bidir".into(),
         repetition: 3,
         eta: Some(Duration::from_secs(4000)),
+        finished: None,
     }
 }
 
@@ -83,6 +92,7 @@ fn progress_lines_of_a_matrix_and_a_campaign() {
         cell: "P=2".into(),
         repetition: 1,
         eta: Some(Duration::from_secs(75)),
+        finished: None,
     };
     let mut lines = Vec::new();
     for columns in [80, 40] {
@@ -93,10 +103,10 @@ fn progress_lines_of_a_matrix_and_a_campaign() {
 }
 
 #[test]
-fn progress_is_drawn_on_a_terminal_only_and_cleared_before_a_warning() {
+fn progress_is_a_bar_on_a_terminal_only_and_cleared_before_a_warning() {
     let mut err = Vec::new();
     Console::new(true, None).progress_to(&campaign_progress(), &mut err);
-    assert!(err.is_empty(), "no terminal, no progress");
+    assert!(err.is_empty(), "no terminal: no bar before a run");
 
     let console = Console::new(true, Some(|| Some(60)));
     console.progress_to(&campaign_progress(), &mut err);
@@ -114,4 +124,25 @@ fn progress_is_drawn_on_a_terminal_only_and_cleared_before_a_warning() {
         String::from_utf8(err).expect("utf8"),
         "warning: this run was not stored: disk full\n"
     );
+}
+
+#[test]
+fn off_a_terminal_each_finished_run_gets_one_line() {
+    let done = |done, eta, finished: &str| Progress {
+        done,
+        eta,
+        finished: Some(finished.into()),
+        ..campaign_progress()
+    };
+    let mut err = Vec::new();
+    let log = Console::new(false, None);
+    log.progress_to(&done(8, Some(Duration::from_secs(4000)), "9.41 Gbit/s"), &mut err);
+    log.progress_to(&done(39, None, "failed: connection refused"), &mut err);
+    log.progress_to(&done(40, Some(Duration::from_secs(0)), "912 Mbit/s"), &mut err);
+    log.progress_to(&campaign_progress(), &mut err);
+    insta::assert_snapshot!(String::from_utf8(err).expect("utf8"));
+    // On a terminal a finished run draws nothing: the next run's bar says it.
+    let mut drawn = Vec::new();
+    Console::new(true, Some(|| Some(60))).progress_to(&done(8, None, "1 Gbit/s"), &mut drawn);
+    assert!(drawn.is_empty());
 }
