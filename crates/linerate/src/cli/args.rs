@@ -171,12 +171,18 @@ pub struct CompatArgs {
     pub net: NetArgs,
     #[command(flatten)]
     pub test: TestArgs,
+    /// With -c: where the run is kept (as `linerate client`).
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// With -c: pass/fail gates (as `linerate client`).
+    #[command(flatten)]
+    pub gates: GateArgs,
 }
 
 /// `linerate client`.
 #[derive(Debug, Args)]
 pub struct ClientArgs {
-    /// Server host name or address.
+    /// Server host name or address; HOST:PORT, an IPv6 address, [IPv6] and [IPv6]:PORT work.
     #[arg(value_name = "HOST")]
     pub host: String,
     #[command(flatten)]
@@ -307,14 +313,14 @@ pub struct MatrixArgs {
     #[command(flatten)]
     pub net: NetArgs,
     /// Streams per direction to try (axis), e.g. 1,2,4,8.
-    #[arg(long = "parallel", value_name = "N,...", value_delimiter = ',',
+    #[arg(short = 'P', long = "parallel", value_name = "N,...", value_delimiter = ',',
           value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub parallel: Vec<u32>,
     /// Socket buffer sizes to try (axis): `default` (autotuning) or a size, e.g. default,800k.
-    #[arg(long = "window", value_name = "SIZE,...", value_delimiter = ',', value_parser = optional_size)]
+    #[arg(short = 'w', long = "window", value_name = "SIZE,...", value_delimiter = ',', value_parser = optional_size)]
     pub window: Vec<Option<Size>>,
     /// Block or datagram sizes to try (axis): `default` or a size, e.g. 8K,64K,1M.
-    #[arg(long = "length", value_name = "SIZE,...", value_delimiter = ',', value_parser = optional_size)]
+    #[arg(short = 'l', long = "length", value_name = "SIZE,...", value_delimiter = ',', value_parser = optional_size)]
     pub length: Vec<Option<Size>>,
     /// Protocols to try (axis): tcp, udp.
     #[arg(long = "protocol", value_name = "P,...", value_delimiter = ',', value_enum)]
@@ -451,9 +457,10 @@ impl From<DirectionArg> for linerate_proto::Direction {
 /// Addressing flags shared by client and server.
 #[derive(Debug, Args)]
 pub struct NetArgs {
-    /// Server port.
-    #[arg(short = 'p', long = "port", value_name = "PORT", default_value_t = crate::plan::DEFAULT_PORT)]
-    pub port: u16,
+    /// Server port [default: 5201]. A client may instead write it in the host, as HOST:PORT
+    /// or [IPv6]:PORT, but not both ways.
+    #[arg(short = 'p', long = "port", value_name = "PORT")]
+    pub port: Option<u16>,
     /// Local address to bind (server: listen only there; client: send from there).
     #[arg(short = 'B', long = "bind", value_name = "ADDR")]
     pub bind: Option<IpAddr>,

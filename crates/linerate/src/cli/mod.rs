@@ -8,6 +8,7 @@
 
 mod args;
 mod convert;
+mod host;
 mod server_args;
 
 use std::ffi::OsString;
