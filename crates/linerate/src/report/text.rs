@@ -497,7 +497,21 @@ pub fn render_server_note(note: &ServerNote, out: &mut dyn Write) -> std::io::Re
                 if parts.is_empty() { "no data".into() } else { parts.join(", ") },
                 summary.software,
                 summary.seconds
-            )
+            )?;
+            // Names of other processes on this host: for the operator only, never the client.
+            let busy = server.as_ref().and_then(|s| crate::stats::cost::cost_summary("server", s));
+            match busy.and_then(|c| Some((c.foreign_percent_of_core?, c.foreign_top))) {
+                Some((f, top))
+                    if f >= crate::stats::cost::FOREIGN_WARN_PERCENT && !top.is_empty() =>
+                {
+                    writeln!(
+                        out,
+                        "[test {test}] other processes used {f:.0}% of a core on this host during the test: {}",
+                        top.join(", ")
+                    )
+                }
+                _ => Ok(()),
+            }
         }
         ServerNote::DoctorAnswered { peer, client } => {
             writeln!(out, "Doctor from {peer} ({client}): environment sent")

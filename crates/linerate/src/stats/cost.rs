@@ -136,11 +136,16 @@ pub fn cost_summary(end: &'static str, side: &SideResults) -> Option<CostSummary
 pub fn cost_warnings(s: &CostSummary) -> Vec<String> {
     let mut w = Vec::new();
     if let Some(f) = s.foreign_percent_of_core.filter(|f| *f >= FOREIGN_WARN_PERCENT) {
+        // A server names them only in its operator's log: a client learns the share alone.
+        let who = match (s.foreign_top.is_empty(), s.end) {
+            (false, _) => format!(" ({})", s.foreign_top.join(", ")),
+            (true, "server") => " (the server's log names them)".to_string(),
+            (true, _) => String::new(),
+        };
         w.push(format!(
-            "{}: other processes used {f:.0}% of a core during the test ({}); throughput and CPU \
-             figures may be distorted — rerun on a quiet machine",
-            s.end,
-            if s.foreign_top.is_empty() { "unnamed".to_string() } else { s.foreign_top.join(", ") }
+            "{}: other processes used {f:.0}% of a core on the {} host during the test{who}; \
+             throughput and CPU figures may be distorted — rerun on a quiet machine",
+            s.end, s.end
         ));
     }
     if s.concurrent_tests > 0 {
