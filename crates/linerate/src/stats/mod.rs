@@ -8,6 +8,7 @@ pub mod doctor;
 pub mod doctor_path;
 pub mod environment;
 pub mod fairness;
+pub mod intervals;
 pub mod matrix;
 pub mod sample;
 pub mod settings;
