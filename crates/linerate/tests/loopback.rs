@@ -366,11 +366,56 @@ fn verdict_names_the_limit_the_test_imposed() {
     // the honest verdict is then the busy host (with the end whose core it was), or the
     // receive window of a receiver that could not drain in time.
     let doc = client_json(srv.port, &["-t", "1.5", "-i", "0"]);
-    // On a busy machine a starved receiver can also hold the sender back by its window, and
-    // ends that barely ran fall through to the path (a verdict for starved ends is still to
-    // come); a quiet machine must say cpu.
-    let starved = ["receive_window", "path"];
-    crate::util::assert_verdict_or_busy_host(&doc, "cpu", &starved, "loopback");
+    // On a busy machine an end whose threads waited for a CPU is starved (the helper accepts
+    // that verdict with its measured wait); a busy receiver that still ran enough can hold the
+    // sender back by its window, and an end that barely ran without a measured wait falls
+    // through to the path. A quiet machine must say cpu.
+    let crowded = ["receive_window", "path"];
+    crate::util::assert_verdict_or_busy_host(&doc, "cpu", &crowded, "loopback");
+}
+
+#[test]
+fn ends_pinned_to_a_core_with_a_cpu_hog_are_starved_not_path_bound() {
+    let _serial = crate::util::exclusive();
+    // Server, client and a bounded busy loop all on cpu0: each runnable thread waits for the
+    // other two, so the ends get a fraction of the core however fast the path is.
+    let srv = Server::start(&[]);
+    let pin = |pid: u32| {
+        let ok = std::process::Command::new("taskset")
+            .args(["-a", "-p", "-c", "0", &pid.to_string()])
+            .stdout(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "taskset could not pin pid {pid}");
+    };
+    pin(srv.child.id());
+    let mut hog = std::process::Command::new("taskset")
+        .args(["-c", "0", "timeout", "8", "sh", "-c", "while :; do :; done"])
+        .spawn()
+        .expect("start hog");
+    std::thread::sleep(Duration::from_millis(200));
+    let port = srv.port.to_string();
+    let args = ["client", "127.0.0.1", "-p", &port, "-t", "1.5", "-i", "0", "-J", "--no-store"];
+    let out = crate::util::run_under(&["taskset", "-c", "0"], &args, Duration::from_secs(40));
+    // SAFETY: plain kill(2) on our own child's pid (`timeout` forwards SIGTERM to the loop).
+    unsafe { libc::kill(hog.id() as i32, libc::SIGTERM) };
+    let _ = hog.wait();
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let doc = out.json();
+    let v = &doc["summary"]["verdicts"][0];
+    assert_eq!(v["limit"], "starved", "{v}");
+    let text = v["summary"].as_str().expect("summary");
+    let pct: f64 = text
+        .split("threads waited ")
+        .nth(1)
+        .and_then(|t| t.split('%').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no wait share in {text}"));
+    assert!(pct >= 25.0, "{text}");
+    let waits = ["client", "server_results"].map(|end| {
+        streams(&doc, end)[0]["thread_wait_us"].as_u64().unwrap_or_else(|| panic!("{end}"))
+    });
+    assert!(waits.iter().any(|w| *w > 300_000), "threads waited: {waits:?}");
 }
 
 #[test]

@@ -12,6 +12,7 @@ pub mod intervals;
 pub mod matrix;
 pub mod sample;
 pub mod settings;
+pub mod starved;
 pub mod summary;
 pub mod udp;
 pub mod verdict;

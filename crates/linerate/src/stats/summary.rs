@@ -260,6 +260,7 @@ mod tests {
             retransmits: (role == StreamRole::Sender).then_some(u64::from(id)),
             tcp: None,
             thread_cpu: None,
+            thread_wait_us: None,
             udp_sender: None,
             udp_receiver: None,
             error: None,

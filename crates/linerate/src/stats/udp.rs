@@ -254,6 +254,7 @@ mod tests {
             retransmits: None,
             tcp: None,
             thread_cpu: None,
+            thread_wait_us: None,
             udp_sender: None,
             udp_receiver: None,
             error: None,
