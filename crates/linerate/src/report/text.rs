@@ -77,7 +77,7 @@ fn details(
     for v in summary.verdicts.iter().filter(|v| !v.evidence.is_empty() && !failed(record)) {
         writeln!(out, "Evidence for the verdict on {}:", v.flow.label())?;
         for e in &v.evidence {
-            writeln!(out, "  evidence: {e}")?;
+            writeln!(out, "  - {e}")?;
         }
     }
     for w in record.warnings.iter().chain(&summary.warnings) {

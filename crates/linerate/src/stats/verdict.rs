@@ -222,16 +222,7 @@ fn verdict(
     if let Some(v) = udp.and_then(|u| sender_behind(u, d, record.spec.bits_per_second)) {
         return make(Limit::SenderPacing, v, evidence);
     }
-    // A window the user set (-w) is a limit they imposed, with a known cause: the window rule
-    // speaks first then, and a starved end is added to its evidence.
-    let starved = starved::starved_end(record, d.flow).map(|s| (s, starved::explain(&s, cost)));
-    if let Some((s, (summary, why))) = starved.clone() {
-        if record.spec.window_bytes.is_none() {
-            return Verdict { end: Some(s.end), ..make(Limit::Starved, summary, vec![why]) };
-        }
-        evidence.push(why);
-    }
-    if let Some(t) = tcp {
+    let figures = tcp.map(|t| {
         let rwnd = share(t.rwnd_limited_us, t.busy_us).unwrap_or(0.0);
         let sndbuf = share(t.sndbuf_limited_us, t.busy_us).unwrap_or(0.0);
         let retrans = share(t.bytes_retrans, t.bytes_sent).unwrap_or(0.0);
@@ -243,6 +234,18 @@ fn verdict(
             t.rtt_us_sum / t.streams,
             t.cwnd_sum / t.streams
         ));
+        (t, rwnd, sndbuf)
+    });
+    // A window the user set (-w) is a limit they imposed, with a known cause: the window rule
+    // speaks first then, and a starved end is added to its evidence.
+    if let Some(s) = starved::starved_end(record, d.flow) {
+        let (summary, why) = starved::explain(&s, cost);
+        evidence.push(why);
+        if record.spec.window_bytes.is_none() {
+            return Verdict { end: Some(s.end), ..make(Limit::Starved, summary, evidence) };
+        }
+    }
+    if let Some((t, rwnd, sndbuf)) = figures {
         let small_window = t.window_smaller_than_cwnd * 2 > t.streams;
         if rwnd >= LIMITED_SHARE || small_window {
             let rcvbuf = d.receiver.as_ref().and_then(|r| r.recv_buffer_bytes).map(|(_, hi)| hi);
@@ -699,7 +702,8 @@ mod rule_tests {
             "{}",
             v.summary
         );
-        assert!(v.evidence[0].contains("waited 60% of 1.00 s"), "{:?}", v.evidence);
+        assert!(v.evidence[0].contains("receive-window-limited 80%"), "{:?}", v.evidence);
+        assert!(v.evidence[1].contains("waited 60% of 1.00 s"), "{:?}", v.evidence);
         // No foreign load recorded: the test's own threads are said to be the cause.
         assert!(v.summary.contains("fewer streams"), "{}", v.summary);
         // Just below the threshold the window rule speaks, as before; on a path-bound run too.
