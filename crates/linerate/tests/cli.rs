@@ -148,3 +148,31 @@ fn matrix_takes_iperf_short_flags_for_its_axes() {
         assert!(out.stdout.contains(cell), "{cell}: {}", out.stdout);
     }
 }
+
+#[test]
+fn readme_and_help_speak_to_a_newcomer() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("README");
+    let help = run(&["--help"], Duration::from_secs(10)).stdout;
+    for (what, text) in [("README.md", &readme), ("--help", &help)] {
+        assert!(!text.to_lowercase().contains("seeds"), "{what} speaks of the seeds");
+        // Verdict ids are for JSON and CSV; people read words.
+        for id in ["cpu(client)", "cpu(server)", "foreign_load(", "receive_window"] {
+            assert!(!text.contains(id), "{what} shows the internal id {id}");
+        }
+    }
+    // Every file the README points at is in the repository.
+    for word in readme.split(|c: char| c.is_whitespace() || "`()[],;:".contains(c)) {
+        let file = word.trim_end_matches('.');
+        let pointer = ["docs/", "examples/", "benches/", ".ci/", ".cargo/"]
+            .iter()
+            .any(|p| file.starts_with(p))
+            && !file.ends_with('/');
+        if pointer && !file.contains('*') {
+            assert!(root.join(file).exists(), "README points at {file}, which is not here");
+        }
+    }
+    // The bare command is the default methodology (a matrix), not a single self-test.
+    let line = help.lines().find(|l| l.trim_start().starts_with("linerate  ")).expect(&help);
+    assert!(line.contains("default methodology"), "{line}");
+}

@@ -20,7 +20,9 @@ Units:
 Output shows byte counts in IEC units (GiB = 2^30 bytes) and rates in SI (Gbit/s = 10^9 bit/s).
 
 Examples:
-  linerate                          self-test: embedded loopback server + 3 s test
+  linerate                          the default methodology on loopback: an embedded server,
+                                    1 and 2 streams, 3 runs each, a table and findings (~8 s)
+  linerate selftest                 one 3 s test against an embedded loopback server
   linerate server                   serve tests on port 5201 (same as: linerate -s)
   linerate client HOST -P 4 -t 30   4 streams for 30 s   (same as: linerate -c HOST ...)
   linerate client HOST -R -w 800k   server sends; 800 kB socket buffers on both ends

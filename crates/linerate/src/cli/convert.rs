@@ -274,7 +274,7 @@ fn report_plan(a: ReportArgs) -> Result<ReportPlan, String> {
 }
 
 /// `linerate` with no arguments: streams 1 and 2, three times each, 1 s per run, against an
-/// embedded loopback server — the seeds' first tier in a few seconds.
+/// embedded loopback server — a layered method's first tier in a few seconds.
 pub(super) fn default_methodology() -> Plan {
     let mut base = ClientPlan {
         psk: None,

@@ -1,4 +1,4 @@
-//! Tables: one definition of a tier's cell table (the seeds' "throughput range, CPU on
+//! Tables: one definition of a tier's cell table (the hand-made "throughput range, CPU on
 //! server/client, memory" per cell, with the statistics behind it), written as aligned text,
 //! a Markdown pipe table or an HTML table.
 //!

@@ -1,5 +1,5 @@
 //! A matrix's results: per-cell statistics over the repetitions and findings in plain words,
-//! the way the seeds conclude ("use -P = half the CPUs", "the window made no difference").
+//! the way people conclude from hand-made sweeps ("use -P = half the CPUs", "the window made no difference").
 //!
 //! Every finding cites the numbers behind it, and differences are only called differences
 //! when a Welch t-test says they are unlikely to be noise (`stats::compare`). Pure functions
