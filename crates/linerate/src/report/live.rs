@@ -83,8 +83,8 @@ impl<W: Write> LivePrinter<W> {
             self.explained = true;
             writeln!(
                 self.out,
-                "{p}(Retr and Cwnd are the sender's: here the server's, shown per interval with \
-                 the results)"
+                "{p}(Retr and Cwnd are the sender's, here the server's: shown per interval after \
+                 the test if it sends them)"
             )?;
         }
         Ok(())

@@ -97,9 +97,20 @@ fn details(
 fn server_sender_ticks(record: &RunRecord, out: &mut dyn Write) -> std::io::Result<()> {
     let Some(server) = &record.server_results else { return Ok(()) };
     for flow in [Flow::ClientToServer, Flow::ServerToClient] {
-        let ticks =
-            crate::stats::intervals::sender_ticks(server.streams.iter().filter(|s| s.flow == flow));
+        let sent = || server.streams.iter().filter(|s| s.flow == flow);
+        let ticks = crate::stats::intervals::sender_ticks(sent());
+        let tcp_sender = |s: &&linerate_proto::StreamResult| {
+            s.role == StreamRole::Sender && s.udp_sender.is_none()
+        };
         if ticks.is_empty() {
+            if sent().any(|s| tcp_sender(&s)) && record.spec.interval_ms > 0 {
+                writeln!(
+                    out,
+                    "Sender (server) per interval, {}: n/a (the server sent no per-interval TCP \
+                     figures)",
+                    flow.label()
+                )?;
+            }
             continue;
         }
         writeln!(out, "Sender (server) per interval, {}:", flow.label())?;
