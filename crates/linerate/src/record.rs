@@ -150,6 +150,7 @@ impl RunRecord {
             retransmits: None,
             tcp: None,
             thread_cpu: None,
+            thread_wait_us: None,
             udp_sender: None,
             udp_receiver: None,
             error: None,

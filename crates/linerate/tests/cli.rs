@@ -85,3 +85,94 @@ fn man_page_and_completions_are_generated() {
     let out = run(&["generate", "bash"], Duration::from_secs(10));
     assert!(out.stdout.contains("linerate") && out.stdout.contains("--parallel"));
 }
+
+#[test]
+fn hosts_are_accepted_as_iperf_and_url_users_write_them() {
+    let srv = crate::util::Server::start(&[]);
+    let port = srv.port.to_string();
+    let v4 = format!("127.0.0.1:{port}");
+    let v6 = format!("[::1]:{port}");
+    for args in [
+        vec!["client", &v4, "-t", "0.2", "--no-store"],
+        vec!["client", &v6, "-t", "0.2", "--no-store"],
+        vec!["client", "[::1]", "-p", &port, "-t", "0.2", "--no-store"],
+    ] {
+        let out = run(&args, Duration::from_secs(20));
+        assert_eq!(out.code, Some(0), "{args:?}: {}", out.stderr);
+        assert!(out.stdout.contains("Test complete."), "{args:?}: {}", out.stdout);
+    }
+    let out = run(&["client", &v4, "-p", "5201"], Duration::from_secs(10));
+    assert_eq!(out.code, Some(2), "{}", out.stderr);
+    assert!(
+        out.stderr.contains(&format!("{port} in")) && out.stderr.contains("5201 with -p"),
+        "names both ports: {}",
+        out.stderr
+    );
+}
+
+#[test]
+fn iperf_style_client_takes_the_store_flags() {
+    let srv = crate::util::Server::start(&[]);
+    let port = srv.port.to_string();
+    let out =
+        run(&["-c", "127.0.0.1", "-p", &port, "-t", "0.2", "--no-store"], Duration::from_secs(20));
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(out.stdout.contains("Test complete."), "{}", out.stdout);
+    assert!(!out.stdout.contains("Stored as"), "--no-store keeps it out: {}", out.stdout);
+    let out = run(&["-s", "--no-store"], Duration::from_secs(10));
+    assert_eq!(out.code, Some(2), "{}", out.stderr);
+    assert!(out.stderr.contains("-c HOST"), "{}", out.stderr);
+}
+
+#[test]
+fn matrix_takes_iperf_short_flags_for_its_axes() {
+    let srv = crate::util::Server::start(&[]);
+    let port = srv.port.to_string();
+    let args = [
+        "matrix",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "-P",
+        "1,2",
+        "-w",
+        "64K,1M",
+        "--repeat",
+        "1",
+        "-t",
+        "0.2",
+    ];
+    let out = run(&[&args[..], &["--no-store"]].concat(), Duration::from_secs(60));
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    for cell in ["P=1 w=64K", "P=2 w=64K", "P=1 w=1M", "P=2 w=1M"] {
+        assert!(out.stdout.contains(cell), "{cell}: {}", out.stdout);
+    }
+}
+
+#[test]
+fn readme_and_help_speak_to_a_newcomer() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("README");
+    let help = run(&["--help"], Duration::from_secs(10)).stdout;
+    for (what, text) in [("README.md", &readme), ("--help", &help)] {
+        assert!(!text.to_lowercase().contains("seeds"), "{what} speaks of the seeds");
+        // Verdict ids are for JSON and CSV; people read words.
+        for id in ["cpu(client)", "cpu(server)", "foreign_load(", "receive_window"] {
+            assert!(!text.contains(id), "{what} shows the internal id {id}");
+        }
+    }
+    // Every file the README points at is in the repository.
+    for word in readme.split(|c: char| c.is_whitespace() || "`()[],;:".contains(c)) {
+        let file = word.trim_end_matches('.');
+        let pointer = ["docs/", "examples/", "benches/", ".ci/", ".cargo/"]
+            .iter()
+            .any(|p| file.starts_with(p))
+            && !file.ends_with('/');
+        if pointer && !file.contains('*') {
+            assert!(root.join(file).exists(), "README points at {file}, which is not here");
+        }
+    }
+    // The bare command is the default methodology (a matrix), not a single self-test.
+    let line = help.lines().find(|l| l.trim_start().starts_with("linerate  ")).expect(&help);
+    assert!(line.contains("default methodology"), "{line}");
+}

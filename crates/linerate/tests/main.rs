@@ -10,6 +10,7 @@ mod access;
 mod campaign;
 mod chart_layout;
 mod cli;
+mod client_text;
 mod doctor;
 mod environment;
 mod exit;

@@ -154,8 +154,21 @@ impl Output {
 
 /// Runs `linerate <args>`, killing it after `limit`.
 pub fn run(args: &[&str], limit: Duration) -> Output {
+    run_under(&[], args, limit)
+}
+
+/// Runs `<wrapper> linerate <args>` (e.g. `taskset -c 0`), killing it after `limit`.
+pub fn run_under(wrapper: &[&str], args: &[&str], limit: Duration) -> Output {
     let start = Instant::now();
-    let mut child = Command::new(bin())
+    let mut command = match wrapper.split_first() {
+        Some((program, rest)) => {
+            let mut c = Command::new(program);
+            c.args(rest).arg(bin());
+            c
+        }
+        None => Command::new(bin()),
+    };
+    let mut child = command
         .env("XDG_DATA_HOME", data_home())
         .args(args)
         .stdout(Stdio::piped())
@@ -226,7 +239,8 @@ pub fn assert_agree(a: u64, b: u64, what: &str) {
 
 /// Asserts the run's first verdict is `expected`, or — when other processes (other builds on a
 /// shared machine) kept the busiest core busier than the test — the busy host naming the end
-/// whose machine was crowded, or one of `also_when_busy` when either end was crowded.
+/// whose machine was crowded, or one of `also_when_busy` when either end was crowded; or a
+/// starved end (its threads measurably waited for a CPU, `stats/starved.rs`).
 /// `what` goes into failure messages.
 pub fn assert_verdict_or_busy_host(
     doc: &Value,
@@ -245,6 +259,11 @@ pub fn assert_verdict_or_busy_host(
     match v["limit"].as_str().expect("limit") {
         l if l == expected => {}
         "foreign_load" => assert!(crowded(v["end"].as_str().expect("end")), "{what}: {v}"),
+        // An end whose threads waited for a CPU: the verdict cites the measured wait.
+        "starved" => {
+            let text = v["summary"].as_str().expect("summary");
+            assert!(text.contains("% of the time for a CPU"), "{what}: {v}");
+        }
         l if busy && also_when_busy.contains(&l) => {}
         other => {
             let machine = if busy { "busy" } else { "quiet" };

@@ -140,6 +140,7 @@ fn rich_results() -> SideResults {
             retransmits: Some(0),
             tcp: Some(tcp),
             thread_cpu: None,
+            thread_wait_us: None,
             udp_sender: None,
             udp_receiver: None,
             error: Some("did not finish".into()),

@@ -129,6 +129,10 @@ pub struct StreamResult {
     /// CPU the stream's own thread used while it moved data (where the OS reports it).
     #[serde(default)]
     pub thread_cpu: Option<ProcessCpu>,
+    /// How long the stream's thread was runnable but waited for a CPU while it moved data,
+    /// microseconds (Linux schedstat run delay; None where the OS does not say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_wait_us: Option<u64>,
     /// UDP sender figures (UDP streams this end sent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub udp_sender: Option<crate::udp::UdpSenderResult>,
@@ -400,6 +404,7 @@ mod tests {
             retransmits: None,
             tcp: None,
             thread_cpu: None,
+            thread_wait_us: None,
             udp_sender: None,
             udp_receiver: None,
             error: None,

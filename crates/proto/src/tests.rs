@@ -110,6 +110,7 @@ fn results(software: &str, bytes: u64) -> SideResults {
             retransmits: Some(0),
             tcp: None,
             thread_cpu: None,
+            thread_wait_us: None,
             udp_sender: None,
             udp_receiver: None,
             error: None,

@@ -20,7 +20,9 @@ Units:
 Output shows byte counts in IEC units (GiB = 2^30 bytes) and rates in SI (Gbit/s = 10^9 bit/s).
 
 Examples:
-  linerate                          self-test: embedded loopback server + 3 s test
+  linerate                          the default methodology on loopback: an embedded server,
+                                    1 and 2 streams, 3 runs each, a table and findings (~8 s)
+  linerate selftest                 one 3 s test against an embedded loopback server
   linerate server                   serve tests on port 5201 (same as: linerate -s)
   linerate client HOST -P 4 -t 30   4 streams for 30 s   (same as: linerate -c HOST ...)
   linerate client HOST -R -w 800k   server sends; 800 kB socket buffers on both ends
@@ -175,12 +177,18 @@ pub struct CompatArgs {
     pub net: NetArgs,
     #[command(flatten)]
     pub test: TestArgs,
+    /// With -c: where the run is kept (as `linerate client`).
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// With -c: pass/fail gates (as `linerate client`).
+    #[command(flatten)]
+    pub gates: GateArgs,
 }
 
 /// `linerate client`.
 #[derive(Debug, Args)]
 pub struct ClientArgs {
-    /// Server host name or address.
+    /// Server host name or address; HOST:PORT, an IPv6 address, [IPv6] and [IPv6]:PORT work.
     #[arg(value_name = "HOST")]
     pub host: String,
     #[command(flatten)]
@@ -311,14 +319,14 @@ pub struct MatrixArgs {
     #[command(flatten)]
     pub net: NetArgs,
     /// Streams per direction to try (axis), e.g. 1,2,4,8.
-    #[arg(long = "parallel", value_name = "N,...", value_delimiter = ',',
+    #[arg(short = 'P', long = "parallel", value_name = "N,...", value_delimiter = ',',
           value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub parallel: Vec<u32>,
     /// Socket buffer sizes to try (axis): `default` (autotuning) or a size, e.g. default,800k.
-    #[arg(long = "window", value_name = "SIZE,...", value_delimiter = ',', value_parser = optional_size)]
+    #[arg(short = 'w', long = "window", value_name = "SIZE,...", value_delimiter = ',', value_parser = optional_size)]
     pub window: Vec<Option<Size>>,
     /// Block or datagram sizes to try (axis): `default` or a size, e.g. 8K,64K,1M.
-    #[arg(long = "length", value_name = "SIZE,...", value_delimiter = ',', value_parser = optional_size)]
+    #[arg(short = 'l', long = "length", value_name = "SIZE,...", value_delimiter = ',', value_parser = optional_size)]
     pub length: Vec<Option<Size>>,
     /// Protocols to try (axis): tcp, udp.
     #[arg(long = "protocol", value_name = "P,...", value_delimiter = ',', value_enum)]
@@ -455,9 +463,10 @@ impl From<DirectionArg> for linerate_proto::Direction {
 /// Addressing flags shared by client and server.
 #[derive(Debug, Args)]
 pub struct NetArgs {
-    /// Server port.
-    #[arg(short = 'p', long = "port", value_name = "PORT", default_value_t = crate::plan::DEFAULT_PORT)]
-    pub port: u16,
+    /// Server port [default: 5201]. A client may instead write it in the host, as HOST:PORT
+    /// or [IPv6]:PORT, but not both ways.
+    #[arg(short = 'p', long = "port", value_name = "PORT")]
+    pub port: Option<u16>,
     /// Local address to bind (server: listen only there; client: send from there).
     #[arg(short = 'B', long = "bind", value_name = "ADDR")]
     pub bind: Option<IpAddr>,

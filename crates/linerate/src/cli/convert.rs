@@ -72,7 +72,7 @@ pub(super) fn to_plan(cli: Cli) -> Result<Plan, String> {
         )?)),
         Some(Command::Selftest(a)) => {
             let net = NetArgs {
-                port: 0,
+                port: Some(0),
                 bind: None,
                 ipv4: true,
                 ipv6: false,
@@ -276,7 +276,7 @@ fn report_plan(a: ReportArgs) -> Result<ReportPlan, String> {
 }
 
 /// `linerate` with no arguments: streams 1 and 2, three times each, 1 s per run, against an
-/// embedded loopback server — the seeds' first tier in a few seconds.
+/// embedded loopback server — a layered method's first tier in a few seconds.
 pub(super) fn default_methodology() -> Plan {
     let mut base = ClientPlan {
         psk: None,
@@ -320,6 +320,13 @@ fn random_seed() -> u64 {
 }
 
 fn compat_plan(c: CompatArgs) -> Result<Plan, String> {
+    let stored = c.store.no_store || c.store.db.is_some() || !c.store.label.is_empty();
+    let gated = c.gates.fail_below.is_some() || c.gates.fail_regression.is_some();
+    if c.client.is_none() && (stored || gated) {
+        return Err("--no-store, --db, --label and the --fail-* gates apply to a client: \
+                    add -c HOST (or use `linerate client HOST`)"
+            .into());
+    }
     if c.server {
         let settings = crate::plan::server::ServerSettings {
             psk_file: c.net.psk_file.clone(),
@@ -332,10 +339,13 @@ fn compat_plan(c: CompatArgs) -> Result<Plan, String> {
         )?));
     }
     match c.client {
-        Some(host) => client_plan(host, &c.net, &c.test, DEFAULT_TIME).map(Plan::Client),
+        Some(host) => {
+            let p = with_store(client_plan(host, &c.net, &c.test, DEFAULT_TIME)?, &c.store);
+            Ok(Plan::Client(with_gates(p, &c.gates)?))
+        }
         None => {
             let net = NetArgs {
-                port: 0,
+                port: Some(0),
                 bind: None,
                 ipv4: true,
                 ipv6: false,
@@ -358,9 +368,16 @@ fn doctor_plan(a: DoctorArgs) -> Result<DoctorPlan, String> {
     {
         return Err(format!("-B {ip} does not match -4/-6; drop one of them"));
     }
+    let (host, port) = match &a.host {
+        Some(h) => {
+            let (name, port) = super::host::host_port(h, a.net.port)?;
+            (Some(name), port)
+        }
+        None => (None, a.net.port.unwrap_or(crate::plan::DEFAULT_PORT)),
+    };
     Ok(DoctorPlan {
-        host: a.host,
-        port: a.net.port,
+        host,
+        port,
         bind: a.net.bind,
         family: family(&a.net),
         json: a.net.json,
@@ -394,7 +411,7 @@ fn server_plan(net: &NetArgs, one_off: bool, policy: Policy) -> Result<ServerPla
         return Err(format!("-B {ip} does not match -4/-6; drop one of them"));
     }
     Ok(ServerPlan {
-        port: net.port,
+        port: net.port.unwrap_or(crate::plan::DEFAULT_PORT),
         bind: net.bind,
         family: family(net),
         one_off,
@@ -429,10 +446,11 @@ pub(super) fn client_plan(
         return Err("--connect-timeout must be more than 0 s".into());
     }
     let psk = net.psk_file.as_deref().map(crate::plan::server::read_psk).transpose()?;
+    let (host, port) = super::host::host_port(&host, net.port)?;
     Ok(ClientPlan {
         psk,
         host,
-        port: net.port,
+        port,
         spec,
         family: family(net),
         bind: net.bind,

@@ -26,7 +26,7 @@ pub struct FleetArgs {
 
 /// The fleet plan: the targets, checked, and the test every one gets.
 pub(super) fn fleet_plan(a: FleetArgs) -> Result<FleetPlan, String> {
-    let port = a.net.port;
+    let port = a.net.port.unwrap_or(crate::plan::DEFAULT_PORT);
     let mut targets: Vec<Target> =
         a.targets.iter().map(|t| parse_target(t, port)).collect::<Result<_, _>>()?;
     if let Some(path) = &a.targets_file {

@@ -3,12 +3,13 @@
 //!
 //! iperf muscle memory works: `linerate -s` is `linerate server`, `linerate -c HOST` is
 //! `linerate client HOST`, and the short flags are iperf3's. `linerate` with no arguments
-//! runs the default methodology on loopback (a small matrix against an embedded server, the
-//! seeds' "localhost" tier); `linerate selftest` runs one test against it.
+//! runs the default methodology on loopback (a small matrix against an embedded server: the
+//! "localhost" tier of a layered method); `linerate selftest` runs one test against it.
 
 mod args;
 mod convert;
 mod fleet_args;
+mod host;
 mod server_args;
 
 use std::ffi::OsString;

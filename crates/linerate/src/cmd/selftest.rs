@@ -13,7 +13,7 @@ use crate::report::text;
 use crate::session::Interrupt;
 use crate::session::server::{Notes, Server, ServerNote};
 
-/// The default job: the seeds' first tier against an embedded server.
+/// The default job: a layered method's first tier (localhost) against an embedded server.
 pub fn run_default(base: ClientPlan, m: &MatrixPlan) -> Result<ExitCode> {
     with_embedded_server(base, |plan| {
         super::console(true).show(&Notice::DefaultJob { port: plan.port });

@@ -13,6 +13,14 @@ pub fn process_cpu() -> Option<ProcessCpu> {
     imp::rusage(imp::Who::Process)
 }
 
+/// How long the calling thread has been runnable but waiting for a CPU since it started,
+/// microseconds: the run delay of `/proc/thread-self/schedstat` (Linux with schedstats);
+/// None elsewhere.
+pub fn thread_wait_us() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    super::procfs::parse_schedstat_wait_us(&text)
+}
+
 /// CPU time of the calling thread since it started (Linux); None elsewhere.
 pub fn thread_cpu() -> Option<ProcessCpu> {
     imp::rusage(imp::Who::Thread)

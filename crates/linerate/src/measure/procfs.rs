@@ -1,5 +1,5 @@
 //! Parsers for the kernel's text interfaces (`/proc/stat`, `/proc/<pid>/stat`,
-//! `/proc/self/status`, cpufreq, `/proc/cpuinfo`) and the Linux readers that feed them.
+//! `/proc/self/status`, `schedstat`, cpufreq, `/proc/cpuinfo`) and the Linux readers that feed them.
 //!
 //! Parsers are pure functions over text, tested with recorded fixtures; readers are the only
 //! code here that touches the file system, and return None where the OS has no such file.
@@ -54,6 +54,15 @@ fn parse_cpu_fields<'a>(fields: impl Iterator<Item = &'a str>, hz: u64) -> Optio
         softirq_us: us(6),
         steal_us: us(7),
     })
+}
+
+/// The run delay (time runnable but waiting on a run queue) of a `schedstat` line
+/// (`run_ns wait_ns timeslices`), in microseconds.
+pub fn parse_schedstat_wait_us(text: &str) -> Option<u64> {
+    let mut fields = text.split_ascii_whitespace();
+    let _run_ns: u64 = fields.next()?.parse().ok()?;
+    let wait_ns: u64 = fields.next()?.parse().ok()?;
+    Some(wait_ns / 1000)
 }
 
 /// One process from `/proc/<pid>/stat`.
@@ -126,6 +135,12 @@ pub fn parse_cpufreq_khz(text: &str) -> Option<u64> {
 #[cfg(target_os = "linux")]
 mod read {
     use super::*;
+
+    #[test]
+    fn schedstat_run_delay() {
+        assert_eq!(parse_schedstat_wait_us("5000000 2500000 17\n"), Some(2500));
+        assert_eq!(parse_schedstat_wait_us("garbage"), None);
+    }
 
     /// USER_HZ, the unit of `/proc` CPU times.
     pub fn ticks_per_second() -> u64 {

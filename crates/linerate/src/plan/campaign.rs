@@ -1,5 +1,5 @@
 //! `linerate campaign FILE.toml`: several tiers (targets), each with its own matrix, run one
-//! after the other — the seeds' method of measuring localhost, then same-host VMs, then the
+//! after the other — the layered method of measuring localhost, then same-host VMs, then the
 //! same L2, then across the DC link, so that each tier's figure is read against the one below.
 //!
 //! The file is TOML (docs/METHODOLOGY.md, "Campaigns"): `name`, `seed`, `[defaults]` and one

@@ -16,6 +16,7 @@ pub mod history;
 pub mod html;
 pub mod iperf3_json;
 pub mod json;
+pub mod live;
 pub mod matrix;
 pub mod model;
 pub mod notice;

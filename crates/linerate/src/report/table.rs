@@ -1,4 +1,4 @@
-//! Tables: one definition of a tier's cell table (the seeds' "throughput range, CPU on
+//! Tables: one definition of a tier's cell table (the hand-made "throughput range, CPU on
 //! server/client, memory" per cell, with the statistics behind it), written as aligned text,
 //! a Markdown pipe table or an HTML table.
 //!
@@ -278,6 +278,13 @@ pub fn verdict_words(id: &str) -> (String, String) {
                  the test: rerun on a quiet machine"
             ),
         ),
+        "starved" => (
+            end.map_or("starved end".into(), |e| format!("starved {e}")),
+            format!(
+                "{end_name}'s threads waited 25 % or more of the test for a CPU: the rate is its \
+                 share of the CPU, not the path's"
+            ),
+        ),
         "link" => (
             "link".into(),
             "the receiver got 90 % or more of the declared link's TCP goodput".into(),
@@ -472,6 +479,7 @@ mod tests {
         assert!(md.contains("\n- client CPU: "), "{md}");
         assert!(html.contains("<li>client CPU: "), "{html}");
         assert_eq!(verdict_words("foreign_load(server)").0, "busy server host");
+        assert_eq!(verdict_words("starved(client)").0, "starved client");
     }
 
     #[test]

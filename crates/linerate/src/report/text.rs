@@ -10,131 +10,29 @@ use linerate_proto::{Direction, EndCondition, Flow, Protocol, StreamRole, TestSp
 use crate::plan::search::{SearchAnswer, SearchPlan, Trial};
 use crate::record::{Outcome, RunRecord};
 use crate::session::server::ServerNote;
-use crate::session::{IntervalRow, LiveEvent, Observer};
 use crate::stats::{CostSummary, Figures, SideFigures, summarize};
 use crate::units::{ByteCount, count_of, format_bits_per_second};
 
-/// Prints live events as they happen.
-pub struct LivePrinter<W: Write> {
-    out: W,
-    title: Option<String>,
-}
+pub use super::live::LivePrinter;
 
-impl<W: Write> std::fmt::Debug for LivePrinter<W> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LivePrinter").finish()
-    }
-}
-
-impl<W: Write> LivePrinter<W> {
-    /// Prints to `out`, prefixing lines with `title` (`-T`) when given.
-    pub fn new(out: W, title: Option<String>) -> Self {
-        Self { out, title }
-    }
-
-    fn prefix(&self) -> String {
-        self.title.as_ref().map(|t| format!("{t}:  ")).unwrap_or_default()
-    }
-}
-
-impl<W: Write> Observer for LivePrinter<W> {
-    fn on_event(&mut self, event: LiveEvent<'_>) {
-        let p = self.prefix();
-        // Output errors (closed pipe) must not stop a test; the final summary reports them.
-        let _ = match event {
-            LiveEvent::Accepted { local, remote, server_software } => {
-                writeln!(self.out, "{p}Connected {local} -> {remote} ({server_software})")
-            }
-            LiveEvent::Started { streams } => writeln!(
-                self.out,
-                "{p}Test started with {streams} local stream(s)\n{p}{}",
-                header()
-            ),
-            LiveEvent::Interval(rows) => write_interval(&mut self.out, &p, rows),
-            LiveEvent::Notice(text) => writeln!(self.out, "{p}{text}"),
-            LiveEvent::Queued { position, wait } => {
-                let wait =
-                    wait.map_or("unknown".to_string(), |w| format!("about {} s", w.as_secs()));
-                writeln!(
-                    self.out,
-                    "{p}Queued: the server runs one test at a time; position {position}, wait {wait}"
-                )
-            }
-        };
-        let _ = self.out.flush();
-    }
-}
-
-fn header() -> String {
-    format!(
-        "{:<6} {:<5} {:<18} {:>11} {:>14}  {}",
-        "[ ID]", "Flow", "Interval", "Transfer", "Bitrate", "Role"
-    )
-}
-
-fn role_name(role: StreamRole) -> &'static str {
-    match role {
-        StreamRole::Sender => "sender",
-        StreamRole::Receiver => "receiver",
-    }
-}
-
-fn write_interval(out: &mut dyn Write, p: &str, rows: &[IntervalRow]) -> std::io::Result<()> {
-    for r in rows {
-        let s = r.sample;
-        let line = row(&format!("{:>3}", r.id), r.flow, s.start_us, s.end_us, s.bytes);
-        let omitted = if s.omitted { "  (omitted)" } else { "" };
-        let udp = s.udp.map(|u| udp_interval(r.role, &u)).unwrap_or_default();
-        writeln!(out, "{p}{line}  {}{udp}{omitted}", role_name(r.role))?;
-    }
-    for flow in [Flow::ClientToServer, Flow::ServerToClient] {
-        let of_flow: Vec<&IntervalRow> = rows.iter().filter(|r| r.flow == flow).collect();
-        if of_flow.len() > 1 {
-            let bytes = of_flow.iter().map(|r| r.sample.bytes).sum();
-            let start = of_flow.iter().map(|r| r.sample.start_us).min().unwrap_or(0);
-            let end = of_flow.iter().map(|r| r.sample.end_us).max().unwrap_or(0);
-            writeln!(
-                out,
-                "{p}{}  {}",
-                row("SUM", flow, start, end, bytes),
-                role_name(of_flow[0].role)
-            )?;
-        }
-    }
-    Ok(())
-}
-
-/// A UDP interval's datagram figures, after the role.
-fn udp_interval(role: StreamRole, u: &linerate_proto::udp::UdpIntervalSample) -> String {
-    match role {
-        StreamRole::Sender => format!("  {} datagrams", u.datagrams),
-        StreamRole::Receiver => format!(
-            "  {} datagrams, {} lost, {} out of order, jitter {:.3} ms",
-            u.datagrams,
-            u.lost,
-            u.out_of_order,
-            u.jitter_ns as f64 / 1e6
-        ),
-    }
-}
-
-fn row(id: &str, flow: Flow, start_us: u64, end_us: u64, bytes: u64) -> String {
-    let secs = end_us.saturating_sub(start_us) as f64 / 1e6;
-    let rate =
-        if secs > 0.0 { format_bits_per_second(bytes as f64 * 8.0 / secs) } else { "n/a".into() };
-    let interval = format!("{:.2}-{:.2} sec", start_us as f64 / 1e6, end_us as f64 / 1e6);
-    format!(
-        "[{id:>4}] {:<5} {interval:<18} {:>11} {rate:>14}",
-        flow.label(),
-        ByteCount(bytes).iec()
-    )
-}
-
-/// Writes the final summary of a client run.
+/// Writes the final summary of a client run. Like iperf3's, it ends with the answer: the
+/// details (per-stream table, granted socket options, cost, TCP internals, the verdict's
+/// evidence, warnings, the server's output) come first, then each direction's sender and
+/// receiver rates, the UDP accounting, the verdicts and the outcome as the last lines.
 pub fn render_run(record: &RunRecord, out: &mut dyn Write) -> std::io::Result<()> {
     let summary = summarize(record);
     writeln!(out, "- - - - - - - - - - - - - - - - - - - - - - - - - - - - - -")?;
     writeln!(out, "Test: {}", describe_spec(&record.spec))?;
+    details(record, &summary, out)?;
+    answer(record, &summary, out)
+}
+
+/// Everything but the answer: what a reader consults to understand it.
+fn details(
+    record: &RunRecord,
+    summary: &crate::stats::Summary,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
     if summary.streams.len() > 1 {
         writeln!(
             out,
@@ -156,9 +54,8 @@ pub fn render_run(record: &RunRecord, out: &mut dyn Write) -> std::io::Result<()
         }
     }
     for d in &summary.directions {
-        writeln!(out, "{}:", direction_name(d.flow))?;
-        side_line(out, "sender  ", d.sender.as_ref())?;
-        side_line(out, "receiver", d.receiver.as_ref())?;
+        granted_lines(out, d.flow, "sender  ", d.sender.as_ref())?;
+        granted_lines(out, d.flow, "receiver", d.receiver.as_ref())?;
     }
     if !summary.cost.is_empty() {
         writeln!(out, "CPU and memory (each end, over the test):")?;
@@ -171,25 +68,16 @@ pub fn render_run(record: &RunRecord, out: &mut dyn Write) -> std::io::Result<()
             writeln!(out, "  n/a: {n}")?;
         }
     }
-    for u in &summary.udp {
-        udp_lines(out, u)?;
-    }
     for d in &summary.directions {
         if let Some(t) = sender_tcp_line(record, d.flow) {
             writeln!(out, "TCP {} (sender's view): {t}", d.flow.label())?;
         }
     }
-    if let Outcome::Failed { error, .. } = &record.outcome {
-        writeln!(out, "Verdict: n/a: the test failed: {error}")?;
-    }
-    for d in summary.directions.iter().filter(|_| !failed(record)) {
-        let Some(v) = summary.verdicts.iter().find(|v| v.flow == d.flow) else {
-            writeln!(out, "Verdict {}: n/a: neither end reported this direction", d.flow.label())?;
-            continue;
-        };
-        writeln!(out, "Verdict {}: {}", v.flow.label(), v.summary)?;
+    server_sender_ticks(record, out)?;
+    for v in summary.verdicts.iter().filter(|v| !v.evidence.is_empty() && !failed(record)) {
+        writeln!(out, "Evidence for the verdict on {}:", v.flow.label())?;
         for e in &v.evidence {
-            writeln!(out, "  evidence: {e}")?;
+            writeln!(out, "  - {e}")?;
         }
     }
     for w in record.warnings.iter().chain(&summary.warnings) {
@@ -197,17 +85,77 @@ pub fn render_run(record: &RunRecord, out: &mut dyn Write) -> std::io::Result<()
     }
     match &record.server_output {
         Some(serde_json::Value::String(text)) => {
-            writeln!(out, "Server output:\n{}", text.trim_end())?
+            writeln!(out, "Server output:\n{}", text.trim_end())
         }
-        Some(doc) => writeln!(out, "Server output (JSON):\n{doc:#}")?,
-        None => {}
+        Some(doc) => writeln!(out, "Server output (JSON):\n{doc:#}"),
+        None => Ok(()),
+    }
+}
+
+/// Retr and Cwnd per interval of the directions the server sent: the live lines could not
+/// show them (the client was the receiver), the server's samples arrived with its results.
+fn server_sender_ticks(record: &RunRecord, out: &mut dyn Write) -> std::io::Result<()> {
+    let Some(server) = &record.server_results else { return Ok(()) };
+    for flow in [Flow::ClientToServer, Flow::ServerToClient] {
+        let sent = || server.streams.iter().filter(|s| s.flow == flow);
+        let ticks = crate::stats::intervals::sender_ticks(sent());
+        let tcp_sender = |s: &&linerate_proto::StreamResult| {
+            s.role == StreamRole::Sender && s.udp_sender.is_none()
+        };
+        if ticks.is_empty() {
+            if sent().any(|s| tcp_sender(&s)) && record.spec.interval_ms > 0 {
+                writeln!(
+                    out,
+                    "Sender (server) per interval, {}: n/a (the server sent no per-interval TCP \
+                     figures)",
+                    flow.label()
+                )?;
+            }
+            continue;
+        }
+        writeln!(out, "Sender (server) per interval, {}:", flow.label())?;
+        writeln!(out, "  {:<18} {:>5} {:>10}", "Interval", "Retr", "Cwnd")?;
+        for (start, end, t) in ticks {
+            let when = format!("{:.2}-{:.2} sec", start as f64 / 1e6, end as f64 / 1e6);
+            writeln!(out, "  {when:<18} {}", super::live::columns(Some(t)))?;
+        }
+    }
+    Ok(())
+}
+
+/// The answer, last: rates per direction, UDP accounting, verdicts, the outcome.
+fn answer(
+    record: &RunRecord,
+    summary: &crate::stats::Summary,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    for d in &summary.directions {
+        writeln!(out, "{}:", direction_name(d.flow))?;
+        side_line(out, "sender  ", d.sender.as_ref())?;
+        side_line(out, "receiver", d.receiver.as_ref())?;
+    }
+    for u in &summary.udp {
+        udp_lines(out, u)?;
+    }
+    if let Outcome::Failed { error, .. } = &record.outcome {
+        writeln!(out, "Verdict: n/a: the test failed: {error}")?;
+    }
+    for d in summary.directions.iter().filter(|_| !failed(record)) {
+        match summary.verdicts.iter().find(|v| v.flow == d.flow) {
+            Some(v) => writeln!(out, "Verdict {}: {}", v.flow.label(), v.summary)?,
+            None => writeln!(
+                out,
+                "Verdict {}: n/a: neither end reported this direction",
+                d.flow.label()
+            )?,
+        }
     }
     match &record.outcome {
         Outcome::Completed => writeln!(out, "Test complete."),
         Outcome::Interrupted => {
             writeln!(out, "Test interrupted: figures cover the time until the interrupt.")
         }
-        Outcome::Failed { .. } if has_figures(&summary) => {
+        Outcome::Failed { .. } if has_figures(summary) => {
             writeln!(out, "Test FAILED: the figures above are partial.")
         }
         Outcome::Failed { .. } => writeln!(out, "Test FAILED: nothing was measured."),
@@ -286,6 +234,20 @@ fn side_line(out: &mut dyn Write, label: &str, side: Option<&SideFigures>) -> st
         f.seconds,
         s.streams
     )?;
+    for e in &s.errors {
+        writeln!(out, "           error: {e}")?;
+    }
+    Ok(())
+}
+
+/// What the kernel granted one end of a direction (socket buffers, MSS, congestion control).
+fn granted_lines(
+    out: &mut dyn Write,
+    flow: Flow,
+    label: &str,
+    side: Option<&SideFigures>,
+) -> std::io::Result<()> {
+    let Some(s) = side else { return Ok(()) };
     let mut facts = Vec::new();
     if let Some(b) = s.send_buffer_bytes {
         facts.push(format!("send buffer {}", range_iec(b)));
@@ -299,13 +261,10 @@ fn side_line(out: &mut dyn Write, label: &str, side: Option<&SideFigures>) -> st
     if let Some(cc) = &s.congestion {
         facts.push(format!("congestion {cc}"));
     }
-    if !facts.is_empty() {
-        writeln!(out, "           granted: {}", facts.join(", "))?;
+    if facts.is_empty() {
+        return Ok(());
     }
-    for e in &s.errors {
-        writeln!(out, "           error: {e}")?;
-    }
-    Ok(())
+    writeln!(out, "{} {label} ({:<6}) granted: {}", flow.label(), s.end, facts.join(", "))
 }
 
 /// RTT, cwnd and rates of the direction's first sending stream, plus the stream count.
@@ -497,7 +456,21 @@ pub fn render_server_note(note: &ServerNote, out: &mut dyn Write) -> std::io::Re
                 if parts.is_empty() { "no data".into() } else { parts.join(", ") },
                 summary.software,
                 summary.seconds
-            )
+            )?;
+            // Names of other processes on this host: for the operator only, never the client.
+            let busy = server.as_ref().and_then(|s| crate::stats::cost::cost_summary("server", s));
+            match busy.and_then(|c| Some((c.foreign_percent_of_core?, c.foreign_top))) {
+                Some((f, top))
+                    if f >= crate::stats::cost::FOREIGN_WARN_PERCENT && !top.is_empty() =>
+                {
+                    writeln!(
+                        out,
+                        "[test {test}] other processes used {f:.0}% of a core on this host during the test: {}",
+                        top.join(", ")
+                    )
+                }
+                _ => Ok(()),
+            }
         }
         ServerNote::DoctorAnswered { peer, client } => {
             writeln!(out, "Doctor from {peer} ({client}): environment sent")

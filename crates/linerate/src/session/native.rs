@@ -107,7 +107,7 @@ impl Session<'_> {
             self.t.watch()?;
             if self.t.running() && self.t.streams.as_ref().is_some_and(StreamSet::all_done) {
                 let results = self.t.take_results().context("results without streams")?;
-                conn.send_results(results, clock.now())?;
+                conn.send_results(crate::session::served::for_peer(results), clock.now())?;
             }
         }
         Ok(())

@@ -152,7 +152,8 @@ impl<'a> ServedTest<'a> {
         Ok(())
     }
 
-    /// Takes the final sample and this end's results (kept, and returned for the peer).
+    /// Takes the final sample and this end's results (kept, and returned: pass them through
+    /// [`for_peer`] before they leave the host).
     pub(crate) fn take_results(&mut self) -> Option<SideResults> {
         let overlap = self.note_overlap();
         let streams = self.streams.as_mut()?;
@@ -194,6 +195,17 @@ impl<'a> ServedTest<'a> {
             summary,
         });
     }
+}
+
+/// What a client may see of the server's results: everything but the names and process ids
+/// of other processes on the server's host (`foreign_top`), which stay in the operator's log
+/// (`ServerNote::TestEnded` carries the full results). The client still gets the share of a
+/// core they used (`foreign_us`), which is what its verdict and warning need.
+pub(crate) fn for_peer(mut results: SideResults) -> SideResults {
+    if let Some(c) = results.cost.as_mut() {
+        c.foreign_top.clear();
+    }
+    results
 }
 
 impl ServedTest<'_> {

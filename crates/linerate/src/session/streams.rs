@@ -316,6 +316,7 @@ impl StreamSet {
         let body = move || {
             let Some(start) = gate.wait() else { return };
             let cpu0 = counters::thread_cpu();
+            let wait0 = counters::thread_wait_us();
             let mut elapsed = None;
             let result = match role {
                 StreamRole::Sender => {
@@ -342,6 +343,8 @@ impl StreamSet {
             };
             let elapsed = elapsed.unwrap_or_else(|| start.elapsed());
             counters.set_thread_cpu(cpu_since(cpu0, counters::thread_cpu()));
+            counters
+                .set_thread_wait(wait0.zip(counters::thread_wait_us()).map(|(a, b)| b - a.min(b)));
             counters.finish(elapsed, result.err());
         };
         std::thread::Builder::new()
@@ -605,6 +608,7 @@ impl StreamSet {
                 .map(|t| u64::from(t.total_retrans)),
             tcp,
             thread_cpu: s.counters.thread_cpu(),
+            thread_wait_us: s.counters.thread_wait_us(),
             udp_sender,
             udp_receiver,
             error: s.counters.error().or_else(|| {

@@ -68,6 +68,7 @@ pub(super) fn prepare(setup: UdpStreamSetup) -> (impl FnOnce() + Send + 'static,
         let s = setup;
         let Some(start) = s.gate.wait() else { return };
         let cpu0 = counters::thread_cpu();
+        let wait0 = counters::thread_wait_us();
         let bytes = s.datagram_bytes as usize;
         let (result, last) = match s.role {
             StreamRole::Sender => {
@@ -100,6 +101,8 @@ pub(super) fn prepare(setup: UdpStreamSetup) -> (impl FnOnce() + Send + 'static,
         };
         let elapsed = last.map_or_else(|| start.elapsed(), |t| t.saturating_duration_since(start));
         s.counters.set_thread_cpu(cpu_since(cpu0, counters::thread_cpu()));
+        s.counters
+            .set_thread_wait(wait0.zip(counters::thread_wait_us()).map(|(a, b)| b - a.min(b)));
         let error = match result {
             Ok(o) => {
                 if let Ok(mut slot) = outcome.lock() {

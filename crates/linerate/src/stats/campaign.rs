@@ -1,6 +1,6 @@
 //! A campaign's results: each tier's matrix summary (`stats::matrix`) and a cross-tier view —
 //! each tier's best cell, and for tiers with a stated link, the share of that link's
-//! theoretical TCP goodput the best cell reached. Reading the tiers side by side is the seeds'
+//! theoretical TCP goodput the best cell reached. Reading the tiers side by side is the layered
 //! method: a DC link that reaches 97 % of its goodput while localhost does 90 Gbit/s is fine;
 //! one at 60 % while the same-L2 tier reaches 20 Gbit/s points at the link.
 //!

@@ -132,15 +132,22 @@ pub fn cost_summary(end: &'static str, side: &SideResults) -> Option<CostSummary
     })
 }
 
-/// Warnings the cost figures call for, in plain words.
-pub fn cost_warnings(s: &CostSummary) -> Vec<String> {
+/// Warnings the cost figures call for, in plain words. `same_host`: both ends ran on one
+/// machine (then a server's foreign load is the client's, named in the client's warning).
+pub fn cost_warnings(s: &CostSummary, same_host: bool) -> Vec<String> {
     let mut w = Vec::new();
     if let Some(f) = s.foreign_percent_of_core.filter(|f| *f >= FOREIGN_WARN_PERCENT) {
+        // A server names them only in its operator's log: a client learns the share alone.
+        let who = match (s.foreign_top.is_empty(), s.end) {
+            (false, _) => format!(" ({})", s.foreign_top.join(", ")),
+            (true, "server") if same_host => " (the same machine as the client)".into(),
+            (true, "server") => " (the server's log names them)".to_string(),
+            (true, _) => String::new(),
+        };
         w.push(format!(
-            "{}: other processes used {f:.0}% of a core during the test ({}); throughput and CPU \
-             figures may be distorted — rerun on a quiet machine",
-            s.end,
-            if s.foreign_top.is_empty() { "unnamed".to_string() } else { s.foreign_top.join(", ") }
+            "{}: other processes used {f:.0}% of a core on the {} host during the test{who}; \
+             throughput and CPU figures may be distorted — rerun on a quiet machine",
+            s.end, s.end
         ));
     }
     if s.concurrent_tests > 0 {
@@ -213,9 +220,15 @@ mod tests {
         assert_eq!(s.cpu_seconds_per_gb, Some(1.5));
         assert_eq!(s.process_cpu_seconds_per_gb, Some(1.0));
         assert_eq!(s.cycles_per_bit, Some(0.5));
-        let w = cost_warnings(&s);
+        let w = cost_warnings(&s, false);
         assert_eq!(w.len(), 1);
         assert!(w[0].contains("20% of a core") && w[0].contains("hog (7)"), "{}", w[0]);
+        // A server sends no names (they stay in its log): the share, and where to look.
+        let server = CostSummary { end: "server", foreign_top: vec![], ..s };
+        let w = cost_warnings(&server, false);
+        assert!(w[0].contains("20% of a core on the server host"), "{}", w[0]);
+        assert!(w[0].contains("the server's log names them"), "{}", w[0]);
+        assert!(cost_warnings(&server, true)[0].contains("the same machine as the client"));
     }
 
     #[test]
@@ -226,7 +239,7 @@ mod tests {
         assert_eq!(s.process_percent_of_core, None);
         assert_eq!(s.cores_busy, None);
         assert_eq!(s.cycles_per_bit, None);
-        assert!(cost_warnings(&s)[0].contains("2 other test(s)"));
+        assert!(cost_warnings(&s, false)[0].contains("2 other test(s)"));
         assert!(cost_summary("x", &SideResults::default()).is_none());
     }
 }

@@ -1,6 +1,6 @@
 //! `linerate doctor`'s judgement: from the environments of both hosts and the path facts,
 //! recommendations with a stable id, the reason in numbers, the exact Linux command, and the
-//! FreeBSD equivalent as text where the field guides (seeds) tuned FreeBSD.
+//! FreeBSD equivalent as text where tuning guides cover FreeBSD.
 //!
 //! Pure: the facts come in as data (`DoctorReport` without recommendations), the rules return
 //! recommendations; no I/O. Rules never guess: a rule whose inputs are n/a does not fire, and

@@ -1,5 +1,5 @@
 //! A matrix's results: per-cell statistics over the repetitions and findings in plain words,
-//! the way the seeds conclude ("use -P = half the CPUs", "the window made no difference").
+//! the way people conclude from hand-made sweeps ("use -P = half the CPUs", "the window made no difference").
 //!
 //! Every finding cites the numbers behind it, and differences are only called differences
 //! when a Welch t-test says they are unlikely to be noise (`stats::compare`). Pure functions
@@ -235,13 +235,27 @@ fn findings(cells: &[CellSummary]) -> Vec<String> {
             cpu.join(", ")
         ));
     }
-    let busy: Vec<String> = measured
-        .iter()
-        .filter_map(|c| {
-            let end = c.limit.as_deref()?.strip_prefix("foreign_load(")?.trim_end_matches(')');
-            Some(format!("{} ({end})", c.label))
-        })
-        .collect();
+    let with = |prefix: &str| -> Vec<String> {
+        measured
+            .iter()
+            .filter_map(|c| {
+                let end = c.limit.as_deref()?.strip_prefix(prefix)?.trim_end_matches(')');
+                Some(format!("{} ({end})", c.label))
+            })
+            .collect()
+    };
+    let starved = with("starved(");
+    if !starved.is_empty() {
+        out.push(format!(
+            "{} of {} cells had a starved end (its threads waited a quarter of the test or more \
+             for a CPU, the verdict most of their runs gave): {}; their figures measure the CPU \
+             that end got — rerun them on a quiet machine or with fewer streams",
+            starved.len(),
+            measured.len(),
+            starved.join(", ")
+        ));
+    }
+    let busy = with("foreign_load(");
     if !busy.is_empty() {
         out.push(format!(
             "{} of {} cells ran on a busy host (other processes kept a core busy, the verdict \

@@ -141,12 +141,13 @@ pub fn summarize(record: &RunRecord) -> Summary {
     let cost: Vec<crate::stats::CostSummary> =
         sides.iter().filter_map(|(end, r)| crate::stats::cost_summary(end, (*r)?)).collect();
     let mut warnings: Vec<String> = idle_stream_warning(&streams).into_iter().collect();
-    warnings.extend(cost.iter().flat_map(crate::stats::cost_warnings));
+    let one_machine = same_host(record);
+    warnings.extend(cost.iter().flat_map(|c| crate::stats::cost_warnings(c, one_machine)));
     warnings.extend(crate::stats::verdict::link_warning(record, &directions));
     let udp = crate::stats::udp::summarize_udp(record);
     warnings.extend(crate::stats::udp::udp_warnings(&udp));
     let verdicts = crate::stats::verdict::verdicts(record, &directions, &cost, &udp);
-    if cost.len() == 2 && same_host(record) {
+    if cost.len() == 2 && one_machine {
         warnings.push(if same_process(record) {
             "client and server ran in one process (selftest): both ends' process and machine \
              CPU figures cover both"
@@ -260,6 +261,7 @@ mod tests {
             retransmits: (role == StreamRole::Sender).then_some(u64::from(id)),
             tcp: None,
             thread_cpu: None,
+            thread_wait_us: None,
             udp_sender: None,
             udp_receiver: None,
             error: None,

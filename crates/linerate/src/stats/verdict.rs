@@ -1,29 +1,35 @@
 //! What limited each direction of a test, in plain words with the evidence numbers.
 //!
-//! Rules, first match wins (each cites the figures it used):
+//! Rules, in the order they are checked, first match wins (each cites the figures it used):
 //! 1. **pacing target**: `-b` was set and the senders reached ≥ 95 % of it;
-//! 2. **receive window**: the sender spent ≥ 30 % of its busy time limited by the receiver's
+//! 2. **sender fell behind** (UDP): the sender skipped ≥ 0.1 % of its datagrams because its
+//!    pacer woke late or lacked CPU, so it sent below `-b` — the path was not tested at that
+//!    rate;
+//! 3. **starved end** (`stats/starved.rs`): an end's stream threads waited ≥ 25 % of their
+//!    wall time runnable but without a CPU (scheduler run delay), so the rate measures that
+//!    end's share of the CPU; checked before the window rule, whose symptom (a receiver that
+//!    could not drain) starvation produces, and before the path, which an end that could not
+//!    run would otherwise fall through to — unless the user set the window (-w): a limit they
+//!    imposed is named first, with the starved end in its evidence;
+//! 4. **receive window**: the sender spent ≥ 30 % of its busy time limited by the receiver's
 //!    advertised window (`tcpi_rwnd_limited`), or at the end the peer advertised at most half
 //!    of what the congestion window allowed (cwnd × MSS) — the kernel's timer misses windows
 //!    of a segment or two;
-//! 3. **send buffer**: ≥ 30 % limited by its own send buffer (`tcpi_sndbuf_limited`);
-//! 4. **sender fell behind** (UDP): the sender skipped ≥ 0.1 % of its datagrams because its
-//!    pacer woke late or lacked CPU, so it sent below `-b` — the path was not tested at that
-//!    rate;
-//! 5. **CPU**: a stream thread used ≥ 90 % of a core (threads migrate between cores, so a
+//! 5. **send buffer**: ≥ 30 % limited by its own send buffer (`tcpi_sndbuf_limited`);
+//! 6. **CPU**: a stream thread used ≥ 90 % of a core (threads migrate between cores, so a
 //!    saturated thread need not show as one saturated core), or an end's busiest core was
 //!    ≥ 90 % busy while that end's own process used ≥ 50 % of a core and more than other
 //!    processes did; the thread or end is named, with the core's user/system/softirq split;
-//! 6. **busy host**: an end's busiest core was ≥ 90 % busy while its own process used ≥ 50 %
-//!    of a core (rule 5 would blame it), but other processes used at least 10 % of a core and
+//! 7. **busy host**: an end's busiest core was ≥ 90 % busy while its own process used ≥ 50 %
+//!    of a core (rule 6 would blame it), but other processes used at least 10 % of a core and
 //!    at least as much as the end did: the test competed for CPU with them, so neither that end
 //!    nor the path can be named as the limit (an end that barely worked is not held back by a
 //!    busy core: the rules go on);
-//! 7. **link**: `--link-speed` was given and the receiver got ≥ 90 % of the theoretical TCP
+//! 8. **link**: `--link-speed` was given and the receiver got ≥ 90 % of the theoretical TCP
 //!    goodput of that link;
-//! 8. **congestion/loss**: ≥ 1 % of the bytes sent were retransmissions;
-//! 9. otherwise **path**: none of the above, so the network path (link, shaper, peer) is the
-//!    likely limit.
+//! 9. **congestion/loss**: ≥ 1 % of the bytes sent were retransmissions;
+//! 10. otherwise **path**: none of the above, so the network path (link, shaper, peer) is the
+//!     likely limit.
 //!
 //! No verdict without figures: a failed run gets none (its figures are partial or absent), nor
 //! does a direction neither end reported.
@@ -36,6 +42,7 @@ use serde::Serialize;
 use linerate_proto::{Flow, Protocol, StreamRole, TestSpec};
 
 use crate::record::{LinkAssumption, Outcome, RunRecord};
+use crate::stats::starved;
 use crate::stats::udp::{UdpSummary, udp_verdict};
 use crate::stats::{CostSummary, DirectionSummary};
 
@@ -73,6 +80,8 @@ pub enum Limit {
     SenderPacing,
     /// An end's busiest core was busy with other processes more than with this test.
     ForeignLoad,
+    /// An end's stream threads waited a large share of the test for a CPU.
+    Starved,
 }
 
 /// The verdict for one direction.
@@ -82,7 +91,7 @@ pub struct Verdict {
     pub flow: Flow,
     /// What limited it.
     pub limit: Limit,
-    /// For `cpu` and `foreign_load`: the end (`client`, `server`) whose CPU or host is meant.
+    /// For `cpu`, `foreign_load` and `starved`: the end (`client`, `server`) whose CPU or host is meant.
     pub end: Option<&'static str>,
     /// One sentence.
     pub summary: String,
@@ -213,7 +222,7 @@ fn verdict(
     if let Some(v) = udp.and_then(|u| sender_behind(u, d, record.spec.bits_per_second)) {
         return make(Limit::SenderPacing, v, evidence);
     }
-    if let Some(t) = tcp {
+    let figures = tcp.map(|t| {
         let rwnd = share(t.rwnd_limited_us, t.busy_us).unwrap_or(0.0);
         let sndbuf = share(t.sndbuf_limited_us, t.busy_us).unwrap_or(0.0);
         let retrans = share(t.bytes_retrans, t.bytes_sent).unwrap_or(0.0);
@@ -225,6 +234,18 @@ fn verdict(
             t.rtt_us_sum / t.streams,
             t.cwnd_sum / t.streams
         ));
+        (t, rwnd, sndbuf)
+    });
+    // A window the user set (-w) is a limit they imposed, with a known cause: the window rule
+    // speaks first then, and a starved end is added to its evidence.
+    if let Some(s) = starved::starved_end(record, d.flow) {
+        let (summary, why) = starved::explain(&s, cost);
+        evidence.push(why);
+        if record.spec.window_bytes.is_none() {
+            return Verdict { end: Some(s.end), ..make(Limit::Starved, summary, evidence) };
+        }
+    }
+    if let Some((t, rwnd, sndbuf)) = figures {
         let small_window = t.window_smaller_than_cwnd * 2 > t.streams;
         if rwnd >= LIMITED_SHARE || small_window {
             let rcvbuf = d.receiver.as_ref().and_then(|r| r.recv_buffer_bytes).map(|(_, hi)| hi);
@@ -639,6 +660,52 @@ mod rule_tests {
         shaped.server_results.as_mut().expect("server").cost = None;
         *client_foreign(&mut shaped) = Some(1_130_000);
         assert_eq!(limit_of(&shaped).0, Limit::Path, "{}", limit_of(&shaped).1);
+    }
+
+    #[test]
+    fn an_end_that_waited_for_a_cpu_is_starved_not_window_or_path_bound() {
+        // The crowded 2-core machine's shape: the receiver could not drain (window-limited
+        // 80 %) because its thread waited 60 % of the test for a CPU.
+        let rwnd = TcpInternals { rwnd_limited_us: Some(800_000), ..healthy() };
+        let waited = |tcp, server_wait: u64, client_wait: u64| {
+            let mut r = record(tcp, 30, 40);
+            r.server_results.as_mut().expect("server").streams[0].thread_wait_us =
+                Some(server_wait);
+            r.client.as_mut().expect("client").streams[0].thread_wait_us = Some(client_wait);
+            r
+        };
+        let v = &summarize(&waited(rwnd, 600_000, 50_000)).verdicts[0];
+        assert_eq!(
+            (v.limit, v.id().as_str()),
+            (Limit::Starved, "starved(server)"),
+            "{}",
+            v.summary
+        );
+        assert!(
+            v.summary.starts_with("starved: the server's threads waited 60% of the time for a CPU"),
+            "{}",
+            v.summary
+        );
+        assert!(v.evidence[0].contains("receive-window-limited 80%"), "{:?}", v.evidence);
+        assert!(v.evidence[1].contains("waited 60% of 1.00 s"), "{:?}", v.evidence);
+        // No foreign load recorded: the test's own threads are said to be the cause.
+        assert!(v.summary.contains("fewer streams"), "{}", v.summary);
+        // Just below the threshold the window rule speaks, as before; on a path-bound run too.
+        assert_eq!(limit_of(&waited(rwnd, 240_000, 240_000)).0, Limit::ReceiveWindow);
+        assert_eq!(limit_of(&waited(healthy(), 0, 100_000)).0, Limit::Path);
+        let (limit, text) = limit_of(&waited(healthy(), 0, 300_000));
+        assert_eq!(limit, Limit::Starved, "{text}");
+        assert!(text.contains("the client's threads waited 30%"), "{text}");
+        // A window the user set is named first, the starved end in its evidence.
+        let mut set = waited(rwnd, 600_000, 50_000);
+        set.spec.window_bytes = Some(16_384);
+        let v = &summarize(&set).verdicts[0];
+        assert_eq!(v.limit, Limit::ReceiveWindow, "{}", v.summary);
+        assert!(v.evidence.iter().any(|e| e.contains("server: stream threads waited 60%")));
+        // A reached pacing target is still the answer: the rate asked was delivered.
+        let mut paced = waited(healthy(), 600_000, 600_000);
+        paced.spec.bits_per_second = 10_000_000_000;
+        assert_eq!(limit_of(&paced).0, Limit::PacingTarget);
     }
 
     #[test]

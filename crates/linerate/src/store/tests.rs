@@ -57,6 +57,7 @@ fn stream(id: u32, role: StreamRole, bytes: u64) -> StreamResult {
         retransmits: (role == StreamRole::Sender).then_some(3),
         tcp: None,
         thread_cpu: None,
+        thread_wait_us: None,
         udp_sender: None,
         udp_receiver: None,
         error: None,

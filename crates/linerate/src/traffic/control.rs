@@ -14,6 +14,8 @@ pub struct StreamCounters {
     end_us_plus_one: AtomicU64,
     error: Mutex<Option<String>>,
     thread_cpu: Mutex<Option<ProcessCpu>>,
+    /// Microseconds the thread waited for a CPU, plus one (0 = not known).
+    thread_wait_us_plus_one: AtomicU64,
 }
 
 impl StreamCounters {
@@ -56,6 +58,17 @@ impl StreamCounters {
         if let Ok(mut slot) = self.thread_cpu.lock() {
             *slot = cpu;
         }
+    }
+
+    /// Records how long the stream's thread waited for a CPU while moving data.
+    pub fn set_thread_wait(&self, us: Option<u64>) {
+        let v = us.map_or(0, |u| u.min(u64::MAX - 1) + 1);
+        self.thread_wait_us_plus_one.store(v, Ordering::Release);
+    }
+
+    /// How long the stream's thread waited for a CPU, once it has finished.
+    pub fn thread_wait_us(&self) -> Option<u64> {
+        self.thread_wait_us_plus_one.load(Ordering::Acquire).checked_sub(1)
     }
 
     /// The CPU the stream's thread used, once it has finished (None where the OS cannot say).

@@ -158,6 +158,7 @@ fn largest_results(connections: u32) -> SideResults {
         retransmits: Some(1),
         tcp: Some(tcp),
         thread_cpu: None,
+        thread_wait_us: None,
         udp_sender: None,
         udp_receiver: None,
         error: None,

@@ -52,6 +52,7 @@ pub(crate) fn peer_side(r: &Iperf3Results, spec: &TestSpec, peer: End) -> SideRe
                 retransmits: u64::try_from(s.retransmits).ok(),
                 tcp: None,
                 thread_cpu: None,
+                thread_wait_us: None,
                 udp_sender: (udp && peer.role(flow) == StreamRole::Sender)
                     .then(|| udp_sender(s, spec)),
                 udp_receiver: (udp && peer.role(flow) == StreamRole::Receiver)

@@ -263,6 +263,7 @@ impl Session<'_> {
         let mut side = self.t.take_results().context("TEST_END before the streams")?;
         forgive_end_of_test_resets(&mut side);
         self.t.server_results = Some(side.clone());
+        let side = crate::session::served::for_peer(side);
         let mut doc = results_from_side(&side);
         if self.request.as_ref().is_some_and(|r| r.get_server_output) {
             doc.server_output_text = Some(self.output_text(&side));
