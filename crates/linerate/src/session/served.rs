@@ -92,7 +92,9 @@ impl<'a> ServedTest<'a> {
         can_queue: bool,
     ) -> Result<Option<Place>, Refusal> {
         if self.share.is_none() {
-            self.share = Some(self.shared.admission.take_share(self.peer.ip())?);
+            // A full server says so first: the share matters only while slots are free.
+            let share = self.shared.admission.take_share(self.peer.ip());
+            self.share = Some(share.map_err(|r| self.shared.busy_now().unwrap_or(r))?);
         }
         match self.shared.admit(spec, self.peer.ip(), &mut self.ticket, can_queue)? {
             Admitted::Run(test) => {

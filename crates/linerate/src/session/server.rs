@@ -317,6 +317,13 @@ impl Shared {
         }
     }
 
+    /// The busy refusal, if every slot is held now (never with `--exclusive`, where later
+    /// tests queue rather than hear "busy").
+    pub(crate) fn busy_now(&self) -> Option<Refusal> {
+        let limits = &self.admission.limits;
+        (!limits.exclusive).then(|| limits.busy(self.held_slots.load(Ordering::SeqCst)))?
+    }
+
     /// Takes a slot, or returns how many tests and doctors hold them.
     fn take_slot(&self) -> Result<(), u32> {
         let max = self.admission.limits.slots();
