@@ -3,14 +3,15 @@
 //! number, its streams, both ends' results, the watchdog (no progress, too little progress,
 //! `--max-bytes`, `--max-duration`), how many other tests overlapped it, and the notes that
 //! open and close it. A doctor session is a `ServedTest` that never gets a number: it holds
-//! its address's share and a doctor slot instead.
+//! its address's share and a doctor slot instead. The native session (`native.rs`) and the
+//! iperf3 session (`iperf3/server.rs`) each own one and differ only in their control
+//! protocol. Nothing here touches the data path: the watchdog reads the counters the sampler
+//! already keeps.
 //!
 //! The progress deadline: besides the idle timeout (no byte for `--idle-timeout`), every
 //! `--idle-timeout` window of a running test must move at least half of `--min-rate` over
 //! it (`Limits::progress_refusal`), so a peer trickling a byte a second cannot hold a slot
-//! however long it asked for. The native session (`native.rs`) and the iperf3 session (`iperf3/server.rs`) each own
-//! one and differ only in their control protocol. Nothing here touches the data path: the
-//! watchdog reads the counters the sampler already keeps.
+//! however long it asked for.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -19,8 +20,7 @@ use anyhow::{Result, bail};
 use linerate_proto::limits::requested_rate;
 use linerate_proto::{Machine, RUN_GRACE, Refusal, SideResults, TestSpec};
 
-use crate::session::admission::Share;
-use crate::session::admission::{Expected, Pending, Place, Ticket};
+use crate::session::admission::{Expected, Pending, Place, Share, Ticket};
 use crate::session::pump::{self, Turn, Wait};
 use crate::session::server::{Admitted, DoctorSlot, ServerNote, Shared};
 use crate::session::test_log::TestLogLine;
