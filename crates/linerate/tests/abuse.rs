@@ -242,7 +242,7 @@ fn slowloris(port: u16, n: usize, stop: Arc<AtomicBool>) -> (u64, Duration) {
     (closed.load(Ordering::SeqCst), longest)
 }
 
-fn raise_fd_limit() -> u64 {
+pub(crate) fn raise_fd_limit() -> u64 {
     let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: getrlimit/setrlimit with a valid pointer to a local struct.
     unsafe {

@@ -44,22 +44,25 @@ fn over_limit_native_requests_are_refused_with_the_flag_named() {
     assert_eq!(doc["record"]["outcome"]["status"], "completed", "within every limit");
 }
 
+/// Runs `iperf3 -c` for 1 s against `port`, asserts it failed and returns what it printed.
+pub(crate) fn iperf3_refused(port: u16, args: &[&str]) -> String {
+    let out = Command::new("timeout")
+        .args(["20", "iperf3", "-c", "127.0.0.1", "-p", &port.to_string(), "-t", "1"])
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run iperf3");
+    assert_ne!(out.status.code(), Some(0), "{args:?} refused");
+    String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr)
+}
+
 #[test]
 fn over_limit_iperf3_requests_get_iperf3_errors() {
     if !crate::interop_server::have_iperf3() {
         return;
     }
     let srv = Server::start(&["--max-streams", "2", "--max-tests", "1"]);
-    let iperf3 = |args: &[&str]| {
-        let out = Command::new("timeout")
-            .args(["20", "iperf3", "-c", "127.0.0.1", "-p", &srv.port.to_string(), "-t", "1"])
-            .args(args)
-            .stdin(Stdio::null())
-            .output()
-            .expect("run iperf3");
-        assert_ne!(out.status.code(), Some(0), "{args:?} refused");
-        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr)
-    };
+    let iperf3 = |args: &[&str]| iperf3_refused(srv.port, args);
     // iperf3 prints its own text for the error number (with its own maximum, not ours).
     let text = iperf3(&["-P", "3"]);
     assert!(text.contains("number of parallel streams too large"), "{text}");

@@ -230,7 +230,7 @@ fn client_json_host(port: u16, host: &str, extra: &[&str]) -> serde_json::Value 
 #[test]
 fn a_thousand_and_twenty_four_streams() {
     let _serial = crate::util::exclusive();
-    let srv = Server::start(&["--max-streams", "1024"]);
+    let srv = Server::start(&["--max-streams", "1024", "--max-test-memory", "512M"]);
     let doc = client_json(srv.port, &["-P", "1024", "-t", "2", "-i", "0"]);
     assert_eq!(doc["record"]["outcome"]["status"], "completed");
     for end in ["client", "server_results"] {

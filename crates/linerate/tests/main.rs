@@ -7,6 +7,7 @@
 
 mod abuse;
 mod access;
+mod attacks;
 mod campaign;
 mod chart_layout;
 mod cli;

@@ -8,10 +8,7 @@ use std::net::TcpStream;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use linerate_proto::wire::{
-    Capability, Cookie, DataHello, FrameDecoder, MAX_FRAME_RESULTS, Message, PROTOCOL_VERSION,
-    encode_frame, preamble,
-};
+use linerate_proto::wire::{DataHello, FrameDecoder, MAX_FRAME_RESULTS, Message};
 use linerate_proto::{EndCondition, TestSpec};
 
 use crate::abuse::{figure, status_field};
@@ -21,7 +18,7 @@ const MIB: u64 = 1024;
 
 /// Starts a server and caps its address space at 2 GiB (the limit the attacks were measured
 /// against: past it, an allocation fails and the process aborts).
-fn limited_server(extra: &[&str]) -> Server {
+pub(crate) fn limited_server(extra: &[&str]) -> Server {
     let srv = Server::start(extra);
     let pid = srv.child.id().to_string();
     let ok = std::process::Command::new("prlimit")
@@ -32,7 +29,7 @@ fn limited_server(extra: &[&str]) -> Server {
     srv
 }
 
-fn alive(srv: &mut Server) -> bool {
+pub(crate) fn alive(srv: &mut Server) -> bool {
     srv.child.try_wait().ok().flatten().is_none()
 }
 
@@ -114,7 +111,7 @@ struct Accepted {
     _data: TcpStream,
 }
 
-fn next_message(s: &mut TcpStream, d: &mut FrameDecoder) -> Message {
+pub(crate) fn next_message(s: &mut TcpStream, d: &mut FrameDecoder) -> Message {
     let mut buf = [0u8; 4096];
     loop {
         if let Some(m) = d.poll_frame().expect("server frames decode") {
@@ -127,34 +124,14 @@ fn next_message(s: &mut TcpStream, d: &mut FrameDecoder) -> Message {
 }
 
 fn accepted_test(port: u16) -> Accepted {
-    let mut ctl = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-    ctl.set_read_timeout(Some(secs(10))).expect("timeout");
     let spec = TestSpec {
         end: EndCondition::Duration { duration_ms: 5000 },
         block_bytes: 1024,
         bits_per_second: 8000,
         ..TestSpec::default_tcp()
     };
-    let mut out = preamble(PROTOCOL_VERSION).to_vec();
-    out.extend(encode_frame(&Message::Hello {
-        software: "attacker".into(),
-        capabilities: Capability::ALL.iter().map(|c| c.as_str().to_string()).collect(),
-        auth_nonce: None,
-    }));
-    out.extend(encode_frame(&Message::TestRequest { spec }));
-    ctl.write_all(&out).expect("request");
-    let mut d = FrameDecoder::new();
-    let mut first = [0u8; 12];
-    ctl.read_exact(&mut first).expect("preamble");
-    d.push(&first);
-    d.poll_preamble().expect("preamble");
-    let cookie = loop {
-        match next_message(&mut ctl, &mut d) {
-            Message::TestAccepted { cookie } => break Cookie::from_hex(&cookie).expect("cookie"),
-            Message::Refused { reason } => panic!("refused: {reason}"),
-            _ => {}
-        }
-    };
+    let localhost = std::net::IpAddr::from([127, 0, 0, 1]);
+    let (mut ctl, mut d, cookie) = crate::attacks::accepted(localhost, port, spec);
     let mut data = TcpStream::connect(("127.0.0.1", port)).expect("data");
     data.write_all(&DataHello { cookie, stream_id: 1 }.encode()).expect("data hello");
     while next_message(&mut ctl, &mut d) != Message::Start {}

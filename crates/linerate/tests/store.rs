@@ -274,7 +274,14 @@ fn last_names_the_newest_run_or_the_matrix_it_belongs_to() {
 /// The server the concurrency tests run against: no per-address rate cap (they start 200 tests
 /// within seconds from 127.0.0.1).
 fn busy_server() -> Server {
-    Server::start(&["--max-client-tests-per-minute", "0", "--max-client-connections", "0"])
+    Server::start(&[
+        "--max-client-tests-per-minute",
+        "0",
+        "--max-client-connections",
+        "0",
+        "--max-tests-per-address",
+        "0",
+    ])
 }
 
 /// How many runs the history at `db` holds.

@@ -35,6 +35,21 @@ pub const DEFAULT_MAX_CLIENT_TESTS_PER_MINUTE: u32 = 120;
 /// sampling work and its memory rate; shorter than this measures ACK clocking and scheduling
 /// more than throughput on most paths.
 pub const DEFAULT_MIN_INTERVAL: Duration = Duration::from_millis(100);
+/// Default for [`Limits::min_rate`]: 8 kbit/s per test (1000 bytes a second, all streams).
+/// A trickle under it cannot hold a slot, and no measurement worth a slot asks for less: the
+/// lowest rates people test (a voice call, a telemetry uplink) are tens of kbit/s, and at the
+/// default 128 KiB block a test paced under about 100 kbit/s already stalls for seconds
+/// between writes.
+pub const DEFAULT_MIN_RATE: u64 = 8_000;
+/// Default for [`Limits::max_block`]: 1 MiB, iperf3's own cap on `-l`; 8 times linerate's
+/// default TCP block and far above any UDP datagram.
+pub const DEFAULT_MAX_BLOCK: u32 = 1 << 20;
+/// Default for [`Limits::max_test_memory`]: 64 MiB per test, so the default 16 tests hold
+/// at most 1 GiB. Fits `-P 128` at the default block (48 MiB) and `-P 32 -l 1M` (40 MiB).
+pub const DEFAULT_MAX_TEST_MEMORY: u64 = 64 << 20;
+/// What one stream costs its end besides its buffers, counted in a test's memory: the
+/// address space of the stream's thread stack (256 KiB in linerate's driver).
+pub const STREAM_OVERHEAD_BYTES: u64 = 256 << 10;
 
 /// Which limit a refusal comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,6 +70,12 @@ pub enum LimitKind {
     ClientRate,
     /// The sampling interval (`-i`) is shorter than the server allows.
     Interval,
+    /// The block (`-l`) is larger than the server allows.
+    Block,
+    /// The test would need more memory (streams × buffers) than the server allows.
+    Memory,
+    /// The test asks for (or moves) less than the server's minimum rate.
+    MinRate,
 }
 
 /// Why a test is refused: a sentence for the client and which limit said no.
@@ -121,6 +142,17 @@ pub struct Limits {
     /// Shortest sampling interval (`-i`) a test may ask for; 0 (no sampling) is always
     /// allowed.
     pub min_interval: Duration,
+    /// Tests (and doctor sessions) one client address may hold at once, running or queued;
+    /// `None` = a quarter of `max_tests` (at least 1), `Some(0)` = no cap. See
+    /// [`Limits::tests_per_address`].
+    pub max_tests_per_address: Option<u32>,
+    /// Bits per second a test must ask for and keep moving (all streams, both directions);
+    /// 0 = no floor. See [`Limits::progress_refusal`].
+    pub min_rate: u64,
+    /// Largest block (`-l`) a test may ask for, bytes.
+    pub max_block: u32,
+    /// Most memory one test may need on the server ([`test_memory`]), bytes.
+    pub max_test_memory: u64,
 }
 
 impl Default for Limits {
@@ -143,6 +175,10 @@ impl Default for Limits {
             exclusive: false,
             queue: DEFAULT_QUEUE,
             min_interval: DEFAULT_MIN_INTERVAL,
+            max_tests_per_address: None,
+            min_rate: DEFAULT_MIN_RATE,
+            max_block: DEFAULT_MAX_BLOCK,
+            max_test_memory: DEFAULT_MAX_TEST_MEMORY,
         }
     }
 }
@@ -157,6 +193,10 @@ impl Limits {
             max_client_connections: 0,
             max_client_tests_per_minute: 0,
             min_interval: Duration::from_millis(crate::spec::MIN_INTERVAL_MS),
+            max_tests_per_address: Some(0),
+            min_rate: 0,
+            max_block: crate::spec::MAX_BLOCK_BYTES,
+            max_test_memory: u64::MAX,
             ..Self::default()
         }
     }
@@ -187,6 +227,8 @@ impl Limits {
             ));
         }
         self.check_rate(spec)?;
+        self.check_min_rate(spec)?;
+        self.check_memory(spec)?;
         self.check_interval(spec)?;
         if let (Some(max), EndCondition::Bytes { bytes }) = (self.max_bytes, spec.end) {
             let total = bytes.saturating_mul(directions(spec.direction));
@@ -237,6 +279,70 @@ impl Limits {
             ));
         }
         Ok(())
+    }
+
+    fn check_min_rate(&self, spec: &TestSpec) -> Result<(), Refusal> {
+        match requested_rate(spec) {
+            Some(asked) if asked < self.min_rate => Err(Refusal::new(
+                LimitKind::MinRate,
+                format!(
+                    "server requires tests of at least {} (--min-rate), asked for {}; ask for a \
+                     higher -b (it is per stream)",
+                    si(self.min_rate),
+                    si(asked)
+                ),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    fn check_memory(&self, spec: &TestSpec) -> Result<(), Refusal> {
+        if spec.block_bytes > self.max_block {
+            return Err(Refusal::new(
+                LimitKind::Block,
+                format!(
+                    "server allows blocks of at most {} (--max-block), asked for -l {}; ask for a \
+                     smaller -l",
+                    size(self.max_block.into()),
+                    size(spec.block_bytes.into())
+                ),
+            ));
+        }
+        let need = test_memory(spec);
+        if need > self.max_test_memory {
+            return Err(Refusal::new(
+                LimitKind::Memory,
+                format!(
+                    "server allows at most {} of memory per test (--max-test-memory); {} \
+                     streams with their buffers need {}; ask for fewer streams (-P) or a \
+                     smaller -l",
+                    size(self.max_test_memory),
+                    spec.connection_count(),
+                    size(need)
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The refusal for a running test that moved `moved` bytes (all streams, both directions)
+    /// in the last `window`: less than half of [`Limits::min_rate`] over it. Half, because a
+    /// paced sender writes whole blocks: a test paced at the floor whose blocks come at most a
+    /// window apart always moves at least half the floor in any window. None when it kept up.
+    pub fn progress_refusal(&self, moved: u64, window: Duration) -> Option<Refusal> {
+        let secs = window.as_secs_f64();
+        let floor = self.min_rate as f64 * secs / 2.0;
+        (self.min_rate > 0 && secs > 0.0 && (moved as f64 * 8.0) < floor).then(|| {
+            Refusal::new(
+                LimitKind::MinRate,
+                format!(
+                    "the test moved {} in the last {secs:.1} s, under the server's floor of {} \
+                     per test (--min-rate, averaged over --idle-timeout); the test was cut",
+                    si((moved as f64 * 8.0 / secs) as u64),
+                    si(self.min_rate)
+                ),
+            )
+        })
     }
 
     fn check_interval(&self, spec: &TestSpec) -> Result<(), Refusal> {
@@ -298,6 +404,50 @@ impl Limits {
         if self.exclusive { 1 } else { self.max_tests }
     }
 
+    /// Tests one address may hold at once, running or queued (0 = no cap): the operator's
+    /// `max_tests_per_address`, else a quarter of `max_tests`, at least 1. A quarter means
+    /// one address can never take the whole server: it needs four addresses, each paying
+    /// for its own tests, and a client from a fifth still finds a slot while fewer than four
+    /// hold theirs. One machine rarely runs more than a few tests at once to one server.
+    pub fn tests_per_address(&self) -> u32 {
+        self.max_tests_per_address.unwrap_or((self.max_tests / 4).max(1))
+    }
+
+    /// The refusal for an address that already holds `held` tests (see
+    /// [`Limits::tests_per_address`]).
+    pub fn share_refusal(&self, held: u32) -> Option<Refusal> {
+        let share = self.tests_per_address();
+        (share > 0 && held >= share).then(|| {
+            Refusal::new(
+                LimitKind::ClientRate,
+                format!(
+                    "this address already holds {held} test(s) on the server, its share \
+                     (--max-tests-per-address); try again when one has ended"
+                ),
+            )
+        })
+    }
+
+    /// Doctor sessions that may run at once: a quarter of the slots, at least 1. They hold
+    /// a slot each, as tests do; the quarter keeps a doctor flood from taking every slot.
+    pub fn doctor_slots(&self) -> u32 {
+        (self.slots() / 4).max(1)
+    }
+
+    /// The refusal for a doctor arriving while `running` doctor sessions hold their slots.
+    pub fn doctors_busy(&self, running: u32) -> Option<Refusal> {
+        (running >= self.doctor_slots()).then(|| {
+            Refusal::new(
+                LimitKind::Busy,
+                format!(
+                    "server is busy: it allows {} doctor session(s) at once (a quarter of \
+                     --max-tests); try again in a few seconds",
+                    self.doctor_slots()
+                ),
+            )
+        })
+    }
+
     /// The refusal for a test arriving while `running` tests already use every slot.
     pub fn busy(&self, running: u32) -> Option<Refusal> {
         if self.exclusive && running >= 1 {
@@ -342,6 +492,26 @@ fn bytes_refusal(max: u64) -> Refusal {
             "server allows at most {max} bytes per test (--max-bytes); ask for less with -n/-t"
         ),
     )
+}
+
+/// The memory a test needs on the server: its stream buffers ([`TestSpec::buffer_bytes`])
+/// and [`STREAM_OVERHEAD_BYTES`] per stream.
+pub fn test_memory(spec: &TestSpec) -> u64 {
+    spec.buffer_bytes()
+        .saturating_add(u64::from(spec.connection_count()).saturating_mul(STREAM_OVERHEAD_BYTES))
+}
+
+/// `bytes` in binary units with up to two decimals, e.g. `64 MiB`, `1.25 MiB`, `512 bytes`.
+fn size(bytes: u64) -> String {
+    let b = bytes as f64;
+    let (v, unit) = match bytes {
+        0..1024 => return format!("{bytes} bytes"),
+        1024..1_048_576 => (b / 1024.0, "KiB"),
+        1_048_576..1_073_741_824 => (b / 1_048_576.0, "MiB"),
+        _ => (b / 1_073_741_824.0, "GiB"),
+    };
+    let s = format!("{v:.2}");
+    format!("{} {unit}", s.trim_end_matches('0').trim_end_matches('.'))
 }
 
 /// The rate a test asks for in total (every stream, both directions), bits per second; None
@@ -476,6 +646,88 @@ mod tests {
         assert_eq!(Limits::default().check(&s), Ok(()), "no sampling is always allowed");
         s.interval_ms = 10;
         assert_eq!(Limits::unlimited().check(&s), Ok(()), "the protocol's floor");
+    }
+
+    #[test]
+    fn memory_per_test_and_block_size_are_capped() {
+        let l = Limits::default();
+        let mut s = spec();
+        s.direction = Direction::Download;
+        s.streams = 16;
+        s.block_bytes = 64 << 20;
+        let r = l.check(&s).unwrap_err();
+        assert_eq!(r.kind, LimitKind::Block);
+        assert!(
+            r.message.starts_with(
+                "server allows blocks of at most 1 MiB (--max-block), asked for -l 64 MiB"
+            ),
+            "{r}"
+        );
+        s.block_bytes = 1 << 20;
+        s.streams = 64;
+        let r = l.check(&s).unwrap_err();
+        assert_eq!(r.kind, LimitKind::Memory);
+        assert!(r.message.contains("at most 64 MiB of memory per test (--max-test-memory); 64 streams with their buffers need 80 MiB"), "{r}");
+        s.streams = 32;
+        assert_eq!(l.check(&s), Ok(()), "32 × 1.25 MiB");
+        s.block_bytes = 128 * 1024;
+        s.streams = 128;
+        assert_eq!(test_memory(&s), 48 << 20);
+        assert_eq!(l.check(&s), Ok(()), "-P 128 at the default block fits");
+        s.protocol = Protocol::Udp;
+        s.block_bytes = 1460;
+        assert_eq!(test_memory(&s), 48 << 20, "64 receive buffers of 2 KiB per stream");
+        assert_eq!(
+            Limits::unlimited().check(&TestSpec { streams: 1024, block_bytes: 1 << 20, ..spec() }),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn min_rate_refuses_trickles_and_cuts_tests_that_fall_under_half_of_it() {
+        let l = Limits::default();
+        let mut s = spec();
+        s.bits_per_second = 8;
+        let r = l.check(&s).unwrap_err();
+        assert_eq!(r.kind, LimitKind::MinRate);
+        assert!(
+            r.message.starts_with(
+                "server requires tests of at least 8.00 kbit/s (--min-rate), asked for 8 bit/s"
+            ),
+            "{r}"
+        );
+        s.bits_per_second = 4000;
+        s.streams = 2;
+        assert_eq!(l.check(&s), Ok(()), "the floor is per test, all streams");
+        s.bits_per_second = 0;
+        assert_eq!(l.check(&s), Ok(()), "unpaced asks for no particular rate");
+        let w = Duration::from_secs(10);
+        assert!(l.progress_refusal(5000, w).is_none(), "half the floor over the window");
+        let r = l.progress_refusal(4999, w).expect("under half");
+        assert!(r.message.contains("(--min-rate, averaged over --idle-timeout)"), "{r}");
+        assert!(Limits { min_rate: 0, ..l }.progress_refusal(0, w).is_none(), "0 = no floor");
+    }
+
+    #[test]
+    fn each_address_gets_a_quarter_of_the_slots_by_default() {
+        let l = Limits::default();
+        assert_eq!(l.tests_per_address(), 4);
+        assert!(l.share_refusal(3).is_none());
+        let r = l.share_refusal(4).expect("at its share");
+        assert!(
+            r.message.contains(
+                "already holds 4 test(s) on the server, its share (--max-tests-per-address)"
+            ),
+            "{r}"
+        );
+        assert_eq!(Limits { max_tests: 2, ..Limits::default() }.tests_per_address(), 1);
+        let off = Limits { max_tests_per_address: Some(0), ..Limits::default() };
+        assert!(off.share_refusal(1000).is_none());
+        assert_eq!(
+            (l.doctor_slots(), Limits { exclusive: true, ..l.clone() }.doctor_slots()),
+            (4, 1)
+        );
+        assert!(l.doctors_busy(3).is_none() && l.doctors_busy(4).is_some());
     }
 
     #[test]

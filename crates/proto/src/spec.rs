@@ -281,9 +281,7 @@ impl TestSpec {
                 format!("{MIN_UDP_DATAGRAM}..={MAX_UDP_DATAGRAM} bytes"),
             ));
         }
-        let buffers = u64::from(self.connection_count())
-            * u64::from(self.block_bytes.max(UDP_MIN_RECEIVE_BUFFER))
-            * UDP_RECEIVE_BATCH;
+        let buffers = self.buffer_bytes();
         if buffers > MAX_TEST_BUFFER_BYTES {
             return Err(out_of_range(
                 "UDP streams × datagram size (-P × -l)",
@@ -370,6 +368,19 @@ impl TestSpec {
             Direction::Download => Some(Flow::ServerToClient),
             Direction::Bidirectional if id <= self.streams => Some(Flow::ClientToServer),
             Direction::Bidirectional => Some(Flow::ServerToClient),
+        }
+    }
+
+    /// The stream buffers one end may hold for this test: one block per TCP stream; per UDP
+    /// stream a receiver's batch of [`UDP_RECEIVE_BATCH`] datagram buffers of at least
+    /// [`UDP_MIN_RECEIVE_BUFFER`] bytes (the larger of what either role needs).
+    pub fn buffer_bytes(&self) -> u64 {
+        let conns = u64::from(self.connection_count());
+        match self.protocol {
+            Protocol::Tcp => conns * u64::from(self.block_bytes),
+            Protocol::Udp => {
+                conns * u64::from(self.block_bytes.max(UDP_MIN_RECEIVE_BUFFER)) * UDP_RECEIVE_BATCH
+            }
         }
     }
 

@@ -7,8 +7,9 @@ use std::time::Duration;
 use clap::Args;
 use linerate_proto::Limits;
 use linerate_proto::limits::{
-    DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CLIENT_CONNECTIONS, DEFAULT_MAX_CLIENT_TESTS_PER_MINUTE,
-    DEFAULT_MAX_STREAMS, DEFAULT_MAX_TESTS, DEFAULT_MIN_INTERVAL, DEFAULT_QUEUE,
+    DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_BLOCK, DEFAULT_MAX_CLIENT_CONNECTIONS,
+    DEFAULT_MAX_CLIENT_TESTS_PER_MINUTE, DEFAULT_MAX_STREAMS, DEFAULT_MAX_TEST_MEMORY,
+    DEFAULT_MAX_TESTS, DEFAULT_MIN_INTERVAL, DEFAULT_MIN_RATE, DEFAULT_QUEUE,
 };
 
 use super::args::{DirectionArg, ProtocolArg, rate, seconds, size};
@@ -78,8 +79,25 @@ pub struct LimitArgs {
     /// New tests per minute from one address [default: 120; 0 = no cap].
     #[arg(long = "max-client-tests-per-minute", value_name = "N", help_heading = "Limits")]
     pub max_client_tests_per_minute: Option<u32>,
+    /// Tests (and doctor sessions) one client address may hold at once, running or queued
+    /// [default: a quarter of --max-tests, at least 1; 0 = no cap].
+    #[arg(long = "max-tests-per-address", value_name = "N", help_heading = "Limits")]
+    pub max_tests_per_address: Option<u32>,
+    /// Lowest rate a test may ask for (-b × streams) and must keep moving: a running test
+    /// that moves less than half of it over an --idle-timeout window is ended
+    /// [default: 8k; 0 = no floor].
+    #[arg(long = "min-rate", value_name = "RATE", value_parser = rate, help_heading = "Limits")]
+    pub min_rate: Option<Bitrate>,
+    /// Largest block (-l) a test may ask for [default: 1M; at most 64M].
+    #[arg(long = "max-block", value_name = "SIZE", value_parser = size, help_heading = "Limits")]
+    pub max_block: Option<ByteCount>,
+    /// Most memory one test may need on the server: its stream buffers plus 256 KiB per
+    /// stream [default: 64M].
+    #[arg(long = "max-test-memory", value_name = "SIZE", value_parser = size, help_heading = "Limits")]
+    pub max_test_memory: Option<ByteCount>,
     /// End a running test when no stream moved a byte for this long (a stopped or silent
-    /// peer whose connections stay up) [default: 10 s].
+    /// peer whose connections stay up); also the window --min-rate is averaged over
+    /// [default: 10 s].
     #[arg(long = "idle-timeout", value_name = "SECONDS", value_parser = seconds, help_heading = "Limits")]
     pub idle_timeout: Option<Duration>,
     /// Shortest sampling interval (-i) a test may ask for; -i 0 (no interval reports) is
@@ -114,6 +132,11 @@ fn log_format(s: &str) -> Result<LogFormat, String> {
 const _: () = assert!(DEFAULT_MAX_TESTS == 16 && DEFAULT_MAX_STREAMS == 128 && DEFAULT_QUEUE == 8);
 const _: () = assert!(DEFAULT_IDLE_TIMEOUT.as_secs() == 10);
 const _: () = assert!(DEFAULT_MIN_INTERVAL.as_millis() == 100);
+const _: () = assert!(
+    DEFAULT_MIN_RATE == 8_000
+        && DEFAULT_MAX_BLOCK == 1 << 20
+        && DEFAULT_MAX_TEST_MEMORY == 64 << 20
+);
 const _: () =
     assert!(DEFAULT_MAX_CLIENT_CONNECTIONS == 32 && DEFAULT_MAX_CLIENT_TESTS_PER_MINUTE == 120);
 
@@ -160,6 +183,10 @@ impl LimitArgs {
             max_client_tests_per_minute: self.max_client_tests_per_minute,
             idle_timeout: self.idle_timeout.map(Seconds),
             min_interval: self.min_interval.map(Seconds),
+            max_tests_per_address: self.max_tests_per_address,
+            min_rate: self.min_rate.map(|r| Rate(r.bits_per_second())),
+            max_block: self.max_block.map(|b| SizeItem(Some(b.bytes()))),
+            max_test_memory: self.max_test_memory.map(|b| SizeItem(Some(b.bytes()))),
             exclusive: self.exclusive.then_some(true),
             queue: self.queue,
             psk_file: None,

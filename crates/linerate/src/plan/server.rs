@@ -46,6 +46,14 @@ pub struct ServerSettings {
     pub idle_timeout: Option<Seconds>,
     /// `--min-interval`.
     pub min_interval: Option<Seconds>,
+    /// `--max-tests-per-address` (0 = no cap).
+    pub max_tests_per_address: Option<u32>,
+    /// `--min-rate` (0 = no floor).
+    pub min_rate: Option<Rate>,
+    /// `--max-block`.
+    pub max_block: Option<SizeItem>,
+    /// `--max-test-memory`.
+    pub max_test_memory: Option<SizeItem>,
     /// `--exclusive`.
     pub exclusive: Option<bool>,
     /// `--queue`.
@@ -189,6 +197,10 @@ impl ServerSettings {
                 .or(fallback.max_client_tests_per_minute),
             idle_timeout: self.idle_timeout.or(fallback.idle_timeout),
             min_interval: self.min_interval.or(fallback.min_interval),
+            max_tests_per_address: self.max_tests_per_address.or(fallback.max_tests_per_address),
+            min_rate: self.min_rate.or(fallback.min_rate),
+            max_block: self.max_block.or(fallback.max_block),
+            max_test_memory: self.max_test_memory.or(fallback.max_test_memory),
             exclusive: self.exclusive.or(fallback.exclusive),
             queue: self.queue.or(fallback.queue),
             psk_file: self.psk_file.or(fallback.psk_file),
@@ -268,11 +280,39 @@ impl ServerSettings {
             }
             l.min_interval = d.0;
         }
+        self.budgets(&mut l)?;
         l.exclusive = self.exclusive.unwrap_or(false);
         if let Some(n) = self.queue {
             l.queue = n;
         }
         Ok(l)
+    }
+}
+
+impl ServerSettings {
+    /// The per-address share, the rate floor and the memory caps.
+    fn budgets(&self, l: &mut Limits) -> Result<(), String> {
+        if let Some(n) = self.max_tests_per_address {
+            l.max_tests_per_address = Some(n);
+        }
+        if let Some(r) = self.min_rate {
+            l.min_rate = r.0;
+        }
+        if let Some(b) = self.max_block {
+            let b = b.0.unwrap_or(0);
+            let max = linerate_proto::spec::MAX_BLOCK_BYTES;
+            l.max_block =
+                u32::try_from(b).ok().filter(|b| (1..=max).contains(b)).ok_or_else(|| {
+                    "max_block (--max-block) must be 1 byte ..= 64 MiB (the protocol's cap)"
+                        .to_string()
+                })?;
+        }
+        if let Some(m) = self.max_test_memory {
+            l.max_test_memory = m.0.filter(|m| *m > 0).ok_or_else(|| {
+                "max_test_memory (--max-test-memory) must be more than 0".to_string()
+            })?;
+        }
+        Ok(())
     }
 }
 
@@ -294,7 +334,8 @@ mod tests {
             "max_tests = 2\nmax_streams = 8\nmax_duration = \"5m\"\nmax_bitrate = \"1G\"\nmax_total_bitrate = \"5G\"\n\
              max_bytes = \"10G\"\nallow_protocols = [\"tcp\"]\nallow_directions = [\"send\"]\n\
              max_client_connections = 4\nmax_client_tests_per_minute = 0\nexclusive = true\n\
-             queue = 3\nidle_timeout = 2.5\nmin_interval = 0.5\n",
+             queue = 3\nidle_timeout = 2.5\nmin_interval = 0.5\nmax_tests_per_address = 1\n\
+             min_rate = \"1M\"\nmax_block = \"256K\"\nmax_test_memory = \"32M\"\n",
             "s.toml",
         )
         .expect("valid");
@@ -309,6 +350,10 @@ mod tests {
         assert!(l.exclusive && l.queue == 3);
         assert_eq!(l.idle_timeout, Duration::from_millis(2500));
         assert_eq!(l.min_interval, Duration::from_millis(500));
+        assert_eq!((l.max_tests_per_address, l.min_rate), (Some(1), 1_000_000));
+        assert_eq!((l.max_block, l.max_test_memory), (256 << 10, 32 << 20));
+        let e = parse_config("max_block = \"128M\"\n", "s.toml").expect_err("over 64 MiB");
+        assert!(e.message.contains("max_block (--max-block) must be"), "{e}");
         let e = parse_config("min_interval = 0.001\n", "s.toml").expect_err("under the floor");
         assert!(e.message.contains("at least 0.01 s"), "{e}");
     }

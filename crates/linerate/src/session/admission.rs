@@ -1,11 +1,22 @@
 //! Per-client-address bookkeeping for the server's limits: connections from one address that
-//! are not yet part of a test, and a token bucket of new tests per address.
+//! are not yet part of a test, the tests (and doctor sessions) it holds, and a token bucket of
+//! new tests per address.
 //!
 //! The accept loop asks [`Admission::open`] before it spends a thread on a connection, so a
 //! flood of slow or half-open connections from one address costs one map entry, not a
 //! thread each; the [`Pending`] guard it returns gives the place back when the connection is
 //! identified (or dropped). The bucket is consulted when a test is requested, after the
 //! spec passed the pure checks in `linerate_proto::limits`.
+//!
+//! An admitted test's data connections may go past the pending cap (a `-P 128` test opens
+//! its streams in a burst), but only as a one-time credit: each connection admitted over the
+//! cap uses one of the connections the test declared, whether or not it turns out to be one
+//! of them, and the rest of the credit is gone when the test starts or ends. A test that is
+//! accepted but never starts therefore lends its address at most its own connections, once,
+//! never a standing higher cap.
+//!
+//! Each address holds at most its share of tests ([`Limits::tests_per_address`]), running or
+//! queued, through a [`Share`] that its session keeps until it ends.
 //!
 //! With `--exclusive` the server runs one test at a time and later requests wait in a FIFO
 //! queue of [`Ticket`]s (a ticket leaves the queue when dropped, so a client that goes away
@@ -26,9 +37,11 @@ const PRUNE_ABOVE: usize = 4096;
 #[derive(Debug)]
 struct Client {
     pending: u32,
-    /// Data connections an admitted test from this address still awaits: they may exceed
-    /// the pending cap (a `-P 1024` test opens its streams in a burst).
+    /// Connections admitted tests from this address may still open over the pending cap
+    /// (a one-time credit, used up by each connection admitted over it).
     expected: u32,
+    /// Tests and doctor sessions this address holds (running or queued).
+    held: u32,
     tokens: f64,
     refilled: Instant,
 }
@@ -83,6 +96,19 @@ pub(crate) struct Pending {
 impl Drop for Pending {
     fn drop(&mut self) {
         self.admission.update(self.ip, |c| c.pending = c.pending.saturating_sub(1));
+    }
+}
+
+/// One test or doctor session held by an address; dropping it gives the place back.
+#[derive(Debug)]
+pub(crate) struct Share {
+    admission: Arc<Admission>,
+    ip: IpAddr,
+}
+
+impl Drop for Share {
+    fn drop(&mut self) {
+        self.admission.update(self.ip, |c| c.held = c.held.saturating_sub(1));
     }
 }
 
@@ -156,8 +182,11 @@ impl Admission {
     pub(crate) fn open(self: &Arc<Self>, ip: IpAddr) -> Result<Pending, Refusal> {
         let max = self.limits.max_client_connections;
         let admitted = self.update(ip, |c| {
-            let ok = max == 0 || c.pending < max.saturating_add(c.expected);
+            let ok = max == 0 || c.pending < max || c.expected > 0;
             if ok {
+                if max > 0 && c.pending >= max {
+                    c.expected -= 1;
+                }
                 c.pending += 1;
             }
             ok
@@ -174,11 +203,25 @@ impl Admission {
         Ok(Pending { admission: self.clone(), ip })
     }
 
-    /// An admitted test from `ip` will open `n` data connections; until the guard drops
-    /// they do not count against the address's pending cap.
+    /// An admitted test from `ip` will open `n` data connections: until the guard drops (the
+    /// test started or ended), up to `n` connections may be admitted over the pending cap,
+    /// each using one up.
     pub(crate) fn expect(self: &Arc<Self>, ip: IpAddr, n: u32) -> Expected {
         self.update(ip, |c| c.expected = c.expected.saturating_add(n));
         Expected { admission: self.clone(), ip, n }
+    }
+
+    /// Counts one more test (or doctor session) held by `ip`, or says it holds its share.
+    pub(crate) fn take_share(self: &Arc<Self>, ip: IpAddr) -> Result<Share, Refusal> {
+        let limits = &self.limits;
+        self.update(ip, |c| match limits.share_refusal(c.held) {
+            Some(r) => Err(r),
+            None => {
+                c.held += 1;
+                Ok(())
+            }
+        })?;
+        Ok(Share { admission: self.clone(), ip })
     }
 
     /// Takes one new-test token for `ip`, or says when the next one is due.
@@ -220,17 +263,21 @@ impl Admission {
         let c = map.entry(ip).or_insert_with(|| Client {
             pending: 0,
             expected: 0,
+            held: 0,
             tokens: cap,
             refilled: Instant::now(),
         });
         let r = f(c);
-        if c.pending == 0 && c.expected == 0 && c.tokens >= cap {
+        if c.pending == 0 && c.expected == 0 && c.held == 0 && c.tokens >= cap {
             map.remove(&ip);
         }
         if map.len() > PRUNE_ABOVE {
             // Entries idle for a minute have refilled: forgetting them changes nothing.
             map.retain(|_, c| {
-                c.pending > 0 || c.expected > 0 || c.refilled.elapsed() < Duration::from_secs(60)
+                c.pending > 0
+                    || c.expected > 0
+                    || c.held > 0
+                    || c.refilled.elapsed() < Duration::from_secs(60)
             });
         }
         r
@@ -258,8 +305,21 @@ mod tests {
         let streams = a.expect(ip(1), 3);
         let burst: Vec<_> = (0..3).map(|_| a.open(ip(1)).expect("expected streams")).collect();
         assert!(a.open(ip(1)).is_err(), "only as many as the test has");
-        drop((burst, streams));
+        drop(burst);
+        assert!(a.open(ip(1)).is_err(), "the credit was used once, not a standing raise");
+        drop(streams);
         assert!(a.open(ip(1)).is_err(), "back to the plain cap of 2 (two still held)");
+    }
+
+    #[test]
+    fn each_address_holds_at_most_its_share_of_tests() {
+        let a = Admission::new(Limits { max_tests: 8, ..Limits::default() });
+        let held: Vec<_> = (0..2).map(|_| a.take_share(ip(1)).expect("within 8 / 4")).collect();
+        let err = a.take_share(ip(1)).expect_err("over its share");
+        assert!(err.message.contains("(--max-tests-per-address)"), "{err}");
+        let _other = a.take_share(ip(2)).expect("another address has its own share");
+        drop(held);
+        let _again = a.take_share(ip(1)).expect("a place was given back");
     }
 
     #[test]

@@ -180,6 +180,10 @@ impl Session<'_> {
             }
             ServerEvent::Finished => {}
             ServerEvent::EnvironmentRequested { client_software } => {
+                if let Err(r) = self.t.admit_doctor() {
+                    conn.refuse(&r.message);
+                    bail!("refused a doctor: {r}");
+                }
                 let scope = crate::measure::host::Scope::AllUp(Some(self.local_ip));
                 conn.send_environment(crate::measure::host::snapshot(scope))?;
                 let note = crate::session::server::ServerNote::DoctorAnswered {

@@ -1,10 +1,17 @@
 //! One test as the server sees it, whatever protocol the client speaks: its admission (the
 //! per-address place it holds until then, its queue ticket, its slot and requested rate), its
-//! number, its streams, both ends' results, the watchdog (no progress, `--max-bytes`,
-//! `--max-duration`), how many other tests overlapped it, and the notes that open and close
-//! it. The native session (`native.rs`) and the iperf3 session (`iperf3/server.rs`) each own
-//! one and differ only in their control protocol. Nothing here touches the data path: the
-//! watchdog reads the counters the sampler already keeps.
+//! number, its streams, both ends' results, the watchdog (no progress, too little progress,
+//! `--max-bytes`, `--max-duration`), how many other tests overlapped it, and the notes that
+//! open and close it. A doctor session is a `ServedTest` that never gets a number: it holds
+//! its address's share and a doctor slot instead. The native session (`native.rs`) and the
+//! iperf3 session (`iperf3/server.rs`) each own one and differ only in their control
+//! protocol. Nothing here touches the data path: the watchdog reads the counters the sampler
+//! already keeps.
+//!
+//! The progress deadline: besides the idle timeout (no byte for `--idle-timeout`), every
+//! `--idle-timeout` window of a running test must move at least half of `--min-rate` over
+//! it (`Limits::progress_refusal`), so a peer trickling a byte a second cannot hold a slot
+//! however long it asked for.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -13,9 +20,9 @@ use anyhow::{Result, bail};
 use linerate_proto::limits::requested_rate;
 use linerate_proto::{Machine, RUN_GRACE, Refusal, SideResults, TestSpec};
 
-use crate::session::admission::{Expected, Pending, Place, Ticket};
+use crate::session::admission::{Expected, Pending, Place, Share, Ticket};
 use crate::session::pump::{self, Turn, Wait};
-use crate::session::server::{Admitted, ServerNote, Shared};
+use crate::session::server::{Admitted, DoctorSlot, ServerNote, Shared};
 use crate::session::test_log::TestLogLine;
 use crate::session::{Clock, ControlChannel, SOFTWARE, StreamSet};
 
@@ -29,12 +36,18 @@ pub(crate) struct ServedTest<'a> {
     pub(crate) server_results: Option<SideResults>,
     pub(crate) client_results: Option<SideResults>,
     progress: (Instant, u64),
+    /// Where the current progress window began and the byte count then.
+    window: (Instant, u64),
     /// The most other tests seen running at once during this one.
     overlap: u32,
     /// Counts this connection against its address until the test is admitted.
     pending: Option<Pending>,
     /// Its place in the exclusive queue while it waits.
     ticket: Option<Ticket>,
+    /// One of its address's test places, held from the request to the end.
+    share: Option<Share>,
+    /// A doctor session's slot.
+    doctor: Option<DoctorSlot<'a>>,
     /// Lets its data connections past the per-address cap until the test starts.
     expected: Option<Expected>,
     /// For the log line: the client's software, its spec and when it was admitted.
@@ -56,9 +69,12 @@ impl<'a> ServedTest<'a> {
             server_results: None,
             client_results: None,
             progress: (Instant::now(), 0),
+            window: (Instant::now(), 0),
             overlap: 0,
             pending: Some(pending),
             ticket: None,
+            share: None,
+            doctor: None,
             expected: None,
             software: String::new(),
             spec: None,
@@ -75,6 +91,11 @@ impl<'a> ServedTest<'a> {
         spec: &TestSpec,
         can_queue: bool,
     ) -> Result<Option<Place>, Refusal> {
+        if self.share.is_none() {
+            // A full server says so first: the share matters only while slots are free.
+            let share = self.shared.admission.take_share(self.peer.ip());
+            self.share = Some(share.map_err(|r| self.shared.busy_now().unwrap_or(r))?);
+        }
         match self.shared.admit(spec, self.peer.ip(), &mut self.ticket, can_queue)? {
             Admitted::Run(test) => {
                 self.test = test;
@@ -85,6 +106,18 @@ impl<'a> ServedTest<'a> {
             }
             Admitted::Wait(place) => Ok(Some(place)),
         }
+    }
+
+    /// Admits a doctor session (its share, a test token, a doctor slot) or says why not.
+    pub(crate) fn admit_doctor(&mut self) -> Result<(), Refusal> {
+        if self.doctor.is_some() {
+            return Ok(());
+        }
+        let share = self.shared.admission.take_share(self.peer.ip())?;
+        self.doctor = Some(self.shared.admit_doctor(self.peer.ip())?);
+        self.share = Some(share);
+        self.pending = None;
+        Ok(())
     }
 
     /// The admitted test is accepted: keeps its streams and says so.
@@ -112,6 +145,7 @@ impl<'a> ServedTest<'a> {
         self.note_overlap();
         let now = self.streams.as_mut().map_or_else(Instant::now, StreamSet::start);
         self.progress = (now, 0);
+        self.window = (now, 0);
     }
 
     /// The most other tests running at once, so far.
@@ -139,6 +173,16 @@ impl<'a> ServedTest<'a> {
         let ran = streams.started().map_or(Duration::ZERO, |t| now.saturating_duration_since(t));
         if let Some(r) = limits.bytes_exceeded(total).or(limits.duration_exceeded(ran, RUN_GRACE)) {
             bail!("{r}");
+        }
+        let window = now.saturating_duration_since(self.window.0);
+        if window >= limits.idle_timeout {
+            if !streams.all_done()
+                && let Some(r) =
+                    limits.progress_refusal(total.saturating_sub(self.window.1), window)
+            {
+                bail!("{r}");
+            }
+            self.window = (now, total);
         }
         if total != self.progress.1 {
             self.progress = (now, total);

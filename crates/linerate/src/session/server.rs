@@ -13,9 +13,12 @@
 //! Admission happens in layers, cheapest first, so an abuser spends his resources before the
 //! server spends its own: a per-address cap on unidentified connections before a thread is
 //! started (`admission.rs`), one overall deadline for the first bytes ([`read_by`]), the
-//! protocol's handshake deadline, then the operator's limits, slots and exclusive queue
-//! ([`Shared::admit`]) before anything is allocated for a test. The native session is in
-//! `native.rs`, the iperf3 one in `iperf3/server.rs`.
+//! protocol's handshake deadline, then the operator's limits, the address's share of tests,
+//! slots and exclusive queue ([`Shared::admit`]) before anything is allocated for a test.
+//! Doctor sessions are admitted the same way ([`Shared::admit_doctor`]): they take a test
+//! token, a share and a slot, and at most a quarter of the slots, so a doctor flood can
+//! neither spend a thread per connection for long nor keep tests out. The native session is
+//! in `native.rs`, the iperf3 one in `iperf3/server.rs`.
 //!
 //! On SIGINT/SIGTERM the accept loop stops, every running session sends `abort` with reason
 //! `server_shutdown` to its client, and the server exits within [`SHUTDOWN_GRACE`].
@@ -157,8 +160,12 @@ pub(crate) struct Shared {
     shutting_down: AtomicBool,
     signal_name: Mutex<&'static str>,
     next_test: AtomicU64,
+    /// Slots held: tests accepted and not yet ended, and doctor sessions.
+    held_slots: AtomicU32,
     /// Tests accepted and not yet ended.
     active_tests: AtomicU32,
+    /// Doctor sessions holding a slot.
+    doctors: AtomicU32,
     /// The requested rates of those tests, summed (for `--max-total-bitrate`).
     committed_bps: AtomicU64,
     /// Why UDP tests cannot be served, if they cannot.
@@ -187,7 +194,29 @@ impl Shared {
     /// A numbered test that asked for `rate` bit/s in total ended.
     pub(crate) fn end_test(&self, rate: u64) {
         self.active_tests.fetch_sub(1, Ordering::SeqCst);
+        self.held_slots.fetch_sub(1, Ordering::SeqCst);
         self.committed_bps.fetch_sub(rate, Ordering::SeqCst);
+    }
+
+    /// Admits a doctor session from `peer` like a test without a spec: the address's test
+    /// token, a slot (never queued: the doctor cannot wait), and one of the doctor places
+    /// ([`linerate_proto::Limits::doctor_slots`]). The slot is held until the guard drops.
+    pub(crate) fn admit_doctor(&self, peer: IpAddr) -> Result<DoctorSlot<'_>, Refusal> {
+        let adm = &self.admission;
+        adm.take_test_token(peer, Instant::now())?;
+        let limits = &adm.limits;
+        self.doctors
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                limits.doctors_busy(n).is_none().then_some(n + 1)
+            })
+            .map_err(|n| limits.doctors_busy(n).unwrap_or_else(|| busy_fallback(n)))?;
+        let slot = if adm.queue_empty() { self.take_slot() } else { Err(u32::MAX) };
+        if let Err(running) = slot {
+            self.doctors.fetch_sub(1, Ordering::SeqCst);
+            let running = running.min(limits.slots());
+            return Err(limits.busy(running).unwrap_or_else(|| busy_fallback(running)));
+        }
+        Ok(DoctorSlot { shared: self })
     }
 
     /// Counts `spec`'s requested rate against `--max-total-bitrate`, or says why not.
@@ -252,9 +281,10 @@ impl Shared {
         match slot {
             Ok(()) => {
                 if let Err(r) = self.commit_rate(spec) {
-                    self.active_tests.fetch_sub(1, Ordering::SeqCst);
+                    self.held_slots.fetch_sub(1, Ordering::SeqCst);
                     return Err(r);
                 }
+                self.active_tests.fetch_add(1, Ordering::SeqCst);
                 *ticket = None;
                 adm.running(expected_length(spec), now);
                 Ok(Admitted::Run(self.next_test.fetch_add(1, Ordering::SeqCst)))
@@ -287,10 +317,17 @@ impl Shared {
         }
     }
 
-    /// Takes a test slot, or returns how many tests hold them.
+    /// The busy refusal, if every slot is held now (never with `--exclusive`, where later
+    /// tests queue rather than hear "busy").
+    pub(crate) fn busy_now(&self) -> Option<Refusal> {
+        let limits = &self.admission.limits;
+        (!limits.exclusive).then(|| limits.busy(self.held_slots.load(Ordering::SeqCst)))?
+    }
+
+    /// Takes a slot, or returns how many tests and doctors hold them.
     fn take_slot(&self) -> Result<(), u32> {
         let max = self.admission.limits.slots();
-        self.active_tests
+        self.held_slots
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < max).then_some(n + 1))
             .map(|_| ())
     }
@@ -349,7 +386,9 @@ impl Server {
             shutting_down: AtomicBool::new(false),
             signal_name: Mutex::new("a stop request"),
             next_test: AtomicU64::new(1),
+            held_slots: AtomicU32::new(0),
             active_tests: AtomicU32::new(0),
+            doctors: AtomicU32::new(0),
             committed_bps: AtomicU64::new(0),
             udp_unavailable: self.udp.as_ref().err().cloned(),
             admission: Admission::new(self.plan.limits.clone()),
@@ -613,6 +652,18 @@ impl<K: std::hash::Hash + Eq, V> Drop for Registration<'_, K, V> {
         if let (Some(c), Ok(mut r)) = (self.cookie.take(), self.registry.lock()) {
             r.remove(&c);
         }
+    }
+}
+
+/// A doctor session's slot, given back when dropped.
+pub(crate) struct DoctorSlot<'a> {
+    shared: &'a Shared,
+}
+
+impl Drop for DoctorSlot<'_> {
+    fn drop(&mut self) {
+        self.shared.held_slots.fetch_sub(1, Ordering::SeqCst);
+        self.shared.doctors.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

@@ -54,6 +54,8 @@ impl End {
 const POLL_TIMEOUT: Duration = Duration::from_millis(250);
 /// Stack for stream threads: they hold no deep recursion, and -P 1024 must stay cheap.
 const STREAM_STACK: usize = 256 * 1024;
+// The per-test memory budget counts this much per stream (`--max-test-memory`).
+const _: () = assert!(STREAM_STACK as u64 <= linerate_proto::limits::STREAM_OVERHEAD_BYTES);
 
 /// One interval of one stream, for live output.
 #[derive(Debug, Clone, Copy, PartialEq)]

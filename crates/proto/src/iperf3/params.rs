@@ -64,7 +64,10 @@ pub mod errno {
             LimitKind::Streams => Some(NUM_STREAMS),
             LimitKind::Duration => Some(MAX_DURATION),
             LimitKind::Bitrate => Some(TOTAL_RATE),
-            LimitKind::Bytes | LimitKind::Interval => Some(NEW_TEST),
+            LimitKind::Bytes | LimitKind::Interval | LimitKind::MinRate => Some(NEW_TEST),
+            LimitKind::Block => Some(BLOCK_SIZE),
+            // iperf3 caps -l at 1 MiB itself: more streams is what makes a test too big.
+            LimitKind::Memory => Some(NUM_STREAMS),
             LimitKind::NotAllowed => Some(UNIMPLEMENTED),
         }
     }
