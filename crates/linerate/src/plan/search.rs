@@ -87,7 +87,7 @@ impl RateSearch {
         if first_passed || self.trials.len() >= MAX_TRIALS || hi == 0 {
             return None;
         }
-        if (hi - self.lo) as f64 <= RESOLUTION * hi as f64 {
+        if hi.saturating_sub(self.lo) as f64 <= RESOLUTION * hi as f64 {
             return None;
         }
         Some(self.lo + (hi - self.lo) / 2)
@@ -112,7 +112,9 @@ impl RateSearch {
             None if t.passed => self.hi = Some(rate),
             None => self.hi = Some(fail_bound),
             Some(_) if t.passed => self.lo = self.lo.max(rate),
-            Some(h) => self.hi = Some(h.min(fail_bound)),
+            // A noisy path can fail below a rate that passed earlier: the bracket then closes
+            // at the best passing rate rather than turning upside down.
+            Some(h) => self.hi = Some(h.min(fail_bound).max(self.lo)),
         }
         self.trials.push(t);
         t
@@ -178,6 +180,24 @@ mod tests {
         assert!(a.sender_bound);
         assert_eq!(a.trials.len(), 1);
         assert_eq!(a.best.map(|b| b.received_bits_per_second), Some(2e9));
+    }
+
+    #[test]
+    fn a_failure_below_an_earlier_pass_closes_the_search_at_that_pass() {
+        // Seen under load: 300 Mbit/s passed, then 400 Mbit/s failed having delivered only
+        // 100 Mbit/s. The bound from the failure is below the pass; the search must end on
+        // the pass, not wrap the bracket around (it panicked in debug builds).
+        let mut s = RateSearch::new(SearchPlan { max_loss: 0.001, start_bits_per_second: 0 });
+        s.record(path(500e6, 0, 2e9)); // unpaced: fails, bounds the search at ~525 Mbit/s
+        let first = s.next_rate().expect("a second trial");
+        let mut pass = path(10e9, first, 2e9);
+        pass.target_bits_per_second = first;
+        s.record(pass);
+        let next = s.next_rate().expect("a third trial");
+        s.record(path(100e6, next, 2e9));
+        assert_eq!(s.next_rate(), None, "the bracket closed");
+        let a = s.answer();
+        assert_eq!(a.best.map(|b| b.target_bits_per_second), Some(first));
     }
 
     #[test]

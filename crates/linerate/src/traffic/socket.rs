@@ -185,7 +185,7 @@ pub fn connect(
         let why = format!(
             "cannot bind the local address {local} (-B/--cport); is it in use or not on this host?"
         );
-        bind_to(&sock, local, true, why)?;
+        bind_to(&sock, local, Share::Address, why)?;
     }
     if let Some(mss) = opts.mss_bytes {
         sys::set_mss(&sock, mss).map_err(SetupError::new(
@@ -272,7 +272,12 @@ fn shared_port(addr: SocketAddr, dual: bool, proto: Protocol) -> Result<Socket, 
     } else {
         format!("cannot listen on {addr}: is another server using the port? pick another with -p")
     };
-    bind_to(&sock, addr, true, why)?;
+    // UDP shares its port between the acceptor and each stream's connected socket. It shares
+    // it with SO_REUSEPORT, which Linux grants only to sockets of the same user: with
+    // SO_REUSEADDR any local user could bind the port too and take the hellos (and the
+    // cookies in them). A TCP listener's SO_REUSEADDR only lets it rebind over TIME_WAIT.
+    let share = if proto == Protocol::UDP { Share::SameUser } else { Share::Address };
+    bind_to(&sock, addr, share, why)?;
     Ok(sock)
 }
 
@@ -284,12 +289,28 @@ fn open(like: SocketAddr, proto: Protocol) -> Result<Socket, SetupError> {
         .map_err(SetupError::new(Step::Create, format!("cannot create a {name} socket")))
 }
 
-/// Binds `sock` to `local`, sharing the address (`SO_REUSEADDR`) when `reuse`; `why` is the
-/// error's text.
-fn bind_to(sock: &Socket, local: SocketAddr, reuse: bool, why: String) -> Result<(), SetupError> {
-    if reuse {
-        sock.set_reuse_address(true)
-            .map_err(SetupError::new(Step::Bind, "cannot set SO_REUSEADDR"))?;
+/// How a bound address may be shared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Share {
+    /// Not at all.
+    No,
+    /// `SO_REUSEADDR`: TCP may bind over connections in TIME_WAIT.
+    Address,
+    /// `SO_REUSEPORT`: other sockets of this same user may bind it too (Linux checks the
+    /// effective user id), no one else.
+    SameUser,
+}
+
+/// Binds `sock` to `local`, shared as `share` says; `why` is the error's text.
+fn bind_to(sock: &Socket, local: SocketAddr, share: Share, why: String) -> Result<(), SetupError> {
+    match share {
+        Share::No => {}
+        Share::Address => sock
+            .set_reuse_address(true)
+            .map_err(SetupError::new(Step::Bind, "cannot set SO_REUSEADDR"))?,
+        Share::SameUser => sock
+            .set_reuse_port(true)
+            .map_err(SetupError::new(Step::Bind, "cannot set SO_REUSEPORT"))?,
     }
     sock.bind(&local.into()).map_err(SetupError::new(Step::Bind, why))
 }
@@ -330,7 +351,8 @@ fn udp_data(
     shared: bool,
 ) -> Result<UdpData, SetupError> {
     let sock = open(local, Protocol::UDP)?;
-    bind_to(&sock, local, shared, format!("cannot bind a UDP socket to {local}"))?;
+    let share = if shared { Share::SameUser } else { Share::No };
+    bind_to(&sock, local, share, format!("cannot bind a UDP socket to {local}"))?;
     // Best effort: a smaller buffer only makes a receiver drop sooner, which is reported.
     let _ = sys::udp::set_udp_buffers(&sock, opts.window_bytes.unwrap_or(UDP_DEFAULT_BUFFER));
     sock.connect(&remote.into())

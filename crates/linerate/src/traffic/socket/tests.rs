@@ -192,3 +192,49 @@ fn setup_errors_name_the_step_and_keep_the_os_answer() {
     let chained = format!("{:#}", anyhow::Error::from(e));
     assert!(chained.starts_with(&format!("cannot connect to {closed}: ")), "{chained}");
 }
+
+/// Another local user must not be able to bind the server's UDP port (and so read hellos and
+/// their cookies): it is shared with SO_REUSEPORT, which Linux grants to the same user only.
+/// The attempt runs on a thread that drops to user `nobody` (a raw setresuid changes only the
+/// calling thread's credentials).
+#[test]
+fn another_user_cannot_bind_the_servers_udp_port() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        assert!(std::env::var_os("CI").is_none(), "CI runs as root and must run this");
+        eprintln!("skipping: switching to another user needs root");
+        return;
+    }
+    let port = udp_port("127.0.0.1:0".parse().expect("addr"), false).expect("port");
+    let addr = port.local_addr().expect("addr");
+    let outcome = std::thread::spawn(move || {
+        // SAFETY: a plain system call on this thread's own credentials.
+        let r = unsafe { libc::syscall(libc::SYS_setresuid, 65534, 65534, 65534) };
+        assert_eq!(r, 0, "setresuid to nobody");
+        let mut results = Vec::new();
+        for reuse_port in [false, true] {
+            let s = socket2::Socket::new(
+                socket2::Domain::IPV4,
+                socket2::Type::DGRAM,
+                Some(socket2::Protocol::UDP),
+            )
+            .expect("socket");
+            s.set_reuse_address(true).expect("SO_REUSEADDR");
+            if reuse_port {
+                s.set_reuse_port(true).expect("SO_REUSEPORT");
+            }
+            results.push(s.bind(&addr.into()).map_err(|e| e.kind()));
+        }
+        results
+    })
+    .join()
+    .expect("thread");
+    for r in outcome {
+        assert_eq!(r, Err(std::io::ErrorKind::AddrInUse), "another user bound {addr}");
+    }
+    // The server's own stream sockets still share it.
+    let bind = Bind { ip: Some("127.0.0.1".parse().expect("ip")), port: None };
+    let client = udp_connect(addr, bind, &options(None, None)).expect("client");
+    let local = client.socket.local_addr().expect("local");
+    udp_accepted(addr, local, &options(None, None)).expect("same user shares the port");
+}
