@@ -22,6 +22,7 @@ mod loopback;
 mod matrix;
 mod memory;
 mod netns;
+mod peer_strings;
 mod render;
 mod report;
 mod report_html;

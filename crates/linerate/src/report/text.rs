@@ -2,6 +2,11 @@
 //!
 //! Byte counts are shown in IEC units (KiB, MiB, GiB) and rates in SI bits per second
 //! (1 Gbit/s = 10^9 bit/s), always with the unit written out, so the two never mix.
+//!
+//! Every string that came from a peer or from the history is shown through
+//! `units::peer_text` (docs/SECURITY.md, "Peer strings"): a record's strings all at once
+//! before its summary is rendered, a live event's and a server note's one by one. The record
+//! itself stays as received; only what is shown is escaped.
 
 use std::io::Write;
 
@@ -12,6 +17,7 @@ use crate::record::{Outcome, RunRecord};
 use crate::session::server::ServerNote;
 use crate::session::{IntervalRow, LiveEvent, Observer};
 use crate::stats::{CostSummary, Figures, SideFigures, summarize};
+use crate::units::peer_text::{escape, escape_lines, every_string};
 use crate::units::{ByteCount, count_of, format_bits_per_second};
 
 /// Prints live events as they happen.
@@ -43,7 +49,8 @@ impl<W: Write> Observer for LivePrinter<W> {
         // Output errors (closed pipe) must not stop a test; the final summary reports them.
         let _ = match event {
             LiveEvent::Accepted { local, remote, server_software } => {
-                writeln!(self.out, "{p}Connected {local} -> {remote} ({server_software})")
+                let software = escape(server_software);
+                writeln!(self.out, "{p}Connected {local} -> {remote} ({software})")
             }
             LiveEvent::Started { streams } => writeln!(
                 self.out,
@@ -51,7 +58,7 @@ impl<W: Write> Observer for LivePrinter<W> {
                 header()
             ),
             LiveEvent::Interval(rows) => write_interval(&mut self.out, &p, rows),
-            LiveEvent::Notice(text) => writeln!(self.out, "{p}{text}"),
+            LiveEvent::Notice(text) => writeln!(self.out, "{p}{}", escape(text)),
             LiveEvent::Queued { position, wait } => {
                 let wait =
                     wait.map_or("unknown".to_string(), |w| format!("about {} s", w.as_secs()));
@@ -131,7 +138,9 @@ fn row(id: &str, flow: Flow, start_us: u64, end_us: u64, bytes: u64) -> String {
 }
 
 /// Writes the final summary of a client run.
-pub fn render_run(record: &RunRecord, out: &mut dyn Write) -> std::io::Result<()> {
+pub fn render_run(received: &RunRecord, out: &mut dyn Write) -> std::io::Result<()> {
+    let shown = every_string(received, escape);
+    let record = shown.as_ref().unwrap_or(received);
     let summary = summarize(record);
     writeln!(out, "- - - - - - - - - - - - - - - - - - - - - - - - - - - - - -")?;
     writeln!(out, "Test: {}", describe_spec(&record.spec))?;
@@ -195,9 +204,10 @@ pub fn render_run(record: &RunRecord, out: &mut dyn Write) -> std::io::Result<()
     for w in record.warnings.iter().chain(&summary.warnings) {
         writeln!(out, "warning: {w}")?;
     }
-    match &record.server_output {
+    // The server's own multi-line text keeps its lines (and only its lines).
+    match &received.server_output {
         Some(serde_json::Value::String(text)) => {
-            writeln!(out, "Server output:\n{}", text.trim_end())?
+            writeln!(out, "Server output:\n{}", escape_lines(text.trim_end()))?
         }
         Some(doc) => writeln!(out, "Server output (JSON):\n{doc:#}")?,
         None => {}
@@ -465,6 +475,7 @@ pub fn render_server_note(note: &ServerNote, out: &mut dyn Write) -> std::io::Re
     match note {
         ServerNote::Listening { addr } => writeln!(out, "Server listening on {addr}"),
         ServerNote::TestAccepted { test, peer, client, spec } => {
+            let client = escape(client);
             writeln!(out, "[test {test}] {peer} ({client}): accepted: {}", describe_spec(spec))
         }
         ServerNote::TestEnded { test, peer, server, error, summary, .. } => {
@@ -488,22 +499,22 @@ pub fn render_server_note(note: &ServerNote, out: &mut dyn Write) -> std::io::Re
             }
             let status = match error {
                 None => "done".to_string(),
-                Some(e) => format!("FAILED: {e}"),
+                Some(e) => format!("FAILED: {}", escape(e)),
             };
             let what = summary.spec.as_ref().map(describe_spec).unwrap_or_default();
             writeln!(
                 out,
                 "[test {test}] {peer}: {status}; {}; {} ({what}) held {:.1} s",
                 if parts.is_empty() { "no data".into() } else { parts.join(", ") },
-                summary.software,
+                escape(&summary.software),
                 summary.seconds
             )
         }
         ServerNote::DoctorAnswered { peer, client } => {
-            writeln!(out, "Doctor from {peer} ({client}): environment sent")
+            writeln!(out, "Doctor from {peer} ({}): environment sent", escape(client))
         }
         ServerNote::Rejected { peer, reason } => {
-            writeln!(out, "connection from {peer} dropped: {reason}")
+            writeln!(out, "connection from {peer} dropped: {}", escape(reason))
         }
         ServerNote::Suppressed { count } => {
             let max = crate::session::log_limit::PER_SECOND;

@@ -2,9 +2,19 @@
 //! dropped" lines a second; the rest are counted and reported as one line when the next
 //! second's first drop is logged. Test lines (accepted, ended) are never limited: they are
 //! bounded by the test limits already.
+//!
+//! It also bounds what one line can say: [`bounding`] puts the operator's sink behind a guard
+//! that escapes every string a peer chose (software, client version, abort and error text,
+//! the client's reported results) and caps it (docs/SECURITY.md, "Peer strings"), so no peer,
+//! authenticated or not, can forge a log line, send the operator's terminal control
+//! sequences or write megabytes of log per test.
 
-use std::sync::Mutex;
+use std::borrow::Cow;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+use crate::session::server::{NoteSink, ServerNote};
+use crate::units::peer_text::{LOG_NAME_CHARS, LOG_REASON_CHARS, bounded, every_string};
 
 /// Drop lines logged per second before the rest are only counted.
 pub const PER_SECOND: u32 = 20;
@@ -44,6 +54,63 @@ impl LogLimit {
             *suppressed += 1;
             Verdict::Suppress
         }
+    }
+}
+
+/// `sink`, receiving every note with its peer strings escaped and capped.
+pub(crate) fn bounding(sink: NoteSink) -> NoteSink {
+    Arc::new(move |note: &ServerNote| match bounded_note(note) {
+        Some(clean) => sink(&clean),
+        None => sink(note),
+    })
+}
+
+/// `note` with its peer strings escaped and capped, or None when they already were.
+fn bounded_note(note: &ServerNote) -> Option<ServerNote> {
+    let dirty = |s: &str, max: usize| matches!(bounded(s, max), Cow::Owned(_));
+    let fix = |s: &mut String, max: usize| *s = bounded(s, max).into_owned();
+    match note {
+        ServerNote::TestAccepted { client, .. } | ServerNote::DoctorAnswered { client, .. }
+            if dirty(client, LOG_NAME_CHARS) =>
+        {
+            let mut n = note.clone();
+            if let ServerNote::TestAccepted { client, .. }
+            | ServerNote::DoctorAnswered { client, .. } = &mut n
+            {
+                fix(client, LOG_NAME_CHARS);
+            }
+            Some(n)
+        }
+        ServerNote::Rejected { peer, reason } if dirty(reason, LOG_REASON_CHARS) => {
+            Some(ServerNote::Rejected {
+                peer: *peer,
+                reason: bounded(reason, LOG_REASON_CHARS).into(),
+            })
+        }
+        ServerNote::TestEnded { test, peer, server, client, error, summary } => {
+            let reported = client.as_ref().map(|c| every_string(c, |s| bounded(s, LOG_NAME_CHARS)));
+            let error_dirty = error.as_deref().is_some_and(|e| dirty(e, LOG_REASON_CHARS));
+            if !error_dirty
+                && !dirty(&summary.software, LOG_NAME_CHARS)
+                && reported.as_ref().and_then(Option::as_ref).is_none()
+            {
+                return None;
+            }
+            let mut summary = summary.clone();
+            fix(&mut summary.software, LOG_NAME_CHARS);
+            Some(ServerNote::TestEnded {
+                test: *test,
+                peer: *peer,
+                server: server.clone(),
+                client: match reported {
+                    Some(Some(c)) => Some(c),
+                    _ => client.clone(),
+                },
+                error: error.as_deref().map(|e| bounded(e, LOG_REASON_CHARS).into_owned()),
+                summary,
+            })
+        }
+        _ => None,
     }
 }
 
