@@ -29,5 +29,6 @@ mod report_html;
 mod server_log;
 mod store;
 mod udp;
+mod udp_spoof;
 mod util;
 mod window;

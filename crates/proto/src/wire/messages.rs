@@ -31,11 +31,14 @@ pub enum Capability {
     Echo,
     /// The client understands `queued` (it waits in an exclusive server's queue).
     Queue,
+    /// UDP datagrams carry the test's secret (`udp::DatagramFormat::native`). Required by
+    /// every UDP test: a peer without it sends and expects the older 16-byte header.
+    UdpSecret,
 }
 
 impl Capability {
     /// Every capability this crate knows, in a stable order.
-    pub const ALL: [Capability; 9] = [
+    pub const ALL: [Capability; 10] = [
         Self::Tcp,
         Self::Reverse,
         Self::Bidir,
@@ -45,6 +48,7 @@ impl Capability {
         Self::Environment,
         Self::Echo,
         Self::Queue,
+        Self::UdpSecret,
     ];
 
     /// The wire name.
@@ -59,6 +63,7 @@ impl Capability {
             Self::Environment => "environment",
             Self::Echo => "echo",
             Self::Queue => "queue",
+            Self::UdpSecret => "udp_secret",
         }
     }
 
