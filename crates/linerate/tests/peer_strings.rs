@@ -128,4 +128,8 @@ fn hostile_server_strings_reach_the_terminal_and_show_escaped() {
     assert_eq!(report.code, Some(0), "{report:?}");
     assert!(report.stdout.contains("\\u{202e}"), "{}", report.stdout);
     assert_clean("report", &report.stdout);
+    let history = run(&["history", "--failed", "--db", db], Duration::from_secs(10));
+    assert_eq!(history.code, Some(0), "{history:?}");
+    assert!(history.stdout.contains("\\x1b"), "the failure is listed: {}", history.stdout);
+    assert_clean("history", &history.stdout);
 }

@@ -132,4 +132,26 @@ mod tests {
         assert_eq!(l.admit(later), Verdict::Log { suppressed_before: 5 });
         assert_eq!(l.admit(later), Verdict::Log { suppressed_before: 0 });
     }
+
+    #[test]
+    fn peer_strings_in_notes_are_escaped_and_capped_and_clean_notes_pass_untouched() {
+        let peer = "127.0.0.1:9".parse().expect("addr");
+        let version = format!("iperf3 3.16\x1b[2J\r\nServer listening on x{}", "v".repeat(500));
+        let spec = linerate_proto::TestSpec::default_tcp();
+        let note = ServerNote::TestAccepted { test: 1, peer, client: version, spec: spec.clone() };
+        let Some(ServerNote::TestAccepted { client, .. }) = bounded_note(&note) else {
+            panic!("a hostile client version is rewritten")
+        };
+        assert!(client.starts_with("iperf3 3.16\\x1b[2J\\r\\nServer listening on x"), "{client}");
+        assert!(client.ends_with("bytes cut)") && client.chars().count() < 230, "{client}");
+        let reason = "bad hello: \u{202e}".to_string();
+        let Some(ServerNote::Rejected { reason, .. }) =
+            bounded_note(&ServerNote::Rejected { peer, reason })
+        else {
+            panic!("rewritten")
+        };
+        assert_eq!(reason, "bad hello: \\u{202e}");
+        let clean = ServerNote::TestAccepted { test: 2, peer, client: "linerate 1".into(), spec };
+        assert!(bounded_note(&clean).is_none(), "nothing to change: no copy");
+    }
 }
