@@ -19,7 +19,7 @@ use linerate::traffic::{
     StreamCounters, TrafficControl, UdpReceiveOptions, UdpSendOptions, UdpShared, udp_receive_loop,
     udp_send_loop,
 };
-use linerate_proto::udp::SeqWidth;
+use linerate_proto::udp::DatagramFormat;
 
 struct Args {
     size: usize,
@@ -68,13 +68,13 @@ fn main() -> Result<(), String> {
         datagram_bytes: a.size,
         bits_per_second: a.rate,
         budget: None,
-        width: SeqWidth::Bits64,
+        format: DatagramFormat::native(&[7; 16]),
         epoch,
         gso: a.gso,
     };
     let recv = UdpReceiveOptions {
         datagram_bytes: a.size,
-        width: SeqWidth::Bits64,
+        format: DatagramFormat::native(&[7; 16]),
         epoch,
         quiet: Duration::from_millis(200),
         gro: a.gro,

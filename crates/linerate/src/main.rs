@@ -19,6 +19,7 @@ use std::process::ExitCode;
 
 use linerate::cmd::GateFailed;
 use linerate::record::FailureKind;
+use linerate::units::peer_text::escape;
 
 /// The exit statuses, documented above.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,8 +63,9 @@ fn main() -> ExitCode {
             let status = Status::of(&err);
             match status {
                 // Not an error: the user asked for it, and the results are above.
-                Status::Interrupted => eprintln!("linerate: {err:#}"),
-                _ => eprintln!("linerate: error: {err:#}"),
+                // The one line may quote a peer (its abort text, its refusal): shown escaped.
+                Status::Interrupted => eprintln!("linerate: {}", escape(&format!("{err:#}"))),
+                _ => eprintln!("linerate: error: {}", escape(&format!("{err:#}"))),
             }
             ExitCode::from(status as u8)
         }

@@ -69,6 +69,8 @@
 use std::fmt;
 use std::time::Duration;
 
+pub mod peer_text;
+
 /// A count of bytes.
 #[derive(
     Debug,

@@ -191,10 +191,14 @@ pub(crate) fn negotiate(peer: &[String]) -> Vec<Capability> {
 
 /// The capabilities a spec needs, with the flag that asked for each.
 pub(crate) fn required_caps(spec: &TestSpec) -> Vec<(Capability, &'static str)> {
-    let mut need = vec![match spec.protocol {
-        Protocol::Tcp => (Capability::Tcp, "TCP"),
-        Protocol::Udp => (Capability::Udp, "UDP (-u)"),
-    }];
+    let mut need = match spec.protocol {
+        Protocol::Tcp => vec![(Capability::Tcp, "TCP")],
+        // A peer from before the secret sends 16-byte headers: refused by name, not miscounted.
+        Protocol::Udp => vec![
+            (Capability::Udp, "UDP (-u)"),
+            (Capability::UdpSecret, "UDP (-u) datagrams with a per-test secret (upgrade it)"),
+        ],
+    };
     match spec.direction {
         Direction::Upload => {}
         Direction::Download => need.push((Capability::Reverse, "-R")),

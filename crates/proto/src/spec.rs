@@ -17,8 +17,9 @@ pub const MAX_CONGESTION_NAME: usize = 16;
 /// The most stream-buffer memory one test may need on one end (streams × block): 1 GiB.
 /// Without this bound a peer could make a server allocate 4096 × 64 MiB.
 pub const MAX_TEST_BUFFER_BYTES: u64 = 1 << 30;
-/// Smallest UDP datagram: the 16-byte header (send time and 64-bit sequence number).
-pub const MIN_UDP_DATAGRAM: u32 = 16;
+/// Smallest UDP datagram: the 24-byte native header (send time, 64-bit sequence number and
+/// the test's secret, `udp::DatagramFormat`).
+pub const MIN_UDP_DATAGRAM: u32 = 24;
 /// Largest UDP datagram over IPv4 (65535 − 20 − 8).
 pub const MAX_UDP_DATAGRAM: u32 = 65507;
 /// Datagram buffers a UDP receiver holds per stream (it reads up to this many per system
@@ -457,7 +458,7 @@ mod tests {
         let err = s.validate().unwrap_err().to_string();
         assert!(err.contains("receive buffers") && err.contains("1 GiB"), "{err}");
         // Tiny datagrams still cost the minimum buffer each: 8192 x 64 x 2048 is the limit.
-        s.block_bytes = 16;
+        s.block_bytes = MIN_UDP_DATAGRAM;
         s.streams = MAX_STREAMS;
         s.direction = Direction::Bidirectional;
         assert_eq!(s.validate(), Ok(()), "exactly 1 GiB");

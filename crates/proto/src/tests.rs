@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::client::{ClientConn, ClientEvent};
 use crate::results::{SideResults, SocketReport, StreamResult, StreamRole};
 use crate::server::{AttachError, ServerConn, ServerEvent};
-use crate::spec::{Direction, EndCondition, TestSpec};
+use crate::spec::{Direction, EndCondition, Protocol, TestSpec};
 use crate::wire::{
     AbortReason, Cookie, Message, PROTOCOL_VERSION, StopReason, encode_frame, preamble,
 };
@@ -345,6 +345,28 @@ fn server_lacking_capability_fails_client_before_request() {
         ClientConn::new(spec_for(Direction::Download, 1), "c", Duration::ZERO).expect("valid");
     let err = cli.handle_input(&raw_peer(&[hello(&["tcp"])]), Duration::ZERO).unwrap_err();
     assert!(matches!(err, ProtoError::Incompatible(ref m) if m.contains("-R")), "{err}");
+}
+
+/// A peer from before UDP datagrams carried the test's secret (hello with "udp" but not
+/// "udp_secret") is told so by name, either way, instead of miscounting 16-byte headers.
+#[test]
+fn udp_peers_without_the_datagram_secret_are_refused_by_name() {
+    let old = ["tcp", "udp", "reverse", "pacing"];
+    let udp = TestSpec { protocol: Protocol::Udp, block_bytes: 64, ..TestSpec::default_tcp() };
+    let mut srv = ServerConn::new("s", Duration::ZERO);
+    let bytes = raw_peer(&[hello(&old), Message::TestRequest { spec: udp.clone() }]);
+    let err = srv.handle_input(&bytes, Duration::ZERO).unwrap_err();
+    assert!(matches!(err, ProtoError::Incompatible(ref m) if m.contains("udp_secret")), "{err}");
+    let refusal = String::from_utf8_lossy(&srv.poll_transmit().expect("refusal")).into_owned();
+    assert!(refusal.contains("per-test secret") && refusal.contains("upgrade"), "{refusal}");
+    let mut cli = ClientConn::new(udp, "c", Duration::ZERO).expect("valid");
+    let err = cli.handle_input(&raw_peer(&[hello(&old)]), Duration::ZERO).unwrap_err();
+    assert!(matches!(err, ProtoError::Incompatible(ref m) if m.contains("udp_secret")), "{err}");
+    // TCP tests with such a peer still run.
+    let mut srv = ServerConn::new("s", Duration::ZERO);
+    let tcp = TestSpec::default_tcp();
+    let bytes = raw_peer(&[hello(&old), Message::TestRequest { spec: tcp }]);
+    assert!(srv.handle_input(&bytes, Duration::ZERO).is_ok());
 }
 
 #[test]

@@ -6,6 +6,7 @@ use linerate_proto::Fact;
 
 use crate::stats::doctor::{DoctorReport, RemoteFacts, bdp_bytes};
 use crate::units::format_bits_per_second;
+use crate::units::peer_text::escape;
 
 /// Version of the `linerate.doctor` document.
 pub const DOCTOR_SCHEMA_VERSION: u32 = 1;
@@ -31,14 +32,15 @@ pub fn render(r: &DoctorReport, json: bool, out: &mut dyn Write) -> std::io::Res
         writeln!(out, "Recommendations:")?;
     }
     for x in &r.recommendations {
-        writeln!(out, "  [{}] {}: {}", x.id, x.host, x.reason)?;
-        writeln!(out, "      Linux:   {}", x.linux)?;
+        // Facts of the server (interface names, drivers) reach these lines: shown escaped.
+        writeln!(out, "  [{}] {}: {}", x.id, escape(x.host), escape(&x.reason))?;
+        writeln!(out, "      Linux:   {}", escape(&x.linux))?;
         if let Some(b) = &x.freebsd {
-            writeln!(out, "      FreeBSD: {b}")?;
+            writeln!(out, "      FreeBSD: {}", escape(b))?;
         }
     }
     for n in &r.notes {
-        writeln!(out, "Note: {n}")?;
+        writeln!(out, "Note: {}", escape(n))?;
     }
     Ok(())
 }
@@ -46,10 +48,11 @@ pub fn render(r: &DoctorReport, json: bool, out: &mut dyn Write) -> std::io::Res
 fn remote_text(r: &DoctorReport, remote: &RemoteFacts, out: &mut dyn Write) -> std::io::Result<()> {
     match &remote.environment {
         Fact::Value(e) => {
-            let heading = format!("Server {} ({})", remote.server, remote.software.display());
+            let heading =
+                format!("Server {} ({})", remote.server, escape(&remote.software.display()));
             super::environment::render(&heading, e, out)?;
         }
-        Fact::NA(why) => writeln!(out, "Server {}: n/a ({why})", remote.server)?,
+        Fact::NA(why) => writeln!(out, "Server {}: n/a ({})", remote.server, escape(why))?,
     }
     writeln!(out, "Path to {}:", remote.server)?;
     let rtt = match &remote.rtt_us {

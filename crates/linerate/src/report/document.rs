@@ -3,6 +3,10 @@
 //! `campaign` commands print their tables through the same sections.
 //!
 //! Must not compute figures: everything comes from `report::model` or `stats`.
+//!
+//! Text passes through `units::peer_text::escape` on the way out (headings, list items,
+//! facts, table cells): findings, warnings and failure reasons quote stored records, which
+//! quote peers (docs/SECURITY.md, "Peer strings").
 
 use std::io::Write;
 
@@ -11,6 +15,7 @@ use crate::report::table::{Table, cell_table};
 use crate::stats::campaign::TierSummary;
 use crate::stats::matrix::MatrixSummary;
 use crate::units::format_bits_per_second;
+use crate::units::peer_text::escape;
 
 /// Plain text or Markdown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,6 +28,7 @@ pub enum Style {
 
 impl Style {
     fn heading(self, level: usize, text: &str, out: &mut dyn Write) -> std::io::Result<()> {
+        let text = escape(text);
         match self {
             Style::Text if level == 1 => writeln!(out, "{text}"),
             Style::Text => writeln!(out, "== {text} =="),
@@ -37,7 +43,7 @@ impl Style {
                 if items.is_empty() {
                     return writeln!(out, "  - none");
                 }
-                items.iter().try_for_each(|i| writeln!(out, "  - {i}"))
+                items.iter().try_for_each(|i| writeln!(out, "  - {}", escape(i)))
             }
             Style::Markdown => {
                 writeln!(out, "\n**{title}:**\n")?;
@@ -57,10 +63,10 @@ impl Style {
     }
 }
 
-/// Characters Markdown would read as formatting in running text.
+/// Characters Markdown would read as formatting in running text (after [`escape`]).
 fn md_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
+    for c in escape(s).chars() {
         if matches!(c, '\\' | '*' | '_' | '`' | '|' | '<' | '>' | '[' | ']') {
             out.push('\\');
         }
@@ -79,6 +85,7 @@ pub fn write_matrix(
     style.table(&cell_table(summary), out)?;
     style.list("Findings", &summary.findings, out)?;
     if let Some(why) = stopped {
+        let why = escape(why);
         writeln!(out, "Stopped early: {why}; the table covers the runs that finished.")?;
     }
     Ok(())
@@ -158,7 +165,7 @@ pub fn write_report(style: Style, r: &Report, out: &mut dyn Write) -> std::io::R
     style.heading(1, &format!("linerate report: {}", r.title), out)?;
     for (k, v) in r.facts() {
         match style {
-            Style::Text => writeln!(out, "{k}: {v}")?,
+            Style::Text => writeln!(out, "{k}: {}", escape(&v))?,
             Style::Markdown => writeln!(out, "- **{k}:** {}", md_escape(&v))?,
         }
     }

@@ -6,10 +6,14 @@ use std::io::Write;
 use linerate_proto::{Environment, Fact, InterfaceEnvironment};
 
 use crate::record::RunRecord;
+use crate::units::peer_text::{escape, every_string};
 
 /// The environment of one end, under a heading such as `Environment (client)`.
-pub fn render(heading: &str, e: &Environment, out: &mut dyn Write) -> std::io::Result<()> {
-    writeln!(out, "{heading}:")?;
+/// Every string is shown escaped (`units::peer_text`): a peer's environment is its own.
+pub fn render(heading: &str, received: &Environment, out: &mut dyn Write) -> std::io::Result<()> {
+    let shown = every_string(received, escape);
+    let e = shown.as_ref().unwrap_or(received);
+    writeln!(out, "{}:", escape(heading))?;
     writeln!(
         out,
         "  system      {}, kernel {}, host {}",

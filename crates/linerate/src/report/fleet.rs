@@ -14,6 +14,7 @@ use crate::plan::fleet::FleetPlan;
 use crate::record::{RunRecord, SCHEMA_VERSION};
 use crate::report::table::{Table, verdict_words};
 use crate::stats::fleet::{FleetDirection, FleetSummary, Spread};
+use crate::units::peer_text::escape;
 use crate::units::{ByteCount, count_of, format_bits_per_second, rate_unit, three_figures};
 
 /// One host of the JSON document.
@@ -205,7 +206,7 @@ pub fn render_text(
         }
         for o in &d.outliers {
             let more = if o.against_median_percent < 0.0 { "less" } else { "more" };
-            let why = o.limit_summary.as_deref().unwrap_or("its run has no verdict");
+            let why = o.limit_summary.as_deref().map_or("its run has no verdict".into(), escape);
             writeln!(
                 out,
                 "  outlier: {} got {}% {more} than the median host: {why}",
@@ -223,7 +224,8 @@ pub fn render_text(
             summary.hosts_planned
         )?;
         for (label, why) in &summary.not_measured {
-            writeln!(out, "  {label}: {why}")?;
+            // A failure's message may quote the peer (a refusal, an abort): escaped.
+            writeln!(out, "  {}: {}", escape(label), escape(why))?;
         }
     }
     writeln!(out)?;

@@ -8,6 +8,7 @@ use crate::stats::compare::Comparison;
 use crate::stats::environment::{EndChanges, EnvChange};
 use crate::store::{RunKind, RunRow};
 use crate::units::format_bits_per_second;
+use crate::units::peer_text::escape;
 
 /// One cell of a comparison: compared, or had by one side only.
 #[derive(Debug, Clone, Serialize)]
@@ -80,9 +81,10 @@ pub fn render_list(rows: &[RunRow], json: bool, out: &mut dyn Write) -> std::io:
             r.outcome,
             r.labels.join(",")
         );
-        writeln!(out, "{}", line.trim_end())?;
+        // Servers, labels and errors are stored strings, errors often a peer's words.
+        writeln!(out, "{}", escape(line.trim_end()))?;
         if let Some(e) = &r.error {
-            writeln!(out, "{:>5}  failed: {e}", "")?;
+            writeln!(out, "{:>5}  failed: {}", "", escape(e))?;
         }
     }
     Ok(())
@@ -113,7 +115,7 @@ pub fn render_compare(rows: &[CompareRow], json: bool, out: &mut dyn Write) -> s
     }
     compare_table(rows).write_text(out)?;
     for line in environment_lines(rows) {
-        writeln!(out, "{line}")?;
+        writeln!(out, "{}", escape(&line))?;
     }
     Ok(())
 }

@@ -10,6 +10,7 @@ use linerate_proto::{Flow, StreamRole, TcpInternals};
 
 use crate::session::{IntervalRow, LiveEvent, Observer};
 use crate::stats::intervals::SenderTick;
+use crate::units::peer_text::escape;
 use crate::units::{ByteCount, format_bits_per_second};
 
 /// Prints live events as they happen.
@@ -97,7 +98,8 @@ impl<W: Write> Observer for LivePrinter<W> {
         // Output errors (closed pipe) must not stop a test; the final summary reports them.
         let _ = match event {
             LiveEvent::Accepted { local, remote, server_software } => {
-                writeln!(self.out, "{p}Connected {local} -> {remote} ({server_software})")
+                let software = escape(server_software);
+                writeln!(self.out, "{p}Connected {local} -> {remote} ({software})")
             }
             LiveEvent::Started { streams } => writeln!(
                 self.out,
@@ -105,7 +107,7 @@ impl<W: Write> Observer for LivePrinter<W> {
                 header()
             ),
             LiveEvent::Interval(rows) => self.interval(&p, rows),
-            LiveEvent::Notice(text) => writeln!(self.out, "{p}{text}"),
+            LiveEvent::Notice(text) => writeln!(self.out, "{p}{}", escape(text)),
             LiveEvent::Queued { position, wait } => {
                 let wait =
                     wait.map_or("unknown".to_string(), |w| format!("about {} s", w.as_secs()));

@@ -8,6 +8,7 @@
 use std::io::Write;
 
 use crate::stats::matrix::{CellSummary, MatrixSummary};
+use crate::units::peer_text::escape;
 use crate::units::{ByteCount, format_bits_per_second, rate_unit, three_figures};
 
 /// A table of already formatted cells.
@@ -45,26 +46,39 @@ impl Table {
         w
     }
 
+    /// The table with every cell, heading and legend line shown through [`escape`]: cells
+    /// quote stored records (failure reasons, peers' names).
+    fn shown(&self) -> Table {
+        let e = |s: &String| escape(s).into_owned();
+        Table {
+            header: self.header.iter().map(e).collect(),
+            right: self.right.clone(),
+            rows: self.rows.iter().map(|r| r.iter().map(e).collect()).collect(),
+            legend: self.legend.as_ref().map(|(t, items)| (e(t), items.iter().map(e).collect())),
+        }
+    }
+
     /// Aligned columns separated by two spaces, no trailing blanks.
     pub fn write_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
-        let w = self.widths();
+        let shown = self.shown();
+        let w = shown.widths();
         let line = |cells: &[String]| {
             let parts: Vec<String> =
                 cells.iter().enumerate().map(|(i, c)| pad(c, w[i], self.right[i])).collect();
             parts.join("  ").trim_end().to_string()
         };
-        writeln!(out, "{}", line(&self.header))?;
-        for row in &self.rows {
+        writeln!(out, "{}", line(&shown.header))?;
+        for row in &shown.rows {
             writeln!(out, "{}", line(row))?;
         }
-        let Some((title, items)) = &self.legend else { return Ok(()) };
+        let Some((title, items)) = &shown.legend else { return Ok(()) };
         writeln!(out, "{title}:")?;
         items.iter().try_for_each(|i| writeln!(out, "  - {i}"))
     }
 
     /// A GitHub-flavoured Markdown pipe table (`|` in cells escaped).
     pub fn write_markdown(&self, out: &mut dyn Write) -> std::io::Result<()> {
-        let esc = |c: &String| c.replace('|', "\\|");
+        let esc = |c: &String| escape(c).replace('|', "\\|");
         let head: Vec<String> = self.header.iter().map(esc).collect();
         writeln!(out, "| {} |", head.join(" | "))?;
         let rule: Vec<&str> = self.right.iter().map(|r| if *r { "---:" } else { "---" }).collect();
@@ -108,10 +122,11 @@ fn pad(s: &str, width: usize, right: bool) -> String {
     if right { format!("{fill}{s}") } else { format!("{s}{fill}") }
 }
 
-/// `&`, `<`, `>`, `"` and `'` as HTML entities.
+/// `&`, `<`, `>`, `"` and `'` as HTML entities, after [`escape`] (a control or bidi character
+/// is no more welcome in a page than on a terminal).
 pub fn html_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
+    for c in escape(s).chars() {
         match c {
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),

@@ -2,6 +2,11 @@
 //!
 //! Byte counts are shown in IEC units (KiB, MiB, GiB) and rates in SI bits per second
 //! (1 Gbit/s = 10^9 bit/s), always with the unit written out, so the two never mix.
+//!
+//! Every string that came from a peer or from the history is shown through
+//! `units::peer_text` (docs/SECURITY.md, "Peer strings"): a record's strings all at once
+//! before its summary is rendered, a live event's and a server note's one by one. The record
+//! itself stays as received; only what is shown is escaped.
 
 use std::io::Write;
 
@@ -11,6 +16,7 @@ use crate::plan::search::{SearchAnswer, SearchPlan, Trial};
 use crate::record::{Outcome, RunRecord};
 use crate::session::server::ServerNote;
 use crate::stats::{CostSummary, Figures, SideFigures, summarize};
+use crate::units::peer_text::{escape, escape_lines, every_string};
 use crate::units::{ByteCount, count_of, format_bits_per_second};
 
 pub use super::live::LivePrinter;
@@ -19,17 +25,21 @@ pub use super::live::LivePrinter;
 /// details (per-stream table, granted socket options, cost, TCP internals, the verdict's
 /// evidence, warnings, the server's output) come first, then each direction's sender and
 /// receiver rates, the UDP accounting, the verdicts and the outcome as the last lines.
-pub fn render_run(record: &RunRecord, out: &mut dyn Write) -> std::io::Result<()> {
+pub fn render_run(received: &RunRecord, out: &mut dyn Write) -> std::io::Result<()> {
+    let shown = every_string(received, escape);
+    let record = shown.as_ref().unwrap_or(received);
     let summary = summarize(record);
     writeln!(out, "- - - - - - - - - - - - - - - - - - - - - - - - - - - - - -")?;
     writeln!(out, "Test: {}", describe_spec(&record.spec))?;
-    details(record, &summary, out)?;
+    details(record, received, &summary, out)?;
     answer(record, &summary, out)
 }
 
-/// Everything but the answer: what a reader consults to understand it.
+/// Everything but the answer: what a reader consults to understand it. `received` is the
+/// record as stored (the server's output keeps its own lines, escaped line by line).
 fn details(
     record: &RunRecord,
+    received: &RunRecord,
     summary: &crate::stats::Summary,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
@@ -83,9 +93,10 @@ fn details(
     for w in record.warnings.iter().chain(&summary.warnings) {
         writeln!(out, "warning: {w}")?;
     }
-    match &record.server_output {
+    // The server's own multi-line text keeps its lines (and only its lines).
+    match &received.server_output {
         Some(serde_json::Value::String(text)) => {
-            writeln!(out, "Server output:\n{}", text.trim_end())
+            writeln!(out, "Server output:\n{}", escape_lines(text.trim_end()))
         }
         Some(doc) => writeln!(out, "Server output (JSON):\n{doc:#}"),
         None => Ok(()),
@@ -424,6 +435,7 @@ pub fn render_server_note(note: &ServerNote, out: &mut dyn Write) -> std::io::Re
     match note {
         ServerNote::Listening { addr } => writeln!(out, "Server listening on {addr}"),
         ServerNote::TestAccepted { test, peer, client, spec } => {
+            let client = escape(client);
             writeln!(out, "[test {test}] {peer} ({client}): accepted: {}", describe_spec(spec))
         }
         ServerNote::TestEnded { test, peer, server, error, summary, .. } => {
@@ -447,14 +459,14 @@ pub fn render_server_note(note: &ServerNote, out: &mut dyn Write) -> std::io::Re
             }
             let status = match error {
                 None => "done".to_string(),
-                Some(e) => format!("FAILED: {e}"),
+                Some(e) => format!("FAILED: {}", escape(e)),
             };
             let what = summary.spec.as_ref().map(describe_spec).unwrap_or_default();
             writeln!(
                 out,
                 "[test {test}] {peer}: {status}; {}; {} ({what}) held {:.1} s",
                 if parts.is_empty() { "no data".into() } else { parts.join(", ") },
-                summary.software,
+                escape(&summary.software),
                 summary.seconds
             )?;
             // Names of other processes on this host: for the operator only, never the client.
@@ -473,10 +485,10 @@ pub fn render_server_note(note: &ServerNote, out: &mut dyn Write) -> std::io::Re
             }
         }
         ServerNote::DoctorAnswered { peer, client } => {
-            writeln!(out, "Doctor from {peer} ({client}): environment sent")
+            writeln!(out, "Doctor from {peer} ({}): environment sent", escape(client))
         }
         ServerNote::Rejected { peer, reason } => {
-            writeln!(out, "connection from {peer} dropped: {reason}")
+            writeln!(out, "connection from {peer} dropped: {}", escape(reason))
         }
         ServerNote::Suppressed { count } => {
             let max = crate::session::log_limit::PER_SECOND;

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, anyhow};
 use linerate_proto::client::{ClientConn, ClientEvent};
 use linerate_proto::spec::{MAX_UDP_DATAGRAM, MIN_UDP_DATAGRAM};
+use linerate_proto::udp::DatagramFormat;
 use linerate_proto::wire::{DataHello, StopReason};
 use linerate_proto::{Machine, ProtoError, Protocol, TestSpec};
 
@@ -189,7 +190,8 @@ impl<'p> ClientRun<'p> {
                 self.record.server_software = Some(server_software);
                 let hello = |id| DataHello { cookie, stream_id: id }.encode().to_vec();
                 let spec = conn.spec();
-                self.streams = Some(open_streams(self.plan, spec, hello, server, ctrl, false)?);
+                let native = Some(DatagramFormat::native(&cookie.0));
+                self.streams = Some(open_streams(self.plan, spec, hello, server, ctrl, native)?);
             }
             ClientEvent::Ready => {
                 // Only a held start says `ready`; the machine refuses it otherwise.
@@ -427,17 +429,21 @@ fn setup_error(e: SetupError, addr: SocketAddr, plan: &ClientPlan) -> anyhow::Er
 }
 
 /// Connects every data stream of the plan, writing `hello(id)` first on each. The test's socket
-/// options are set on each socket before it connects (`traffic::socket`).
+/// options are set on each socket before it connects (`traffic::socket`). `native` is the
+/// native datagram format with the test's secret; None for an iperf3 server.
 pub(super) fn open_streams(
     plan: &ClientPlan,
     spec: &TestSpec,
     hello: impl Fn(u32) -> Vec<u8>,
     server: SocketAddr,
     ctrl: &ControlChannel,
-    iperf3_peer: bool,
+    native: Option<DatagramFormat>,
 ) -> Result<StreamSet> {
     let local_ip = ctrl.stream().local_addr().ok().map(|a| a.ip());
     let mut set = StreamSet::new(spec, End::Client)?;
+    if let Some(format) = native {
+        set.set_datagram_format(format);
+    }
     let rtt = sys::tcp_internals(ctrl.stream()).map(|t| Duration::from_micros(t.rtt_us.into()));
     set.set_rtt(rtt);
     set.record_environment(local_ip);
@@ -453,8 +459,11 @@ pub(super) fn open_streams(
         if spec.protocol == Protocol::Udp {
             let bytes = hello(id);
             let echo = [bytes.as_slice()];
-            let hs =
-                if iperf3_peer { Handshake::iperf3() } else { Handshake::native(&bytes, &echo) };
+            let hs = if native.is_none() {
+                Handshake::iperf3()
+            } else {
+                Handshake::native(&bytes, &echo)
+            };
             let data = connect_stream(server, bind, &opts, hs)
                 .with_context(|| format!("UDP stream {id}"))?;
             set.add_udp(id, data).with_context(|| format!("UDP stream {id}"))?;

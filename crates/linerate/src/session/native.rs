@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use linerate_proto::Machine;
 use linerate_proto::server::{QUEUE_HEARTBEAT, ServerConn, ServerEvent};
+use linerate_proto::udp::DatagramFormat;
 use linerate_proto::wire::{AbortReason, Cookie, DataHello};
 use linerate_proto::{ProtoError, TestSpec};
 
@@ -264,6 +265,7 @@ impl Session<'_> {
         self.registration.register(cookie, tx)?;
         self.cookie = cookie;
         self.data_rx = Some(rx);
+        streams.set_datagram_format(DatagramFormat::native(&cookie));
         self.t.begin(streams, client, spec);
         conn.accept(Cookie(cookie), clock.now())?;
         Ok(())

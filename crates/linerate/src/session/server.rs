@@ -42,7 +42,7 @@ use crate::plan::server::Access;
 use crate::plan::{Family, ServerPlan};
 use crate::session::Interrupt;
 use crate::session::admission::{Admission, Pending, Place, Ticket};
-use crate::session::log_limit::{LogLimit, Verdict};
+use crate::session::log_limit::{LogLimit, Verdict, bounding};
 use crate::session::udp::UdpAcceptor;
 use crate::sys;
 use crate::traffic::socket;
@@ -395,7 +395,7 @@ impl Server {
             access: self.plan.access.clone(),
             log_limit: LogLimit::new(),
             port: self.local_addr()?.port(),
-            notes: notes.sink,
+            notes: bounding(notes.sink),
             note_text: notes.text,
         });
         (shared.notes)(&ServerNote::Listening { addr: self.local_addr()? });

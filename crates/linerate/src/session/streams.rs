@@ -27,7 +27,7 @@ use crate::traffic::{
     ByteBudget, SendOptions, StartGate, StreamCounters, TrafficControl, receive_loop, send_loop,
 };
 use linerate_proto::samples::{SampleLog, samples_per_stream};
-use linerate_proto::udp::SeqWidth;
+use linerate_proto::udp::{DatagramFormat, SeqWidth};
 
 /// Which end of the test this process is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -150,8 +150,9 @@ pub struct StreamSet {
     epoch: Instant,
     /// How long UDP receivers keep listening after the end, for datagrams still in flight.
     udp_quiet: Duration,
-    /// Width of UDP sequence numbers (64-bit except for iperf3 peers without 64-bit counters).
-    seq_width: SeqWidth,
+    /// Layout of UDP datagram headers: the native one with the test's secret (set by the
+    /// native sessions once the cookie is known), or iperf3's.
+    datagrams: DatagramFormat,
     /// This end's environment, taken before traffic starts (see `record_environment`).
     environment: Option<Box<linerate_proto::Environment>>,
 }
@@ -201,7 +202,7 @@ impl StreamSet {
             peer_program: None,
             epoch: Instant::now(),
             udp_quiet: UDP_QUIET_MIN,
-            seq_width: SeqWidth::Bits64,
+            datagrams: DatagramFormat::iperf3(SeqWidth::Bits64),
             environment: None,
         })
     }
@@ -219,9 +220,11 @@ impl StreamSet {
         self.udp_quiet = UDP_QUIET_MIN + rtt.unwrap_or_default() * 2;
     }
 
-    /// Sets the UDP sequence number width (iperf3 peers use 32 bits unless asked otherwise).
-    pub fn set_seq_width(&mut self, width: SeqWidth) {
-        self.seq_width = width;
+    /// Sets the UDP datagram layout before any UDP stream is added: native sessions pass
+    /// `DatagramFormat::native(cookie)`, iperf3 peers their sequence width (32 bits unless
+    /// asked otherwise).
+    pub fn set_datagram_format(&mut self, format: DatagramFormat) {
+        self.datagrams = format;
     }
 
     /// The socket options the test asks for, for `traffic::socket` to apply.
@@ -251,7 +254,7 @@ impl StreamSet {
             bits_per_second: self.spec.bits_per_second,
             epoch: self.epoch,
             quiet: self.udp_quiet,
-            width: self.seq_width,
+            format: self.datagrams,
         });
         let name = format!("lr-u{}-{id}", if role == StreamRole::Sender { "tx" } else { "rx" });
         let thread = std::thread::Builder::new()

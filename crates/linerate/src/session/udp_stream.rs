@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use linerate_proto::StreamRole;
 use linerate_proto::udp::{
-    SeqWidth, UdpCounts, UdpIntervalSample, UdpReceiverResult, UdpSenderResult,
+    DatagramFormat, UdpCounts, UdpIntervalSample, UdpReceiverResult, UdpSenderResult,
 };
 
 use super::streams::cpu_since;
@@ -50,7 +50,7 @@ pub(super) struct UdpStreamSetup {
     pub bits_per_second: u64,
     pub epoch: Instant,
     pub quiet: Duration,
-    pub width: SeqWidth,
+    pub format: DatagramFormat,
 }
 
 /// The thread body of a UDP stream and the handle the stream set keeps.
@@ -76,7 +76,7 @@ pub(super) fn prepare(setup: UdpStreamSetup) -> (impl FnOnce() + Send + 'static,
                     datagram_bytes: bytes,
                     bits_per_second: s.bits_per_second,
                     budget: s.budget.as_deref(),
-                    width: s.width,
+                    format: s.format,
                     epoch: s.epoch,
                     gso: true,
                 };
@@ -89,7 +89,7 @@ pub(super) fn prepare(setup: UdpStreamSetup) -> (impl FnOnce() + Send + 'static,
             StreamRole::Receiver => {
                 let opts = UdpReceiveOptions {
                     datagram_bytes: bytes,
-                    width: s.width,
+                    format: s.format,
                     epoch: s.epoch,
                     quiet: s.quiet,
                     gro: false,

@@ -3,7 +3,15 @@
 //! The layout is iperf3's (all big-endian): `u32` seconds and `u32` microseconds of the
 //! sender's monotonic clock at send time, then the sequence number as `u32` (iperf3's default)
 //! or `u64` (when `udp_counters_64bit` is negotiated). Sequence numbers start at 1. linerate's
-//! native datagrams always use the 64-bit layout (16 bytes), so one receiver serves both.
+//! native datagrams always use the 64-bit layout and add the test's 64-bit secret after the
+//! sequence number (24 bytes, see [`DatagramFormat`]); iperf3's datagrams stay iperf3's.
+//!
+//! **The secret** (native streams only) keeps off-path senders out of a result: a datagram
+//! whose secret is not the test's is counted as invalid and nothing else (no bytes, no
+//! sequence number, no jitter). It is derived from the test's cookie ([`secret_of`]), 128
+//! random bits the server draws per test and sends only over the control connection, so both
+//! ends know it without another message; an attacker who cannot read the control connection
+//! or the data path guesses 64 bits. It is not encryption: an on-path attacker reads it.
 //!
 //! This module only converts between bytes and [`DatagramHeader`]; it keeps no per-stream
 //! state except in [`Unwrapper`], and it must not allocate or panic on any input.
@@ -25,6 +33,83 @@ pub const fn header_len(width: SeqWidth) -> usize {
     match width {
         SeqWidth::Bits32 => 12,
         SeqWidth::Bits64 => 16,
+    }
+}
+
+/// Bytes of the test's secret in a native datagram, after the sequence number.
+pub const SECRET_LEN: usize = 8;
+
+/// The secret native datagrams of the test with `cookie` carry: the first 8 bytes of
+/// SHA-256 of a fixed label and the cookie (so the wire never shows the cookie itself).
+pub fn secret_of(cookie: &[u8; 16]) -> u64 {
+    use sha2::{Digest, Sha256};
+    let digest =
+        Sha256::new().chain_update(b"linerate udp datagram secret v1").chain_update(cookie);
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest.finalize()[..8]);
+    u64::from_be_bytes(first)
+}
+
+/// How one stream's datagrams are laid out: the sequence width and, on native linerate
+/// streams, the test's secret right after the sequence number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DatagramFormat {
+    /// Width of the sequence number.
+    pub width: SeqWidth,
+    /// The test's secret (native streams); None for iperf3's format.
+    pub secret: Option<u64>,
+}
+
+/// What a received datagram is, by its header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decoded {
+    /// A datagram of this test.
+    Ours(DatagramHeader),
+    /// Too short for the header, or a timestamp no sender writes.
+    Malformed,
+    /// Well formed but without the test's secret: not from the test's sender.
+    Spoofed,
+}
+
+impl DatagramFormat {
+    /// iperf3's layout (no secret) with sequence numbers `width` wide.
+    pub const fn iperf3(width: SeqWidth) -> Self {
+        Self { width, secret: None }
+    }
+
+    /// The native layout of the test with `cookie`: 64-bit sequence numbers and the secret.
+    pub fn native(cookie: &[u8; 16]) -> Self {
+        Self { width: SeqWidth::Bits64, secret: Some(secret_of(cookie)) }
+    }
+
+    /// Bytes of the header: 12 or 16 for iperf3's layouts, 24 for the native one.
+    pub const fn header_bytes(self) -> usize {
+        header_len(self.width) + if self.secret.is_some() { SECRET_LEN } else { 0 }
+    }
+
+    /// Writes `h` (and the secret) into the first [`Self::header_bytes`] bytes of `buf`.
+    pub fn encode(self, h: &DatagramHeader, buf: &mut [u8]) -> Result<usize, BufferTooShort> {
+        let needed_bytes = self.header_bytes();
+        if buf.len() < needed_bytes {
+            return Err(BufferTooShort { needed_bytes, len_bytes: buf.len() });
+        }
+        let at = h.encode(self.width, buf)?;
+        if let Some(secret) = self.secret {
+            buf[at..at + SECRET_LEN].copy_from_slice(&secret.to_be_bytes());
+        }
+        Ok(needed_bytes)
+    }
+
+    /// Reads the header of `buf` and checks the secret.
+    pub fn decode(self, buf: &[u8]) -> Decoded {
+        let Some(h) = DatagramHeader::decode(buf, self.width) else { return Decoded::Malformed };
+        let Some(secret) = self.secret else { return Decoded::Ours(h) };
+        let at = header_len(self.width);
+        match buf.get(at..at + SECRET_LEN) {
+            None => Decoded::Malformed,
+            Some(got) if got == secret.to_be_bytes() => Decoded::Ours(h),
+            Some(_) => Decoded::Spoofed,
+        }
     }
 }
 
@@ -229,6 +314,30 @@ mod tests {
         assert_eq!(v.extend(1 + (1 << 31)), 1 + (1 << 31), "exactly half a cycle ahead");
         assert_eq!(v.extend(1), (1 << 32) + 1, "exactly half a cycle back: taken as ahead");
         assert_eq!(v.extend(0), 1 << 32, "one behind the new highest");
+    }
+
+    #[test]
+    fn native_format_carries_the_secret_and_refuses_another() {
+        let cookie = [7u8; 16];
+        let f = DatagramFormat::native(&cookie);
+        assert_eq!(f.header_bytes(), 24);
+        assert_eq!(DatagramFormat::iperf3(SeqWidth::Bits32).header_bytes(), 12);
+        let h = DatagramHeader { send_time: Duration::new(3, 4_000), seq: 9 };
+        let mut buf = [0u8; 64];
+        assert_eq!(f.encode(&h, &mut buf), Ok(24));
+        assert_eq!(buf[16..24], secret_of(&cookie).to_be_bytes());
+        assert_eq!(f.decode(&buf), Decoded::Ours(h));
+        let other = DatagramFormat::native(&[8u8; 16]);
+        assert_ne!(secret_of(&cookie), secret_of(&[8u8; 16]));
+        assert_eq!(other.decode(&buf), Decoded::Spoofed);
+        assert_eq!(f.decode(&buf[..20]), Decoded::Malformed, "no room for the secret");
+        assert_eq!(
+            f.encode(&h, &mut [0u8; 23]),
+            Err(BufferTooShort { needed_bytes: 24, len_bytes: 23 })
+        );
+        // iperf3's layout neither writes nor checks one.
+        let plain = DatagramFormat::iperf3(SeqWidth::Bits64);
+        assert_eq!(plain.decode(&buf), Decoded::Ours(h));
     }
 
     #[test]

@@ -32,7 +32,10 @@ mod window;
 mod tests;
 
 pub use burst::{BurstReport, BurstStats};
-pub use header::{BufferTooShort, DatagramHeader, SeqWidth, Unwrapper, header_len};
+pub use header::{
+    BufferTooShort, DatagramFormat, DatagramHeader, Decoded, SECRET_LEN, SeqWidth, Unwrapper,
+    header_len, secret_of,
+};
 pub use histogram::DurationHistogram;
 pub use jitter::{JitterMeter, JitterSummary};
 pub use pacer::{BURST_WINDOW, Pacer};

@@ -69,7 +69,8 @@ pub struct UdpCounts {
     pub duplicates: u64,
     /// Datagrams so late the receiver no longer remembered their neighbourhood.
     pub too_late: u64,
-    /// Datagrams that were not this test's (malformed header, sequence 0, absurd jump).
+    /// Datagrams that were not this test's (malformed header, no test secret, sequence 0,
+    /// absurd jump).
     pub invalid: u64,
     /// Largest reordering distance seen, in sequence numbers.
     pub max_reorder_distance: u64,

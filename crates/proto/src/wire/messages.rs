@@ -33,11 +33,14 @@ pub enum Capability {
     Queue,
     /// Held starts: `ready` / `go` between the attached streams and `start` (fleets).
     HeldStart,
+    /// UDP datagrams carry the test's secret (`udp::DatagramFormat::native`). Required by
+    /// every UDP test: a peer without it sends and expects the older 16-byte header.
+    UdpSecret,
 }
 
 impl Capability {
     /// Every capability this crate knows, in a stable order.
-    pub const ALL: [Capability; 10] = [
+    pub const ALL: [Capability; 11] = [
         Self::Tcp,
         Self::Reverse,
         Self::Bidir,
@@ -48,6 +51,7 @@ impl Capability {
         Self::Echo,
         Self::Queue,
         Self::HeldStart,
+        Self::UdpSecret,
     ];
 
     /// The wire name.
@@ -63,6 +67,7 @@ impl Capability {
             Self::Echo => "echo",
             Self::Queue => "queue",
             Self::HeldStart => "held_start",
+            Self::UdpSecret => "udp_secret",
         }
     }
 

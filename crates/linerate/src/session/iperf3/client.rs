@@ -112,7 +112,7 @@ fn drive(
                             |_| cookie.to_vec(),
                             server,
                             &ctrl,
-                            true,
+                            None,
                         )?;
                         set.set_peer_program("iperf3");
                         *streams = Some(set);

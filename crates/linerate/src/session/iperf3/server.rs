@@ -19,7 +19,7 @@ use linerate_proto::iperf3::{
     COOKIE_LEN, Iperf3Request, Iperf3Server, Iperf3ServerEvent, State, UDP_REPLY, errno,
     results_from_side,
 };
-use linerate_proto::udp::SeqWidth;
+use linerate_proto::udp::{DatagramFormat, SeqWidth};
 use linerate_proto::{LimitKind, ProtoError, Protocol, SideResults, TestSpec};
 
 use super::{forgive_end_of_test_resets, peer_side};
@@ -217,11 +217,9 @@ impl Session<'_> {
         streams.set_rtt(self.rtt);
         streams.record_environment(Some(self.local_ip));
         if req.spec.protocol == Protocol::Udp {
-            streams.set_seq_width(if req.udp_counters_64bit {
-                SeqWidth::Bits64
-            } else {
-                SeqWidth::Bits32
-            });
+            // iperf3's own datagrams: no secret (iperf3 has none to carry).
+            let width = if req.udp_counters_64bit { SeqWidth::Bits64 } else { SeqWidth::Bits32 };
+            streams.set_datagram_format(DatagramFormat::iperf3(width));
             self.open_udp_registration(m)?;
         }
         let cookie = m.cookie().context("a request before the cookie")?;

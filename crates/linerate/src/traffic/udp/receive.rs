@@ -3,7 +3,9 @@
 //! One clock read per batch gives every datagram of the batch the same arrival time (they
 //! were queued within microseconds of each other). GRO super-datagrams are split by their
 //! segment size. Datagrams starting with the data-hello magic are a peer's re-sent hellos
-//! and are skipped; datagrams too short for a header count as invalid.
+//! and are skipped; datagrams too short for a header count as invalid, and so do native
+//! datagrams without the test's secret (off-path spoofing, see `udp::DatagramFormat`): they
+//! add no bytes, no sequence number, no jitter sample and do not move the last arrival.
 //!
 //! The end: an abort ends the loop at once with an error. Once the control connection says
 //! the test is over (`finishing()`), the loop keeps receiving, so that datagrams in flight at
@@ -17,8 +19,8 @@ use std::net::UdpSocket;
 use std::time::{Duration, Instant};
 
 use linerate_proto::udp::{
-    Arrival, DatagramHeader, JitterMeter, JitterSummary, SeqWidth, SequenceTracker, TrackerCounts,
-    Unwrapper,
+    Arrival, DatagramFormat, Decoded, JitterMeter, JitterSummary, SeqWidth, SequenceTracker,
+    TrackerCounts, Unwrapper,
 };
 
 use super::{HELLO_PREFIX, UdpShared, UdpSnapshot, ensure_timeouts, is_peer_icmp, is_timeout};
@@ -43,8 +45,8 @@ const _: () = assert!(MAX_BATCH as u64 == linerate_proto::spec::UDP_RECEIVE_BATC
 pub struct UdpReceiveOptions {
     /// Expected datagram size (buffers are at least this large).
     pub datagram_bytes: usize,
-    /// Sequence-number width on the wire.
-    pub width: SeqWidth,
+    /// The header's layout: sequence width and, on native streams, the test's secret.
+    pub format: DatagramFormat,
     /// Arrival times are measured from this instant (only differences matter for jitter).
     pub epoch: Instant,
     /// After `finishing()`: end once this long has passed with the socket drained.
@@ -85,7 +87,7 @@ pub fn udp_receive_loop(
     let (count, len) =
         if gro { (GRO_BATCH, GRO_BUF) } else { (MAX_BATCH, opts.datagram_bytes.max(MIN_BUF)) };
     let mut bufs = vec![vec![0u8; len]; count];
-    let mut r = Receiver::new(opts.width, opts.epoch, drop_counter);
+    let mut r = Receiver::new(opts.format, opts.epoch, drop_counter);
     let result = r.run(sock, ctl, counters, shared, &mut bufs, opts.quiet);
     r.meminfo_drops = udp::kernel_drops(sock);
     counters.set_bytes(r.bytes);
@@ -101,7 +103,7 @@ pub fn udp_receive_loop(
 
 /// One receiver's accounting state.
 struct Receiver {
-    width: SeqWidth,
+    format: DatagramFormat,
     epoch: Instant,
     unwrapper: Unwrapper,
     tracker: SequenceTracker,
@@ -114,9 +116,9 @@ struct Receiver {
 }
 
 impl Receiver {
-    fn new(width: SeqWidth, epoch: Instant, drop_counter: bool) -> Self {
+    fn new(format: DatagramFormat, epoch: Instant, drop_counter: bool) -> Self {
         Self {
-            width,
+            format,
             epoch,
             unwrapper: Unwrapper::new(),
             tracker: SequenceTracker::new(),
@@ -201,17 +203,25 @@ impl Receiver {
         }
     }
 
-    /// Accounts one datagram; false if it was not test data (a hello).
+    /// Accounts one datagram; false if it was not test data (a hello, or not from the test's
+    /// sender).
     fn on_datagram(&mut self, d: &[u8], arrival: Duration) -> bool {
         if d.starts_with(&HELLO_PREFIX) {
             return false;
         }
-        let Some(h) = DatagramHeader::decode(d, self.width) else {
-            self.tracker.on_malformed();
-            return true;
+        let h = match self.format.decode(d) {
+            Decoded::Ours(h) => h,
+            Decoded::Malformed => {
+                self.tracker.on_malformed();
+                return true;
+            }
+            Decoded::Spoofed => {
+                self.tracker.on_malformed();
+                return false;
+            }
         };
         self.bytes += d.len() as u64;
-        let seq = match self.width {
+        let seq = match self.format.width {
             // The wire field is 32 bits wide, so the value fits.
             SeqWidth::Bits32 => self.unwrapper.extend(h.seq as u32),
             SeqWidth::Bits64 => h.seq,

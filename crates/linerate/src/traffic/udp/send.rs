@@ -27,7 +27,7 @@ use std::ops::Range;
 use std::time::{Duration, Instant};
 
 use linerate_proto::udp::{
-    BURST_WINDOW, BurstReport, BurstStats, DatagramHeader, Pacer, SeqWidth, header_len,
+    BURST_WINDOW, BurstReport, BurstStats, DatagramFormat, DatagramHeader, Pacer,
 };
 
 use super::{UdpShared, UdpSnapshot, ensure_timeouts, is_peer_icmp, is_timeout};
@@ -51,8 +51,8 @@ pub struct UdpSendOptions<'a> {
     /// Shared byte budget of this direction (`-n`), if any. The last datagram is sent whole,
     /// so a stream may overshoot by less than one datagram (as iperf3 does).
     pub budget: Option<&'a ByteBudget>,
-    /// Sequence-number width on the wire.
-    pub width: SeqWidth,
+    /// The header's layout: sequence width and, on native streams, the test's secret.
+    pub format: DatagramFormat,
     /// Header send times are measured from this instant.
     pub epoch: Instant,
     /// Use UDP GSO where the kernel and the route allow it (falls back by itself).
@@ -92,7 +92,7 @@ pub fn udp_send_loop(
     opts: UdpSendOptions<'_>,
 ) -> Result<UdpSendFinal, String> {
     let dg = opts.datagram_bytes;
-    let min = header_len(opts.width);
+    let min = opts.format.header_bytes();
     if !(min..=GSO_MAX_BYTES).contains(&dg) {
         return Err(format!("datagram size {dg} bytes is outside {min}..={GSO_MAX_BYTES}"));
     }
@@ -116,7 +116,7 @@ pub fn udp_send_loop(
 struct Sender<'s> {
     sock: &'s UdpSocket,
     dg: usize,
-    width: SeqWidth,
+    format: DatagramFormat,
     epoch: Instant,
     buf: Vec<u8>,
     cap: usize,
@@ -142,7 +142,7 @@ impl<'s> Sender<'s> {
         Self {
             sock,
             dg,
-            width: opts.width,
+            format: opts.format,
             epoch: opts.epoch,
             buf: filler(cap * dg),
             cap,
@@ -228,7 +228,7 @@ impl<'s> Sender<'s> {
             let seq = self.next_seq + (i - first) as u64;
             if let Some(d) = self.buf.get_mut(i * self.dg..(i + 1) * self.dg) {
                 // Cannot fail: the size was checked against the header length.
-                let _ = DatagramHeader { send_time: t, seq }.encode(self.width, d);
+                let _ = self.format.encode(&DatagramHeader { send_time: t, seq }, d);
             }
         }
     }

@@ -4,7 +4,7 @@
 use super::*;
 use crate::sys::udp;
 use crate::traffic::{ByteBudget, StreamCounters, TrafficControl};
-use linerate_proto::udp::{DatagramHeader, SeqWidth};
+use linerate_proto::udp::{DatagramFormat, DatagramHeader, SeqWidth, TrackerCounts};
 use std::time::Instant;
 
 /// Connected sockets (sender, receiver) with 4 MiB buffers so that the kernel does not drop.
@@ -17,12 +17,15 @@ fn pair() -> (UdpSocket, UdpSocket) {
     (a, b)
 }
 
+/// The native format of a test with cookie 5…5.
+const NATIVE: DatagramFormat = DatagramFormat { width: SeqWidth::Bits64, secret: Some(0x5eed) };
+
 fn send_opts(dg: usize, bps: u64, epoch: Instant) -> UdpSendOptions<'static> {
     UdpSendOptions {
         datagram_bytes: dg,
         bits_per_second: bps,
         budget: None,
-        width: SeqWidth::Bits64,
+        format: NATIVE,
         epoch,
         gso: false,
     }
@@ -31,7 +34,7 @@ fn send_opts(dg: usize, bps: u64, epoch: Instant) -> UdpSendOptions<'static> {
 fn recv_opts(dg: usize, epoch: Instant) -> UdpReceiveOptions {
     UdpReceiveOptions {
         datagram_bytes: dg,
-        width: SeqWidth::Bits64,
+        format: NATIVE,
         epoch,
         quiet: Duration::from_millis(100),
         gro: false,
@@ -139,8 +142,8 @@ fn finish_counts_datagrams_still_queued() {
     let epoch = Instant::now();
     let mut buf = [0u8; 200];
     for seq in 1..=2000u64 {
-        DatagramHeader { send_time: epoch.elapsed(), seq }
-            .encode(SeqWidth::Bits64, &mut buf)
+        NATIVE
+            .encode(&DatagramHeader { send_time: epoch.elapsed(), seq }, &mut buf)
             .expect("encode");
         tx.send(&buf).expect("send");
     }
@@ -156,38 +159,75 @@ fn finish_counts_datagrams_still_queued() {
 }
 
 /// Sends hand-made datagrams for `seqs` (plus a hello and a runt) and receives them.
-fn receive_crafted(width: SeqWidth, seqs: &[u64]) -> UdpReceiveFinal {
+fn receive_crafted(format: DatagramFormat, seqs: &[u64]) -> UdpReceiveFinal {
+    let (got, bytes) = receive_with_spoofs(format, seqs, &[]);
+    assert_eq!(bytes, 64 * seqs.len() as u64, "the hello and the runt are not data");
+    got
+}
+
+/// [`receive_crafted`], with a datagram of `spoofs` (the same sequence numbers under another
+/// secret) after each of ours. Returns the figures and the bytes counted.
+fn receive_with_spoofs(
+    format: DatagramFormat,
+    seqs: &[u64],
+    spoofs: &[u64],
+) -> (UdpReceiveFinal, u64) {
+    let spoofer = DatagramFormat { secret: Some(0xbad), ..format };
     let (tx, rx) = pair();
     let epoch = Instant::now();
     let mut buf = [0u8; 64];
     tx.send(&linerate_proto::wire::DATA_MAGIC).expect("hello");
     for (i, &seq) in seqs.iter().enumerate() {
         let send_time = Duration::from_micros(100 * i as u64);
-        DatagramHeader { send_time, seq }.encode(width, &mut buf).expect("encode");
+        format.encode(&DatagramHeader { send_time, seq }, &mut buf).expect("encode");
         tx.send(&buf).expect("send");
+        if let Some(&forged) = spoofs.get(i) {
+            let send_time = Duration::from_micros(100 * i as u64 + 7_000);
+            spoofer.encode(&DatagramHeader { send_time, seq: forged }, &mut buf).expect("encode");
+            tx.send(&buf).expect("send");
+        }
     }
     tx.send(&[1, 2, 3, 4, 5]).expect("runt");
     let ctl = TrafficControl::default();
     ctl.finish_at.set(Instant::now()).expect("finish");
     let (rc, rs) = (StreamCounters::default(), UdpShared::default());
     let opts =
-        UdpReceiveOptions { width, quiet: Duration::from_millis(50), ..recv_opts(64, epoch) };
+        UdpReceiveOptions { format, quiet: Duration::from_millis(50), ..recv_opts(64, epoch) };
     let got = udp_receive_loop(&rx, &ctl, &rc, &rs, opts).expect("receive");
-    assert_eq!(rc.bytes(), 64 * seqs.len() as u64, "the hello and the runt are not data");
-    got
+    (got, rc.bytes())
 }
 
 #[test]
 fn reordered_and_duplicated_datagrams_are_told_apart() {
-    let got = receive_crafted(SeqWidth::Bits64, &[1, 2, 4, 3, 5, 5, 7, 8]);
+    let got = receive_crafted(NATIVE, &[1, 2, 4, 3, 5, 5, 7, 8]);
     let c = got.counts;
     assert_eq!((c.highest_seq, c.received, c.lost), (8, 7, 1), "6 never came");
     assert_eq!((c.out_of_order, c.duplicates, c.invalid), (1, 1, 1), "{c:?}");
     assert_eq!(c.max_reorder_distance, 1);
     // 32-bit sequence numbers (iperf3's default) go through the unwrapper.
-    let c = receive_crafted(SeqWidth::Bits32, &[1, 3, 2, 2, 4]).counts;
+    let c = receive_crafted(DatagramFormat::iperf3(SeqWidth::Bits32), &[1, 3, 2, 2, 4]).counts;
     assert_eq!((c.highest_seq, c.received, c.lost), (4, 4, 0));
     assert_eq!((c.out_of_order, c.duplicates, c.invalid), (1, 1, 1));
+}
+
+#[test]
+fn spoofed_datagrams_are_counted_invalid_and_change_nothing_else() {
+    let seqs = [1, 2, 3, 4, 5, 6];
+    let clean = receive_crafted(NATIVE, &seqs);
+    // Duplicates, a reorder, a jump ahead and the next number: each would move a figure.
+    let (got, bytes) = receive_with_spoofs(NATIVE, &seqs, &[1, 5, 3, 1000, 7, 2]);
+    assert_eq!(bytes, 64 * seqs.len() as u64, "no spoofed byte counted");
+    let (a, b) = (clean.counts, got.counts);
+    assert_eq!(b.invalid, a.invalid + 6, "{b:?}");
+    assert_eq!(TrackerCounts { invalid: a.invalid, ..b }, a, "only the invalid count moved");
+    assert_eq!(got.jitter.samples, clean.jitter.samples, "jitter saw only ours");
+    // A spoof stamped 7 ms later would show as 7 ms of transit variation.
+    assert!(got.jitter.ipdv_max < Some(Duration::from_millis(5)), "{:?}", got.jitter);
+    assert_eq!(got.last.is_some(), clean.last.is_some());
+    // Without the secret check, the same datagrams are taken for ours.
+    let blind = DatagramFormat::iperf3(SeqWidth::Bits64);
+    let fooled = receive_with_spoofs(blind, &seqs, &[1, 5, 3, 1000, 7, 2]).0.counts;
+    assert!(fooled.duplicates > 0 && fooled.highest_seq == 1000, "{fooled:?}");
 }
 
 #[test]
@@ -247,8 +287,8 @@ fn datagram_size_is_checked() {
     let ctl = TrafficControl::default();
     let (sc, ss) = (StreamCounters::default(), UdpShared::default());
     let epoch = Instant::now();
-    for bad in [15, 65_508] {
+    for bad in [23, 65_508] {
         let r = udp_send_loop(&tx, epoch, &ctl, &sc, &ss, send_opts(bad, 0, epoch));
-        assert!(r.expect_err("bad size").contains("outside 16..=65507"));
+        assert!(r.expect_err("bad size").contains("outside 24..=65507"));
     }
 }
