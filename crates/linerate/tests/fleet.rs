@@ -224,3 +224,38 @@ fn hosts_start_together_and_a_dead_one_does_not_stop_the_rest() {
     assert!(out.stdout.contains("over 3 of 4 hosts"), "{}", out.stdout);
     assert!(out.stderr.contains("the fleet is partial"), "{}", out.stderr);
 }
+
+/// On loopback (no namespaces needed): a fleet of two servers is stored as one group, and
+/// `report fN` gives its figures again in text and JSON from the history alone; the formats
+/// not built for fleets yet are refused by name (exit 2), as are duplicate targets.
+#[test]
+fn a_stored_fleet_reports_again_from_the_history() {
+    use crate::util::{Server, run, test_dir};
+    let (a, b) = (Server::start(&[]), Server::start(&[]));
+    let db = test_dir("fleet-report").join("h.sqlite");
+    let db = db.to_str().expect("utf-8 path");
+    let (ta, tb) = (format!("127.0.0.1:{}=a", a.port), format!("127.0.0.1:{}=b", b.port));
+    let out = run(&["fleet", &ta, &tb, "-t", "1", "-P", "2", "--db", db], Duration::from_secs(30));
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("Fleet total to the hosts (upload)"), "{}", out.stdout);
+    let said = format!("{}{}", out.stdout, out.stderr);
+    assert!(said.contains("Stored as fleet f1"), "{said}");
+    let text = run(&["report", "f1", "--db", db], Duration::from_secs(10));
+    assert_eq!(text.code, Some(0), "{}", text.stderr);
+    assert!(text.stdout.contains("over 2 of 2 hosts"), "{}", text.stdout);
+    let json = run(&["report", "f1", "--db", db, "--format", "json"], Duration::from_secs(10));
+    let doc: Value = serde_json::from_str(&json.stdout).expect("json");
+    assert_eq!(doc["kind"], "linerate.fleet");
+    assert_eq!(doc["group"], 1);
+    let hosts = doc["summary"]["directions"][0]["hosts"].as_array().expect("hosts");
+    let labels: Vec<&str> = hosts.iter().filter_map(|h| h["label"].as_str()).collect();
+    assert_eq!(labels, ["a", "b"]);
+    assert!(doc["summary"]["skew"]["start_seconds"].is_f64(), "{}", doc["summary"]);
+    let html = run(&["report", "f1", "--db", db, "--format", "html"], Duration::from_secs(10));
+    assert_eq!(html.code, Some(2), "{}", html.stderr);
+    assert!(html.stderr.contains("text and JSON"), "{}", html.stderr);
+    let twice =
+        run(&["fleet", &ta, &ta.replace("=a", "=c"), "--no-store"], Duration::from_secs(10));
+    assert_eq!(twice.code, Some(2), "{}", twice.stderr);
+    assert!(twice.stderr.contains("named twice"), "{}", twice.stderr);
+}

@@ -12,13 +12,13 @@ use serde_json::json;
 
 use super::failed::{group_failure_kind, interrupted};
 use super::keep::{self, GroupRuns};
-use crate::plan::OutputFormat;
 use crate::plan::fleet::FleetPlan;
+use crate::plan::{HistoryRef, OutputFormat, ReportFormat};
 use crate::record::{Failure, FailureKind, FleetPlace, RunRecord};
-use crate::report::notice::{Notice, Stored};
+use crate::report::notice::{self, Notice};
 use crate::session::{Interrupt, fleet};
 use crate::stats::fleet::{HostInput, summarize_fleet};
-use crate::store::RunKind;
+use crate::store::{RunKind, Store, Stored};
 
 /// File descriptors a fleet host costs the coordinator: its control connection and each data
 /// connection, plus a few for the probes each run opens.
@@ -78,7 +78,7 @@ pub fn run(plan: &FleetPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     }
     out.flush()?;
     if let Some(g) = group {
-        console.show(&Notice::Stored(Stored::Fleet(g)));
+        console.show(&Notice::Stored(notice::Stored::Fleet(g)));
     }
     if interrupt.count() > 0 {
         return Err(interrupted(interrupt, "the hosts' figures until then are above"));
@@ -137,4 +137,49 @@ fn check_descriptors(plan: &FleetPlan) -> Result<()> {
         return Err(Failure::new(FailureKind::Environment, why).into());
     }
     Ok(())
+}
+
+/// The report of a stored fleet (`linerate report fN`), or None when `which` is not a fleet.
+/// Text and JSON are built; the other formats are refused, naming the ones that are.
+pub(super) fn stored_report(
+    store: &Store,
+    which: HistoryRef,
+    format: ReportFormat,
+) -> Result<Option<Vec<u8>>> {
+    let Stored::Group(id) = store.resolve(which, false)? else { return Ok(None) };
+    if store.group(id)?.is_none_or(|g| g.kind != "fleet") {
+        return Ok(None);
+    }
+    let records: Vec<(String, RunRecord)> = store
+        .group_runs(id)?
+        .into_iter()
+        .map(|(_, meta, record)| {
+            let label = record
+                .fleet
+                .as_ref()
+                .map(|f| f.label.clone())
+                .or(meta.cell)
+                .unwrap_or_else(|| record.server.clone());
+            (label, record)
+        })
+        .collect();
+    let summary = summarize_fleet(&inputs(&records));
+    let mut buf = Vec::new();
+    match format {
+        ReportFormat::Text => crate::report::fleet::render_text(&summary, None, &mut buf)?,
+        ReportFormat::Json => {
+            let hosts: Vec<(&str, &RunRecord)> =
+                records.iter().map(|(l, r)| (l.as_str(), r)).collect();
+            let meta = crate::report::fleet::FleetMeta { group: Some(id), start_note: None };
+            crate::report::fleet::render_json(&summary, &hosts, meta, &mut buf)?;
+        }
+        _ => {
+            let why = format!(
+                "f{id} is a fleet: its report is built in text and JSON so far (--format text \
+                 or json); Markdown, CSV and HTML fleet reports are not built yet"
+            );
+            return Err(Failure::usage(why).into());
+        }
+    }
+    Ok(Some(buf))
 }

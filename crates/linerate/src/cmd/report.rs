@@ -16,6 +16,12 @@ use crate::report::model::build;
 
 /// Runs `linerate report`.
 pub fn run(plan: &ReportPlan) -> Result<ExitCode> {
+    if let ReportSource::History { db, which } = &plan.source {
+        let store = super::history::open_existing(db)?;
+        if let Some(buf) = super::fleet::stored_report(&store, *which, plan.format)? {
+            return emit(plan, &buf);
+        }
+    }
     let source = match &plan.source {
         ReportSource::History { db, which } => load(db, *which)?,
         // A file the user named that does not read as a report is the user's to fix.
@@ -24,13 +30,18 @@ pub fn run(plan: &ReportPlan) -> Result<ExitCode> {
     let report = build(source);
     let mut buf = Vec::new();
     crate::report::render(&report, plan.format, &mut buf)?;
+    emit(plan, &buf)
+}
+
+/// Writes a finished report where the plan says.
+fn emit(plan: &ReportPlan, buf: &[u8]) -> Result<ExitCode> {
     match &plan.output {
         None => {
             let mut out = std::io::stdout().lock();
-            out.write_all(&buf)?;
+            out.write_all(buf)?;
             out.flush()?;
         }
-        Some(path) => write_whole(path, &buf)?,
+        Some(path) => write_whole(path, buf)?,
     }
     Ok(ExitCode::SUCCESS)
 }
