@@ -189,6 +189,38 @@ fn sixteen_hosts_share_a_shaped_link_fairly_and_a_slow_one_is_named() {
     assert!((total / goodput - 1.0).abs() < 0.05, "the others fill the link: {total}");
 }
 
+/// The VMware paper's scaling curve in miniature: every host can send 200 Mbit/s, the
+/// coordinator's link carries 1 Gbit/s, so the total rises with the hosts until four or five
+/// fill the link, then holds: `--scale` names 8 (of 1, 2, 4, 8, 16) as where it stops rising.
+#[test]
+fn a_scaling_curve_rises_then_saturates_at_the_link() {
+    let _serial = crate::util::exclusive();
+    if !namespaces_available() {
+        return;
+    }
+    let fleet = Fleet::new(16);
+    for i in 1..=16 {
+        fleet.shape_host(i, "200mbit");
+    }
+    let (code, doc, err) = fleet.run(16, &["-R", "--scale", "1,2,4,8,16", "-t", "2"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(doc["kind"], "linerate.fleet_scale");
+    assert_eq!(doc["runs"].as_array().map(Vec::len), Some(5));
+    let d = &doc["summary"]["directions"][0];
+    let points = d["points"].as_array().expect("points");
+    let total = |k: u64| {
+        let p = points.iter().find(|p| p["hosts"] == k).expect("point");
+        f(&p["total"]["mean"])
+    };
+    let goodput = LINK_BPS * 1448.0 / 1514.0;
+    let host = 200e6 * 1448.0 / 1514.0;
+    assert!((total(1) / host - 1.0).abs() < 0.05, "one host: {}", total(1));
+    assert!((total(2) / (2.0 * host) - 1.0).abs() < 0.05, "two hosts: {}", total(2));
+    assert!((total(16) / goodput - 1.0).abs() < 0.05, "sixteen hosts: {}", total(16));
+    assert_eq!(d["stops_rising_at"], 8, "{d}");
+    assert_eq!(d["still_rising"], false);
+}
+
 /// The start skew is measured on every run and reported; how small it is on a quiet machine
 /// is a benchmark's figure (benches/fleet-skew.sh), not a timed assertion: 16 servers and the
 /// coordinator share this machine's two cores, and early hosts' data threads delay the rest's
@@ -258,4 +290,36 @@ fn a_stored_fleet_reports_again_from_the_history() {
         run(&["fleet", &ta, &ta.replace("=a", "=c"), "--no-store"], Duration::from_secs(10));
     assert_eq!(twice.code, Some(2), "{}", twice.stderr);
     assert!(twice.stderr.contains("named twice"), "{}", twice.stderr);
+}
+
+/// A scaling curve on loopback: every host count run `--repeat` times, stored, and rebuilt by
+/// `report fN` from the history.
+#[test]
+fn a_scaling_curve_is_stored_and_reported_again() {
+    use crate::util::{Server, run, test_dir};
+    let servers = [Server::start(&[]), Server::start(&[]), Server::start(&[])];
+    let targets: Vec<String> = servers.iter().map(|s| format!("127.0.0.1:{}", s.port)).collect();
+    let db = test_dir("fleet-scale").join("h.sqlite");
+    let db = db.to_str().expect("utf-8 path");
+    let mut args = vec!["fleet"];
+    args.extend(targets.iter().map(String::as_str));
+    args.extend_from_slice(&["--scale", "1..3", "--repeat", "2", "-t", "1", "--db", db, "-J"]);
+    let out = run(&args, Duration::from_secs(90));
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let doc: Value = serde_json::from_str(&out.stdout).expect("json");
+    assert_eq!(doc["kind"], "linerate.fleet_scale");
+    let points = doc["summary"]["directions"][0]["points"].as_array().expect("points");
+    let shape: Vec<(u64, usize)> = points
+        .iter()
+        .map(|p| (p["hosts"].as_u64().expect("k"), p["totals"].as_array().map_or(0, Vec::len)))
+        .collect();
+    assert_eq!(shape, [(1, 2), (2, 2), (3, 2)]);
+    assert_eq!(out.stderr.matches("] ").count(), 6, "a progress line per run: {}", out.stderr);
+    let text = run(&["report", "f1", "--db", db], Duration::from_secs(10));
+    assert_eq!(text.code, Some(0), "{}", text.stderr);
+    assert!(text.stdout.contains("Scaling, data to the hosts (upload)"), "{}", text.stdout);
+    let again = run(&["report", "f1", "--db", db, "-f", "json"], Duration::from_secs(10));
+    let again: Value = serde_json::from_str(&again.stdout).expect("json");
+    assert_eq!(again["summary"], doc["summary"], "the history gives the same curve");
+    assert_eq!(again["seed"], doc["seed"]);
 }

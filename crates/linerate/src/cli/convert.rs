@@ -312,7 +312,7 @@ pub(super) fn default_methodology() -> Plan {
     Plan::SelftestMatrix(base, matrix)
 }
 
-fn random_seed() -> u64 {
+pub(super) fn random_seed() -> u64 {
     let mut b = [0u8; 8];
     // Without randomness the order is still a valid shuffle, just the same every time.
     let _ = getrandom::getrandom(&mut b);

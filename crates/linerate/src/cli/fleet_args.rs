@@ -16,6 +16,17 @@ pub struct FleetArgs {
     /// Read more targets from FILE, one per line (`#` starts a comment).
     #[arg(long = "targets", value_name = "FILE")]
     pub targets_file: Option<std::path::PathBuf>,
+    /// A scaling curve: run the fleet with the first k targets for each k, e.g. 1,2,4,8,16 or
+    /// 1..16, in a random order, with statistics per k and where the total stops rising.
+    #[arg(long = "scale", value_name = "K,...|A..B")]
+    pub scale: Option<String>,
+    /// With --scale: runs per host count.
+    #[arg(long = "repeat", value_name = "N", default_value_t = 1, requires = "scale",
+          value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub repeat: u32,
+    /// With --scale: the seed of the run order [default: random, printed].
+    #[arg(long = "seed", value_name = "N", requires = "scale")]
+    pub seed: Option<u64>,
     #[command(flatten)]
     pub net: NetArgs,
     #[command(flatten)]
@@ -59,5 +70,15 @@ pub(super) fn fleet_plan(a: FleetArgs) -> Result<FleetPlan, String> {
     if base.output == OutputFormat::Iperf3Json {
         return Err("a fleet writes linerate's JSON only: drop --json-format iperf3".into());
     }
-    Ok(FleetPlan { targets, base: super::convert::with_store(base, &a.store) })
+    let scale = match &a.scale {
+        Some(s) => crate::plan::fleet::parse_scale(s, targets.len())?,
+        None => Vec::new(),
+    };
+    Ok(FleetPlan {
+        targets,
+        base: super::convert::with_store(base, &a.store),
+        scale,
+        repeat: a.repeat,
+        seed: a.seed.unwrap_or_else(super::convert::random_seed),
+    })
 }

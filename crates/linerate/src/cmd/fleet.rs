@@ -27,37 +27,17 @@ const FDS_PER_HOST_EXTRA: u64 = 4;
 /// Runs `linerate fleet`.
 pub fn run(plan: &FleetPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     check_descriptors(plan)?;
+    if !plan.scale.is_empty() {
+        return super::scale::run(plan, interrupt);
+    }
     let text = plan.base.output == OutputFormat::Text;
     let console = super::console(text);
     if text {
         crate::report::fleet::render_start(plan, &mut std::io::stdout())?;
     }
-    let mut store = keep::open(&plan.base.store, &console);
-    let group = match store.as_mut() {
-        Some(s) => Some(s.begin_group("fleet", None, &identity(plan))?),
-        None => None,
-    };
+    let (mut runs, group) = open_group(plan, interrupt, &console)?;
     let run = fleet::run_fleet(plan, interrupt);
-    let records: Vec<(String, RunRecord)> = run
-        .hosts
-        .into_iter()
-        .map(|h| {
-            let mut record = h.record;
-            record.fleet = Some(FleetPlace {
-                label: h.target.label.clone(),
-                started_us: h.started.map(|d| d.as_micros().try_into().unwrap_or(u64::MAX)),
-            });
-            (h.target.label, record)
-        })
-        .collect();
-    let mut runs = GroupRuns::new(
-        store,
-        (RunKind::FleetHost, group),
-        plan.base.store.labels.clone(),
-        (None, interrupt),
-        &console,
-    );
-    runs.wanted = plan.base.store.path.clone();
+    let records = placed(run.hosts);
     for (label, record) in &records {
         runs.keep(label.clone(), 1, record);
     }
@@ -96,6 +76,43 @@ pub fn run(plan: &FleetPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The history group of a fleet (or a scaling curve), and where its host runs are kept.
+pub(super) fn open_group<'a>(
+    plan: &FleetPlan,
+    interrupt: &'a Interrupt,
+    console: &'a crate::report::notice::Console,
+) -> Result<(GroupRuns<'a>, Option<i64>)> {
+    let mut store = keep::open(&plan.base.store, console);
+    let group = match store.as_mut() {
+        Some(s) => Some(s.begin_group("fleet", None, &identity(plan))?),
+        None => None,
+    };
+    let mut runs = GroupRuns::new(
+        store,
+        (RunKind::FleetHost, group),
+        plan.base.store.labels.clone(),
+        (None, interrupt),
+        console,
+    );
+    runs.wanted = plan.base.store.path.clone();
+    Ok((runs, group))
+}
+
+/// Each host's record with its place in the fleet (label, measured start), labelled.
+pub(super) fn placed(hosts: Vec<fleet::HostRun>) -> Vec<(String, RunRecord)> {
+    hosts
+        .into_iter()
+        .map(|h| {
+            let mut record = h.record;
+            record.fleet = Some(FleetPlace {
+                label: h.target.label.clone(),
+                started_us: h.started.map(|d| d.as_micros().try_into().unwrap_or(u64::MAX)),
+            });
+            (h.target.label, record)
+        })
+        .collect()
+}
+
 /// The fleet's inputs to `stats::fleet`, from records that carry their place.
 pub(super) fn inputs(records: &[(String, RunRecord)]) -> Vec<HostInput<'_>> {
     records
@@ -118,7 +135,13 @@ fn identity(plan: &FleetPlan) -> serde_json::Value {
         .iter()
         .map(|t| json!({ "host": t.host, "port": t.port, "label": t.label }))
         .collect();
-    json!({ "targets": targets, "spec": plan.base.spec })
+    json!({
+        "targets": targets,
+        "spec": plan.base.spec,
+        "scale": plan.scale,
+        "repeat": plan.repeat,
+        "seed": plan.seed,
+    })
 }
 
 /// Refuses a fleet the open-files limit cannot hold, before any connection is made.
@@ -147,8 +170,9 @@ pub(super) fn stored_report(
     format: ReportFormat,
 ) -> Result<Option<Vec<u8>>> {
     let Stored::Group(id) = store.resolve(which, false)? else { return Ok(None) };
-    if store.group(id)?.is_none_or(|g| g.kind != "fleet") {
-        return Ok(None);
+    let Some(group) = store.group(id)?.filter(|g| g.kind == "fleet") else { return Ok(None) };
+    if group.params["scale"].as_array().is_some_and(|s| !s.is_empty()) {
+        return super::scale::stored_report(store, id, format).map(Some);
     }
     let records: Vec<(String, RunRecord)> = store
         .group_runs(id)?
@@ -173,13 +197,16 @@ pub(super) fn stored_report(
             let meta = crate::report::fleet::FleetMeta { group: Some(id), start_note: None };
             crate::report::fleet::render_json(&summary, &hosts, meta, &mut buf)?;
         }
-        _ => {
-            let why = format!(
-                "f{id} is a fleet: its report is built in text and JSON so far (--format text \
-                 or json); Markdown, CSV and HTML fleet reports are not built yet"
-            );
-            return Err(Failure::usage(why).into());
-        }
+        _ => return Err(unbuilt_format(id)),
     }
     Ok(Some(buf))
+}
+
+/// A stored fleet asked for in a format its reports do not have yet.
+pub(super) fn unbuilt_format(id: i64) -> anyhow::Error {
+    let why = format!(
+        "f{id} is a fleet: its report is built in text and JSON so far (--format text or \
+         json); Markdown, CSV and HTML fleet reports are not built yet"
+    );
+    Failure::usage(why).into()
 }

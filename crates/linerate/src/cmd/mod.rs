@@ -20,6 +20,7 @@ mod history;
 mod keep;
 mod matrix;
 mod report;
+mod scale;
 mod selftest;
 mod server;
 mod show;

@@ -32,9 +32,29 @@ pub struct FleetPlan {
     pub targets: Vec<Target>,
     /// The test every target gets (its host and port are replaced per target).
     pub base: ClientPlan,
+    /// `--scale`: host counts to run the fleet with (the first k targets each); empty: one
+    /// run with every target.
+    pub scale: Vec<usize>,
+    /// `--repeat`: runs per host count.
+    pub repeat: u32,
+    /// The seed of the run order.
+    pub seed: u64,
 }
 
 impl FleetPlan {
+    /// The fleet of the first `k` targets.
+    pub fn first(&self, k: usize) -> FleetPlan {
+        FleetPlan { targets: self.targets[..k.min(self.targets.len())].to_vec(), ..self.clone() }
+    }
+
+    /// The runs of a scaling curve: every (host count, repetition) pair, in a random order the
+    /// seed reproduces (like a matrix: a machine's slow drift spreads over every point).
+    pub fn order(&self) -> Vec<(usize, u32)> {
+        let pairs: Vec<(usize, u32)> =
+            self.scale.iter().flat_map(|&k| (1..=self.repeat).map(move |r| (k, r))).collect();
+        crate::plan::matrix::shuffled(pairs, self.seed)
+    }
+
     /// The client plan for one target.
     pub fn plan_for(&self, t: &Target) -> ClientPlan {
         let mut p = self.base.clone();
@@ -99,6 +119,34 @@ fn split_host_port(addr: &str) -> Result<(String, Option<u16>), String> {
         // Several colons and no brackets: an IPv6 literal, which cannot carry a port.
         _ => Ok((addr.to_string(), None)),
     }
+}
+
+/// Parses `--scale`: host counts as `1,2,4,8,16`, a range `1..16`, or both (`1,2..4,8`);
+/// sorted, duplicates dropped; each from 1 to `targets`.
+pub fn parse_scale(text: &str, targets: usize) -> Result<Vec<usize>, String> {
+    let count = |s: &str| {
+        s.trim().parse::<usize>().ok().filter(|k| (1..=targets).contains(k)).ok_or_else(|| {
+            format!(
+                "--scale {text}: {s:?} is not a host count from 1 to {targets} (the targets given)"
+            )
+        })
+    };
+    let mut out = Vec::new();
+    for part in text.split(',') {
+        match part.split_once("..") {
+            Some((a, b)) => {
+                let (a, b) = (count(a)?, count(b)?);
+                if a > b {
+                    return Err(format!("--scale {text}: the range {part} runs backwards"));
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(count(part)?),
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
 }
 
 /// Parses a targets file: one target per line, blank lines and `#` comments skipped.
@@ -185,6 +233,17 @@ mod tests {
         assert_eq!(ok, Ok(vec![t("vm1", 5201, "vm1"), t("vm2", 7000, "b")]));
         let e = parse_targets_file("vm1\nvm2:x\n", 5201).unwrap_err();
         assert!(e.starts_with("line 2:"), "{e}");
+    }
+
+    #[test]
+    fn scales_read_as_lists_ranges_or_both_within_the_targets() {
+        assert_eq!(parse_scale("1,2,4,8,16", 16), Ok(vec![1, 2, 4, 8, 16]));
+        assert_eq!(parse_scale("1..4", 16), Ok(vec![1, 2, 3, 4]));
+        assert_eq!(parse_scale("8,1..2,2", 16), Ok(vec![1, 2, 8]));
+        assert!(parse_scale("1..17", 16).unwrap_err().contains("1 to 16"));
+        assert!(parse_scale("0,1", 4).unwrap_err().contains("\"0\""));
+        assert!(parse_scale("4..2", 4).unwrap_err().contains("backwards"));
+        assert!(parse_scale("x", 4).is_err());
     }
 
     #[test]

@@ -217,16 +217,22 @@ impl MatrixPlan {
 
     /// The order of one round: each of `cells` `times` times, shuffled with `round`'s seed.
     pub fn round(&self, cells: &[usize], times: u32, round: u64) -> Vec<usize> {
-        let mut order: Vec<usize> =
+        let order: Vec<usize> =
             cells.iter().flat_map(|&c| std::iter::repeat_n(c, times as usize)).collect();
-        let mut rng = SplitMix(self.seed ^ round.wrapping_mul(0x9e37_79b9_7f4a_7c15));
-        // Fisher–Yates.
-        for i in (1..order.len()).rev() {
-            let j = (rng.next() % (i as u64 + 1)) as usize;
-            order.swap(i, j);
-        }
-        order
+        shuffled(order, self.seed ^ round.wrapping_mul(0x9e37_79b9_7f4a_7c15))
     }
+}
+
+/// `items` in a random order that `seed` reproduces (Fisher–Yates over SplitMix64): the run
+/// order of matrices and fleet scaling curves, so slow drifts of a machine spread over every
+/// cell instead of biasing the ones that ran last.
+pub fn shuffled<T>(mut items: Vec<T>, seed: u64) -> Vec<T> {
+    let mut rng = SplitMix(seed);
+    for i in (1..items.len()).rev() {
+        let j = (rng.next() % (i as u64 + 1)) as usize;
+        items.swap(i, j);
+    }
+    items
 }
 
 /// SplitMix64: small, well-distributed, and enough to shuffle a run order reproducibly.

@@ -14,6 +14,7 @@ use crate::plan::fleet::FleetPlan;
 use crate::record::{RunRecord, SCHEMA_VERSION};
 use crate::report::table::{Table, verdict_words};
 use crate::stats::fleet::{FleetDirection, FleetSummary, Spread};
+use crate::stats::scaling::{PLATEAU, ScaleSummary};
 use crate::units::peer_text::escape;
 use crate::units::{ByteCount, count_of, format_bits_per_second, rate_unit, three_figures};
 
@@ -250,4 +251,151 @@ pub fn render_text(
         writeln!(out, "Fleet total: n/a (no host completed its test)")?;
     }
     Ok(())
+}
+
+/// The first lines of a scaling curve: what runs, in how many fleet runs, and the seed.
+pub fn render_scale_start(
+    plan: &FleetPlan,
+    runs: usize,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    render_start(plan, out)?;
+    let counts: Vec<String> = plan.scale.iter().map(usize::to_string).collect();
+    writeln!(
+        out,
+        "Scaling curve: the first {} host(s), {} each, {runs} fleet runs in a random order \
+         (--seed {})",
+        counts.join(", "),
+        count_of(u64::from(plan.repeat), "run"),
+        plan.seed
+    )
+}
+
+/// One line per finished fleet run of a curve (stderr), so long curves show progress.
+pub fn scale_progress_line(
+    (done, of): (usize, usize),
+    (hosts, rep): (usize, u32),
+    summary: &FleetSummary,
+) -> String {
+    let totals: Vec<String> = summary
+        .directions
+        .iter()
+        .map(|d| format!("{} {}", d.flow.label(), format_bits_per_second(d.total_bits_per_second)))
+        .collect();
+    let result = if summary.hosts_measured < summary.hosts_planned {
+        format!("partial: {} of {} hosts measured", summary.hosts_measured, summary.hosts_planned)
+    } else if totals.is_empty() {
+        "no figures".to_string()
+    } else {
+        totals.join(", ")
+    };
+    format!("[{done}/{of}] {} (run {rep}): {result}", count_of(hosts as u64, "host"))
+}
+
+/// The scaling curve as a table per direction, ending with where the total stops rising.
+pub fn render_scale_text(curve: &ScaleSummary, out: &mut dyn Write) -> std::io::Result<()> {
+    for d in &curve.directions {
+        let top = d.points.iter().filter_map(|p| Some(p.total.as_ref()?.max)).fold(0.0, f64::max);
+        let unit = rate_unit(top);
+        writeln!(out)?;
+        writeln!(out, "Scaling, data {}:", flow_words(d.flow))?;
+        let mut t = Table::new(&[
+            ">hosts",
+            ">runs",
+            &format!(">total {} (mean ± 95% CI)", unit.0),
+            &format!(">min–max ({})", unit.0),
+            &format!(">per host ({})", unit.0),
+            ">Jain",
+        ]);
+        for p in &d.points {
+            let (mean, range) = match &p.total {
+                Some(s) => (
+                    match s.ci95_half_width {
+                        Some(h) => format!("{} ± {}", rate(s.mean, unit), rate(h, unit)),
+                        None => rate(s.mean, unit),
+                    },
+                    format!("{}–{}", rate(s.min, unit), rate(s.max, unit)),
+                ),
+                None => ("n/a".into(), "n/a".into()),
+            };
+            let mut runs = p.totals.len().to_string();
+            if p.partial_runs > 0 {
+                runs.push_str(&format!(" (+{} partial)", p.partial_runs));
+            }
+            t.rows.push(vec![
+                p.hosts.to_string(),
+                runs,
+                mean,
+                range,
+                p.per_host_mean.map_or("n/a".into(), |m| rate(m, unit)),
+                p.jain_mean.map_or("n/a".into(), |j| format!("{j:.3}")),
+            ]);
+        }
+        t.write_text(out)?;
+        let at = d.stops_rising_at.and_then(|k| d.points.iter().find(|p| p.hosts == k));
+        match (at, d.still_rising) {
+            (Some(p), false) => writeln!(
+                out,
+                "The total stops rising at {}: {} (mean), within {}% of the highest mean.",
+                count_of(p.hosts as u64, "host"),
+                p.total.as_ref().map_or("n/a".into(), |s| format_bits_per_second(s.mean)),
+                three_figures(PLATEAU * 100.0)
+            )?,
+            (Some(p), true) => writeln!(
+                out,
+                "The total is highest at the most hosts run ({}): it may still be rising; add \
+                 more targets to find where it stops.",
+                p.hosts
+            )?,
+            (None, _) => {
+                writeln!(out, "Where the total stops rising: n/a (fewer than two points)")?
+            }
+        }
+    }
+    if curve.directions.is_empty() {
+        writeln!(out, "Scaling: n/a (no fleet run completed)")?;
+    }
+    Ok(())
+}
+
+/// One fleet run of a curve in the JSON document.
+#[derive(Debug, Serialize)]
+pub struct ScaleRunDocument<'a> {
+    /// Hosts in this run.
+    pub hosts: usize,
+    /// Its repetition.
+    pub repetition: u32,
+    /// Its fleet figures.
+    pub summary: FleetSummary,
+    /// Each host's label and run.
+    #[serde(serialize_with = "host_records")]
+    pub records: Vec<(&'a str, &'a RunRecord)>,
+}
+
+fn host_records<S: serde::Serializer>(v: &[(&str, &RunRecord)], s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeSeq;
+    let mut seq = s.serialize_seq(Some(v.len()))?;
+    for (label, record) in v {
+        seq.serialize_element(&serde_json::json!({ "label": label, "record": record }))?;
+    }
+    seq.end()
+}
+
+/// The `-J` document of a scaling curve (`linerate.fleet_scale`).
+pub fn render_scale_json(
+    curve: &ScaleSummary,
+    runs: &[ScaleRunDocument<'_>],
+    (group, seed): (Option<i64>, Option<u64>),
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    let doc = serde_json::json!({
+        "schema_version": SCHEMA_VERSION,
+        "kind": "linerate.fleet_scale",
+        "group": group,
+        "seed": seed,
+        "summary": curve,
+        "runs": runs,
+    });
+    serde_json::to_writer_pretty(&mut *out, &doc).map_err(std::io::Error::other)?;
+    writeln!(out)
 }

@@ -12,6 +12,7 @@ pub mod fleet;
 pub mod intervals;
 pub mod matrix;
 pub mod sample;
+pub mod scaling;
 pub mod settings;
 pub mod starved;
 pub mod summary;

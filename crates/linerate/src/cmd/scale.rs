@@ -1,0 +1,133 @@
+//! `linerate fleet --scale K,...`: the fleet run with the first k targets for each k, each
+//! `--repeat` times in a random order the seed reproduces, then the scaling curve
+//! (`stats::scaling`). Every host run is stored in one group, as cell `k=K` with its
+//! repetition, so `report fN` rebuilds the curve from the history.
+//!
+//! Exit status as for a fleet: 3 when any run was partial (a host not measured; that run is
+//! left out of its point), 130 when interrupted (the runs until then are reported).
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use super::failed::{group_failure_kind, interrupted};
+use super::fleet::{inputs, open_group, placed, unbuilt_format};
+use crate::plan::fleet::FleetPlan;
+use crate::plan::{OutputFormat, ReportFormat};
+use crate::record::{Failure, RunRecord};
+use crate::report::fleet as render;
+use crate::report::notice::{Notice, Stored};
+use crate::session::{Interrupt, fleet};
+use crate::stats::fleet::{FleetSummary, summarize_fleet};
+use crate::stats::scaling::summarize_scaling;
+use crate::store::Store;
+
+/// One fleet run of the curve: its host count, repetition and host records.
+pub(super) type ScaleRun = (usize, u32, Vec<(String, RunRecord)>);
+
+/// Runs the scaling curve.
+pub fn run(plan: &FleetPlan, interrupt: &Interrupt) -> Result<ExitCode> {
+    let text = plan.base.output == OutputFormat::Text;
+    let console = super::console(text);
+    let order = plan.order();
+    if text {
+        render::render_scale_start(plan, order.len(), &mut std::io::stdout())?;
+    }
+    let (mut runs, group) = open_group(plan, interrupt, &console)?;
+    let mut done: Vec<ScaleRun> = Vec::new();
+    for (i, &(k, rep)) in order.iter().enumerate() {
+        if interrupt.count() > 0 {
+            break;
+        }
+        let records = placed(fleet::run_fleet(&plan.first(k), interrupt).hosts);
+        for (_, record) in &records {
+            runs.keep(format!("k={k}"), rep, record);
+        }
+        let summary = summarize_fleet(&inputs(&records));
+        let line = render::scale_progress_line((i + 1, order.len()), (k, rep), &summary);
+        let _ = writeln!(std::io::stderr(), "{line}");
+        done.push((k, rep, records));
+    }
+    let partial = done.iter().filter(|(_, _, r)| !all_completed(r)).count();
+    let complete = done.len() == order.len() && partial == 0;
+    if let (Some(s), Some(g), true) = (runs.store.as_mut(), group, complete) {
+        s.finish_group(g)?;
+    }
+    let unstored = runs.unstored();
+    let mut out = std::io::stdout().lock();
+    write_curve(&done, text, group, Some(plan.seed), &mut out)?;
+    out.flush()?;
+    if let Some(g) = group {
+        console.show(&Notice::Stored(Stored::Fleet(g)));
+    }
+    if interrupt.count() > 0 {
+        return Err(interrupted(interrupt, "the runs until then are above"));
+    }
+    unstored?;
+    if partial > 0 {
+        let kind = group_failure_kind(done.iter().flat_map(|(_, _, r)| r.iter().map(|(_, x)| x)));
+        let why = format!(
+            "{partial} of {} fleet runs were partial (a host not measured; left out of its point)",
+            done.len()
+        );
+        return Err(Failure::new(kind, why).into());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn all_completed(records: &[(String, RunRecord)]) -> bool {
+    records.iter().all(|(_, r)| r.outcome == crate::record::Outcome::Completed)
+}
+
+/// The curve in text or as a `linerate.fleet_scale` JSON document.
+fn write_curve(
+    done: &[ScaleRun],
+    text: bool,
+    group: Option<i64>,
+    seed: Option<u64>,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let fleets: Vec<(usize, FleetSummary)> =
+        done.iter().map(|(k, _, r)| (*k, summarize_fleet(&inputs(r)))).collect();
+    let curve = summarize_scaling(&fleets);
+    if text {
+        render::render_scale_text(&curve, out)?;
+    } else {
+        let runs: Vec<render::ScaleRunDocument<'_>> = done
+            .iter()
+            .zip(&fleets)
+            .map(|((k, rep, records), (_, summary))| render::ScaleRunDocument {
+                hosts: *k,
+                repetition: *rep,
+                summary: summary.clone(),
+                records: records.iter().map(|(l, r)| (l.as_str(), r)).collect(),
+            })
+            .collect();
+        render::render_scale_json(&curve, &runs, (group, seed), out)?;
+    }
+    Ok(())
+}
+
+/// `report fN` of a stored scaling curve.
+pub(super) fn stored_report(store: &Store, id: i64, format: ReportFormat) -> Result<Vec<u8>> {
+    let mut done: Vec<ScaleRun> = Vec::new();
+    for (_, meta, record) in store.group_runs(id)? {
+        let k = meta.cell.as_deref().and_then(|c| c.strip_prefix("k=")?.parse().ok());
+        let (Some(k), Some(rep)) = (k, meta.repetition) else { continue };
+        let label =
+            record.fleet.as_ref().map_or_else(|| record.server.clone(), |f| f.label.clone());
+        match done.iter_mut().find(|(n, r, _)| *n == k && *r == rep) {
+            Some((_, _, records)) => records.push((label, record)),
+            None => done.push((k, rep, vec![(label, record)])),
+        }
+    }
+    let seed = store.group(id)?.and_then(|g| g.params["seed"].as_u64());
+    let mut buf = Vec::new();
+    match format {
+        ReportFormat::Text => write_curve(&done, true, Some(id), seed, &mut buf)?,
+        ReportFormat::Json => write_curve(&done, false, Some(id), seed, &mut buf)?,
+        _ => return Err(unbuilt_format(id)),
+    }
+    Ok(buf)
+}
