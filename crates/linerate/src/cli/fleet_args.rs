@@ -24,6 +24,10 @@ pub struct FleetArgs {
     #[arg(long = "repeat", value_name = "N", default_value_t = 1, requires = "scale",
           value_parser = clap::value_parser!(u32).range(1..=100))]
     pub repeat: u32,
+    /// Every target name that resolves to several addresses (a Kubernetes headless service,
+    /// round-robin DNS) becomes one target per address, labelled NAME/ADDRESS.
+    #[arg(long = "each-address")]
+    pub each_address: bool,
     /// With --scale: the seed of the run order [default: random, printed].
     #[arg(long = "seed", value_name = "N", requires = "scale")]
     pub seed: Option<u64>,
@@ -80,5 +84,6 @@ pub(super) fn fleet_plan(a: FleetArgs) -> Result<FleetPlan, String> {
         scale,
         repeat: a.repeat,
         seed: a.seed.unwrap_or_else(super::convert::random_seed),
+        each_address: a.each_address,
     })
 }

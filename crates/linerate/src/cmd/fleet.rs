@@ -26,6 +26,8 @@ const FDS_PER_HOST_EXTRA: u64 = 4;
 
 /// Runs `linerate fleet`.
 pub fn run(plan: &FleetPlan, interrupt: &Interrupt) -> Result<ExitCode> {
+    let targets = fleet::expanded(plan).map_err(|e| Failure::new(FailureKind::Network, e))?;
+    let plan = &FleetPlan { targets, ..plan.clone() };
     check_descriptors(plan)?;
     if !plan.scale.is_empty() {
         return super::scale::run(plan, interrupt);

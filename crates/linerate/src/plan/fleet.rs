@@ -39,6 +39,9 @@ pub struct FleetPlan {
     pub repeat: u32,
     /// The seed of the run order.
     pub seed: u64,
+    /// `--each-address`: a target name that resolves to several addresses (a Kubernetes
+    /// headless service, round-robin DNS) becomes one target per address.
+    pub each_address: bool,
 }
 
 impl FleetPlan {
@@ -162,6 +165,36 @@ pub fn parse_targets_file(text: &str, default_port: u16) -> Result<Vec<Target>, 
     Ok(out)
 }
 
+/// Every target whose host resolves (`resolve`) to several addresses, as one target per
+/// address, labelled `LABEL/ADDRESS`; addresses given as such, and names with one address,
+/// stay as they are. The result is checked again for duplicates (two names for one server).
+pub fn expand_targets(
+    targets: &[Target],
+    resolve: impl Fn(&str, u16) -> Result<Vec<std::net::IpAddr>, String>,
+) -> Result<Vec<Target>, String> {
+    let mut out = Vec::new();
+    for t in targets {
+        if t.host.parse::<std::net::IpAddr>().is_ok() {
+            out.push(t.clone());
+            continue;
+        }
+        let mut addrs = resolve(&t.host, t.port)?;
+        addrs.sort();
+        addrs.dedup();
+        match addrs.as_slice() {
+            [] => return Err(format!("{} resolves to no address", t.host)),
+            [_] => out.push(t.clone()),
+            many => out.extend(many.iter().map(|a| Target {
+                host: a.to_string(),
+                port: t.port,
+                label: format!("{}/{a}", t.label),
+            })),
+        }
+    }
+    check_targets(&out)?;
+    Ok(out)
+}
+
 /// Refuses an empty fleet, too many targets and duplicates.
 pub fn check_targets(targets: &[Target]) -> Result<(), String> {
     if targets.is_empty() {
@@ -244,6 +277,32 @@ mod tests {
         assert!(parse_scale("0,1", 4).unwrap_err().contains("\"0\""));
         assert!(parse_scale("4..2", 4).unwrap_err().contains("backwards"));
         assert!(parse_scale("x", 4).is_err());
+    }
+
+    #[test]
+    fn names_with_many_addresses_become_one_target_each_and_are_checked_again() {
+        let dns = |name: &str, _port: u16| -> Result<Vec<std::net::IpAddr>, String> {
+            match name {
+                "svc" => Ok(vec!["10.0.0.3".parse().unwrap(), "10.0.0.2".parse().unwrap()]),
+                "one" => Ok(vec!["10.0.0.9".parse().unwrap()]),
+                "alias" => Ok(vec!["10.0.0.2".parse().unwrap(), "10.0.0.3".parse().unwrap()]),
+                other => Err(format!("cannot resolve {other}")),
+            }
+        };
+        let got = expand_targets(&[t("svc", 5201, "svc"), t("one", 5201, "one")], dns);
+        assert_eq!(
+            got,
+            Ok(vec![
+                t("10.0.0.2", 5201, "svc/10.0.0.2"),
+                t("10.0.0.3", 5201, "svc/10.0.0.3"),
+                t("one", 5201, "one"),
+            ])
+        );
+        let twice = expand_targets(&[t("svc", 5201, "svc"), t("alias", 5201, "alias")], dns);
+        assert!(twice.unwrap_err().contains("named twice"));
+        assert!(expand_targets(&[t("nope", 1, "n")], dns).unwrap_err().contains("nope"));
+        let literal = expand_targets(&[t("10.1.1.1", 1, "x")], dns);
+        assert_eq!(literal, Ok(vec![t("10.1.1.1", 1, "x")]));
     }
 
     #[test]

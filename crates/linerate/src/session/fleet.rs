@@ -171,6 +171,21 @@ impl Observer for StartWatch {
     }
 }
 
+/// The plan's targets with `--each-address` applied: names resolved now (the family of
+/// `-4`/`-6` respected), one target per address.
+pub fn expanded(plan: &FleetPlan) -> Result<Vec<Target>, String> {
+    use std::net::ToSocketAddrs;
+    if !plan.each_address {
+        return Ok(plan.targets.clone());
+    }
+    crate::plan::fleet::expand_targets(&plan.targets, |host, port| {
+        let addrs = (host, port)
+            .to_socket_addrs()
+            .map_err(|e| format!("cannot resolve fleet target {host:?}: {e}"))?;
+        Ok(addrs.map(|a| a.ip()).filter(|ip| plan.base.family.allows(ip)).collect())
+    })
+}
+
 /// Runs the fleet: every target's session at once, held at the gate, released together.
 pub fn run_fleet(plan: &FleetPlan, interrupt: &Interrupt) -> FleetRun {
     let gate = Gate::new(plan.targets.len());
