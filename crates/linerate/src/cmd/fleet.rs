@@ -15,9 +15,10 @@ use super::keep::{self, GroupRuns};
 use crate::plan::fleet::FleetPlan;
 use crate::plan::{HistoryRef, OutputFormat, ReportFormat};
 use crate::record::{Failure, FailureKind, FleetPlace, RunRecord};
+use crate::report::fleet::FleetMeta;
 use crate::report::notice::{self, Notice};
 use crate::session::{Interrupt, fleet};
-use crate::stats::fleet::{HostInput, summarize_fleet};
+use crate::stats::fleet::{FleetSummary, HostInput, summarize_fleet};
 use crate::store::{RunKind, Store, Stored};
 
 /// File descriptors a fleet host costs the coordinator: its control connection and each data
@@ -43,21 +44,14 @@ pub fn run(plan: &FleetPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     for (label, record) in &records {
         runs.keep(label.clone(), 1, record);
     }
-    let all_measured = records.iter().all(|(_, r)| r.outcome == crate::record::Outcome::Completed);
-    if let (Some(s), Some(g), true) = (runs.store.as_mut(), group, all_measured) {
+    if let (Some(s), Some(g), true) = (runs.store.as_mut(), group, all_completed(&records)) {
         s.finish_group(g)?;
     }
     let unstored = runs.unstored();
-    let inputs = inputs(&records);
-    let summary = summarize_fleet(&inputs);
+    let summary = summarize_fleet(&inputs(&records));
     let mut out = std::io::stdout().lock();
-    if text {
-        crate::report::fleet::render_text(&summary, run.gate_note.as_deref(), &mut out)?;
-    } else {
-        let hosts: Vec<(&str, &RunRecord)> = records.iter().map(|(l, r)| (l.as_str(), r)).collect();
-        let meta = crate::report::fleet::FleetMeta { group, start_note: run.gate_note.as_deref() };
-        crate::report::fleet::render_json(&summary, &hosts, meta, &mut out)?;
-    }
+    let meta = FleetMeta { group, start_note: run.gate_note.as_deref() };
+    write_fleet(&summary, &records, meta, text, &mut out)?;
     out.flush()?;
     if let Some(g) = group {
         console.show(&Notice::Stored(notice::Stored::Fleet(g)));
@@ -113,6 +107,32 @@ pub(super) fn placed(hosts: Vec<fleet::HostRun>) -> Vec<(String, RunRecord)> {
             (h.target.label, record)
         })
         .collect()
+}
+
+/// True when every host's test completed.
+pub(super) fn all_completed(records: &[(String, RunRecord)]) -> bool {
+    records.iter().all(|(_, r)| r.outcome == crate::record::Outcome::Completed)
+}
+
+/// A stored host run's label: its place in the fleet (every fleet run stores one), else its
+/// server.
+pub(super) fn stored_label(record: &RunRecord) -> String {
+    record.fleet.as_ref().map_or_else(|| record.server.clone(), |f| f.label.clone())
+}
+
+/// A fleet's figures in text or as its `linerate.fleet` JSON document.
+fn write_fleet(
+    summary: &FleetSummary,
+    records: &[(String, RunRecord)],
+    meta: FleetMeta<'_>,
+    text: bool,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    if text {
+        return crate::report::fleet::render_text(summary, meta.start_note, out);
+    }
+    let hosts: Vec<(&str, &RunRecord)> = records.iter().map(|(l, r)| (l.as_str(), r)).collect();
+    crate::report::fleet::render_json(summary, &hosts, meta, out)
 }
 
 /// The fleet's inputs to `stats::fleet`, from records that carry their place.
@@ -176,31 +196,17 @@ pub(super) fn stored_report(
     if group.params["scale"].as_array().is_some_and(|s| !s.is_empty()) {
         return super::scale::stored_report(store, id, format).map(Some);
     }
-    let records: Vec<(String, RunRecord)> = store
-        .group_runs(id)?
-        .into_iter()
-        .map(|(_, meta, record)| {
-            let label = record
-                .fleet
-                .as_ref()
-                .map(|f| f.label.clone())
-                .or(meta.cell)
-                .unwrap_or_else(|| record.server.clone());
-            (label, record)
-        })
-        .collect();
+    let text = match format {
+        ReportFormat::Text => true,
+        ReportFormat::Json => false,
+        _ => return Err(unbuilt_format(id)),
+    };
+    let records: Vec<(String, RunRecord)> =
+        store.group_runs(id)?.into_iter().map(|(_, _, r)| (stored_label(&r), r)).collect();
     let summary = summarize_fleet(&inputs(&records));
     let mut buf = Vec::new();
-    match format {
-        ReportFormat::Text => crate::report::fleet::render_text(&summary, None, &mut buf)?,
-        ReportFormat::Json => {
-            let hosts: Vec<(&str, &RunRecord)> =
-                records.iter().map(|(l, r)| (l.as_str(), r)).collect();
-            let meta = crate::report::fleet::FleetMeta { group: Some(id), start_note: None };
-            crate::report::fleet::render_json(&summary, &hosts, meta, &mut buf)?;
-        }
-        _ => return Err(unbuilt_format(id)),
-    }
+    let meta = FleetMeta { group: Some(id), start_note: None };
+    write_fleet(&summary, &records, meta, text, &mut buf)?;
     Ok(Some(buf))
 }
 

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use super::failed::{group_failure_kind, interrupted};
-use super::fleet::{inputs, open_group, placed, unbuilt_format};
+use super::fleet::{all_completed, inputs, open_group, placed, stored_label, unbuilt_format};
 use crate::plan::fleet::FleetPlan;
 use crate::plan::{OutputFormat, ReportFormat};
 use crate::record::{Failure, RunRecord};
@@ -23,8 +23,27 @@ use crate::stats::fleet::{FleetSummary, summarize_fleet};
 use crate::stats::scaling::summarize_scaling;
 use crate::store::Store;
 
-/// One fleet run of the curve: its host count, repetition and host records.
-pub(super) type ScaleRun = (usize, u32, Vec<(String, RunRecord)>);
+/// Each host's label and run, in one fleet run.
+type Hosts = Vec<(String, RunRecord)>;
+
+/// One fleet run of the curve.
+struct ScaleRun {
+    /// Hosts in it.
+    hosts: usize,
+    /// Its repetition.
+    repetition: u32,
+    /// Each host's label and run.
+    records: Hosts,
+    /// Its figures, computed once.
+    summary: FleetSummary,
+}
+
+impl ScaleRun {
+    fn new(hosts: usize, repetition: u32, records: Hosts) -> Self {
+        let summary = summarize_fleet(&inputs(&records));
+        Self { hosts, repetition, records, summary }
+    }
+}
 
 /// Runs the scaling curve.
 pub fn run(plan: &FleetPlan, interrupt: &Interrupt) -> Result<ExitCode> {
@@ -44,12 +63,12 @@ pub fn run(plan: &FleetPlan, interrupt: &Interrupt) -> Result<ExitCode> {
         for (_, record) in &records {
             runs.keep(format!("k={k}"), rep, record);
         }
-        let summary = summarize_fleet(&inputs(&records));
-        let line = render::scale_progress_line((i + 1, order.len()), (k, rep), &summary);
+        let run = ScaleRun::new(k, rep, records);
+        let line = render::scale_progress_line((i + 1, order.len()), (k, rep), &run.summary);
         let _ = writeln!(std::io::stderr(), "{line}");
-        done.push((k, rep, records));
+        done.push(run);
     }
-    let partial = done.iter().filter(|(_, _, r)| !all_completed(r)).count();
+    let partial = done.iter().filter(|r| !all_completed(&r.records)).count();
     let complete = done.len() == order.len() && partial == 0;
     if let (Some(s), Some(g), true) = (runs.store.as_mut(), group, complete) {
         s.finish_group(g)?;
@@ -66,7 +85,7 @@ pub fn run(plan: &FleetPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     }
     unstored?;
     if partial > 0 {
-        let kind = group_failure_kind(done.iter().flat_map(|(_, _, r)| r.iter().map(|(_, x)| x)));
+        let kind = group_failure_kind(done.iter().flat_map(|r| r.records.iter().map(|(_, x)| x)));
         let why = format!(
             "{partial} of {} fleet runs were partial (a host not measured; left out of its point)",
             done.len()
@@ -74,10 +93,6 @@ pub fn run(plan: &FleetPlan, interrupt: &Interrupt) -> Result<ExitCode> {
         return Err(Failure::new(kind, why).into());
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn all_completed(records: &[(String, RunRecord)]) -> bool {
-    records.iter().all(|(_, r)| r.outcome == crate::record::Outcome::Completed)
 }
 
 /// The curve in text or as a `linerate.fleet_scale` JSON document.
@@ -89,19 +104,18 @@ fn write_curve(
     out: &mut dyn Write,
 ) -> Result<()> {
     let fleets: Vec<(usize, FleetSummary)> =
-        done.iter().map(|(k, _, r)| (*k, summarize_fleet(&inputs(r)))).collect();
+        done.iter().map(|r| (r.hosts, r.summary.clone())).collect();
     let curve = summarize_scaling(&fleets);
     if text {
         render::render_scale_text(&curve, out)?;
     } else {
         let runs: Vec<render::ScaleRunDocument<'_>> = done
             .iter()
-            .zip(&fleets)
-            .map(|((k, rep, records), (_, summary))| render::ScaleRunDocument {
-                hosts: *k,
-                repetition: *rep,
-                summary: summary.clone(),
-                records: records.iter().map(|(l, r)| (l.as_str(), r)).collect(),
+            .map(|r| render::ScaleRunDocument {
+                hosts: r.hosts,
+                repetition: r.repetition,
+                summary: r.summary.clone(),
+                records: r.records.iter().map(|(l, x)| (l.as_str(), x)).collect(),
             })
             .collect();
         render::render_scale_json(&curve, &runs, (group, seed), out)?;
@@ -111,17 +125,18 @@ fn write_curve(
 
 /// `report fN` of a stored scaling curve.
 pub(super) fn stored_report(store: &Store, id: i64, format: ReportFormat) -> Result<Vec<u8>> {
-    let mut done: Vec<ScaleRun> = Vec::new();
+    let mut grouped: Vec<(usize, u32, Hosts)> = Vec::new();
     for (_, meta, record) in store.group_runs(id)? {
         let k = meta.cell.as_deref().and_then(|c| c.strip_prefix("k=")?.parse().ok());
         let (Some(k), Some(rep)) = (k, meta.repetition) else { continue };
-        let label =
-            record.fleet.as_ref().map_or_else(|| record.server.clone(), |f| f.label.clone());
-        match done.iter_mut().find(|(n, r, _)| *n == k && *r == rep) {
-            Some((_, _, records)) => records.push((label, record)),
-            None => done.push((k, rep, vec![(label, record)])),
+        let host = (stored_label(&record), record);
+        match grouped.iter_mut().find(|(n, r, _)| *n == k && *r == rep) {
+            Some((_, _, records)) => records.push(host),
+            None => grouped.push((k, rep, vec![host])),
         }
     }
+    let done: Vec<ScaleRun> =
+        grouped.into_iter().map(|(k, rep, records)| ScaleRun::new(k, rep, records)).collect();
     let seed = store.group(id)?.and_then(|g| g.params["seed"].as_u64());
     let mut buf = Vec::new();
     match format {
