@@ -29,7 +29,7 @@ use serde::Serialize;
 use crate::record::{Outcome, RunRecord};
 use crate::stats::fairness::jain_index;
 use crate::stats::sample::describe;
-use crate::stats::summarize;
+use crate::stats::{Summary, summarize};
 
 /// How far from the hosts' median (as a fraction of it) a host must be to be named.
 pub const OUTLIER_SHARE: f64 = 0.10;
@@ -165,6 +165,8 @@ pub struct FleetSummary {
 /// A host's receiving streams of `flow`, with its placement on the fleet's clock.
 struct Placed<'a> {
     input: HostInput<'a>,
+    /// The host's own run summary (computed once per host).
+    summary: &'a Summary,
     receivers: Vec<&'a linerate_proto::StreamResult>,
 }
 
@@ -222,11 +224,14 @@ pub fn summarize_fleet(hosts: &[HostInput<'_>]) -> FleetSummary {
         .map(|h| h.record.spec.stream_plan().iter().map(|(_, f)| *f).collect())
         .unwrap_or_default();
     flows.dedup();
+    let summaries: Vec<Summary> = measured.iter().map(|h| summarize(h.record)).collect();
     let placed_for = |flow: Flow| -> Vec<Placed<'_>> {
         measured
             .iter()
-            .map(|&input| Placed {
+            .zip(&summaries)
+            .map(|(&input, summary)| Placed {
                 input,
+                summary,
                 receivers: receiving_side(input.record, flow)
                     .map(|side| {
                         side.streams
@@ -238,10 +243,10 @@ pub fn summarize_fleet(hosts: &[HostInput<'_>]) -> FleetSummary {
             })
             .collect()
     };
-    let all_placed: Vec<Placed<'_>> = flows.iter().flat_map(|&f| placed_for(f)).collect();
+    let placed: Vec<(Flow, Vec<Placed<'_>>)> = flows.iter().map(|&f| (f, placed_for(f))).collect();
     let starts: Vec<f64> =
         measured.iter().filter_map(|h| h.started.map(|d| d.as_secs_f64())).collect();
-    let ends: Vec<f64> = all_placed.iter().filter_map(end_of).collect();
+    let ends: Vec<f64> = placed.iter().flat_map(|(_, p)| p).filter_map(end_of).collect();
     let spread = |v: &[f64]| {
         let max = v.iter().copied().fold(f64::MIN, f64::max);
         let min = v.iter().copied().fold(f64::MAX, f64::min);
@@ -255,10 +260,10 @@ pub fn summarize_fleet(hosts: &[HostInput<'_>]) -> FleetSummary {
         let to = ends.iter().copied().fold(f64::MAX, f64::min);
         (to > from).then_some((from, to))
     });
-    let directions = flows.iter().map(|&f| direction(f, &placed_for(f), window)).collect();
-    let coordinator_cpu_percent = measured
+    let directions = placed.iter().map(|(f, p)| direction(*f, p, window)).collect();
+    let coordinator_cpu_percent = summaries
         .iter()
-        .filter_map(|h| end_cpu(h.record, "client"))
+        .filter_map(|s| end_cpu(s, "client"))
         .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))));
     FleetSummary {
         hosts_planned: hosts.len(),
@@ -272,8 +277,8 @@ pub fn summarize_fleet(hosts: &[HostInput<'_>]) -> FleetSummary {
 }
 
 /// The process CPU of one end of a run, % of one core.
-fn end_cpu(record: &RunRecord, end: &str) -> Option<f64> {
-    summarize(record).cost.iter().find(|c| c.end == end)?.process_percent_of_core
+fn end_cpu(summary: &Summary, end: &str) -> Option<f64> {
+    summary.cost.iter().find(|c| c.end == end)?.process_percent_of_core
 }
 
 fn direction(flow: Flow, placed: &[Placed<'_>], window: Option<(f64, f64)>) -> FleetDirection {
@@ -310,7 +315,7 @@ fn direction(flow: Flow, placed: &[Placed<'_>], window: Option<(f64, f64)>) -> F
 }
 
 fn host_figures(flow: Flow, p: &Placed<'_>, window: Option<(f64, f64)>) -> HostFigures {
-    let summary = summarize(p.input.record);
+    let summary = p.summary;
     let dir = summary.directions.iter().find(|d| d.flow == flow);
     let whole = dir.and_then(|d| d.receiver.as_ref()?.figures.bits_per_second);
     let verdict = summary.verdicts.iter().find(|v| v.flow == flow);
@@ -340,11 +345,7 @@ fn host_figures(flow: Flow, p: &Placed<'_>, window: Option<(f64, f64)>) -> HostF
         retransmits: dir.and_then(|d| d.sender.as_ref()?.retransmits),
         limit: verdict.map(|v| v.id()),
         limit_summary: verdict.map(|v| v.summary.clone()),
-        server_cpu_percent: summary
-            .cost
-            .iter()
-            .find(|c| c.end == "server")
-            .and_then(|c| c.process_percent_of_core),
+        server_cpu_percent: end_cpu(summary, "server"),
     }
 }
 
