@@ -109,6 +109,10 @@ pub struct FleetPlace {
     pub label: String,
     /// When its streams started, microseconds after the fleet's go (None: never started).
     pub started_us: Option<u64>,
+    /// When its first data byte moved on the coordinator (written or read), microseconds
+    /// after the go (None: none did, or a record from before this was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_byte_us: Option<u64>,
 }
 
 impl RunRecord {

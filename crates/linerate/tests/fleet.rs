@@ -222,7 +222,7 @@ fn a_scaling_curve_rises_then_saturates_at_the_link() {
 }
 
 /// The start skew is measured on every run and reported; how small it is on a quiet machine
-/// is a benchmark's figure (benches/fleet-skew.sh), not a timed assertion: 16 servers and the
+/// is a benchmark's figure (benches/fleet-skew.py), not a timed assertion: 16 servers and the
 /// coordinator share this machine's two cores, and early hosts' data threads delay the rest's
 /// control threads on a busy machine. Here: measured, plausible, and far below the test.
 #[test]

@@ -66,8 +66,10 @@ enum State {
     },
     Connecting,
     /// A held start: the server said `ready`; `go` not sent yet (or sent, awaiting `start`).
+    /// After `go` the server runs, so a `stop` may already be sent (`stop_sent`).
     Held {
         go_sent: bool,
+        stop_sent: bool,
     },
     Running {
         stop_sent: bool,
@@ -120,18 +122,30 @@ impl ClientConn {
     /// Releases a held start (after [`ClientEvent::Ready`]): the server starts and answers
     /// `start`. Ignored in any other state.
     pub fn go(&mut self, now: Duration) {
-        if matches!(self.state, State::Held { go_sent: false }) && !self.core.failed() {
-            self.state = State::Held { go_sent: true };
+        if matches!(self.state, State::Held { go_sent: false, .. }) && !self.core.failed() {
+            self.state = State::Held { go_sent: true, stop_sent: false };
             self.core.io.deadline =
                 Some(Deadline::after(now, HANDSHAKE_TIMEOUT, "waiting for the server's start"));
             self.core.send(&Message::Go);
         }
     }
 
+    /// The `go` from [`ClientConn::go`] went out at `now`: a driver that hands the bytes to
+    /// someone else to write later (a fleet's coordinator writes every host's `go` at one
+    /// instant) counts the wait for the server's `start` from here.
+    pub fn go_sent(&mut self, now: Duration) {
+        if matches!(self.state, State::Held { go_sent: true, .. }) && !self.core.failed() {
+            self.core.io.deadline =
+                Some(Deadline::after(now, HANDSHAKE_TIMEOUT, "waiting for the server's start"));
+        }
+    }
+
     /// Tells the server's senders to stop (time elapsed or interrupted). Sent at most once;
-    /// ignored outside the running state.
+    /// ignored outside the running state and a held start's `go` (the server runs from its
+    /// `go` on, and reads the `stop` after it).
     pub fn stop(&mut self, reason: StopReason) {
-        if let State::Running { stop_sent } = &mut self.state
+        if let State::Running { stop_sent } | State::Held { go_sent: true, stop_sent } =
+            &mut self.state
             && !*stop_sent
             && !self.core.failed()
         {
@@ -174,14 +188,14 @@ impl ClientConn {
                 State::Greeting => self.on_hello(msg),
                 State::AwaitingAccept { .. } => self.on_accept(msg, now),
                 State::Connecting if msg == Message::Ready && self.spec.held_start => {
-                    self.state = State::Held { go_sent: false };
+                    self.state = State::Held { go_sent: false, stop_sent: false };
                     self.core.io.deadline =
                         Some(Deadline::after(now, HELD_TIMEOUT, "holding the start for the fleet"));
                     self.core.io.emit(ClientEvent::Ready);
                     Ok(())
                 }
-                State::Connecting | State::Held { go_sent: true } => self.on_start(msg, now),
-                State::Held { go_sent: false } => {
+                State::Connecting | State::Held { go_sent: true, .. } => self.on_start(msg, now),
+                State::Held { go_sent: false, .. } => {
                     Err(unexpected(&msg, "holding the start for the fleet"))
                 }
                 State::Running { .. } => self.on_running(msg),
@@ -250,7 +264,8 @@ impl ClientConn {
         if !matches!(msg, Message::Start) {
             return Err(unexpected(&msg, "waiting for the server to start the test"));
         }
-        self.state = State::Running { stop_sent: false };
+        let stop_sent = matches!(self.state, State::Held { stop_sent: true, .. });
+        self.state = State::Running { stop_sent };
         self.core.io.deadline = run_deadline(now, &self.spec);
         self.core.io.emit(ClientEvent::Start);
         Ok(())

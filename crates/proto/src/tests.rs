@@ -675,21 +675,30 @@ fn a_request_without_auth_or_a_replayed_tag_is_refused() {
     assert!(out.contains("\"auth_nonce\":\"0404") && out.contains("refused"), "{out}");
 }
 
+/// A held start's pair, its streams attached and the server's `ready` received.
+fn held_at_ready(direction: Direction, streams: u32) -> Pair {
+    let mut p = Pair::new(TestSpec { held_start: true, ..spec_for(direction, streams) });
+    p.drive().expect("handshake");
+    p.attach_all();
+    p.drive().expect("ready");
+    p
+}
+
 /// A held start (a fleet): after the last stream the server says `ready` and starts only on
 /// the client's `go`; neither side starts before it.
 #[test]
 fn held_start_waits_for_go_then_starts_both() {
-    let spec = TestSpec { held_start: true, ..spec_for(Direction::Download, 2) };
-    let mut p = Pair::new(spec);
-    p.drive().expect("handshake");
-    p.attach_all();
-    p.drive().expect("ready");
+    let mut p = held_at_ready(Direction::Download, 2);
     assert!(p.client_events.contains(&ClientEvent::Ready));
     assert!(!p.client_events.contains(&ClientEvent::Start));
     assert!(!p.server_events.contains(&ServerEvent::Start), "held: no start before go");
     p.advance(Duration::from_secs(3));
     p.client.go(p.now);
     p.client.go(p.now); // a second go is not sent twice
+    // Its bytes written later (a fleet's coordinator): the wait for start counts from then.
+    p.advance(Duration::from_secs(20));
+    p.client.go_sent(p.now);
+    assert_eq!(p.client.poll_timeout(), Some(p.now + crate::HANDSHAKE_TIMEOUT));
     p.drive().expect("go");
     assert_eq!(p.server_events.iter().filter(|e| **e == ServerEvent::Start).count(), 1);
     assert!(p.client_events.contains(&ClientEvent::Start));
@@ -700,13 +709,29 @@ fn held_start_waits_for_go_then_starts_both() {
     assert!(p.client.is_finished() && p.server.is_finished());
 }
 
+/// A fleet's client runs from its `go` on, so a stop may come before the server's `start`
+/// does (it can wait behind other hosts' data): sent after the `go`, once, and not again once
+/// the `start` arrives.
+#[test]
+fn held_start_stop_before_the_start_arrives_is_sent_once() {
+    let mut p = held_at_ready(Direction::Upload, 1);
+    p.client.stop(StopReason::Interrupted); // before the go: ignored
+    p.client.go(p.now);
+    p.client.stop(StopReason::Interrupted);
+    p.drive().expect("go and stop");
+    assert!(p.client_events.contains(&ClientEvent::Start));
+    p.client.stop(StopReason::Interrupted);
+    p.drive().expect("no second stop");
+    let stops = p.server_events.iter().filter(|e| matches!(e, ServerEvent::PeerStop(_))).count();
+    assert_eq!(stops, 1, "{:?}", p.server_events);
+    let start = p.server_events.iter().position(|e| *e == ServerEvent::Start);
+    let stop = p.server_events.iter().position(|e| matches!(e, ServerEvent::PeerStop(_)));
+    assert!(start < stop, "the server reads the stop after the go: {:?}", p.server_events);
+}
+
 #[test]
 fn held_start_times_out_without_go_and_go_is_refused_unheld() {
-    let spec = TestSpec { held_start: true, ..spec_for(Direction::Upload, 1) };
-    let mut p = Pair::new(spec);
-    p.drive().expect("handshake");
-    p.attach_all();
-    p.drive().expect("ready");
+    let mut p = held_at_ready(Direction::Upload, 1);
     let deadline = p.server.poll_timeout().expect("the held server has a deadline");
     assert_eq!(deadline - p.now, crate::HELD_TIMEOUT);
     let err = p.server.handle_timeout(deadline).unwrap_err();

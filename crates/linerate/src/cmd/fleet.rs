@@ -100,9 +100,13 @@ pub(super) fn placed(hosts: Vec<fleet::HostRun>) -> Vec<(String, RunRecord)> {
         .into_iter()
         .map(|h| {
             let mut record = h.record;
+            let us = |d: Option<std::time::Duration>| {
+                d.map(|d| d.as_micros().try_into().unwrap_or(u64::MAX))
+            };
             record.fleet = Some(FleetPlace {
                 label: h.target.label.clone(),
-                started_us: h.started.map(|d| d.as_micros().try_into().unwrap_or(u64::MAX)),
+                started_us: us(h.started),
+                first_byte_us: us(h.first_byte),
             });
             (h.target.label, record)
         })
@@ -139,14 +143,15 @@ fn write_fleet(
 pub(super) fn inputs(records: &[(String, RunRecord)]) -> Vec<HostInput<'_>> {
     records
         .iter()
-        .map(|(label, record)| HostInput {
-            label,
-            record,
-            started: record
-                .fleet
-                .as_ref()
-                .and_then(|f| f.started_us)
-                .map(std::time::Duration::from_micros),
+        .map(|(label, record)| {
+            let place = record.fleet.as_ref();
+            let at = |us: Option<u64>| us.map(std::time::Duration::from_micros);
+            HostInput {
+                label,
+                record,
+                started: at(place.and_then(|f| f.started_us)),
+                first_byte: at(place.and_then(|f| f.first_byte_us)),
+            }
         })
         .collect()
 }

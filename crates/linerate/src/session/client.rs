@@ -5,6 +5,7 @@
 
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow};
@@ -39,8 +40,26 @@ pub fn run(plan: &ClientPlan, observer: &mut dyn Observer, interrupt: &Interrupt
 /// one instant.
 pub trait StartGate: Sync {
     /// Blocks until the fleet starts (true) or this host is left out of it (false: it was
-    /// ready too late, or the fleet was abandoned).
-    fn arrive(&self) -> bool;
+    /// ready too late, or the fleet was abandoned). On true, the coordinator has written this
+    /// host's `go` and opened its streams' gate, at the instant it did every host's: no
+    /// host's thread has to be scheduled for the fleet to start.
+    fn arrive(&self, held: HeldStart) -> bool;
+
+    /// At the end of the session: when its first data byte moved on this end (None: none
+    /// did). The fleet's start skew is the spread of these.
+    fn first_byte(&self, at: Option<Instant>);
+}
+
+/// What the coordinator needs to start one held host.
+#[derive(Debug)]
+pub struct HeldStart {
+    /// The `go` frame, to write on `control`.
+    pub go: Vec<u8>,
+    /// The host's control connection (a second handle to the session's socket; the session
+    /// does not touch it while it waits at the gate).
+    pub control: TcpStream,
+    /// The gate this host's streams wait at.
+    pub streams: Arc<crate::traffic::StartGate>,
 }
 
 /// [`run`], with the start held at `gate` when one is given (`linerate fleet`): the spec asks
@@ -54,6 +73,9 @@ pub fn run_gated(
 ) -> RunRecord {
     let mut run = ClientRun::new(plan, gate);
     let result = run.drive(observer, interrupt);
+    if let Some(g) = gate {
+        g.first_byte(run.streams.as_ref().and_then(StreamSet::first_byte));
+    }
     let iperf3 = result.as_ref().err().is_some_and(|e| e.downcast_ref::<PeerIsIperf3>().is_some());
     if iperf3 && gate.is_some() {
         let why = "the server speaks iperf3's protocol, which cannot hold a start for a fleet:                    run `linerate server` on every fleet host";
@@ -195,25 +217,36 @@ impl<'p> ClientRun<'p> {
             }
             ClientEvent::Ready => {
                 // Only a held start says `ready`; the machine refuses it otherwise.
-                if let Some(s) = self.streams.as_mut() {
-                    s.prepare();
-                }
-                let held = self.gate.is_some_and(|g| g.arrive());
-                if !held {
+                let streams = self.streams.as_mut().context("ready before streams")?;
+                streams.prepare();
+                let gate = self.gate.context("ready without a fleet")?;
+                conn.go(clock.now());
+                let held = HeldStart {
+                    go: conn.poll_transmit().unwrap_or_default(),
+                    control: ctrl.stream().try_clone().context("control connection")?,
+                    streams: streams.hold(),
+                };
+                if !gate.arrive(held) {
                     let why = "the fleet started without this host: its data streams were \
                                ready too late, or the fleet was stopped";
                     return Err(Failure::new(FailureKind::TimedOut, why).into());
                 }
-                conn.go(clock.now());
+                // The streams run from the `go`, not from the server's `start`: that answer
+                // can wait behind other hosts' data in a shared link's queue (tens of ms
+                // through a shaped one), and the server reads data from its `go` on.
+                conn.go_sent(clock.now());
+                streams.held_started();
+                let now = streams.started().unwrap_or_else(Instant::now);
+                self.clock_started(now, conn, st, observer);
+                st.awaiting_start = true;
             }
             ClientEvent::Start => {
+                st.awaiting_start = false;
                 let streams = self.streams.as_mut().context("start before streams")?;
-                let now = streams.start();
-                observer.on_event(LiveEvent::Started { streams: streams.len() });
-                let spec = conn.spec();
-                st.stop_at =
-                    spec.duration_ms().map(|d| now + Duration::from_millis(d + spec.omit_ms));
-                st.progress = (now, 0);
+                if streams.started().is_none() {
+                    let now = streams.start();
+                    self.clock_started(now, conn, st, observer);
+                }
             }
             ClientEvent::PeerResults(r) => {
                 // A byte-bound UDP test has no stop: the server's results are the end signal.
@@ -228,6 +261,21 @@ impl<'p> ClientRun<'p> {
             ClientEvent::Finished => {}
         }
         Ok(())
+    }
+
+    /// The test's clock from `now`, its streams' start.
+    fn clock_started(
+        &self,
+        now: Instant,
+        conn: &ClientConn,
+        st: &mut LoopState,
+        observer: &mut dyn Observer,
+    ) {
+        let streams = self.streams.as_ref().map_or(0, StreamSet::len);
+        observer.on_event(LiveEvent::Started { streams });
+        let spec = conn.spec();
+        st.stop_at = spec.duration_ms().map(|d| now + Duration::from_millis(d + spec.omit_ms));
+        st.progress = (now, 0);
     }
 
     fn on_clock(
@@ -271,7 +319,7 @@ impl<'p> ClientRun<'p> {
         }
         if streams.started().is_some() && !st.results_sent {
             check_progress(streams, st, now)?;
-            if streams.all_done() {
+            if streams.all_done() && !st.awaiting_start {
                 let rows = streams.sample(now, true);
                 if !rows.is_empty() {
                     observer.on_event(LiveEvent::Interval(&rows));
@@ -328,11 +376,20 @@ pub(super) struct LoopState {
     pub(super) stopped: bool,
     pub(super) results_sent: bool,
     pub(super) progress: (Instant, u64),
+    /// A held start ran its streams from the `go`; the server's `start` is still to come, and
+    /// results may not be sent before it.
+    pub(super) awaiting_start: bool,
 }
 
 impl Default for LoopState {
     fn default() -> Self {
-        Self { stop_at: None, stopped: false, results_sent: false, progress: (Instant::now(), 0) }
+        Self {
+            stop_at: None,
+            stopped: false,
+            results_sent: false,
+            progress: (Instant::now(), 0),
+            awaiting_start: false,
+        }
     }
 }
 

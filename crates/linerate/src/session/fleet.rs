@@ -2,12 +2,17 @@
 //!
 //! Every target gets its own client session on its own thread (the same driver as
 //! `linerate client`, see [`client::run_gated`]), asking its server for a *held start*: the
-//! server connects every data stream, says `ready`, and waits. The sessions meet at one
-//! [`Gate`]; when every host is ready (or has failed, or the setup deadline passed) the
-//! coordinator opens the gate and every session sends `go` within microseconds of the others.
-//! Each server then starts its clock and answers `start`, so the hosts start within one
-//! control round trip of each other. What skew remains is measured, not assumed: each
-//! session's start instant is kept on the coordinator's one clock.
+//! server connects every data stream, says `ready`, and waits. Each session prepares what is
+//! slow, encodes its `go` and hands it, with its control connection and its streams' gate, to
+//! the fleet's [`Gate`]. When every host is ready (or has failed, or the setup deadline
+//! passed), the coordinator's own thread writes every `go` back to back and then opens every
+//! host's stream gate at one instant ([`start_all`]): no session thread has to be scheduled
+//! for the fleet to start, and every `go` is on the wire before any data, so none waits in a
+//! shared link's queue behind another host's upload. Each server starts on its `go`.
+//!
+//! What skew remains is measured, not assumed: each host's first data byte (written or read)
+//! is kept on the coordinator's one clock, and the start skew is their spread
+//! (benches/fleet-skew.py measures it over 16 namespaces).
 //!
 //! A host that cannot be reached, refuses, is not ready in time or dies mid-test does not
 //! stop the others: its record holds its error like any failed client run.
@@ -17,14 +22,15 @@
 //! thread per host and per stream on the coordinator; file descriptors are the bound that
 //! matters (checked by the command before it starts).
 
+use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::plan::fleet::{FleetPlan, Target};
 use crate::record::RunRecord;
-use crate::session::client::{self, StartGate};
-use crate::session::{Interrupt, LiveEvent, Observer};
+use crate::session::client::{self, HeldStart, StartGate};
+use crate::session::{Interrupt, Quiet};
 
 /// The longest the coordinator waits for every host to be ready, counted from the start of
 /// setup; kept below the servers' own wait for `go` ([`linerate_proto::HELD_TIMEOUT`]), so a
@@ -43,6 +49,8 @@ pub struct HostRun {
     pub record: RunRecord,
     /// When its streams started, after the fleet's go (None: it never started).
     pub started: Option<Duration>,
+    /// When its first data byte moved on the coordinator (sent or received), after the go.
+    pub first_byte: Option<Duration>,
 }
 
 /// What a fleet run produced.
@@ -63,6 +71,8 @@ struct GateState {
     pending: usize,
     /// Hosts waiting at the gate.
     ready: usize,
+    /// What the coordinator needs to start each ready host.
+    held: Vec<HeldStart>,
     /// Set when the gate opens: true = go, false = the fleet was abandoned.
     open: Option<bool>,
 }
@@ -127,21 +137,61 @@ impl Gate {
                 .map(|(g, _)| g)
                 .unwrap_or_else(|p| p.into_inner().0);
         }
-        let go = s.ready > 0 && interrupt.count() == 0;
-        s.open = Some(go);
+        let go = (s.ready > 0 && interrupt.count() == 0).then(|| start_all(&mut s.held));
+        s.held.clear();
+        s.open = Some(go.is_some());
         self.changed.notify_all();
-        (go.then(Instant::now), note)
+        (go, note)
     }
+}
+
+/// Starts every ready host at once: writes each one's `go` (a few microseconds each, on
+/// idle control connections), then opens every host's stream gate at one instant. Every `go`
+/// is out before any data, so none waits behind another host's data in a shared link's
+/// queue; and no host's thread has to be scheduled in between. Returns when the first `go`
+/// was written: the fleet's go.
+fn start_all(held: &mut [HeldStart]) -> Instant {
+    let go = Instant::now();
+    for h in held.iter_mut() {
+        // A host whose control connection broke fails on its own: its server never starts,
+        // and its session gives up waiting for the `start`.
+        let _ = h.control.write_all(&h.go);
+    }
+    let at = Instant::now();
+    for h in held.iter() {
+        h.streams.open(at);
+    }
+    go
 }
 
 /// One session's view of the gate.
 struct HostGate<'g> {
     gate: &'g Gate,
     arrived: AtomicBool,
+    /// When its streams' gate opened, and when its first data byte moved.
+    times: Mutex<(Option<Instant>, Option<Instant>)>,
+}
+
+impl<'g> HostGate<'g> {
+    fn new(gate: &'g Gate) -> Self {
+        Self { gate, arrived: AtomicBool::new(false), times: Mutex::new((None, None)) }
+    }
+
+    fn times(&self) -> std::sync::MutexGuard<'_, (Option<Instant>, Option<Instant>)> {
+        self.times.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The session ended: a host that never reached the gate stops being waited for.
+    fn ended(&self) {
+        if !self.arrived.load(Ordering::Relaxed) {
+            self.gate.leave();
+        }
+    }
 }
 
 impl StartGate for HostGate<'_> {
-    fn arrive(&self) -> bool {
+    fn arrive(&self, held: HeldStart) -> bool {
+        let streams = held.streams.clone();
         let mut s = self.gate.lock();
         if s.open.is_some() {
             return false; // too late: the fleet started (or was abandoned) without us
@@ -149,25 +199,19 @@ impl StartGate for HostGate<'_> {
         self.arrived.store(true, Ordering::Relaxed);
         s.pending = s.pending.saturating_sub(1);
         s.ready += 1;
+        s.held.push(held);
         self.gate.changed.notify_all();
         while s.open.is_none() {
             s = self.gate.changed.wait(s).unwrap_or_else(|p| p.into_inner());
         }
-        s.open == Some(true)
+        let go = s.open == Some(true);
+        drop(s);
+        self.times().0 = streams.started();
+        go
     }
-}
 
-/// Notes when the session's streams started.
-#[derive(Default)]
-struct StartWatch {
-    started: Option<Instant>,
-}
-
-impl Observer for StartWatch {
-    fn on_event(&mut self, event: LiveEvent<'_>) {
-        if let LiveEvent::Started { .. } = event {
-            self.started = Some(Instant::now());
-        }
+    fn first_byte(&self, at: Option<Instant>) {
+        self.times().1 = at;
     }
 }
 
@@ -200,14 +244,12 @@ pub fn run_fleet(plan: &FleetPlan, interrupt: &Interrupt) -> FleetRun {
                 std::thread::Builder::new().name(format!("fleet {}", t.label)).spawn_scoped(
                     scope,
                     move || {
-                        let me = HostGate { gate, arrived: AtomicBool::new(false) };
-                        let mut watch = StartWatch::default();
+                        let me = HostGate::new(gate);
                         let record =
-                            client::run_gated(&host_plan, &mut watch, interrupt, Some(&me));
-                        if !me.arrived.load(Ordering::Relaxed) {
-                            gate.leave();
-                        }
-                        (record, watch.started)
+                            client::run_gated(&host_plan, &mut Quiet, interrupt, Some(&me));
+                        me.ended();
+                        let times = *me.times();
+                        (record, times)
                     },
                 )
             })
@@ -222,8 +264,8 @@ pub fn run_fleet(plan: &FleetPlan, interrupt: &Interrupt) -> FleetRun {
             .into_iter()
             .zip(&plan.targets)
             .map(|(h, t)| match h {
-                Ok(h) => h.join().unwrap_or_else(|_| (crashed(plan, t), None)),
-                Err(e) => (could_not_spawn(plan, t, &e), None),
+                Ok(h) => h.join().unwrap_or_else(|_| (crashed(plan, t), (None, None))),
+                Err(e) => (could_not_spawn(plan, t, &e), (None, None)),
             })
             .collect();
         (results, opened)
@@ -232,10 +274,15 @@ pub fn run_fleet(plan: &FleetPlan, interrupt: &Interrupt) -> FleetRun {
         .targets
         .iter()
         .zip(results)
-        .map(|(t, (record, started))| HostRun {
-            target: t.clone(),
-            record,
-            started: go.zip(started).map(|(g, s)| s.saturating_duration_since(g)),
+        .map(|(t, (record, (started, first)))| {
+            let after_go =
+                |at: Option<Instant>| go.zip(at).map(|(g, s)| s.saturating_duration_since(g));
+            HostRun {
+                target: t.clone(),
+                record,
+                started: after_go(started),
+                first_byte: after_go(first),
+            }
         })
         .collect();
     FleetRun { hosts, setup: go.map(|g| g.duration_since(setup_began)), gate_note }

@@ -319,13 +319,19 @@ impl StreamSet {
         let (block, bps) = (spec.block_bytes as usize, spec.bits_per_second);
         let name = format!("lr-{}-{id}", if role == StreamRole::Sender { "tx" } else { "rx" });
         let body = move || {
-            let Some(start) = gate.wait() else { return };
+            // Everything a stream needs is ready before the gate opens, so streams released
+            // together (a fleet's hosts) reach their first byte together.
+            let buf = match role {
+                StreamRole::Sender if zerocopy.is_none() => pattern_block(block),
+                StreamRole::Sender => Vec::new(),
+                StreamRole::Receiver => vec![0u8; block],
+            };
             let cpu0 = counters::thread_cpu();
             let wait0 = counters::thread_wait_us();
+            let Some(start) = gate.wait() else { return };
             let mut elapsed = None;
             let result = match role {
                 StreamRole::Sender => {
-                    let buf = if zerocopy.is_some() { Vec::new() } else { pattern_block(block) };
                     let opts = SendOptions {
                         block,
                         bits_per_second: bps,
@@ -340,7 +346,7 @@ impl StreamSet {
                     r
                 }
                 StreamRole::Receiver => {
-                    let mut buf = vec![0u8; block];
+                    let mut buf = buf;
                     receive_loop(&mut sock, &ctl, &counters, &mut buf).map(|last| {
                         elapsed = last.map(|t| t.saturating_duration_since(start));
                     })
@@ -376,8 +382,16 @@ impl StreamSet {
     }
 
     /// Starts the cost meter, then every stream, and returns the test's start instant. The
-    /// meter's snapshots come first so they do not eat into the streams' time.
+    /// meter's snapshots come first so they do not eat into the streams' time; except for a
+    /// fleet's host (a held start), whose streams start first so that the hosts start as close
+    /// together as they can (see [`StreamSet::held_started`]).
     pub fn start(&mut self) -> Instant {
+        if self.spec.held_start {
+            let at = Instant::now();
+            self.hold().open(at);
+            self.held_started();
+            return at;
+        }
         self.next_tick = self.first_tick();
         let prepared = self.prepared.take();
         let meter =
@@ -386,6 +400,24 @@ impl StreamSet {
         self.cost = Some(meter.restarted_at(at));
         self.gate.open(at);
         at
+    }
+
+    /// A held start (a fleet): the gate every stream waits at, for the fleet's coordinator to
+    /// open at the instant it opens every host's. Then [`StreamSet::held_started`].
+    pub fn hold(&mut self) -> Arc<StartGate> {
+        self.next_tick = self.first_tick();
+        self.gate.clone()
+    }
+
+    /// After a held start's gate opened: starts the cost meter. Its snapshots are taken now,
+    /// a moment after the streams started (the coordinator opens every host's gate first, so
+    /// no host waits for another's snapshots), and its window begins here: the CPU figures are
+    /// rates over a window a few milliseconds shorter than the streams', not diluted.
+    pub fn held_started(&mut self) {
+        let prepared = self.prepared.take();
+        let now = Instant::now();
+        self.cost =
+            Some(prepared.unwrap_or_else(|| CostMeter::prepare(self.peer_program)).start(now));
     }
 
     /// Does the slow part of starting (the cost meter's scan of every process) now, so that
@@ -399,6 +431,11 @@ impl StreamSet {
     /// When the test started, if it has.
     pub fn started(&self) -> Option<Instant> {
         self.gate.started()
+    }
+
+    /// When the first byte of any stream moved on this end (written or read), if one has.
+    pub fn first_byte(&self) -> Option<Instant> {
+        self.streams.iter().filter_map(|s| s.counters.first_byte()).min()
     }
 
     /// Tells local senders to finish (normal end of a timed test or an interrupt).

@@ -43,6 +43,8 @@ pub struct HostInput<'a> {
     pub record: &'a RunRecord,
     /// When its streams started, after the fleet's go (None: it never started).
     pub started: Option<Duration>,
+    /// When its first data byte moved on the coordinator, after the go (None: not known).
+    pub first_byte: Option<Duration>,
 }
 
 /// Mean, spread and fairness of some rates (bit/s).
@@ -138,8 +140,20 @@ pub struct FleetDirection {
 pub struct Skew {
     /// Latest start minus earliest start, seconds.
     pub start_seconds: f64,
+    /// What "start" means in `start_seconds`.
+    pub start_of: StartOf,
     /// Latest end minus earliest end, seconds.
     pub stop_seconds: f64,
+}
+
+/// The instant a host's start is taken at, for the start skew.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StartOf {
+    /// Its first data byte written or read on the coordinator: what the skew is about.
+    FirstByte,
+    /// Its streams' start on the coordinator (runs stored before first bytes were kept).
+    StreamStart,
 }
 
 /// Everything derived from a fleet run.
@@ -252,9 +266,19 @@ pub fn summarize_fleet(hosts: &[HostInput<'_>]) -> FleetSummary {
         let min = v.iter().copied().fold(f64::MAX, f64::min);
         max - min
     };
+    let firsts: Vec<f64> =
+        measured.iter().filter_map(|h| h.first_byte.map(|d| d.as_secs_f64())).collect();
+    let (start_of, skew_starts) = if firsts.len() == measured.len() {
+        (StartOf::FirstByte, &firsts)
+    } else {
+        (StartOf::StreamStart, &starts)
+    };
     let complete = !measured.is_empty() && starts.len() == measured.len();
-    let skew = (complete && !ends.is_empty())
-        .then(|| Skew { start_seconds: spread(&starts), stop_seconds: spread(&ends) });
+    let skew = (complete && !ends.is_empty()).then(|| Skew {
+        start_seconds: spread(skew_starts),
+        start_of,
+        stop_seconds: spread(&ends),
+    });
     let window = skew.and_then(|_| {
         let from = starts.iter().copied().fold(f64::MIN, f64::max) + omit;
         let to = ends.iter().copied().fold(f64::MAX, f64::min);

@@ -20,7 +20,7 @@ fn host(scale: f64) -> RunRecord {
 }
 
 fn at<'a>(label: &'a str, record: &'a RunRecord, ms: u64) -> HostInput<'a> {
-    HostInput { label, record, started: Some(Duration::from_millis(ms)) }
+    HostInput { label, record, started: Some(Duration::from_millis(ms)), first_byte: None }
 }
 
 #[test]
@@ -30,6 +30,7 @@ fn totals_shares_spread_and_the_outlier() {
     assert_eq!((s.hosts_planned, s.hosts_measured), (3, 3));
     let skew = s.skew.expect("every host started");
     assert!((skew.start_seconds - 0.005).abs() < 1e-9, "{skew:?}");
+    assert_eq!(skew.start_of, super::StartOf::StreamStart, "no first bytes known");
     let (from, to) = s.window.expect("a shared window");
     assert!((from - 0.005).abs() < 1e-9 && to > 1.9 && to < 2.1, "{from}..{to}");
     let d = &s.directions[0];
@@ -75,8 +76,32 @@ fn failed_hosts_are_named_not_counted_and_samples_are_optional() {
 #[test]
 fn hosts_that_never_started_leave_no_window() {
     let a = host(1.0);
-    let s = summarize_fleet(&[HostInput { label: "a", record: &a, started: None }]);
+    let s =
+        summarize_fleet(&[HostInput { label: "a", record: &a, started: None, first_byte: None }]);
     assert_eq!((s.skew, s.window), (None, None));
     assert!(s.directions[0].hosts[0].whole_test);
     assert!(s.directions[0].across_hosts.as_ref().is_some_and(|h| h.jain.is_none()));
+}
+
+/// With every host's first data byte known, the start skew is their spread (not the streams'
+/// starts); the shared window still places each host's samples at its streams' start.
+#[test]
+fn start_skew_is_the_spread_of_first_bytes_when_known() {
+    let (a, b) = (host(1.0), host(1.0));
+    let first = |ms| Some(Duration::from_micros(ms));
+    let hosts = [
+        HostInput { first_byte: first(300), ..at("a", &a, 0) },
+        HostInput { first_byte: first(2_100), ..at("b", &b, 2) },
+    ];
+    let s = summarize_fleet(&hosts);
+    let skew = s.skew.expect("both started");
+    assert_eq!(skew.start_of, super::StartOf::FirstByte);
+    assert!((skew.start_seconds - 0.0018).abs() < 1e-9, "{skew:?}");
+    let (from, _) = s.window.expect("a shared window");
+    assert!((from - 0.002).abs() < 1e-9, "{from}");
+    // One host without a first byte: the streams' starts are used for all.
+    let hosts = [hosts[0], HostInput { first_byte: None, ..hosts[1] }];
+    let skew = summarize_fleet(&hosts).skew.expect("both started");
+    assert_eq!(skew.start_of, super::StartOf::StreamStart);
+    assert!((skew.start_seconds - 0.002).abs() < 1e-9, "{skew:?}");
 }

@@ -16,12 +16,34 @@ pub struct StreamCounters {
     thread_cpu: Mutex<Option<ProcessCpu>>,
     /// Microseconds the thread waited for a CPU, plus one (0 = not known).
     thread_wait_us_plus_one: AtomicU64,
+    /// When the stream's first byte moved (written or read) on this end.
+    first_byte: OnceLock<Instant>,
 }
 
 impl StreamCounters {
-    /// Publishes the running byte total (single writer, so a store suffices).
+    /// Publishes the running byte total (single writer, so a store suffices). The first
+    /// non-zero total also notes when the stream's first byte moved (see
+    /// [`StreamCounters::first_byte_moves`]): for a receiver, right after its first read.
     pub fn set_bytes(&self, total: u64) {
         self.bytes.store(total, Ordering::Relaxed);
+        if total > 0 {
+            self.first_byte_moves();
+        }
+    }
+
+    /// Notes that the stream's first byte moves now, unless one already did: a sender calls
+    /// it as its first write begins (a blocking write of a block returns only once the whole
+    /// block is in the socket buffer, which on a loaded path takes round trips), a receiver
+    /// as its first read returns. A fleet's start skew is the spread of these.
+    pub fn first_byte_moves(&self) {
+        if self.first_byte.get().is_none() {
+            let _ = self.first_byte.set(Instant::now());
+        }
+    }
+
+    /// When the stream's first byte moved on this end, if one has.
+    pub fn first_byte(&self) -> Option<Instant> {
+        self.first_byte.get().copied()
     }
 
     /// Bytes moved so far.

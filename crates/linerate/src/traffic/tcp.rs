@@ -41,6 +41,7 @@ pub fn send_loop(
     buf: &[u8],
 ) -> Result<(), String> {
     let mut sent: u64 = 0;
+    counters.first_byte_moves();
     while !ctl.stopping() {
         let want = match opts.budget {
             Some(b) => b.claim(opts.block as u64) as usize,
