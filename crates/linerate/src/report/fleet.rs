@@ -99,6 +99,7 @@ fn host_table(d: &FleetDirection) -> Table {
         &format!(">flows min–max ({})", unit.0),
         ">retr",
         ">server CPU",
+        ">server mem",
         "limited by",
     ]);
     for h in &d.hosts {
@@ -120,6 +121,7 @@ fn host_table(d: &FleetDirection) -> Table {
             flows,
             h.retransmits.map_or("n/a".into(), |r| r.to_string()),
             h.server_cpu_percent.map_or("n/a".into(), |c| format!("{}%", three_figures(c))),
+            h.server_peak_rss_bytes.map_or("n/a".into(), |b| ByteCount(b).iec()),
             h.limit.as_deref().map_or("n/a".into(), |id| verdict_words(id).0),
         ]);
     }
@@ -205,6 +207,21 @@ pub fn render_text(
         if let Some(s) = &d.across_flows {
             writeln!(out, "  {}", spread_line("flows", s))?;
         }
+        if let (Some(bytes), Some((before, after))) =
+            (d.outside_window_bytes, summary.unshared_seconds)
+        {
+            let share = d
+                .outside_window_share
+                .map_or(String::new(), |x| format!(", {} of all", percent(x)));
+            writeln!(
+                out,
+                "  outside the shared window (apart, as -O is): {}{share}, in the {} s before it \
+                 and the {} s after it",
+                ByteCount(bytes as u64).iec(),
+                three_figures(before),
+                three_figures(after),
+            )?;
+        }
         for o in &d.outliers {
             let more = if o.against_median_percent < 0.0 { "less" } else { "more" };
             let why = o.limit_summary.as_deref().map_or("its run has no verdict".into(), escape);
@@ -230,11 +247,14 @@ pub fn render_text(
         }
     }
     writeln!(out)?;
-    if let Some(c) = summary.coordinator_cpu_percent {
+    if summary.coordinator_cpu_percent.is_some() || summary.coordinator_peak_rss_bytes.is_some() {
         writeln!(
             out,
-            "Coordinator (this host, every client end): {}% of a core",
-            three_figures(c)
+            "Coordinator (this host, every client end): {} of a core, peak memory {}",
+            summary
+                .coordinator_cpu_percent
+                .map_or("n/a".into(), |c| format!("{}%", three_figures(c))),
+            summary.coordinator_peak_rss_bytes.map_or("n/a".into(), |b| ByteCount(b).iec()),
         )?;
     }
     for d in &summary.directions {

@@ -105,6 +105,12 @@ pub struct HostFigures {
     pub limit_summary: Option<String>,
     /// The host's server process, % of one core.
     pub server_cpu_percent: Option<f64>,
+    /// The host's server process's peak resident memory, bytes.
+    pub server_peak_rss_bytes: Option<u64>,
+    /// Bytes its receivers counted outside the shared window (before it, including `-O`,
+    /// and after it): reported apart, as `-O` reports the omitted seconds. None when the
+    /// host was counted over its whole test.
+    pub outside_window_bytes: Option<f64>,
 }
 
 /// A host named for being far from the mean.
@@ -133,6 +139,11 @@ pub struct FleetDirection {
     pub across_flows: Option<Spread>,
     /// Hosts far from the mean.
     pub outliers: Vec<Outlier>,
+    /// Bytes the hosts' receivers counted outside the shared window, summed (None when no
+    /// host was windowed).
+    pub outside_window_bytes: Option<f64>,
+    /// Their share of every byte the receivers counted, 0..=1.
+    pub outside_window_share: Option<f64>,
 }
 
 /// How far apart the hosts started and stopped, on the coordinator's clock.
@@ -169,11 +180,16 @@ pub struct FleetSummary {
     pub skew: Option<Skew>,
     /// The shared window, seconds after the go: (from, to).
     pub window: Option<(f64, f64)>,
+    /// The time outside the shared window: from the earliest host's start to the window's
+    /// start (the skew plus `-O`), and from the window's end to the latest host's end.
+    pub unshared_seconds: Option<(f64, f64)>,
     /// One per direction of the test.
     pub directions: Vec<FleetDirection>,
     /// The coordinator (this host: every host's client end) in % of one core: the whole
     /// process, as each host's run measured it (the largest of them).
     pub coordinator_cpu_percent: Option<f64>,
+    /// The coordinator's peak resident memory, bytes (the largest its hosts' runs saw).
+    pub coordinator_peak_rss_bytes: Option<u64>,
 }
 
 /// A host's receiving streams of `flow`, with its placement on the fleet's clock.
@@ -194,7 +210,8 @@ fn receiving_side(record: &RunRecord, flow: Flow) -> Option<&SideResults> {
 /// Seconds after the go at which the host's receivers saw their last byte counted.
 fn end_of(p: &Placed<'_>) -> Option<f64> {
     let start = p.input.started?.as_secs_f64();
-    let last = p.receivers.iter().map(|s| s.omitted_us + s.duration_us).max()?;
+    // `duration_us` runs from the test's start, `-O` included.
+    let last = p.receivers.iter().map(|s| s.duration_us).max()?;
     Some(start + last as f64 / 1e6)
 }
 
@@ -214,6 +231,11 @@ fn bytes_between(s: &linerate_proto::StreamResult, from: f64, to: f64) -> Option
         total += i.bytes as f64 * overlap / (b - a);
     }
     Some(total)
+}
+
+/// Bytes a stream's interval samples hold, over its whole test.
+fn sample_bytes(s: &linerate_proto::StreamResult) -> f64 {
+    s.intervals.iter().map(|i| i.bytes as f64).sum()
 }
 
 /// The fleet's figures.
@@ -285,24 +307,34 @@ pub fn summarize_fleet(hosts: &[HostInput<'_>]) -> FleetSummary {
         (to > from).then_some((from, to))
     });
     let directions = placed.iter().map(|(f, p)| direction(*f, p, window)).collect();
+    let unshared_seconds = window.map(|(from, to)| {
+        let first = starts.iter().copied().fold(f64::MAX, f64::min);
+        let last = ends.iter().copied().fold(f64::MIN, f64::max);
+        ((from - first).max(0.0), (last - to).max(0.0))
+    });
+    let largest = |v: Option<f64>, x: f64| Some(v.map_or(x, |m: f64| m.max(x)));
     let coordinator_cpu_percent = summaries
         .iter()
-        .filter_map(|s| end_cpu(s, "client"))
-        .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))));
+        .filter_map(|s| end_cost(s, "client")?.process_percent_of_core)
+        .fold(None, largest);
+    let coordinator_peak_rss_bytes =
+        summaries.iter().filter_map(|s| end_cost(s, "client")?.peak_rss_bytes).max();
     FleetSummary {
         hosts_planned: hosts.len(),
         hosts_measured: measured.len(),
         not_measured,
         skew,
         window,
+        unshared_seconds,
         directions,
         coordinator_cpu_percent,
+        coordinator_peak_rss_bytes,
     }
 }
 
-/// The process CPU of one end of a run, % of one core.
-fn end_cpu(summary: &Summary, end: &str) -> Option<f64> {
-    summary.cost.iter().find(|c| c.end == end)?.process_percent_of_core
+/// One end's cost figures in a run's summary.
+fn end_cost<'s>(summary: &'s Summary, end: &str) -> Option<&'s crate::stats::cost::CostSummary> {
+    summary.cost.iter().find(|c| c.end == end)
 }
 
 fn direction(flow: Flow, placed: &[Placed<'_>], window: Option<(f64, f64)>) -> FleetDirection {
@@ -328,6 +360,10 @@ fn direction(flow: Flow, placed: &[Placed<'_>], window: Option<(f64, f64)>) -> F
             .collect(),
         _ => Vec::new(),
     };
+    let outside: Vec<f64> = hosts.iter().filter_map(|h| h.outside_window_bytes).collect();
+    let outside_window_bytes = (!outside.is_empty()).then(|| outside.iter().sum::<f64>());
+    let counted: f64 = placed.iter().flat_map(|p| &p.receivers).map(|r| sample_bytes(r)).sum();
+    let outside_window_share = outside_window_bytes.filter(|_| counted > 0.0).map(|b| b / counted);
     FleetDirection {
         flow,
         total_bits_per_second: total,
@@ -335,6 +371,8 @@ fn direction(flow: Flow, placed: &[Placed<'_>], window: Option<(f64, f64)>) -> F
         across_hosts,
         across_flows: Spread::of(&flow_rates),
         outliers,
+        outside_window_bytes,
+        outside_window_share,
     }
 }
 
@@ -351,6 +389,12 @@ fn host_figures(flow: Flow, p: &Placed<'_>, window: Option<(f64, f64)>) -> HostF
             .collect()
     });
     let whole_test = windowed.is_none();
+    let outside_window_bytes = window.filter(|_| !whole_test).map(|_| {
+        let all: f64 = p.receivers.iter().map(|r| sample_bytes(r)).sum();
+        let inside: f64 = windowed.iter().flatten().sum::<f64>() / 8.0
+            * window.map_or(0.0, |(from, to)| to - from);
+        (all - inside).max(0.0)
+    });
     let flows = windowed.unwrap_or_else(|| {
         summary
             .streams
@@ -369,7 +413,9 @@ fn host_figures(flow: Flow, p: &Placed<'_>, window: Option<(f64, f64)>) -> HostF
         retransmits: dir.and_then(|d| d.sender.as_ref()?.retransmits),
         limit: verdict.map(|v| v.id()),
         limit_summary: verdict.map(|v| v.summary.clone()),
-        server_cpu_percent: end_cpu(summary, "server"),
+        server_cpu_percent: end_cost(summary, "server").and_then(|c| c.process_percent_of_core),
+        server_peak_rss_bytes: end_cost(summary, "server").and_then(|c| c.peak_rss_bytes),
+        outside_window_bytes,
     }
 }
 

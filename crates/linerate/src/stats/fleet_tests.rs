@@ -105,3 +105,27 @@ fn start_skew_is_the_spread_of_first_bytes_when_known() {
     assert_eq!(skew.start_of, super::StartOf::StreamStart);
     assert!((skew.start_seconds - 0.002).abs() < 1e-9, "{skew:?}");
 }
+
+/// A host's receivers end at `duration_us` after its start, `-O` included (not after it):
+/// the window must not run past the test. What the window leaves out is counted apart.
+#[test]
+fn omit_does_not_stretch_the_window_and_the_rest_is_counted_apart() {
+    let (mut a, b) = (host(1.0), host(1.0));
+    for s in &mut a.server_results.as_mut().expect("server side").streams {
+        s.omitted_us = 500_000;
+    }
+    let s = summarize_fleet(&[at("a", &a, 0), at("b", &b, 4)]);
+    let (from, to) = s.window.expect("a shared window");
+    assert!(to < 2.1 && from > 0.0, "{from}..{to}");
+    let (before, after) = s.unshared_seconds.expect("outside the window");
+    assert!((before - 0.004).abs() < 1e-9 && after >= 0.0, "{before} {after}");
+    let d = &s.directions[0];
+    let outside = d.outside_window_bytes.expect("both hosts were windowed");
+    assert!(outside > 0.0, "{outside}");
+    let share = d.outside_window_share.expect("a share");
+    assert!(share > 0.0 && share < 0.05, "a few ms of 2 s: {share}");
+    // What is inside plus what is outside is every byte the samples hold.
+    let inside: f64 = d.hosts.iter().map(|h| h.bits_per_second / 8.0 * (to - from)).sum();
+    let all = inside + outside;
+    assert!((outside / all - share).abs() < 1e-9, "{outside} {all} {share}");
+}

@@ -122,6 +122,7 @@ mod tests {
             not_measured: vec![],
             skew: None,
             window: None,
+            unshared_seconds: None,
             directions: vec![FleetDirection {
                 flow: Flow::ServerToClient,
                 total_bits_per_second: total,
@@ -129,8 +130,11 @@ mod tests {
                 across_hosts: Spread::of(&vec![per; hosts]),
                 across_flows: None,
                 outliers: vec![],
+                outside_window_bytes: None,
+                outside_window_share: None,
             }],
             coordinator_cpu_percent: None,
+            coordinator_peak_rss_bytes: None,
         }
     }
 
