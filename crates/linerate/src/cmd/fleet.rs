@@ -14,7 +14,7 @@ use super::failed::{group_failure_kind, interrupted};
 use super::keep::{self, GroupRuns};
 use crate::plan::fleet::FleetPlan;
 use crate::plan::{HistoryRef, OutputFormat, ReportFormat};
-use crate::record::{Failure, FailureKind, FleetPlace, RunRecord};
+use crate::record::{Failure, FailureKind, RunRecord};
 use crate::report::fleet::FleetMeta;
 use crate::report::notice::{self, Notice};
 use crate::session::{Interrupt, fleet};
@@ -94,20 +94,7 @@ pub(super) fn open_group<'a>(
     Ok((runs, group))
 }
 
-/// Each host's record with its place in the fleet (label, measured start), labelled.
-pub(super) fn placed(hosts: Vec<fleet::HostRun>) -> Vec<(String, RunRecord)> {
-    hosts
-        .into_iter()
-        .map(|h| {
-            let mut record = h.record;
-            record.fleet = Some(FleetPlace {
-                label: h.target.label.clone(),
-                started_us: h.started.map(|d| d.as_micros().try_into().unwrap_or(u64::MAX)),
-            });
-            (h.target.label, record)
-        })
-        .collect()
-}
+pub(super) use crate::session::fleet_runs::placed;
 
 /// True when every host's test completed.
 pub(super) fn all_completed(records: &[(String, RunRecord)]) -> bool {
