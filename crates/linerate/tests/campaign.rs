@@ -367,3 +367,71 @@ fn a_campaign_with_fleet_tiers_stores_every_host_run_and_reports_the_fleets_figu
     assert_eq!(md.code, Some(0), "{}", md.stderr);
     assert!(md.stdout.contains("```text\nFleet run 1 (3 hosts):"), "{}", md.stdout);
 }
+
+/// A fleet tier's servers are each greeted before the first run; one that refuses stops the
+/// campaign, named with its tier, before anything runs or is stored.
+#[test]
+fn the_preflight_greets_every_server_of_a_fleet_tier() {
+    let srv = Server::start(&[]);
+    let closed = free_port();
+    let d = dir("fleet-preflight");
+    let file = write(
+        &d,
+        &format!(
+            "[tiers.f]\nfleet = [\"127.0.0.1:{}=up\", \"127.0.0.1:{closed}=down\"]\ntime = 0.2\n",
+            srv.port
+        ),
+    );
+    let db = d.join("h.sqlite");
+    let out = campaign(&[&file, "--db", &db.to_string_lossy()]);
+    assert_eq!(out.code, Some(3), "{}\n{}", out.stderr, out.stdout);
+    let named = format!("tier 1/1 \"f\" at 127.0.0.1:{closed} refused the connection (");
+    assert!(out.stderr.contains(&named), "{}", out.stderr);
+    assert!(!out.stderr.contains(&format!(":{} ", srv.port)), "up answered: {}", out.stderr);
+    assert!(Store::open(&db).expect("history").groups(10).expect("groups").is_empty());
+}
+
+/// An interrupted campaign with a fleet tier resumes where it stopped: the fleet runs that
+/// measured every host are kept, the others run, and each (host count, repetition) ends with
+/// exactly one run per host.
+#[test]
+fn a_fleet_tier_resumes_only_its_missing_fleet_runs() {
+    let _serial = crate::util::exclusive();
+    let (a, b) = (Server::start(&[]), Server::start(&[]));
+    let d = dir("fleet-resume");
+    let file = write(
+        &d,
+        &format!(
+            "[tiers.f]\nfleet = [\"127.0.0.1:{}=a\", \"127.0.0.1:{}=b\"]\nscale = \"1..2\"\n\
+             repeat = 2\ntime = 0.3\n",
+            a.port, b.port
+        ),
+    );
+    let db = d.join("h.sqlite");
+    let db_s = db.to_string_lossy().into_owned();
+    let first = campaign(&[&file, "--db", &db_s, "--stop-after", "1"]);
+    assert_eq!(first.code, Some(130), "{}\n{}", first.stderr, first.stdout);
+    let store = Store::open(&db).expect("history");
+    let g = store.groups(10).expect("groups").remove(0);
+    let before = store.group_runs(g.id).expect("runs").len();
+    assert!((1..=2).contains(&before), "one fleet run stored: {before}");
+    drop(store);
+    let out = campaign(&[&file, "--db", &db_s, "--resume"]);
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stderr, out.stdout);
+    assert!(out.stdout.contains("Resuming campaign group"), "{}", out.stdout);
+    let store = Store::open(&db).expect("history");
+    assert!(store.group(g.id).expect("read").expect("group").finished);
+    let mut cells: Vec<(String, u32)> = store
+        .group_runs(g.id)
+        .expect("runs")
+        .into_iter()
+        .map(|(_, m, _)| (m.cell.expect("cell"), m.repetition.expect("repetition")))
+        .collect();
+    cells.sort();
+    let want: Vec<(String, u32)> = [("f/k=1", 1), ("f/k=1", 2), ("f/k=2", 1), ("f/k=2", 1)]
+        .into_iter()
+        .chain([("f/k=2", 2), ("f/k=2", 2)])
+        .map(|(c, r)| (c.to_string(), r))
+        .collect();
+    assert_eq!(cells, want, "no fleet run ran twice");
+}

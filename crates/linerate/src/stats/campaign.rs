@@ -33,9 +33,9 @@ pub struct TierSummary {
     pub link_goodput_bits_per_second: Option<f64>,
     /// `best_bits_per_second` / `link_goodput_bits_per_second`.
     pub share_of_link_goodput: Option<f64>,
-    /// Completed runs.
+    /// Completed runs (a fleet tier: the host runs of the fleet runs its figures count).
     pub runs: usize,
-    /// Failed runs.
+    /// Failed runs (a fleet tier: failed or interrupted host runs).
     pub failed: usize,
     /// Why the tier stopped early, if it did.
     pub stopped: Option<String>,

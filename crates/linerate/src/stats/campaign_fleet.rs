@@ -187,7 +187,7 @@ pub fn summarize_fleet_place(
         link_goodput_bits_per_second: goodput,
         share_of_link_goodput: best_rate.zip(goodput).map(|(r, g)| r / g),
         runs: kept,
-        failed: runs.len().saturating_sub(kept),
+        failed: runs.iter().filter(|(_, _, r)| r.outcome != Outcome::Completed).count(),
         stopped: stopped.map(String::from),
         summary: MatrixSummary { cells: Vec::new(), findings: findings(&figures) },
         fleet: Some(figures),
@@ -256,3 +256,7 @@ fn findings(f: &FleetTierFigures) -> Vec<String> {
     }
     out
 }
+
+#[cfg(test)]
+#[path = "campaign_fleet_tests.rs"]
+mod tests;
