@@ -175,32 +175,40 @@ fn begin_group(c: &CampaignRun, store: Option<&mut Store>) -> Option<i64> {
 /// with runs left (`done[i]` runs of tier `i` completed earlier); stops the campaign before
 /// its first run if one is not reached.
 fn preflight(c: &CampaignRun, bases: &[ClientPlan], done: &[usize], text: bool) -> Result<()> {
-    let mut tiers: Vec<(usize, &Tier)> = Vec::new();
+    // Each distinct server is greeted once; `uses` says which check answers for which tier.
+    let mut uses: Vec<(usize, &Tier, usize)> = Vec::new();
     let mut plans: Vec<ClientPlan> = Vec::new();
     for (i, t) in c.plan.tiers.iter().enumerate() {
         let left = done.get(i).copied().unwrap_or(0) < t.planned_runs();
         if !(t.matrix.until_ci_fraction.is_some() || left) {
             continue;
         }
-        match t.fleet_plan(0, c.output, bases[i].store.clone()) {
-            Some(f) => {
-                for target in &f.targets {
-                    tiers.push((i, t));
-                    plans.push(f.plan_for(target));
-                }
-            }
-            None => {
-                tiers.push((i, t));
-                plans.push(bases[i].clone());
-            }
+        let servers = match t.fleet_plan(0, c.output, bases[i].store.clone()) {
+            Some(f) => f.targets.iter().map(|target| f.plan_for(target)).collect(),
+            None => vec![bases[i].clone()],
+        };
+        for plan in servers {
+            let same = |p: &ClientPlan| p.host == plan.host && p.port == plan.port;
+            let at = plans.iter().position(same).unwrap_or_else(|| {
+                plans.push(plan);
+                plans.len() - 1
+            });
+            uses.push((i, t, at));
         }
     }
     let checks = preflight::check_all(&plans.iter().collect::<Vec<_>>());
     let checked: Vec<(usize, &Tier, &Check)> =
-        tiers.iter().zip(&checks).map(|((i, t), check)| (*i, *t, check)).collect();
-    let failed = checked.iter().find_map(|(_, _, check)| check.result.as_ref().err());
+        uses.iter().map(|(i, t, at)| (*i, *t, &checks[*at])).collect();
+    let failed = checks.iter().find_map(|check| check.result.as_ref().err());
     if let Some((why, _)) = failed {
-        let what = render::preflight_failure(&checked, c.plan.tiers.len(), &c.file);
+        // A server that did not answer is named once, with the first tier that needs it.
+        let first: Vec<(usize, &Tier, &Check)> = uses
+            .iter()
+            .enumerate()
+            .filter(|(n, (_, _, at))| !uses[..*n].iter().any(|(_, _, a)| a == at))
+            .map(|(_, (i, t, at))| (*i, *t, &checks[*at]))
+            .collect();
+        let what = render::preflight_failure(&first, c.plan.tiers.len(), &c.file);
         return Err(Failure::new(why.kind(), what).into());
     }
     if text {
