@@ -366,6 +366,17 @@ fn a_campaign_with_fleet_tiers_stores_every_host_run_and_reports_the_fleets_figu
     let md = run(&["report", &cn, "--db", &db_s, "--format", "md"], Duration::from_secs(20));
     assert_eq!(md.code, Some(0), "{}", md.stderr);
     assert!(md.stdout.contains("```text\nFleet run 1 (3 hosts):"), "{}", md.stdout);
+    let csv = ["report", &cn, "--db", &db_s, "-f", "csv", "--csv-kind", "intervals"];
+    let csv = run(&csv, Duration::from_secs(20));
+    assert!(csv.stdout.contains(",curve,k=3,2,"), "a fleet run's rows name its host count");
+    // The saved document reads back with the same figures, recomputed from its records.
+    let saved = d.join("campaign.json");
+    std::fs::write(&saved, &out.stdout).expect("save the document");
+    let saved = saved.to_string_lossy().into_owned();
+    let from_file = run(&["report", &saved, "-f", "json"], Duration::from_secs(20));
+    assert_eq!(from_file.code, Some(0), "{}", from_file.stderr);
+    let from_file: Value = serde_json::from_str(&from_file.stdout).expect("report json");
+    assert_eq!(from_file["tiers"][2]["fleet"], tiers[2]["fleet"], "from the saved document");
 }
 
 /// A fleet tier's servers are each greeted before the first run; one that refuses stops the

@@ -212,9 +212,13 @@ impl Report {
         }
     }
 
-    /// The label of a run's cell.
-    pub fn cell_label(&self, run: &ReportRun) -> &str {
-        self.tiers[run.tier].summary.cells.get(run.cell).map_or("", |c| c.label.as_str())
+    /// The label of a run's cell (in a fleet tier, its host count: `k=K`).
+    pub fn cell_label(&self, run: &ReportRun) -> String {
+        let tier = &self.tiers[run.tier];
+        if let Some(f) = &tier.fleet {
+            return f.shape().counts().get(run.cell).map_or(String::new(), |k| format!("k={k}"));
+        }
+        tier.summary.cells.get(run.cell).map_or(String::new(), |c| c.label.clone())
     }
 
     /// The streams of run `run` as the data's receiver measured them: per direction, the

@@ -71,6 +71,13 @@ pub struct FleetTierFigures {
     pub curve: ScaleSummary,
 }
 
+impl FleetTierFigures {
+    /// The targets and host counts these figures are of.
+    pub fn shape(&self) -> FleetShape {
+        FleetShape { targets: self.targets, scale: self.scale.clone() }
+    }
+}
+
 /// One attempt at a fleet run: its host runs, in stored order.
 #[derive(Debug)]
 pub struct Attempt<'a> {

@@ -263,6 +263,10 @@ fn fleet_tiers_take_the_fleet_commands_targets_and_scales() {
     assert_eq!((f.base.spec.streams, f.base.spec.direction), (5, Direction::Download));
     assert_eq!((f.scale.clone(), f.repeat, f.targets.len()), (vec![1, 2, 3], 2, 3));
     assert!(p.tiers[3].fleet_plan(7, OutputFormat::Text, StorePlan::default()).is_none());
+    // The plan line: a fleet run takes one run's time; done fleet runs drop out.
+    let s = crate::plan::schedule::Schedule::of_campaign(&p, &[6, 1]);
+    let runs: Vec<usize> = s.batches.iter().map(|b| b.runs).collect();
+    assert_eq!(runs, [3, 2, 4], "curve done; 3 of listed, all and single left");
 }
 
 #[test]
