@@ -446,3 +446,28 @@ fn a_fleet_tier_resumes_only_its_missing_fleet_runs() {
         .collect();
     assert_eq!(cells, want, "no fleet run ran twice");
 }
+
+/// A fleet tier the open-files limit cannot hold is refused before any greeting or run, as
+/// `linerate fleet` refuses it.
+#[test]
+fn a_fleet_tier_beyond_the_open_files_limit_is_refused_before_it_starts() {
+    let d = dir("fleet-fds");
+    let file = write(
+        &d,
+        "[tiers.f]\nfleet = [\"127.0.0.1:9=a\", \"127.0.0.1:10=b\", \"127.0.0.1:11=c\"]\n\
+         parallel = 5\n",
+    );
+    let limited = ["prlimit", "--nofile=64:64"];
+    let out = crate::util::run_under(
+        &limited,
+        &["campaign", &file, "--no-store"],
+        Duration::from_secs(20),
+    );
+    assert_eq!(out.code, Some(3), "{}\n{}", out.stderr, out.stdout);
+    assert!(
+        out.stderr.contains("open files") && out.stderr.contains("ulimit -n"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stdout.contains("Pre-flight"), "{}", out.stdout);
+}

@@ -7,6 +7,10 @@
 //! the campaign with exit status 3, naming each such tier, its host and why, with nothing run
 //! or stored. A tier that stops later is told at once as a warning (`Notice::TierStopped`).
 //!
+//! Fleet tiers: every target is greeted; the open-files limit must hold the largest fleet
+//! (checked as `fleet` checks it); each host run is stored as `TIER/k=K` with its fleet place,
+//! and a fleet run counts as done on resume only when every host of one attempt completed.
+//!
 //! Resuming: the group's params hold the parsed plan and the order seed. `--resume` takes the
 //! newest unfinished campaign group whose stored plan equals the file's (or the group given)
 //! and refuses, naming the group, if the file changed since — mixing runs of two different
@@ -73,6 +77,11 @@ pub fn run(c: &CampaignRun, interrupt: &Interrupt) -> Result<ExitCode> {
     }
     let bases: Vec<_> =
         c.plan.tiers.iter().map(|t| t.client_plan(c.output, c.store.clone())).collect();
+    for (t, base) in c.plan.tiers.iter().zip(&bases) {
+        if let Some(fleet) = t.fleet_plan(0, c.output, base.store.clone()) {
+            super::fleet::check_descriptors(&fleet)?;
+        }
+    }
     preflight(c, &bases, &done_per_tier, text)?;
     let group = group.or_else(|| begin_group(c, store.as_mut()));
     let mut events = |e: CampaignEvent<'_>| match e {

@@ -154,7 +154,7 @@ fn identity(plan: &FleetPlan) -> serde_json::Value {
 }
 
 /// Refuses a fleet the open-files limit cannot hold, before any connection is made.
-fn check_descriptors(plan: &FleetPlan) -> Result<()> {
+pub(super) fn check_descriptors(plan: &FleetPlan) -> Result<()> {
     let per_host = u64::from(plan.base.spec.connection_count()) + 1 + FDS_PER_HOST_EXTRA;
     let need = per_host * plan.targets.len() as u64 + 64;
     if let Some(limit) = crate::sys::raise_fd_limit()
