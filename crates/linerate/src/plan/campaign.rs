@@ -7,9 +7,11 @@
 //! in `[defaults]`; the tier wins. Values use the flags' units (`crate::units`). Unknown keys
 //! are errors, and every error names the file, line and column and says what to change, so a
 //! typo never silently runs a different campaign for an hour. Every cell's test is validated
-//! here, before anything runs.
+//! here, before anything runs. A tier with `fleet` or `targets` is a fleet tier
+//! (`campaign/fleet.rs`): its servers instead of `host`, one test, optionally a `scale`.
 //!
-//! Pure: parsing text to a plan. Reading the file is the caller's job.
+//! Pure: parsing text to a plan. Reading the file (and a fleet tier's targets file, through
+//! [`parse_with`]'s reader) is the caller's job.
 
 use std::fmt;
 use std::ops::Range;
