@@ -391,10 +391,10 @@ fn campaign_preflight_and_the_tiers_that_did_not_complete() {
     text += "\n";
     let failed = || record("tcp_failed");
     let summaries = [
-        summarize_tier(&plan.tiers[0], &[(0, record("tcp_upload")), (0, failed())], None),
+        summarize_tier(&plan.tiers[0], &[(0, 1, record("tcp_upload")), (0, 2, failed())], None),
         summarize_tier(
             &plan.tiers[1],
-            &[(0, failed()), (0, failed()), (0, failed())],
+            &[(0, 1, failed()), (0, 2, failed()), (0, 3, failed())],
             Some("3 runs in a row failed (last: the server closed the connection)"),
         ),
         summarize_tier(&plan.tiers[2], &[], Some("not started: interrupted by SIGINT")),

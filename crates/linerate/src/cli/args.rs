@@ -66,8 +66,9 @@ pub enum Command {
     /// Run one test against many linerate servers at once, started together: totals, each
     /// host's share, and how fairly hosts and flows shared (see docs/METHODOLOGY.md, "Fleets").
     Fleet(super::fleet_args::FleetArgs),
-    /// Run a campaign file: tiers (targets) in file order, each with its own matrix, then a
-    /// summary across tiers (see docs/METHODOLOGY.md, "Campaigns", and examples/*.toml).
+    /// Run a campaign file: tiers (targets) in file order, each with its own matrix or a fleet
+    /// of servers, then a summary across tiers (see docs/METHODOLOGY.md, "Campaigns", and
+    /// examples/*.toml).
     Campaign(CampaignArgs),
     /// List stored runs, newest first.
     History {

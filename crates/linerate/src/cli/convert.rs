@@ -173,8 +173,14 @@ fn campaign_run(a: CampaignArgs) -> Result<CampaignRun, String> {
     let text = std::fs::read_to_string(&a.file)
         .map_err(|e| format!("cannot read the campaign file {}: {e}", a.file.display()))?;
     let stem = a.file.file_stem().map_or("campaign".into(), |s| s.to_string_lossy());
-    let plan =
-        campaign::parse(&text, &a.file.display().to_string(), &stem).map_err(|e| e.to_string())?;
+    // A fleet tier's `targets` file is found beside the campaign file unless absolute.
+    let dir = a.file.parent().map(std::path::Path::to_path_buf).unwrap_or_default();
+    let read = |name: &str| {
+        let path = dir.join(name);
+        std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+    };
+    let plan = campaign::parse_with(&text, &a.file.display().to_string(), &stem, &read)
+        .map_err(|e| e.to_string())?;
     if a.resume.is_some() && a.store.no_store {
         return Err("--resume reads the campaign's runs from the history: drop --no-store".into());
     }

@@ -7,6 +7,10 @@
 //! the campaign with exit status 3, naming each such tier, its host and why, with nothing run
 //! or stored. A tier that stops later is told at once as a warning (`Notice::TierStopped`).
 //!
+//! Fleet tiers: every target is greeted; the open-files limit must hold the largest fleet
+//! (checked as `fleet` checks it); each host run is stored as `TIER/k=K` with its fleet place,
+//! and a fleet run counts as done on resume only when every host of one attempt completed.
+//!
 //! Resuming: the group's params hold the parsed plan and the order seed. `--resume` takes the
 //! newest unfinished campaign group whose stored plan equals the file's (or the group given)
 //! and refuses, naming the group, if the file changed since — mixing runs of two different
@@ -29,9 +33,10 @@ use crate::record::{Failure, FailureKind, Outcome, RunRecord};
 use crate::report::campaign::{self as render, CampaignMeta};
 use crate::report::notice::{Console, Notice, Stored};
 use crate::session::Interrupt;
-use crate::session::campaign::{CampaignEvent, run_campaign};
+use crate::session::campaign::{CampaignEvent, Ran, run_campaign, runs_done};
 use crate::session::preflight::{self, Check};
 use crate::stats::campaign::{TierSummary, cross_tier_findings, summarize_tier};
+use crate::stats::campaign_fleet::{FleetShape, completed_fleet_runs};
 use crate::store::resume::{self, Resumable};
 use crate::store::{RunKind, Store};
 
@@ -64,13 +69,20 @@ pub fn run(c: &CampaignRun, interrupt: &Interrupt) -> Result<ExitCode> {
         None => (None, c.seed, Earlier::none(c.plan.tiers.len())),
     };
     let kept_per_tier: Vec<usize> = earlier.kept.iter().map(Vec::len).collect();
+    let done_per_tier: Vec<usize> =
+        c.plan.tiers.iter().zip(&earlier.kept).map(|(t, k)| runs_done(t, k)).collect();
     if text {
-        let resumed = group.map(|g| (g, &kept_per_tier[..]));
+        let resumed = group.map(|g| (g, &done_per_tier[..]));
         render::render_start(&c.plan, seed, resumed, &mut std::io::stdout().lock())?;
     }
     let bases: Vec<_> =
         c.plan.tiers.iter().map(|t| t.client_plan(c.output, c.store.clone())).collect();
-    preflight(c, &bases, &kept_per_tier, text)?;
+    for (t, base) in c.plan.tiers.iter().zip(&bases) {
+        if let Some(fleet) = t.fleet_plan(0, c.output, base.store.clone()) {
+            super::fleet::check_descriptors(&fleet)?;
+        }
+    }
+    preflight(c, &bases, &done_per_tier, text)?;
     let group = group.or_else(|| begin_group(c, store.as_mut()));
     let mut events = |e: CampaignEvent<'_>| match e {
         CampaignEvent::Run(p) => console.progress(&p.into()),
@@ -92,8 +104,15 @@ pub fn run(c: &CampaignRun, interrupt: &Interrupt) -> Result<ExitCode> {
         &console,
     );
     runs.wanted = c.store.path.clone();
-    let mut keep = |tier: &Tier, cell: &Cell, rep: u32, record: &RunRecord| {
-        runs.keep(format!("{}/{}", tier.name, cell.label()), rep, record);
+    let mut keep = |tier: &Tier, ran: Ran<'_>| match ran {
+        Ran::Cell { cell, repetition, record } => {
+            runs.keep(format!("{}/{}", tier.name, cell.label()), repetition, record);
+        }
+        Ran::Fleet { hosts, repetition, records } => {
+            for (_, record) in records {
+                runs.keep(format!("{}/k={hosts}", tier.name), repetition, record);
+            }
+        }
     };
     let mut outcome =
         run_campaign(&c.plan, &bases, seed, earlier.kept, interrupt, &mut events, &mut keep);
@@ -111,11 +130,7 @@ pub fn run(c: &CampaignRun, interrupt: &Interrupt) -> Result<ExitCode> {
         .tiers
         .iter()
         .zip(&outcome.tiers)
-        .map(|(t, o)| {
-            let runs: Vec<(usize, RunRecord)> =
-                o.runs.iter().map(|(i, _, r)| (*i, r.clone())).collect();
-            summarize_tier(t, &runs, o.stopped.as_deref())
-        })
+        .map(|(t, o)| summarize_tier(t, &o.runs, o.stopped.as_deref()))
         .collect();
     if let (Some(s), Some(g), true) = (runs.store.as_mut(), group, complete) {
         s.finish_group(g)?;
@@ -165,26 +180,44 @@ fn begin_group(c: &CampaignRun, store: Option<&mut Store>) -> Option<i64> {
     store?.begin_group("campaign", Some(&c.plan.name), &params).ok()
 }
 
-/// Resolves and greets the server (of `bases[i]`) of every tier with runs left (`kept[i]`
-/// runs of tier `i` completed earlier); stops the campaign before its first run if one is not
-/// reached.
-fn preflight(c: &CampaignRun, bases: &[ClientPlan], kept: &[usize], text: bool) -> Result<()> {
-    let tiers: Vec<(usize, &Tier)> = c
-        .plan
-        .tiers
-        .iter()
-        .enumerate()
-        .filter(|(i, t)| {
-            let planned = t.matrix_plan(0).cells().len() * t.matrix.repeat as usize;
-            t.matrix.until_ci_fraction.is_some() || kept.get(*i).copied().unwrap_or(0) < planned
-        })
-        .collect();
-    let checks = preflight::check_all(&tiers.iter().map(|(i, _)| &bases[*i]).collect::<Vec<_>>());
+/// Resolves and greets the server (of `bases[i]`; a fleet tier: every target) of every tier
+/// with runs left (`done[i]` runs of tier `i` completed earlier); stops the campaign before
+/// its first run if one is not reached.
+fn preflight(c: &CampaignRun, bases: &[ClientPlan], done: &[usize], text: bool) -> Result<()> {
+    // Each distinct server is greeted once; `uses` says which check answers for which tier.
+    let mut uses: Vec<(usize, &Tier, usize)> = Vec::new();
+    let mut plans: Vec<ClientPlan> = Vec::new();
+    for (i, t) in c.plan.tiers.iter().enumerate() {
+        let left = done.get(i).copied().unwrap_or(0) < t.planned_runs();
+        if !(t.matrix.until_ci_fraction.is_some() || left) {
+            continue;
+        }
+        let servers = match t.fleet_plan(0, c.output, bases[i].store.clone()) {
+            Some(f) => f.targets.iter().map(|target| f.plan_for(target)).collect(),
+            None => vec![bases[i].clone()],
+        };
+        for plan in servers {
+            let same = |p: &ClientPlan| p.host == plan.host && p.port == plan.port;
+            let at = plans.iter().position(same).unwrap_or_else(|| {
+                plans.push(plan);
+                plans.len() - 1
+            });
+            uses.push((i, t, at));
+        }
+    }
+    let checks = preflight::check_all(&plans.iter().collect::<Vec<_>>());
     let checked: Vec<(usize, &Tier, &Check)> =
-        tiers.iter().zip(&checks).map(|((i, t), check)| (*i, *t, check)).collect();
-    let failed = checked.iter().find_map(|(_, _, check)| check.result.as_ref().err());
+        uses.iter().map(|(i, t, at)| (*i, *t, &checks[*at])).collect();
+    let failed = checks.iter().find_map(|check| check.result.as_ref().err());
     if let Some((why, _)) = failed {
-        let what = render::preflight_failure(&checked, c.plan.tiers.len(), &c.file);
+        // A server that did not answer is named once, with the first tier that needs it.
+        let first: Vec<(usize, &Tier, &Check)> = uses
+            .iter()
+            .enumerate()
+            .filter(|(n, (_, _, at))| !uses[..*n].iter().any(|(_, _, a)| a == at))
+            .map(|(_, (i, t, at))| (*i, *t, &checks[*at]))
+            .collect();
+        let what = render::preflight_failure(&first, c.plan.tiers.len(), &c.file);
         return Err(Failure::new(why.kind(), what).into());
     }
     if text {
@@ -245,15 +278,33 @@ fn prior_runs(store: &Store, id: i64, plan: &CampaignPlan, seed: u64) -> Result<
         let name = &run.cell;
         let found = plan.tiers.iter().enumerate().find_map(|(t, tier)| {
             let label = name.strip_prefix(&tier.name)?.strip_prefix('/')?;
-            Some((t, cells[t].iter().find(|c| c.is_named(label))?.index))
+            Some((t, cell_index(tier, &cells[t], label)?))
         });
         let (tier, cell) = found.with_context(|| {
             format!("run {name:?} of group {id} is of no cell of this campaign")
         })?;
-        if run.kept {
+        if run.kept && plan.tiers[tier].fleet.is_none() {
             earlier.kept[tier].push((cell, run.repetition, run.record.clone()));
         }
         earlier.all[tier].push((cell, run.repetition, run.record));
     }
+    // A fleet run is done when every host of one attempt completed, not when one host did.
+    for (t, tier) in plan.tiers.iter().enumerate() {
+        if let Some(f) = &tier.fleet {
+            earlier.kept[t] = completed_fleet_runs(&FleetShape::of(f), &earlier.all[t]);
+        }
+    }
     Ok(earlier)
+}
+
+/// The index of the cell a stored run names (`label`, after `TIER/`): a matrix cell, or in a
+/// fleet tier the host count `k=K`.
+pub(super) fn cell_index(tier: &Tier, cells: &[Cell], label: &str) -> Option<usize> {
+    match &tier.fleet {
+        Some(f) => {
+            let k: usize = label.strip_prefix("k=")?.parse().ok()?;
+            f.counts().iter().position(|&n| n == k)
+        }
+        None => Some(cells.iter().find(|c| c.is_named(label))?.index),
+    }
 }

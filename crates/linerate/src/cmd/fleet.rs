@@ -14,7 +14,7 @@ use super::failed::{group_failure_kind, interrupted};
 use super::keep::{self, GroupRuns};
 use crate::plan::fleet::FleetPlan;
 use crate::plan::{HistoryRef, OutputFormat, ReportFormat};
-use crate::record::{Failure, FailureKind, FleetPlace, RunRecord};
+use crate::record::{Failure, FailureKind, RunRecord};
 use crate::report::fleet::FleetMeta;
 use crate::report::notice::{self, Notice};
 use crate::session::{Interrupt, fleet};
@@ -94,24 +94,7 @@ pub(super) fn open_group<'a>(
     Ok((runs, group))
 }
 
-/// Each host's record with its place in the fleet (label, measured start), labelled.
-pub(super) fn placed(hosts: Vec<fleet::HostRun>) -> Vec<(String, RunRecord)> {
-    hosts
-        .into_iter()
-        .map(|h| {
-            let mut record = h.record;
-            let us = |d: Option<std::time::Duration>| {
-                d.map(|d| d.as_micros().try_into().unwrap_or(u64::MAX))
-            };
-            record.fleet = Some(FleetPlace {
-                label: h.target.label.clone(),
-                started_us: us(h.started),
-                first_byte_us: us(h.first_byte),
-            });
-            (h.target.label, record)
-        })
-        .collect()
-}
+pub(super) use crate::session::fleet_runs::placed;
 
 /// True when every host's test completed.
 pub(super) fn all_completed(records: &[(String, RunRecord)]) -> bool {
@@ -141,19 +124,7 @@ fn write_fleet(
 
 /// The fleet's inputs to `stats::fleet`, from records that carry their place.
 pub(super) fn inputs(records: &[(String, RunRecord)]) -> Vec<HostInput<'_>> {
-    records
-        .iter()
-        .map(|(label, record)| {
-            let place = record.fleet.as_ref();
-            let at = |us: Option<u64>| us.map(std::time::Duration::from_micros);
-            HostInput {
-                label,
-                record,
-                started: at(place.and_then(|f| f.started_us)),
-                first_byte: at(place.and_then(|f| f.first_byte_us)),
-            }
-        })
-        .collect()
+    records.iter().map(|(label, record)| HostInput { label, ..HostInput::placed(record) }).collect()
 }
 
 fn identity(plan: &FleetPlan) -> serde_json::Value {
@@ -172,7 +143,7 @@ fn identity(plan: &FleetPlan) -> serde_json::Value {
 }
 
 /// Refuses a fleet the open-files limit cannot hold, before any connection is made.
-fn check_descriptors(plan: &FleetPlan) -> Result<()> {
+pub(super) fn check_descriptors(plan: &FleetPlan) -> Result<()> {
     let per_host = u64::from(plan.base.spec.connection_count()) + 1 + FDS_PER_HOST_EXTRA;
     let need = per_host * plan.targets.len() as u64 + 64;
     if let Some(limit) = crate::sys::raise_fd_limit()

@@ -19,6 +19,7 @@ use crate::plan::matrix::{AxisValue, Cell, cells_of};
 use crate::record::{Failure, LinkAssumption, Outcome, RunRecord};
 use crate::report::model::{InputRun, ReportKind, Source, TierInput};
 use crate::stats::campaign::{TierPlace, tier_server};
+use crate::stats::campaign_fleet::FleetShape;
 use crate::store::{GroupRow, RunMeta, Store, Stored};
 
 fn is_ipv6(server: &str) -> bool {
@@ -42,6 +43,7 @@ fn single_run(title: String, id: Option<i64>, record: RunRecord) -> Source {
             until_ci: None,
             stopped: None,
             runs: vec![InputRun { cell: 0, repetition: 1, id, record }],
+            fleet: None,
         }],
     }
 }
@@ -124,33 +126,41 @@ fn matrix_cells(params: &Value, runs: &StoredRuns) -> Vec<Cell> {
         .collect()
 }
 
-/// Matches stored runs to cells by label (`prefix` + cell label).
-fn input_runs(
-    cells: &[Cell],
+/// A campaign tier's stored runs (`TIER/CELL`) matched to its cells (a fleet tier's: `k=K`).
+fn input_runs(tier: &Tier, cells: &[Cell], runs: &StoredRuns, group: i64) -> Result<Vec<InputRun>> {
+    let prefix = format!("{}/", tier.name);
+    matched_runs(runs, group, &prefix, |label| super::campaign::cell_index(tier, cells, label))
+}
+
+/// Matches stored runs to cells by label (`prefix` + cell label; `index` names its cell).
+fn matched_runs(
     runs: &StoredRuns,
-    prefix: &str,
     group: i64,
+    prefix: &str,
+    index: impl Fn(&str) -> Option<usize>,
 ) -> Result<Vec<InputRun>> {
     let mut out = Vec::new();
     for (id, meta, record) in runs {
         let Some(label) = meta.cell.as_deref().unwrap_or("").strip_prefix(prefix) else {
             continue;
         };
-        let cell = cells.iter().find(|c| c.is_named(label)).with_context(|| {
+        let cell = index(label).with_context(|| {
             format!(
                 "run {id} of group {group} is of cell {label:?}, which the group's stored plan \
                  does not have: the history was changed outside linerate"
             )
         })?;
         let repetition = meta.repetition.unwrap_or(1);
-        out.push(InputRun { cell: cell.index, repetition, id: Some(*id), record: record.clone() });
+        out.push(InputRun { cell, repetition, id: Some(*id), record: record.clone() });
     }
     Ok(out)
 }
 
 fn stored_matrix(group: &GroupRow, runs: StoredRuns) -> Result<Source> {
     let cells = matrix_cells(&group.params, &runs);
-    let inputs = input_runs(&cells, &runs, "", group.id)?;
+    let inputs = matched_runs(&runs, group.id, "", |label| {
+        Some(cells.iter().find(|c| c.is_named(label))?.index)
+    })?;
     let first = runs.first().map(|(_, _, r)| r);
     let server = first.map_or_else(|| "n/a".to_string(), |r| r.server.clone());
     let title = format!("matrix m{}", group.id);
@@ -168,6 +178,7 @@ fn stored_matrix(group: &GroupRow, runs: StoredRuns) -> Result<Source> {
             until_ci: matrix_param(&group.params, "until_ci").as_f64(),
             stopped: (!group.finished).then(|| UNFINISHED.to_string()),
             runs: inputs,
+            fleet: None,
         }],
     })
 }
@@ -179,10 +190,12 @@ fn stored_campaign(group: &GroupRow, runs: StoredRuns) -> Result<Source> {
     let mut inputs = Vec::new();
     for (i, tier) in tiers.iter().enumerate() {
         let m = tier.matrix_plan(CampaignPlan::tier_seed(seed.unwrap_or(0), i));
-        let cells = m.cells();
-        let runs = input_runs(&cells, &runs, &format!("{}/", tier.name), group.id)?;
+        let fleet = tier.fleet.as_ref().map(FleetShape::of);
+        let cells = if fleet.is_some() { Vec::new() } else { m.cells() };
+        let runs = input_runs(tier, &cells, &runs, group.id)?;
+        let host = tier.fleet.as_ref().and_then(|f| f.targets.first()).map(|t| &t.host);
         inputs.push(TierInput {
-            ipv6: tier.target.host.contains(':'),
+            ipv6: host.unwrap_or(&tier.target.host).contains(':'),
             place: TierPlace {
                 name: tier.name.clone(),
                 server: tier_server(tier),
@@ -192,6 +205,7 @@ fn stored_campaign(group: &GroupRow, runs: StoredRuns) -> Result<Source> {
             until_ci: m.until_ci,
             stopped: None,
             runs,
+            fleet,
         });
     }
     if let (false, Some(last)) = (group.finished, inputs.last_mut()) {
@@ -246,6 +260,9 @@ struct DocTier {
     stopped: Option<String>,
     summary: DocSummary,
     runs: Vec<DocRun>,
+    /// A fleet tier's targets and host counts (with its figures, recomputed).
+    #[serde(default)]
+    fleet: Option<FleetShape>,
 }
 
 fn doc_tier(t: DocTier) -> TierInput {
@@ -265,6 +282,7 @@ fn doc_tier(t: DocTier) -> TierInput {
                 record: r.record,
             })
             .collect(),
+        fleet: t.fleet,
     }
 }
 
@@ -296,7 +314,8 @@ pub(super) fn from_file(path: &Path) -> Result<Source> {
             let stopped: Option<String> = field(&doc, "stopped", path)?;
             let server = runs.first().map_or_else(|| "n/a".into(), |r| r.record.server.clone());
             let link = runs.first().and_then(|r| r.record.link);
-            let tier = DocTier { name: title.clone(), server, link, stopped, summary, runs };
+            let tier =
+                DocTier { name: title.clone(), server, link, stopped, summary, runs, fleet: None };
             let mut tier = doc_tier(tier);
             tier.until_ci = doc["until_ci"].as_f64();
             Ok(Source {

@@ -7,9 +7,11 @@
 //! in `[defaults]`; the tier wins. Values use the flags' units (`crate::units`). Unknown keys
 //! are errors, and every error names the file, line and column and says what to change, so a
 //! typo never silently runs a different campaign for an hour. Every cell's test is validated
-//! here, before anything runs.
+//! here, before anything runs. A tier with `fleet` or `targets` is a fleet tier
+//! (`campaign/fleet.rs`): its servers instead of `host`, one test, optionally a `scale`.
 //!
-//! Pure: parsing text to a plan. Reading the file is the caller's job.
+//! Pure: parsing text to a plan. Reading the file (and a fleet tier's targets file, through
+//! [`parse_with`]'s reader) is the caller's job.
 
 use std::fmt;
 use std::ops::Range;
@@ -23,6 +25,10 @@ use crate::plan::size::Size;
 use crate::plan::{ClientPlan, DEFAULT_PORT, DEFAULT_UDP_RATE, Family, Gates, OutputFormat};
 use crate::plan::{DEFAULT_TCP_BLOCK, StorePlan};
 use crate::record::LinkAssumption;
+
+mod fleet;
+
+pub use fleet::{ReadTargets, TierFleet};
 
 /// Runs per cell when neither the tier nor `[defaults]` says.
 pub const DEFAULT_REPEAT: u32 = 3;
@@ -67,15 +73,20 @@ pub struct CampaignRun {
     pub stop_after: Option<usize>,
 }
 
-/// One tier: a target and the matrix to run against it.
+/// One tier: a target and the matrix to run against it, or a fleet of targets and the one
+/// test each gets (the matrix's single cell).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Tier {
     /// The `NAME` of `[tiers.NAME]`.
     pub name: String,
-    /// Where the server is.
+    /// Where the server is (a fleet tier: no host; the port its targets default to, and the
+    /// coordinator's link).
     pub target: Target,
     /// What to run.
     pub matrix: TierMatrix,
+    /// A fleet tier's servers and host counts (`fleet`, `targets`, `scale`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<TierFleet>,
 }
 
 /// A tier's server and the link the user says is in between.
@@ -117,6 +128,37 @@ pub struct TierMatrix {
 }
 
 impl Tier {
+    /// Runs planned (before any `until_ci` rounds): cells × repeat, or for a fleet tier its
+    /// fleet runs (host counts × repeat; each fleet run is one run of every host in it).
+    pub fn planned_runs(&self) -> usize {
+        let units = match &self.fleet {
+            Some(f) => f.counts().len(),
+            None => self.matrix_plan(0).cells().len(),
+        };
+        units * self.matrix.repeat as usize
+    }
+
+    /// A fleet tier as the `fleet` command's plan: its test (the matrix's one cell) against
+    /// every target, over its host counts, `repeat` runs each in `seed`'s order.
+    pub fn fleet_plan(
+        &self,
+        seed: u64,
+        output: OutputFormat,
+        store: StorePlan,
+    ) -> Option<crate::plan::fleet::FleetPlan> {
+        let f = self.fleet.as_ref()?;
+        let matrix = self.matrix_plan(seed);
+        let cell = matrix.cells().into_iter().next()?;
+        Some(crate::plan::fleet::FleetPlan {
+            targets: f.targets.clone(),
+            base: matrix.cell_plan(&self.client_plan(output, store), &cell),
+            scale: f.counts(),
+            repeat: self.matrix.repeat,
+            seed,
+            each_address: false,
+        })
+    }
+
     /// The tier's matrix with the run order drawn from `seed`.
     pub fn matrix_plan(&self, seed: u64) -> MatrixPlan {
         let m = &self.matrix;
@@ -177,7 +219,7 @@ impl CampaignPlan {
 
     /// Runs planned (before any `until_ci` rounds), over all tiers.
     pub fn planned_runs(&self) -> usize {
-        self.tiers.iter().map(|t| t.matrix_plan(0).cells().len() * t.matrix.repeat as usize).sum()
+        self.tiers.iter().map(Tier::planned_runs).sum()
     }
 }
 
@@ -202,8 +244,21 @@ impl fmt::Display for CampaignError {
 
 impl std::error::Error for CampaignError {}
 
-/// Parses a campaign. `file` names it in errors; `default_name` is used without `name`.
+/// Parses a campaign. `file` names it in errors; `default_name` is used without `name`. A
+/// fleet tier's `targets` file is refused: use [`parse_with`] to read those.
 pub fn parse(text: &str, file: &str, default_name: &str) -> Result<CampaignPlan, CampaignError> {
+    let unread = |_: &str| Err("targets files are read by `linerate campaign` only".to_string());
+    parse_with(text, file, default_name, &unread)
+}
+
+/// [`parse`], reading a fleet tier's `targets = "FILE"` through `read` (the caller resolves
+/// the name, e.g. beside the campaign file).
+pub fn parse_with(
+    text: &str,
+    file: &str,
+    default_name: &str,
+    read: ReadTargets<'_>,
+) -> Result<CampaignPlan, CampaignError> {
     let at = |span: Option<Range<usize>>, message: String| {
         let (line, column) = line_col(text, span.map_or(0, |s| s.start));
         CampaignError { file: file.to_string(), line, column, message }
@@ -225,7 +280,8 @@ pub fn parse(text: &str, file: &str, default_name: &str) -> Result<CampaignPlan,
         .into_iter()
         .map(|(name, t)| {
             let span = t.span();
-            resolve(&name, &t.into_inner().or(&defaults)).map_err(|m| at(Some(span), m))
+            let settings = fleet::merge(&t.into_inner(), &defaults);
+            resolve(&name, &settings, read).map_err(|m| at(Some(span), m))
         })
         .collect::<Result<Vec<_>, _>>()?;
     let name = raw.name.unwrap_or_else(|| default_name.to_string());
@@ -233,16 +289,23 @@ pub fn parse(text: &str, file: &str, default_name: &str) -> Result<CampaignPlan,
 }
 
 /// A tier's settings (its own over `[defaults]`) to a checked tier.
-fn resolve(name: &str, s: &Settings) -> Result<Tier, String> {
+fn resolve(name: &str, s: &Settings, read: ReadTargets<'_>) -> Result<Tier, String> {
     if name.is_empty() || name.contains('/') {
         return Err(format!(
             "tier name {name:?} cannot be used: it names the tier's cells in the history \
              (\"TIER/CELL\"), so it must be non-empty and without '/'"
         ));
     }
-    let host = s.host.clone().filter(|h| !h.trim().is_empty()).ok_or_else(|| {
-        format!("tier {name:?} has no host; add host = \"ADDRESS\" to [tiers.{name}] or [defaults]")
-    })?;
+    let fleet = fleet::resolve(name, s, read)?;
+    let host = match &fleet {
+        Some(_) => String::new(),
+        None => s.host.clone().filter(|h| !h.trim().is_empty()).ok_or_else(|| {
+            format!(
+                "tier {name:?} has no host; add host = \"ADDRESS\" (or a fleet: fleet = \
+                 [\"HOST\", ...]) to [tiers.{name}] or [defaults]"
+            )
+        })?,
+    };
     let mtu = s.mtu.unwrap_or(DEFAULT_MTU);
     if !(576..=65536).contains(&mtu) {
         return Err(format!("tier {name:?}: mtu = {mtu} is outside 576..=65536 bytes"));
@@ -289,6 +352,7 @@ fn resolve(name: &str, s: &Settings) -> Result<Tier, String> {
             until_ci_fraction: s.until_ci.map(|c| c.0),
             max_repeat: max_repeat.max(repeat),
         },
+        fleet,
     };
     check_cells(&tier)?;
     Ok(tier)

@@ -327,6 +327,15 @@ pub struct Settings {
     pub until_ci: Option<Fraction>,
     /// With `until_ci`: the most completed runs per cell.
     pub max_repeat: Option<u32>,
+    /// A fleet tier's servers, `HOST[:PORT][=LABEL]` each (instead of `host`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<Vec<String>>,
+    /// A file of a fleet tier's servers, one per line (beside the campaign file if relative).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub targets: Option<String>,
+    /// A fleet tier's scaling curve: host counts, `[1, 2, 4]` or `"1..16"`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scale: Option<ScaleText>,
 }
 
 impl Settings {
@@ -337,8 +346,51 @@ impl Settings {
         }
         pick!(
             host, port, link_speed, mtu, parallel, window, length, protocol, direction, repeat,
-            time, omit, bitrate, until_ci, max_repeat
+            time, omit, bitrate, until_ci, max_repeat, fleet, targets, scale
         )
+    }
+}
+
+/// A fleet tier's host counts as the flag takes them (`1,2,4` or `1..16`): a list of
+/// numbers is joined with commas; checked against the targets when the tier is resolved.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ScaleText(pub String);
+
+struct ScaleVisitor;
+
+impl<'de> Visitor<'de> for ScaleVisitor {
+    type Value = ScaleText;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("host counts such as [1, 2, 4, 8, 16] or \"1..16\"")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ScaleText, A::Error> {
+        let mut out: Vec<String> = Vec::new();
+        // Bounded by the file: the list is already parsed.
+        while let Some(v) = seq.next_element::<u64>()? {
+            out.push(v.to_string());
+        }
+        if out.is_empty() {
+            return Err(de::Error::custom(
+                "an empty list; give host counts such as [1, 2, 4], or leave scale out to run \
+                 every target together",
+            ));
+        }
+        Ok(ScaleText(out.join(",")))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<ScaleText, E> {
+        Ok(ScaleText(v.to_string()))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<ScaleText, E> {
+        Ok(ScaleText(v.to_string()))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<ScaleText, E> {
+        Ok(ScaleText(v.to_string()))
+    }
+}
+
+impl<'de> Deserialize<'de> for ScaleText {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(ScaleVisitor)
     }
 }
 

@@ -14,8 +14,8 @@ use crate::plan::ClientPlan;
 /// data connections (file descriptors are the real bound, checked when the fleet starts).
 pub const MAX_TARGETS: usize = 4096;
 
-/// One server of a fleet.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One server of a fleet (stored in a campaign's plan when a tier is a fleet).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Target {
     /// Host name or address (IPv6 without brackets).
     pub host: String,

@@ -91,6 +91,12 @@ impl Schedule {
                 let time =
                     (Some(Duration::from_millis(m.time_ms)), Duration::from_millis(m.omit_ms));
                 let done = done.get(i).copied().unwrap_or(0);
+                if t.fleet.is_some() {
+                    // Each fleet run is one run's time, however many hosts it has.
+                    let runs = t.planned_runs().saturating_sub(done);
+                    let (time, omit) = time;
+                    return Batch { name: Some(t.name.clone()), runs, max_runs: None, time, omit };
+                }
                 Batch::of(Some(t.name.clone()), &t.matrix_plan(0), time, done)
             })
             .filter(|b| b.runs > 0 || b.max_runs.is_some_and(|m| m > 0))

@@ -41,18 +41,38 @@ pub fn render_start(
 /// A tier with the server check made before the first run (`session::preflight`).
 pub type Checked<'a> = (usize, &'a Tier, &'a Check);
 
-/// After the pre-flight, the line that says who answered for each tier.
+/// After the pre-flight, the line that says who answered for each tier (a fleet tier's
+/// servers in one entry: how many, the first and last, and what they run).
 pub fn render_preflight(checked: &[Checked<'_>], out: &mut dyn Write) -> std::io::Result<()> {
-    let who: Vec<String> = checked
-        .iter()
-        .filter_map(|(i, tier, check)| {
-            let program = match check.result.as_ref().ok()? {
-                Reached::Linerate(software) => software.clone(),
-                Reached::Iperf3 => "an iperf3 server".into(),
+    let mut who: Vec<String> = Vec::new();
+    let mut at = 0;
+    while at < checked.len() {
+        let (i, tier, _) = checked[at];
+        let of_tier: Vec<&Check> =
+            checked[at..].iter().take_while(|(j, _, _)| *j == i).map(|(_, _, c)| *c).collect();
+        at += of_tier.len();
+        let mut programs: Vec<String> = Vec::new();
+        for c in &of_tier {
+            let program = match c.result.as_ref() {
+                Ok(Reached::Linerate(software)) => software.clone(),
+                Ok(Reached::Iperf3) => "an iperf3 server".into(),
+                Err(_) => continue,
             };
-            Some(format!("tier {} {} at {} ({program})", i + 1, tier.name, check.server))
-        })
-        .collect();
+            if !programs.contains(&program) {
+                programs.push(program);
+            }
+        }
+        let servers = match of_tier.as_slice() {
+            [] => continue,
+            [one] => format!("at {}", one.server),
+            [first, .., last] => {
+                format!("{} servers at {} … {}", of_tier.len(), first.server, last.server)
+            }
+        };
+        if !programs.is_empty() {
+            who.push(format!("tier {} {} {servers} ({})", i + 1, tier.name, programs.join(", ")));
+        }
+    }
     if who.is_empty() {
         return Ok(());
     }

@@ -200,7 +200,7 @@ fn intervals(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
                 &[
                     opt(run.id),
                     report.tiers[run.tier].name.clone(),
-                    report.cell_label(run).to_string(),
+                    report.cell_label(run),
                     run.repetition.to_string(),
                     run.record.started_unix_ms.to_string(),
                     outcome.clone(),

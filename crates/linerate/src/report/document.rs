@@ -91,6 +91,29 @@ pub fn write_matrix(
     Ok(())
 }
 
+/// A tier's body: its cell table, or a fleet tier's fleet figures (in Markdown as a block of
+/// the same text); then its findings and why it stopped early.
+pub fn write_tier(style: Style, t: &TierSummary, out: &mut dyn Write) -> std::io::Result<()> {
+    let Some(fleet) = &t.fleet else {
+        return write_matrix(style, &t.summary, t.stopped.as_deref(), out);
+    };
+    let mut text = Vec::new();
+    crate::report::campaign_fleet::write_text(fleet, &mut text)?;
+    match style {
+        Style::Text => out.write_all(&text)?,
+        Style::Markdown => {
+            writeln!(out, "```text")?;
+            out.write_all(&text)?;
+            writeln!(out, "```")?;
+        }
+    }
+    style.list("Findings", &t.summary.findings, out)?;
+    if let Some(why) = &t.stopped {
+        writeln!(out, "Stopped early: {}; the figures cover the runs that finished.", escape(why))?;
+    }
+    Ok(())
+}
+
 /// A tier's heading: `Tier NAME: server, link …` in a campaign, `NAME: server, link …` for a
 /// matrix or run (which have no tiers).
 pub fn tier_heading(kind: ReportKind, t: &TierSummary) -> String {
@@ -145,7 +168,7 @@ pub fn write_campaign(
     for t in tiers {
         writeln!(out)?;
         style.heading(2, &tier_heading(ReportKind::Campaign, t), out)?;
-        write_matrix(style, &t.summary, t.stopped.as_deref(), out)?;
+        write_tier(style, t, out)?;
     }
     writeln!(out)?;
     style.heading(2, "Campaign summary (best cell per tier, received)", out)?;

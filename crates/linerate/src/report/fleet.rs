@@ -297,19 +297,23 @@ pub fn scale_progress_line(
     (hosts, rep): (usize, u32),
     summary: &FleetSummary,
 ) -> String {
+    format!("[{done}/{of}] {} (run {rep}): {}", count_of(hosts as u64, "host"), result(summary))
+}
+
+/// What a fleet run gave, in a few words: each direction's total, or that it was partial.
+pub fn result(summary: &FleetSummary) -> String {
     let totals: Vec<String> = summary
         .directions
         .iter()
         .map(|d| format!("{} {}", d.flow.label(), format_bits_per_second(d.total_bits_per_second)))
         .collect();
-    let result = if summary.hosts_measured < summary.hosts_planned {
+    if summary.hosts_measured < summary.hosts_planned {
         format!("partial: {} of {} hosts measured", summary.hosts_measured, summary.hosts_planned)
     } else if totals.is_empty() {
         "no figures".to_string()
     } else {
         totals.join(", ")
-    };
-    format!("[{done}/{of}] {} (run {rep}): {result}", count_of(hosts as u64, "host"))
+    }
 }
 
 /// The scaling curve as a table per direction, ending with where the total stops rising.

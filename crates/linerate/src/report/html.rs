@@ -85,7 +85,14 @@ pub fn write(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     write_head(&format!("linerate report: {}", r.title), &r.facts(), out)?;
     for t in &r.tiers {
         writeln!(out, "<h2>{}</h2>", html_escape(&tier_heading(r.kind, t)))?;
-        cell_table(&t.summary).write_html(out)?;
+        match &t.fleet {
+            Some(fleet) => {
+                let mut text = Vec::new();
+                crate::report::campaign_fleet::write_text(fleet, &mut text)?;
+                writeln!(out, "<pre>{}</pre>", html_escape(&String::from_utf8_lossy(&text)))?;
+            }
+            None => cell_table(&t.summary).write_html(out)?,
+        }
         write_list("Findings", &t.summary.findings, "findings", out)?;
         if let Some(why) = &t.stopped {
             writeln!(

@@ -6,6 +6,7 @@
 //! `notice::Console`; commands do not print.
 
 pub mod campaign;
+pub mod campaign_fleet;
 pub mod charts;
 pub mod csv;
 pub mod doctor;

@@ -18,6 +18,7 @@ use crate::record::{Outcome, RunRecord};
 use crate::report::history::utc;
 use crate::report::text::describe_spec_without;
 use crate::stats::campaign::{TierPlace, TierSummary, cross_tier_findings, summarize_place};
+use crate::stats::campaign_fleet::{FleetShape, summarize_fleet_place};
 use crate::stats::{Summary, summarize};
 
 /// What the report is about.
@@ -58,8 +59,10 @@ pub struct TierInput {
     pub until_ci: Option<f64>,
     /// Why the tier stopped early, if it did.
     pub stopped: Option<String>,
-    /// Its runs.
+    /// Its runs (a fleet tier: cell = the host count's index, every host's run).
     pub runs: Vec<InputRun>,
+    /// A campaign's fleet tier: its targets and host counts (its figures are the fleet's).
+    pub fleet: Option<FleetShape>,
 }
 
 /// What a report is built from.
@@ -209,9 +212,13 @@ impl Report {
         }
     }
 
-    /// The label of a run's cell.
-    pub fn cell_label(&self, run: &ReportRun) -> &str {
-        self.tiers[run.tier].summary.cells.get(run.cell).map_or("", |c| c.label.as_str())
+    /// The label of a run's cell (in a fleet tier, its host count: `k=K`).
+    pub fn cell_label(&self, run: &ReportRun) -> String {
+        let tier = &self.tiers[run.tier];
+        if let Some(f) = &tier.fleet {
+            return f.shape().counts().get(run.cell).map_or(String::new(), |k| format!("k={k}"));
+        }
+        tier.summary.cells.get(run.cell).map_or(String::new(), |c| c.label.clone())
     }
 
     /// The streams of run `run` as the data's receiver measured them: per direction, the
@@ -287,16 +294,27 @@ pub fn build(source: Source) -> Report {
     let mut tiers = Vec::new();
     let mut runs = Vec::new();
     for (t, input) in source.tiers.into_iter().enumerate() {
-        let pairs: Vec<(usize, RunRecord)> =
-            input.runs.iter().map(|r| (r.cell, r.record.clone())).collect();
-        let mut tier = summarize_place(
-            input.place,
-            input.ipv6,
-            &input.cells,
-            input.until_ci,
-            &pairs,
-            input.stopped.as_deref(),
-        );
+        let mut tier = match &input.fleet {
+            Some(shape) => {
+                let runs: Vec<(usize, u32, RunRecord)> =
+                    input.runs.iter().map(|r| (r.cell, r.repetition, r.record.clone())).collect();
+                let stopped = input.stopped.as_deref();
+                summarize_fleet_place(input.place, input.ipv6, shape, &runs, stopped)
+            }
+            None => {
+                let pairs: Vec<(usize, RunRecord)> =
+                    input.runs.iter().map(|r| (r.cell, r.record.clone())).collect();
+                let stopped = input.stopped.as_deref();
+                summarize_place(
+                    input.place,
+                    input.ipv6,
+                    &input.cells,
+                    input.until_ci,
+                    &pairs,
+                    stopped,
+                )
+            }
+        };
         for run in input.runs {
             let summary = summarize(&run.record);
             runs.push(ReportRun {

@@ -13,8 +13,9 @@
 use std::time::Duration;
 
 use crate::record::{Outcome, RunRecord};
-use crate::session::campaign::CampaignProgress;
+use crate::session::campaign::{CampaignProgress, Finished};
 use crate::session::matrix;
+use crate::stats::fleet::{HostInput, summarize_fleet};
 use crate::stats::matrix::received_rate;
 use crate::stats::summarize;
 use crate::units::format_bits_per_second;
@@ -95,10 +96,16 @@ impl From<CampaignProgress<'_>> for Progress {
             done: p.done,
             planned: p.planned,
             tier: Some((p.tier.name.clone(), p.tier_index, p.tiers)),
-            cell: p.cell.label(),
+            cell: p.cell,
             repetition: p.repetition,
             eta: p.eta,
-            finished: p.finished.map(result_words),
+            finished: p.finished.map(|f| match f {
+                Finished::Run(record) => result_words(record),
+                Finished::Fleet(hosts) => {
+                    let inputs: Vec<_> = hosts.iter().map(|(_, r)| HostInput::placed(r)).collect();
+                    crate::report::fleet::result(&summarize_fleet(&inputs))
+                }
+            }),
         }
     }
 }

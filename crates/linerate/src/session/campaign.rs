@@ -8,6 +8,9 @@
 //! ([`CampaignEvent::TierStopped`]). Ctrl-C stops after the current run and no further tier
 //! starts. Progress goes to a callback; this module prints nothing. Before any of this the
 //! caller checks every tier's server (`session::preflight`).
+//!
+//! A fleet tier runs its fleet (or scaling curve) instead of a matrix
+//! (`session::fleet_runs`): a "run" of it, for progress and the schedule, is one fleet run.
 
 use std::time::{Duration, Instant};
 
@@ -16,6 +19,7 @@ use crate::plan::campaign::{CampaignPlan, Tier};
 use crate::plan::matrix::Cell;
 use crate::record::RunRecord;
 use crate::session::Interrupt;
+use crate::session::fleet_runs::{CurveProgress, run_curve_from};
 use crate::session::matrix::{MatrixOutcome, run_matrix_from};
 
 /// Where the campaign is, for a progress line.
@@ -27,8 +31,8 @@ pub struct CampaignProgress<'a> {
     pub tier_index: usize,
     /// Number of tiers.
     pub tiers: usize,
-    /// The cell about to run (or just run).
-    pub cell: &'a Cell,
+    /// The label of the cell about to run (or just run); in a fleet tier `k=K`.
+    pub cell: String,
     /// Its repetition (1-based).
     pub repetition: u32,
     /// Runs of the whole campaign done so far (including earlier attempts).
@@ -37,8 +41,40 @@ pub struct CampaignProgress<'a> {
     pub planned: usize,
     /// Estimated time left for the whole campaign.
     pub eta: Option<Duration>,
-    /// After the run: its record (before it: None).
-    pub finished: Option<&'a RunRecord>,
+    /// After the run: what it gave (before it: None).
+    pub finished: Option<Finished<'a>>,
+}
+
+/// What a run gave: a matrix cell's record, or every host's of a fleet run.
+#[derive(Debug, Clone, Copy)]
+pub enum Finished<'a> {
+    /// A run of a matrix cell.
+    Run(&'a RunRecord),
+    /// A fleet run: each host's label and record.
+    Fleet(&'a [(String, RunRecord)]),
+}
+
+/// What a tier ran, for the caller to store.
+#[derive(Debug, Clone, Copy)]
+pub enum Ran<'a> {
+    /// Repetition `repetition` of a matrix cell.
+    Cell {
+        /// The cell.
+        cell: &'a Cell,
+        /// Its repetition.
+        repetition: u32,
+        /// The run.
+        record: &'a RunRecord,
+    },
+    /// Repetition `repetition` of a fleet tier's run with `hosts` hosts.
+    Fleet {
+        /// Hosts in it.
+        hosts: usize,
+        /// Its repetition.
+        repetition: u32,
+        /// Each host's label and record (with its place in the fleet).
+        records: &'a [(String, RunRecord)],
+    },
 }
 
 /// What a campaign tells its caller as it goes.
@@ -70,8 +106,9 @@ pub struct CampaignOutcome {
 }
 
 /// Runs `plan`: tier `i` against `bases[i]` with order seed `tier_seed(seed, i)`, after the
-/// completed runs `prior[i]`. `each` sees every new run (to store it); `events` hears of each
-/// run before and after it, and of a tier that stopped early.
+/// completed runs `prior[i]` (in a fleet tier: every host run of its completed fleet runs, by
+/// host-count index). `each` sees every new run (to store it); `events` hears of each run
+/// before and after it, and of a tier that stopped early.
 pub fn run_campaign(
     plan: &CampaignPlan,
     bases: &[ClientPlan],
@@ -79,10 +116,10 @@ pub fn run_campaign(
     prior: Vec<Vec<(usize, u32, RunRecord)>>,
     interrupt: &Interrupt,
     events: &mut dyn FnMut(CampaignEvent<'_>),
-    each: &mut dyn FnMut(&Tier, &Cell, u32, &RunRecord),
+    each: &mut dyn FnMut(&Tier, Ran<'_>),
 ) -> CampaignOutcome {
     let planned = plan.planned_runs();
-    let done_before: usize = prior.iter().map(Vec::len).sum();
+    let done_before: usize = plan.tiers.iter().zip(&prior).map(|(t, p)| runs_done(t, p)).sum();
     let mut prior = prior.into_iter();
     let started = Instant::now();
     let mut out = CampaignOutcome { tiers: Vec::new(), ran: 0 };
@@ -93,10 +130,10 @@ pub fn run_campaign(
             out.tiers.push(MatrixOutcome { runs: earlier, stopped: Some(why) });
             continue;
         }
-        let matrix = tier.matrix_plan(CampaignPlan::tier_seed(seed, i));
+        let tier_seed = CampaignPlan::tier_seed(seed, i);
         let ran_before = out.ran;
         let ran_here = std::cell::Cell::new(0usize);
-        let mut tier_progress = |p: crate::session::matrix::Progress<'_>| {
+        let mut tier_progress = |cell: String, repetition: u32, finished: Option<Finished<'_>>| {
             let ran = ran_before + ran_here.get();
             let done = done_before + ran;
             let left = planned.saturating_sub(done) as u32;
@@ -105,29 +142,63 @@ pub fn run_campaign(
                 tier,
                 tier_index: i,
                 tiers: plan.tiers.len(),
-                cell: p.cell,
-                repetition: p.repetition,
+                cell,
+                repetition,
                 done,
                 // Before a run, that run at least is planned; after it, the runs done are.
-                planned: planned.max(done + usize::from(p.finished.is_none())),
+                planned: planned.max(done + usize::from(finished.is_none())),
                 eta,
-                finished: p.finished,
+                finished,
             }));
         };
-        let mut tier_each = |cell: &Cell, rep: u32, record: &RunRecord| {
-            ran_here.set(ran_here.get() + 1);
-            each(tier, cell, rep, record);
+        let outcome = match tier.fleet_plan(tier_seed, base.output, base.store.clone()) {
+            Some(fleet) => run_curve_from(
+                &fleet,
+                earlier,
+                interrupt,
+                &mut |p: CurveProgress<'_>| {
+                    tier_progress(
+                        format!("k={}", p.hosts),
+                        p.repetition,
+                        p.finished.map(Finished::Fleet),
+                    )
+                },
+                &mut |hosts, repetition, records| {
+                    ran_here.set(ran_here.get() + 1);
+                    each(tier, Ran::Fleet { hosts, repetition, records });
+                },
+            ),
+            None => run_matrix_from(
+                base,
+                &tier.matrix_plan(tier_seed),
+                earlier,
+                interrupt,
+                &mut |p: crate::session::matrix::Progress<'_>| {
+                    tier_progress(p.cell.label(), p.repetition, p.finished.map(Finished::Run))
+                },
+                &mut |cell: &Cell, repetition: u32, record: &RunRecord| {
+                    ran_here.set(ran_here.get() + 1);
+                    each(tier, Ran::Cell { cell, repetition, record });
+                },
+            ),
         };
-        let earlier_len = earlier.len();
-        let outcome =
-            run_matrix_from(base, &matrix, earlier, interrupt, &mut tier_progress, &mut tier_each);
         if let Some(why) = outcome.stopped.as_deref().filter(|_| interrupt.count() == 0) {
             let tiers = plan.tiers.len();
             events(CampaignEvent::TierStopped { tier, tier_index: i, tiers, why });
         }
-        let new_runs = outcome.runs.len() - earlier_len;
-        out.ran += new_runs;
+        out.ran += ran_here.get();
         out.tiers.push(outcome);
     }
     out
+}
+
+/// Runs of `tier` an earlier attempt completed (`prior`): its records, or in a fleet tier its
+/// fleet runs (each host-count index and repetition once).
+pub fn runs_done(tier: &Tier, prior: &[(usize, u32, RunRecord)]) -> usize {
+    if tier.fleet.is_none() {
+        return prior.len();
+    }
+    let runs: std::collections::HashSet<(usize, u32)> =
+        prior.iter().map(|(c, r, _)| (*c, *r)).collect();
+    runs.len()
 }

@@ -12,6 +12,7 @@ mod control;
 pub mod doctor;
 mod doctor_echo;
 pub mod fleet;
+pub mod fleet_runs;
 pub mod iperf3;
 pub mod log_limit;
 pub mod matrix;

@@ -11,6 +11,7 @@ use serde::Serialize;
 use crate::plan::campaign::Tier;
 use crate::plan::matrix::Cell;
 use crate::record::{LinkAssumption, RunRecord};
+use crate::stats::campaign_fleet::{FleetShape, FleetTierFigures, summarize_fleet_place};
 use crate::stats::matrix::{MatrixSummary, summarize_matrix};
 use crate::stats::verdict::tcp_goodput_bits_per_second;
 use crate::units::format_bits_per_second;
@@ -32,27 +33,37 @@ pub struct TierSummary {
     pub link_goodput_bits_per_second: Option<f64>,
     /// `best_bits_per_second` / `link_goodput_bits_per_second`.
     pub share_of_link_goodput: Option<f64>,
-    /// Completed runs.
+    /// Completed runs (a fleet tier: the host runs of the fleet runs its figures count).
     pub runs: usize,
-    /// Failed runs.
+    /// Failed runs (a fleet tier: failed or interrupted host runs).
     pub failed: usize,
     /// Why the tier stopped early, if it did.
     pub stopped: Option<String>,
-    /// The tier's table and findings.
+    /// The tier's table and findings (a fleet tier: no cells, the fleet's findings).
     pub summary: MatrixSummary,
+    /// A fleet tier's figures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<FleetTierFigures>,
 }
 
-/// Summarises one tier's runs (cell index, record).
+/// Summarises one tier's runs (cell index — a fleet tier: host-count index —, repetition,
+/// record).
 pub fn summarize_tier(
     tier: &Tier,
-    runs: &[(usize, RunRecord)],
+    runs: &[(usize, u32, RunRecord)],
     stopped: Option<&str>,
 ) -> TierSummary {
-    let m = tier.matrix_plan(0);
-    let ipv6 = tier.target.host.parse::<std::net::Ipv6Addr>().is_ok();
+    let first = tier.fleet.as_ref().and_then(|f| f.targets.first());
+    let host = first.map_or(&tier.target.host, |t| &t.host);
+    let ipv6 = host.parse::<std::net::Ipv6Addr>().is_ok();
     let place =
         TierPlace { name: tier.name.clone(), server: tier_server(tier), link: tier.target.link };
-    summarize_place(place, ipv6, &m.cells(), m.until_ci, runs, stopped)
+    if let Some(f) = &tier.fleet {
+        return summarize_fleet_place(place, ipv6, &FleetShape::of(f), runs, stopped);
+    }
+    let m = tier.matrix_plan(0);
+    let pairs: Vec<(usize, RunRecord)> = runs.iter().map(|(i, _, r)| (*i, r.clone())).collect();
+    summarize_place(place, ipv6, &m.cells(), m.until_ci, &pairs, stopped)
 }
 
 /// Where a tier ran: its name, server and the link the user stated.
@@ -96,11 +107,15 @@ pub fn summarize_place(
         failed: summary.cells.iter().map(|c| c.failed).sum(),
         stopped: stopped.map(String::from),
         summary,
+        fleet: None,
     }
 }
 
-/// `host:port` of a tier's server, IPv6 addresses in brackets.
+/// `host:port` of a tier's server, IPv6 addresses in brackets; a fleet tier's hosts.
 pub fn tier_server(tier: &Tier) -> String {
+    if let Some(f) = &tier.fleet {
+        return f.describe();
+    }
     let host = &tier.target.host;
     if host.contains(':') {
         format!("[{host}]:{}", tier.target.port)

@@ -47,6 +47,20 @@ pub struct HostInput<'a> {
     pub first_byte: Option<Duration>,
 }
 
+impl<'a> HostInput<'a> {
+    /// A host run as stored: placed by its record's fleet place (label, measured start); one
+    /// without a place is called by its server.
+    pub fn placed(record: &'a RunRecord) -> Self {
+        let place = record.fleet.as_ref();
+        HostInput {
+            label: place.map_or(record.server.as_str(), |f| f.label.as_str()),
+            record,
+            started: place.and_then(|f| f.started_us).map(Duration::from_micros),
+            first_byte: place.and_then(|f| f.first_byte_us).map(Duration::from_micros),
+        }
+    }
+}
+
 /// Mean, spread and fairness of some rates (bit/s).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Spread {

@@ -2,6 +2,7 @@
 //! here from a [`crate::record::RunRecord`], so it can be recomputed from stored records.
 
 pub mod campaign;
+pub mod campaign_fleet;
 pub mod compare;
 pub mod cost;
 pub mod doctor;

@@ -197,3 +197,123 @@ fn edit_distance_counts_single_edits() {
     assert_eq!(nearest("prt", &["port", "protocol"]), Some("port"));
     assert_eq!(nearest("zzzz", &["port", "protocol"]), None);
 }
+
+#[test]
+fn every_example_campaign_parses() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let read = |name: &str| std::fs::read_to_string(root.join(name)).map_err(|e| e.to_string());
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&root).expect("examples/") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_none_or(|e| e != "toml") {
+            continue;
+        }
+        let name = path.display().to_string();
+        let text = std::fs::read_to_string(&path).expect("read example");
+        let p = parse_with(&text, &name, "x", &read).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!p.tiers.is_empty(), "{name}");
+        seen += 1;
+    }
+    assert!(seen >= 3, "the examples were found: {seen}");
+}
+
+const FLEET: &str = r#"[defaults]
+fleet = ["vm1", "vm2:6000=two", "[fd00::3]:7000=three"]
+parallel = 5
+time = 2
+repeat = 2
+port = 5300
+
+[tiers.curve]
+direction = "recv"
+scale = "1..3"
+
+[tiers.listed]
+scale = [1, 3]
+
+[tiers.all]
+fleet = ["a", "b"]
+
+[tiers.single]
+host = "127.0.0.1"
+parallel = [1, 2]
+"#;
+
+#[test]
+fn fleet_tiers_take_the_fleet_commands_targets_and_scales() {
+    let p = ok(FLEET);
+    let names: Vec<&str> = p.tiers.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["curve", "listed", "all", "single"]);
+    let curve = p.tiers[0].fleet.as_ref().expect("a fleet");
+    let labels: Vec<(&str, u16, &str)> =
+        curve.targets.iter().map(|t| (t.host.as_str(), t.port, t.label.as_str())).collect();
+    assert_eq!(labels, [("vm1", 5300, "vm1"), ("vm2", 6000, "two"), ("fd00::3", 7000, "three")]);
+    assert_eq!(curve.scale, [1, 2, 3]);
+    assert_eq!(p.tiers[1].fleet.as_ref().expect("fleet").scale, [1, 3]);
+    let all = p.tiers[2].fleet.as_ref().expect("its own fleet");
+    assert_eq!((all.targets.len(), all.counts()), (2, vec![2]));
+    // A tier's own host outranks the default fleet: a single-server matrix tier.
+    assert!(p.tiers[3].fleet.is_none());
+    assert_eq!(p.tiers[3].matrix_plan(0).cells().len(), 2);
+    // A fleet run is one run, whatever its hosts: counts × repeat.
+    let runs: Vec<usize> = p.tiers.iter().map(Tier::planned_runs).collect();
+    assert_eq!(runs, [6, 4, 2, 4]);
+    assert_eq!(p.planned_runs(), 16);
+    let f = p.tiers[0].fleet_plan(7, OutputFormat::Text, StorePlan::default()).expect("plan");
+    assert_eq!((f.base.spec.streams, f.base.spec.direction), (5, Direction::Download));
+    assert_eq!((f.scale.clone(), f.repeat, f.targets.len()), (vec![1, 2, 3], 2, 3));
+    assert!(p.tiers[3].fleet_plan(7, OutputFormat::Text, StorePlan::default()).is_none());
+    // The plan line: a fleet run takes one run's time; done fleet runs drop out.
+    let s = crate::plan::schedule::Schedule::of_campaign(&p, &[6, 1]);
+    let runs: Vec<usize> = s.batches.iter().map(|b| b.runs).collect();
+    assert_eq!(runs, [3, 2, 4], "curve done; 3 of listed, all and single left");
+}
+
+#[test]
+fn a_fleet_tier_reads_a_targets_file_through_the_callers_reader() {
+    let text = "[tiers.f]\ntargets = \"vms.txt\"\nfleet = [\"vm0\"]\nscale = \"2..3\"\n";
+    let read = |name: &str| match name {
+        "vms.txt" => Ok("# the VMs\nvm1\nvm2:5202=second\n".to_string()),
+        other => Err(format!("no file {other}")),
+    };
+    let p = parse_with(text, "plan.toml", "plan", &read).unwrap_or_else(|e| panic!("{e}"));
+    let labels: Vec<&str> =
+        p.tiers[0].fleet.as_ref().expect("fleet").targets.iter().map(|t| &*t.label).collect();
+    assert_eq!(labels, ["vm0", "vm1", "second"]);
+    let e = err(text);
+    assert!(e.contains("targets = \"vms.txt\"") && e.contains("read by"), "{e}");
+    let bad = |name: &str| Ok(format!("vm1\n{name}:x\n"));
+    let e = parse_with(text, "plan.toml", "plan", &bad).expect_err("bad line").to_string();
+    assert!(e.contains("targets file vms.txt, line 2:") && e.contains("1 to 65535"), "{e}");
+}
+
+#[test]
+fn bad_fleet_tiers_are_refused_with_what_to_write_instead() {
+    for (text, says) in [
+        ("[tiers.f]\nfleet = [\"a\", \"b\"]\nparallel = [1, 5]\n", "its parallel has 2 values"),
+        (
+            "[tiers.f]\nfleet = [\"a\"]\ndirection = [\"send\", \"recv\"]\n",
+            "one fleet tier per value",
+        ),
+        ("[tiers.f]\nfleet = []\n", "a fleet with no servers"),
+        ("[tiers.f]\nfleet = [\"a:5201\", \"a\"]\n", "named twice"),
+        ("[tiers.f]\nfleet = [\"a=x\", \"b=x\"]\n", "the label \"x\" is given to two targets"),
+        ("[tiers.f]\nfleet = [\"a:http\"]\n", "1 to 65535"),
+        ("[tiers.f]\nhost = \"h\"\nfleet = [\"a\"]\n", "sets both host and a fleet"),
+        ("[tiers.f]\nhost = \"h\"\nscale = \"1..2\"\n", "scale is for fleet tiers"),
+        (
+            "[tiers.f]\nfleet = [\"a\", \"b\"]\nscale = \"1..3\"\n",
+            "\"3\" is not a host count from 1 to 2",
+        ),
+        ("[tiers.f]\nfleet = [\"a\", \"b\"]\nscale = []\n", "empty list"),
+        ("[tiers.f]\nfleet = [\"a\"]\nuntil_ci = 5\n", "until_ci is not supported for fleet"),
+        ("[tiers.f]\nfleet = [\"a\"]\niperf3 = true\n", "unknown key \"iperf3\" in [tiers.f]"),
+        ("[tiers.f]\nfleet = [\"a\"]\nfind_max = true\n", "unknown key \"find_max\""),
+        ("[tiers.f]\nfleet = [\"a\"]\nscales = \"1..1\"\n", "did you mean \"scale\"?"),
+    ] {
+        let e = err(text);
+        assert!(e.starts_with("plan.toml:"), "{e}");
+        assert!(e.contains(says), "{text}: {e}");
+    }
+    assert!(err("[tiers.f]\nfleet = [\"a\", \"a\"]\n").starts_with("plan.toml:1:1: tier \"f\": "));
+}

@@ -62,6 +62,9 @@ pub fn report_charts(report: &Report) -> Vec<Chart> {
         let prefix =
             if report.tiers.len() > 1 { format!("{}: ", tier.name) } else { String::new() };
         let cells = &tier.summary.cells[..];
+        if tier.fleet.is_some() {
+            continue; // a fleet tier's figures are its text; its runs are no matrix cells
+        }
         if report.kind == ReportKind::Run {
             if let Some(run) = report.runs.iter().position(|r| r.tier == t) {
                 out.extend(time::run_over_time(report, run, &prefix, &context));
