@@ -222,6 +222,8 @@ fn layout(bin: &Path, profile: &Path, page: &Path, width: u32) -> Value {
 /// the window), and the kinds of chart it draws; None (skipped, saying why) without Chromium.
 pub fn check_page(page: &Path) -> Option<(Vec<String>, Vec<String>)> {
     let bin = chromium_or_skip()?;
+    // A browser is a heavy, many-process load: keep it away from the timing-sensitive tests.
+    let _serial = crate::util::exclusive();
     let profile = page.with_extension("profile");
     let (mut problems, mut kinds) = (Vec::new(), Vec::new());
     for (width, window) in WINDOWS {

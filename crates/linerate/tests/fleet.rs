@@ -269,7 +269,9 @@ fn a_stored_fleet_reports_again_from_the_history() {
     let db = test_dir("fleet-report").join("h.sqlite");
     let db = db.to_str().expect("utf-8 path");
     let (ta, tb) = (format!("127.0.0.1:{}=a", a.port), format!("127.0.0.1:{}=b", b.port));
-    let out = run(&["fleet", &ta, &tb, "-t", "1", "-P", "2", "--db", db], Duration::from_secs(30));
+    let out = loaded(|| {
+        run(&["fleet", &ta, &tb, "-t", "1", "-P", "2", "--db", db], Duration::from_secs(30))
+    });
     assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
     assert!(out.stdout.contains("Fleet total to the hosts (upload)"), "{}", out.stdout);
     let said = format!("{}{}", out.stdout, out.stderr);
@@ -355,6 +357,63 @@ fn a_stored_fleet_reports_again_from_the_history() {
     assert!(twice.stderr.contains("named twice"), "{}", twice.stderr);
 }
 
+/// On loopback: a fleet with one host whose port nothing listens on is stored partial (exit
+/// 3), and every format of `report fN` names the missing host with its error and leaves its
+/// figures empty or n/a, never 0; the measured host's figures are still there.
+#[test]
+fn a_partial_fleet_names_its_missing_host_in_every_format() {
+    use crate::util::{Server, run, test_dir};
+    let a = Server::start(&[]);
+    let closed =
+        std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr");
+    let db = test_dir("fleet-partial").join("h.sqlite");
+    let db = db.to_str().expect("utf-8 path");
+    let (ta, gone) =
+        (format!("127.0.0.1:{}=a", a.port), format!("127.0.0.1:{}=gone", closed.port()));
+    let out = loaded(|| {
+        run(&["fleet", &ta, &gone, "-t", "1", "-P", "2", "--db", db], Duration::from_secs(30))
+    });
+    assert_eq!(out.code, Some(3), "{}\n{}", out.stdout, out.stderr);
+    let md = report_of(db, "f1", "md");
+    for needle in [
+        "- **Measured:** 1 of 2 hosts (the others: see Not measured)",
+        "## Not measured (1 of 2 hosts)",
+        "- gone: cannot connect to 127.0.0.1:",
+        "- across hosts (n=1): mean ",
+        "σ n/a (one value)",
+        "Jain n/a (one value)",
+        "over 1 of 2 hosts",
+    ] {
+        assert!(md.contains(needle), "no {needle:?} in\n{md}");
+    }
+    let rows = csv_rows(&report_of(db, "f1", "csv"));
+    let col = |name: &str| rows[0].iter().position(|c| c == name).expect(name);
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    let (measured, missing) = (&rows[1], &rows[2]);
+    assert_eq!(
+        (measured[col("host")].as_str(), measured[col("run_outcome")].as_str()),
+        ("a", "completed")
+    );
+    assert!(measured[col("bits_per_second")].parse::<f64>().expect("a rate") > 0.0);
+    assert_eq!(measured[col("share_fraction")], "1");
+    assert_eq!(
+        (missing[col("host")].as_str(), missing[col("run_outcome")].as_str()),
+        ("gone", "failed")
+    );
+    assert!(missing[col("not_measured_reason")].starts_with("cannot connect"), "{missing:?}");
+    assert!(missing[col("flow")..].iter().all(String::is_empty), "no figure invented: {missing:?}");
+    let needles = [
+        "<h3>Not measured (1 of 2 hosts)</h3>",
+        "gone: cannot connect to 127.0.0.1:",
+        "data-kind=\"fairness\"",
+        "mean of the 1 host: ",
+        "σ n/a (one host)",
+    ];
+    if let Some(kinds) = html_page(db, "fleet-partial-html", &needles) {
+        assert_eq!(kinds, ["fairness", "fairness"], "the measured host's chart, in both windows");
+    }
+}
+
 /// A scaling curve on loopback: every host count run `--repeat` times, stored, and rebuilt by
 /// `report fN` from the history.
 #[test]
@@ -367,7 +426,7 @@ fn a_scaling_curve_is_stored_and_reported_again() {
     let mut args = vec!["fleet"];
     args.extend(targets.iter().map(String::as_str));
     args.extend_from_slice(&["--scale", "1..3", "--repeat", "2", "-t", "1", "--db", db, "-J"]);
-    let out = run(&args, Duration::from_secs(90));
+    let out = loaded(|| run(&args, Duration::from_secs(90)));
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     let doc: Value = serde_json::from_str(&out.stdout).expect("json");
     assert_eq!(doc["kind"], "linerate.fleet_scale");
@@ -465,6 +524,13 @@ fn html_page(db: &str, dir: &str, needles: &[&str]) -> Option<Vec<String>> {
     let (problems, kinds) = crate::chart_layout::check_page(&page)?;
     assert!(problems.is_empty(), "layout problems:\n{}", problems.join("\n"));
     Some(kinds)
+}
+
+/// Runs `f` (a loopback fleet, which keeps every core busy) while no timing-sensitive test
+/// (the namespace fleets' skew and totals) runs.
+fn loaded<T>(f: impl FnOnce() -> T) -> T {
+    let _serial = crate::util::exclusive();
+    f()
 }
 
 /// `linerate report REF --db DB -f FORMAT`, asserting exit 0.

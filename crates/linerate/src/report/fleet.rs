@@ -127,6 +127,16 @@ pub fn host_table(d: &FleetDirection) -> Table {
     t
 }
 
+/// Jain's index of a spread to three decimals, or n/a with the reason.
+pub fn jain_text(s: &Spread) -> String {
+    match s.jain {
+        Some(j) => format!("{j:.3}"),
+        None if s.n < 2 => "n/a (one value)".into(),
+        None => "n/a (nothing moved)".into(),
+    }
+}
+
+/// One line of the spread across hosts or flows: n, mean, σ (and CV), min–max, Jain.
 pub fn spread_line(what: &str, s: &Spread) -> String {
     let sd = match (s.stddev, s.cv) {
         (Some(sd), Some(cv)) => {
@@ -134,7 +144,7 @@ pub fn spread_line(what: &str, s: &Spread) -> String {
         }
         _ => "σ n/a (one value)".to_string(),
     };
-    let jain = s.jain.map_or("n/a".into(), |j| format!("{j:.3}"));
+    let jain = jain_text(s);
     format!(
         "across {what} (n={}): mean {}, {sd}, min–max {}–{}, Jain {jain}",
         s.n,

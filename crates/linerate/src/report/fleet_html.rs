@@ -11,7 +11,7 @@ use std::io::Write;
 
 use crate::report::charts::fleet_charts;
 use crate::report::fleet::{
-    WHOLE_TEST_NOTE, flow_words, host_table, not_measured_lines, not_measured_title,
+    WHOLE_TEST_NOTE, flow_words, host_table, jain_text, not_measured_lines, not_measured_title,
     outlier_sentence, plateau_sentence, scale_table, start_sentence, total_lines,
 };
 use crate::report::fleet_report::FleetReport;
@@ -38,7 +38,7 @@ pub fn spread_table(d: &FleetDirection) -> Table {
             one(s.stddev, &format_bits_per_second),
             one(s.cv, &|cv| format!("{}%", three_figures(cv * 100.0))),
             format!("{}–{}", format_bits_per_second(s.min), format_bits_per_second(s.max)),
-            one(s.jain, &|j| format!("{j:.3}")),
+            jain_text(s),
         ]
     };
     t.rows.push(row("hosts", d.across_hosts.as_ref(), "no host measured"));

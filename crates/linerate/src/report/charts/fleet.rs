@@ -10,7 +10,7 @@ use super::frame::{Heading, Key, Swatch};
 use super::lines::{Line, Panel, Panels, Point, Range, XAxis};
 use super::rows::{Entry, Mark, Row, Rows, Rule};
 use super::svg::{INK, MUTED, Stroke, colour};
-use crate::report::fleet::flow_words;
+use crate::report::fleet::{flow_words, jain_text};
 use crate::report::fleet_report::flow_spread;
 use crate::stats::fleet::{FleetDirection, HostFigures};
 use crate::stats::scaling::{PLATEAU, ScalePoint, ScaleSummary};
@@ -58,7 +58,7 @@ fn host_row(d: &FleetDirection, h: &HostFigures, unit: RateUnit) -> Row {
                 .collect();
             let sd = s.stddev.map_or(String::new(), |sd| format!(" ± {}", sig3(unit.of(sd))));
             let range = format!("{}–{}", sig3(unit.of(s.min)), sig3(unit.of(s.max)));
-            let jain = s.jain.map_or("n/a (one flow)".into(), |j| format!("{j:.3}"));
+            let jain = jain_text(&s);
             Entry {
                 set: 1,
                 mark: Mark::MeanSd {
@@ -111,7 +111,7 @@ pub fn fairness(d: &FleetDirection, context: &[String]) -> Chart {
     let mut rules = Vec::new();
     if let Some(s) = &d.across_hosts {
         let sd = s.stddev.map_or("n/a (one host)".into(), RateUnit::show);
-        let jain = s.jain.map_or("n/a (one host)".into(), |j| format!("{j:.3}"));
+        let jain = jain_text(s);
         keys.push(Key {
             label: format!("mean of the hosts: {}", RateUnit::show(s.mean)),
             swatch: Swatch::Line(INK, 2.0, Some(RULE_DASH)),
@@ -120,8 +120,8 @@ pub fn fairness(d: &FleetDirection, context: &[String]) -> Chart {
             value: unit.of(s.mean),
             colour: INK,
             hover: format!(
-                "mean of the {} hosts: {}, σ {sd}, min–max {}–{}, Jain {jain}",
-                s.n,
+                "mean of the {}: {}, σ {sd}, min–max {}–{}, Jain {jain}",
+                hosts(s.n),
                 RateUnit::show(s.mean),
                 RateUnit::show(s.min),
                 RateUnit::show(s.max)
