@@ -345,12 +345,21 @@ fn a_stored_fleet_reports_again_from_the_history() {
     if let Some(kinds) = html_page(db, "fleet-report-html", &needles) {
         assert_eq!(kinds, ["fairness", "fairness"], "one chart, in both windows");
     }
-    let intervals = run(
+    // --csv-kind intervals: every interval of each host's streams, as both ends saw them.
+    let out = run(
         &["report", "f1", "--db", db, "-f", "csv", "--csv-kind", "intervals"],
         Duration::from_secs(10),
     );
-    assert_eq!(intervals.code, Some(2), "{}", intervals.stderr);
-    assert!(intervals.stderr.contains("one row per host and direction"), "{}", intervals.stderr);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let rows = csv_rows(&out.stdout);
+    assert_eq!(rows[0][..4], ["run_id", "tier", "cell", "repetition"]);
+    for host in ["a", "b"] {
+        for end in ["client", "server"] {
+            let n =
+                rows[1..].iter().filter(|r| r[1] == "f1" && r[2] == host && r[6] == end).count();
+            assert!(n >= 2, "{host}, {end} end: {n} interval rows");
+        }
+    }
     let twice =
         run(&["fleet", &ta, &ta.replace("=a", "=c"), "--no-store"], Duration::from_secs(10));
     assert_eq!(twice.code, Some(2), "{}", twice.stderr);

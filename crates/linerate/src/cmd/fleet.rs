@@ -232,13 +232,7 @@ pub(super) fn render_stored(
         ReportFormat::Markdown => write_document(Style::Markdown, report, out)?,
         ReportFormat::Csv(CsvKind::Cells) => crate::report::csv::write_fleet(report, out)?,
         ReportFormat::Csv(CsvKind::Intervals) => {
-            let why = format!(
-                "f{} is a fleet: its CSV has one row per host and direction (--csv-kind cells, \
-                 the default); for the intervals of one host's run, take its run_id from that \
-                 CSV and run `linerate report RUN_ID --format csv --csv-kind intervals`",
-                report.group
-            );
-            return Err(Failure::usage(why).into());
+            crate::report::csv::write_fleet_intervals(report, out)?
         }
         ReportFormat::Html => crate::report::fleet_html::write(report, out)?,
     }

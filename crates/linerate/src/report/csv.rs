@@ -14,8 +14,9 @@ use linerate_proto::{Direction, Protocol, StreamRole};
 
 use crate::plan::CsvKind;
 use crate::plan::matrix::AxisValue;
+use crate::record::RunRecord;
 use crate::report::fleet_report::{FleetReport, flow_spread, outcome_word};
-use crate::report::model::Report;
+use crate::report::model::{Report, Series, series_of};
 use crate::stats::fleet::{FleetDirection, HostFigures};
 use crate::stats::matrix::CellSummary;
 
@@ -184,41 +185,89 @@ fn figures(c: &CellSummary) -> Vec<String> {
     ]
 }
 
+/// Where an interval row's run belongs: its history id, tier, cell and repetition.
+struct RunPlace<'a> {
+    id: Option<i64>,
+    tier: &'a str,
+    cell: &'a str,
+    repetition: u32,
+    record: &'a RunRecord,
+}
+
 fn intervals(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     line(out, &INTERVAL_COLUMNS.map(String::from))?;
     for s in &report.series {
         let run = &report.runs[s.run];
-        let outcome = serde_json::to_value(&run.record.outcome)
-            .ok()
-            .and_then(|v| v["status"].as_str().map(String::from))
-            .unwrap_or_default();
-        let role = match s.role {
-            StreamRole::Sender => "sender",
-            StreamRole::Receiver => "receiver",
+        let place = RunPlace {
+            id: run.id,
+            tier: &report.tiers[run.tier].name,
+            cell: report.cell_label(run),
+            repetition: run.repetition,
+            record: &run.record,
         };
-        for p in &s.points {
-            line(
-                out,
-                &[
-                    opt(run.id),
-                    report.tiers[run.tier].name.clone(),
-                    report.cell_label(run).to_string(),
-                    run.repetition.to_string(),
-                    run.record.started_unix_ms.to_string(),
-                    outcome.clone(),
-                    s.end.to_string(),
-                    s.stream.to_string(),
-                    serde_name(&s.flow),
-                    role.to_string(),
-                    fixed(Some(p.start_seconds), 6),
-                    fixed(Some(p.end_seconds), 6),
-                    p.bytes.to_string(),
-                    whole(p.bits_per_second),
-                    p.omitted.to_string(),
-                    opt(p.retransmits_total),
-                    run.record.server.clone(),
-                ],
-            )?;
+        interval_rows(&place, s, out)?;
+    }
+    Ok(())
+}
+
+/// The rows of one stream's intervals.
+fn interval_rows(place: &RunPlace<'_>, s: &Series, out: &mut dyn Write) -> std::io::Result<()> {
+    let outcome = serde_json::to_value(&place.record.outcome)
+        .ok()
+        .and_then(|v| v["status"].as_str().map(String::from))
+        .unwrap_or_default();
+    let role = match s.role {
+        StreamRole::Sender => "sender",
+        StreamRole::Receiver => "receiver",
+    };
+    for p in &s.points {
+        line(
+            out,
+            &[
+                opt(place.id),
+                place.tier.to_string(),
+                place.cell.to_string(),
+                place.repetition.to_string(),
+                place.record.started_unix_ms.to_string(),
+                outcome.clone(),
+                s.end.to_string(),
+                s.stream.to_string(),
+                serde_name(&s.flow),
+                role.to_string(),
+                fixed(Some(p.start_seconds), 6),
+                fixed(Some(p.end_seconds), 6),
+                p.bytes.to_string(),
+                whole(p.bits_per_second),
+                p.omitted.to_string(),
+                opt(p.retransmits_total),
+                place.record.server.clone(),
+            ],
+        )?;
+    }
+    Ok(())
+}
+
+/// A fleet's or curve's `--csv-kind intervals`: the intervals layout with `tier` the fleet
+/// (`fN`), `cell` the host's label (in a curve `k=K LABEL`) and the fleet run's repetition.
+pub fn write_fleet_intervals(report: &FleetReport, out: &mut dyn Write) -> std::io::Result<()> {
+    line(out, &INTERVAL_COLUMNS.map(String::from))?;
+    let tier = format!("f{}", report.group);
+    for run in &report.runs {
+        for host in &run.hosts {
+            let cell = match report.curve {
+                Some(_) => format!("k={} {}", run.hosts_in_run, host.label),
+                None => host.label.clone(),
+            };
+            let place = RunPlace {
+                id: host.id,
+                tier: &tier,
+                cell: &cell,
+                repetition: run.repetition,
+                record: &host.record,
+            };
+            for s in series_of(0, &host.record) {
+                interval_rows(&place, &s, out)?;
+            }
         }
     }
     Ok(())
