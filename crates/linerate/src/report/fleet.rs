@@ -1,9 +1,11 @@
-//! A fleet run as people read it (text) and as programs read it (JSON, docs/JSON.md
-//! "linerate.fleet").
+//! A fleet run as people read it (text, and Markdown for a stored one) and as programs read
+//! it (JSON, docs/JSON.md "linerate.fleet"; a scaling curve's "linerate.fleet_scale").
 //!
-//! Text ends with the answer, like a client run: first each host (its rate, share, flows,
-//! retransmits and what limited it), then the hosts that were not measured and why, then the
-//! spread across hosts and flows, the outliers, and last the total per direction.
+//! Text ends with the answer, like a client run: per direction each host (its rate, share,
+//! flows, retransmits and what limited it), the spread across hosts and flows and the
+//! outliers; then the hosts that were not measured and why; last the totals. One function
+//! per section serves text and Markdown (`document::Style`), and the HTML page
+//! (`fleet_html`) reuses its tables and sentences.
 
 use std::io::Write;
 
