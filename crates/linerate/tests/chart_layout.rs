@@ -1,5 +1,5 @@
 //! Charts that read: every kind of HTML page (a run, a bidirectional run, a run of 12
-//! streams, a matrix, a 30-cell matrix, a campaign, `compare`), made from frozen fixtures and
+//! streams, a matrix, a 30-cell matrix, a campaign, `compare`, a fleet, a scaling curve), made from frozen fixtures and
 //! loaded in headless Chromium, in a 1400 px window and at the width of a printed page. The
 //! test appends `layout_check.js` to a copy of each page; the browser lays the page out and
 //! the script measures every chart's text: none may overlap another, stick out of its chart,
@@ -33,6 +33,51 @@ fn store_matrix(store: &mut Store, file: &str) -> i64 {
             group: Some(group),
             cell: Some(cells[cell]["label"].as_str().expect("label").to_string()),
             repetition: run["repetition"].as_u64().map(|r| r as u32),
+            labels: Vec::new(),
+        };
+        store.insert_run(&record, &meta).expect("store");
+    }
+    store.finish_group(group).expect("finish");
+    group
+}
+
+/// Stores a frozen fleet (`fleet.json`: its hosts' runs) or scaling curve (`fleet-scale.json`:
+/// its fleet runs) as the fleet command stores them: one group of kind "fleet", each host run
+/// as cell LABEL (a fleet) or `k=K` with its repetition (a curve). Returns the group's id.
+pub fn store_fleet(store: &mut Store, file: &str) -> i64 {
+    let doc = fixture_json(file);
+    let curve = doc["runs"].as_array();
+    let scale: Vec<u64> = curve.map_or(Vec::new(), |runs| {
+        let mut k: Vec<u64> = runs.iter().filter_map(|r| r["hosts"].as_u64()).collect();
+        k.sort_unstable();
+        k.dedup();
+        k
+    });
+    let params = json!({ "scale": scale, "seed": doc["seed"] });
+    let group = store.begin_group("fleet", None, &params).expect("group");
+    let runs: Vec<(Option<u64>, u64, &Value)> = match curve {
+        Some(runs) => runs
+            .iter()
+            .flat_map(|r| {
+                let hosts = r["records"].as_array().expect("records");
+                hosts
+                    .iter()
+                    .map(|h| (r["hosts"].as_u64(), r["repetition"].as_u64().unwrap_or(1), h))
+            })
+            .collect(),
+        None => doc["hosts"].as_array().expect("hosts").iter().map(|h| (None, 1, h)).collect(),
+    };
+    for (k, rep, host) in runs {
+        let record: RunRecord = serde_json::from_value(host["record"].clone()).expect("record");
+        let cell = k.map_or_else(
+            || host["label"].as_str().expect("label").to_string(),
+            |k| format!("k={k}"),
+        );
+        let meta = RunMeta {
+            kind: RunKind::FleetHost,
+            group: Some(group),
+            cell: Some(cell),
+            repetition: Some(rep as u32),
             labels: Vec::new(),
         };
         store.insert_run(&record, &meta).expect("store");
@@ -88,10 +133,30 @@ fn pages(dir: &Path) -> Vec<(&'static str, PathBuf)> {
     let run = crate::util::run(&args, std::time::Duration::from_secs(30));
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     out.push(("compare", page));
+    // A fleet of 8 hosts × 5 flows, one of them shaped lower, and a scaling curve (both from
+    // network namespaces behind a 1 Gbit/s link, like tests/fleet.rs), from the history.
+    let mut store = Store::open(&db).expect("history");
+    let groups =
+        [store_fleet(&mut store, "fleet.json"), store_fleet(&mut store, "fleet-scale.json")];
+    drop(store);
+    for (group, file) in groups.iter().zip(["fleet.html", "fleet-scale.html"]) {
+        let page = dir.join(file);
+        let which = format!("f{group}");
+        report(&[
+            &which,
+            "--db",
+            &db.to_string_lossy(),
+            "-f",
+            "html",
+            "-o",
+            &page.to_string_lossy(),
+        ]);
+        out.push(("fleet", page));
+    }
     out
 }
 
-fn fixture_json(file: &str) -> Value {
+pub fn fixture_json(file: &str) -> Value {
     serde_json::from_str(&std::fs::read_to_string(fixture(file)).expect("fixture")).expect("JSON")
 }
 
@@ -153,6 +218,26 @@ fn layout(bin: &Path, profile: &Path, page: &Path, width: u32) -> Value {
     serde_json::from_str(&dom[start..end]).expect("the check's JSON")
 }
 
+/// Every layout problem `layout_check.js` finds on `page` in both windows (each named with
+/// the window), and the kinds of chart it draws; None (skipped, saying why) without Chromium.
+pub fn check_page(page: &Path) -> Option<(Vec<String>, Vec<String>)> {
+    let bin = chromium_or_skip()?;
+    // A browser is a heavy, many-process load: keep it away from the timing-sensitive tests.
+    let _serial = crate::util::exclusive();
+    let profile = page.with_extension("profile");
+    let (mut problems, mut kinds) = (Vec::new(), Vec::new());
+    for (width, window) in WINDOWS {
+        let found = layout(&bin, &profile, page, width);
+        for p in found["problems"].as_array().expect("problems") {
+            problems.push(format!("{window}: {}", p.as_str().unwrap_or_default()));
+        }
+        for kind in found["charts"].as_array().expect("charts").iter() {
+            kinds.push(kind["kind"].as_str().unwrap_or_default().to_string());
+        }
+    }
+    Some((problems, kinds))
+}
+
 /// The windows the pages are checked in: a 1400 px screen, and one whose page body is as
 /// wide as the printable width of an A4 landscape page (297 − 2 × 12 mm = 1032 CSS px; the
 /// page prints landscape without margins around the body, see `report::html`).
@@ -160,7 +245,7 @@ const WINDOWS: [(u32, &str); 2] = [(1400, "1400 px"), (1032 + 64 + 15, "paper")]
 
 /// The screenshots under docs/charts/ (docs/REPORTS.md): (page, chart kind). Every kind a
 /// page draws must have one.
-const SHOTS: [(&str, &str); 9] = [
+const SHOTS: [(&str, &str); 11] = [
     ("run", "over-time"),
     ("run", "streams"),
     ("matrix", "over-time"),
@@ -170,6 +255,8 @@ const SHOTS: [(&str, &str); 9] = [
     ("matrix", "fairness"),
     ("campaign", "tiers"),
     ("compare", "compare"),
+    ("fleet", "fairness"),
+    ("fleet", "scaling"),
 ];
 
 #[test]

@@ -8,6 +8,7 @@
 use std::process::Command;
 use std::time::Duration;
 
+use linerate::units::format_bits_per_second;
 use serde_json::Value;
 
 use crate::netns::{KillOnDrop, ip, namespaces_available, run_in, spawn_in};
@@ -258,8 +259,9 @@ fn hosts_start_together_and_a_dead_one_does_not_stop_the_rest() {
 }
 
 /// On loopback (no namespaces needed): a fleet of two servers is stored as one group, and
-/// `report fN` gives its figures again in text and JSON from the history alone; the formats
-/// not built for fleets yet are refused by name (exit 2), as are duplicate targets.
+/// `report fN` gives its figures again from the history alone, in text, JSON, Markdown, CSV
+/// (the JSON's figures, a row per host) and HTML (whose charts read in headless Chromium);
+/// duplicate targets are refused.
 #[test]
 fn a_stored_fleet_reports_again_from_the_history() {
     use crate::util::{Server, run, test_dir};
@@ -267,7 +269,9 @@ fn a_stored_fleet_reports_again_from_the_history() {
     let db = test_dir("fleet-report").join("h.sqlite");
     let db = db.to_str().expect("utf-8 path");
     let (ta, tb) = (format!("127.0.0.1:{}=a", a.port), format!("127.0.0.1:{}=b", b.port));
-    let out = run(&["fleet", &ta, &tb, "-t", "1", "-P", "2", "--db", db], Duration::from_secs(30));
+    let out = loaded(|| {
+        run(&["fleet", &ta, &tb, "-t", "1", "-P", "2", "--db", db], Duration::from_secs(30))
+    });
     assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
     assert!(out.stdout.contains("Fleet total to the hosts (upload)"), "{}", out.stdout);
     let said = format!("{}{}", out.stdout, out.stderr);
@@ -283,13 +287,140 @@ fn a_stored_fleet_reports_again_from_the_history() {
     let labels: Vec<&str> = hosts.iter().filter_map(|h| h["label"].as_str()).collect();
     assert_eq!(labels, ["a", "b"]);
     assert!(doc["summary"]["skew"]["start_seconds"].is_f64(), "{}", doc["summary"]);
-    let html = run(&["report", "f1", "--db", db, "--format", "html"], Duration::from_secs(10));
-    assert_eq!(html.code, Some(2), "{}", html.stderr);
-    assert!(html.stderr.contains("text and JSON"), "{}", html.stderr);
+    let rates: Vec<f64> = hosts.iter().map(|h| f(&h["bits_per_second"])).collect();
+    assert!(rates.iter().all(|r| *r > 0.0), "{rates:?}");
+    let total = f(&doc["summary"]["directions"][0]["total_bits_per_second"]);
+
+    // Markdown: the text's tables as pipe tables, the same figures.
+    let md = report_of(db, "f1", "md");
+    assert!(md.starts_with("# linerate report: fleet f1\n"), "{md}");
+    for needle in [
+        "- **Measured:** 2 of 2 hosts",
+        "## Data to the hosts (upload)",
+        "| host | ",
+        " | share | flows min–max (",
+        "- across hosts (n=2): mean ",
+        "- across flows (n=4): mean ",
+        "## Totals",
+        &format!(
+            "- Fleet total to the hosts (upload): {} over 2 of 2 hosts",
+            format_bits_per_second(total)
+        ),
+    ] {
+        assert!(md.contains(needle), "no {needle:?} in\n{md}");
+    }
+    assert!(md.contains("\n| a | ") && md.contains("\n| b | "), "a row per host:\n{md}");
+
+    // CSV: one row per host and direction, the JSON's figures, the run ids of the history.
+    let csv = report_of(db, "f1", "csv");
+    let rows = csv_rows(&csv);
+    assert_eq!(rows[0][..5], ["fleet", "hosts_in_run", "repetition", "host", "server"]);
+    assert_eq!(rows.len(), 3, "a header and a row per host:\n{csv}");
+    let col = |name: &str| rows[0].iter().position(|c| c == name).expect(name);
+    for (row, rate) in rows[1..].iter().zip(&rates) {
+        assert_eq!(row[col("fleet")], "f1");
+        assert_eq!(row[col("flow")], "client_to_server");
+        assert_eq!(row[col("flows")], "2");
+        assert_eq!(row[col("counted_over")], "shared_window");
+        assert_eq!(row[col("bits_per_second")], format!("{rate:.0}"), "{row:?}");
+        let id: i64 = row[col("run_id")].parse().expect("a stored run's id");
+        assert!(
+            run(&["show", &id.to_string(), "--db", db], Duration::from_secs(10)).code == Some(0)
+        );
+        let mean: f64 = row[col("flow_mean_bits_per_second")].parse().expect("flow mean");
+        assert!((mean * 2.0 - rate).abs() / rate < 1e-6, "two flows' mean is half the host's rate");
+        assert_eq!(row[col("run_total_bits_per_second")], format!("{total:.0}"));
+    }
+
+    // HTML: the tables, and the fairness chart with every host's flows and the hosts' mean.
+    let needles = [
+        "<h2>Data to the hosts (upload)</h2>",
+        "<h3>Spread across hosts and flows</h3>",
+        "data-kind=\"fairness\"",
+        "Fairness across hosts: data to the hosts (upload)",
+        "a: flow 1 of 2: ",
+        "b: flow 2 of 2: ",
+        "mean of the 2 hosts: ",
+    ];
+    if let Some(kinds) = html_page(db, "fleet-report-html", &needles) {
+        assert_eq!(kinds, ["fairness", "fairness"], "one chart, in both windows");
+    }
+    // --csv-kind intervals: every interval of each host's streams, as both ends saw them.
+    let out = run(
+        &["report", "f1", "--db", db, "-f", "csv", "--csv-kind", "intervals"],
+        Duration::from_secs(10),
+    );
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let rows = csv_rows(&out.stdout);
+    assert_eq!(rows[0][..4], ["run_id", "tier", "cell", "repetition"]);
+    for host in ["a", "b"] {
+        for end in ["client", "server"] {
+            let n =
+                rows[1..].iter().filter(|r| r[1] == "f1" && r[2] == host && r[6] == end).count();
+            assert!(n >= 2, "{host}, {end} end: {n} interval rows");
+        }
+    }
     let twice =
         run(&["fleet", &ta, &ta.replace("=a", "=c"), "--no-store"], Duration::from_secs(10));
     assert_eq!(twice.code, Some(2), "{}", twice.stderr);
     assert!(twice.stderr.contains("named twice"), "{}", twice.stderr);
+}
+
+/// On loopback: a fleet with one host whose port nothing listens on is stored partial (exit
+/// 3), and every format of `report fN` names the missing host with its error and leaves its
+/// figures empty or n/a, never 0; the measured host's figures are still there.
+#[test]
+fn a_partial_fleet_names_its_missing_host_in_every_format() {
+    use crate::util::{Server, run, test_dir};
+    let a = Server::start(&[]);
+    let closed =
+        std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr");
+    let db = test_dir("fleet-partial").join("h.sqlite");
+    let db = db.to_str().expect("utf-8 path");
+    let (ta, gone) =
+        (format!("127.0.0.1:{}=a", a.port), format!("127.0.0.1:{}=gone", closed.port()));
+    let out = loaded(|| {
+        run(&["fleet", &ta, &gone, "-t", "1", "-P", "2", "--db", db], Duration::from_secs(30))
+    });
+    assert_eq!(out.code, Some(3), "{}\n{}", out.stdout, out.stderr);
+    let md = report_of(db, "f1", "md");
+    for needle in [
+        "- **Measured:** 1 of 2 hosts (the others: see Not measured)",
+        "## Not measured (1 of 2 hosts)",
+        "- gone: cannot connect to 127.0.0.1:",
+        "- across hosts (n=1): mean ",
+        "σ n/a (one value)",
+        "Jain n/a (one value)",
+        "over 1 of 2 hosts",
+    ] {
+        assert!(md.contains(needle), "no {needle:?} in\n{md}");
+    }
+    let rows = csv_rows(&report_of(db, "f1", "csv"));
+    let col = |name: &str| rows[0].iter().position(|c| c == name).expect(name);
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    let (measured, missing) = (&rows[1], &rows[2]);
+    assert_eq!(
+        (measured[col("host")].as_str(), measured[col("run_outcome")].as_str()),
+        ("a", "completed")
+    );
+    assert!(measured[col("bits_per_second")].parse::<f64>().expect("a rate") > 0.0);
+    assert_eq!(measured[col("share_fraction")], "1");
+    assert_eq!(
+        (missing[col("host")].as_str(), missing[col("run_outcome")].as_str()),
+        ("gone", "failed")
+    );
+    assert!(missing[col("not_measured_reason")].starts_with("cannot connect"), "{missing:?}");
+    assert!(missing[col("flow")..].iter().all(String::is_empty), "no figure invented: {missing:?}");
+    let needles = [
+        "<h3>Not measured (1 of 2 hosts)</h3>",
+        "gone: cannot connect to 127.0.0.1:",
+        "data-kind=\"fairness\"",
+        "mean of the 1 host: ",
+        "σ n/a (one host)",
+    ];
+    if let Some(kinds) = html_page(db, "fleet-partial-html", &needles) {
+        assert_eq!(kinds, ["fairness", "fairness"], "the measured host's chart, in both windows");
+    }
 }
 
 /// A scaling curve on loopback: every host count run `--repeat` times, stored, and rebuilt by
@@ -304,7 +435,7 @@ fn a_scaling_curve_is_stored_and_reported_again() {
     let mut args = vec!["fleet"];
     args.extend(targets.iter().map(String::as_str));
     args.extend_from_slice(&["--scale", "1..3", "--repeat", "2", "-t", "1", "--db", db, "-J"]);
-    let out = run(&args, Duration::from_secs(90));
+    let out = loaded(|| run(&args, Duration::from_secs(90)));
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     let doc: Value = serde_json::from_str(&out.stdout).expect("json");
     assert_eq!(doc["kind"], "linerate.fleet_scale");
@@ -322,4 +453,108 @@ fn a_scaling_curve_is_stored_and_reported_again() {
     let again: Value = serde_json::from_str(&again.stdout).expect("json");
     assert_eq!(again["summary"], doc["summary"], "the history gives the same curve");
     assert_eq!(again["seed"], doc["seed"]);
+
+    let md = report_of(db, "f1", "md");
+    for needle in [
+        "# linerate report: scaling curve f1\n",
+        "- **Host counts:** 1, 2, 3",
+        "## Scaling, data to the hosts (upload)",
+        "| hosts | runs | total ",
+        "\n| 3 | 2 | ",
+    ] {
+        assert!(md.contains(needle), "no {needle:?} in\n{md}");
+    }
+    // CSV: a row per host of every fleet run, each with its run's total.
+    let rows = csv_rows(&report_of(db, "f1", "csv"));
+    let col = |name: &str| rows[0].iter().position(|c| c == name).expect(name);
+    let mut runs: Vec<(String, String)> = rows[1..]
+        .iter()
+        .map(|r| (r[col("hosts_in_run")].clone(), r[col("repetition")].clone()))
+        .collect();
+    runs.sort();
+    let want: Vec<(String, String)> = [
+        (1, 1),
+        (1, 2),
+        (2, 1),
+        (2, 1),
+        (2, 2),
+        (2, 2),
+        (3, 1),
+        (3, 1),
+        (3, 1),
+        (3, 2),
+        (3, 2),
+        (3, 2),
+    ]
+    .iter()
+    .map(|(k, r)| (k.to_string(), r.to_string()))
+    .collect();
+    assert_eq!(runs, want);
+    for r in doc["runs"].as_array().expect("runs") {
+        let total = format!("{:.0}", f(&r["summary"]["directions"][0]["total_bits_per_second"]));
+        let (k, rep) = (r["hosts"].to_string(), r["repetition"].to_string());
+        let of_run: Vec<&Vec<String>> = rows[1..]
+            .iter()
+            .filter(|row| row[col("hosts_in_run")] == k && row[col("repetition")] == rep)
+            .collect();
+        assert!(
+            of_run.iter().all(|row| row[col("run_total_bits_per_second")] == total),
+            "{k} hosts, run {rep}"
+        );
+    }
+    // HTML: the per-k table and the scaling chart with its intervals, read in Chromium.
+    let needles = [
+        "<h2>Scaling, data to the hosts (upload)</h2>",
+        "data-kind=\"scaling\"",
+        "to the hosts (upload), 3 hosts: mean total ",
+        "to the hosts (upload), 2 hosts: 95% CI of the mean total ",
+        "to the hosts (upload), 1 host: min–max of the 2 run(s) ",
+    ];
+    if let Some(kinds) = html_page(db, "fleet-scale-html", &needles) {
+        assert_eq!(kinds, ["scaling", "scaling"], "one chart, in both windows");
+    }
+}
+
+/// `report f1 -f html -o FILE`: the page must hold every needle, need nothing from the
+/// network and read in headless Chromium (no layout problem in either window). Returns the
+/// kinds of chart Chromium found (None without Chromium, outside CI).
+fn html_page(db: &str, dir: &str, needles: &[&str]) -> Option<Vec<String>> {
+    let page = crate::util::test_dir(dir).join("f1.html");
+    let out = crate::util::run(
+        &["report", "f1", "--db", db, "-f", "html", "-o", page.to_str().expect("path")],
+        Duration::from_secs(10),
+    );
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let html = std::fs::read_to_string(&page).expect("page");
+    for needle in needles {
+        assert!(html.contains(needle), "no {needle:?} in the page");
+    }
+    assert!(!html.contains("<script") && !html.contains("https://"), "self-contained");
+    let (problems, kinds) = crate::chart_layout::check_page(&page)?;
+    assert!(problems.is_empty(), "layout problems:\n{}", problems.join("\n"));
+    Some(kinds)
+}
+
+/// Runs `f` (a loopback fleet, which keeps every core busy) while no timing-sensitive test
+/// (the namespace fleets' skew and totals) runs.
+fn loaded<T>(f: impl FnOnce() -> T) -> T {
+    let _serial = crate::util::exclusive();
+    f()
+}
+
+/// `linerate report REF --db DB -f FORMAT`, asserting exit 0.
+fn report_of(db: &str, which: &str, format: &str) -> String {
+    let out =
+        crate::util::run(&["report", which, "--db", db, "-f", format], Duration::from_secs(10));
+    assert_eq!(out.code, Some(0), "report {which} -f {format}: {}", out.stderr);
+    out.stdout
+}
+
+/// CSV records split into fields (no field here holds a comma or quote), CRLF-terminated.
+fn csv_rows(csv: &str) -> Vec<Vec<String>> {
+    assert!(csv.ends_with("\r\n"), "records end with CRLF");
+    csv.split("\r\n")
+        .filter(|l| !l.is_empty())
+        .map(|l| l.split(',').map(String::from).collect())
+        .collect()
 }

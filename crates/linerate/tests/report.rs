@@ -42,6 +42,29 @@ fn text_and_markdown_of_a_matrix_a_campaign_and_runs() {
     }
 }
 
+/// A fleet (8 hosts × 5 flows, one shaped lower) and a scaling curve, frozen from network
+/// namespaces behind a 1 Gbit/s link and stored in a history: text, Markdown and CSV of
+/// `report fN`. Every row of a fleet's CSV has as many fields as the header.
+#[test]
+fn text_markdown_and_csv_of_a_stored_fleet_and_curve() {
+    let db = crate::util::test_dir("report-fleet").join("h.sqlite");
+    let mut store = linerate::store::Store::open(&db).expect("history");
+    let fleet = crate::chart_layout::store_fleet(&mut store, "fleet.json");
+    let curve = crate::chart_layout::store_fleet(&mut store, "fleet-scale.json");
+    drop(store);
+    let db = db.to_string_lossy().into_owned();
+    for (name, group) in [("fleet", fleet), ("fleet_scale", curve)] {
+        let which = format!("f{group}");
+        insta::assert_snapshot!(format!("{name}_text"), report(&[&which, "--db", &db]));
+        insta::assert_snapshot!(format!("{name}_md"), report(&[&which, "--db", &db, "-f", "md"]));
+        let csv = report(&[&which, "--db", &db, "-f", "csv"]);
+        let mut lines = csv.split("\r\n").filter(|l| !l.is_empty());
+        let n = lines.next().expect("header").split(',').count();
+        assert!(lines.all(|l| l.split(',').count() == n), "{csv}");
+        insta::assert_snapshot!(format!("{name}_csv"), csv);
+    }
+}
+
 #[test]
 fn csv_of_cells_and_of_intervals() {
     let cells = report(&[&fixture("campaign.json"), "-f", "csv"]);

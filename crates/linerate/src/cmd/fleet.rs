@@ -13,9 +13,10 @@ use serde_json::json;
 use super::failed::{group_failure_kind, interrupted};
 use super::keep::{self, GroupRuns};
 use crate::plan::fleet::FleetPlan;
-use crate::plan::{HistoryRef, OutputFormat, ReportFormat};
+use crate::plan::{CsvKind, HistoryRef, OutputFormat, ReportFormat};
 use crate::record::{Failure, FailureKind, RunRecord};
 use crate::report::fleet::FleetMeta;
+use crate::report::fleet_report::{FleetReport, FleetRun, HostRun};
 use crate::report::notice::{self, Notice};
 use crate::session::{Interrupt, fleet};
 use crate::stats::fleet::{FleetSummary, HostInput, summarize_fleet};
@@ -44,11 +45,13 @@ pub fn run(plan: &FleetPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     for (label, record) in &records {
         runs.keep(label.clone(), 1, record);
     }
-    if let (Some(s), Some(g), true) = (runs.store.as_mut(), group, all_completed(&records)) {
+    if let (Some(s), Some(g), true) =
+        (runs.store.as_mut(), group, all_completed(records.iter().map(|(_, r)| r)))
+    {
         s.finish_group(g)?;
     }
     let unstored = runs.unstored();
-    let summary = summarize_fleet(&inputs(&records));
+    let summary = summarize_fleet(&labelled(&records));
     let mut out = std::io::stdout().lock();
     let meta = FleetMeta { group, start_note: run.gate_note.as_deref() };
     write_fleet(&summary, &records, meta, text, &mut out)?;
@@ -97,8 +100,8 @@ pub(super) fn open_group<'a>(
 pub(super) use crate::session::fleet_runs::placed;
 
 /// True when every host's test completed.
-pub(super) fn all_completed(records: &[(String, RunRecord)]) -> bool {
-    records.iter().all(|(_, r)| r.outcome == crate::record::Outcome::Completed)
+pub(super) fn all_completed<'a>(records: impl IntoIterator<Item = &'a RunRecord>) -> bool {
+    records.into_iter().all(|r| r.outcome == crate::record::Outcome::Completed)
 }
 
 /// A stored host run's label: its place in the fleet (every fleet run stores one), else its
@@ -123,8 +126,18 @@ fn write_fleet(
 }
 
 /// The fleet's inputs to `stats::fleet`, from records that carry their place.
-pub(super) fn inputs(records: &[(String, RunRecord)]) -> Vec<HostInput<'_>> {
-    records.iter().map(|(label, record)| HostInput { label, ..HostInput::placed(record) }).collect()
+pub(super) fn inputs<'a>(
+    records: impl IntoIterator<Item = (&'a str, &'a RunRecord)>,
+) -> Vec<HostInput<'a>> {
+    records
+        .into_iter()
+        .map(|(label, record)| HostInput { label, ..HostInput::placed(record) })
+        .collect()
+}
+
+/// `inputs` of labelled records.
+pub(super) fn labelled(records: &[(String, RunRecord)]) -> Vec<HostInput<'_>> {
+    inputs(records.iter().map(|(l, r)| (l.as_str(), r)))
 }
 
 fn identity(plan: &FleetPlan) -> serde_json::Value {
@@ -160,8 +173,8 @@ pub(super) fn check_descriptors(plan: &FleetPlan) -> Result<()> {
     Ok(())
 }
 
-/// The report of a stored fleet (`linerate report fN`), or None when `which` is not a fleet.
-/// Text and JSON are built; the other formats are refused, naming the ones that are.
+/// The report of a stored fleet (`linerate report fN`) in any format, or None when `which`
+/// is not a fleet.
 pub(super) fn stored_report(
     store: &Store,
     which: HistoryRef,
@@ -170,27 +183,63 @@ pub(super) fn stored_report(
     let Stored::Group(id) = store.resolve(which, false)? else { return Ok(None) };
     let Some(group) = store.group(id)?.filter(|g| g.kind == "fleet") else { return Ok(None) };
     if group.params["scale"].as_array().is_some_and(|s| !s.is_empty()) {
-        return super::scale::stored_report(store, id, format).map(Some);
+        return super::scale::stored_report(store, &group, format).map(Some);
     }
-    let text = match format {
-        ReportFormat::Text => true,
-        ReportFormat::Json => false,
-        _ => return Err(unbuilt_format(id)),
-    };
-    let records: Vec<(String, RunRecord)> =
-        store.group_runs(id)?.into_iter().map(|(_, _, r)| (stored_label(&r), r)).collect();
-    let summary = summarize_fleet(&inputs(&records));
+    let hosts: Vec<HostRun> = store
+        .group_runs(id)?
+        .into_iter()
+        .map(|(run, _, record)| HostRun { label: stored_label(&record), id: Some(run), record })
+        .collect();
+    let summary = summarize_fleet(&inputs(hosts.iter().map(|h| (h.label.as_str(), &h.record))));
+    let run = FleetRun { hosts_in_run: summary.hosts_planned, repetition: 1, hosts, summary };
     let mut buf = Vec::new();
-    let meta = FleetMeta { group: Some(id), start_note: None };
-    write_fleet(&summary, &records, meta, text, &mut buf)?;
+    render_stored(&FleetReport::fleet(id, group.finished, run), format, &mut buf)?;
     Ok(Some(buf))
 }
 
-/// A stored fleet asked for in a format its reports do not have yet.
-pub(super) fn unbuilt_format(id: i64) -> anyhow::Error {
-    let why = format!(
-        "f{id} is a fleet: its report is built in text and JSON so far (--format text or \
-         json); Markdown, CSV and HTML fleet reports are not built yet"
-    );
-    Failure::usage(why).into()
+/// A stored fleet or curve in any format.
+pub(super) fn render_stored(
+    report: &FleetReport,
+    format: ReportFormat,
+    out: &mut dyn Write,
+) -> Result<()> {
+    use crate::report::document::Style;
+    use crate::report::fleet_report::write_document;
+    match format {
+        ReportFormat::Text => write_document(Style::Text, report, out)?,
+        ReportFormat::Json => stored_json(report, out)?,
+        ReportFormat::Markdown => write_document(Style::Markdown, report, out)?,
+        ReportFormat::Csv(CsvKind::Cells) => crate::report::csv::write_fleet(report, out)?,
+        ReportFormat::Csv(CsvKind::Intervals) => {
+            crate::report::csv::write_fleet_intervals(report, out)?
+        }
+        ReportFormat::Html => crate::report::fleet_html::write(report, out)?,
+    }
+    Ok(())
+}
+
+/// A stored fleet's `linerate.fleet` document, or a curve's `linerate.fleet_scale`.
+fn stored_json(report: &FleetReport, out: &mut dyn Write) -> std::io::Result<()> {
+    match (&report.curve, report.runs.first()) {
+        (Some(curve), _) => super::scale::write_curve_json(
+            curve,
+            &report.runs,
+            (Some(report.group), report.seed),
+            out,
+        ),
+        (None, Some(run)) => {
+            let meta = FleetMeta { group: Some(report.group), start_note: None };
+            crate::report::fleet::render_json(&run.summary, &host_records(run), meta, out)
+        }
+        (None, None) => {
+            let empty = summarize_fleet(&[]);
+            let meta = FleetMeta { group: Some(report.group), start_note: None };
+            crate::report::fleet::render_json(&empty, &[], meta, out)
+        }
+    }
+}
+
+/// Each host's label and run.
+pub(super) fn host_records(run: &FleetRun) -> Vec<(&str, &RunRecord)> {
+    run.hosts.iter().map(|h| (h.label.as_str(), &h.record)).collect()
 }

@@ -12,37 +12,24 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use super::failed::{group_failure_kind, interrupted};
-use super::fleet::{all_completed, inputs, open_group, placed, stored_label, unbuilt_format};
+use super::fleet::{
+    all_completed, host_records, inputs, open_group, placed, render_stored, stored_label,
+};
 use crate::plan::fleet::FleetPlan;
 use crate::plan::{OutputFormat, ReportFormat};
-use crate::record::{Failure, RunRecord};
+use crate::record::Failure;
 use crate::report::fleet as render;
+use crate::report::fleet_report::{FleetReport, FleetRun, HostRun};
 use crate::report::notice::{Notice, Stored};
 use crate::session::{Interrupt, fleet};
-use crate::stats::fleet::{FleetSummary, summarize_fleet};
-use crate::stats::scaling::summarize_scaling;
-use crate::store::Store;
+use crate::stats::fleet::summarize_fleet;
+use crate::stats::scaling::{ScaleSummary, summarize_scaling};
+use crate::store::{GroupRow, Store};
 
-/// Each host's label and run, in one fleet run.
-type Hosts = Vec<(String, RunRecord)>;
-
-/// One fleet run of the curve.
-struct ScaleRun {
-    /// Hosts in it.
-    hosts: usize,
-    /// Its repetition.
-    repetition: u32,
-    /// Each host's label and run.
-    records: Hosts,
-    /// Its figures, computed once.
-    summary: FleetSummary,
-}
-
-impl ScaleRun {
-    fn new(hosts: usize, repetition: u32, records: Hosts) -> Self {
-        let summary = summarize_fleet(&inputs(&records));
-        Self { hosts, repetition, records, summary }
-    }
+/// One fleet run of the curve, its figures computed once.
+fn fleet_run(hosts_in_run: usize, repetition: u32, hosts: Vec<HostRun>) -> FleetRun {
+    let summary = summarize_fleet(&inputs(hosts.iter().map(|h| (h.label.as_str(), &h.record))));
+    FleetRun { hosts_in_run, repetition, hosts, summary }
 }
 
 /// Runs the scaling curve.
@@ -54,7 +41,7 @@ pub fn run(plan: &FleetPlan, interrupt: &Interrupt) -> Result<ExitCode> {
         render::render_scale_start(plan, order.len(), &mut std::io::stdout())?;
     }
     let (mut runs, group) = open_group(plan, interrupt, &console)?;
-    let mut done: Vec<ScaleRun> = Vec::new();
+    let mut done: Vec<FleetRun> = Vec::new();
     for (i, &(k, rep)) in order.iter().enumerate() {
         if interrupt.count() > 0 {
             break;
@@ -63,19 +50,28 @@ pub fn run(plan: &FleetPlan, interrupt: &Interrupt) -> Result<ExitCode> {
         for (_, record) in &records {
             runs.keep(format!("k={k}"), rep, record);
         }
-        let run = ScaleRun::new(k, rep, records);
+        let hosts = records
+            .into_iter()
+            .map(|(label, record)| HostRun { label, id: None, record })
+            .collect();
+        let run = fleet_run(k, rep, hosts);
         let line = render::scale_progress_line((i + 1, order.len()), (k, rep), &run.summary);
         let _ = writeln!(std::io::stderr(), "{line}");
         done.push(run);
     }
-    let partial = done.iter().filter(|r| !all_completed(&r.records)).count();
+    let partial = done.iter().filter(|r| !all_completed(r.hosts.iter().map(|h| &h.record))).count();
     let complete = done.len() == order.len() && partial == 0;
     if let (Some(s), Some(g), true) = (runs.store.as_mut(), group, complete) {
         s.finish_group(g)?;
     }
     let unstored = runs.unstored();
     let mut out = std::io::stdout().lock();
-    write_curve(&done, text, group, Some(plan.seed), &mut out)?;
+    let curve = curve_of(&done);
+    if text {
+        render::render_scale_text(&curve, &mut out)?;
+    } else {
+        write_curve_json(&curve, &done, (group, Some(plan.seed)), &mut out)?;
+    }
     out.flush()?;
     if let Some(g) = group {
         console.show(&Notice::Stored(Stored::Fleet(g)));
@@ -85,7 +81,8 @@ pub fn run(plan: &FleetPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     }
     unstored?;
     if partial > 0 {
-        let kind = group_failure_kind(done.iter().flat_map(|r| r.records.iter().map(|(_, x)| x)));
+        let records = done.iter().flat_map(|r| r.hosts.iter().map(|h| &h.record));
+        let kind = group_failure_kind(records);
         let why = format!(
             "{partial} of {} fleet runs were partial (a host not measured; left out of its point)",
             done.len()
@@ -95,54 +92,53 @@ pub fn run(plan: &FleetPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The curve in text or as a `linerate.fleet_scale` JSON document.
-fn write_curve(
-    done: &[ScaleRun],
-    text: bool,
-    group: Option<i64>,
-    seed: Option<u64>,
+/// The curve of some fleet runs.
+fn curve_of(runs: &[FleetRun]) -> ScaleSummary {
+    let fleets: Vec<(usize, crate::stats::fleet::FleetSummary)> =
+        runs.iter().map(|r| (r.hosts_in_run, r.summary.clone())).collect();
+    summarize_scaling(&fleets)
+}
+
+/// The curve as a `linerate.fleet_scale` JSON document.
+pub(super) fn write_curve_json(
+    curve: &ScaleSummary,
+    runs: &[FleetRun],
+    (group, seed): (Option<i64>, Option<u64>),
     out: &mut dyn Write,
-) -> Result<()> {
-    let fleets: Vec<(usize, FleetSummary)> =
-        done.iter().map(|r| (r.hosts, r.summary.clone())).collect();
-    let curve = summarize_scaling(&fleets);
-    if text {
-        render::render_scale_text(&curve, out)?;
-    } else {
-        let runs: Vec<render::ScaleRunDocument<'_>> = done
-            .iter()
-            .map(|r| render::ScaleRunDocument {
-                hosts: r.hosts,
-                repetition: r.repetition,
-                summary: r.summary.clone(),
-                records: r.records.iter().map(|(l, x)| (l.as_str(), x)).collect(),
-            })
-            .collect();
-        render::render_scale_json(&curve, &runs, (group, seed), out)?;
-    }
-    Ok(())
+) -> std::io::Result<()> {
+    let docs: Vec<render::ScaleRunDocument<'_>> = runs
+        .iter()
+        .map(|r| render::ScaleRunDocument {
+            hosts: r.hosts_in_run,
+            repetition: r.repetition,
+            summary: r.summary.clone(),
+            records: host_records(r),
+        })
+        .collect();
+    render::render_scale_json(curve, &docs, (group, seed), out)
 }
 
 /// `report fN` of a stored scaling curve.
-pub(super) fn stored_report(store: &Store, id: i64, format: ReportFormat) -> Result<Vec<u8>> {
-    let mut grouped: Vec<(usize, u32, Hosts)> = Vec::new();
-    for (_, meta, record) in store.group_runs(id)? {
+pub(super) fn stored_report(
+    store: &Store,
+    group: &GroupRow,
+    format: ReportFormat,
+) -> Result<Vec<u8>> {
+    let mut grouped: Vec<(usize, u32, Vec<HostRun>)> = Vec::new();
+    for (id, meta, record) in store.group_runs(group.id)? {
         let k = meta.cell.as_deref().and_then(|c| c.strip_prefix("k=")?.parse().ok());
         let (Some(k), Some(rep)) = (k, meta.repetition) else { continue };
-        let host = (stored_label(&record), record);
+        let host = HostRun { label: stored_label(&record), id: Some(id), record };
         match grouped.iter_mut().find(|(n, r, _)| *n == k && *r == rep) {
-            Some((_, _, records)) => records.push(host),
+            Some((_, _, hosts)) => hosts.push(host),
             None => grouped.push((k, rep, vec![host])),
         }
     }
-    let done: Vec<ScaleRun> =
-        grouped.into_iter().map(|(k, rep, records)| ScaleRun::new(k, rep, records)).collect();
-    let seed = store.group(id)?.and_then(|g| g.params["seed"].as_u64());
+    let done: Vec<FleetRun> =
+        grouped.into_iter().map(|(k, rep, hosts)| fleet_run(k, rep, hosts)).collect();
+    let seed = group.params["seed"].as_u64();
+    let report = FleetReport::curve(group.id, group.finished, seed, done);
     let mut buf = Vec::new();
-    match format {
-        ReportFormat::Text => write_curve(&done, true, Some(id), seed, &mut buf)?,
-        ReportFormat::Json => write_curve(&done, false, Some(id), seed, &mut buf)?,
-        _ => return Err(unbuilt_format(id)),
-    }
+    render_stored(&report, format, &mut buf)?;
     Ok(buf)
 }

@@ -14,7 +14,10 @@ use linerate_proto::{Direction, Protocol, StreamRole};
 
 use crate::plan::CsvKind;
 use crate::plan::matrix::AxisValue;
-use crate::report::model::Report;
+use crate::record::RunRecord;
+use crate::report::fleet_report::{FleetReport, flow_spread, outcome_word};
+use crate::report::model::{Report, Series, series_of};
+use crate::stats::fleet::{FleetDirection, HostFigures};
 use crate::stats::matrix::CellSummary;
 
 /// Columns of `--csv-kind cells`, in order.
@@ -182,49 +185,206 @@ fn figures(c: &CellSummary) -> Vec<String> {
     ]
 }
 
+/// Where an interval row's run belongs: its history id, tier, cell and repetition.
+struct RunPlace<'a> {
+    id: Option<i64>,
+    tier: &'a str,
+    cell: &'a str,
+    repetition: u32,
+    record: &'a RunRecord,
+}
+
 fn intervals(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     line(out, &INTERVAL_COLUMNS.map(String::from))?;
     for s in &report.series {
         let run = &report.runs[s.run];
-        let outcome = serde_json::to_value(&run.record.outcome)
-            .ok()
-            .and_then(|v| v["status"].as_str().map(String::from))
-            .unwrap_or_default();
-        let role = match s.role {
-            StreamRole::Sender => "sender",
-            StreamRole::Receiver => "receiver",
+        let place = RunPlace {
+            id: run.id,
+            tier: &report.tiers[run.tier].name,
+            cell: &report.cell_label(run),
+            repetition: run.repetition,
+            record: &run.record,
         };
-        for p in &s.points {
-            line(
-                out,
-                &[
-                    opt(run.id),
-                    report.tiers[run.tier].name.clone(),
-                    report.cell_label(run),
-                    run.repetition.to_string(),
-                    run.record.started_unix_ms.to_string(),
-                    outcome.clone(),
-                    s.end.to_string(),
-                    s.stream.to_string(),
-                    serde_name(&s.flow),
-                    role.to_string(),
-                    fixed(Some(p.start_seconds), 6),
-                    fixed(Some(p.end_seconds), 6),
-                    p.bytes.to_string(),
-                    whole(p.bits_per_second),
-                    p.omitted.to_string(),
-                    opt(p.retransmits_total),
-                    run.record.server.clone(),
-                ],
-            )?;
+        interval_rows(&place, s, out)?;
+    }
+    Ok(())
+}
+
+/// The rows of one stream's intervals.
+fn interval_rows(place: &RunPlace<'_>, s: &Series, out: &mut dyn Write) -> std::io::Result<()> {
+    let outcome = serde_json::to_value(&place.record.outcome)
+        .ok()
+        .and_then(|v| v["status"].as_str().map(String::from))
+        .unwrap_or_default();
+    let role = match s.role {
+        StreamRole::Sender => "sender",
+        StreamRole::Receiver => "receiver",
+    };
+    for p in &s.points {
+        line(
+            out,
+            &[
+                opt(place.id),
+                place.tier.to_string(),
+                place.cell.to_string(),
+                place.repetition.to_string(),
+                place.record.started_unix_ms.to_string(),
+                outcome.clone(),
+                s.end.to_string(),
+                s.stream.to_string(),
+                serde_name(&s.flow),
+                role.to_string(),
+                fixed(Some(p.start_seconds), 6),
+                fixed(Some(p.end_seconds), 6),
+                p.bytes.to_string(),
+                whole(p.bits_per_second),
+                p.omitted.to_string(),
+                opt(p.retransmits_total),
+                place.record.server.clone(),
+            ],
+        )?;
+    }
+    Ok(())
+}
+
+/// A fleet's or curve's `--csv-kind intervals`: the intervals layout with `tier` the fleet
+/// (`fN`), `cell` the host's label (in a curve `k=K LABEL`) and the fleet run's repetition.
+pub fn write_fleet_intervals(report: &FleetReport, out: &mut dyn Write) -> std::io::Result<()> {
+    line(out, &INTERVAL_COLUMNS.map(String::from))?;
+    let tier = format!("f{}", report.group);
+    for run in &report.runs {
+        for host in &run.hosts {
+            let cell = match report.curve {
+                Some(_) => format!("k={} {}", run.hosts_in_run, host.label),
+                None => host.label.clone(),
+            };
+            let place = RunPlace {
+                id: host.id,
+                tier: &tier,
+                cell: &cell,
+                repetition: run.repetition,
+                record: &host.record,
+            };
+            for s in series_of(0, &host.record) {
+                interval_rows(&place, &s, out)?;
+            }
         }
     }
     Ok(())
 }
 
+/// Columns of a fleet's or scaling curve's CSV (`report fN --format csv`), in order.
+pub const FLEET_COLUMNS: [&str; 29] = [
+    "fleet",
+    "hosts_in_run",
+    "repetition",
+    "host",
+    "server",
+    "run_id",
+    "run_outcome",
+    "not_measured_reason",
+    "flow",
+    "bits_per_second",
+    "share_fraction",
+    "counted_over",
+    "whole_test_bits_per_second",
+    "flows",
+    "flow_mean_bits_per_second",
+    "flow_stddev_bits_per_second",
+    "flow_min_bits_per_second",
+    "flow_max_bits_per_second",
+    "flow_cv_fraction",
+    "flow_jain",
+    "retransmits",
+    "server_cpu_percent_of_core",
+    "verdict",
+    "outlier",
+    "outlier_against_median_percent",
+    "run_total_bits_per_second",
+    "start_skew_seconds",
+    "stop_skew_seconds",
+    "shared_window_seconds",
+];
+
+/// A fleet or scaling curve as CSV: one row per host per direction of every fleet run, and one
+/// row (no direction, no figures) per host that was not measured.
+pub fn write_fleet(report: &FleetReport, out: &mut dyn Write) -> std::io::Result<()> {
+    line(out, &FLEET_COLUMNS.map(String::from))?;
+    for run in &report.runs {
+        let s = &run.summary;
+        let skew = |f: fn(&crate::stats::fleet::Skew) -> f64| fixed(s.skew.as_ref().map(f), 6);
+        let shared = fixed(s.window.map(|(from, to)| to - from), 6);
+        for host in &run.hosts {
+            let lead = vec![
+                format!("f{}", report.group),
+                run.hosts_in_run.to_string(),
+                run.repetition.to_string(),
+                host.label.clone(),
+                host.record.server.clone(),
+                opt(host.id),
+                outcome_word(&host.record).to_string(),
+            ];
+            let why = s.not_measured.iter().find(|(l, _)| *l == host.label).map(|(_, w)| w);
+            if let Some(why) = why {
+                let mut row = lead.clone();
+                row.push(why.clone());
+                row.resize(FLEET_COLUMNS.len(), String::new());
+                line(out, &row)?;
+                continue;
+            }
+            for d in &s.directions {
+                let Some(h) = d.hosts.iter().find(|h| h.label == host.label) else { continue };
+                let mut row = lead.clone();
+                row.push(String::new());
+                row.extend(host_fields(d, h));
+                row.extend([skew(|k| k.start_seconds), skew(|k| k.stop_seconds), shared.clone()]);
+                line(out, &row)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// From `flow` to `run_total_bits_per_second`: one host's figures in one direction.
+fn host_fields(d: &FleetDirection, h: &HostFigures) -> Vec<String> {
+    let flows = flow_spread(h);
+    let f = flows.as_ref();
+    let outlier = d.outliers.iter().find(|o| o.label == h.label);
+    let counted = if h.whole_test { "whole_test" } else { "shared_window" };
+    vec![
+        serde_name(&d.flow),
+        whole(Some(h.bits_per_second)),
+        fixed(Some(h.share), 4),
+        counted.to_string(),
+        whole(h.whole_test_bits_per_second),
+        h.flows.len().to_string(),
+        whole(f.map(|f| f.mean)),
+        whole(f.and_then(|f| f.stddev)),
+        whole(f.map(|f| f.min)),
+        whole(f.map(|f| f.max)),
+        fixed(f.and_then(|f| f.cv), 4),
+        fixed(f.and_then(|f| f.jain), 4),
+        opt(h.retransmits),
+        fixed(h.server_cpu_percent, 1),
+        h.limit.clone().unwrap_or_default(),
+        outlier.is_some().to_string(),
+        fixed(outlier.map(|o| o.against_median_percent), 1),
+        whole(Some(d.total_bits_per_second)),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{field, fixed, whole};
+    use super::{CELL_COLUMNS, FLEET_COLUMNS, INTERVAL_COLUMNS, field, fixed, whole};
+
+    #[test]
+    fn docs_csv_md_explains_every_column() {
+        let doc = include_str!("../../../../docs/CSV.md");
+        let all = CELL_COLUMNS.iter().chain(&INTERVAL_COLUMNS).chain(&FLEET_COLUMNS);
+        for column in all {
+            assert!(doc.contains(&format!("`{column}`")), "docs/CSV.md does not explain {column}");
+        }
+    }
 
     #[test]
     fn numbers_are_rounded_to_what_was_measured() {

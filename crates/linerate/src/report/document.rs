@@ -27,7 +27,8 @@ pub enum Style {
 }
 
 impl Style {
-    fn heading(self, level: usize, text: &str, out: &mut dyn Write) -> std::io::Result<()> {
+    /// A heading of `level` (1 = the report's title).
+    pub fn heading(self, level: usize, text: &str, out: &mut dyn Write) -> std::io::Result<()> {
         let text = escape(text);
         match self {
             Style::Text if level == 1 => writeln!(out, "{text}"),
@@ -36,7 +37,8 @@ impl Style {
         }
     }
 
-    fn list(self, title: &str, items: &[String], out: &mut dyn Write) -> std::io::Result<()> {
+    /// A titled list ("none" when empty).
+    pub fn list(self, title: &str, items: &[String], out: &mut dyn Write) -> std::io::Result<()> {
         match self {
             Style::Text => {
                 writeln!(out, "{title}:")?;
@@ -55,7 +57,8 @@ impl Style {
         }
     }
 
-    fn table(self, t: &Table, out: &mut dyn Write) -> std::io::Result<()> {
+    /// A table in this style.
+    pub fn table(self, t: &Table, out: &mut dyn Write) -> std::io::Result<()> {
         match self {
             Style::Text => t.write_text(out),
             Style::Markdown => t.write_markdown(out),
@@ -64,7 +67,7 @@ impl Style {
 }
 
 /// Characters Markdown would read as formatting in running text (after [`escape`]).
-fn md_escape(s: &str) -> String {
+pub fn md_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in escape(s).chars() {
         if matches!(c, '\\' | '*' | '_' | '`' | '|' | '<' | '>' | '[' | ']') {
@@ -183,15 +186,26 @@ pub fn write_campaign(
     Ok(())
 }
 
-/// The whole report.
-pub fn write_report(style: Style, r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
-    style.heading(1, &format!("linerate report: {}", r.title), out)?;
-    for (k, v) in r.facts() {
+/// A report's title (`linerate report: TITLE`) and the facts it opens with.
+pub fn write_head(
+    style: Style,
+    title: &str,
+    facts: &[(&str, String)],
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    style.heading(1, &format!("linerate report: {title}"), out)?;
+    for (k, v) in facts {
         match style {
-            Style::Text => writeln!(out, "{k}: {}", escape(&v))?,
-            Style::Markdown => writeln!(out, "- **{k}:** {}", md_escape(&v))?,
+            Style::Text => writeln!(out, "{k}: {}", escape(v))?,
+            Style::Markdown => writeln!(out, "- **{k}:** {}", md_escape(v))?,
         }
     }
+    Ok(())
+}
+
+/// The whole report.
+pub fn write_report(style: Style, r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
+    write_head(style, &r.title, &r.facts(), out)?;
     match r.kind {
         ReportKind::Campaign => write_campaign(style, &r.tiers, &r.findings, out)?,
         ReportKind::Run | ReportKind::Matrix => {

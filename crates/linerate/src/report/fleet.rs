@@ -1,9 +1,11 @@
-//! A fleet run as people read it (text) and as programs read it (JSON, docs/JSON.md
-//! "linerate.fleet").
+//! A fleet run as people read it (text, and Markdown for a stored one) and as programs read
+//! it (JSON, docs/JSON.md "linerate.fleet"; a scaling curve's "linerate.fleet_scale").
 //!
-//! Text ends with the answer, like a client run: first each host (its rate, share, flows,
-//! retransmits and what limited it), then the hosts that were not measured and why, then the
-//! spread across hosts and flows, the outliers, and last the total per direction.
+//! Text ends with the answer, like a client run: per direction each host (its rate, share,
+//! flows, retransmits and what limited it), the spread across hosts and flows and the
+//! outliers; then the hosts that were not measured and why; last the totals. One function
+//! per section serves text and Markdown (`document::Style`), and the HTML page
+//! (`fleet_html`) reuses its tables and sentences.
 
 use std::io::Write;
 
@@ -12,9 +14,10 @@ use serde::Serialize;
 
 use crate::plan::fleet::FleetPlan;
 use crate::record::{RunRecord, SCHEMA_VERSION};
+use crate::report::document::{Style, md_escape};
 use crate::report::table::{Table, verdict_words};
 use crate::stats::fleet::{FleetDirection, FleetSummary, Spread};
-use crate::stats::scaling::{PLATEAU, ScaleSummary};
+use crate::stats::scaling::{PLATEAU, ScaleDirection, ScaleSummary};
 use crate::units::peer_text::escape;
 use crate::units::{ByteCount, count_of, format_bits_per_second, rate_unit, three_figures};
 
@@ -74,7 +77,7 @@ pub fn render_json(
     writeln!(out)
 }
 
-fn flow_words(flow: Flow) -> &'static str {
+pub fn flow_words(flow: Flow) -> &'static str {
     match flow {
         Flow::ClientToServer => "to the hosts (upload)",
         Flow::ServerToClient => "from the hosts (download, -R)",
@@ -90,7 +93,7 @@ fn percent(x: f64) -> String {
 }
 
 /// The per-host table of one direction, in one unit.
-fn host_table(d: &FleetDirection) -> Table {
+pub fn host_table(d: &FleetDirection) -> Table {
     let unit = rate_unit(d.hosts.iter().map(|h| h.bits_per_second).fold(0.0, f64::max));
     let mut t = Table::new(&[
         "host",
@@ -128,14 +131,24 @@ fn host_table(d: &FleetDirection) -> Table {
     t
 }
 
-fn spread_line(what: &str, s: &Spread) -> String {
+/// Jain's index of a spread to three decimals, or n/a with the reason.
+pub fn jain_text(s: &Spread) -> String {
+    match s.jain {
+        Some(j) => format!("{j:.3}"),
+        None if s.n < 2 => "n/a (one value)".into(),
+        None => "n/a (nothing moved)".into(),
+    }
+}
+
+/// One line of the spread across hosts or flows: n, mean, σ (and CV), min–max, Jain.
+pub fn spread_line(what: &str, s: &Spread) -> String {
     let sd = match (s.stddev, s.cv) {
         (Some(sd), Some(cv)) => {
             format!("σ {} ({} of the mean)", format_bits_per_second(sd), percent(cv))
         }
         _ => "σ n/a (one value)".to_string(),
     };
-    let jain = s.jain.map_or("n/a".into(), |j| format!("{j:.3}"));
+    let jain = jain_text(s);
     format!(
         "across {what} (n={}): mean {}, {sd}, min–max {}–{}, Jain {jain}",
         s.n,
@@ -174,12 +187,38 @@ pub fn render_text(
     start_note: Option<&str>,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
-    if let Some(note) = start_note {
-        writeln!(out, "Start: {note}")?;
+    write_fleet_body(Style::Text, summary, start_note, out)
+}
+
+/// A sentence under a section: indented in text, a bullet in Markdown.
+fn item(style: Style, text: &str, out: &mut dyn Write) -> std::io::Result<()> {
+    match style {
+        Style::Text => writeln!(out, "  {}", escape(text)),
+        Style::Markdown => writeln!(out, "- {}", md_escape(text)),
     }
+}
+
+/// A section's heading: `Title:` in text, a level-2 heading in Markdown.
+fn section(style: Style, title: &str, out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(out)?;
+    match style {
+        Style::Text => writeln!(out, "{}:", escape(title)),
+        Style::Markdown => style.heading(2, title, out),
+    }
+}
+
+/// A paragraph: a line in text, a paragraph in Markdown.
+fn paragraph(style: Style, text: &str, out: &mut dyn Write) -> std::io::Result<()> {
+    match style {
+        Style::Text => writeln!(out, "{}", escape(text)),
+        Style::Markdown => writeln!(out, "{}", md_escape(text)),
+    }
+}
+
+/// How the hosts started and which window counts, in a sentence.
+pub fn start_sentence(summary: &FleetSummary) -> String {
     match (summary.skew, summary.window) {
-        (Some(skew), Some((from, to))) => writeln!(
-            out,
+        (Some(skew), Some((from, to))) => format!(
             "Started together: start skew {} ms, stop skew {} ms; figures over the {} s every \
              host shared ({}–{} s after the go)",
             three_figures(skew.start_seconds * 1e3),
@@ -187,88 +226,131 @@ pub fn render_text(
             three_figures(to - from),
             three_figures(from),
             three_figures(to),
-        )?,
-        _ => writeln!(
-            out,
-            "No shared window (not every host started): each host counted over its own test"
-        )?,
+        ),
+        _ => "No shared window (not every host started): each host counted over its own test"
+            .to_string(),
     }
-    for d in &summary.directions {
-        writeln!(out)?;
-        writeln!(out, "Data {}:", flow_words(d.flow))?;
-        let table = host_table(d);
-        table.write_text(out)?;
-        if d.hosts.iter().any(|h| h.whole_test) {
-            writeln!(out, "  * no interval samples: counted over its whole test")?;
-        }
-        if let Some(s) = &d.across_hosts {
-            writeln!(out, "  {}", spread_line("hosts", s))?;
-        }
-        if let Some(s) = &d.across_flows {
-            writeln!(out, "  {}", spread_line("flows", s))?;
-        }
-        if let (Some(bytes), Some((before, after))) =
-            (d.outside_window_bytes, summary.unshared_seconds)
-        {
-            let share = d
-                .outside_window_share
-                .map_or(String::new(), |x| format!(", {} of all", percent(x)));
-            writeln!(
-                out,
-                "  outside the shared window (apart, as -O is): {}{share}, in the {} s before it \
-                 and the {} s after it",
-                ByteCount(bytes as u64).iec(),
-                three_figures(before),
-                three_figures(after),
-            )?;
-        }
-        for o in &d.outliers {
-            let more = if o.against_median_percent < 0.0 { "less" } else { "more" };
-            let why = o.limit_summary.as_deref().map_or("its run has no verdict".into(), escape);
-            writeln!(
-                out,
-                "  outlier: {} got {}% {more} than the median host: {why}",
-                o.label,
-                three_figures(o.against_median_percent.abs()),
-            )?;
-        }
-    }
-    if !summary.not_measured.is_empty() {
-        writeln!(out)?;
-        writeln!(
-            out,
-            "Not measured ({} of {} hosts):",
-            summary.not_measured.len(),
-            summary.hosts_planned
-        )?;
-        for (label, why) in &summary.not_measured {
-            // A failure's message may quote the peer (a refusal, an abort): escaped.
-            writeln!(out, "  {}: {}", escape(label), escape(why))?;
-        }
-    }
-    writeln!(out)?;
+}
+
+/// What a host far from the median got, and what limited it.
+pub fn outlier_sentence(o: &crate::stats::fleet::Outlier) -> String {
+    let more = if o.against_median_percent < 0.0 { "less" } else { "more" };
+    let why = o.limit_summary.as_deref().unwrap_or("its run has no verdict");
+    format!(
+        "outlier: {} got {}% {more} than the median host: {why}",
+        o.label,
+        three_figures(o.against_median_percent.abs()),
+    )
+}
+
+/// The hosts that were not measured, as a heading.
+pub fn not_measured_title(summary: &FleetSummary) -> String {
+    format!("Not measured ({} of {} hosts)", summary.not_measured.len(), summary.hosts_planned)
+}
+
+/// Each host that was not measured: `label: why`.
+pub fn not_measured_lines(summary: &FleetSummary) -> Vec<String> {
+    summary.not_measured.iter().map(|(label, why)| format!("{label}: {why}")).collect()
+}
+
+/// What one direction's receivers counted outside the shared window, reported apart as `-O`
+/// reports the omitted seconds; None when no host was windowed.
+pub fn outside_sentence(summary: &FleetSummary, d: &FleetDirection) -> Option<String> {
+    let (bytes, (before, after)) = d.outside_window_bytes.zip(summary.unshared_seconds)?;
+    let share =
+        d.outside_window_share.map_or(String::new(), |x| format!(", {} of all", percent(x)));
+    Some(format!(
+        "outside the shared window (apart, as -O is): {}{share}, in the {} s before it and the \
+         {} s after it",
+        ByteCount(bytes as u64).iec(),
+        three_figures(before),
+        three_figures(after),
+    ))
+}
+
+/// The closing lines: the coordinator's CPU and memory, and the total per direction.
+pub fn total_lines(summary: &FleetSummary) -> Vec<String> {
+    let mut lines = Vec::new();
     if summary.coordinator_cpu_percent.is_some() || summary.coordinator_peak_rss_bytes.is_some() {
-        writeln!(
-            out,
+        lines.push(format!(
             "Coordinator (this host, every client end): {} of a core, peak memory {}",
             summary
                 .coordinator_cpu_percent
                 .map_or("n/a".into(), |c| format!("{}%", three_figures(c))),
             summary.coordinator_peak_rss_bytes.map_or("n/a".into(), |b| ByteCount(b).iec()),
-        )?;
+        ));
     }
     for d in &summary.directions {
-        writeln!(
-            out,
+        lines.push(format!(
             "Fleet total {}: {} over {} of {} hosts",
             flow_words(d.flow),
             format_bits_per_second(d.total_bits_per_second),
             d.hosts.len(),
             summary.hosts_planned,
-        )?;
+        ));
     }
     if summary.directions.is_empty() {
-        writeln!(out, "Fleet total: n/a (no host completed its test)")?;
+        lines.push("Fleet total: n/a (no host completed its test)".into());
+    }
+    lines
+}
+
+/// The note under a host table whose hosts were counted over their whole test.
+pub const WHOLE_TEST_NOTE: &str = "* no interval samples: counted over its whole test";
+
+/// A fleet's figures in text or Markdown: per direction the host table, spread and outliers,
+/// then the hosts not measured, then the totals.
+pub fn write_fleet_body(
+    style: Style,
+    summary: &FleetSummary,
+    start_note: Option<&str>,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    if let Some(note) = start_note {
+        paragraph(style, &format!("Start: {note}"), out)?;
+        if style == Style::Markdown {
+            writeln!(out)?;
+        }
+    }
+    paragraph(style, &start_sentence(summary), out)?;
+    for d in &summary.directions {
+        section(style, &format!("Data {}", flow_words(d.flow)), out)?;
+        style.table(&host_table(d), out)?;
+        if style == Style::Markdown {
+            writeln!(out)?;
+        }
+        if d.hosts.iter().any(|h| h.whole_test) {
+            item(style, WHOLE_TEST_NOTE, out)?;
+        }
+        if let Some(s) = &d.across_hosts {
+            item(style, &spread_line("hosts", s), out)?;
+        }
+        if let Some(s) = &d.across_flows {
+            item(style, &spread_line("flows", s), out)?;
+        }
+        if let Some(line) = outside_sentence(summary, d) {
+            item(style, &line, out)?;
+        }
+        for o in &d.outliers {
+            item(style, &outlier_sentence(o), out)?;
+        }
+    }
+    if !summary.not_measured.is_empty() {
+        section(style, &not_measured_title(summary), out)?;
+        // A failure's message may quote the peer (a refusal, an abort): escaped by `item`.
+        for line in not_measured_lines(summary) {
+            item(style, &line, out)?;
+        }
+    }
+    match style {
+        Style::Text => writeln!(out)?,
+        Style::Markdown => section(style, "Totals", out)?,
+    }
+    for line in total_lines(summary) {
+        match style {
+            Style::Text => writeln!(out, "{line}")?,
+            Style::Markdown => item(style, &line, out)?,
+        }
     }
     Ok(())
 }
@@ -318,66 +400,84 @@ pub fn result(summary: &FleetSummary) -> String {
 
 /// The scaling curve as a table per direction, ending with where the total stops rising.
 pub fn render_scale_text(curve: &ScaleSummary, out: &mut dyn Write) -> std::io::Result<()> {
-    for d in &curve.directions {
-        let top = d.points.iter().filter_map(|p| Some(p.total.as_ref()?.max)).fold(0.0, f64::max);
-        let unit = rate_unit(top);
-        writeln!(out)?;
-        writeln!(out, "Scaling, data {}:", flow_words(d.flow))?;
-        let mut t = Table::new(&[
-            ">hosts",
-            ">runs",
-            &format!(">total {} (mean ± 95% CI)", unit.0),
-            &format!(">min–max ({})", unit.0),
-            &format!(">per host ({})", unit.0),
-            ">Jain",
+    write_scale_body(Style::Text, curve, out)
+}
+
+/// One direction's curve in one unit: per host count the runs, the mean total with its 95 %
+/// interval, min–max, the per-host mean and Jain's index.
+pub fn scale_table(d: &ScaleDirection) -> Table {
+    let top = d.points.iter().filter_map(|p| Some(p.total.as_ref()?.max)).fold(0.0, f64::max);
+    let unit = rate_unit(top);
+    let mut t = Table::new(&[
+        ">hosts",
+        ">runs",
+        &format!(">total {} (mean ± 95% CI)", unit.0),
+        &format!(">min–max ({})", unit.0),
+        &format!(">per host ({})", unit.0),
+        ">Jain",
+    ]);
+    for p in &d.points {
+        let (mean, range) = match &p.total {
+            Some(s) => (
+                match s.ci95_half_width {
+                    Some(h) => format!("{} ± {}", rate(s.mean, unit), rate(h, unit)),
+                    None => rate(s.mean, unit),
+                },
+                format!("{}–{}", rate(s.min, unit), rate(s.max, unit)),
+            ),
+            None => ("n/a (no run measured every host)".into(), "n/a".into()),
+        };
+        let mut runs = p.totals.len().to_string();
+        if p.partial_runs > 0 {
+            runs.push_str(&format!(" (+{} partial)", p.partial_runs));
+        }
+        t.rows.push(vec![
+            p.hosts.to_string(),
+            runs,
+            mean,
+            range,
+            p.per_host_mean.map_or("n/a".into(), |m| rate(m, unit)),
+            p.jain_mean.map_or("n/a (one host)".into(), |j| format!("{j:.3}")),
         ]);
-        for p in &d.points {
-            let (mean, range) = match &p.total {
-                Some(s) => (
-                    match s.ci95_half_width {
-                        Some(h) => format!("{} ± {}", rate(s.mean, unit), rate(h, unit)),
-                        None => rate(s.mean, unit),
-                    },
-                    format!("{}–{}", rate(s.min, unit), rate(s.max, unit)),
-                ),
-                None => ("n/a".into(), "n/a".into()),
-            };
-            let mut runs = p.totals.len().to_string();
-            if p.partial_runs > 0 {
-                runs.push_str(&format!(" (+{} partial)", p.partial_runs));
-            }
-            t.rows.push(vec![
-                p.hosts.to_string(),
-                runs,
-                mean,
-                range,
-                p.per_host_mean.map_or("n/a".into(), |m| rate(m, unit)),
-                p.jain_mean.map_or("n/a".into(), |j| format!("{j:.3}")),
-            ]);
+    }
+    t
+}
+
+/// Where one direction's total stops rising, in a sentence.
+pub fn plateau_sentence(d: &ScaleDirection) -> String {
+    let at = d.stops_rising_at.and_then(|k| d.points.iter().find(|p| p.hosts == k));
+    match (at, d.still_rising) {
+        (Some(p), false) => format!(
+            "The total stops rising at {}: {} (mean), within {:.0}% of the highest mean.",
+            count_of(p.hosts as u64, "host"),
+            p.total.as_ref().map_or("n/a".into(), |s| format_bits_per_second(s.mean)),
+            PLATEAU * 100.0
+        ),
+        (Some(p), true) => format!(
+            "The total is highest at the most hosts run ({}): it may still be rising; add more \
+             targets to find where it stops.",
+            p.hosts
+        ),
+        (None, _) => "Where the total stops rising: n/a (fewer than two points)".to_string(),
+    }
+}
+
+/// The curve in text or Markdown: per direction its table and where the total stops rising.
+pub fn write_scale_body(
+    style: Style,
+    curve: &ScaleSummary,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    for d in &curve.directions {
+        section(style, &format!("Scaling, data {}", flow_words(d.flow)), out)?;
+        style.table(&scale_table(d), out)?;
+        if style == Style::Markdown {
+            writeln!(out)?;
         }
-        t.write_text(out)?;
-        let at = d.stops_rising_at.and_then(|k| d.points.iter().find(|p| p.hosts == k));
-        match (at, d.still_rising) {
-            (Some(p), false) => writeln!(
-                out,
-                "The total stops rising at {}: {} (mean), within {}% of the highest mean.",
-                count_of(p.hosts as u64, "host"),
-                p.total.as_ref().map_or("n/a".into(), |s| format_bits_per_second(s.mean)),
-                three_figures(PLATEAU * 100.0)
-            )?,
-            (Some(p), true) => writeln!(
-                out,
-                "The total is highest at the most hosts run ({}): it may still be rising; add \
-                 more targets to find where it stops.",
-                p.hosts
-            )?,
-            (None, _) => {
-                writeln!(out, "Where the total stops rising: n/a (fewer than two points)")?
-            }
-        }
+        paragraph(style, &plateau_sentence(d), out)?;
     }
     if curve.directions.is_empty() {
-        writeln!(out, "Scaling: n/a (no fleet run completed)")?;
+        paragraph(style, "Scaling: n/a (no fleet run completed)", out)?;
     }
     Ok(())
 }

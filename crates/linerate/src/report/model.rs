@@ -463,7 +463,8 @@ fn warnings(runs: &[ReportRun], tiers: &[TierSummary]) -> Vec<String> {
     lines
 }
 
-fn series_of(run: usize, record: &RunRecord) -> Vec<Series> {
+/// Every stream of `record` (both ends) as time series, as run `run` of a report.
+pub fn series_of(run: usize, record: &RunRecord) -> Vec<Series> {
     record
         .all_streams()
         .map(|(end, s)| Series {

@@ -75,6 +75,23 @@ impl Scale {
     }
 }
 
+impl Scale {
+    /// [`Scale::fitting`] for a count: no step below 1, so every tick is a whole number, and
+    /// at least half a step past `max`, so what is drawn at `max` stays inside the plot.
+    pub fn whole(max: f64, length: f64, gap: f64, label_size: impl Fn(&str) -> f64) -> Scale {
+        let max = max.max(1.0);
+        let mut s = Scale::fitting(max, length, gap, label_size);
+        if s.ticks.len() > 1 && s.ticks[1] - s.ticks[0] < 1.0 {
+            s = Scale::stepped(0.0, 1.0, max.ceil() as usize);
+        }
+        let step = if s.ticks.len() > 1 { s.ticks[1] - s.ticks[0] } else { 1.0 };
+        if s.hi - max < step / 2.0 {
+            s.hi = max + step / 2.0;
+        }
+        s
+    }
+}
+
 /// The unit a throughput axis is read in: the largest of Gbit/s, Mbit/s, kbit/s and bit/s
 /// that its largest value reaches (so 984 kbit/s is not a row of zeros in Gbit/s).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -155,6 +172,15 @@ mod tests {
         let s = Scale::fitting(48.7, 100.0, 10.0, |l| 10.0 * l.len() as f64);
         let spacing = 100.0 / (s.ticks.len() - 1) as f64;
         assert!(spacing >= 30.0, "{s:?}");
+    }
+
+    #[test]
+    fn a_count_axis_has_whole_ticks_and_room_past_its_largest_value() {
+        let s = Scale::whole(3.0, 900.0, 16.0, |l| 8.0 * l.len() as f64);
+        assert_eq!(s.ticks, vec![0.0, 1.0, 2.0, 3.0]);
+        assert_eq!(s.hi, 3.5);
+        let s = Scale::whole(16.0, 300.0, 16.0, |l| 8.0 * l.len() as f64);
+        assert!(s.ticks.iter().all(|t| t.fract() == 0.0) && s.hi >= 16.0, "{s:?}");
     }
 
     #[test]

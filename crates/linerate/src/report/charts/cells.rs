@@ -76,6 +76,7 @@ pub fn whiskers(sets: &[(&str, &[CellSummary])], title: &str, context: &[String]
         axis: format!("received throughput ({})", unit.name),
         category: "cell".into(),
         figures: format!("median (min–max), {}", unit.name),
+        rules: Vec::new(),
     };
     let caption = "Received throughput of each cell over its completed runs: the square is the \
                    median, the whisker spans min to max and the rings are the single runs."
@@ -191,7 +192,7 @@ pub fn versus(tier: &TierSummary, (desc, is): Axis, prefix: &str, context: &[Str
     let chart = Panels {
         heading: heading(&title, context),
         keys,
-        panels: vec![Panel { title: String::new(), lines, shaded: Vec::new() }],
+        panels: vec![Panel { title: String::new(), lines, shaded: Vec::new(), ranges: Vec::new() }],
         x: XAxis::Ordinal(xs.iter().map(AxisValue::label).collect()),
         x_title: desc.to_string(),
         y_max,
@@ -264,6 +265,7 @@ pub fn cpu_per_gbit(cells: &[CellSummary], prefix: &str, context: &[String]) -> 
         axis: "CPU cores busy per Gbit/s received".into(),
         category: "cell".into(),
         figures: "cores per Gbit/s".into(),
+        rules: Vec::new(),
     };
     let caption = "The CPU time each end's linerate process used per Gbit/s it carried, by cell \
                    (cores busy ÷ Gbit/s received; lower is cheaper)."
@@ -301,6 +303,7 @@ pub fn fairness(cells: &[CellSummary], prefix: &str, context: &[String]) -> Char
         axis: "Jain's fairness index (no unit; 1 = equal shares)".into(),
         category: "cell".into(),
         figures: "index".into(),
+        rules: Vec::new(),
     };
     let caption = "How evenly each cell's streams shared the throughput, as Jain's index from \
                    0 to 1 (1 = equal shares; with n streams, 1/n = one stream took everything); \
@@ -343,6 +346,7 @@ pub fn per_stream(report: &Report, run: usize, prefix: &str, context: &[String])
         axis: format!("received throughput ({})", unit.name),
         category: "stream".into(),
         figures: unit.name.to_string(),
+        rules: Vec::new(),
     };
     let caption = format!(
         "Received throughput of each stream of {name} over the whole test; equal bars mean the \
@@ -404,6 +408,7 @@ pub fn tiers_vs_links(tiers: &[TierSummary], context: &[String]) -> Chart {
         axis: format!("received throughput ({})", unit.name),
         category: "tier".into(),
         figures: unit.name.to_string(),
+        rules: Vec::new(),
     };
     let caption = "Each tier's best cell (its mean received throughput) next to the theoretical \
                    TCP goodput of the link stated for the tier; a tier without a stated link \

@@ -8,7 +8,9 @@ use super::axis::Scale;
 use super::frame::{
     Heading, Key, LABEL, TICK, TICK_GAP, bottom_axis, left_axis, left_axis_width, top,
 };
-use super::svg::{Anchor, Font, INK, PAD, Stroke, Svg, WIDTH, block, circle, target, width, wrap};
+use super::svg::{
+    Anchor, Font, INK, PAD, Stroke, Svg, WIDTH, block, circle, segment, target, width, wrap,
+};
 
 /// One plotted point: where, and its exact figure.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,6 +43,24 @@ pub struct Panel {
     pub lines: Vec<Line>,
     /// Spans of x shaded grey (an omitted warm-up).
     pub shaded: Vec<(f64, f64)>,
+    /// Vertical ranges (error bars) and rules.
+    pub ranges: Vec<Range>,
+}
+
+/// A vertical line at one x: an error bar from `lo` to `hi` with caps, or (no span) a rule
+/// across the whole plot.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Range {
+    /// x in data units.
+    pub x: f64,
+    /// Shift right, in chart units (bars of two series at one x side by side).
+    pub dx: f64,
+    /// From `lo` to `hi` in data units; None spans the plot.
+    pub span: Option<(f64, f64)>,
+    /// Colour, width and dash.
+    pub stroke: Stroke<'static>,
+    /// Shown on hover.
+    pub hover: String,
 }
 
 /// The x axis of every panel.
@@ -50,6 +70,8 @@ pub enum XAxis {
     Numeric(f64),
     /// These values, evenly spaced.
     Ordinal(Vec<String>),
+    /// Whole numbers (a count) from zero to at least this, ticks at whole steps.
+    Whole(usize),
 }
 
 /// A whole line chart.
@@ -89,7 +111,9 @@ pub fn draw(chart: &Panels) -> String {
     };
     let panel_w = (WIDTH - 2.0 * PAD - GAP * (columns - 1) as f64) / columns as f64;
     let plot_h = [330.0, 190.0, 150.0][columns - 1];
-    let y_scale = Scale::fitting(chart.y_max, plot_h, 14.0, |_| block(1, TICK));
+    let y_max = chart.panels.iter().flat_map(|p| &p.ranges).filter_map(|r| Some(r.span?.1));
+    let y_scale =
+        Scale::fitting(y_max.fold(chart.y_max, f64::max), plot_h, 14.0, |_| block(1, TICK));
     for row in chart.panels.chunks(columns) {
         let title_h = row
             .iter()
@@ -135,10 +159,12 @@ fn panel(svg: &mut Svg, chart: &Panels, p: &Panel, y_scale: &Scale, at: Place) -
             let half = width(&probe.label(probe.hi), TICK) / 2.0 + 2.0;
             let x1 = x_end - half;
             let x_scale = Scale::fitting(*max, x1 - x0, 16.0, |l| width(l, TICK)).ending_at(*max);
-            plot_area(svg, p, (x0, x1), (y0, y1), |v| x_scale.at(v, x0, x1));
-            left_axis(svg, y_scale, (x0, x1), (y0, y1));
-            draw_lines(svg, p, |v| x_scale.at(v, x0, x1), |v| y_scale.at(v, y1, y0));
-            bottom_axis(svg, &x_scale, (x0, x1), (y0, y1), (&chart.x_title, true))
+            numeric(svg, chart, p, (y_scale, &x_scale), (x0, x1), (y0, y1))
+        }
+        XAxis::Whole(max) => {
+            let x1 = x_end;
+            let x_scale = Scale::whole(*max as f64, x1 - x0, 16.0, |l| width(l, TICK));
+            numeric(svg, chart, p, (y_scale, &x_scale), (x0, x1), (y0, y1))
         }
         XAxis::Ordinal(values) => {
             let n = values.len().max(1) as f64;
@@ -146,9 +172,55 @@ fn panel(svg: &mut Svg, chart: &Panels, p: &Panel, y_scale: &Scale, at: Place) -
             let x = move |v: f64| x0 + slot * (v + 0.5);
             plot_area(svg, p, (x0, x_end), (y0, y1), x);
             left_axis(svg, y_scale, (x0, x_end), (y0, y1));
+            draw_ranges(svg, p, (x, |v| y_scale.at(v, y1, y0)), (y0, y1));
             draw_lines(svg, p, x, |v| y_scale.at(v, y1, y0));
             ordinal_axis(svg, values, (x0, x_end), y1, &chart.x_title)
         }
+    }
+}
+
+/// A panel on a numeric x axis: its plot, lines, ranges and both axes; returns the y below.
+fn numeric(
+    svg: &mut Svg,
+    chart: &Panels,
+    p: &Panel,
+    (y_scale, x_scale): (&Scale, &Scale),
+    (x0, x1): (f64, f64),
+    (y0, y1): (f64, f64),
+) -> f64 {
+    let x = |v| x_scale.at(v, x0, x1);
+    let y = |v| y_scale.at(v, y1, y0);
+    plot_area(svg, p, (x0, x1), (y0, y1), x);
+    left_axis(svg, y_scale, (x0, x1), (y0, y1));
+    // The axis (and its grid) first, so no grid line is drawn over an error bar.
+    let below = bottom_axis(svg, x_scale, (x0, x1), (y0, y1), (&chart.x_title, true));
+    draw_ranges(svg, p, (x, y), (y0, y1));
+    draw_lines(svg, p, x, y);
+    below
+}
+
+/// Error bars (with caps) and rules, each with its figure on hover.
+fn draw_ranges(
+    svg: &mut Svg,
+    p: &Panel,
+    (x, y): (impl Fn(f64) -> f64, impl Fn(f64) -> f64),
+    (y0, y1): (f64, f64),
+) {
+    for r in &p.ranges {
+        let at = x(r.x) + r.dx;
+        let shapes = match r.span {
+            None => vec![segment((at, y0), (at, y1), r.stroke)],
+            Some((lo, hi)) => {
+                let (lo, hi) = (y(lo).clamp(y0, y1), y(hi).clamp(y0, y1));
+                let cap = Stroke::solid(r.stroke.colour, r.stroke.width.min(2.0));
+                vec![
+                    segment((at, lo), (at, hi), r.stroke),
+                    segment((at - 5.0, lo), (at + 5.0, lo), cap),
+                    segment((at - 5.0, hi), (at + 5.0, hi), cap),
+                ]
+            }
+        };
+        svg.mark(&r.hover, &shapes);
     }
 }
 

@@ -7,17 +7,20 @@
 //! Charts: every run's throughput over time (one panel per cell), each cell's median and
 //! min–max with its single runs, throughput against each varied axis, CPU per Gbit/s, per-flow
 //! fairness on its 0–1 scale, each stream of a single run, a campaign's tiers against their
-//! links, and for `compare` both sides' cells on one axis. Every value comes from the report
+//! links, and for `compare` both sides' cells on one axis; for a fleet, each host's rate and
+//! flows against the hosts' mean, and a scaling curve's total against the number of hosts. Every value comes from the report
 //! model; this module chooses and draws, it computes no statistic.
 
 mod axis;
 mod cells;
+mod fleet;
 mod frame;
 mod lines;
 mod rows;
 mod svg;
 mod time;
 
+use crate::report::fleet_report::FleetReport;
 use crate::report::model::{Report, ReportKind, ReportRun};
 use crate::stats::matrix::CellSummary;
 
@@ -25,7 +28,7 @@ use crate::stats::matrix::CellSummary;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Chart {
     /// Which kind of chart (`over-time`, `cells`, `vs-axis`, `cpu`, `fairness`, `streams`,
-    /// `tiers`, `compare`): a stable name for the page and the docs.
+    /// `tiers`, `compare`, `scaling`): a stable name for the page and the docs.
     pub kind: &'static str,
     /// What it shows, as its heading says.
     pub title: String,
@@ -90,6 +93,19 @@ pub fn report_charts(report: &Report) -> Vec<Chart> {
         out.push(cells::tiers_vs_links(&report.tiers, &context));
     }
     out
+}
+
+/// Every chart of a stored fleet: per direction how fairly the hosts shared; of a scaling
+/// curve, the total against the number of hosts.
+pub fn fleet_charts(report: &FleetReport) -> Vec<Chart> {
+    let context = report.context();
+    match (&report.curve, report.runs.first()) {
+        (Some(curve), _) if !curve.directions.is_empty() => vec![fleet::scaling(curve, &context)],
+        (None, Some(run)) => {
+            run.summary.directions.iter().map(|d| fleet::fairness(d, &context)).collect()
+        }
+        _ => Vec::new(),
+    }
 }
 
 /// A report's cells under the names `compare` matches them by: `TIER/CELL` in a campaign,

@@ -26,8 +26,33 @@ pub enum Mark {
         /// Each sample with its hover text.
         samples: Vec<(f64, String)>,
     },
+    /// A mean with a bar of ± one standard deviation, a whisker from min to max and the single
+    /// samples (value, hover text).
+    MeanSd {
+        /// Mean.
+        mean: f64,
+        /// Standard deviation (None: one sample).
+        sd: Option<f64>,
+        /// Smallest sample.
+        min: f64,
+        /// Largest sample.
+        max: f64,
+        /// Each sample with its hover text.
+        samples: Vec<(f64, String)>,
+    },
     /// Nothing to draw; the written figure says why.
     Nothing,
+}
+
+/// A vertical line across every row at one value (a reference such as a mean).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rule {
+    /// Where.
+    pub value: f64,
+    /// Its colour (dashed).
+    pub colour: &'static str,
+    /// The exact figure shown on hover.
+    pub hover: String,
 }
 
 /// One set's value in a row (the sets are the legend's entries).
@@ -69,6 +94,8 @@ pub struct Rows {
     pub category: String,
     /// The heading of the written figures, with their unit.
     pub figures: String,
+    /// Reference lines across the rows.
+    pub rules: Vec<Rule>,
 }
 
 /// Height of one entry's line.
@@ -94,8 +121,8 @@ pub fn draw(chart: &Rows) -> String {
     let figures = chart.rows.iter().flat_map(|r| &r.entries).map(|e| width(&e.figure, FIGURE));
     let figure_w = figures.fold(width(&chart.figures, HEAD), f64::max).min(most);
     let (x0, x1) = (PAD + label_w + 16.0, WIDTH - PAD - figure_w - 16.0);
-    let max =
-        chart.rows.iter().flat_map(|r| &r.entries).map(|e| reach(&e.mark)).fold(0.0, f64::max);
+    let max = chart.rows.iter().flat_map(|r| &r.entries).map(|e| reach(&e.mark));
+    let max = max.chain(chart.rules.iter().map(|r| r.value)).fold(0.0, f64::max);
     let scale = chart
         .scale
         .clone()
@@ -133,6 +160,11 @@ pub fn draw(chart: &Rows) -> String {
         }
         row_top += h;
     }
+    for rule in &chart.rules {
+        let x = scale.at(rule.value.clamp(scale.lo, scale.hi), x0, x1);
+        let stroke = Stroke { colour: rule.colour, width: 2.0, dash: Some("7 4") };
+        svg.mark(&rule.hover, &[segment((x, y), (x, bottom), stroke)]);
+    }
     svg.finish(below + PAD, &chart.heading.title)
 }
 
@@ -140,7 +172,9 @@ pub fn draw(chart: &Rows) -> String {
 fn reach(m: &Mark) -> f64 {
     match m {
         Mark::Bar(v) => *v,
-        Mark::Whisker { max, samples, .. } => samples.iter().map(|s| s.0).fold(*max, f64::max),
+        Mark::Whisker { max, samples, .. } | Mark::MeanSd { max, samples, .. } => {
+            samples.iter().map(|s| s.0).fold(*max, f64::max)
+        }
         Mark::Nothing => 0.0,
     }
 }
@@ -167,6 +201,23 @@ fn draw_mark(svg: &mut Svg, e: &Entry, scale: &Scale, (x0, x1): (f64, f64), mid:
             svg.mark(&e.hover, &shapes);
             for (v, hover) in samples {
                 svg.mark(hover, &[circle((x(*v), mid), 4.5, c, false)]);
+            }
+        }
+        Mark::MeanSd { mean, sd, min, max, samples } => {
+            let thin = Stroke::solid(c, 1.5);
+            let cap = |v: f64| segment((x(v), mid - 5.0), (x(v), mid + 5.0), thin);
+            let sd = sd.unwrap_or(0.0);
+            let (lo, hi) = (x(mean - sd), x(mean + sd));
+            let shapes = [
+                segment((x(*min), mid), (x(*max), mid), thin),
+                cap(*min),
+                cap(*max),
+                bar((lo, mid - 4.0), ((hi - lo).max(2.0), 8.0), c),
+                bar((x(*mean) - 1.5, mid - 8.0), (3.0, 16.0), INK),
+            ];
+            svg.mark(&e.hover, &shapes);
+            for (v, hover) in samples {
+                svg.mark(hover, &[circle((x(*v), mid), 3.5, c, false)]);
             }
         }
         Mark::Nothing => {}

@@ -136,7 +136,7 @@ pub fn run_over_time(
     let chart = Panels {
         heading: Heading { title: title.clone(), context: context.to_vec() },
         keys,
-        panels: vec![Panel { title: String::new(), lines, shaded }],
+        panels: vec![Panel { title: String::new(), lines, shaded, ranges: Vec::new() }],
         x: XAxis::Numeric(x_max),
         x_title: "time since the start of the test (s)".into(),
         y_max: unit.of(y_max),
@@ -194,7 +194,7 @@ pub fn cells_over_time(
             (false, true) => cell.label.clone(),
             (false, false) => format!("{}: {} did not complete", cell.label, unfinished.join(", ")),
         };
-        panels.push(Panel { title, lines, shaded: Vec::new() });
+        panels.push(Panel { title, lines, shaded: Vec::new(), ranges: Vec::new() });
     }
     let span = shaded.iter().copied().reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)));
     let mut keys: Vec<Key> = (0..reps)
