@@ -193,7 +193,7 @@ pub(super) fn stored_report(
 ) -> Result<Option<Vec<u8>>> {
     let Stored::Group(id) = store.resolve(which, false)? else { return Ok(None) };
     let Some(group) = store.group(id)?.filter(|g| g.kind == "fleet") else { return Ok(None) };
-    if group.params["scale"].as_array().is_some_and(|s| !s.is_empty()) {
+    if super::fleet_stored::is_curve(&group.params) {
         return super::scale::stored_report(store, id, format).map(Some);
     }
     let text = match format {
@@ -201,8 +201,7 @@ pub(super) fn stored_report(
         ReportFormat::Json => false,
         _ => return Err(unbuilt_format(id)),
     };
-    let records: Vec<(String, RunRecord)> =
-        store.group_runs(id)?.into_iter().map(|(_, _, r)| (stored_label(&r), r)).collect();
+    let records = super::fleet_stored::fleet_hosts(store, id)?;
     let summary = summarize_fleet(&inputs(&records));
     let mut buf = Vec::new();
     let meta = FleetMeta { group: Some(id), start_note: None };

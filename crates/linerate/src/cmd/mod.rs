@@ -11,9 +11,11 @@
 mod campaign;
 mod client;
 mod compare;
+mod compare_fleet;
 mod doctor;
 mod failed;
 mod fleet;
+mod fleet_stored;
 mod gate;
 mod generate;
 mod history;

@@ -12,19 +12,17 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use super::failed::{group_failure_kind, interrupted};
-use super::fleet::{all_completed, inputs, open_group, placed, stored_label, unbuilt_format};
+use super::fleet::{all_completed, open_group, placed, unbuilt_format};
+use super::fleet_stored::Hosts;
 use crate::plan::fleet::FleetPlan;
 use crate::plan::{OutputFormat, ReportFormat};
-use crate::record::{Failure, RunRecord};
+use crate::record::Failure;
 use crate::report::fleet as render;
 use crate::report::notice::{Notice, Stored};
 use crate::session::{Interrupt, fleet};
-use crate::stats::fleet::{FleetSummary, summarize_fleet};
+use crate::stats::fleet::FleetSummary;
 use crate::stats::scaling::summarize_scaling;
 use crate::store::Store;
-
-/// Each host's label and run, in one fleet run.
-type Hosts = Vec<(String, RunRecord)>;
 
 /// One fleet run of the curve.
 struct ScaleRun {
@@ -40,7 +38,7 @@ struct ScaleRun {
 
 impl ScaleRun {
     fn new(hosts: usize, repetition: u32, records: Hosts) -> Self {
-        let summary = summarize_fleet(&inputs(&records));
+        let summary = super::fleet_stored::summarize_attempt(hosts, &records);
         Self { hosts, repetition, records, summary }
     }
 }
@@ -125,18 +123,10 @@ fn write_curve(
 
 /// `report fN` of a stored scaling curve.
 pub(super) fn stored_report(store: &Store, id: i64, format: ReportFormat) -> Result<Vec<u8>> {
-    let mut grouped: Vec<(usize, u32, Hosts)> = Vec::new();
-    for (_, meta, record) in store.group_runs(id)? {
-        let k = meta.cell.as_deref().and_then(|c| c.strip_prefix("k=")?.parse().ok());
-        let (Some(k), Some(rep)) = (k, meta.repetition) else { continue };
-        let host = (stored_label(&record), record);
-        match grouped.iter_mut().find(|(n, r, _)| *n == k && *r == rep) {
-            Some((_, _, records)) => records.push(host),
-            None => grouped.push((k, rep, vec![host])),
-        }
-    }
-    let done: Vec<ScaleRun> =
-        grouped.into_iter().map(|(k, rep, records)| ScaleRun::new(k, rep, records)).collect();
+    let done: Vec<ScaleRun> = super::fleet_stored::curve_attempts(store, id)?
+        .into_iter()
+        .map(|a| ScaleRun::new(a.hosts, a.repetition, a.records))
+        .collect();
     let seed = store.group(id)?.and_then(|g| g.params["seed"].as_u64());
     let mut buf = Vec::new();
     match format {

@@ -74,7 +74,8 @@ pub fn render_json(
     writeln!(out)
 }
 
-fn flow_words(flow: Flow) -> &'static str {
+/// Which way data went, as the fleet reports say it.
+pub fn flow_words(flow: Flow) -> &'static str {
     match flow {
         Flow::ClientToServer => "to the hosts (upload)",
         Flow::ServerToClient => "from the hosts (download, -R)",
