@@ -598,7 +598,7 @@ pub struct TestArgs {
 }
 
 /// A percentage such as `0.1`, `0.1%` or `2%`, from 0 to 100.
-fn percent(s: &str) -> Result<f64, String> {
+pub(super) fn percent(s: &str) -> Result<f64, String> {
     let v: f64 = s
         .trim()
         .trim_end_matches('%')

@@ -79,19 +79,26 @@ pub(super) fn open_group<'a>(
     console: &'a crate::report::notice::Console,
 ) -> Result<(GroupRuns<'a>, Option<i64>)> {
     let mut store = keep::open(&plan.base.store, console);
+    let params = json!({ "plan": identity(plan), "seed": plan.seed });
     let group = match store.as_mut() {
-        Some(s) => Some(s.begin_group("fleet", None, &identity(plan))?),
+        Some(s) => Some(s.begin_group("fleet", None, &params)?),
         None => None,
     };
-    let mut runs = GroupRuns::new(
-        store,
-        (RunKind::FleetHost, group),
-        plan.base.store.labels.clone(),
-        (None, interrupt),
-        console,
-    );
+    Ok((group_runs(store, group, plan, (interrupt, console)), group))
+}
+
+/// Where the host runs of `group` are kept.
+pub(super) fn group_runs<'a>(
+    store: Option<Store>,
+    group: Option<i64>,
+    plan: &FleetPlan,
+    (interrupt, console): (&'a Interrupt, &'a crate::report::notice::Console),
+) -> GroupRuns<'a> {
+    let labels = plan.base.store.labels.clone();
+    let kind = (RunKind::FleetHost, group);
+    let mut runs = GroupRuns::new(store, kind, labels, (None, interrupt), console);
     runs.wanted = plan.base.store.path.clone();
-    Ok((runs, group))
+    runs
 }
 
 /// Each host's record with its place in the fleet (label, measured start), labelled.
@@ -151,7 +158,9 @@ pub(super) fn inputs(records: &[(String, RunRecord)]) -> Vec<HostInput<'_>> {
         .collect()
 }
 
-fn identity(plan: &FleetPlan) -> serde_json::Value {
+/// What identifies a fleet for `--resume` (stored under `"plan"`, the seed beside it):
+/// everything that shapes its runs but the seed.
+pub(super) fn identity(plan: &FleetPlan) -> serde_json::Value {
     let targets: Vec<serde_json::Value> = plan
         .targets
         .iter()
@@ -162,7 +171,8 @@ fn identity(plan: &FleetPlan) -> serde_json::Value {
         "spec": plan.base.spec,
         "scale": plan.scale,
         "repeat": plan.repeat,
-        "seed": plan.seed,
+        "until_ci": plan.until_ci,
+        "max_repeat": plan.max_repeat,
     })
 }
 

@@ -23,6 +23,7 @@ mod keep;
 mod matrix;
 mod report;
 mod scale;
+mod scale_resume;
 mod selftest;
 mod server;
 mod show;

@@ -1,7 +1,8 @@
 //! `linerate fleet --scale K,...`: the fleet run with the first k targets for each k, each
 //! `--repeat` times in a random order the seed reproduces, then the scaling curve
 //! (`stats::scaling`). Every host run is stored in one group, as cell `k=K` with its
-//! repetition, so `report fN` rebuilds the curve from the history.
+//! repetition, so `report fN` rebuilds the curve from the history. `--until-ci` rounds and
+//! `--resume`: `scale_resume`.
 //!
 //! Exit status as for a fleet: 3 when any run was partial (a host not measured; that run is
 //! left out of its point), 130 when interrupted (the runs until then are reported).
@@ -12,8 +13,9 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use super::failed::{group_failure_kind, interrupted};
-use super::fleet::{all_completed, open_group, placed, unbuilt_format};
+use super::fleet::{placed, unbuilt_format};
 use super::fleet_stored::Hosts;
+use super::scale_resume::{self, Opened, Walk};
 use crate::plan::fleet::FleetPlan;
 use crate::plan::{OutputFormat, ReportFormat};
 use crate::record::Failure;
@@ -47,27 +49,40 @@ impl ScaleRun {
 pub fn run(plan: &FleetPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     let text = plan.base.output == OutputFormat::Text;
     let console = super::console(text);
-    let order = plan.order();
+    let Opened { mut runs, group, plan, earlier } = scale_resume::open(plan, interrupt, &console)?;
+    let plan = &plan;
+    let mut walk = Walk::new(plan, &earlier);
     if text {
-        render::render_scale_start(plan, order.len(), &mut std::io::stdout())?;
+        let out = &mut std::io::stdout();
+        render::render_scale_start(plan, plan.order().len(), out)?;
+        render::render_scale_rounds(plan, group.filter(|_| plan.resume.is_some()), out)?;
     }
-    let (mut runs, group) = open_group(plan, interrupt, &console)?;
-    let mut done: Vec<ScaleRun> = Vec::new();
-    for (i, &(k, rep)) in order.iter().enumerate() {
-        if interrupt.count() > 0 {
-            break;
-        }
+    let mut done: Vec<ScaleRun> =
+        earlier.into_iter().map(|a| ScaleRun::new(a.hosts, a.repetition, a.records)).collect();
+    let mut ran = 0;
+    while interrupt.count() == 0 {
+        let so_far: Vec<(usize, &FleetSummary)> =
+            done.iter().map(|r| (r.hosts, &r.summary)).collect();
+        let Some((k, rep)) = walk.next(plan, &so_far) else { break };
         let records = placed(fleet::run_fleet(&plan.first(k), interrupt).hosts);
         for (_, record) in &records {
             runs.keep(format!("k={k}"), rep, record);
         }
         let run = ScaleRun::new(k, rep, records);
-        let line = render::scale_progress_line((i + 1, order.len()), (k, rep), &run.summary);
+        let line = render::scale_progress_line(walk.position(), (k, rep), &run.summary);
         let _ = writeln!(std::io::stderr(), "{line}");
         done.push(run);
+        ran += 1;
+        if plan.stop_after.is_some_and(|n| ran >= n) {
+            interrupt.trigger();
+        }
     }
-    let partial = done.iter().filter(|r| !all_completed(&r.records)).count();
-    let complete = done.len() == order.len() && partial == 0;
+    let whole = |&(k, rep): &(usize, u32)| {
+        done.iter()
+            .any(|r| (r.hosts, r.repetition) == (k, rep) && scale_resume::whole(k, &r.records))
+    };
+    let partial = walk.planned().iter().filter(|p| !whole(p)).count();
+    let complete = interrupt.count() == 0 && partial == 0;
     if let (Some(s), Some(g), true) = (runs.store.as_mut(), group, complete) {
         s.finish_group(g)?;
     }
@@ -78,6 +93,9 @@ pub fn run(plan: &FleetPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     if let Some(g) = group {
         console.show(&Notice::Stored(Stored::Fleet(g)));
     }
+    if let (Some(group), false) = (group, complete) {
+        console.show(&Notice::CurveIncomplete { group });
+    }
     if interrupt.count() > 0 {
         return Err(interrupted(interrupt, "the runs until then are above"));
     }
@@ -86,7 +104,7 @@ pub fn run(plan: &FleetPlan, interrupt: &Interrupt) -> Result<ExitCode> {
         let kind = group_failure_kind(done.iter().flat_map(|r| r.records.iter().map(|(_, x)| x)));
         let why = format!(
             "{partial} of {} fleet runs were partial (a host not measured; left out of its point)",
-            done.len()
+            walk.planned().len()
         );
         return Err(Failure::new(kind, why).into());
     }

@@ -272,6 +272,31 @@ pub fn render_scale_start(
     )
 }
 
+/// After the first lines of a curve: its `--until-ci` rounds, and the group it continues.
+pub fn render_scale_rounds(
+    plan: &FleetPlan,
+    resumed: Option<i64>,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    if let Some(target) = plan.until_ci {
+        writeln!(
+            out,
+            "Then, until each total's 95% CI is within ±{:.1}% of its mean: more rounds, at \
+             most {} whole runs per host count",
+            target * 100.0,
+            plan.max_repeat
+        )?;
+    }
+    match resumed {
+        Some(g) => writeln!(
+            out,
+            "Resuming f{g}: its whole fleet runs are kept, the rest run (seed {})",
+            plan.seed
+        ),
+        None => Ok(()),
+    }
+}
+
 /// One line per finished fleet run of a curve (stderr), so long curves show progress.
 pub fn scale_progress_line(
     (done, of): (usize, usize),
