@@ -17,6 +17,7 @@ mod environment;
 mod exit;
 mod faults;
 mod fleet;
+mod fleet_history;
 mod interop;
 mod interop_server;
 mod layers;

@@ -73,10 +73,19 @@ pub struct Server {
 impl Server {
     /// Starts `linerate server -p 0 <extra>` and waits for its "listening" line.
     pub fn start(extra: &[&str]) -> Server {
+        Self::spawn(&[&["server", "-p", "0"], extra].concat())
+    }
+
+    /// Starts `linerate server -p PORT` on a port chosen before (a host that was down comes
+    /// back) and waits for its "listening" line.
+    pub fn start_on(port: u16) -> Server {
+        Self::spawn(&["server", "-p", &port.to_string()])
+    }
+
+    fn spawn(args: &[&str]) -> Server {
         let mut child = Command::new(bin())
             .env("XDG_DATA_HOME", data_home())
-            .args(["server", "-p", "0"])
-            .args(extra)
+            .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()

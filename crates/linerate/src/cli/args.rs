@@ -102,10 +102,11 @@ pub enum Command {
         db: DbArgs,
     },
     /// Compare two stored runs (`12`), matrices (`m3`) or campaigns (`c4`), cell by cell,
-    /// with a significance test.
+    /// or two fleets (`f5`) host by host and scaling curves point by point, with a
+    /// significance test.
     Compare {
-        /// The before: a run id, or `m`/`c` and a matrix's or campaign's group id, or `last`
-        /// (the newest run, or the matrix or campaign it belongs to).
+        /// The before: a run id, or `m`/`c`/`f` and a matrix's, campaign's or fleet's group
+        /// id, or `last` (the newest run, or the matrix, campaign or fleet it belongs to).
         #[arg(value_name = "A")]
         a: String,
         /// The after.
@@ -235,7 +236,7 @@ pub struct GateArgs {
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// A run id, `mN` (matrix), `cN` (campaign) from `linerate history`, `last` (the default:
-    /// the newest run, or the matrix or campaign it belongs to), or a file saved from `-J`
+    /// the newest run, or the matrix, campaign or fleet it belongs to), or a file saved from `-J`
     /// output.
     #[arg(value_name = "RUN|mN|cN|last|FILE.json", default_value = "last")]
     pub what: String,
@@ -598,7 +599,7 @@ pub struct TestArgs {
 }
 
 /// A percentage such as `0.1`, `0.1%` or `2%`, from 0 to 100.
-fn percent(s: &str) -> Result<f64, String> {
+pub(super) fn percent(s: &str) -> Result<f64, String> {
     let v: f64 = s
         .trim()
         .trim_end_matches('%')

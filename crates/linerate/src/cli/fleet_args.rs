@@ -31,6 +31,24 @@ pub struct FleetArgs {
     /// With --scale: the seed of the run order [default: random, printed].
     #[arg(long = "seed", value_name = "N", requires = "scale")]
     pub seed: Option<u64>,
+    /// With --scale: repeat each host count until the 95 % confidence interval of its total
+    /// is within this share of the mean (e.g. 5%), up to --max-repeat runs; only fleet runs
+    /// in which every host was measured count.
+    #[arg(long = "until-ci", value_name = "PERCENT", value_parser = super::args::percent,
+          requires = "scale")]
+    pub until_ci: Option<f64>,
+    /// With --until-ci: the most whole fleet runs per host count.
+    #[arg(long = "max-repeat", value_name = "N", default_value_t = 10, requires = "until_ci",
+          value_parser = clap::value_parser!(u32).range(2..=1000))]
+    pub max_repeat: u32,
+    /// With --scale: continue the newest unfinished scaling curve with these settings (or
+    /// fleet fN): fleet runs in which every host was measured are kept, the rest run in the
+    /// stored order.
+    #[arg(long = "resume", value_name = "fN", num_args = 0..=1, value_parser = fleet_ref)]
+    pub resume: Option<Option<i64>>,
+    /// Stop after N fleet runs as if interrupted (for testing --resume).
+    #[arg(long = "stop-after", value_name = "N", hide = true)]
+    pub stop_after: Option<usize>,
     #[command(flatten)]
     pub net: NetArgs,
     #[command(flatten)]
@@ -78,12 +96,46 @@ pub(super) fn fleet_plan(a: FleetArgs) -> Result<FleetPlan, String> {
         Some(s) => crate::plan::fleet::parse_scale(s, targets.len())?,
         None => Vec::new(),
     };
+    let base = super::convert::with_store(base, &a.store);
+    check_resume(&a, &base)?;
     Ok(FleetPlan {
         targets,
-        base: super::convert::with_store(base, &a.store),
+        base,
         scale,
         repeat: a.repeat,
         seed: a.seed.unwrap_or_else(super::convert::random_seed),
         each_address: a.each_address,
+        until_ci: a.until_ci.map(|p| p / 100.0),
+        max_repeat: a.max_repeat.max(a.repeat),
+        resume: a.resume,
+        stop_after: a.stop_after,
     })
+}
+
+/// Refuses `--resume` where there is nothing to continue. A single fleet (no `--scale`) is
+/// one measurement of every host at one instant: no part of an interrupted one can be kept,
+/// so it is run again, as a new fleet, without `--resume`.
+fn check_resume(a: &FleetArgs, base: &crate::plan::ClientPlan) -> Result<(), String> {
+    if a.resume.is_none() {
+        return Ok(());
+    }
+    if a.scale.is_none() {
+        return Err("--resume continues a scaling curve (--scale): a single fleet run measures                     every host at one instant, so nothing of an interrupted one can be kept;                     run it again without --resume"
+            .into());
+    }
+    if a.store.no_store {
+        return Err("--resume reads the curve's runs from the history: drop --no-store".into());
+    }
+    if base.store.path.is_none() {
+        return Err("--resume needs the history: set XDG_DATA_HOME or HOME, or give --db".into());
+    }
+    Ok(())
+}
+
+/// `fN` or `N`: a stored fleet's group.
+fn fleet_ref(s: &str) -> Result<i64, String> {
+    match s.strip_prefix('f').unwrap_or(s).parse::<i64>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!("{s:?} is not a fleet; write it as `linerate history` shows it, e.g. f3")),
+    }
 }

@@ -36,6 +36,9 @@ pub fn run(
 ) -> Result<ExitCode> {
     let store = super::history::open_existing(&plan.db)?;
     let (a, b) = (store.resolve(a, false)?, store.resolve(b, false)?);
+    if let Some(code) = super::compare_fleet::run(&store, (a, b), plan.json, html.is_some())? {
+        return Ok(code);
+    }
     let mut out = std::io::stdout().lock();
     let (a_cells, b_cells) = (cells(&store, a)?, cells(&store, b)?);
     let rows = rows(&a_cells, &b_cells);

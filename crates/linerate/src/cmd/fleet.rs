@@ -82,19 +82,26 @@ pub(super) fn open_group<'a>(
     console: &'a crate::report::notice::Console,
 ) -> Result<(GroupRuns<'a>, Option<i64>)> {
     let mut store = keep::open(&plan.base.store, console);
+    let params = json!({ "plan": identity(plan), "seed": plan.seed });
     let group = match store.as_mut() {
-        Some(s) => Some(s.begin_group("fleet", None, &identity(plan))?),
+        Some(s) => Some(s.begin_group("fleet", None, &params)?),
         None => None,
     };
-    let mut runs = GroupRuns::new(
-        store,
-        (RunKind::FleetHost, group),
-        plan.base.store.labels.clone(),
-        (None, interrupt),
-        console,
-    );
+    Ok((group_runs(store, group, plan, (interrupt, console)), group))
+}
+
+/// Where the host runs of `group` are kept.
+pub(super) fn group_runs<'a>(
+    store: Option<Store>,
+    group: Option<i64>,
+    plan: &FleetPlan,
+    (interrupt, console): (&'a Interrupt, &'a crate::report::notice::Console),
+) -> GroupRuns<'a> {
+    let labels = plan.base.store.labels.clone();
+    let kind = (RunKind::FleetHost, group);
+    let mut runs = GroupRuns::new(store, kind, labels, (None, interrupt), console);
     runs.wanted = plan.base.store.path.clone();
-    Ok((runs, group))
+    runs
 }
 
 pub(super) use crate::session::fleet_runs::placed;
@@ -140,7 +147,9 @@ pub(super) fn labelled(records: &[(String, RunRecord)]) -> Vec<HostInput<'_>> {
     inputs(records.iter().map(|(l, r)| (l.as_str(), r)))
 }
 
-fn identity(plan: &FleetPlan) -> serde_json::Value {
+/// What identifies a fleet for `--resume` (stored under `"plan"`, the seed beside it):
+/// everything that shapes its runs but the seed.
+pub(super) fn identity(plan: &FleetPlan) -> serde_json::Value {
     let targets: Vec<serde_json::Value> = plan
         .targets
         .iter()
@@ -151,7 +160,8 @@ fn identity(plan: &FleetPlan) -> serde_json::Value {
         "spec": plan.base.spec,
         "scale": plan.scale,
         "repeat": plan.repeat,
-        "seed": plan.seed,
+        "until_ci": plan.until_ci,
+        "max_repeat": plan.max_repeat,
     })
 }
 
@@ -182,7 +192,7 @@ pub(super) fn stored_report(
 ) -> Result<Option<Vec<u8>>> {
     let Stored::Group(id) = store.resolve(which, false)? else { return Ok(None) };
     let Some(group) = store.group(id)?.filter(|g| g.kind == "fleet") else { return Ok(None) };
-    if group.params["scale"].as_array().is_some_and(|s| !s.is_empty()) {
+    if super::fleet_stored::is_curve(&group.params) {
         return super::scale::stored_report(store, &group, format).map(Some);
     }
     let hosts: Vec<HostRun> = store

@@ -1,7 +1,8 @@
 //! `linerate fleet --scale K,...`: the fleet run with the first k targets for each k, each
 //! `--repeat` times in a random order the seed reproduces, then the scaling curve
 //! (`stats::scaling`). Every host run is stored in one group, as cell `k=K` with its
-//! repetition, so `report fN` rebuilds the curve from the history.
+//! repetition, so `report fN` rebuilds the curve from the history. `--until-ci` rounds and
+//! `--resume`: `scale_resume`.
 //!
 //! Exit status as for a fleet: 3 when any run was partial (a host not measured; that run is
 //! left out of its point), 130 when interrupted (the runs until then are reported).
@@ -12,9 +13,9 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use super::failed::{group_failure_kind, interrupted};
-use super::fleet::{
-    all_completed, host_records, inputs, open_group, placed, render_stored, stored_label,
-};
+use super::fleet::{host_records, placed, render_stored};
+use super::fleet_stored::{Attempt, Hosts, summarize_attempt};
+use super::scale_resume::{self, Opened, Walk};
 use crate::plan::fleet::FleetPlan;
 use crate::plan::{OutputFormat, ReportFormat};
 use crate::record::Failure;
@@ -22,45 +23,68 @@ use crate::report::fleet as render;
 use crate::report::fleet_report::{FleetReport, FleetRun, HostRun};
 use crate::report::notice::{Notice, Stored};
 use crate::session::{Interrupt, fleet};
-use crate::stats::fleet::summarize_fleet;
+use crate::stats::fleet::FleetSummary;
 use crate::stats::scaling::{ScaleSummary, summarize_scaling};
 use crate::store::{GroupRow, Store};
 
-/// One fleet run of the curve, its figures computed once.
-fn fleet_run(hosts_in_run: usize, repetition: u32, hosts: Vec<HostRun>) -> FleetRun {
-    let summary = summarize_fleet(&inputs(hosts.iter().map(|h| (h.label.as_str(), &h.record))));
+/// One fleet run of the curve, planned as its k hosts, its figures computed once.
+fn fleet_run(hosts_in_run: usize, repetition: u32, records: Hosts, ids: &[i64]) -> FleetRun {
+    let summary = summarize_attempt(hosts_in_run, &records);
+    let hosts = records
+        .into_iter()
+        .enumerate()
+        .map(|(i, (label, record))| HostRun { label, id: ids.get(i).copied(), record })
+        .collect();
     FleetRun { hosts_in_run, repetition, hosts, summary }
+}
+
+/// A stored fleet run of the curve.
+fn stored_run(a: Attempt) -> FleetRun {
+    fleet_run(a.hosts, a.repetition, a.records, &a.ids)
+}
+
+/// Whether a fleet run measured every one of its k hosts.
+fn whole(r: &FleetRun) -> bool {
+    r.hosts.len() >= r.hosts_in_run
+        && super::fleet::all_completed(r.hosts.iter().map(|h| &h.record))
 }
 
 /// Runs the scaling curve.
 pub fn run(plan: &FleetPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     let text = plan.base.output == OutputFormat::Text;
     let console = super::console(text);
-    let order = plan.order();
+    let Opened { mut runs, group, plan, earlier } = scale_resume::open(plan, interrupt, &console)?;
+    let plan = &plan;
+    let mut walk = Walk::new(plan, &earlier);
     if text {
-        render::render_scale_start(plan, order.len(), &mut std::io::stdout())?;
+        let out = &mut std::io::stdout();
+        render::render_scale_start(plan, plan.order().len(), out)?;
+        render::render_scale_rounds(plan, group.filter(|_| plan.resume.is_some()), out)?;
     }
-    let (mut runs, group) = open_group(plan, interrupt, &console)?;
-    let mut done: Vec<FleetRun> = Vec::new();
-    for (i, &(k, rep)) in order.iter().enumerate() {
-        if interrupt.count() > 0 {
-            break;
-        }
+    let mut done: Vec<FleetRun> = earlier.into_iter().map(stored_run).collect();
+    let mut ran = 0;
+    while interrupt.count() == 0 {
+        let so_far: Vec<(usize, &FleetSummary)> =
+            done.iter().map(|r| (r.hosts_in_run, &r.summary)).collect();
+        let Some((k, rep)) = walk.next(plan, &so_far) else { break };
         let records = placed(fleet::run_fleet(&plan.first(k), interrupt).hosts);
         for (_, record) in &records {
             runs.keep(format!("k={k}"), rep, record);
         }
-        let hosts = records
-            .into_iter()
-            .map(|(label, record)| HostRun { label, id: None, record })
-            .collect();
-        let run = fleet_run(k, rep, hosts);
-        let line = render::scale_progress_line((i + 1, order.len()), (k, rep), &run.summary);
+        let run = fleet_run(k, rep, records, &[]);
+        let line = render::scale_progress_line(walk.position(), (k, rep), &run.summary);
         let _ = writeln!(std::io::stderr(), "{line}");
         done.push(run);
+        ran += 1;
+        if plan.stop_after.is_some_and(|n| ran >= n) {
+            interrupt.trigger();
+        }
     }
-    let partial = done.iter().filter(|r| !all_completed(r.hosts.iter().map(|h| &h.record))).count();
-    let complete = done.len() == order.len() && partial == 0;
+    let is_whole = |&(k, rep): &(usize, u32)| {
+        done.iter().any(|r| (r.hosts_in_run, r.repetition) == (k, rep) && whole(r))
+    };
+    let partial = walk.planned().iter().filter(|p| !is_whole(p)).count();
+    let complete = interrupt.count() == 0 && partial == 0;
     if let (Some(s), Some(g), true) = (runs.store.as_mut(), group, complete) {
         s.finish_group(g)?;
     }
@@ -76,6 +100,9 @@ pub fn run(plan: &FleetPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     if let Some(g) = group {
         console.show(&Notice::Stored(Stored::Fleet(g)));
     }
+    if let (Some(group), false) = (group, complete) {
+        console.show(&Notice::CurveIncomplete { group });
+    }
     if interrupt.count() > 0 {
         return Err(interrupted(interrupt, "the runs until then are above"));
     }
@@ -85,7 +112,7 @@ pub fn run(plan: &FleetPlan, interrupt: &Interrupt) -> Result<ExitCode> {
         let kind = group_failure_kind(records);
         let why = format!(
             "{partial} of {} fleet runs were partial (a host not measured; left out of its point)",
-            done.len()
+            walk.planned().len()
         );
         return Err(Failure::new(kind, why).into());
     }
@@ -124,18 +151,8 @@ pub(super) fn stored_report(
     group: &GroupRow,
     format: ReportFormat,
 ) -> Result<Vec<u8>> {
-    let mut grouped: Vec<(usize, u32, Vec<HostRun>)> = Vec::new();
-    for (id, meta, record) in store.group_runs(group.id)? {
-        let k = meta.cell.as_deref().and_then(|c| c.strip_prefix("k=")?.parse().ok());
-        let (Some(k), Some(rep)) = (k, meta.repetition) else { continue };
-        let host = HostRun { label: stored_label(&record), id: Some(id), record };
-        match grouped.iter_mut().find(|(n, r, _)| *n == k && *r == rep) {
-            Some((_, _, hosts)) => hosts.push(host),
-            None => grouped.push((k, rep, vec![host])),
-        }
-    }
     let done: Vec<FleetRun> =
-        grouped.into_iter().map(|(k, rep, hosts)| fleet_run(k, rep, hosts)).collect();
+        super::fleet_stored::curve_attempts(store, group.id)?.into_iter().map(stored_run).collect();
     let seed = group.params["seed"].as_u64();
     let report = FleetReport::curve(group.id, group.finished, seed, done);
     let mut buf = Vec::new();

@@ -156,6 +156,11 @@ impl Tier {
             repeat: self.matrix.repeat,
             seed,
             each_address: false,
+            // A campaign's own rounds and resume govern its tiers.
+            until_ci: None,
+            max_repeat: self.matrix.repeat,
+            resume: None,
+            stop_after: None,
         })
     }
 

@@ -42,6 +42,15 @@ pub struct FleetPlan {
     /// `--each-address`: a target name that resolves to several addresses (a Kubernetes
     /// headless service, round-robin DNS) becomes one target per address.
     pub each_address: bool,
+    /// `--until-ci`: with `--scale`, repeat each host count until the 95 % interval of its
+    /// total is within this fraction of its mean (0.05 for 5 %), up to `max_repeat` runs.
+    pub until_ci: Option<f64>,
+    /// With `until_ci`: the most whole fleet runs per host count.
+    pub max_repeat: u32,
+    /// `--resume` (Some), naming a group (Some(Some)): continue an unfinished scaling curve.
+    pub resume: Option<Option<i64>>,
+    /// Hidden `--stop-after N`: stop after N fleet runs as if interrupted (tests of `--resume`).
+    pub stop_after: Option<usize>,
 }
 
 impl FleetPlan {
@@ -56,6 +65,13 @@ impl FleetPlan {
         let pairs: Vec<(usize, u32)> =
             self.scale.iter().flat_map(|&k| (1..=self.repeat).map(move |r| (k, r))).collect();
         crate::plan::matrix::shuffled(pairs, self.seed)
+    }
+
+    /// With `--until-ci`, the host counts of a further round (`round` ≥ 1) in a random order
+    /// the seed and the round reproduce, as a matrix's rounds are.
+    pub fn round(&self, counts: &[usize], round: u64) -> Vec<usize> {
+        let seed = crate::plan::matrix::round_seed(self.seed, round);
+        crate::plan::matrix::shuffled(counts.to_vec(), seed)
     }
 
     /// The client plan for one target.

@@ -219,8 +219,13 @@ impl MatrixPlan {
     pub fn round(&self, cells: &[usize], times: u32, round: u64) -> Vec<usize> {
         let order: Vec<usize> =
             cells.iter().flat_map(|&c| std::iter::repeat_n(c, times as usize)).collect();
-        shuffled(order, self.seed ^ round.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+        shuffled(order, round_seed(self.seed, round))
     }
+}
+
+/// The order seed of round `round` of a run whose first round was shuffled with `seed`.
+pub fn round_seed(seed: u64, round: u64) -> u64 {
+    seed ^ round.wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
 
 /// `items` in a random order that `seed` reproduces (Fisher–Yates over SplitMix64): the run

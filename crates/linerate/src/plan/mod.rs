@@ -126,7 +126,7 @@ pub enum HistoryRef {
     Run(i64),
     /// A matrix, campaign or search (its group id).
     Group(i64),
-    /// The latest stored work: the newest run, or the matrix or campaign it belongs to (like
+    /// The latest stored work: the newest run, or the matrix, campaign or fleet it belongs to (like
     /// `git show` without a revision). Resolved against the history when it is read.
     Last,
 }

@@ -77,6 +77,7 @@ pub fn render_json(
     writeln!(out)
 }
 
+/// Which way data went, as the fleet reports say it.
 pub fn flow_words(flow: Flow) -> &'static str {
     match flow {
         Flow::ClientToServer => "to the hosts (upload)",
@@ -371,6 +372,31 @@ pub fn render_scale_start(
         count_of(u64::from(plan.repeat), "run"),
         plan.seed
     )
+}
+
+/// After the first lines of a curve: its `--until-ci` rounds, and the group it continues.
+pub fn render_scale_rounds(
+    plan: &FleetPlan,
+    resumed: Option<i64>,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    if let Some(target) = plan.until_ci {
+        writeln!(
+            out,
+            "Then, until each total's 95% CI is within ±{:.1}% of its mean: more rounds, at \
+             most {} whole runs per host count",
+            target * 100.0,
+            plan.max_repeat
+        )?;
+    }
+    match resumed {
+        Some(g) => writeln!(
+            out,
+            "Resuming f{g}: its whole fleet runs are kept, the rest run (seed {})",
+            plan.seed
+        ),
+        None => Ok(()),
+    }
 }
 
 /// One line per finished fleet run of a curve (stderr), so long curves show progress.

@@ -13,6 +13,7 @@ pub mod doctor;
 pub mod document;
 pub mod environment;
 pub mod fleet;
+pub mod fleet_compare;
 pub mod fleet_html;
 pub mod fleet_report;
 pub mod history;

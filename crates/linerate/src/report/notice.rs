@@ -63,6 +63,11 @@ pub enum Notice<'a> {
         /// Its group (`mN`).
         group: i64,
     },
+    /// A fleet scaling curve stopped before every run was whole: how to run the rest.
+    CurveIncomplete {
+        /// Its group (`fN`).
+        group: i64,
+    },
 }
 
 /// A stored run or group, named as `show`, `report` and `history` take it.
@@ -102,7 +107,7 @@ impl Notice<'_> {
             | Notice::HtmlWritten(_)
             | Notice::DefaultJob { .. }
             | Notice::Selftest { .. } => Kind::Note,
-            Notice::MatrixIncomplete { .. } => Kind::Hint,
+            Notice::MatrixIncomplete { .. } | Notice::CurveIncomplete { .. } => Kind::Hint,
         }
     }
 
@@ -165,6 +170,11 @@ impl Notice<'_> {
                 out,
                 "The matrix did not complete: its completed runs are stored; run the rest with \
                  the same command and `--resume m{group}`"
+            ),
+            Notice::CurveIncomplete { group } => writeln!(
+                out,
+                "The scaling curve did not complete: its fleet runs are stored; run the rest (and \
+                 the runs a host missed) with the same command and `--resume f{group}`"
             ),
         }
     }

@@ -434,5 +434,63 @@ fn host_figures(flow: Flow, p: &Placed<'_>, window: Option<(f64, f64)>) -> HostF
 }
 
 #[cfg(test)]
+impl HostFigures {
+    /// A host with this rate and these flows, for tests.
+    pub fn for_tests(label: &str, bits_per_second: f64, flows: Vec<f64>) -> Self {
+        HostFigures {
+            label: label.into(),
+            bits_per_second,
+            share: 0.0,
+            flows,
+            whole_test_bits_per_second: Some(bits_per_second),
+            whole_test: false,
+            retransmits: None,
+            limit: None,
+            limit_summary: None,
+            server_cpu_percent: None,
+            server_peak_rss_bytes: None,
+            outside_window_bytes: None,
+        }
+    }
+}
+
+#[cfg(test)]
+impl FleetSummary {
+    /// A fleet of these hosts in one direction (and these not measured), for tests.
+    pub fn for_tests(flow: Flow, hosts: Vec<HostFigures>, not_measured: &[&str]) -> Self {
+        let rates: Vec<f64> = hosts.iter().map(|h| h.bits_per_second).collect();
+        let flows: Vec<f64> = hosts.iter().flat_map(|h| h.flows.clone()).collect();
+        FleetSummary {
+            hosts_planned: hosts.len() + not_measured.len(),
+            hosts_measured: hosts.len(),
+            not_measured: not_measured.iter().map(|l| (l.to_string(), "refused".into())).collect(),
+            skew: None,
+            window: None,
+            unshared_seconds: None,
+            directions: vec![FleetDirection {
+                flow,
+                total_bits_per_second: rates.iter().sum(),
+                hosts,
+                across_hosts: Spread::of(&rates),
+                across_flows: Spread::of(&flows),
+                outliers: vec![],
+                outside_window_bytes: None,
+                outside_window_share: None,
+            }],
+            coordinator_cpu_percent: None,
+            coordinator_peak_rss_bytes: None,
+        }
+    }
+
+    /// A fleet of `hosts` equal hosts with this total, for tests.
+    pub fn even_for_tests(flow: Flow, hosts: usize, total: f64) -> Self {
+        let per = total / hosts as f64;
+        let figures =
+            (0..hosts).map(|i| HostFigures::for_tests(&format!("h{i}"), per, vec![per])).collect();
+        Self::for_tests(flow, figures, &[])
+    }
+}
+
+#[cfg(test)]
 #[path = "fleet_tests.rs"]
 mod tests;

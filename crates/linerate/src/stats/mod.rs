@@ -10,6 +10,7 @@ pub mod doctor_path;
 pub mod environment;
 pub mod fairness;
 pub mod fleet;
+pub mod fleet_compare;
 pub mod intervals;
 pub mod matrix;
 pub mod sample;

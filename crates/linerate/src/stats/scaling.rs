@@ -12,7 +12,7 @@ use linerate_proto::Flow;
 use serde::Serialize;
 
 use crate::stats::fleet::FleetSummary;
-use crate::stats::sample::{SampleStats, describe};
+use crate::stats::sample::{SampleStats, ci_within, describe};
 
 /// How close to the highest mean total a host count must come to count as the plateau.
 pub const PLATEAU: f64 = 0.05;
@@ -96,6 +96,33 @@ fn point(flow: Flow, k: usize, runs: &[(usize, FleetSummary)]) -> ScalePoint {
     }
 }
 
+/// With `--until-ci`: the host counts of `counts` that need another round. A count is done
+/// when the 95 % interval of its total is within `target` (a fraction of the mean) in every
+/// direction, or when it has `max_repeat` whole runs; only whole runs (every host measured)
+/// count, as in every figure of the curve. So that a count whose runs keep going partial
+/// cannot go on for ever, it also stops after `max_attempts` attempts per run it may have.
+pub fn pending_counts(
+    runs: &[(usize, FleetSummary)],
+    counts: &[usize],
+    target: f64,
+    (max_repeat, max_attempts): (usize, usize),
+) -> Vec<usize> {
+    let curve = summarize_scaling(runs);
+    let needs_more = |k: usize| {
+        let attempts = runs.iter().filter(|(n, _)| *n == k).count();
+        let points: Vec<&ScalePoint> = curve
+            .directions
+            .iter()
+            .filter_map(|d| d.points.iter().find(|p| p.hosts == k))
+            .collect();
+        let whole = points.iter().map(|p| p.totals.len()).min().unwrap_or(0);
+        let met = !points.is_empty()
+            && points.iter().all(|p| p.total.as_ref().is_some_and(|s| ci_within(s, target)));
+        !met && whole < max_repeat && attempts < max_repeat * max_attempts
+    };
+    counts.iter().copied().filter(|&k| needs_more(k)).collect()
+}
+
 /// The smallest host count within [`PLATEAU`] of the highest mean, and whether it is the last.
 fn plateau(points: &[ScalePoint]) -> (Option<usize>, bool) {
     let means: Vec<(usize, f64)> =
@@ -112,30 +139,9 @@ fn plateau(points: &[ScalePoint]) -> (Option<usize>, bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::fleet::{FleetDirection, Spread};
 
     fn fleet(hosts: usize, total: f64) -> FleetSummary {
-        let per = total / hosts as f64;
-        FleetSummary {
-            hosts_planned: hosts,
-            hosts_measured: hosts,
-            not_measured: vec![],
-            skew: None,
-            window: None,
-            unshared_seconds: None,
-            directions: vec![FleetDirection {
-                flow: Flow::ServerToClient,
-                total_bits_per_second: total,
-                hosts: vec![],
-                across_hosts: Spread::of(&vec![per; hosts]),
-                across_flows: None,
-                outliers: vec![],
-                outside_window_bytes: None,
-                outside_window_share: None,
-            }],
-            coordinator_cpu_percent: None,
-            coordinator_peak_rss_bytes: None,
-        }
+        FleetSummary::even_for_tests(Flow::ServerToClient, hosts, total)
     }
 
     #[test]
@@ -169,5 +175,24 @@ mod tests {
         assert_eq!((d.stops_rising_at, d.still_rising), (Some(4), true));
         assert_eq!(d.points[2].totals, vec![400e6]);
         assert_eq!(d.points[2].partial_runs, 1);
+    }
+
+    #[test]
+    fn until_ci_asks_for_counts_whose_interval_is_wide_until_their_bounds() {
+        let mut partial = fleet(4, 100e6);
+        partial.hosts_measured = 3;
+        let runs = vec![
+            (1, fleet(1, 100e6)),
+            (1, fleet(1, 100.1e6)),
+            (2, fleet(2, 150e6)),
+            (2, fleet(2, 250e6)),
+            (4, fleet(4, 400e6)),
+            (4, partial),
+        ];
+        // 1: interval within 5 %; 2: wide; 4: one whole run, no interval yet; 8: never ran.
+        let counts = [1, 2, 4, 8];
+        assert_eq!(pending_counts(&runs, &counts, 0.05, (10, 2)), [2, 4, 8]);
+        assert_eq!(pending_counts(&runs, &counts, 0.05, (2, 2)), [4, 8], "2 has its 2 runs");
+        assert_eq!(pending_counts(&runs, &counts, 0.05, (2, 1)), [8], "4 made its 2 attempts");
     }
 }

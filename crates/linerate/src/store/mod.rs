@@ -337,7 +337,7 @@ impl Store {
         raw.into_iter().map(query::RawRun::decode).collect()
     }
 
-    /// `which` with `last` resolved: the newest run, or the matrix or campaign it belongs to
+    /// `which` with `last` resolved: the newest run, or the matrix, campaign or fleet it belongs to
     /// (`runs_only`: always the run). Other references pass through unchecked (whether they
     /// exist is for the reader to say, with its own words).
     pub fn resolve(&self, which: HistoryRef, runs_only: bool) -> Result<Stored> {
@@ -370,7 +370,7 @@ impl Store {
             .into());
         };
         Ok(match (group, kind.as_deref()) {
-            (Some(g), Some("matrix" | "campaign")) if !runs_only => Stored::Group(g),
+            (Some(g), Some("matrix" | "campaign" | "fleet")) if !runs_only => Stored::Group(g),
             _ => Stored::Run(run),
         })
     }

@@ -1,0 +1,128 @@
+//! `linerate compare fA fB`: two stored fleets, or two stored scaling curves, compared
+//! (`stats::fleet_compare`), in text or as one `linerate.fleet_compare` JSON document.
+//!
+//! A fleet is compared only with a fleet of its own form: a fleet against a run, a matrix or a
+//! campaign, or a single fleet against a scaling curve, is refused naming both kinds, because
+//! their figures answer different questions. `--html` is refused for fleets (not built yet).
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use linerate_proto::Environment;
+
+use super::compare::{ALPHA, name};
+use super::fleet::labelled;
+use super::fleet_stored::{Hosts, curve_attempts, fleet_hosts, is_curve, summarize_attempt};
+use crate::record::{Failure, Outcome, RunRecord};
+use crate::report::fleet_compare::{FleetCompareDocument, FleetCompared, render};
+use crate::stats::environment::end_changes;
+use crate::stats::fleet::{FleetSummary, summarize_fleet};
+use crate::stats::fleet_compare::{compare_curves, compare_fleets};
+use crate::stats::scaling::summarize_scaling;
+use crate::stats::settings::setting_changes;
+use crate::store::{Store, Stored};
+
+/// What a stored reference is, for deciding and for the errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Fleet,
+    Curve,
+    Other(&'static str),
+}
+
+fn kind_of(store: &Store, r: Stored) -> Result<Kind> {
+    let Stored::Group(id) = r else { return Ok(Kind::Other("a run")) };
+    let Some(g) = store.group(id)? else { return Ok(Kind::Other("a group")) };
+    Ok(match g.kind.as_str() {
+        "fleet" if is_curve(&g.params) => Kind::Curve,
+        "fleet" => Kind::Fleet,
+        "matrix" => Kind::Other("a matrix"),
+        "campaign" => Kind::Other("a campaign"),
+        "find_max" => Kind::Other("a find-max search"),
+        _ => Kind::Other("a group"),
+    })
+}
+
+fn words(k: Kind) -> &'static str {
+    match k {
+        Kind::Fleet => "a fleet",
+        Kind::Curve => "a fleet scaling curve",
+        Kind::Other(w) => w,
+    }
+}
+
+/// Compares A and B when either is a fleet (None when neither is: `compare` goes on).
+pub(super) fn run(
+    store: &Store,
+    (a, b): (Stored, Stored),
+    json: bool,
+    html: bool,
+) -> Result<Option<ExitCode>> {
+    let (ka, kb) = (kind_of(store, a)?, kind_of(store, b)?);
+    let fleet = |k| matches!(k, Kind::Fleet | Kind::Curve);
+    if !fleet(ka) && !fleet(kb) {
+        return Ok(None);
+    }
+    let (na, nb) = (name(store, a), name(store, b));
+    if ka != kb {
+        let why = format!(
+            "{na} is {} and {nb} is {}: compare a fleet with a fleet and a scaling curve with a \
+             scaling curve (`linerate history` lists them)",
+            words(ka),
+            words(kb)
+        );
+        return Err(Failure::usage(why).into());
+    }
+    if html {
+        let why = format!(
+            "{na} and {nb} are fleets: their comparison is built in text and JSON (-J); an HTML \
+             page of a fleet comparison is not built yet, drop --html"
+        );
+        return Err(Failure::usage(why).into());
+    }
+    let (Stored::Group(ga), Stored::Group(gb)) = (a, b) else { unreachable!("fleets are groups") };
+    let (ha, hb, compared) = if ka == Kind::Curve {
+        let (ha, ca) = curve(store, ga)?;
+        let (hb, cb) = curve(store, gb)?;
+        (ha, hb, FleetCompared::Scale(compare_curves(&ca, &cb, ALPHA)))
+    } else {
+        let (ha, hb) = (fleet_hosts(store, ga)?, fleet_hosts(store, gb)?);
+        let (sa, sb) = (summary(&ha), summary(&hb));
+        (ha, hb, FleetCompared::Fleet(compare_fleets(&sa, &sb, ALPHA)))
+    };
+    let (settings, environment) = match (first_measured(&ha), first_measured(&hb)) {
+        (Some(x), Some(y)) => {
+            let settings = setting_changes(x, y).into_iter().filter(|c| c.key != "server");
+            let env = end_changes("coordinator", client_env(x), client_env(y));
+            (settings.collect(), vec![env])
+        }
+        _ => (Vec::new(), Vec::new()),
+    };
+    let doc = FleetCompareDocument::new((na, nb), settings, environment, compared);
+    let mut out = std::io::stdout().lock();
+    render(&doc, json, &mut out)?;
+    out.flush()?;
+    Ok(Some(ExitCode::SUCCESS))
+}
+
+fn summary(hosts: &Hosts) -> FleetSummary {
+    summarize_fleet(&labelled(hosts))
+}
+
+/// A curve's host runs (all of them, for the settings) and its figures.
+fn curve(store: &Store, id: i64) -> Result<(Hosts, crate::stats::scaling::ScaleSummary)> {
+    let attempts = curve_attempts(store, id)?;
+    let runs: Vec<(usize, FleetSummary)> =
+        attempts.iter().map(|a| (a.hosts, summarize_attempt(a.hosts, &a.records))).collect();
+    let hosts = attempts.into_iter().flat_map(|a| a.records).collect();
+    Ok((hosts, summarize_scaling(&runs)))
+}
+
+fn first_measured(hosts: &Hosts) -> Option<&RunRecord> {
+    hosts.iter().map(|(_, r)| r).find(|r| r.outcome == Outcome::Completed)
+}
+
+fn client_env(r: &RunRecord) -> Option<&Environment> {
+    r.client.as_ref()?.environment.as_deref()
+}
