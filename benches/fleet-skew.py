@@ -14,7 +14,7 @@ Needs root and iproute2. Every namespace, link and server is this script's own a
 at exit; traffic stays inside those namespaces. Every run is bounded by -t plus a timeout.
 
 Usage: benches/fleet-skew.py [--hosts 16] [--flows 5] [--time 1] [--reps 5] [--link 1gbit]
-                             [--linerate PATH]
+                             [--reverse] [--linerate PATH]
 """
 
 import argparse
@@ -87,9 +87,9 @@ class Namespaces:
             sh("ip", "netns", "del", ns, check=False)
 
 
-def fleet_run(nss, linerate, flows, secs):
+def fleet_run(nss, linerate, flows, secs, extra):
     cmd = ["ip", "netns", "exec", nss.ns(0), linerate, "fleet", *nss.addrs, "-P", str(flows),
-           "-t", str(secs), "-J", "--no-store"]
+           "-t", str(secs), "-J", "--no-store", *extra]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=secs + 60)
     if r.returncode != 0:
         raise SystemExit(f"fleet exited {r.returncode}: {r.stderr.strip()}")
@@ -107,6 +107,7 @@ def main():
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--link", default="1gbit")
     ap.add_argument("--linerate", default="target/release/linerate")
+    ap.add_argument("--reverse", action="store_true", help="-R: the hosts send")
     a = ap.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("needs root (network namespaces)")
@@ -116,10 +117,12 @@ def main():
     try:
         nss.start_servers(linerate)
         fleet = []
-        print(f"{ver}: {a.hosts} hosts x {a.flows} flows, -t {a.time}, link {a.link}, "
+        print(f"{ver}: {a.hosts} hosts x {a.flows} flows{' -R' if a.reverse else ''}, "
+              f"-t {a.time}, link {a.link}, "
               f"load {os.getloadavg()[0]:.1f}")
         for rep in range(a.reps):
-            start, stop, window = fleet_run(nss, linerate, a.flows, a.time)
+            extra = ["-R"] if a.reverse else []
+            start, stop, window = fleet_run(nss, linerate, a.flows, a.time, extra)
             fleet.append(start)
             line = (f"run {rep + 1}: fleet start skew {start * 1e3:.2f} ms, stop skew "
                     f"{stop * 1e3:.2f} ms, shared window {window:.3f} s")

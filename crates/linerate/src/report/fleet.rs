@@ -269,6 +269,13 @@ pub fn outside_sentence(summary: &FleetSummary, d: &FleetDirection) -> Option<St
     ))
 }
 
+/// ` = 98% of the link's TCP goodput (956 Mbit/s)`, or nothing without a named link.
+fn of_link(bps: f64, goodput: Option<f64>) -> String {
+    goodput.filter(|g| *g > 0.0).map_or(String::new(), |g| {
+        format!(" = {} of the link's TCP goodput ({})", percent(bps / g), format_bits_per_second(g))
+    })
+}
+
 /// The closing lines: the coordinator's CPU and memory, and the total per direction.
 pub fn total_lines(summary: &FleetSummary) -> Vec<String> {
     let mut lines = Vec::new();
@@ -283,11 +290,12 @@ pub fn total_lines(summary: &FleetSummary) -> Vec<String> {
     }
     for d in &summary.directions {
         lines.push(format!(
-            "Fleet total {}: {} over {} of {} hosts",
+            "Fleet total {}: {} over {} of {} hosts{}",
             flow_words(d.flow),
             format_bits_per_second(d.total_bits_per_second),
             d.hosts.len(),
             summary.hosts_planned,
+            of_link(d.total_bits_per_second, d.link_goodput_bits_per_second),
         ));
     }
     if summary.directions.is_empty() {
@@ -474,9 +482,12 @@ pub fn plateau_sentence(d: &ScaleDirection) -> String {
     let at = d.stops_rising_at.and_then(|k| d.points.iter().find(|p| p.hosts == k));
     match (at, d.still_rising) {
         (Some(p), false) => format!(
-            "The total stops rising at {}: {} (mean), within {:.0}% of the highest mean.",
+            "The total stops rising at {}: {} (mean){}, within {:.0}% of the highest mean.",
             count_of(p.hosts as u64, "host"),
             p.total.as_ref().map_or("n/a".into(), |s| format_bits_per_second(s.mean)),
+            p.total
+                .as_ref()
+                .map_or(String::new(), |s| of_link(s.mean, d.link_goodput_bits_per_second)),
             PLATEAU * 100.0
         ),
         (Some(p), true) => format!(

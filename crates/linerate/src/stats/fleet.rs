@@ -158,6 +158,9 @@ pub struct FleetDirection {
     pub outside_window_bytes: Option<f64>,
     /// Their share of every byte the receivers counted, 0..=1.
     pub outside_window_share: Option<f64>,
+    /// The theoretical TCP goodput of the link the user named (`--link-speed`, `--mtu`):
+    /// the coordinator's link, which carries the total. None without one.
+    pub link_goodput_bits_per_second: Option<f64>,
 }
 
 /// How far apart the hosts started and stopped, on the coordinator's clock.
@@ -320,7 +323,14 @@ pub fn summarize_fleet(hosts: &[HostInput<'_>]) -> FleetSummary {
         let to = ends.iter().copied().fold(f64::MAX, f64::min);
         (to > from).then_some((from, to))
     });
-    let directions = placed.iter().map(|(f, p)| direction(*f, p, window)).collect();
+    let link = link_goodput(&measured);
+    let directions = placed
+        .iter()
+        .map(|(f, p)| FleetDirection {
+            link_goodput_bits_per_second: link,
+            ..direction(*f, p, window)
+        })
+        .collect();
     let unshared_seconds = window.map(|(from, to)| {
         let first = starts.iter().copied().fold(f64::MAX, f64::min);
         let last = ends.iter().copied().fold(f64::MIN, f64::max);
@@ -387,7 +397,20 @@ fn direction(flow: Flow, placed: &[Placed<'_>], window: Option<(f64, f64)>) -> F
         outliers,
         outside_window_bytes,
         outside_window_share,
+        link_goodput_bits_per_second: None,
     }
+}
+
+/// The TCP goodput of the link the hosts' runs name (they all carry the fleet's one
+/// `--link-speed`), over IPv6 when the first host was reached over it.
+fn link_goodput(measured: &[HostInput<'_>]) -> Option<f64> {
+    let record = measured.first()?.record;
+    let ipv6 = record
+        .remote_address
+        .as_deref()
+        .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
+        .is_some_and(|a| a.is_ipv6());
+    crate::stats::verdict::tcp_goodput_bits_per_second(record.link.as_ref()?, ipv6)
 }
 
 fn host_figures(flow: Flow, p: &Placed<'_>, window: Option<(f64, f64)>) -> HostFigures {
@@ -476,6 +499,7 @@ impl FleetSummary {
                 outliers: vec![],
                 outside_window_bytes: None,
                 outside_window_share: None,
+                link_goodput_bits_per_second: None,
             }],
             coordinator_cpu_percent: None,
             coordinator_peak_rss_bytes: None,

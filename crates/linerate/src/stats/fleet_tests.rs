@@ -129,3 +129,19 @@ fn omit_does_not_stretch_the_window_and_the_rest_is_counted_apart() {
     let all = inside + outside;
     assert!((outside / all - share).abs() < 1e-9, "{outside} {all} {share}");
 }
+
+/// With a named link (`--link-speed`), every direction carries its TCP goodput, so reports
+/// can say what share of it the total reached; without one, nothing is invented.
+#[test]
+fn a_named_link_gives_its_goodput_and_none_is_invented() {
+    let (mut a, mut b) = (host(1.0), host(1.0));
+    let s = summarize_fleet(&[at("a", &a, 0), at("b", &b, 1)]);
+    assert_eq!(s.directions[0].link_goodput_bits_per_second, None);
+    let link = crate::record::LinkAssumption { bits_per_second: 1_000_000_000, mtu_bytes: 1500 };
+    a.link = Some(link);
+    b.link = Some(link);
+    let s = summarize_fleet(&[at("a", &a, 0), at("b", &b, 1)]);
+    let goodput = s.directions[0].link_goodput_bits_per_second.expect("a link was named");
+    // 1448 payload bytes per 1538 on the wire (IPv4, Ethernet framing).
+    assert!((goodput - 1e9 * 1448.0 / 1538.0).abs() < 1.0, "{goodput}");
+}

@@ -45,6 +45,8 @@ pub struct ScaleDirection {
     pub stops_rising_at: Option<usize>,
     /// True when that is the largest host count run: the total may still be rising.
     pub still_rising: bool,
+    /// The theoretical TCP goodput of the link the user named, if one was.
+    pub link_goodput_bits_per_second: Option<f64>,
 }
 
 /// The scaling curve of every direction.
@@ -68,7 +70,17 @@ pub fn summarize_scaling(runs: &[(usize, FleetSummary)]) -> ScaleSummary {
         .map(|flow| {
             let points: Vec<ScalePoint> = counts.iter().map(|&k| point(flow, k, runs)).collect();
             let (stops_rising_at, still_rising) = plateau(&points);
-            ScaleDirection { flow, points, stops_rising_at, still_rising }
+            let link_goodput_bits_per_second = runs
+                .iter()
+                .flat_map(|(_, s)| &s.directions)
+                .find_map(|d| d.link_goodput_bits_per_second);
+            ScaleDirection {
+                flow,
+                points,
+                stops_rising_at,
+                still_rising,
+                link_goodput_bits_per_second,
+            }
         })
         .collect();
     ScaleSummary { directions }
