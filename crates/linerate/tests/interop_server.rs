@@ -216,8 +216,14 @@ fn real_iperf3_udp_clients_are_served_with_both_counter_widths() {
         return;
     }
     let srv = Server::start(&["-J"]);
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 6] = [
         (&["-u", "-b", "50M", "-l", "1400", "-t", "1"], "client_to_server"),
+        // iperf3's smallest datagrams: its header alone (no room for linerate's secret).
+        (&["-u", "-b", "1M", "-l", "16", "-t", "1"], "client_to_server"),
+        (
+            &["-u", "-b", "1M", "-l", "16", "-t", "1", "-R", "--udp-counters-64bit"],
+            "server_to_client",
+        ),
         (&["-u", "-b", "50M", "-l", "1400", "-t", "1", "--udp-counters-64bit"], "client_to_server"),
         (&["-u", "-b", "30M", "-l", "1200", "-t", "1", "-R", "-P", "2"], "server_to_client"),
         (&["-u", "-b", "20M", "-l", "1000", "-n", "1M"], "client_to_server"),

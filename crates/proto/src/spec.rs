@@ -20,6 +20,9 @@ pub const MAX_TEST_BUFFER_BYTES: u64 = 1 << 30;
 /// Smallest UDP datagram: the 24-byte native header (send time, 64-bit sequence number and
 /// the test's secret, `udp::DatagramFormat`).
 pub const MIN_UDP_DATAGRAM: u32 = 24;
+/// Smallest UDP datagram of an iperf3 test: iperf3's own lower bound for `-l`, which holds its
+/// header with either counter width (12 or 16 bytes); its datagrams carry no secret.
+pub const MIN_IPERF3_UDP_DATAGRAM: u32 = 16;
 /// Largest UDP datagram over IPv4 (65535 − 20 − 8).
 pub const MAX_UDP_DATAGRAM: u32 = 65507;
 /// Datagram buffers a UDP receiver holds per stream (it reads up to this many per system
@@ -214,6 +217,12 @@ impl TestSpec {
 
     /// Checks every field against the protocol's limits. Servers call this on peer input.
     pub fn validate(&self) -> Result<(), SpecError> {
+        self.validate_with_udp_min(MIN_UDP_DATAGRAM)
+    }
+
+    /// [`TestSpec::validate`] for a test whose datagrams may be as small as `min_udp` bytes
+    /// (an iperf3 test: [`MIN_IPERF3_UDP_DATAGRAM`]).
+    pub fn validate_with_udp_min(&self, min_udp: u32) -> Result<(), SpecError> {
         if self.streams == 0 || self.streams > MAX_STREAMS {
             return Err(out_of_range("streams (-P)", self.streams, format!("1..={MAX_STREAMS}")));
         }
@@ -269,17 +278,17 @@ impl TestSpec {
             return Err(out_of_range("MSS (-M)", m, "88..=65535 bytes"));
         }
         if self.protocol == Protocol::Udp {
-            self.validate_udp()?;
+            self.validate_udp(min_udp)?;
         }
         self.validate_text()
     }
 
-    fn validate_udp(&self) -> Result<(), SpecError> {
-        if !(MIN_UDP_DATAGRAM..=MAX_UDP_DATAGRAM).contains(&self.block_bytes) {
+    fn validate_udp(&self, min_udp: u32) -> Result<(), SpecError> {
+        if !(min_udp..=MAX_UDP_DATAGRAM).contains(&self.block_bytes) {
             return Err(out_of_range(
                 "UDP datagram size (-l)",
                 self.block_bytes,
-                format!("{MIN_UDP_DATAGRAM}..={MAX_UDP_DATAGRAM} bytes"),
+                format!("{min_udp}..={MAX_UDP_DATAGRAM} bytes"),
             ));
         }
         let buffers = self.buffer_bytes();

@@ -528,7 +528,13 @@ fn test_spec(t: &TestArgs, default_time: Duration) -> Result<TestSpec, String> {
         title: t.title.clone(),
         held_start: false,
     };
-    spec.validate().map_err(|e| e.to_string())?;
+    // With --iperf3 the datagrams carry iperf3's header only (no secret): its minimum.
+    let min_udp = if t.iperf3 {
+        linerate_proto::spec::MIN_IPERF3_UDP_DATAGRAM
+    } else {
+        linerate_proto::spec::MIN_UDP_DATAGRAM
+    };
+    spec.validate_with_udp_min(min_udp).map_err(|e| e.to_string())?;
     Ok(spec)
 }
 

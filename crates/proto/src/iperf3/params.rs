@@ -221,7 +221,8 @@ pub fn request_from_params(bytes: &[u8]) -> Result<Iperf3Request, Iperf3Refusal>
     };
     spec.streams = ranged(m, "parallel", 1, 128, errno::NUM_STREAMS)?.unwrap_or(1) as u32;
     spec.block_bytes = if udp {
-        ranged(m, "len", 16, 65507, errno::UDP_BLOCK_SIZE)?.unwrap_or(1460) as u32
+        let min = u64::from(crate::spec::MIN_IPERF3_UDP_DATAGRAM);
+        ranged(m, "len", min, 65507, errno::UDP_BLOCK_SIZE)?.unwrap_or(1460) as u32
     } else {
         ranged(m, "len", 1, 1 << 20, errno::BLOCK_SIZE)?.unwrap_or(128 * 1024) as u32
     };
@@ -236,7 +237,9 @@ pub fn request_from_params(bytes: &[u8]) -> Result<Iperf3Request, Iperf3Refusal>
     spec.zerocopy = m.contains_key("zerocopy");
     spec.title = text(m, "title")?;
     spec.congestion = text(m, "congestion")?;
-    spec.validate().map_err(|e| refuse(errno::RECV_PARAMS, e.to_string()))?;
+    // iperf3's datagrams carry no secret: its own smallest `-l` holds its header.
+    spec.validate_with_udp_min(crate::spec::MIN_IPERF3_UDP_DATAGRAM)
+        .map_err(|e| refuse(errno::RECV_PARAMS, e.to_string()))?;
     Ok(Iperf3Request {
         spec,
         udp_counters_64bit: m.contains_key("udp_counters_64bit"),
@@ -373,10 +376,23 @@ mod tests {
         assert_eq!(r.spec.end, EndCondition::Bytes { bytes: 3000 });
     }
 
+    /// iperf3's datagrams carry no secret, so its own smallest `-l` (16) is served, while a
+    /// native test needs room for the native header.
+    #[test]
+    fn iperf3_udp_datagrams_down_to_iperf3s_minimum_are_served() {
+        for len in [16, 23] {
+            let text = format!(r#"{{"udp":true,"time":1,"len":{len}}}"#);
+            let r = req(&text).expect("iperf3's -l 16..23 is served");
+            assert_eq!(r.spec.block_bytes, len);
+            assert!(r.spec.validate().is_err(), "a native test of {len}-byte datagrams is not");
+        }
+    }
+
     #[test]
     fn refusals_name_the_option_and_carry_iperf3_numbers() {
         let cases = [
             (r#"{"udp":true,"time":1,"len":8}"#, errno::UDP_BLOCK_SIZE, "len"),
+            (r#"{"udp":true,"time":1,"len":15}"#, errno::UDP_BLOCK_SIZE, "len"),
             (r#"{"tcp":true,"time":1,"authtoken":"x"}"#, errno::UNIMPLEMENTED, "authentication"),
             (r#"{"tcp":true,"time":1,"TOS":8}"#, errno::UNIMPLEMENTED, "--tos"),
             (r#"{"tcp":true,"time":1,"parallel":129}"#, errno::NUM_STREAMS, "parallel"),
