@@ -112,6 +112,12 @@ impl ClientConn {
         &self.spec
     }
 
+    /// True once the server said `start` (and until the results are exchanged). A held start's
+    /// client runs from its `go`, before this.
+    pub fn running(&self) -> bool {
+        matches!(self.state, State::Running { .. })
+    }
+
     fn drain_input(&mut self, now: Duration) -> Result<(), ProtoError> {
         while let Some(input) = self.core.wire.next_input()? {
             self.on_input(input, now)?;

@@ -718,8 +718,10 @@ fn held_start_stop_before_the_start_arrives_is_sent_once() {
     p.client.stop(StopReason::Interrupted); // before the go: ignored
     p.client.go(p.now);
     p.client.stop(StopReason::Interrupted);
+    assert!(!p.client.running(), "not before the server's start");
     p.drive().expect("go and stop");
     assert!(p.client_events.contains(&ClientEvent::Start));
+    assert!(p.client.running());
     p.client.stop(StopReason::Interrupted);
     p.drive().expect("no second stop");
     let stops = p.server_events.iter().filter(|e| matches!(e, ServerEvent::PeerStop(_))).count();

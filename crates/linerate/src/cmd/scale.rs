@@ -43,12 +43,6 @@ fn stored_run(a: Attempt) -> FleetRun {
     fleet_run(a.hosts, a.repetition, a.records, &a.ids)
 }
 
-/// Whether a fleet run measured every one of its k hosts.
-fn whole(r: &FleetRun) -> bool {
-    r.hosts.len() >= r.hosts_in_run
-        && super::fleet::all_completed(r.hosts.iter().map(|h| &h.record))
-}
-
 /// Runs the scaling curve.
 pub fn run(plan: &FleetPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     let text = plan.base.output == OutputFormat::Text;
@@ -81,7 +75,10 @@ pub fn run(plan: &FleetPlan, interrupt: &Interrupt) -> Result<ExitCode> {
         }
     }
     let is_whole = |&(k, rep): &(usize, u32)| {
-        done.iter().any(|r| (r.hosts_in_run, r.repetition) == (k, rep) && whole(r))
+        done.iter().any(|r| {
+            (r.hosts_in_run, r.repetition) == (k, rep)
+                && scale_resume::whole(r.hosts_in_run, r.hosts.iter().map(|h| &h.record))
+        })
     };
     let partial = walk.planned().iter().filter(|p| !is_whole(p)).count();
     let complete = interrupt.count() == 0 && partial == 0;

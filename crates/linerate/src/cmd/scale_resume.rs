@@ -27,7 +27,7 @@ use std::collections::HashSet;
 use anyhow::{Context, Result};
 
 use super::fleet::{group_runs, identity, open_group};
-use super::fleet_stored::{Attempt, Hosts, curve_attempts};
+use super::fleet_stored::{Attempt, curve_attempts};
 use super::keep::{self, GroupRuns};
 use crate::plan::fleet::FleetPlan;
 use crate::report::notice::Console;
@@ -78,8 +78,11 @@ pub(super) fn open<'a>(
 }
 
 /// Whether a fleet run of `hosts` hosts had every one stored and measured: a whole point.
-pub(super) fn whole(hosts: usize, records: &Hosts) -> bool {
-    records.len() >= hosts && super::fleet::all_completed(records.iter().map(|(_, r)| r))
+pub(super) fn whole<'a>(
+    hosts: usize,
+    records: impl ExactSizeIterator<Item = &'a crate::record::RunRecord>,
+) -> bool {
+    records.len() >= hosts && super::fleet::all_completed(records)
 }
 
 /// The curve's order of (host count, repetition), walked once, round after round.
@@ -101,7 +104,7 @@ impl Walk {
     pub fn new(plan: &FleetPlan, earlier: &[Attempt]) -> Self {
         let done = earlier
             .iter()
-            .filter(|a| whole(a.hosts, &a.records))
+            .filter(|a| whole(a.hosts, a.records.iter().map(|(_, r)| r)))
             .map(|a| (a.hosts, a.repetition))
             .collect();
         Self { order: plan.order(), next: 0, round: 0, later: Vec::new(), done, skipped: 0 }

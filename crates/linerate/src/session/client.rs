@@ -238,10 +238,8 @@ impl<'p> ClientRun<'p> {
                 streams.held_started();
                 let now = streams.started().unwrap_or_else(Instant::now);
                 self.clock_started(now, conn, st, observer);
-                st.awaiting_start = true;
             }
             ClientEvent::Start => {
-                st.awaiting_start = false;
                 let streams = self.streams.as_mut().context("start before streams")?;
                 if streams.started().is_none() {
                     let now = streams.start();
@@ -319,7 +317,8 @@ impl<'p> ClientRun<'p> {
         }
         if streams.started().is_some() && !st.results_sent {
             check_progress(streams, st, now)?;
-            if streams.all_done() && !st.awaiting_start {
+            // A held start's streams run from the `go`; results wait for the server's `start`.
+            if streams.all_done() && conn.running() {
                 let rows = streams.sample(now, true);
                 if !rows.is_empty() {
                     observer.on_event(LiveEvent::Interval(&rows));
@@ -376,20 +375,11 @@ pub(super) struct LoopState {
     pub(super) stopped: bool,
     pub(super) results_sent: bool,
     pub(super) progress: (Instant, u64),
-    /// A held start ran its streams from the `go`; the server's `start` is still to come, and
-    /// results may not be sent before it.
-    pub(super) awaiting_start: bool,
 }
 
 impl Default for LoopState {
     fn default() -> Self {
-        Self {
-            stop_at: None,
-            stopped: false,
-            results_sent: false,
-            progress: (Instant::now(), 0),
-            awaiting_start: false,
-        }
+        Self { stop_at: None, stopped: false, results_sent: false, progress: (Instant::now(), 0) }
     }
 }
 

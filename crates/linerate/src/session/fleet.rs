@@ -69,9 +69,7 @@ pub struct FleetRun {
 struct GateState {
     /// Hosts neither ready nor failed yet.
     pending: usize,
-    /// Hosts waiting at the gate.
-    ready: usize,
-    /// What the coordinator needs to start each ready host.
+    /// What the coordinator needs to start each host waiting at the gate.
     held: Vec<HeldStart>,
     /// Set when the gate opens: true = go, false = the fleet was abandoned.
     open: Option<bool>,
@@ -137,7 +135,7 @@ impl Gate {
                 .map(|(g, _)| g)
                 .unwrap_or_else(|p| p.into_inner().0);
         }
-        let go = (s.ready > 0 && interrupt.count() == 0).then(|| start_all(&mut s.held));
+        let go = (!s.held.is_empty() && interrupt.count() == 0).then(|| start_all(&mut s.held));
         s.held.clear();
         s.open = Some(go.is_some());
         self.changed.notify_all();
@@ -198,7 +196,6 @@ impl StartGate for HostGate<'_> {
         }
         self.arrived.store(true, Ordering::Relaxed);
         s.pending = s.pending.saturating_sub(1);
-        s.ready += 1;
         s.held.push(held);
         self.gate.changed.notify_all();
         while s.open.is_none() {

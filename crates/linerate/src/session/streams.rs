@@ -386,20 +386,24 @@ impl StreamSet {
     /// fleet's host (a held start), whose streams start first so that the hosts start as close
     /// together as they can (see [`StreamSet::held_started`]).
     pub fn start(&mut self) -> Instant {
+        let gate = self.hold();
         if self.spec.held_start {
             let at = Instant::now();
-            self.hold().open(at);
+            gate.open(at);
             self.held_started();
             return at;
         }
-        self.next_tick = self.first_tick();
-        let prepared = self.prepared.take();
-        let meter =
-            prepared.unwrap_or_else(|| CostMeter::prepare(self.peer_program)).start(Instant::now());
+        let meter = self.start_meter();
         let at = Instant::now();
         self.cost = Some(meter.restarted_at(at));
-        self.gate.open(at);
+        gate.open(at);
         at
+    }
+
+    /// The cost meter, started now (its slow half taken from [`StreamSet::prepare`] if done).
+    fn start_meter(&mut self) -> CostMeter {
+        let prepared = self.prepared.take();
+        prepared.unwrap_or_else(|| CostMeter::prepare(self.peer_program)).start(Instant::now())
     }
 
     /// A held start (a fleet): the gate every stream waits at, for the fleet's coordinator to
@@ -414,10 +418,7 @@ impl StreamSet {
     /// no host waits for another's snapshots), and its window begins here: the CPU figures are
     /// rates over a window a few milliseconds shorter than the streams', not diluted.
     pub fn held_started(&mut self) {
-        let prepared = self.prepared.take();
-        let now = Instant::now();
-        self.cost =
-            Some(prepared.unwrap_or_else(|| CostMeter::prepare(self.peer_program)).start(now));
+        self.cost = Some(self.start_meter());
     }
 
     /// Does the slow part of starting (the cost meter's scan of every process) now, so that

@@ -418,21 +418,22 @@ fn host_figures(flow: Flow, p: &Placed<'_>, window: Option<(f64, f64)>) -> HostF
     let dir = summary.directions.iter().find(|d| d.flow == flow);
     let whole = dir.and_then(|d| d.receiver.as_ref()?.figures.bits_per_second);
     let verdict = summary.verdicts.iter().find(|v| v.flow == flow);
-    let windowed: Option<Vec<f64>> = window.zip(p.input.started).and_then(|((from, to), s)| {
-        let s = s.as_secs_f64();
-        p.receivers
-            .iter()
-            .map(|r| bytes_between(r, from - s, to - s).map(|b| b * 8.0 / (to - from)))
-            .collect()
-    });
+    let server = end_cost(summary, "server");
+    // Each receiver's bytes in the shared window, and the window's length.
+    let windowed: Option<(Vec<f64>, f64)> =
+        window.zip(p.input.started).and_then(|((from, to), s)| {
+            let s = s.as_secs_f64();
+            let bytes: Option<Vec<f64>> =
+                p.receivers.iter().map(|r| bytes_between(r, from - s, to - s)).collect();
+            Some((bytes?, to - from))
+        });
     let whole_test = windowed.is_none();
-    let outside_window_bytes = window.filter(|_| !whole_test).map(|_| {
+    let outside_window_bytes = windowed.as_ref().map(|(inside, _)| {
         let all: f64 = p.receivers.iter().map(|r| sample_bytes(r)).sum();
-        let inside: f64 = windowed.iter().flatten().sum::<f64>() / 8.0
-            * window.map_or(0.0, |(from, to)| to - from);
-        (all - inside).max(0.0)
+        (all - inside.iter().sum::<f64>()).max(0.0)
     });
-    let flows = windowed.unwrap_or_else(|| {
+    let flows = windowed.map(|(bytes, len)| bytes.iter().map(|b| b * 8.0 / len).collect());
+    let flows: Vec<f64> = flows.unwrap_or_else(|| {
         summary
             .streams
             .iter()
@@ -450,8 +451,8 @@ fn host_figures(flow: Flow, p: &Placed<'_>, window: Option<(f64, f64)>) -> HostF
         retransmits: dir.and_then(|d| d.sender.as_ref()?.retransmits),
         limit: verdict.map(|v| v.id()),
         limit_summary: verdict.map(|v| v.summary.clone()),
-        server_cpu_percent: end_cost(summary, "server").and_then(|c| c.process_percent_of_core),
-        server_peak_rss_bytes: end_cost(summary, "server").and_then(|c| c.peak_rss_bytes),
+        server_cpu_percent: server.and_then(|c| c.process_percent_of_core),
+        server_peak_rss_bytes: server.and_then(|c| c.peak_rss_bytes),
         outside_window_bytes,
     }
 }
