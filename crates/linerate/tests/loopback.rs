@@ -242,12 +242,13 @@ fn a_thousand_and_twenty_four_streams() {
     // With 2048 busy threads on a small host some streams may get no CPU or TCP memory in a
     // short test; that must be reported, never hidden in the aggregate.
     let idle = streams(&doc, "client").iter().filter(|s| s["bytes"] == 0).count();
+    // Other warnings (a busy shared machine, say) may come too: only this one is checked.
     let warnings = doc["summary"]["warnings"].as_array().expect("warnings");
+    let w = warnings.iter().filter_map(|w| w.as_str()).collect::<Vec<_>>().join(" ");
     if idle > 0 {
-        let w = warnings.iter().filter_map(|w| w.as_str()).collect::<Vec<_>>().join(" ");
         assert!(w.contains(&format!("{idle} of 1024 streams moved no data")), "{w}");
     } else {
-        assert!(warnings.is_empty());
+        assert!(!w.contains("moved no data"), "no stream was idle, yet: {w}");
     }
 }
 
