@@ -44,10 +44,10 @@ mod tests;
 pub use conn::{HANDSHAKE_TIMEOUT, HELD_TIMEOUT, RESULTS_TIMEOUT, RUN_GRACE, STREAMS_TIMEOUT};
 pub use environment::{CpuEnvironment, Environment, Fact, InterfaceEnvironment};
 pub use error::{Blame, ProtoError};
-pub use limits::{LimitKind, Limits, Refusal};
+pub use limits::{LimitKind, Limits, Refusal, StreamLayout};
 pub use machine::Machine;
 pub use results::{
-    CostSample, CpuTimes, CycleSource, HostCost, IntervalSample, MemoryUse, ProcessCpu,
-    SideResults, SocketReport, StreamResult, StreamRole, SystemCpu, TcpInternals,
+    CostSample, CpuTimes, CycleSource, DataPlane, HostCost, IntervalSample, MemoryUse, ProcessCpu,
+    SideResults, SocketReport, StreamResult, StreamRole, SystemCpu, TcpInternals, WorkerReport,
 };
 pub use spec::{Direction, EndCondition, Flow, Protocol, SpecError, TestSpec};

@@ -50,6 +50,35 @@ pub const DEFAULT_MAX_TEST_MEMORY: u64 = 64 << 20;
 /// What one stream costs its end besides its buffers, counted in a test's memory: the
 /// address space of the stream's thread stack (256 KiB in linerate's driver).
 pub const STREAM_OVERHEAD_BYTES: u64 = 256 << 10;
+/// What one stream costs its end when a pool worker serves it: its state, counters and
+/// interval samples. Its buffers are the worker's, counted once per worker. Measured: 10,000
+/// streams for 10 s with 1 s intervals took under 20 MiB beside the process's own
+/// (docs/PERFORMANCE.md, "10,000 flows").
+pub const POOLED_STREAM_BYTES: u64 = 4 << 10;
+
+/// How the serving end lays out its data plane, which decides what a test's streams cost it
+/// in memory ([`test_memory`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamLayout {
+    /// A TCP test with more connections than this is served by a pool of workers.
+    pub pool_above: u32,
+    /// Workers in that pool.
+    pub workers: u32,
+    /// Set by the operator or user (`--threads`), not chosen by the stream count.
+    pub explicit: bool,
+}
+
+impl StreamLayout {
+    /// A thread (with its own buffer) for every stream, whatever their number.
+    pub const PER_STREAM: Self = Self { pool_above: u32::MAX, workers: 1, explicit: false };
+
+    /// Pool workers serving a test of `connections` streams of `protocol`; None for a thread
+    /// per stream (always for UDP). Never more workers than streams.
+    pub fn workers_for(self, connections: u32, protocol: Protocol) -> Option<u32> {
+        (protocol == Protocol::Tcp && connections > self.pool_above)
+            .then(|| self.workers.max(1).min(connections.max(1)))
+    }
+}
 
 /// Which limit a refusal comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -153,6 +182,8 @@ pub struct Limits {
     pub max_block: u32,
     /// Most memory one test may need on the server ([`test_memory`]), bytes.
     pub max_test_memory: u64,
+    /// The server's data plane, for [`test_memory`].
+    pub layout: StreamLayout,
 }
 
 impl Default for Limits {
@@ -179,6 +210,7 @@ impl Default for Limits {
             min_rate: DEFAULT_MIN_RATE,
             max_block: DEFAULT_MAX_BLOCK,
             max_test_memory: DEFAULT_MAX_TEST_MEMORY,
+            layout: StreamLayout::PER_STREAM,
         }
     }
 }
@@ -308,7 +340,10 @@ impl Limits {
                 ),
             ));
         }
-        let need = test_memory(spec);
+        if let Some(r) = buffer_refusal(spec, self.layout) {
+            return Err(r);
+        }
+        let need = test_memory(spec, self.layout);
         if need > self.max_test_memory {
             return Err(Refusal::new(
                 LimitKind::Memory,
@@ -494,11 +529,44 @@ fn bytes_refusal(max: u64) -> Refusal {
     )
 }
 
-/// The memory a test needs on the server: its stream buffers ([`TestSpec::buffer_bytes`])
-/// and [`STREAM_OVERHEAD_BYTES`] per stream.
-pub fn test_memory(spec: &TestSpec) -> u64 {
-    spec.buffer_bytes()
-        .saturating_add(u64::from(spec.connection_count()).saturating_mul(STREAM_OVERHEAD_BYTES))
+/// The memory a test needs on the server laid out as `layout`: with a thread per stream, its
+/// stream buffers ([`TestSpec::buffer_bytes`]) and [`STREAM_OVERHEAD_BYTES`] per stream; with
+/// a pool, a send and a receive block per worker and [`POOLED_STREAM_BYTES`] per stream.
+pub fn test_memory(spec: &TestSpec, layout: StreamLayout) -> u64 {
+    let conns = u64::from(spec.connection_count());
+    let per_stream = match layout.workers_for(spec.connection_count(), spec.protocol) {
+        Some(_) => POOLED_STREAM_BYTES,
+        None => STREAM_OVERHEAD_BYTES,
+    };
+    buffer_memory(spec, layout).saturating_add(conns.saturating_mul(per_stream))
+}
+
+/// The stream buffers a test needs on an end laid out as `layout`: a send and a receive
+/// block per pool worker, or every stream's own ([`TestSpec::buffer_bytes`]).
+pub fn buffer_memory(spec: &TestSpec, layout: StreamLayout) -> u64 {
+    match layout.workers_for(spec.connection_count(), spec.protocol) {
+        Some(workers) => 2 * u64::from(workers) * u64::from(spec.block_bytes),
+        None => spec.buffer_bytes(),
+    }
+}
+
+/// The refusal of a test whose stream buffers on an end laid out as `layout` exceed the
+/// protocol's bound ([`crate::spec::MAX_TEST_BUFFER_BYTES`]), which no setting raises.
+pub fn buffer_refusal(spec: &TestSpec, layout: StreamLayout) -> Option<Refusal> {
+    let need = buffer_memory(spec, layout);
+    (need > crate::spec::MAX_TEST_BUFFER_BYTES).then(|| {
+        Refusal::new(
+            LimitKind::Memory,
+            format!(
+                "{} streams with a thread and a {} buffer each need {} of stream buffers, above \
+                 the protocol's 1 GiB per test; use fewer streams (-P), a smaller -l, or a pool \
+                 of workers (--threads auto or N, on the server too)",
+                spec.connection_count(),
+                size(spec.block_bytes.into()),
+                size(need)
+            ),
+        )
+    })
 }
 
 /// `bytes` in binary units with up to two decimals, e.g. `64 MiB`, `1.25 MiB`, `512 bytes`.
@@ -547,6 +615,29 @@ mod tests {
 
     fn spec() -> TestSpec {
         TestSpec::default_tcp()
+    }
+
+    #[test]
+    fn bounds_stream_buffers_by_layout() {
+        let mut s = TestSpec { streams: 1024, block_bytes: 1 << 20, ..TestSpec::default_tcp() };
+        let per = StreamLayout::PER_STREAM;
+        let pool = StreamLayout { pool_above: 16, workers: 2, explicit: false };
+        assert_eq!(buffer_refusal(&s, per), None, "1024 x 1 MiB = 1 GiB is allowed");
+        s.direction = Direction::Bidirectional;
+        let r = buffer_refusal(&s, per).expect("2 GiB with a thread per stream");
+        assert!(r.message.contains("1 GiB") && r.message.contains("--threads"), "{r}");
+        assert_eq!(buffer_refusal(&s, pool), None, "a pool holds 4 blocks");
+        assert_eq!(buffer_memory(&s, pool), 4 << 20);
+        s.streams = crate::spec::MAX_STREAMS;
+        s.block_bytes = crate::spec::MAX_BLOCK_BYTES;
+        assert!(buffer_refusal(&s, per).is_some());
+        assert_eq!(buffer_refusal(&s, pool), None);
+        let unlimited = Limits { layout: per, ..Limits::unlimited() };
+        assert_eq!(
+            unlimited.check(&s).unwrap_err().kind,
+            LimitKind::Memory,
+            "no setting raises it"
+        );
     }
 
     #[test]
@@ -672,11 +763,16 @@ mod tests {
         assert_eq!(l.check(&s), Ok(()), "32 × 1.25 MiB");
         s.block_bytes = 128 * 1024;
         s.streams = 128;
-        assert_eq!(test_memory(&s), 48 << 20);
+        assert_eq!(test_memory(&s, StreamLayout::PER_STREAM), 48 << 20);
+        let pool = StreamLayout { pool_above: 16, workers: 2, explicit: false };
+        assert_eq!(test_memory(&s, pool), (512 << 10) + (128 << 12), "2 workers' blocks");
+        s.streams = 16;
+        assert_eq!(test_memory(&s, pool), 6 << 20, "16 streams have a thread each");
+        s.streams = 128;
         assert_eq!(l.check(&s), Ok(()), "-P 128 at the default block fits");
         s.protocol = Protocol::Udp;
         s.block_bytes = 1460;
-        assert_eq!(test_memory(&s), 48 << 20, "64 receive buffers of 2 KiB per stream");
+        assert_eq!(test_memory(&s, pool), 48 << 20, "64 receive buffers of 2 KiB per stream");
         assert_eq!(
             Limits::unlimited().check(&TestSpec { streams: 1024, block_bytes: 1 << 20, ..spec() }),
             Ok(())

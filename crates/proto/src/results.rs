@@ -285,6 +285,34 @@ pub struct CycleSource {
     pub clock_hz: Option<u64>,
 }
 
+/// How an end moved its streams' bytes.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DataPlane {
+    /// `per-stream` (one thread per stream) or `pool` (workers multiplexing sockets).
+    pub mode: String,
+    /// Who chose it: `auto` (by the number of streams) or `--threads`.
+    pub chosen_by: String,
+    /// The pool's workers, in order (empty for `per-stream`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workers: Vec<WorkerReport>,
+}
+
+/// One data-plane worker: its streams and what its thread measured of itself. Its streams
+/// share its thread, so they have no CPU or scheduler wait figure of their own.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerReport {
+    /// Streams it served.
+    pub streams: u32,
+    /// Its thread's CPU while streams ran.
+    #[serde(default)]
+    pub cpu: Option<ProcessCpu>,
+    /// Time its thread waited for a CPU while streams ran, microseconds.
+    #[serde(default)]
+    pub wait_us: Option<u64>,
+    /// From the start to its last stream's end, microseconds.
+    pub wall_us: u64,
+}
+
 /// What a test cost one end. Every field is optional: a figure the OS does not provide is
 /// None, and `unavailable` says why.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -294,8 +322,13 @@ pub struct HostCost {
     /// This process's CPU over the window (all its threads; on a server running several
     /// tests at once this includes the others: see `concurrent_tests`).
     pub process: Option<ProcessCpu>,
-    /// CPU of this test's own stream threads over the window.
+    /// CPU of this test's own stream threads over the window (with a pooled data plane, its
+    /// workers').
     pub stream_threads: Option<ProcessCpu>,
+    /// How this end moved its streams' bytes: a thread per stream, or a pool of workers each
+    /// serving many sockets. Absent from older peers and records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_plane: Option<DataPlane>,
     /// The machine's CPU over the window.
     pub system: Option<SystemCpu>,
     /// CPU used during the window by processes other than linerate (kernel threads excluded:

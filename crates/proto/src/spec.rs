@@ -6,16 +6,19 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The most parallel streams a test may ask for (per direction).
-pub const MAX_STREAMS: u32 = 4096;
+/// The most parallel streams a test may ask for (per direction). A pooled data plane serves
+/// 10,000 on two cores; what stops a test first is usually the open-files limit.
+pub const MAX_STREAMS: u32 = 16384;
 /// The largest block (one write or read call) a test may ask for: 64 MiB.
 pub const MAX_BLOCK_BYTES: u32 = 64 << 20;
 /// The largest title accepted, in bytes.
 pub const MAX_TITLE_BYTES: usize = 256;
 /// The longest congestion-control name accepted (Linux TCP_CA_NAME_MAX is 16).
 pub const MAX_CONGESTION_NAME: usize = 16;
-/// The most stream-buffer memory one test may need on one end (streams × block): 1 GiB.
-/// Without this bound a peer could make a server allocate 4096 × 64 MiB.
+/// The most stream-buffer memory one test may need on one end: 1 GiB. Without this bound a
+/// peer could make a server allocate 16384 × 64 MiB. For TCP it depends on how the end lays
+/// out its data plane (`limits::buffer_memory`), so the server checks it at admission; UDP
+/// streams always have buffers of their own, so [`TestSpec::validate`] checks those.
 pub const MAX_TEST_BUFFER_BYTES: u64 = 1 << 30;
 /// Smallest UDP datagram: the 24-byte native header (send time, 64-bit sequence number and
 /// the test's secret, `udp::DatagramFormat`).
@@ -233,18 +236,6 @@ impl TestSpec {
                 format!("1..={MAX_BLOCK_BYTES} bytes"),
             ));
         }
-        let buffers = u64::from(self.connection_count()) * u64::from(self.block_bytes);
-        if buffers > MAX_TEST_BUFFER_BYTES {
-            return Err(out_of_range(
-                "streams × block size (-P × -l)",
-                format!(
-                    "{} × {} bytes = {buffers} bytes",
-                    self.connection_count(),
-                    self.block_bytes
-                ),
-                "at most 1 GiB of stream buffers per test; use fewer streams or a smaller -l",
-            ));
-        }
         match self.end {
             EndCondition::Duration { duration_ms: 0 } => {
                 return Err(out_of_range("duration (-t)", "0 s", "more than 0 s"));
@@ -444,20 +435,6 @@ mod tests {
     }
 
     #[test]
-    fn bounds_total_buffer_memory() {
-        let mut s = TestSpec::default_tcp();
-        s.streams = 1024;
-        s.block_bytes = 1 << 20;
-        assert_eq!(s.validate(), Ok(()), "1024 x 1 MiB = 1 GiB is allowed");
-        s.direction = Direction::Bidirectional;
-        let err = s.validate().unwrap_err().to_string();
-        assert!(err.contains("-P × -l") && err.contains("1 GiB"), "{err}");
-        s.streams = MAX_STREAMS;
-        s.block_bytes = MAX_BLOCK_BYTES;
-        assert!(s.validate().is_err());
-    }
-
-    #[test]
     fn bounds_udp_receive_buffers() {
         let mut s =
             TestSpec { protocol: Protocol::Udp, block_bytes: 65507, ..TestSpec::default_tcp() };
@@ -468,7 +445,7 @@ mod tests {
         assert!(err.contains("receive buffers") && err.contains("1 GiB"), "{err}");
         // Tiny datagrams still cost the minimum buffer each: 8192 x 64 x 2048 is the limit.
         s.block_bytes = MIN_UDP_DATAGRAM;
-        s.streams = MAX_STREAMS;
+        s.streams = 4096;
         s.direction = Direction::Bidirectional;
         assert_eq!(s.validate(), Ok(()), "exactly 1 GiB");
         s.block_bytes = 2049;

@@ -322,7 +322,7 @@ pub struct MatrixArgs {
     pub net: NetArgs,
     /// Streams per direction to try (axis), e.g. 1,2,4,8.
     #[arg(short = 'P', long = "parallel", value_name = "N,...", value_delimiter = ',',
-          value_parser = clap::value_parser!(u32).range(1..=4096))]
+          value_parser = clap::value_parser!(u32).range(1..=linerate_proto::spec::MAX_STREAMS as i64))]
     pub parallel: Vec<u32>,
     /// Socket buffer sizes to try (axis): `default` (autotuning) or a size, e.g. default,800k.
     #[arg(short = 'w', long = "window", value_name = "SIZE,...", value_delimiter = ',', value_parser = optional_size)]
@@ -524,7 +524,7 @@ pub struct TestArgs {
     pub interval: Duration,
     /// Parallel streams (per direction).
     #[arg(short = 'P', long = "parallel", value_name = "N", default_value_t = 1,
-          value_parser = clap::value_parser!(u32).range(1..=4096))]
+          value_parser = clap::value_parser!(u32).range(1..=linerate_proto::spec::MAX_STREAMS as i64))]
     pub parallel: u32,
     /// Socket buffer size (SO_SNDBUF and SO_RCVBUF) on both ends; the granted size is reported.
     #[arg(short = 'w', long = "window", value_name = "SIZE", value_parser = size)]
@@ -565,6 +565,11 @@ pub struct TestArgs {
     /// Local port of the first data stream (stream i uses PORT + i - 1).
     #[arg(long = "cport", value_name = "PORT")]
     pub cport: Option<u16>,
+    /// How this end serves its TCP streams: `auto` (a thread each up to 16 streams, above
+    /// that one pool worker per core multiplexing them with epoll), `stream` (always a thread
+    /// each) or N (a pool of N workers). The server chooses its own (`server --threads`).
+    #[arg(long = "threads", value_name = "auto|stream|N", value_parser = threads, default_value = "auto")]
+    pub threads: crate::plan::threads::Threads,
     /// Label carried into the output and the JSON record.
     #[arg(short = 'T', long = "title", value_name = "TEXT")]
     pub title: Option<String>,
@@ -609,6 +614,10 @@ pub(super) fn percent(s: &str) -> Result<f64, String> {
         return Err(format!("{s} is outside 0..100 %"));
     }
     Ok(v)
+}
+
+pub(super) fn threads(s: &str) -> Result<crate::plan::threads::Threads, String> {
+    crate::plan::threads::Threads::parse(s)
 }
 
 pub(super) fn seconds(s: &str) -> Result<Duration, String> {

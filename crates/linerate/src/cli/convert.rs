@@ -124,6 +124,7 @@ fn matrix_plan(a: MatrixArgs) -> Result<(ClientPlan, MatrixPlan, MatrixRun), Str
         omit: m.omit,
         zerocopy: false,
         cport: None,
+        threads: crate::plan::threads::Threads::Auto,
         title: m.title.clone(),
         link_speed: m.link_speed,
         mtu: m.mtu,
@@ -295,6 +296,7 @@ pub(super) fn default_methodology() -> Plan {
         family: Family::V4,
         bind: None,
         cport: None,
+        threads: crate::plan::threads::Threads::Auto,
         connect_timeout: Duration::from_secs(10),
         output: OutputFormat::Text,
         link: None,
@@ -461,6 +463,7 @@ pub(super) fn client_plan(
         family: family(net),
         bind: net.bind,
         cport: t.cport,
+        threads: t.threads,
         connect_timeout: t.connect_timeout,
         output: output(net),
         link: t
@@ -588,7 +591,7 @@ mod tests {
         for (args, needle) in [
             (vec!["linerate", "client", "h", "-t", "abc"], "abc"),
             (vec!["linerate", "client", "h", "-P", "0"], "0"),
-            (vec!["linerate", "client", "h", "-P", "5000"], "5000"),
+            (vec!["linerate", "client", "h", "-P", "20000"], "20000"),
             (vec!["linerate", "client", "h", "-l", "1G"], "-l"),
             (vec!["linerate", "client", "h", "-R", "--bidir"], "--bidir"),
             (vec!["linerate", "client", "h", "-t", "1", "-n", "1M"], "--bytes"),

@@ -91,8 +91,9 @@ pub struct LimitArgs {
     /// Largest block (-l) a test may ask for [default: 1M; at most 64M].
     #[arg(long = "max-block", value_name = "SIZE", value_parser = size, help_heading = "Limits")]
     pub max_block: Option<ByteCount>,
-    /// Most memory one test may need on the server: its stream buffers plus 256 KiB per
-    /// stream [default: 64M].
+    /// Most memory one test may need on the server: with a thread per stream its stream
+    /// buffers plus 256 KiB per stream, with a pool (--threads) two blocks per worker plus
+    /// 4 KiB per stream [default: 64M].
     #[arg(long = "max-test-memory", value_name = "SIZE", value_parser = size, help_heading = "Limits")]
     pub max_test_memory: Option<ByteCount>,
     /// End a running test when no stream moved a byte for this long (a stopped or silent
@@ -104,6 +105,11 @@ pub struct LimitArgs {
     /// always allowed [default: 0.1 s; at least 0.01 s].
     #[arg(long = "min-interval", value_name = "SECONDS", value_parser = seconds, help_heading = "Limits")]
     pub min_interval: Option<Duration>,
+    /// How the server serves a test's TCP streams: `auto` (a thread each up to 16 streams,
+    /// above that one pool worker per core multiplexing them with epoll), `stream` (always a
+    /// thread each) or N (a pool of N workers) [default: auto].
+    #[arg(long = "threads", value_name = "auto|stream|N", value_parser = super::args::threads)]
+    pub threads: Option<crate::plan::threads::Threads>,
     /// Run one test at a time: later requests wait in a queue, told their place and an
     /// estimated wait (iperf3 clients, which cannot wait, are told the server is busy).
     #[arg(long = "exclusive", help_heading = "Admission")]
@@ -192,6 +198,7 @@ impl LimitArgs {
             psk_file: None,
             allow: self.allow.clone(),
             log_format: self.log_format,
+            threads: self.threads,
         }
     }
 }

@@ -164,6 +164,7 @@ impl CostMeter {
             window_us,
             process,
             stream_threads,
+            data_plane: None,
             system,
             foreign_us,
             foreign_top,

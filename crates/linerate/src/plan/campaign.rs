@@ -203,6 +203,7 @@ impl Tier {
             family: Family::Any,
             bind: None,
             cport: None,
+            threads: crate::plan::threads::Threads::Auto,
             connect_timeout: std::time::Duration::from_secs(10),
             output,
             link: self.target.link,

@@ -17,6 +17,7 @@ pub mod schedule;
 pub mod search;
 pub mod server;
 pub mod size;
+pub mod threads;
 
 /// Default UDP rate per stream, as iperf3's (bit/s): low enough to be safe on any path.
 pub const DEFAULT_UDP_RATE: u64 = 1 << 20;
@@ -80,6 +81,8 @@ pub struct ClientPlan {
     pub bind: Option<IpAddr>,
     /// First local port for data streams (`--cport`); stream i uses cport + i - 1.
     pub cport: Option<u16>,
+    /// How this end serves its TCP streams (`--threads`).
+    pub threads: threads::Threads,
     /// Limit for each TCP connect.
     pub connect_timeout: Duration,
     /// Output format.

@@ -64,6 +64,8 @@ pub struct ServerSettings {
     pub allow: Option<Vec<IpNet>>,
     /// `--log-format`: `text` or `json` (one JSON object per line).
     pub log_format: Option<LogFormat>,
+    /// `--threads`: how the server serves a test's TCP streams.
+    pub threads: Option<crate::plan::threads::Threads>,
 }
 
 /// How the server writes its log lines.
@@ -206,6 +208,7 @@ impl ServerSettings {
             psk_file: self.psk_file.or(fallback.psk_file),
             allow: self.allow.or(fallback.allow),
             log_format: self.log_format.or(fallback.log_format),
+            threads: self.threads.or(fallback.threads),
         }
     }
 
@@ -220,7 +223,8 @@ impl ServerSettings {
 
     /// The limits these settings give, over the defaults.
     pub fn limits(&self) -> Result<Limits, String> {
-        let mut l = Limits::default();
+        let layout = self.threads.unwrap_or_default().layout(crate::plan::threads::cores());
+        let mut l = Limits { layout, ..Limits::default() };
         if let Some(n) = self.max_tests {
             if n == 0 {
                 return Err("max_tests (--max-tests) must be at least 1".into());

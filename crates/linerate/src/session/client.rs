@@ -488,6 +488,12 @@ pub(super) fn open_streams(
 ) -> Result<StreamSet> {
     let local_ip = ctrl.stream().local_addr().ok().map(|a| a.ip());
     let mut set = StreamSet::new(spec, End::Client)?;
+    let layout = plan.threads.layout(crate::plan::threads::cores());
+    if let Some(r) = linerate_proto::limits::buffer_refusal(spec, layout) {
+        return Err(Failure::new(FailureKind::Usage, r.message).into());
+    }
+    set.set_layout(layout);
+    ctrl.streams_running();
     if let Some(format) = native {
         set.set_datagram_format(format);
     }

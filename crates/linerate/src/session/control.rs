@@ -1,6 +1,12 @@
 //! A blocking control connection with bounded waits, and kernel-level dead-peer detection
 //! (keepalive + `TCP_USER_TIMEOUT`, see `measure::liveness`) so a peer whose link vanished
 //! ends the session within seconds rather than at the test's own deadline.
+//!
+//! A write never waits for the peer without reading from it: both ends may send a large
+//! message at once (each end's results for 10,000 streams are megabytes), and two ends that
+//! each wait for the other to read before reading themselves would hold each other until the
+//! write timeout. So [`ControlChannel::send`] keeps what arrives meanwhile and the next
+//! [`ControlChannel::recv`] hands it over first.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
@@ -27,7 +33,17 @@ pub enum Recv<'a> {
 pub struct ControlChannel {
     stream: TcpStream,
     buf: Vec<u8>,
+    /// Bytes that arrived while a send waited for room; handed over before new reads.
+    early: Vec<u8>,
+    /// The peer closed its side while a send waited.
+    early_eof: bool,
+    /// How long the peer may be silent before the kernel declares it dead.
+    dead_after: std::cell::Cell<Duration>,
 }
+
+/// Most bytes kept from the peer while a send waits: more means the peer is not a linerate or
+/// iperf3 end (none sends that much unasked).
+const EARLY_MAX: usize = 256 << 20;
 
 /// Writes to the control connection may block at most this long (the peer must keep reading).
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -39,7 +55,22 @@ impl ControlChannel {
         stream.set_write_timeout(Some(WRITE_TIMEOUT)).context("cannot set a write timeout")?;
         liveness::watch_control(&stream)
             .context("cannot set keepalive on the control connection")?;
-        Ok(Self { stream, buf: vec![0u8; 64 * 1024] })
+        Ok(Self {
+            stream,
+            buf: vec![0u8; 64 * 1024],
+            early: Vec::new(),
+            early_eof: false,
+            dead_after: std::cell::Cell::new(liveness::CONTROL_DEAD_AFTER),
+        })
+    }
+
+    /// The test's streams are running: dead-peer detection relaxes to
+    /// [`liveness::LOADED_DEAD_AFTER`] (why: there). Best effort, once.
+    pub fn streams_running(&self) {
+        let loaded = liveness::LOADED_DEAD_AFTER;
+        if self.dead_after.get() != loaded && liveness::loaded(&self.stream).is_ok() {
+            self.dead_after.set(loaded);
+        }
     }
 
     /// The underlying stream.
@@ -47,13 +78,81 @@ impl ControlChannel {
         &self.stream
     }
 
-    /// Writes all of `bytes`.
+    /// Writes all of `bytes`, reading what the peer sends meanwhile (see the module docs).
+    /// Fails when no byte could be written for [`WRITE_TIMEOUT`].
     pub fn send(&mut self, bytes: &[u8]) -> Result<()> {
-        self.stream.write_all(bytes).context("cannot write to the control connection")
+        let what = "cannot write to the control connection";
+        // The common case, a message that fits the socket buffer, is one call. It must not
+        // block: a blocking write waits for the peer to read all that does not fit.
+        self.stream.set_nonblocking(true).context(what)?;
+        let first = (&self.stream).write(bytes);
+        self.stream.set_nonblocking(false).context(what)?;
+        let mut at = match first {
+            Ok(n) => n,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => 0,
+            Err(e) => return Err(e).context(what),
+        };
+        let mut progress = std::time::Instant::now();
+        while at < bytes.len() {
+            if progress.elapsed() > WRITE_TIMEOUT {
+                return Err(std::io::Error::from(ErrorKind::TimedOut)).context(what);
+            }
+            let (readable, writable) =
+                crate::sys::wait_readable_or_writable(&self.stream, Duration::from_millis(100))
+                    .context(what)?;
+            if readable && !self.early_eof {
+                self.stream.set_nonblocking(true).context(what)?;
+                let got = (&self.stream).read(&mut self.buf);
+                self.stream.set_nonblocking(false).context(what)?;
+                match got {
+                    Ok(0) => self.early_eof = true,
+                    Ok(n) if self.early.len() + n <= EARLY_MAX => {
+                        self.early.extend_from_slice(&self.buf[..n]);
+                        progress = std::time::Instant::now();
+                    }
+                    Ok(_) => bail_garbage("the peer sent more than 256 MiB while we were sending")?,
+                    Err(e)
+                        if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {}
+                    Err(_) => self.early_eof = true,
+                }
+            }
+            if writable {
+                self.stream.set_nonblocking(true).context(what)?;
+                let put = (&self.stream).write(&bytes[at..]);
+                self.stream.set_nonblocking(false).context(what)?;
+                match put {
+                    Ok(n) => {
+                        at += n;
+                        progress = std::time::Instant::now();
+                    }
+                    Err(e)
+                        if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {}
+                    Err(e) => return Err(e).context(what),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// What arrived while a send waited, if anything: handed over before new reads.
+    fn early(&mut self) -> Option<Recv<'_>> {
+        if !self.early.is_empty() {
+            let n = self.early.len();
+            if self.buf.len() < n {
+                self.buf.resize(n, 0);
+            }
+            self.buf[..n].copy_from_slice(&self.early);
+            self.early.clear();
+            return Some(Recv::Data(&self.buf[..n]));
+        }
+        self.early_eof.then_some(Recv::Eof)
     }
 
     /// Waits up to `wait` for bytes.
     pub fn recv(&mut self, wait: Duration) -> Result<Recv<'_>> {
+        if self.early_eof || !self.early.is_empty() {
+            return Ok(self.early().unwrap_or(Recv::Idle));
+        }
         self.stream
             .set_read_timeout(Some(wait.max(Duration::from_millis(1))))
             .context("cannot set a read timeout")?;
@@ -63,6 +162,9 @@ impl ControlChannel {
 
     /// Bytes that are already there, without waiting (Idle when there are none).
     pub fn recv_ready(&mut self) -> Result<Recv<'_>> {
+        if self.early_eof || !self.early.is_empty() {
+            return Ok(self.early().unwrap_or(Recv::Idle));
+        }
         self.stream.set_nonblocking(true).context("cannot poll the control connection")?;
         let got = self.stream.read(&mut self.buf);
         self.stream.set_nonblocking(false).context("cannot poll the control connection")?;
@@ -79,7 +181,7 @@ impl ControlChannel {
                 format!(
                     "the peer stopped answering on the control connection for {} s \
                      (its host or link went away)",
-                    liveness::CONTROL_DEAD_AFTER.as_secs()
+                    self.dead_after.get().as_secs()
                 ),
             )
             .into()),
@@ -91,4 +193,8 @@ impl ControlChannel {
             Err(e) => Err(e).context("cannot read from the control connection"),
         }
     }
+}
+
+fn bail_garbage(why: &str) -> Result<()> {
+    Err(Failure::new(FailureKind::Garbage, why).into())
 }

@@ -256,6 +256,7 @@ impl Session<'_> {
                 return Err(e);
             }
         };
+        streams.set_layout(self.t.shared.admission.limits.layout);
         streams.set_rtt(self.rtt);
         streams.record_environment(Some(self.local_ip));
         let mut cookie = [0u8; 16];

@@ -269,6 +269,9 @@ impl ServedTest<'_> {
             pump::flush(ctrl, m);
             bail!("{why}");
         }
+        if self.streams.is_some() {
+            ctrl.streams_running();
+        }
         let tick = self.streams.as_ref().and_then(StreamSet::next_tick);
         let cap = Duration::from_millis(if eager { 5 } else { 50 });
         let wait = Wait { tick, deadlines: &[], cap };

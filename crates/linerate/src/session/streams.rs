@@ -1,5 +1,6 @@
-//! The local half of a test's data streams: one thread per stream, interval sampling
-//! (including the omitted warm-up) and the final per-stream results. Sockets come set up by
+//! The local half of a test's data streams: one thread per stream or a pool of workers
+//! (`traffic::pool`, chosen by `plan::threads`), interval sampling (including the omitted
+//! warm-up) and the final per-stream results. Sockets come set up by
 //! `traffic::socket` (options applied, grants read back); this file only adds the short
 //! timeouts the stream loops rely on.
 //!
@@ -7,21 +8,23 @@
 //! protocol or print; it hands interval rows to the driver, which passes them to an observer.
 
 use std::net::{Shutdown, TcpStream};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use linerate_proto::{
-    EndCondition, Flow, IntervalSample, ProcessCpu, Protocol, SideResults, SocketReport,
-    StreamResult, StreamRole, TestSpec,
+    DataPlane, EndCondition, Flow, IntervalSample, ProcessCpu, Protocol, SideResults, SocketReport,
+    StreamLayout, StreamResult, StreamRole, TestSpec, WorkerReport,
 };
 
 use crate::measure::cost::{CostMeter, PreparedMeter};
 use crate::measure::counters;
+use crate::plan::threads::{self, Threads};
 use crate::record::canonical;
 use crate::session::udp_stream::{self, UdpStreamSetup, UdpTrack};
 use crate::sys::{self, ZeroCopySource};
+use crate::traffic::pool::{self, Inbox, PoolOptions, PoolStream, WorkerFigures};
 use crate::traffic::socket::{self, SocketOptions, TcpData, UdpData};
 use crate::traffic::{
     ByteBudget, SendOptions, StartGate, StreamCounters, TrafficControl, receive_loop, send_loop,
@@ -72,7 +75,8 @@ pub struct IntervalRow {
 
 /// A second handle on a stream's socket, for reading socket facts while the thread runs.
 enum Probe {
-    Tcp(TcpStream),
+    /// The stream's own socket, shared with its thread or worker (no second descriptor).
+    Tcp(Arc<TcpStream>),
     /// UDP sockets have no TCP_INFO; their facts are read once when the stream is added.
     Udp,
 }
@@ -95,6 +99,7 @@ struct LocalStream {
     /// UDP streams: live counters and final figures.
     udp: Option<UdpTrack>,
     socket: SocketReport,
+    /// Its own thread; None when a pool worker serves it.
     thread: Option<JoinHandle<()>>,
     intervals: SampleLog<IntervalSample>,
     last_us: u64,
@@ -110,7 +115,7 @@ impl LocalStream {
         counters: Arc<StreamCounters>,
         probe: Probe,
         socket: SocketReport,
-        thread: JoinHandle<()>,
+        thread: Option<JoinHandle<()>>,
     ) -> Self {
         Self {
             id,
@@ -120,7 +125,7 @@ impl LocalStream {
             probe,
             udp: None,
             socket,
-            thread: Some(thread),
+            thread,
             intervals: SampleLog::default(),
             last_us: 0,
             last_bytes: 0,
@@ -155,6 +160,17 @@ pub struct StreamSet {
     datagrams: DatagramFormat,
     /// This end's environment, taken before traffic starts (see `record_environment`).
     environment: Option<Box<linerate_proto::Environment>>,
+    /// Thread per stream or a pool (`--threads`).
+    layout: StreamLayout,
+    /// The pool's workers, once the first TCP stream made the choice for a pool.
+    pool: Option<Vec<PoolWorker>>,
+}
+
+/// One pool worker: the streams handed to it, its thread, and what it measured of itself.
+struct PoolWorker {
+    inbox: Arc<Inbox>,
+    thread: Option<JoinHandle<()>>,
+    figures: Arc<Mutex<Option<WorkerFigures>>>,
 }
 
 /// Shortest wait for UDP datagrams still in flight at the end (plus twice the RTT).
@@ -204,6 +220,8 @@ impl StreamSet {
             udp_quiet: UDP_QUIET_MIN,
             datagrams: DatagramFormat::iperf3(SeqWidth::Bits64),
             environment: None,
+            layout: Threads::Auto.layout(threads::cores()),
+            pool: None,
         })
     }
 
@@ -225,6 +243,12 @@ impl StreamSet {
     /// asked otherwise).
     pub fn set_datagram_format(&mut self, format: DatagramFormat) {
         self.datagrams = format;
+    }
+
+    /// Sets how TCP streams are served (`--threads`, or a server's layout); before the first
+    /// stream is added.
+    pub fn set_layout(&mut self, layout: StreamLayout) {
+        self.layout = layout;
     }
 
     /// The socket options the test asks for, for `traffic::socket` to apply.
@@ -263,6 +287,7 @@ impl StreamSet {
             .spawn(body)
             .context("cannot start a stream thread (too many streams for this host?)")?;
         let socket = socket_report(probe.local_addr(), probe.peer_addr(), granted);
+        let thread = Some(thread);
         self.streams.push(LocalStream::new(id, flow, role, counters, Probe::Udp, socket, thread));
         if let Some(s) = self.streams.last_mut() {
             s.udp = Some(track);
@@ -289,28 +314,94 @@ impl StreamSet {
         self.add(id, data)
     }
 
-    /// Takes `data` (set up by `traffic::socket`) as TCP stream `id` and spawns its thread
-    /// (which waits for the start).
+    /// Takes `data` (set up by `traffic::socket`) as TCP stream `id` and spawns its thread or
+    /// hands it to a pool worker (either waits for the start).
     pub fn add(&mut self, id: u32, data: TcpData) -> Result<()> {
         let flow =
             self.spec.flow_of(id).with_context(|| format!("stream {id} is not in the test"))?;
         let role = self.end.role(flow);
         let TcpData { stream: sock, granted } = data;
-        sock.set_read_timeout(Some(POLL_TIMEOUT)).context("cannot set a socket timeout")?;
-        sock.set_write_timeout(Some(POLL_TIMEOUT)).context("cannot set a socket timeout")?;
         let socket = socket_report(sock.local_addr(), sock.peer_addr(), granted);
-        let probe = Probe::Tcp(sock.try_clone().context("cannot duplicate a data socket handle")?);
+        let sock = Arc::new(sock);
         let counters = Arc::new(StreamCounters::default());
-        let thread = self.spawn(id, role, sock, counters.clone())?;
+        let thread = match self.pool_worker()? {
+            Some(w) => {
+                w.inbox.push(PoolStream { sock: sock.clone(), role, counters: counters.clone() });
+                None
+            }
+            None => {
+                sock.set_read_timeout(Some(POLL_TIMEOUT)).context("cannot set a socket timeout")?;
+                sock.set_write_timeout(Some(POLL_TIMEOUT))
+                    .context("cannot set a socket timeout")?;
+                Some(self.spawn(id, role, sock.clone(), counters.clone())?)
+            }
+        };
+        let probe = Probe::Tcp(sock);
         self.streams.push(LocalStream::new(id, flow, role, counters, probe, socket, thread));
         Ok(())
+    }
+
+    /// The worker the next TCP stream goes to, round robin; None for a thread per stream. The
+    /// first call decides, from the test's stream count, and starts the workers.
+    fn pool_worker(&mut self) -> Result<Option<&PoolWorker>> {
+        if self.pool.is_none() {
+            let conns = self.spec.connection_count();
+            let Some(n) = self.layout.workers_for(conns, self.spec.protocol) else {
+                return Ok(None);
+            };
+            let workers = (0..n).map(|i| self.spawn_worker(i)).collect::<Result<Vec<_>>>()?;
+            self.pool = Some(workers);
+        }
+        let Some(workers) = self.pool.as_ref().filter(|w| !w.is_empty()) else { return Ok(None) };
+        Ok(workers.get(self.streams.len() % workers.len()))
+    }
+
+    /// Starts pool worker `index`: it waits for the start, then serves its inbox.
+    fn spawn_worker(&self, index: u32) -> Result<PoolWorker> {
+        let (ctl, gate) = (self.ctl.clone(), self.gate.clone());
+        let block = self.spec.block_bytes as usize;
+        let opts = PoolOptions {
+            block,
+            bits_per_second: self.spec.bits_per_second,
+            budget: self.budget.clone(),
+            zerocopy: self.zerocopy.clone(),
+        };
+        let sends = self.budget.is_some()
+            || self.spec.stream_plan().iter().any(|(_, f)| self.end.role(*f) == StreamRole::Sender);
+        let inbox = Arc::new(Inbox::default());
+        let figures = Arc::new(Mutex::new(None));
+        let (in2, fig2) = (inbox.clone(), figures.clone());
+        let body = move || {
+            let send =
+                if sends && opts.zerocopy.is_none() { pattern_block(block) } else { Vec::new() };
+            let mut recv = vec![0u8; block];
+            let cpu0 = counters::thread_cpu();
+            let wait0 = counters::thread_wait_us();
+            let Some(start) = gate.wait() else { return };
+            let streams = pool::worker_loop(&in2, start, &ctl, &opts, &send, &mut recv);
+            let f = WorkerFigures {
+                streams,
+                cpu: cpu_since(cpu0, counters::thread_cpu()),
+                wait_us: wait0.zip(counters::thread_wait_us()).map(|(a, b)| b - a.min(b)),
+                wall_us: start.elapsed().as_micros() as u64,
+            };
+            if let Ok(mut slot) = fig2.lock() {
+                *slot = Some(f);
+            }
+        };
+        let thread = std::thread::Builder::new()
+            .name(format!("lr-pool-{index}"))
+            .stack_size(STREAM_STACK)
+            .spawn(body)
+            .context("cannot start a data-plane worker thread")?;
+        Ok(PoolWorker { inbox, thread: Some(thread), figures })
     }
 
     fn spawn(
         &self,
         id: u32,
         role: StreamRole,
-        mut sock: TcpStream,
+        sock: Arc<TcpStream>,
         counters: Arc<StreamCounters>,
     ) -> Result<JoinHandle<()>> {
         let (ctl, gate) = (self.ctl.clone(), self.gate.clone());
@@ -338,7 +429,7 @@ impl StreamSet {
                         budget: budget.as_deref(),
                         zerocopy: zerocopy.as_deref(),
                     };
-                    let r = send_loop(&mut sock, start, &ctl, &counters, opts, &buf);
+                    let r = send_loop(&sock, start, &ctl, &counters, opts, &buf);
                     let now = Instant::now();
                     let end = ctl.stopped_at().map_or(now, |s| s.min(now));
                     elapsed = Some(end.saturating_duration_since(start));
@@ -347,7 +438,7 @@ impl StreamSet {
                 }
                 StreamRole::Receiver => {
                     let mut buf = buf;
-                    receive_loop(&mut sock, &ctl, &counters, &mut buf).map(|last| {
+                    receive_loop(&sock, &ctl, &counters, &mut buf).map(|last| {
                         elapsed = last.map(|t| t.saturating_duration_since(start));
                     })
                 }
@@ -581,8 +672,9 @@ impl StreamSet {
     pub fn results(&mut self, software: &str, concurrent_tests: u32) -> SideResults {
         self.gate.release();
         let deadline = Instant::now() + Duration::from_secs(1);
-        for s in &mut self.streams {
-            if let Some(t) = s.thread.take() {
+        let workers = self.pool.iter_mut().flatten().map(|w| &mut w.thread);
+        for t in self.streams.iter_mut().map(|s| &mut s.thread).chain(workers) {
+            if let Some(t) = t.take() {
                 while !t.is_finished() && Instant::now() < deadline {
                     std::thread::sleep(Duration::from_millis(5));
                 }
@@ -592,17 +684,16 @@ impl StreamSet {
             }
         }
         let streams = self.streams.iter().map(|s| self.stream_result(s)).collect();
-        let threads = self.streams.iter().map(|s| s.counters.thread_cpu()).try_fold(
-            ProcessCpu::default(),
-            |acc, c| {
-                c.map(|c| ProcessCpu {
-                    user_us: acc.user_us + c.user_us,
-                    system_us: acc.system_us + c.system_us,
-                })
-            },
-        );
-        let cost =
-            self.cost.take().map(|m| Box::new(m.finish(Instant::now(), threads, concurrent_tests)));
+        let plane = self.data_plane();
+        let threads = match &plane.workers[..] {
+            [] => sum_cpu(self.streams.iter().map(|s| s.counters.thread_cpu())),
+            w => sum_cpu(w.iter().map(|w| w.cpu)),
+        };
+        let cost = self.cost.take().map(|m| {
+            let mut c = m.finish(Instant::now(), threads, concurrent_tests);
+            c.data_plane = Some(plane);
+            Box::new(c)
+        });
         SideResults {
             software: software.to_string(),
             streams,
@@ -614,6 +705,27 @@ impl StreamSet {
             cost,
             environment: self.environment.clone(),
         }
+    }
+
+    /// How this end served its streams, with each pool worker's figures.
+    fn data_plane(&self) -> DataPlane {
+        let workers: Vec<WorkerReport> = self
+            .pool
+            .iter()
+            .flatten()
+            .map(|w| {
+                let f = w.figures.lock().ok().and_then(|f| *f).unwrap_or_default();
+                WorkerReport {
+                    streams: f.streams,
+                    cpu: f.cpu,
+                    wait_us: f.wait_us,
+                    wall_us: f.wall_us,
+                }
+            })
+            .collect();
+        let mode = if self.pool.is_some() { "pool" } else { "per-stream" };
+        let chosen_by = if self.layout.explicit { "--threads" } else { "auto" };
+        DataPlane { mode: mode.into(), chosen_by: chosen_by.into(), workers }
     }
 
     fn stream_result(&self, s: &LocalStream) -> StreamResult {
@@ -665,6 +777,16 @@ impl Drop for StreamSet {
     fn drop(&mut self) {
         self.abort();
     }
+}
+
+/// The sum of CPU figures; None if any is unknown.
+fn sum_cpu(mut cpu: impl Iterator<Item = Option<ProcessCpu>>) -> Option<ProcessCpu> {
+    cpu.try_fold(ProcessCpu::default(), |acc, c| {
+        c.map(|c| ProcessCpu {
+            user_us: acc.user_us + c.user_us,
+            system_us: acc.system_us + c.system_us,
+        })
+    })
 }
 
 pub(super) fn cpu_since(a: Option<ProcessCpu>, b: Option<ProcessCpu>) -> Option<ProcessCpu> {

@@ -1,5 +1,5 @@
 //! Thin wrappers around system calls: socket options and TCP_INFO (`socket`), the UDP fast
-//! path (`udp`: batched calls, offloads, drop counters), zero-copy sending (`zerocopy`), process
+//! path (`udp`: batched calls, offloads, drop counters), zero-copy sending (`zerocopy`), readiness sets (`epoll`), process
 //! limits (`process`) and the terminal (`term`).
 //!
 //! This is the only part of linerate that may contain raw libc calls. Each function is one or
@@ -15,6 +15,7 @@
 use std::fmt;
 use std::io;
 
+pub mod epoll;
 pub mod process;
 pub mod socket;
 pub mod term;

@@ -76,6 +76,29 @@ pub fn available_congestion() -> Option<Vec<String>> {
     imp::available_congestion()
 }
 
+/// Waits up to `timeout` until `sock` is readable or writable (poll(2)); returns
+/// (readable, writable). Errors and hang-ups count as both, so the next call reports them.
+pub fn wait_readable_or_writable(
+    sock: &impl AsFd,
+    timeout: std::time::Duration,
+) -> io::Result<(bool, bool)> {
+    use std::os::fd::AsRawFd;
+    let mut p = libc::pollfd {
+        fd: sock.as_fd().as_raw_fd(),
+        events: libc::POLLIN | libc::POLLOUT,
+        revents: 0,
+    };
+    let ms = timeout.as_millis().min(i32::MAX as u128) as libc::c_int;
+    // SAFETY: one valid pollfd for the duration of the call.
+    let n = unsafe { libc::poll(&mut p, 1, ms) };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        return if e.kind() == io::ErrorKind::Interrupted { Ok((false, false)) } else { Err(e) };
+    }
+    let broken = p.revents & (libc::POLLERR | libc::POLLHUP) != 0;
+    Ok((broken || p.revents & libc::POLLIN != 0, broken || p.revents & libc::POLLOUT != 0))
+}
+
 /// Sets `SO_RCVLOWAT`: a blocked reader is woken only once `bytes` are queued (or at
 /// end-of-stream, error or timeout). Batching wake-ups this way is what lets a receiver keep
 /// up on fast paths (see docs/PERFORMANCE.md). Linux caps the value at half the receive

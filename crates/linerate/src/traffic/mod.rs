@@ -1,4 +1,5 @@
-//! The data plane: one OS thread per stream moving bytes as fast as allowed.
+//! The data plane: one OS thread per stream moving bytes as fast as allowed, or for many
+//! streams a few workers each serving many sockets through epoll ([`pool`]).
 //!
 //! Each stream thread owns its socket and a reusable buffer, and publishes its progress in a
 //! [`StreamCounters`] (plain atomic stores by the one writer, loads by the one sampler). There
@@ -14,6 +15,7 @@
 //! offloads from `sys::udp`.
 
 mod control;
+pub mod pool;
 pub mod socket;
 mod tcp;
 mod udp;

@@ -33,7 +33,7 @@ pub struct SendOptions<'a> {
 /// Sends until told to stop or the budget is spent. Returns an error text if the stream
 /// failed; the caller records it and shuts the write side down.
 pub fn send_loop(
-    sock: &mut TcpStream,
+    mut sock: &TcpStream,
     start: Instant,
     ctl: &TrafficControl,
     counters: &StreamCounters,
@@ -84,7 +84,7 @@ pub fn send_loop(
 /// `finish`, or until abort. Returns when the last byte arrived (None if none did), so a
 /// receiver's duration ends with its data, not with the wait that noticed the end.
 pub fn receive_loop(
-    sock: &mut TcpStream,
+    mut sock: &TcpStream,
     ctl: &TrafficControl,
     counters: &StreamCounters,
     buf: &mut [u8],
@@ -126,7 +126,7 @@ pub fn receive_loop(
 
 /// Reads what is already buffered (without waiting) and ends the stream.
 fn drain_now(
-    sock: &mut TcpStream,
+    mut sock: &TcpStream,
     counters: &StreamCounters,
     buf: &mut [u8],
     mut got: u64,
@@ -220,7 +220,7 @@ mod tests {
 
     #[test]
     fn budget_bound_sender_delivers_exact_bytes_then_eof() {
-        let (mut tx, mut rx) = pair();
+        let (tx, rx) = pair();
         let ctl = TrafficControl::default();
         let budget = ByteBudget::new(1_000_001);
         let sc = StreamCounters::default();
@@ -228,7 +228,7 @@ mod tests {
         std::thread::scope(|s| {
             let r = s.spawn(|| {
                 let mut buf = vec![0u8; 4096];
-                receive_loop(&mut rx, &ctl, &rc, &mut buf)
+                receive_loop(&rx, &ctl, &rc, &mut buf)
             });
             let opts = SendOptions {
                 block: 65536,
@@ -237,7 +237,7 @@ mod tests {
                 zerocopy: None,
             };
             let buf = vec![7u8; 65536];
-            send_loop(&mut tx, Instant::now(), &ctl, &sc, opts, &buf).expect("send");
+            send_loop(&tx, Instant::now(), &ctl, &sc, opts, &buf).expect("send");
             tx.shutdown(std::net::Shutdown::Write).expect("shutdown");
             r.join().expect("join").expect("receive");
         });
@@ -249,7 +249,7 @@ mod tests {
     /// every byte counted (also those below the low-water mark) and the time of the last one.
     #[test]
     fn finish_ends_a_receiver_whose_peer_stays_open() {
-        let (mut tx, mut rx) = pair();
+        let (mut tx, rx) = pair();
         rx.set_read_timeout(Some(Duration::from_millis(50))).expect("timeout");
         crate::sys::set_recv_lowat(&rx, 1 << 20).expect("lowat");
         let ctl = TrafficControl::default();
@@ -259,7 +259,7 @@ mod tests {
         std::thread::scope(|s| {
             let r = s.spawn(|| {
                 let mut buf = vec![0u8; 4096];
-                receive_loop(&mut rx, &ctl, &rc, &mut buf)
+                receive_loop(&rx, &ctl, &rc, &mut buf)
             });
             std::thread::sleep(Duration::from_millis(300));
             let end = Instant::now();
@@ -294,7 +294,7 @@ mod tests {
 
     #[test]
     fn paced_sender_holds_its_rate() {
-        let (mut tx, mut rx) = pair();
+        let (tx, rx) = pair();
         let ctl = TrafficControl::default();
         let sc = StreamCounters::default();
         let rc = StreamCounters::default();
@@ -303,7 +303,7 @@ mod tests {
         std::thread::scope(|s| {
             s.spawn(|| {
                 let mut buf = vec![0u8; 65536];
-                let _ = receive_loop(&mut rx, &ctl, &rc, &mut buf);
+                let _ = receive_loop(&rx, &ctl, &rc, &mut buf);
             });
             s.spawn(|| {
                 std::thread::sleep(Duration::from_millis(500));
@@ -315,7 +315,7 @@ mod tests {
                 budget: None,
                 zerocopy: None,
             };
-            send_loop(&mut tx, start, &ctl, &sc, opts, &[1u8; 8192]).expect("send");
+            send_loop(&tx, start, &ctl, &sc, opts, &[1u8; 8192]).expect("send");
             tx.shutdown(std::net::Shutdown::Write).expect("shutdown");
         });
         let secs = start.elapsed().as_secs_f64();

@@ -214,6 +214,7 @@ impl Session<'_> {
             }
         };
         streams.set_peer_program("iperf3");
+        streams.set_layout(self.t.shared.admission.limits.layout);
         streams.set_rtt(self.rtt);
         streams.record_environment(Some(self.local_ip));
         if req.spec.protocol == Protocol::Udp {
