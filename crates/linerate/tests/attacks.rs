@@ -252,7 +252,10 @@ fn held_doctor_sessions_take_neither_threads_nor_the_slots_of_tests() {
 #[test]
 fn memory_per_test_is_capped_by_the_operator() {
     let _serial = exclusive();
+    // A thread (and buffer) per stream: the layout whose memory grows with the streams.
+    // The pooled layout's buffers are per worker (covered by the loopback tests).
     let limits = ["--max-tests", "4", "--max-test-memory", "24M", "--max-block", "512K"];
+    let limits = [&limits[..], &["--threads", "stream"]].concat();
     let mut srv = limited_server(&limits);
     legitimate(srv.port, ip(0, 2)).expect("warm-up test");
     let base = status_field(srv.child.id(), "VmRSS:");

@@ -54,12 +54,17 @@ fn usage_errors_exit_2_and_name_the_problem() {
         (vec!["client", "h", "-b", "10GB/s"], "bits"),
         (vec!["client", "h", "-t", "-3"], "-3"),
         (vec!["--frobnicate"], "--frobnicate"),
-        (vec!["client", "h", "-P", "4096", "-l", "1M"], "1 GiB"),
+        (vec!["client", "h", "-P", "4096", "-l", "1M", "--threads", "stream"], "1 GiB"),
     ] {
         let out = run(&args, Duration::from_secs(10));
         assert_eq!(out.code, Some(2), "{args:?}: {}", out.stderr);
         assert!(out.stderr.contains(needle), "{args:?}: {}", out.stderr);
     }
+    // A pool of workers holds buffers per worker, not per stream: the same test is no usage
+    // error (it fails later, on the host name, which resolves nowhere).
+    let out = run(&["client", "h.invalid", "-P", "4096", "-l", "1M"], Duration::from_secs(10));
+    assert_ne!(out.code, Some(2), "{}", out.stderr);
+    assert!(!out.stderr.contains("1 GiB"), "{}", out.stderr);
 }
 
 #[test]

@@ -453,6 +453,12 @@ pub(super) fn client_plan(
     if t.connect_timeout.is_zero() {
         return Err("--connect-timeout must be more than 0 s".into());
     }
+    // Refused here, before the host is resolved, as every other flag error; the check in
+    // the client repeats it for plans that do not come from flags.
+    let layout = t.threads.layout(crate::plan::threads::cores());
+    if let Some(r) = linerate_proto::limits::buffer_refusal(&spec, layout) {
+        return Err(r.message);
+    }
     let psk = net.psk_file.as_deref().map(crate::plan::server::read_psk).transpose()?;
     let (host, port) = super::host::host_port(&host, net.port)?;
     Ok(ClientPlan {

@@ -493,7 +493,7 @@ pub(super) fn open_streams(
         return Err(Failure::new(FailureKind::Usage, r.message).into());
     }
     set.set_layout(layout);
-    ctrl.streams_running();
+    ctrl.streams_running(spec.streams as usize);
     if let Some(format) = native {
         set.set_datagram_format(format);
     }

@@ -64,11 +64,15 @@ impl ControlChannel {
         })
     }
 
-    /// The test's streams are running: dead-peer detection relaxes to
+    /// The test's `streams` streams are running: with more than
+    /// [`liveness::LOADED_ABOVE_STREAMS`], dead-peer detection relaxes to
     /// [`liveness::LOADED_DEAD_AFTER`] (why: there). Best effort, once.
-    pub fn streams_running(&self) {
+    pub fn streams_running(&self, streams: usize) {
         let loaded = liveness::LOADED_DEAD_AFTER;
-        if self.dead_after.get() != loaded && liveness::loaded(&self.stream).is_ok() {
+        if streams > liveness::LOADED_ABOVE_STREAMS
+            && self.dead_after.get() != loaded
+            && liveness::loaded(&self.stream).is_ok()
+        {
             self.dead_after.set(loaded);
         }
     }

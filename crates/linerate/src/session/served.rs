@@ -269,8 +269,8 @@ impl ServedTest<'_> {
             pump::flush(ctrl, m);
             bail!("{why}");
         }
-        if self.streams.is_some() {
-            ctrl.streams_running();
+        if let Some(set) = &self.streams {
+            ctrl.streams_running(set.len());
         }
         let tick = self.streams.as_ref().and_then(StreamSet::next_tick);
         let cap = Duration::from_millis(if eager { 5 } else { 50 });
