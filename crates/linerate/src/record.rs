@@ -16,6 +16,41 @@ pub use failure::{Failure, FailureKind};
 /// Version of the record (and of the JSON document around it).
 pub const SCHEMA_VERSION: u32 = 1;
 
+/// A thread of one end's data plane, as [`RunRecord::data_threads`] gives it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DataThread {
+    /// `client` or `server`.
+    pub end: &'static str,
+    /// A stream's own thread, or a pool worker.
+    pub what: ThreadKind,
+    /// The stream's role; None for a worker, which may send and receive.
+    pub role: Option<StreamRole>,
+    /// Its CPU while it moved data.
+    pub cpu: Option<linerate_proto::ProcessCpu>,
+    /// Time it waited for a CPU, microseconds.
+    pub wait_us: Option<u64>,
+    /// Its wall time, microseconds.
+    pub wall_us: u64,
+}
+
+/// Which thread a [`DataThread`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ThreadKind {
+    /// The thread of the stream with this id.
+    Stream(u32),
+    /// Pool worker number n (from 1).
+    Worker(u32),
+}
+
+impl std::fmt::Display for ThreadKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Stream(id) => write!(f, "stream {id}"),
+            Self::Worker(n) => write!(f, "pool worker {n}"),
+        }
+    }
+}
+
 /// How a test ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "status")]
@@ -167,6 +202,43 @@ impl RunRecord {
             .into_iter()
             .filter_map(|(end, r)| Some((end, r?)))
             .flat_map(|(end, r)| r.streams.iter().map(move |s| (end, s)))
+    }
+
+    /// The threads that moved `flow`'s data on each end, with what they measured of
+    /// themselves: one per stream where the end ran a thread per stream, or the end's pool
+    /// workers (which may serve both directions) where it pooled.
+    pub fn data_threads(&self, flow: Flow) -> Vec<DataThread> {
+        let mut out = Vec::new();
+        for (end, side) in
+            [("client", self.client.as_ref()), ("server", self.server_results.as_ref())]
+        {
+            let Some(side) = side else { continue };
+            let workers =
+                side.cost.as_ref().and_then(|c| c.data_plane.as_ref()).map(|d| &d.workers);
+            match workers {
+                Some(w) if !w.is_empty() => {
+                    out.extend(w.iter().enumerate().map(|(i, w)| DataThread {
+                        end,
+                        what: ThreadKind::Worker(i as u32 + 1),
+                        role: None,
+                        cpu: w.cpu,
+                        wait_us: w.wait_us,
+                        wall_us: w.wall_us,
+                    }))
+                }
+                _ => {
+                    out.extend(side.streams.iter().filter(|s| s.flow == flow).map(|s| DataThread {
+                        end,
+                        what: ThreadKind::Stream(s.id),
+                        role: Some(s.role),
+                        cpu: s.thread_cpu,
+                        wait_us: s.thread_wait_us,
+                        wall_us: s.duration_us,
+                    }))
+                }
+            }
+        }
+        out
     }
 
     /// The final TCP internals of one direction's sending streams, from whichever end sent.

@@ -47,7 +47,8 @@ pub use error::{Blame, ProtoError};
 pub use limits::{LimitKind, Limits, Refusal, StreamLayout};
 pub use machine::Machine;
 pub use results::{
-    CostSample, CpuTimes, CycleSource, DataPlane, HostCost, IntervalSample, MemoryUse, ProcessCpu,
-    SideResults, SocketReport, StreamResult, StreamRole, SystemCpu, TcpInternals, WorkerReport,
+    BufferCap, CostSample, CpuTimes, CycleSource, DataPlane, HostCost, IntervalSample, MemoryUse,
+    ProcessCpu, SideResults, SocketReport, StreamResult, StreamRole, SystemCpu, TcpInternals,
+    WorkerReport,
 };
 pub use spec::{Direction, EndCondition, Flow, Protocol, SpecError, TestSpec};

@@ -295,6 +295,20 @@ pub struct DataPlane {
     /// The pool's workers, in order (empty for `per-stream`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub workers: Vec<WorkerReport>,
+    /// Set when this end capped its TCP sockets' buffers because thousands of flows would
+    /// exhaust its kernel's TCP memory (no `-w` was given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buffer_cap: Option<BufferCap>,
+}
+
+/// Socket buffers an end set on its own for many flows, and what it derived them from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BufferCap {
+    /// `SO_SNDBUF` and `SO_RCVBUF` asked for on each TCP data socket, bytes (the kernel
+    /// grants twice this).
+    pub bytes: u64,
+    /// The kernel's TCP memory pressure mark (`net.ipv4.tcp_mem`, second value), bytes.
+    pub tcp_mem_pressure_bytes: u64,
 }
 
 /// One data-plane worker: its streams and what its thread measured of itself. Its streams

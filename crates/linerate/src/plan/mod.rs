@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use linerate_proto::TestSpec;
 
+pub mod buffers;
 pub mod campaign;
 pub mod campaign_de;
 pub mod fleet;

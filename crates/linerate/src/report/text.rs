@@ -144,6 +144,13 @@ fn answer(
         writeln!(out, "{}:", direction_name(d.flow))?;
         side_line(out, "sender  ", d.sender.as_ref())?;
         side_line(out, "receiver", d.receiver.as_ref())?;
+        if let (Some(j), Some(r)) = (d.jain, &d.receiver) {
+            writeln!(
+                out,
+                "  fairness across the {} streams: Jain's index {j:.3} (1 = equal shares)",
+                r.streams
+            )?;
+        }
     }
     for u in &summary.udp {
         udp_lines(out, u)?;
@@ -348,7 +355,11 @@ fn cost_lines(out: &mut dyn Write, c: &CostSummary) -> std::io::Result<()> {
         None => "other processes n/a".into(),
     };
     let rss = c.peak_rss_bytes.map_or("n/a".into(), |b| ByteCount(b).iec());
-    writeln!(out, "          {per_gb} CPU-s/GB (machine), {cycles}; {foreign}; peak RSS {rss}")
+    writeln!(out, "          {per_gb} CPU-s/GB (machine), {cycles}; {foreign}; peak RSS {rss}")?;
+    match &c.data_plane {
+        Some(d) => writeln!(out, "          data plane: {d}"),
+        None => Ok(()),
+    }
 }
 
 fn range_iec((lo, hi): (u64, u64)) -> String {

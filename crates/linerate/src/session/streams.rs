@@ -21,6 +21,12 @@ use linerate_proto::{
 use crate::measure::cost::{CostMeter, PreparedMeter};
 use crate::measure::counters;
 use crate::plan::threads::{self, Threads};
+
+// Thousands of flows: the buffer cap and the relaxed dead-peer limit start at the same count.
+const _: () = assert!(
+    crate::plan::buffers::CAP_ABOVE_CONNECTIONS as usize
+        == crate::measure::liveness::LOADED_ABOVE_STREAMS
+);
 use crate::record::canonical;
 use crate::session::udp_stream::{self, UdpStreamSetup, UdpTrack};
 use crate::sys::{self, ZeroCopySource};
@@ -137,8 +143,10 @@ impl LocalStream {
 /// The local streams of one test.
 pub struct StreamSet {
     spec: TestSpec,
-    /// The socket options `spec` asks for.
+    /// The socket options `spec` asks for, with buffers capped for many flows.
     options: SocketOptions,
+    /// The cap on buffers this end set for many flows (`plan::buffers`), if any.
+    buffer_cap: Option<linerate_proto::BufferCap>,
     end: End,
     ctl: Arc<TrafficControl>,
     gate: Arc<StartGate>,
@@ -202,9 +210,20 @@ impl StreamSet {
             EndCondition::Bytes { bytes } if sends => Some(Arc::new(ByteBudget::new(bytes))),
             _ => None,
         };
+        let mut options = SocketOptions::of(spec);
+        let buffer_cap = crate::plan::buffers::buffer_cap(
+            spec.connection_count(),
+            spec.window_bytes,
+            spec.protocol == Protocol::Tcp,
+            crate::sys::tcp_memory_pressure_bytes(),
+        );
+        if let Some(cap) = buffer_cap {
+            options.window_bytes = Some(cap.bytes);
+        }
         Ok(Self {
             spec: spec.clone(),
-            options: SocketOptions::of(spec),
+            options,
+            buffer_cap,
             end,
             ctl: Arc::default(),
             gate: Arc::default(),
@@ -725,7 +744,12 @@ impl StreamSet {
             .collect();
         let mode = if self.pool.is_some() { "pool" } else { "per-stream" };
         let chosen_by = if self.layout.explicit { "--threads" } else { "auto" };
-        DataPlane { mode: mode.into(), chosen_by: chosen_by.into(), workers }
+        DataPlane {
+            mode: mode.into(),
+            chosen_by: chosen_by.into(),
+            workers,
+            buffer_cap: self.buffer_cap,
+        }
     }
 
     fn stream_result(&self, s: &LocalStream) -> StreamResult {

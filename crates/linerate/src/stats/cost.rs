@@ -6,7 +6,9 @@
 
 use serde::Serialize;
 
-use linerate_proto::{CpuTimes, HostCost, SideResults};
+use linerate_proto::{CpuTimes, DataPlane, HostCost, SideResults};
+
+use crate::units::ByteCount;
 
 /// Foreign load above this share of one core earns a warning (shared machines: an unseen hog
 /// cut a result 3x in the project's baseline study).
@@ -93,6 +95,49 @@ pub struct CostSummary {
     pub concurrent_tests: u32,
     /// Figures that are missing, and why.
     pub unavailable: Vec<String>,
+    /// How the end served its streams, in words, when it was not a thread per stream with
+    /// the kernel's buffers ([`data_plane_phrase`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data_plane: Option<String>,
+}
+
+/// The data plane in words when it is not the classic one (a thread per stream, autotuned
+/// buffers): the pool, its busiest worker's share of a core, and a buffer cap with its reason.
+pub fn data_plane_phrase(d: &DataPlane) -> Option<String> {
+    let mut parts = Vec::new();
+    if !d.workers.is_empty() {
+        let why = if d.chosen_by == "auto" {
+            format!("auto: more than {} streams", crate::plan::threads::POOL_ABOVE)
+        } else {
+            d.chosen_by.clone()
+        };
+        let lo = d.workers.iter().map(|w| w.streams).min().unwrap_or(0);
+        let hi = d.workers.iter().map(|w| w.streams).max().unwrap_or(0);
+        let each = if lo == hi { lo.to_string() } else { format!("{lo}-{hi}") };
+        let busiest = d
+            .workers
+            .iter()
+            .filter_map(|w| {
+                let cpu = w.cpu?;
+                (w.wall_us > 0)
+                    .then(|| (cpu.user_us + cpu.system_us) as f64 * 100.0 / w.wall_us as f64)
+            })
+            .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
+        let busiest = busiest.map_or("n/a".into(), |b| format!("{b:.0}% of a core"));
+        parts.push(format!(
+            "a pool of {} workers ({why}), {each} streams each, busiest worker {busiest}",
+            d.workers.len()
+        ));
+    }
+    if let Some(cap) = d.buffer_cap {
+        parts.push(format!(
+            "socket buffers set to {} each, not autotuned: so many flows would exhaust the \
+             kernel's TCP memory (net.ipv4.tcp_mem pressure {}); -w overrides",
+            ByteCount(cap.bytes).iec(),
+            ByteCount(cap.tcp_mem_pressure_bytes).iec()
+        ));
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
 }
 
 /// The cost summary of one end, if it reported cost at all.
@@ -129,6 +174,7 @@ pub fn cost_summary(end: &'static str, side: &SideResults) -> Option<CostSummary
         cycles_method: c.cycles.as_ref().map(|cy| cy.method.clone()),
         concurrent_tests: c.concurrent_tests,
         unavailable: c.unavailable.clone(),
+        data_plane: c.data_plane.as_ref().and_then(data_plane_phrase),
     })
 }
 

@@ -20,19 +20,7 @@ pub fn jain_index(rates: &[f64]) -> Option<f64> {
 /// Jain's index over the receivers' per-stream rates of a run, per direction, averaged over
 /// the directions that have two or more streams.
 pub fn run_fairness(summary: &Summary) -> Option<f64> {
-    let per_flow: Vec<f64> = summary
-        .directions
-        .iter()
-        .filter_map(|d| {
-            let rates: Vec<f64> = summary
-                .streams
-                .iter()
-                .filter(|s| s.flow == d.flow)
-                .filter_map(|s| s.receiver.as_ref()?.bits_per_second)
-                .collect();
-            jain_index(&rates)
-        })
-        .collect();
+    let per_flow: Vec<f64> = summary.directions.iter().filter_map(|d| d.jain).collect();
     (!per_flow.is_empty()).then(|| per_flow.iter().sum::<f64>() / per_flow.len() as f64)
 }
 

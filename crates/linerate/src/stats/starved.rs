@@ -22,6 +22,10 @@
 //! the end's cost figures: other processes (foreign load ≥ 10 % of a core and at least the
 //! end's own process) or the test's own threads outnumbering the free cores.
 //!
+//! An end that pooled its streams (`data_plane.mode` `pool`) has no per-stream threads: its
+//! workers' run delays and wall times are used instead, every worker for either direction,
+//! since a worker that waited held back all of its streams.
+//!
 //! Where the OS gives no run delay (not Linux, schedstats off, an iperf3 peer) the rule does
 //! not apply: no figure, no verdict. Pure: no I/O.
 
@@ -47,13 +51,14 @@ pub struct Starved {
 
 /// Each end's wait share for `flow`, where its threads reported a run delay.
 pub fn waits(record: &RunRecord, flow: Flow) -> Vec<Starved> {
+    let threads = record.data_threads(flow);
     ["client", "server"]
         .into_iter()
         .filter_map(|end| {
-            let (wall_us, wait_us) = record
-                .all_streams()
-                .filter(|(e, s)| *e == end && s.flow == flow)
-                .filter_map(|(_, s)| Some((s.duration_us, s.thread_wait_us?)))
+            let (wall_us, wait_us) = threads
+                .iter()
+                .filter(|t| t.end == end)
+                .filter_map(|t| Some((t.wall_us, t.wait_us?)))
                 .fold((0u64, 0u64), |(w, t), (d, x)| (w + d, t + x));
             (wall_us > 0).then(|| Starved { end, share: wait_us as f64 / wall_us as f64, wall_us })
         })

@@ -66,6 +66,9 @@ pub struct DirectionSummary {
     pub sender: Option<SideFigures>,
     /// The receiving end.
     pub receiver: Option<SideFigures>,
+    /// Jain's index of the direction's streams' received rates (None with fewer than two
+    /// streams or no receiver figures): 1 when every stream got the same share.
+    pub jain: Option<f64>,
 }
 
 /// One stream, both ends.
@@ -107,12 +110,13 @@ pub fn summarize(record: &RunRecord) -> Summary {
         [("client", record.client.as_ref()), ("server", record.server_results.as_ref())];
     let mut flows: Vec<Flow> = record.spec.stream_plan().iter().map(|(_, f)| *f).collect();
     flows.dedup();
-    let directions: Vec<DirectionSummary> = flows
+    let mut directions: Vec<DirectionSummary> = flows
         .iter()
         .map(|&flow| DirectionSummary {
             flow,
             sender: side_figures(&sides, flow, StreamRole::Sender),
             receiver: side_figures(&sides, flow, StreamRole::Receiver),
+            jain: None,
         })
         .collect();
     // By id and role, first seen first (as a search in order would find): 10,000 streams
@@ -139,6 +143,14 @@ pub fn summarize(record: &RunRecord) -> Summary {
             }
         })
         .collect();
+    for d in &mut directions {
+        let rates: Vec<f64> = streams
+            .iter()
+            .filter(|s| s.flow == d.flow)
+            .filter_map(|s| s.receiver.as_ref()?.bits_per_second)
+            .collect();
+        d.jain = crate::stats::fairness::jain_index(&rates);
+    }
     let cost: Vec<crate::stats::CostSummary> =
         sides.iter().filter_map(|(end, r)| crate::stats::cost_summary(end, (*r)?)).collect();
     let mut warnings: Vec<String> = idle_stream_warning(&streams).into_iter().collect();

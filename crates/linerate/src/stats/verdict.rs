@@ -5,7 +5,7 @@
 //! 2. **sender fell behind** (UDP): the sender skipped ≥ 0.1 % of its datagrams because its
 //!    pacer woke late or lacked CPU, so it sent below `-b` — the path was not tested at that
 //!    rate;
-//! 3. **starved end** (`stats/starved.rs`): an end's stream threads waited ≥ 25 % of their
+//! 3. **starved end** (`stats/starved.rs`): an end's stream threads (or pool workers) waited ≥ 25 % of their
 //!    wall time runnable but without a CPU (scheduler run delay), so the rate measures that
 //!    end's share of the CPU; checked before the window rule, whose symptom (a receiver that
 //!    could not drain) starvation produces, and before the path, which an end that could not
@@ -14,9 +14,11 @@
 //! 4. **receive window**: the sender spent ≥ 30 % of its busy time limited by the receiver's
 //!    advertised window (`tcpi_rwnd_limited`), or at the end the peer advertised at most half
 //!    of what the congestion window allowed (cwnd × MSS) — the kernel's timer misses windows
-//!    of a segment or two;
+//!    of a segment or two; when the receiving end capped its buffers itself for thousands of
+//!    flows (`data_plane.buffer_cap`, `plan/buffers.rs`) the verdict names that cap and `-w`;
 //! 5. **send buffer**: ≥ 30 % limited by its own send buffer (`tcpi_sndbuf_limited`);
-//! 6. **CPU**: a stream thread used ≥ 90 % of a core (threads migrate between cores, so a
+//! 6. **CPU**: a stream thread (or, on an end that pooled its streams, a pool worker) used
+//!    ≥ 90 % of a core (threads migrate between cores, so a
 //!    saturated thread need not show as one saturated core), or an end's busiest core was
 //!    ≥ 90 % busy while that end's own process used ≥ 50 % of a core and more than other
 //!    processes did; the thread or end is named, with the core's user/system/softirq split;
@@ -258,11 +260,23 @@ fn verdict(
             facts.extend(rcvbuf.map(|b| format!("receive buffer {b} bytes")));
             let facts =
                 if facts.is_empty() { String::new() } else { format!(" ({})", facts.join("; ")) };
+            // The receiving end's own cap on its buffers for thousands of flows is the cause
+            // then, and -w the one remedy (tcp_rmem does not apply to a set SO_RCVBUF).
+            let receiver = match d.flow {
+                Flow::ClientToServer => record.server_results.as_ref(),
+                Flow::ServerToClient => record.client.as_ref(),
+            };
+            let cap = receiver.and_then(|r| r.cost.as_ref()?.data_plane.as_ref()?.buffer_cap);
+            let fix = match cap {
+                Some(cap) => format!(
+                    "the receiver capped each socket's buffers at {} bytes to keep its many flows within net.ipv4.tcp_mem; -w sets them",
+                    cap.bytes
+                ),
+                None => "raise -w or the receiver's net.ipv4.tcp_rmem".to_string(),
+            };
             return make(
                 Limit::ReceiveWindow,
-                format!(
-                    "receive-window-bound: the receiver's window {how}{facts}; raise -w or the receiver's net.ipv4.tcp_rmem"
-                ),
+                format!("receive-window-bound: the receiver's window {how}{facts}; {fix}"),
                 evidence,
             );
         }
@@ -277,7 +291,7 @@ fn verdict(
             );
         }
     }
-    if let Some((end, v)) = busy_thread(record) {
+    if let Some((end, v)) = busy_thread(record, d.flow) {
         return Verdict { end: Some(end), ..make(Limit::Cpu, v, evidence) };
     }
     if let Some((limit, end, v)) = cpu(cost, &mut evidence) {
@@ -353,20 +367,25 @@ fn sender_behind(u: &UdpSummary, d: &DirectionSummary, target_bps: u64) -> Optio
 
 /// The busiest stream thread of either end, if it used ≥ 90 % of a core: its end and the
 /// sentence.
-fn busy_thread(record: &RunRecord) -> Option<(&'static str, String)> {
-    let (end, s, pct) = record
-        .all_streams()
-        .filter_map(|(end, s)| {
-            let cpu = s.thread_cpu?;
-            let pct = (cpu.user_us + cpu.system_us) as f64 * 100.0 / s.duration_us.max(1) as f64;
-            Some((end, s, pct))
+fn busy_thread(record: &RunRecord, flow: Flow) -> Option<(&'static str, String)> {
+    let (t, cpu, pct) = record
+        .data_threads(flow)
+        .into_iter()
+        .filter_map(|t| {
+            let cpu = t.cpu?;
+            let pct = (cpu.user_us + cpu.system_us) as f64 * 100.0 / t.wall_us.max(1) as f64;
+            Some((t, cpu, pct))
         })
         .max_by(|a, b| a.2.total_cmp(&b.2))?;
-    let role = if s.role == StreamRole::Sender { "sending" } else { "receiving" };
-    let cpu = s.thread_cpu?;
+    let role = match t.role {
+        Some(StreamRole::Sender) => "sending ",
+        Some(StreamRole::Receiver) => "receiving ",
+        None => "",
+    };
     let kind = if cpu.system_us >= cpu.user_us { "system (kernel TCP/copy)" } else { "user" };
     (pct >= CPU_SATURATED_PERCENT).then(|| {
-        (end, format!("CPU-bound: the {end}'s {role} thread (stream {}) used {pct:.0}% of a core, mostly {kind} time", s.id))
+        let (end, what) = (t.end, t.what);
+        (end, format!("CPU-bound: the {end}'s {role}thread ({what}) used {pct:.0}% of a core, mostly {kind} time"))
     })
 }
 
@@ -627,6 +646,51 @@ mod rule_tests {
         let (limit, text) = limit_of(&record(healthy(), 60, 95));
         assert_eq!(limit, Limit::Cpu);
         assert!(text.contains("cpu0 was 95% busy"), "{text}");
+    }
+
+    /// The server pooled its streams: one worker with the given CPU and run-queue wait.
+    fn pooled_server(r: &mut RunRecord, worker_pct: u64, wait_pct: u64) {
+        let server = r.server_results.as_mut().expect("server");
+        let cost = server.cost.as_mut().expect("cost");
+        cost.data_plane = Some(linerate_proto::DataPlane {
+            mode: "pool".into(),
+            chosen_by: "--threads".into(),
+            workers: vec![linerate_proto::WorkerReport {
+                streams: 1,
+                cpu: Some(ProcessCpu { user_us: 0, system_us: worker_pct * 10_000 }),
+                wait_us: Some(wait_pct * 10_000),
+                wall_us: 1_000_000,
+            }],
+            buffer_cap: None,
+        });
+    }
+
+    #[test]
+    fn a_pooled_end_is_judged_by_its_workers() {
+        let mut r = record(healthy(), 30, 40);
+        pooled_server(&mut r, 98, 0);
+        let (limit, text) = limit_of(&r);
+        assert_eq!(limit, Limit::Cpu, "{text}");
+        assert!(text.contains("server's thread (pool worker 1) used 98%"), "{text}");
+        let mut r = record(healthy(), 30, 40);
+        pooled_server(&mut r, 50, 40);
+        let (limit, text) = limit_of(&r);
+        assert_eq!(limit, Limit::Starved, "{text}");
+        assert!(text.contains("server"), "{text}");
+    }
+
+    #[test]
+    fn a_window_from_the_receivers_buffer_cap_says_so() {
+        let mut r = record(TcpInternals { rwnd_limited_us: Some(900_000), ..healthy() }, 30, 40);
+        pooled_server(&mut r, 50, 0);
+        let cost = r.server_results.as_mut().and_then(|s| s.cost.as_mut()).expect("cost");
+        let plane = cost.data_plane.as_mut().expect("plane");
+        plane.buffer_cap =
+            Some(linerate_proto::BufferCap { bytes: 19_456, tcp_mem_pressure_bytes: 1 << 30 });
+        let (limit, text) = limit_of(&r);
+        assert_eq!(limit, Limit::ReceiveWindow, "{text}");
+        assert!(text.contains("capped each socket's buffers at 19456 bytes"), "{text}");
+        assert!(!text.contains("tcp_rmem"), "{text}");
     }
 
     #[test]

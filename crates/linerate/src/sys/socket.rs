@@ -139,6 +139,28 @@ pub fn tcp_internals(sock: &impl AsFd) -> Option<linerate_proto::TcpInternals> {
     imp::tcp_internals(sock.as_fd())
 }
 
+/// The kernel's TCP memory pressure mark (`net.ipv4.tcp_mem`, second value) in bytes: above
+/// it the kernel squeezes every TCP socket's buffers, towards the third value it drops
+/// segments. None when the OS has no such setting or it cannot be read.
+pub fn tcp_memory_pressure_bytes() -> Option<u64> {
+    #[cfg(target_os = "linux")]
+    {
+        let text = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_mem").ok()?;
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        tcp_mem_pressure(&text, u64::try_from(page).ok()?)
+    }
+    #[cfg(not(target_os = "linux"))]
+    None
+}
+
+/// The pressure mark in bytes from `tcp_mem`'s text (`low pressure high`, in pages of
+/// `page` bytes).
+pub fn tcp_mem_pressure(text: &str, page: u64) -> Option<u64> {
+    let pages: u64 = text.split_ascii_whitespace().nth(1)?.parse().ok()?;
+    pages.checked_mul(page).filter(|b| *b > 0)
+}
+
 #[cfg(target_os = "linux")]
 mod imp {
     use super::{SocketFacts, WindowScales, context, invalid_input};
@@ -508,6 +530,21 @@ mod imp {
 #[cfg(test)]
 mod tests {
     use super::super::ZeroCopySource;
+
+    #[test]
+    fn tcp_mem_pressure_is_the_second_value_in_pages() {
+        assert_eq!(super::tcp_mem_pressure("287898\t383866\t575796\n", 4096), Some(1_572_315_136));
+        assert_eq!(super::tcp_mem_pressure("1 2", 65536), Some(131_072));
+        for bad in ["", "287898", "1 x 3", "1 0 3"] {
+            assert_eq!(super::tcp_mem_pressure(bad, 4096), None, "{bad:?}");
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn this_kernel_reports_a_tcp_memory_pressure_mark() {
+        assert!(super::tcp_memory_pressure_bytes().is_some_and(|b| b >= 1 << 20));
+    }
 
     #[cfg(target_os = "linux")]
     #[test]
