@@ -1,29 +1,34 @@
 #!/usr/bin/env python3
-"""Side-by-side loopback benchmark: linerate vs iperf3, in one run, interleaved.
+"""Side-by-side loopback benchmark: linerate vs one or more iperf3 builds, in one run,
+interleaved.
 
-For every configuration it alternates iperf3 and linerate runs (server with -1, client
-with -J), on 127.0.0.1 only, and reports:
-  * median receiver throughput (Gbit/s) of each tool, min-max, and the ratio linerate/iperf3;
+For every configuration each repetition runs every peer once and linerate once, in turn
+(server with -1, client with -J), on 127.0.0.1 only, and reports per peer:
+  * median receiver throughput (Gbit/s, both directions summed for --bidir), min-max, and
+    the ratio linerate/peer;
   * CPU seconds per GB moved (client + server process user+system time, from wait4 rusage),
-    and the ratio.
+    and the ratio (below 1: linerate spends less);
+  * each tool's median as a share of the machine's loopback ceiling (its cores copying
+    memory and nothing else, every byte copied twice), measured at the start of the run.
 Medians and ratios are what to quote: the machines are shared and noisy.
 
 Usage: benches/vs-iperf3.py [--reps N] [--time S] [--only NAME,...] [--linerate PATH]
-                            [--peer-linerate PATH]
-With --peer-linerate the peer is another linerate build (e.g. the commit before a change)
-instead of iperf3, run with the linerate arguments: a before/after benchmark in one run.
+                            [--iperf3 'PATH [client args]']... [--peer-linerate PATH]...
+--iperf3 may be given several times (e.g. Debian's 3.12 and a 3.21 built from its release
+tag, docs/PERFORMANCE.md says how); without it, the iperf3 on the PATH. --peer-linerate
+compares against another linerate build (e.g. the commit before a change), run with the
+linerate arguments: a before/after benchmark in one run.
 Traffic goes to 127.0.0.1 only; every run is bounded by its -t plus a timeout.
 """
 
 import argparse
 import json
 import os
-import shutil
-import socket
 import statistics
-import subprocess
 import sys
-import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # noqa: E402
 
 CONFIGS = {
     # name: (iperf3 client args, linerate client args)
@@ -31,76 +36,47 @@ CONFIGS = {
     "P1-R": (["-R"], ["-R"]),
     "P2": (["-P", "2"], ["-P", "2"]),
     "P2-R": (["-P", "2", "-R"], ["-P", "2", "-R"]),
+    "P4": (["-P", "4"], ["-P", "4"]),
+    "P8": (["-P", "8"], ["-P", "8"]),
+    "P8-W800K": (["-P", "8", "-w", "800K"], ["-P", "8", "-w", "800K"]),
+    "BIDIR": (["--bidir"], ["--bidir"]),
     "Z-P1": (["-Z"], ["-Z"]),
     "Z-P1-R": (["-Z", "-R"], ["-Z", "-R"]),
     # 1 MiB blocks: iperf3 -Z -l 1M is the best stock single-stream result on these machines.
     "L1M": (["-l", "1M"], ["-l", "1M"]),
     "Z-L1M": (["-Z", "-l", "1M"], ["-Z", "-l", "1M"]),
 }
-DEFAULT = ["P1", "P1-R", "P2", "P2-R", "Z-P1", "Z-P1-R"]
+DEFAULT = ["P1", "P1-R", "P2", "P4", "P8", "P8-W800K", "BIDIR"]
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+class Linerate(benchlib.Peer):
+    def __init__(self, path):
+        super().__init__(path, "linerate")
+        self.label = "linerate"
 
 
-def cpu_seconds(rusage):
-    return rusage.ru_utime + rusage.ru_stime
+def received(kind, doc, cmd):
+    """(receiver bit/s, bytes received) over every direction of one run's JSON."""
+    if kind == "iperf3":
+        end = doc.get("end", {})
+        if "sum_received" not in end:
+            raise RuntimeError(f"iperf3 reported no result: {cmd}: {doc.get('error')}")
+        sums = [end["sum_received"]] + ([end["sum_received_bidir_reverse"]]
+                                        if "sum_received_bidir_reverse" in end else [])
+        return sum(s["bits_per_second"] for s in sums), sum(s["bytes"] for s in sums)
+    if doc["record"]["outcome"]["status"] != "completed":
+        raise RuntimeError(f"linerate run failed: {cmd}: {doc['record']['outcome']}")
+    rcv = [d["receiver"] for d in doc["summary"]["directions"]]
+    return sum(r["bits_per_second"] for r in rcv), sum(r["bytes"] for r in rcv)
 
 
-def measure(tool, args, seconds, binary, retries=3):
-    port = free_port()
-    if tool == "iperf3":
-        server = ["iperf3", "-s", "-1", "-p", str(port)]
-        client = ["iperf3", "-c", "127.0.0.1", "-p", str(port), "-t", str(seconds), "-J"] + args
-    else:
-        server = [binary, "server", "-1", "-p", str(port), "-4"]
-        client = [binary, "client", "127.0.0.1", "-p", str(port), "-t", str(seconds), "-J"] + args
-    srv = subprocess.Popen(server, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(0.4)  # let the server listen; no probe connection (iperf3 -1 would count it)
-    if srv.poll() is not None:
-        # The free port was taken in between (other programs bind ephemeral ports too): retry
-        # on a new one, a bounded number of times.
-        if retries == 0:
-            raise RuntimeError(f"{tool} server exited at once: {server}")
-        return measure(tool, args, seconds, binary, retries - 1)
-    cli = subprocess.Popen(client, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    out = b""
-    deadline = time.time() + seconds + 30
-    while True:
-        pid, status, ru = os.wait4(cli.pid, os.WNOHANG)
-        if pid:
-            break
-        if time.time() > deadline:
-            cli.kill()
-            srv.kill()
-            raise RuntimeError(f"{tool} client hung: {client}")
-        time.sleep(0.05)
-    out = cli.stdout.read()
-    cli_cpu = cpu_seconds(ru)
-    for _ in range(200):
-        pid, status, sru = os.wait4(srv.pid, os.WNOHANG)
-        if pid:
-            break
-        time.sleep(0.05)
-    else:
-        srv.kill()
-        _, _, sru = os.wait4(srv.pid, 0)
-    srv_cpu = cpu_seconds(sru)
+def measure(peer, args, seconds):
+    out, err, cli_cpu, srv_cpu = benchlib.run_peer(peer, args, seconds)
     try:
         doc = json.loads(out)
     except json.JSONDecodeError:
-        raise RuntimeError(f"{tool} printed no JSON: {client}\n{cli.stderr.read().decode()}")
-    if tool != "iperf3" and doc["record"]["outcome"]["status"] != "completed":
-        raise RuntimeError(f"linerate run failed: {client}: {doc['record']['outcome']}")
-    if tool == "iperf3":
-        bps = doc["end"]["sum_received"]["bits_per_second"]
-        nbytes = doc["end"]["sum_received"]["bytes"]
-    else:
-        rcv = doc["summary"]["directions"][0]["receiver"]
-        bps, nbytes = rcv["bits_per_second"], rcv["bytes"]
+        raise RuntimeError(f"{peer.label} printed no JSON for {args}: {err}")
+    bps, nbytes = received(peer.kind, doc, args)
     return bps / 1e9, (cli_cpu + srv_cpu) / (nbytes / 1e9)
 
 
@@ -110,44 +86,52 @@ def fmt_range(xs):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--time", type=int, default=5)
     ap.add_argument("--only", default=",".join(DEFAULT), help=f"any of {','.join(CONFIGS)}")
     ap.add_argument("--linerate", default="target/release/linerate")
-    ap.add_argument("--peer-linerate", default=None, help="compare against this linerate build instead of iperf3")
+    ap.add_argument("--iperf3", action="append", metavar="'PATH [ARGS]'",
+                    help="an iperf3 to compare against, with extra client arguments (repeatable)")
+    ap.add_argument("--peer-linerate", action="append", metavar="PATH",
+                    help="compare against this linerate build (repeatable)")
     a = ap.parse_args()
-    peer = a.peer_linerate
-    if peer is None and not shutil.which("iperf3"):
-        sys.exit("iperf3 is not installed (apt-get install -y iperf3)")
-    for path in [a.linerate] + ([peer] if peer else []):
-        if not os.path.exists(path):
-            sys.exit(f"{path} not found: run `cargo build --release` first")
     names = [n for n in a.only.split(",") if n]
-    version_cmd = [peer, "--version"] if peer else ["iperf3", "--version"]
-    version = subprocess.run(version_cmd, capture_output=True, text=True).stdout.splitlines()[:1]
-    label = "peer" if peer else "iperf3"
-    print(f"peer: {peer or 'iperf3'} ({version[0] if version else 'version unknown'})")
-    print(f"loopback, {a.time} s per run, {a.reps} interleaved repetitions, median (min-max)")
-    print(f"{'config':8} {label + ' Gbit/s':>20} {'linerate Gbit/s':>20} {'ratio':>6}   "
-          f"{label + ' CPU s/GB':>15} {'linerate CPU s/GB':>17} {'ratio':>6}")
+    unknown = [n for n in names if n not in CONFIGS]
+    if unknown:
+        sys.exit(f"unknown configuration {', '.join(unknown)}: use any of {','.join(CONFIGS)}")
+    if a.reps < 1 or a.time < 1:
+        sys.exit("--reps and --time must be at least 1")
+    me = Linerate(a.linerate)
+    peers = benchlib.peers_from(a.iperf3, a.peer_linerate)
+    for p in peers:
+        print(f"peer {p.label}: {p.path} ({p.version})")
+    print(f"linerate: {me.path} ({me.version})")
+    limit = benchlib.machine_limit()
+    benchlib.print_machine(limit)
+    ceiling = limit["loopback_ceiling_gbit"]
+    print(f"loopback, {a.time} s per run, {a.reps} interleaved repetitions, median (min-max); "
+          f"'%ceil' is the median's share of the loopback ceiling")
+    print(f"{'config':9} {'peer':14} {'peer Gbit/s':>20} {'%ceil':>5} {'linerate Gbit/s':>20} "
+          f"{'%ceil':>5} {'ratio':>6}   {'peer CPU s/GB':>13} {'linerate':>9} {'ratio':>6}")
     worst = None
     for name in names:
         i_args, l_args = CONFIGS[name]
-        res = {"peer": ([], []), "linerate": ([], [])}
+        res = {p.label: ([], []) for p in peers + [me]}
         for _ in range(a.reps):
-            runs = (("peer", "iperf3" if peer is None else "linerate", i_args if peer is None else l_args, peer),
-                    ("linerate", "linerate", l_args, a.linerate))
-            for key, tool, args, binary in runs:
-                g, c = measure(tool, args, a.time, binary)
-                res[key][0].append(g)
-                res[key][1].append(c)
-        ig, ic = res["peer"]
-        lg, lc = res["linerate"]
-        ratio = statistics.median(lg) / statistics.median(ig)
-        cratio = statistics.median(lc) / statistics.median(ic)
-        worst = ratio if worst is None else min(worst, ratio)
-        print(f"{name:8} {fmt_range(ig):>20} {fmt_range(lg):>20} {ratio:6.2f}   "
-              f"{statistics.median(ic):15.3f} {statistics.median(lc):17.3f} {cratio:6.2f}", flush=True)
+            for p in peers + [me]:
+                g, c = measure(p, i_args if p.kind == "iperf3" else l_args, a.time)
+                res[p.label][0].append(g)
+                res[p.label][1].append(c)
+        lg, lc = res[me.label]
+        for p in peers:
+            pg, pc = res[p.label]
+            ratio = statistics.median(lg) / statistics.median(pg)
+            cratio = statistics.median(lc) / statistics.median(pc)
+            worst = ratio if worst is None else min(worst, ratio)
+            share = lambda xs: 100 * statistics.median(xs) / ceiling  # noqa: E731
+            print(f"{name:9} {p.label:14} {fmt_range(pg):>20} {share(pg):5.0f} {fmt_range(lg):>20} "
+                  f"{share(lg):5.0f} {ratio:6.2f}   {statistics.median(pc):13.3f} "
+                  f"{statistics.median(lc):9.3f} {cratio:6.2f}", flush=True)
     print(f"lowest throughput ratio: {worst:.2f}")
 
 

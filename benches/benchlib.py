@@ -1,0 +1,151 @@
+"""What the loopback benchmarks share: peers given by path, one bounded server+client run
+with both processes' CPU from wait4, and the machine's own limit beside the figures.
+
+Traffic goes to 127.0.0.1 only; every run is bounded by its -t plus a timeout.
+"""
+
+import os
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+import time
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Peer:
+    """A tool to compare against: an iperf3 binary given by path (with extra client
+    arguments, e.g. `--gsro`), or another linerate build."""
+
+    def __init__(self, spec, kind="iperf3"):
+        words = shlex.split(spec)
+        if not words:
+            sys.exit("an empty --iperf3 value: give a path, e.g. --iperf3 /usr/bin/iperf3")
+        self.kind = kind
+        self.path = shutil.which(words[0]) or words[0]
+        self.extra = words[1:]
+        if not os.path.exists(self.path):
+            hint = ("apt-get install -y iperf3, or build one (docs/PERFORMANCE.md)"
+                    if kind == "iperf3" else "cargo build --release")
+            sys.exit(f"{words[0]} not found: {hint}")
+        out = subprocess.run([self.path, "--version"], capture_output=True, text=True, timeout=10)
+        first = (out.stdout or out.stderr).splitlines()[:1]
+        self.version = first[0].strip() if first else "version unknown"
+        short = self.version.split()[1] if kind == "iperf3" and len(self.version.split()) > 1 else kind
+        self.label = short + ("" if not self.extra else " " + " ".join(self.extra))
+
+    def commands(self, port, client_args, seconds):
+        """(server, client) argv for one run of this peer."""
+        if self.kind == "iperf3":
+            server = [self.path, "-s", "-1", "-p", str(port)]
+            client = [self.path, "-c", "127.0.0.1", "-p", str(port), "-t", str(seconds), "-J"]
+        else:
+            server = [self.path, "server", "-1", "-p", str(port), "-4"]
+            client = [self.path, "client", "127.0.0.1", "-p", str(port), "-t", str(seconds),
+                      "-i", "0", "-J"]
+        return server, client + client_args + self.extra
+
+
+def peers_from(args_iperf3, args_peer_linerate):
+    """The peers the command line names; iperf3 from the PATH when none is."""
+    peers = [Peer(p, "linerate") for p in args_peer_linerate or []]
+    peers += [Peer(p) for p in args_iperf3 or []]
+    if not peers:
+        if not shutil.which("iperf3"):
+            sys.exit("iperf3 is not installed (apt-get install -y iperf3), or give --iperf3 PATH")
+        peers = [Peer("iperf3")]
+    return peers
+
+
+def run_pair(server, client, seconds, retries=3):
+    """Runs `server`, then `client` against it; returns (client stdout, client CPU s,
+    server CPU s). Both processes are bounded: killed seconds + 30 s after the start."""
+    srv = subprocess.Popen(server, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.4)  # let the server listen; no probe connection (iperf3 -1 would count it)
+    if srv.poll() is not None:
+        # The free port was taken in between (other programs bind ephemeral ports too):
+        # the caller retries on a new one, a bounded number of times.
+        if retries == 0:
+            raise RuntimeError(f"server exited at once: {server}")
+        return None
+    cli = subprocess.Popen(client, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + seconds + 30
+    chunks = []
+    os.set_blocking(cli.stdout.fileno(), False)
+    while True:
+        piece = cli.stdout.read()
+        if piece:
+            chunks.append(piece)
+        pid, _, ru = os.wait4(cli.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.time() > deadline:
+            cli.kill()
+            srv.kill()
+            os.wait4(cli.pid, 0)
+            os.wait4(srv.pid, 0)
+            raise RuntimeError(f"client hung: {client}")
+        time.sleep(0.05)
+    os.set_blocking(cli.stdout.fileno(), True)
+    chunks.append(cli.stdout.read())
+    err = cli.stderr.read().decode(errors="replace")
+    for _ in range(200):
+        pid, _, sru = os.wait4(srv.pid, os.WNOHANG)
+        if pid:
+            break
+        time.sleep(0.05)
+    else:
+        srv.kill()
+        _, _, sru = os.wait4(srv.pid, 0)
+    cpu = lambda r: r.ru_utime + r.ru_stime  # noqa: E731
+    return b"".join(chunks), err, cpu(ru), cpu(sru)
+
+
+def run_peer(peer, client_args, seconds):
+    """One run of `peer` on a fresh port: (client stdout, stderr, client CPU s, server CPU s)."""
+    for attempt in range(4):
+        server, client = peer.commands(free_port(), client_args, seconds)
+        got = run_pair(server, client, seconds, retries=3 - attempt)
+        if got is not None:
+            return got
+    raise RuntimeError(f"{peer.label}: no server could listen")
+
+
+def memcpy_bytes_per_second(size=64 << 20, seconds=0.5):
+    """One core's memory copy bandwidth, bytes/s: the median of repeated copies of a
+    `size`-byte buffer (larger than any cache here), for about `seconds`."""
+    src = bytearray(os.urandom(1 << 20)) * (size >> 20)
+    dst = bytearray(size)
+    rates = []
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end or len(rates) < 5:
+        t0 = time.perf_counter()
+        dst[:] = src
+        rates.append(size / (time.perf_counter() - t0))
+    rates.sort()
+    return rates[len(rates) // 2]
+
+
+def machine_limit():
+    """The machine's own figures to read the results against: its cores, one core's memcpy
+    bandwidth, and what loopback TCP could move if both cores did nothing but copy (every
+    byte is copied twice: into the sender's socket, out to the receiver)."""
+    cores = os.cpu_count() or 1
+    copy = memcpy_bytes_per_second()
+    return {
+        "cores": cores,
+        "memcpy_gbit_per_core": copy * 8 / 1e9,
+        "loopback_ceiling_gbit": cores * copy * 8 / 1e9 / 2,
+    }
+
+
+def print_machine(limit):
+    print(f"machine: {limit['cores']} cores, memcpy {limit['memcpy_gbit_per_core']:.0f} Gbit/s "
+          f"per core; loopback ceiling (every core copying, two copies per byte) "
+          f"{limit['loopback_ceiling_gbit']:.0f} Gbit/s")
