@@ -311,6 +311,84 @@ fn threads_chooses_each_ends_data_plane() {
     assert!(out.stderr.contains("auto") && out.stderr.contains("stream"), "{}", out.stderr);
 }
 
+/// `-A CLIENT,SERVER` binds each end's data threads (streams or pool workers) to its CPUs in
+/// turn; both ends report them; a CPU an end does not have is refused by name, by the client
+/// before connecting its streams and by the server on arrival.
+#[test]
+fn affinity_binds_each_ends_data_threads() {
+    let srv = Server::start(&[]);
+    let cpus: Vec<u64> =
+        (0..std::thread::available_parallelism().map_or(1, |n| n.get()) as u64).collect();
+    let last = *cpus.last().expect("a cpu");
+    let both = format!("0,{last}");
+    for (args, client, server) in [
+        (vec!["-A", both.as_str(), "-P", "2"], vec![0], vec![last]),
+        (vec!["-A", "0+1", "-P", "20", "--bidir"], vec![0, 1], vec![]),
+    ] {
+        if client.iter().chain(&server).any(|c| !cpus.contains(c)) {
+            continue;
+        }
+        let mut all = args.clone();
+        all.extend(["-t", "0.5"]);
+        let doc = client_json(srv.port, &all);
+        assert_eq!(doc["record"]["outcome"]["status"], "completed", "{args:?}");
+        for (end, want) in [("client", &client), ("server_results", &server)] {
+            let plane = &doc["record"][end]["cost"]["data_plane"];
+            let got: Vec<u64> = plane["cpus"].as_array().map_or_else(Vec::new, |a| {
+                a.iter().filter_map(serde_json::Value::as_u64).collect()
+            });
+            assert_eq!(&got, want, "{args:?} {end}: {plane}");
+            assert!(plane["unpinned"].is_null(), "{args:?} {end}: the kernel bound every thread");
+            assert!(streams(&doc, end).iter().all(|s| s["bytes"].as_u64() > Some(0)), "{end}");
+        }
+    }
+    let port = srv.port.to_string();
+    let out = run(
+        &["client", "127.0.0.1", "-p", &port, "-A", "4000", "-t", "0.3"],
+        Duration::from_secs(10),
+    );
+    assert_eq!(out.code, Some(2), "{}", out.stderr);
+    assert!(out.stderr.contains("CPU 4000 on the client"), "{}", out.stderr);
+    let out = run(
+        &["client", "127.0.0.1", "-p", &port, "-A", "0,4000", "-t", "0.3"],
+        Duration::from_secs(10),
+    );
+    assert_ne!(out.code, Some(0), "{}", out.stderr);
+    assert!(out.stderr.contains("CPU 4000 on the server"), "{}", out.stderr);
+    let out = run(&["client", "127.0.0.1", "-p", &port, "-A", "1-0"], Duration::from_secs(10));
+    assert_eq!(out.code, Some(2), "{}", out.stderr);
+    assert!(out.stderr.contains("backwards"), "{}", out.stderr);
+}
+
+/// Receivers read in their own size, not the sender's writes: by default at least 128 KiB,
+/// or `--read-size`, on both ends and both data planes; the test says so.
+#[test]
+fn receivers_read_in_their_own_size() {
+    let srv = Server::start(&[]);
+    let port = srv.port.to_string();
+    let out = run(
+        &["client", "127.0.0.1", "-p", &port, "-l", "1500", "-t", "0.5", "-i", "0"],
+        Duration::from_secs(20),
+    );
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(out.stdout.contains("1.46 KiB blocks, read in 128 KiB"), "{}", out.stdout);
+    for extra in [&["-R"][..], &["--bidir", "-P", "20"][..]] {
+        let mut args = vec!["-l", "64K", "--read-size", "1500", "-t", "0.5"];
+        args.extend_from_slice(extra);
+        let doc = client_json(srv.port, &args);
+        assert_eq!(doc["record"]["outcome"]["status"], "completed", "{extra:?}");
+        assert_eq!(doc["record"]["spec"]["read_bytes"], 1500, "{extra:?}");
+        for (i, d) in doc["summary"]["directions"].as_array().expect("dirs").iter().enumerate() {
+            let (tx, rx) = (&d["sender"]["bytes"], &d["receiver"]["bytes"]);
+            assert!(rx.as_u64() > Some(0) && tx == rx, "{extra:?} direction {i}: {tx} vs {rx}");
+        }
+    }
+    let out =
+        run(&["client", "127.0.0.1", "-p", &port, "--read-size", "0"], Duration::from_secs(10));
+    assert_eq!(out.code, Some(2), "{}", out.stderr);
+    assert!(out.stderr.contains("read size (--read-size)"), "{}", out.stderr);
+}
+
 #[test]
 fn text_output_has_intervals_sum_lines_and_both_ends() {
     let srv = Server::start(&[]);

@@ -78,6 +78,32 @@ fn byte_budget_udp_stops_and_ends_without_a_stop_message() {
     }
 }
 
+/// Receive offload is on by default and changes no count: every datagram of a coalesced
+/// buffer is accounted by its own header. The sender segments at every size, 64 B included.
+#[test]
+fn gro_by_default_gso_at_every_size_and_every_datagram_accounted() {
+    let _serial = crate::util::exclusive();
+    let srv = Server::start(&[]);
+    for (size, extra) in [("1472", None), ("1472", Some("--no-gro")), ("64", None)] {
+        let mut args = vec!["-u", "-b", "0", "-l", size, "-t", "1", "-i", "0"];
+        args.extend(extra);
+        let doc = client_json(srv.port, &args);
+        assert_eq!(doc["record"]["outcome"]["status"], "completed", "{args:?}");
+        let u = udp(&doc, 0);
+        assert_eq!(u["gro"], extra.is_none(), "{args:?}: {u}");
+        assert_eq!(u["gso"], true, "{args:?}: the sender segments at {size} B: {u}");
+        let rx = &streams(&doc, "server_results")[0]["udp_receiver"];
+        assert_eq!(rx["gro"], extra.is_none(), "{args:?}");
+        assert!(n(u, "sent") > 10_000, "{args:?}: {u}");
+        assert_eq!(n(u, "received") + n(u, "lost"), n(u, "sent"), "{args:?}: {u}");
+        assert_eq!(n(u, "duplicates") + n(u, "invalid"), 0, "{args:?}: {u}");
+        let bytes = doc["summary"]["directions"][0]["receiver"]["bytes"].as_u64().expect("bytes");
+        assert_eq!(bytes, n(u, "received") * size.parse::<u64>().expect("size"), "{args:?}");
+    }
+    let out = run(&["client", "127.0.0.1", "-p", "1", "--no-gro"], Duration::from_secs(10));
+    assert_eq!(out.code, Some(2), "--no-gro without -u: {}", out.stderr);
+}
+
 #[test]
 fn default_datagram_fits_the_path_mtu() {
     let srv = Server::start(&[]);
@@ -99,6 +125,16 @@ fn tcp_only_flags_with_udp_are_refused_by_name() {
     }
     let out = run(&["client", "127.0.0.1", "-p", "1", "-u", "-l", "8"], Duration::from_secs(10));
     assert!(out.stderr.contains("24..=65507"), "{}", out.stderr);
+    let out = run(
+        &["client", "127.0.0.1", "-p", "1", "-u", "--read-size", "4K"],
+        Duration::from_secs(10),
+    );
+    assert_eq!(out.code, Some(2), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("--read-size") && out.stderr.contains("TCP only"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]

@@ -531,7 +531,7 @@ fn bytes_refusal(max: u64) -> Refusal {
 
 /// The memory a test needs on the server laid out as `layout`: with a thread per stream, its
 /// stream buffers ([`TestSpec::buffer_bytes`]) and [`STREAM_OVERHEAD_BYTES`] per stream; with
-/// a pool, a send and a receive block per worker and [`POOLED_STREAM_BYTES`] per stream.
+/// a pool, a send block and a read buffer per worker and [`POOLED_STREAM_BYTES`] per stream.
 pub fn test_memory(spec: &TestSpec, layout: StreamLayout) -> u64 {
     let conns = u64::from(spec.connection_count());
     let per_stream = match layout.workers_for(spec.connection_count(), spec.protocol) {
@@ -542,10 +542,13 @@ pub fn test_memory(spec: &TestSpec, layout: StreamLayout) -> u64 {
 }
 
 /// The stream buffers a test needs on an end laid out as `layout`: a send and a receive
-/// block per pool worker, or every stream's own ([`TestSpec::buffer_bytes`]).
+/// buffer ([`TestSpec::read_size`]) per pool worker, or every stream's own
+/// ([`TestSpec::buffer_bytes`]).
 pub fn buffer_memory(spec: &TestSpec, layout: StreamLayout) -> u64 {
     match layout.workers_for(spec.connection_count(), spec.protocol) {
-        Some(workers) => 2 * u64::from(workers) * u64::from(spec.block_bytes),
+        Some(workers) => {
+            u64::from(workers) * (u64::from(spec.block_bytes) + u64::from(spec.read_size()))
+        }
         None => spec.buffer_bytes(),
     }
 }
@@ -772,6 +775,8 @@ mod tests {
         assert_eq!(l.check(&s), Ok(()), "-P 128 at the default block fits");
         s.protocol = Protocol::Udp;
         s.block_bytes = 1460;
+        assert_eq!(test_memory(&s, pool), 96 << 20, "8 GRO buffers of 64 KiB per stream");
+        s.no_gro = true;
         assert_eq!(test_memory(&s, pool), 48 << 20, "64 receive buffers of 2 KiB per stream");
         assert_eq!(
             Limits::unlimited().check(&TestSpec { streams: 1024, block_bytes: 1 << 20, ..spec() }),

@@ -299,6 +299,16 @@ pub struct DataPlane {
     /// exhaust its kernel's TCP memory (no `-w` was given).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub buffer_cap: Option<BufferCap>,
+    /// CPUs this end's data threads were bound to in turn (`-A`); empty = not pinned.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpus: Vec<u32>,
+    /// Data threads whose binding the kernel refused (they ran unpinned).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unpinned: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// Socket buffers an end set on its own for many flows, and what it derived them from.

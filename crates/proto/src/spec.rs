@@ -11,6 +11,12 @@ use serde::{Deserialize, Serialize};
 pub const MAX_STREAMS: u32 = 16384;
 /// The largest block (one write or read call) a test may ask for: 64 MiB.
 pub const MAX_BLOCK_BYTES: u32 = 64 << 20;
+/// Most CPUs in the server's `-A` list.
+pub const MAX_AFFINITY_CPUS: usize = 1024;
+/// Highest CPU number in an `-A` list.
+pub const MAX_AFFINITY_CPU: u32 = 65_535;
+/// A TCP receiver's read size when `--read-size` is unset: the larger of this and `-l`.
+pub const DEFAULT_READ_BYTES: u32 = 128 * 1024;
 /// The largest title accepted, in bytes.
 pub const MAX_TITLE_BYTES: usize = 256;
 /// The longest congestion-control name accepted (Linux TCP_CA_NAME_MAX is 16).
@@ -33,6 +39,10 @@ pub const MAX_UDP_DATAGRAM: u32 = 65507;
 pub const UDP_RECEIVE_BATCH: u64 = 64;
 /// The smallest receive buffer a UDP receiver uses per datagram, whatever `-l` is.
 pub const UDP_MIN_RECEIVE_BUFFER: u32 = 2048;
+/// Buffers per receive call of a UDP receiver with GRO (each takes a coalesced buffer).
+pub const UDP_GRO_BATCH: u64 = 8;
+/// Bytes of one such buffer: the largest coalesced buffer the kernel delivers.
+pub const UDP_GRO_BUFFER: u32 = 65_536;
 /// The longest test duration accepted: 7 days.
 pub const MAX_DURATION_MS: u64 = 7 * 24 * 3600 * 1000;
 /// The shortest sampling interval accepted (0 turns sampling off): the client's own `-i`
@@ -163,6 +173,20 @@ pub struct TestSpec {
     /// [`Capability::HeldStart`]: crate::wire::Capability::HeldStart
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub held_start: bool,
+    /// Bytes per read call on TCP receivers (`--read-size`); None = [`TestSpec::read_size`]'s
+    /// default. Independent of `-l`: a receiver reading in the sender's small writes makes
+    /// one system call per write (iperf3 does, and is slower than iperf2 with 1500-byte
+    /// writes for it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_bytes: Option<u32>,
+    /// UDP receivers leave the kernel's receive offload off (`--no-gro`). By default they
+    /// ask for `UDP_GRO` and account every datagram of a coalesced buffer by its own header.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_gro: bool,
+    /// CPUs the server's data threads are bound to in turn (`-A CLIENT,SERVER`); empty = not
+    /// pinned. The client's own list stays on the client.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub server_cpus: Vec<u32>,
 }
 
 /// Why a [`TestSpec`] is invalid. Messages name the field and the allowed range.
@@ -215,6 +239,9 @@ impl TestSpec {
             zerocopy: false,
             title: None,
             held_start: false,
+            read_bytes: None,
+            no_gro: false,
+            server_cpus: Vec::new(),
         }
     }
 
@@ -263,6 +290,24 @@ impl TestSpec {
         {
             return Err(out_of_range("window (-w)", w, "1 byte ..= 2 GiB"));
         }
+        if let Some(r) = self.read_bytes
+            && (r == 0 || r > MAX_BLOCK_BYTES)
+        {
+            return Err(out_of_range(
+                "read size (--read-size)",
+                r,
+                format!("1..={MAX_BLOCK_BYTES} bytes"),
+            ));
+        }
+        if self.server_cpus.len() > MAX_AFFINITY_CPUS
+            || self.server_cpus.iter().any(|c| *c > MAX_AFFINITY_CPU)
+        {
+            return Err(out_of_range(
+                "server CPUs (-A)",
+                format!("{} CPUs", self.server_cpus.len()),
+                format!("at most {MAX_AFFINITY_CPUS} CPUs numbered 0..={MAX_AFFINITY_CPU}"),
+            ));
+        }
         if let Some(m) = self.mss_bytes
             && !(88..=65535).contains(&m)
         {
@@ -291,7 +336,7 @@ impl TestSpec {
                     self.connection_count(),
                     self.block_bytes
                 ),
-                "at most 1 GiB of receive buffers per test; use fewer streams or a smaller -l",
+                "at most 1 GiB of receive buffers per test; use fewer streams, a smaller -l, or --no-gro (512 KiB of receive buffers per stream with GRO)",
             ));
         }
         let tcp_only = [
@@ -299,6 +344,7 @@ impl TestSpec {
             (self.no_delay, "-N (no delay)"),
             (self.congestion.is_some(), "-C (congestion control)"),
             (self.zerocopy, "-Z (zero copy)"),
+            (self.read_bytes.is_some(), "--read-size (UDP receivers read whole datagrams)"),
         ];
         if let Some((_, flag)) = tcp_only.iter().find(|(set, _)| *set) {
             return Err(SpecError::BadText {
@@ -372,17 +418,28 @@ impl TestSpec {
         }
     }
 
-    /// The stream buffers one end may hold for this test: one block per TCP stream; per UDP
+    /// The stream buffers one end may hold for this test: per TCP stream one block or read
+    /// buffer, whichever is larger ([`TestSpec::read_size`]); per UDP
     /// stream a receiver's batch of [`UDP_RECEIVE_BATCH`] datagram buffers of at least
-    /// [`UDP_MIN_RECEIVE_BUFFER`] bytes (the larger of what either role needs).
+    /// [`UDP_MIN_RECEIVE_BUFFER`] bytes, or with GRO [`UDP_GRO_BATCH`] buffers of
+    /// [`UDP_GRO_BUFFER`] (the larger of what either role needs).
     pub fn buffer_bytes(&self) -> u64 {
         let conns = u64::from(self.connection_count());
         match self.protocol {
-            Protocol::Tcp => conns * u64::from(self.block_bytes),
+            Protocol::Tcp => conns * u64::from(self.block_bytes.max(self.read_size())),
             Protocol::Udp => {
-                conns * u64::from(self.block_bytes.max(UDP_MIN_RECEIVE_BUFFER)) * UDP_RECEIVE_BATCH
+                let plain =
+                    u64::from(self.block_bytes.max(UDP_MIN_RECEIVE_BUFFER)) * UDP_RECEIVE_BATCH;
+                let gro = if self.no_gro { 0 } else { UDP_GRO_BATCH * u64::from(UDP_GRO_BUFFER) };
+                conns * plain.max(gro)
             }
         }
+    }
+
+    /// Bytes per read call on a TCP receiver: `--read-size`, else the larger of `-l` and
+    /// [`DEFAULT_READ_BYTES`].
+    pub fn read_size(&self) -> u32 {
+        self.read_bytes.unwrap_or(self.block_bytes.max(DEFAULT_READ_BYTES))
     }
 
     /// The requested duration, if the test is time-bound.
@@ -443,10 +500,17 @@ mod tests {
         s.streams = 257;
         let err = s.validate().unwrap_err().to_string();
         assert!(err.contains("receive buffers") && err.contains("1 GiB"), "{err}");
-        // Tiny datagrams still cost the minimum buffer each: 8192 x 64 x 2048 is the limit.
+        // Tiny datagrams still cost GRO's 8 x 64 KiB each: 2048 streams is the limit.
         s.block_bytes = MIN_UDP_DATAGRAM;
-        s.streams = 4096;
+        s.streams = 1024;
         s.direction = Direction::Bidirectional;
+        assert_eq!(s.validate(), Ok(()), "exactly 1 GiB");
+        s.streams = 1025;
+        let err = s.validate().unwrap_err().to_string();
+        assert!(err.contains("--no-gro"), "{err}");
+        // Without GRO the minimum buffer each: 8192 x 64 x 2048 is the limit.
+        s.no_gro = true;
+        s.streams = 4096;
         assert_eq!(s.validate(), Ok(()), "exactly 1 GiB");
         s.block_bytes = 2049;
         assert!(s.validate().is_err(), "one byte more per buffer is over 1 GiB");

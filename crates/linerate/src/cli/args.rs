@@ -533,6 +533,15 @@ pub struct TestArgs {
     /// largest that fits the path MTU unfragmented, e.g. 1472 on Ethernet].
     #[arg(short = 'l', long = "length", value_name = "SIZE", value_parser = size)]
     pub length: Option<ByteCount>,
+    /// Bytes per read call on TCP receivers, independent of -l [default: the larger of -l and
+    /// 128K]: a receiver need not make one system call per small write of its sender.
+    #[arg(long = "read-size", value_name = "SIZE", value_parser = size)]
+    pub read_size: Option<ByteCount>,
+    /// UDP receivers leave receive offload (UDP_GRO) off. By default they ask the kernel to
+    /// coalesce arriving datagrams and account each one by its own header, so loss,
+    /// reordering and jitter stay exact per datagram.
+    #[arg(long = "no-gro", requires = "udp")]
+    pub no_gro: bool,
     /// UDP instead of TCP: paced datagrams (-b, default 1M per stream; -b 0 = as fast as
     /// possible) with loss, reordering, duplicates and jitter measured at the receiver.
     #[arg(short = 'u', long = "udp")]
@@ -570,6 +579,11 @@ pub struct TestArgs {
     /// each) or N (a pool of N workers). The server chooses its own (`server --threads`).
     #[arg(long = "threads", value_name = "auto|stream|N", value_parser = threads, default_value = "auto")]
     pub threads: crate::plan::threads::Threads,
+    /// Bind data threads to CPUs, as iperf3's -A n,m: the client's list, and after a comma
+    /// the server's. A list is a CPU, a range or both joined by '+' (0, 0-3, 1+3); an end's
+    /// threads (one per stream, or its pool workers) take its CPUs in turn.
+    #[arg(short = 'A', long = "affinity", value_name = "CPUS[,SERVER_CPUS]", value_parser = affinity)]
+    pub affinity: Option<crate::plan::affinity::Affinity>,
     /// Label carried into the output and the JSON record.
     #[arg(short = 'T', long = "title", value_name = "TEXT")]
     pub title: Option<String>,
@@ -614,6 +628,10 @@ pub(super) fn percent(s: &str) -> Result<f64, String> {
         return Err(format!("{s} is outside 0..100 %"));
     }
     Ok(v)
+}
+
+pub(super) fn affinity(s: &str) -> Result<crate::plan::affinity::Affinity, String> {
+    crate::plan::affinity::Affinity::parse(s)
 }
 
 pub(super) fn threads(s: &str) -> Result<crate::plan::threads::Threads, String> {

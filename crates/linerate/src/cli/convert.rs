@@ -114,6 +114,9 @@ fn matrix_plan(a: MatrixArgs) -> Result<(ClientPlan, MatrixPlan, MatrixRun), Str
         parallel: 1,
         window: None,
         length: None,
+        read_size: None,
+        no_gro: false,
+        affinity: None,
         udp: false,
         reverse: false,
         bidir: false,
@@ -297,6 +300,7 @@ pub(super) fn default_methodology() -> Plan {
         bind: None,
         cport: None,
         threads: crate::plan::threads::Threads::Auto,
+        cpus: Vec::new(),
         connect_timeout: Duration::from_secs(10),
         output: OutputFormat::Text,
         link: None,
@@ -459,6 +463,11 @@ pub(super) fn client_plan(
     if let Some(r) = linerate_proto::limits::buffer_refusal(&spec, layout) {
         return Err(r.message);
     }
+    if t.iperf3 && !spec.server_cpus.is_empty() {
+        return Err("-A CLIENT,SERVER: the server's part is not sent to iperf3 servers yet; \
+                    give -A the client's CPUs only, and start iperf3 -s pinned (taskset)"
+            .into());
+    }
     let psk = net.psk_file.as_deref().map(crate::plan::server::read_psk).transpose()?;
     let (host, port) = super::host::host_port(&host, net.port)?;
     Ok(ClientPlan {
@@ -470,6 +479,7 @@ pub(super) fn client_plan(
         bind: net.bind,
         cport: t.cport,
         threads: t.threads,
+        cpus: t.affinity.as_ref().map_or_else(Vec::new, |a| a.client.clone()),
         connect_timeout: t.connect_timeout,
         output: output(net),
         link: t
@@ -536,6 +546,9 @@ fn test_spec(t: &TestArgs, default_time: Duration) -> Result<TestSpec, String> {
         zerocopy: t.zerocopy,
         title: t.title.clone(),
         held_start: false,
+        read_bytes: t.read_size.map(|r| u32::try_from(r.bytes()).unwrap_or(u32::MAX)),
+        no_gro: t.no_gro,
+        server_cpus: t.affinity.as_ref().map_or_else(Vec::new, |a| a.server.clone()),
     };
     // With --iperf3 the datagrams carry iperf3's header only (no secret): its minimum.
     let min_udp = if t.iperf3 {

@@ -204,6 +204,7 @@ impl Tier {
             bind: None,
             cport: None,
             threads: crate::plan::threads::Threads::Auto,
+            cpus: Vec::new(),
             connect_timeout: std::time::Duration::from_secs(10),
             output,
             link: self.target.link,

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use linerate_proto::TestSpec;
 
+pub mod affinity;
 pub mod buffers;
 pub mod campaign;
 pub mod campaign_de;
@@ -84,6 +85,9 @@ pub struct ClientPlan {
     pub cport: Option<u16>,
     /// How this end serves its TCP streams (`--threads`).
     pub threads: threads::Threads,
+    /// CPUs this end's data threads are bound to in turn (`-A`, see `plan/affinity.rs`);
+    /// empty = not pinned.
+    pub cpus: Vec<u32>,
     /// Limit for each TCP connect.
     pub connect_timeout: Duration,
     /// Output format.

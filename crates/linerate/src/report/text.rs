@@ -211,13 +211,19 @@ fn udp_lines(out: &mut dyn Write, u: &crate::stats::udp::UdpSummary) -> std::io:
     )?;
     writeln!(
         out,
-        "UDP {}: jitter {} (RFC 3550), transit variation p99 {} max {}; receiver kernel drops {}; sender burstiness {}",
+        "UDP {}: jitter {} (RFC 3550), transit variation p99 {} max {}; receiver kernel drops {}; sender burstiness {}; offload: sender GSO {}, receiver GRO {}",
         u.flow.label(),
         ms(u.jitter_ms),
         ms(u.ipdv_p99_ms),
         ms(u.ipdv_max_ms),
-        u.kernel_drops.map_or("n/a".into(), |d| d.to_string()),
-        u.burstiness.map_or("n/a (unpaced)".into(), |b| format!("{b:.2}x the even rate per ms"))
+        u.kernel_drops.map_or("n/a".into(), |d| if u.gro {
+            format!("{d} (GRO packets)")
+        } else {
+            d.to_string()
+        }),
+        u.burstiness.map_or("n/a (unpaced)".into(), |b| format!("{b:.2}x the even rate per ms")),
+        if u.gso { "on" } else { "off" },
+        if u.gro { "on" } else { "off" },
     )
 }
 
@@ -407,6 +413,12 @@ pub fn describe_spec_without(spec: &TestSpec, skip: &[&str]) -> String {
         } else {
             format!("{} {unit}", ByteCount(u64::from(spec.block_bytes)).iec())
         });
+        if spec.protocol == Protocol::Tcp && spec.read_size() != spec.block_bytes {
+            parts.push(format!("read in {}", ByteCount(u64::from(spec.read_size())).iec()));
+        }
+    }
+    if spec.no_gro {
+        parts.push("receive offload off (--no-gro)".into());
     }
     if let Some(w) = spec.window_bytes.filter(|_| keep("window")) {
         parts.push(format!("window {} requested", ByteCount(w).iec()));

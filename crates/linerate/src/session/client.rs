@@ -493,6 +493,7 @@ pub(super) fn open_streams(
         return Err(Failure::new(FailureKind::Usage, r.message).into());
     }
     set.set_layout(layout);
+    set.set_cpus(&plan.cpus, "client").map_err(|e| Failure::new(FailureKind::Usage, e))?;
     ctrl.streams_running(spec.streams as usize);
     if let Some(format) = native {
         set.set_datagram_format(format);

@@ -257,6 +257,10 @@ impl Session<'_> {
             }
         };
         streams.set_layout(self.t.shared.admission.limits.layout);
+        if let Err(e) = streams.set_cpus(&spec.server_cpus, "server") {
+            conn.refuse(&e);
+            bail!("refused: {e}");
+        }
         streams.set_rtt(self.rtt);
         streams.record_environment(Some(self.local_ip));
         let mut cookie = [0u8; 16];

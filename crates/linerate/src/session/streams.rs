@@ -172,6 +172,19 @@ pub struct StreamSet {
     layout: StreamLayout,
     /// The pool's workers, once the first TCP stream made the choice for a pool.
     pool: Option<Vec<PoolWorker>>,
+    /// CPUs the data threads are bound to in turn (`-A`); empty = not pinned.
+    cpus: Vec<u32>,
+    /// Data threads the kernel would not bind (they ran unpinned).
+    unpinned: Arc<std::sync::atomic::AtomicU32>,
+}
+
+/// Binds the calling data thread to its CPU, if it has one; counts a refusal in `unpinned`.
+fn pin(cpu: Option<u32>, unpinned: &std::sync::atomic::AtomicU32) {
+    if let Some(c) = cpu
+        && crate::sys::pin_current_thread(c).is_err()
+    {
+        unpinned.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 /// One pool worker: the streams handed to it, its thread, and what it measured of itself.
@@ -241,6 +254,8 @@ impl StreamSet {
             environment: None,
             layout: Threads::Auto.layout(threads::cores()),
             pool: None,
+            cpus: Vec::new(),
+            unpinned: Arc::default(),
         })
     }
 
@@ -268,6 +283,23 @@ impl StreamSet {
     /// stream is added.
     pub fn set_layout(&mut self, layout: StreamLayout) {
         self.layout = layout;
+    }
+
+    /// Binds this end's data threads to `cpus` in turn (`-A`; see `plan/affinity.rs`), before
+    /// the first stream is added. Refuses CPUs outside this process's affinity mask, naming
+    /// them and the ones it has; `end` (`client`, `server`) is for that message.
+    pub fn set_cpus(&mut self, cpus: &[u32], end: &str) -> std::result::Result<(), String> {
+        let allowed = crate::sys::allowed_cpus();
+        if let Some(e) = crate::plan::affinity::missing_cpus(cpus, allowed.as_deref(), end) {
+            return Err(e);
+        }
+        self.cpus = cpus.to_vec();
+        Ok(())
+    }
+
+    /// The CPU of the next data thread, counting the streams and workers made so far.
+    fn cpu_for(&self, index: usize) -> Option<u32> {
+        crate::plan::affinity::cpu_for(&self.cpus, index)
     }
 
     /// The socket options the test asks for, for `traffic::socket` to apply.
@@ -298,8 +330,14 @@ impl StreamSet {
             epoch: self.epoch,
             quiet: self.udp_quiet,
             format: self.datagrams,
+            gro: !self.spec.no_gro,
         });
         let name = format!("lr-u{}-{id}", if role == StreamRole::Sender { "tx" } else { "rx" });
+        let (cpu, unpinned) = (self.cpu_for(self.streams.len()), self.unpinned.clone());
+        let body = move || {
+            pin(cpu, &unpinned);
+            body();
+        };
         let thread = std::thread::Builder::new()
             .name(name)
             .stack_size(STREAM_STACK)
@@ -378,7 +416,9 @@ impl StreamSet {
     /// Starts pool worker `index`: it waits for the start, then serves its inbox.
     fn spawn_worker(&self, index: u32) -> Result<PoolWorker> {
         let (ctl, gate) = (self.ctl.clone(), self.gate.clone());
+        let (cpu, unpinned) = (self.cpu_for(index as usize), self.unpinned.clone());
         let block = self.spec.block_bytes as usize;
+        let read = self.spec.read_size() as usize;
         let opts = PoolOptions {
             block,
             bits_per_second: self.spec.bits_per_second,
@@ -391,9 +431,10 @@ impl StreamSet {
         let figures = Arc::new(Mutex::new(None));
         let (in2, fig2) = (inbox.clone(), figures.clone());
         let body = move || {
+            pin(cpu, &unpinned);
             let send =
                 if sends && opts.zerocopy.is_none() { pattern_block(block) } else { Vec::new() };
-            let mut recv = vec![0u8; block];
+            let mut recv = vec![0u8; read];
             let cpu0 = counters::thread_cpu();
             let wait0 = counters::thread_wait_us();
             let Some(start) = gate.wait() else { return };
@@ -427,14 +468,17 @@ impl StreamSet {
         let (budget, zerocopy) = (self.budget.clone(), self.zerocopy.clone());
         let spec = &self.spec;
         let (block, bps) = (spec.block_bytes as usize, spec.bits_per_second);
+        let read = spec.read_size() as usize;
         let name = format!("lr-{}-{id}", if role == StreamRole::Sender { "tx" } else { "rx" });
+        let (cpu, unpinned) = (self.cpu_for(self.streams.len()), self.unpinned.clone());
         let body = move || {
+            pin(cpu, &unpinned);
             // Everything a stream needs is ready before the gate opens, so streams released
             // together (a fleet's hosts) reach their first byte together.
             let buf = match role {
                 StreamRole::Sender if zerocopy.is_none() => pattern_block(block),
                 StreamRole::Sender => Vec::new(),
-                StreamRole::Receiver => vec![0u8; block],
+                StreamRole::Receiver => vec![0u8; read],
             };
             let cpu0 = counters::thread_cpu();
             let wait0 = counters::thread_wait_us();
@@ -749,6 +793,8 @@ impl StreamSet {
             chosen_by: chosen_by.into(),
             workers,
             buffer_cap: self.buffer_cap,
+            cpus: self.cpus.clone(),
+            unpinned: self.unpinned.load(std::sync::atomic::Ordering::Relaxed),
         }
     }
 

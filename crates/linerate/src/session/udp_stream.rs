@@ -51,6 +51,8 @@ pub(super) struct UdpStreamSetup {
     pub epoch: Instant,
     pub quiet: Duration,
     pub format: DatagramFormat,
+    /// Receivers ask for `UDP_GRO` (unless `--no-gro`).
+    pub gro: bool,
 }
 
 /// The thread body of a UDP stream and the handle the stream set keeps.
@@ -92,7 +94,7 @@ pub(super) fn prepare(setup: UdpStreamSetup) -> (impl FnOnce() + Send + 'static,
                     format: s.format,
                     epoch: s.epoch,
                     quiet: s.quiet,
-                    gro: false,
+                    gro: s.gro,
                 };
                 let r = udp_receive_loop(&s.sock, &s.ctl, &s.counters, &shared, opts);
                 let last = r.as_ref().ok().and_then(|f| f.last);

@@ -129,6 +129,17 @@ pub fn data_plane_phrase(d: &DataPlane) -> Option<String> {
             d.workers.len()
         ));
     }
+    if !d.cpus.is_empty() {
+        let unpinned = if d.unpinned > 0 {
+            format!(" ({} threads could not be bound and ran unpinned)", d.unpinned)
+        } else {
+            String::new()
+        };
+        parts.push(format!(
+            "data threads bound to CPU {} in turn (-A){unpinned}",
+            crate::plan::affinity::join(&d.cpus)
+        ));
+    }
     if let Some(cap) = d.buffer_cap {
         parts.push(format!(
             "socket buffers set to {} each, not autotuned: so many flows would exhaust the \

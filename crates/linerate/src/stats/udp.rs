@@ -18,6 +18,26 @@ use crate::units::format_bits_per_second;
 
 /// Loss at or above this share of datagrams sent is called out in the verdict (0.1 %).
 pub const LOSS_NOTABLE: f64 = 0.001;
+/// The most datagrams the kernel coalesces into one GRO packet (`UDP_GRO_CNT_MAX`).
+pub const GRO_MAX_SEGMENTS: u64 = 64;
+
+/// What the kernel's drop count means: datagrams, or GRO packets of several.
+fn drops_in_words(u: &UdpSummary, d: u64) -> String {
+    if u.gro {
+        format!(
+            "{d} packets (coalesced by GRO: each up to {GRO_MAX_SEGMENTS} datagrams, so at most {} datagrams)",
+            d.saturating_mul(GRO_MAX_SEGMENTS)
+        )
+    } else {
+        format!("{d} datagrams")
+    }
+}
+
+/// The most datagrams the kernel's drops can stand for.
+fn drops_upper_bound(u: &UdpSummary) -> u64 {
+    let d = u.kernel_drops.unwrap_or(0);
+    if u.gro { d.saturating_mul(GRO_MAX_SEGMENTS) } else { d }
+}
 
 /// One direction's UDP accounting.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -51,8 +71,14 @@ pub struct UdpSummary {
     pub ipdv_p99_ms: Option<f64>,
     /// Worst stream's largest transit difference, milliseconds.
     pub ipdv_max_ms: Option<f64>,
-    /// Datagrams the receiving host's kernel dropped for a full socket buffer.
+    /// Datagrams the receiving host's kernel dropped for a full socket buffer; with
+    /// `gro`, packets: one may be a coalesced buffer of up to [`GRO_MAX_SEGMENTS`] datagrams.
     pub kernel_drops: Option<u64>,
+    /// Whether a receiver of this direction had UDP receive offload (GRO) on, so that
+    /// `kernel_drops` counts coalesced packets, not datagrams.
+    pub gro: bool,
+    /// Whether a sender of this direction used UDP segmentation offload (GSO).
+    pub gso: bool,
     /// Datagrams the sender's pacer gave up on because it fell behind (CPU).
     pub sender_skipped: u64,
     /// Worst stream's most datagrams in 1 ms over the rate's even share (1.0 = smooth).
@@ -98,6 +124,8 @@ fn direction(record: &RunRecord, flow: Flow) -> Option<UdpSummary> {
         ipdv_p99_ms: rx.iter().filter_map(|(_, r)| r.ipdv_p99_ns).max().map(|n| n as f64 / 1e6),
         ipdv_max_ms: rx.iter().filter_map(|(_, r)| r.ipdv_max_ns).max().map(|n| n as f64 / 1e6),
         kernel_drops: rx.iter().map(|(_, r)| r.kernel_drops).sum(),
+        gro: rx.iter().any(|(_, r)| r.gro),
+        gso: tx.iter().any(|(_, s)| s.gso),
         sender_skipped: tx.iter().map(|(_, s)| s.skipped).sum(),
         burstiness: burstiness(record, &tx),
         inconsistent: Vec::new(),
@@ -161,8 +189,9 @@ pub fn udp_warnings(udp: &[UdpSummary]) -> Vec<String> {
         let dir = u.flow.label();
         if let Some(d) = u.kernel_drops.filter(|d| *d > 0) {
             out.push(format!(
-                "{dir}: the receiving host's kernel dropped {d} datagrams because the socket buffer was full: \
-                 that loss happened in the receiver, not on the path (raise -w and net.core.rmem_max)"
+                "{dir}: the receiving host's kernel dropped {} because the socket buffer was full: \
+                 that loss happened in the receiver, not on the path (raise -w and net.core.rmem_max)",
+                drops_in_words(u, d)
             ));
         }
         if let Some(share) = sender_skipped_share(u) {
@@ -202,7 +231,7 @@ pub fn udp_verdict(
         loss * 100.0,
         u.out_of_order,
         u.duplicates,
-        u.kernel_drops.map_or("n/a".into(), |k| k.to_string())
+        u.kernel_drops.map_or("n/a".into(), |k| drops_in_words(u, k))
     )];
     let rate = d.sender.as_ref().and_then(|s| s.figures.bits_per_second);
     if let Some(r) = rate {
@@ -211,13 +240,20 @@ pub fn udp_verdict(
     if loss < LOSS_NOTABLE {
         return None;
     }
-    let drops = u.kernel_drops.unwrap_or(0);
-    let summary = if drops * 2 >= u.lost {
+    // With GRO a drop is a coalesced packet: the receiver is blamed when its drops can
+    // account for half the loss at most segments per packet, and the sentence says so.
+    let (drops, bound) = (u.kernel_drops.unwrap_or(0), drops_upper_bound(u));
+    let receiver = drops > 0 && bound * 2 >= u.lost;
+    let summary = if receiver {
+        let share = if u.gro {
+            format!("the receiving host's own socket buffer dropped {}", drops_in_words(u, drops))
+        } else {
+            format!("{drops} of the {} in the receiving host's own socket buffer", u.lost)
+        };
         format!(
-            "receiver-bound: {:.2}% of datagrams were lost, {drops} of the {} in the receiving host's own socket buffer; \
+            "receiver-bound: {:.2}% of datagrams were lost, {share}; \
              the receiver could not keep up (raise -w and net.core.rmem_max, or use more streams)",
             loss * 100.0,
-            u.lost
         )
     } else {
         let at = if target_bps > 0 {
@@ -231,7 +267,7 @@ pub fn udp_verdict(
             loss * 100.0
         )
     };
-    Some((summary, evidence, drops * 2 >= u.lost))
+    Some((summary, evidence, receiver))
 }
 
 #[cfg(test)]
@@ -318,6 +354,31 @@ mod tests {
         let u = &summarize_udp(&r)[0];
         let (text, _, receiver) = udp_verdict(u, &summary.directions[0], 80_000_000).expect("v");
         assert!(!receiver && text.starts_with("path loss"), "{text}");
-        assert!(udp_warnings(std::slice::from_ref(u))[0].contains("kernel dropped 5"));
+        assert!(udp_warnings(std::slice::from_ref(u))[0].contains("kernel dropped 5 datagrams"));
+    }
+
+    #[test]
+    fn with_gro_a_drop_is_a_coalesced_packet_and_says_so() {
+        let counts =
+            UdpCounts { highest_seq: 1000, received: 900, lost: 100, ..Default::default() };
+        let mut r = record(1000, counts, UdpCounts::default(), 5);
+        let rx = r.server_results.as_mut().and_then(|s| s.streams[0].udp_receiver.as_mut());
+        rx.expect("receiver").gro = true;
+        let summary = crate::stats::summarize(&r);
+        let u = &summarize_udp(&r)[0];
+        assert!(u.gro);
+        let (text, evidence, receiver) =
+            udp_verdict(u, &summary.directions[0], 80_000_000).expect("v");
+        assert!(receiver && text.starts_with("receiver-bound"), "5 packets may hold 320: {text}");
+        assert!(text.contains("5 packets (coalesced by GRO"), "{text}");
+        assert!(evidence[0].contains("at most 320 datagrams"), "{evidence:?}");
+        let warning = &udp_warnings(std::slice::from_ref(u))[0];
+        assert!(warning.contains("dropped 5 packets (coalesced by GRO"), "{warning}");
+        let mut r = record(1000, counts, UdpCounts::default(), 0);
+        let rx = r.server_results.as_mut().and_then(|s| s.streams[0].udp_receiver.as_mut());
+        rx.expect("receiver").gro = true;
+        let u = &summarize_udp(&r)[0];
+        let (text, _, receiver) = udp_verdict(u, &summary.directions[0], 80_000_000).expect("v");
+        assert!(!receiver && text.starts_with("path loss"), "no drops, no blame: {text}");
     }
 }

@@ -661,7 +661,7 @@ mod rule_tests {
                 wait_us: Some(wait_pct * 10_000),
                 wall_us: 1_000_000,
             }],
-            buffer_cap: None,
+            ..Default::default()
         });
     }
 

@@ -32,9 +32,9 @@ pub const FINISH_LIMIT: Duration = Duration::from_secs(1);
 /// How often the kernel drop count is read with `SO_MEMINFO` while data flows.
 const DROPS_POLL: Duration = Duration::from_millis(100);
 /// Buffers per `recvmmsg` when GRO is on (each takes a 64 KiB super-datagram).
-const GRO_BATCH: usize = 16;
+const GRO_BATCH: usize = linerate_proto::spec::UDP_GRO_BATCH as usize;
 /// Bytes of one buffer when GRO is on: the largest UDP datagram fits.
-const GRO_BUF: usize = 65_536;
+const GRO_BUF: usize = linerate_proto::spec::UDP_GRO_BUFFER as usize;
 /// Smallest buffer without GRO, so that a peer's larger datagrams are not cut.
 const MIN_BUF: usize = linerate_proto::spec::UDP_MIN_RECEIVE_BUFFER as usize;
 // The spec's memory bound counts this many buffers per stream.
