@@ -37,7 +37,13 @@ class Peer:
         out = subprocess.run([self.path, "--version"], capture_output=True, text=True, timeout=10)
         first = (out.stdout or out.stderr).splitlines()[:1]
         self.version = first[0].strip() if first else "version unknown"
-        short = self.version.split()[1] if kind == "iperf3" and len(self.version.split()) > 1 else kind
+        if kind == "iperf3":
+            words = self.version.split()
+            short = words[1] if len(words) > 1 else kind
+        else:
+            # Another linerate build: named by its file, so it never shares the label (and
+            # the result slot) of the linerate under test.
+            short = "lr:" + os.path.basename(self.path)
         self.label = short + ("" if not self.extra else " " + " ".join(self.extra))
 
     def commands(self, port, client_args, seconds):
@@ -48,7 +54,7 @@ class Peer:
         else:
             server = [self.path, "server", "-1", "-p", str(port), "-4"]
             client = [self.path, "client", "127.0.0.1", "-p", str(port), "-t", str(seconds),
-                      "-i", "0", "-J"]
+                      "-i", "0", "-J", "--no-store"]
         return server, client + client_args + self.extra
 
 

@@ -11,7 +11,7 @@ and the ratio linerate/peer of delivered datagrams per second. Medians and ratio
 to quote: the machines are shared and noisy.
 
 Usage: benches/udp-vs-iperf3.py [--reps N] [--time S] [--sizes 64,1472] [--linerate PATH]
-                                [--iperf3 'PATH [client args]']...
+                                [--iperf3 'PATH [client args]']... [--peer-linerate PATH]...
 --iperf3 may be given several times, with client arguments after the path, e.g.
 --iperf3 /opt/iperf3-3.21/bin/iperf3 --iperf3 '/opt/iperf3-3.21/bin/iperf3 --gsro';
 without it, the iperf3 on the PATH.
@@ -56,6 +56,8 @@ def main():
     ap.add_argument("--linerate", default="target/release/linerate")
     ap.add_argument("--iperf3", action="append", metavar="'PATH [ARGS]'",
                     help="an iperf3 to compare against, with extra client arguments (repeatable)")
+    ap.add_argument("--peer-linerate", action="append", metavar="PATH",
+                    help="another linerate build to compare against (repeatable)")
     a = ap.parse_args()
     try:
         sizes = [int(s) for s in a.sizes.split(",") if s]
@@ -63,7 +65,7 @@ def main():
         sys.exit(f"--sizes takes datagram sizes in bytes, e.g. 64,1472 (got {a.sizes!r})")
     me = benchlib.Peer(a.linerate, "linerate")
     me.label = "linerate"
-    peers = benchlib.peers_from(a.iperf3, None)
+    peers = benchlib.peers_from(a.iperf3, a.peer_linerate)
     for p in peers:
         print(f"peer {p.label}: {p.path} ({p.version})")
     print(f"linerate: {me.path} ({me.version})")
