@@ -234,9 +234,14 @@ fn options_reach_a_real_iperf3_server_and_its_output_comes_back() {
         "cubic",
         "-O",
         "1",
+        "-A",
+        "0,0",
         "--get-server-output",
     ]);
     let output = doc["record"]["server_output"].as_str().expect("server output text");
+    // -A n,m: our data threads on CPU n, and the iperf3 server took server_affinity m.
+    let plane = &doc["record"]["client"]["cost"]["data_plane"];
+    assert_eq!(plane["cpus"], serde_json::json!([0]), "{plane}");
     // The iperf3 server's own log of this test: its receiver line.
     assert!(output.contains("receiver"), "{output}");
     let server = &doc["record"]["server_results"];

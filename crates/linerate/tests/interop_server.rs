@@ -171,6 +171,25 @@ fn unsupported_iperf3_options_are_refused_by_name() {
     assert_eq!(code, Some(0), "{stderr}");
 }
 
+/// iperf3's `-A n,m` pins the server to CPU m: linerate binds the test's data threads there
+/// and records it; a CPU the server lacks is refused with iperf3's affinity error.
+#[test]
+fn iperf3_server_affinity_binds_the_tests_threads() {
+    if !have_iperf3() {
+        return;
+    }
+    let srv = Server::start(&["-J"]);
+    let (code, doc, stderr) = iperf3_client(srv.port, &["-t", "1", "-A", "0,0"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(doc["end"]["sum_received"]["bytes"].as_u64() > Some(0), "{doc}");
+    let rec = server_record(&srv, 1);
+    assert_eq!(rec["server"]["cost"]["data_plane"]["cpus"], serde_json::json!([0]), "{rec}");
+    let (_, doc, _) = iperf3_client(srv.port, &["-t", "1", "-A", "0,1000"]);
+    let err = doc["error"].as_str().unwrap_or_default();
+    assert!(err.to_lowercase().contains("affinity"), "iperf3 says {err}");
+    assert!(srv.wait_for_log("CPU 1000 on the server", Duration::from_secs(5)), "{}", srv.log());
+}
+
 #[test]
 fn an_iperf3_client_killed_mid_test_does_not_stop_the_server() {
     if !have_iperf3() {

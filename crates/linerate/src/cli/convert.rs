@@ -463,11 +463,6 @@ pub(super) fn client_plan(
     if let Some(r) = linerate_proto::limits::buffer_refusal(&spec, layout) {
         return Err(r.message);
     }
-    if t.iperf3 && !spec.server_cpus.is_empty() {
-        return Err("-A CLIENT,SERVER: the server's part is not sent to iperf3 servers yet; \
-                    give -A the client's CPUs only, and start iperf3 -s pinned (taskset)"
-            .into());
-    }
     let psk = net.psk_file.as_deref().map(crate::plan::server::read_psk).transpose()?;
     let (host, port) = super::host::host_port(&host, net.port)?;
     Ok(ClientPlan {

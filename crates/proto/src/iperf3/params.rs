@@ -44,6 +44,8 @@ pub mod errno {
     pub const NEW_TEST: i32 = 100;
     /// The parameters could not be read.
     pub const RECV_PARAMS: i32 = 114;
+    /// The requested CPU affinity cannot be set (`IEAFFINITY`).
+    pub const AFFINITY: i32 = 132;
     /// The requested congestion control cannot be set.
     pub const SET_CONGESTION: i32 = 134;
     /// No data for too long.
@@ -174,6 +176,17 @@ pub fn params(
     if spec.zerocopy {
         m.insert("zerocopy".into(), json!(1));
     }
+    match spec.server_cpus.as_slice() {
+        [] => {}
+        [cpu] => {
+            m.insert("server_affinity".into(), json!(cpu));
+        }
+        _ => {
+            return Err("iperf3 servers are pinned to one CPU (-A n,m): give the server's part \
+                        as one CPU"
+                .into());
+        }
+    }
     m.insert("client_version".into(), json!(client_version));
     Ok(Value::Object(m).to_string())
 }
@@ -187,7 +200,6 @@ const UNSUPPORTED: &[(&str, &str)] = &[
     ("burst", "-b RATE/BURST"),
     ("TOS", "-S/--tos or --dscp"),
     ("flowlabel", "-L/--flowlabel"),
-    ("server_affinity", "-A (server CPU affinity)"),
     ("authtoken", "--username/--rsa-public-key-path (authentication)"),
 ];
 
@@ -237,6 +249,10 @@ pub fn request_from_params(bytes: &[u8]) -> Result<Iperf3Request, Iperf3Refusal>
     spec.zerocopy = m.contains_key("zerocopy");
     spec.title = text(m, "title")?;
     spec.congestion = text(m, "congestion")?;
+    // `-A n,m`: iperf3 pins its whole server to CPU m; linerate binds the test's data threads.
+    let cpu =
+        ranged(m, "server_affinity", 0, u64::from(crate::spec::MAX_AFFINITY_CPU), errno::AFFINITY)?;
+    spec.server_cpus = cpu.map(|c| vec![c as u32]).unwrap_or_default();
     // iperf3's datagrams carry no secret: its own smallest `-l` holds its header.
     spec.validate_with_udp_min(crate::spec::MIN_IPERF3_UDP_DATAGRAM)
         .map_err(|e| refuse(errno::RECV_PARAMS, e.to_string()))?;
@@ -319,6 +335,23 @@ mod tests {
                 && v.get("nodelay").is_none()
                 && v.get("bandwidth").is_none()
         );
+    }
+
+    #[test]
+    fn server_affinity_goes_both_ways() {
+        let mut spec = TestSpec::default_tcp();
+        spec.server_cpus = vec![3];
+        let p = params(&spec, "x", false).expect("one cpu");
+        let v: Value = serde_json::from_str(&p).expect("json");
+        assert_eq!(v["server_affinity"], 3);
+        let req = request_from_params(p.as_bytes()).expect("served");
+        assert_eq!(req.spec.server_cpus, vec![3]);
+        spec.server_cpus = vec![1, 2];
+        assert!(params(&spec, "x", false).unwrap_err().contains("one CPU"));
+        let bad = request_from_params(br#"{"tcp":true,"time":1,"server_affinity":-1}"#);
+        assert_eq!(bad.unwrap_err().i_errno, errno::AFFINITY);
+        let none = request_from_params(br#"{"tcp":true,"time":1}"#).expect("served");
+        assert!(none.spec.server_cpus.is_empty());
     }
 
     #[test]

@@ -215,6 +215,10 @@ impl Session<'_> {
         };
         streams.set_peer_program("iperf3");
         streams.set_layout(self.t.shared.admission.limits.layout);
+        if let Err(e) = streams.set_cpus(&req.spec.server_cpus, "server") {
+            m.refuse(errno::AFFINITY);
+            bail!("refused an iperf3 client: {e}");
+        }
         streams.set_rtt(self.rtt);
         streams.record_environment(Some(self.local_ip));
         if req.spec.protocol == Protocol::Udp {
