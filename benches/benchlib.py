@@ -69,6 +69,23 @@ def peers_from(args_iperf3, args_peer_linerate):
     return peers
 
 
+def under_test(path):
+    """The linerate build being measured, labelled `linerate`."""
+    me = Peer(path, "linerate")
+    me.label = "linerate"
+    return me
+
+
+def announce(peers, me):
+    """Names every tool of the run and its version, then the machine's limit; returns it."""
+    for p in peers:
+        print(f"peer {p.label}: {p.path} ({p.version})")
+    print(f"linerate: {me.path} ({me.version})")
+    limit = machine_limit()
+    print_machine(limit)
+    return limit
+
+
 def run_pair(server, client, seconds, retries=3):
     """Runs `server`, then `client` against it; returns (client stdout, client CPU s,
     server CPU s). Both processes are bounded: killed seconds + 30 s after the start."""

@@ -63,13 +63,9 @@ def main():
         sizes = [int(s) for s in a.sizes.split(",") if s]
     except ValueError:
         sys.exit(f"--sizes takes datagram sizes in bytes, e.g. 64,1472 (got {a.sizes!r})")
-    me = benchlib.Peer(a.linerate, "linerate")
-    me.label = "linerate"
+    me = benchlib.under_test(a.linerate)
     peers = benchlib.peers_from(a.iperf3, a.peer_linerate)
-    for p in peers:
-        print(f"peer {p.label}: {p.path} ({p.version})")
-    print(f"linerate: {me.path} ({me.version})")
-    benchlib.print_machine(benchlib.machine_limit())
+    benchlib.announce(peers, me)
     print(f"loopback UDP -b 0, {a.time} s per run, {a.reps} interleaved repetitions, medians")
     print(f"{'-l':>6} {'peer':16} {'peer kpps':>10} {'Gbit/s':>7} {'loss %':>7}   "
           f"{'linerate kpps':>13} {'Gbit/s':>7} {'loss %':>7}   {'pps ratio':>9}")

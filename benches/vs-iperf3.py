@@ -49,12 +49,6 @@ CONFIGS = {
 DEFAULT = ["P1", "P1-R", "P2", "P4", "P8", "P8-W800K", "BIDIR"]
 
 
-class Linerate(benchlib.Peer):
-    def __init__(self, path):
-        super().__init__(path, "linerate")
-        self.label = "linerate"
-
-
 def received(kind, doc, cmd):
     """(receiver bit/s, bytes received) over every direction of one run's JSON."""
     if kind == "iperf3":
@@ -101,13 +95,9 @@ def main():
         sys.exit(f"unknown configuration {', '.join(unknown)}: use any of {','.join(CONFIGS)}")
     if a.reps < 1 or a.time < 1:
         sys.exit("--reps and --time must be at least 1")
-    me = Linerate(a.linerate)
+    me = benchlib.under_test(a.linerate)
     peers = benchlib.peers_from(a.iperf3, a.peer_linerate)
-    for p in peers:
-        print(f"peer {p.label}: {p.path} ({p.version})")
-    print(f"linerate: {me.path} ({me.version})")
-    limit = benchlib.machine_limit()
-    benchlib.print_machine(limit)
+    limit = benchlib.announce(peers, me)
     ceiling = limit["loopback_ceiling_gbit"]
     print(f"loopback, {a.time} s per run, {a.reps} interleaved repetitions, median (min-max); "
           f"'%ceil' is the median's share of the loopback ceiling")

@@ -204,6 +204,15 @@ impl RunRecord {
             .flat_map(|(end, r)| r.streams.iter().map(move |s| (end, s)))
     }
 
+    /// The results of the end that receives `flow`: the server's for uploads, the client's
+    /// for downloads.
+    pub fn receiving_side(&self, flow: Flow) -> Option<&SideResults> {
+        match flow {
+            Flow::ClientToServer => self.server_results.as_ref(),
+            Flow::ServerToClient => self.client.as_ref(),
+        }
+    }
+
     /// The threads that moved `flow`'s data on each end, with what they measured of
     /// themselves: one per stream where the end ran a thread per stream, or the end's pool
     /// workers (which may serve both directions) where it pooled.

@@ -30,18 +30,18 @@ pub const SHARE: u64 = 8;
 pub const FLOOR: u64 = 16 * 1024;
 
 /// The buffer size for each of `connections` TCP sockets on an end whose kernel's TCP
-/// memory pressure mark is `pressure_bytes`, when `-w` (`window`) is unset; None when no
-/// cap applies.
+/// memory pressure mark `pressure_bytes` gives, when `-w` (`window`) is unset; None when no
+/// cap applies. The mark is asked for only when a cap may apply (reading it is a file read).
 pub fn buffer_cap(
     connections: u32,
     window: Option<u64>,
     tcp: bool,
-    pressure_bytes: Option<u64>,
+    pressure_bytes: impl FnOnce() -> Option<u64>,
 ) -> Option<BufferCap> {
     if !tcp || window.is_some() || connections <= CAP_ABOVE_CONNECTIONS {
         return None;
     }
-    let pressure = pressure_bytes?;
+    let pressure = pressure_bytes()?;
     let share = pressure / (SHARE * u64::from(connections));
     let bytes = (share / 1024 * 1024).max(FLOOR);
     Some(BufferCap { bytes, tcp_mem_pressure_bytes: pressure })
@@ -55,24 +55,26 @@ mod tests {
 
     #[test]
     fn only_many_connections_without_a_window_are_capped() {
-        assert_eq!(buffer_cap(1024, None, true, Some(GIB)), None);
-        assert_eq!(buffer_cap(10_000, Some(65536), true, Some(GIB)), None);
-        assert_eq!(buffer_cap(10_000, None, false, Some(GIB)), None);
-        assert_eq!(buffer_cap(10_000, None, true, None), None);
-        assert!(buffer_cap(1025, None, true, Some(GIB)).is_some());
+        assert_eq!(buffer_cap(1024, None, true, || Some(GIB)), None);
+        assert_eq!(buffer_cap(10_000, Some(65536), true, || Some(GIB)), None);
+        assert_eq!(buffer_cap(10_000, None, false, || Some(GIB)), None);
+        assert_eq!(buffer_cap(10_000, None, true, || None), None);
+        assert!(buffer_cap(1025, None, true, || Some(GIB)).is_some());
+        let unread = || -> Option<u64> { panic!("the mark is read only when a cap may apply") };
+        assert_eq!(buffer_cap(1024, None, true, unread), None);
     }
 
     #[test]
     fn the_cap_divides_the_pressure_mark_and_keeps_a_floor() {
         // This machine kind: tcp_mem pressure 383,866 pages of 4 KiB.
         let pressure = 383_866 * 4096;
-        let cap = buffer_cap(10_000, None, true, Some(pressure)).expect("capped");
+        let cap = buffer_cap(10_000, None, true, || Some(pressure)).expect("capped");
         assert_eq!(cap.bytes, 19 * 1024);
         assert_eq!(cap.tcp_mem_pressure_bytes, pressure);
         assert!(cap.bytes * SHARE * 10_000 <= pressure);
-        let cap = buffer_cap(2048, None, true, Some(pressure)).expect("capped");
+        let cap = buffer_cap(2048, None, true, || Some(pressure)).expect("capped");
         assert_eq!(cap.bytes, 93 * 1024);
-        let tiny = buffer_cap(16_384, None, true, Some(64 << 20)).expect("capped");
+        let tiny = buffer_cap(16_384, None, true, || Some(64 << 20)).expect("capped");
         assert_eq!(tiny.bytes, FLOOR);
     }
 }

@@ -21,12 +21,6 @@ use linerate_proto::{
 use crate::measure::cost::{CostMeter, PreparedMeter};
 use crate::measure::counters;
 use crate::plan::threads::{self, Threads};
-
-// Thousands of flows: the buffer cap and the relaxed dead-peer limit start at the same count.
-const _: () = assert!(
-    crate::plan::buffers::CAP_ABOVE_CONNECTIONS as usize
-        == crate::measure::liveness::LOADED_ABOVE_STREAMS
-);
 use crate::record::canonical;
 use crate::session::udp_stream::{self, UdpStreamSetup, UdpTrack};
 use crate::sys::{self, ZeroCopySource};
@@ -65,6 +59,11 @@ const POLL_TIMEOUT: Duration = Duration::from_millis(250);
 const STREAM_STACK: usize = 256 * 1024;
 // The per-test memory budget counts this much per stream (`--max-test-memory`).
 const _: () = assert!(STREAM_STACK as u64 <= linerate_proto::limits::STREAM_OVERHEAD_BYTES);
+// Thousands of flows: the buffer cap and the relaxed dead-peer limit start at the same count.
+const _: () = assert!(
+    crate::plan::buffers::CAP_ABOVE_CONNECTIONS as usize
+        == crate::measure::liveness::LOADED_ABOVE_STREAMS
+);
 
 /// One interval of one stream, for live output.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -178,15 +177,6 @@ pub struct StreamSet {
     unpinned: Arc<std::sync::atomic::AtomicU32>,
 }
 
-/// Binds the calling data thread to its CPU, if it has one; counts a refusal in `unpinned`.
-fn pin(cpu: Option<u32>, unpinned: &std::sync::atomic::AtomicU32) {
-    if let Some(c) = cpu
-        && crate::sys::pin_current_thread(c).is_err()
-    {
-        unpinned.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    }
-}
-
 /// One pool worker: the streams handed to it, its thread, and what it measured of itself.
 struct PoolWorker {
     inbox: Arc<Inbox>,
@@ -228,7 +218,7 @@ impl StreamSet {
             spec.connection_count(),
             spec.window_bytes,
             spec.protocol == Protocol::Tcp,
-            crate::sys::tcp_memory_pressure_bytes(),
+            crate::sys::tcp_memory_pressure_bytes,
         );
         if let Some(cap) = buffer_cap {
             options.window_bytes = Some(cap.bytes);
@@ -297,9 +287,23 @@ impl StreamSet {
         Ok(())
     }
 
-    /// The CPU of the next data thread, counting the streams and workers made so far.
-    fn cpu_for(&self, index: usize) -> Option<u32> {
-        crate::plan::affinity::cpu_for(&self.cpus, index)
+    /// `body` as data thread number `index` runs it: first bound to that thread's CPU when
+    /// `-A` gave this end CPUs (a refusal is counted in `unpinned`), then the body.
+    fn pinned<F: FnOnce() + Send + 'static>(
+        &self,
+        index: usize,
+        body: F,
+    ) -> impl FnOnce() + Send + 'static + use<F> {
+        let cpu = crate::plan::affinity::cpu_for(&self.cpus, index);
+        let unpinned = self.unpinned.clone();
+        move || {
+            if let Some(c) = cpu
+                && crate::sys::pin_current_thread(c).is_err()
+            {
+                unpinned.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            body();
+        }
     }
 
     /// The socket options the test asks for, for `traffic::socket` to apply.
@@ -333,11 +337,7 @@ impl StreamSet {
             gro: !self.spec.no_gro,
         });
         let name = format!("lr-u{}-{id}", if role == StreamRole::Sender { "tx" } else { "rx" });
-        let (cpu, unpinned) = (self.cpu_for(self.streams.len()), self.unpinned.clone());
-        let body = move || {
-            pin(cpu, &unpinned);
-            body();
-        };
+        let body = self.pinned(self.streams.len(), body);
         let thread = std::thread::Builder::new()
             .name(name)
             .stack_size(STREAM_STACK)
@@ -416,7 +416,6 @@ impl StreamSet {
     /// Starts pool worker `index`: it waits for the start, then serves its inbox.
     fn spawn_worker(&self, index: u32) -> Result<PoolWorker> {
         let (ctl, gate) = (self.ctl.clone(), self.gate.clone());
-        let (cpu, unpinned) = (self.cpu_for(index as usize), self.unpinned.clone());
         let block = self.spec.block_bytes as usize;
         let read = self.spec.read_size() as usize;
         let opts = PoolOptions {
@@ -431,7 +430,6 @@ impl StreamSet {
         let figures = Arc::new(Mutex::new(None));
         let (in2, fig2) = (inbox.clone(), figures.clone());
         let body = move || {
-            pin(cpu, &unpinned);
             let send =
                 if sends && opts.zerocopy.is_none() { pattern_block(block) } else { Vec::new() };
             let mut recv = vec![0u8; read];
@@ -452,7 +450,7 @@ impl StreamSet {
         let thread = std::thread::Builder::new()
             .name(format!("lr-pool-{index}"))
             .stack_size(STREAM_STACK)
-            .spawn(body)
+            .spawn(self.pinned(index as usize, body))
             .context("cannot start a data-plane worker thread")?;
         Ok(PoolWorker { inbox, thread: Some(thread), figures })
     }
@@ -470,9 +468,7 @@ impl StreamSet {
         let (block, bps) = (spec.block_bytes as usize, spec.bits_per_second);
         let read = spec.read_size() as usize;
         let name = format!("lr-{}-{id}", if role == StreamRole::Sender { "tx" } else { "rx" });
-        let (cpu, unpinned) = (self.cpu_for(self.streams.len()), self.unpinned.clone());
         let body = move || {
-            pin(cpu, &unpinned);
             // Everything a stream needs is ready before the gate opens, so streams released
             // together (a fleet's hosts) reach their first byte together.
             let buf = match role {
@@ -515,7 +511,7 @@ impl StreamSet {
         std::thread::Builder::new()
             .name(name)
             .stack_size(STREAM_STACK)
-            .spawn(body)
+            .spawn(self.pinned(self.streams.len(), body))
             .context("cannot start a stream thread (too many streams for this host?)")
     }
 

@@ -23,7 +23,7 @@
 
 use std::time::Duration;
 
-use linerate_proto::{Flow, SideResults, StreamRole};
+use linerate_proto::{Flow, StreamRole};
 use serde::Serialize;
 
 use crate::record::{Outcome, RunRecord};
@@ -217,13 +217,6 @@ struct Placed<'a> {
     receivers: Vec<&'a linerate_proto::StreamResult>,
 }
 
-fn receiving_side(record: &RunRecord, flow: Flow) -> Option<&SideResults> {
-    match flow {
-        Flow::ClientToServer => record.server_results.as_ref(),
-        Flow::ServerToClient => record.client.as_ref(),
-    }
-}
-
 /// Seconds after the go at which the host's receivers saw their last byte counted.
 fn end_of(p: &Placed<'_>) -> Option<f64> {
     let start = p.input.started?.as_secs_f64();
@@ -285,7 +278,9 @@ pub fn summarize_fleet(hosts: &[HostInput<'_>]) -> FleetSummary {
             .map(|(&input, summary)| Placed {
                 input,
                 summary,
-                receivers: receiving_side(input.record, flow)
+                receivers: input
+                    .record
+                    .receiving_side(flow)
                     .map(|side| {
                         side.streams
                             .iter()

@@ -262,11 +262,9 @@ fn verdict(
                 if facts.is_empty() { String::new() } else { format!(" ({})", facts.join("; ")) };
             // The receiving end's own cap on its buffers for thousands of flows is the cause
             // then, and -w the one remedy (tcp_rmem does not apply to a set SO_RCVBUF).
-            let receiver = match d.flow {
-                Flow::ClientToServer => record.server_results.as_ref(),
-                Flow::ServerToClient => record.client.as_ref(),
-            };
-            let cap = receiver.and_then(|r| r.cost.as_ref()?.data_plane.as_ref()?.buffer_cap);
+            let cap = record
+                .receiving_side(d.flow)
+                .and_then(|r| r.cost.as_ref()?.data_plane.as_ref()?.buffer_cap);
             let fix = match cap {
                 Some(cap) => format!(
                     "the receiver capped each socket's buffers at {} bytes to keep its many flows within net.ipv4.tcp_mem; -w sets them",
