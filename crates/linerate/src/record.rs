@@ -193,6 +193,7 @@ impl RunRecord {
             udp_sender: None,
             udp_receiver: None,
             error: None,
+            latency: None,
         }
     }
 

@@ -691,6 +691,18 @@ pub fn three_figures(v: f64) -> String {
     format!("{v:.decimals$}")
 }
 
+/// A latency in nanoseconds in the unit that suits it, with [`three_figures`]: "850 ns",
+/// "52.14 us", "1.20 ms", "2.00 s".
+pub fn format_latency_ns(ns: u64) -> String {
+    let v = ns as f64;
+    match ns {
+        0..1_000 => format!("{ns} ns"),
+        1_000..1_000_000 => format!("{} us", three_figures(v / 1e3)),
+        1_000_000..1_000_000_000 => format!("{} ms", three_figures(v / 1e6)),
+        _ => format!("{} s", three_figures(v / 1e9)),
+    }
+}
+
 /// `n` and the noun, plural unless `n` is 1: "1 retransmit", "16 retransmits".
 pub fn count_of(n: u64, noun: &str) -> String {
     if n == 1 { format!("1 {noun}") } else { format!("{n} {noun}s") }
@@ -700,6 +712,14 @@ pub fn count_of(n: u64, noun: &str) -> String {
 #[allow(clippy::unwrap_used)] // Tests may panic on unexpected results.
 mod tests {
     use super::*;
+
+    #[test]
+    fn latencies_take_the_unit_that_suits_them() {
+        assert_eq!(format_latency_ns(850), "850 ns");
+        assert_eq!(format_latency_ns(52_140), "52.14 us");
+        assert_eq!(format_latency_ns(1_200_000), "1.20 ms");
+        assert_eq!(format_latency_ns(2_000_000_000), "2.00 s");
+    }
 
     /// Parses a size that must be valid.
     fn size(s: &str) -> u64 {

@@ -20,6 +20,7 @@ mod fleet;
 mod fleet_history;
 mod interop;
 mod interop_server;
+mod latency;
 mod layers;
 mod limits;
 mod loopback;

@@ -213,6 +213,9 @@ pub(crate) fn required_caps(spec: &TestSpec) -> Vec<(Capability, &'static str)> 
     if spec.held_start {
         need.push((Capability::HeldStart, "a fleet start (linerate fleet)"));
     }
+    if spec.rr.is_some() {
+        need.push((Capability::Latency, "request/response tests (--rr)"));
+    }
     need
 }
 

@@ -99,6 +99,7 @@ fn rich_results() -> SideResults {
             omitted: i == 0,
             tcp: Some(tcp),
             udp: Some(udp),
+            rr: None,
         })
         .collect();
     let cpu = CpuTimes { user_us: 5, system_us: 3, idle_us: 90, ..CpuTimes::default() };
@@ -144,6 +145,7 @@ fn rich_results() -> SideResults {
             udp_sender: None,
             udp_receiver: None,
             error: Some("did not finish".into()),
+            latency: None,
         }],
         intervals_per_sample: 2,
         cost: Some(Box::new(cost)),

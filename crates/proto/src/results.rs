@@ -36,6 +36,9 @@ pub struct IntervalSample {
     /// UDP datagram counts and jitter of the interval.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub udp: Option<crate::udp::UdpIntervalSample>,
+    /// Transactions and their latency in the interval (request/response tests, requester).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rr: Option<crate::latency::RrIntervalSample>,
 }
 
 /// Socket options as requested and as the kernel granted them on this end.
@@ -139,6 +142,10 @@ pub struct StreamResult {
     /// UDP receiver figures (UDP streams this end received).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub udp_receiver: Option<crate::udp::UdpReceiverResult>,
+    /// Request/response tests: the transactions and latencies this end measured (the
+    /// requesting end, the client).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<Box<crate::latency::LatencyResult>>,
     /// Why the stream ended early, if it did.
     pub error: Option<String>,
 }
@@ -455,6 +462,7 @@ mod tests {
                     omitted: false,
                     tcp: None,
                     udp: None,
+                    rr: None,
                 })
                 .collect(),
             socket: SocketReport::default(),
@@ -465,6 +473,7 @@ mod tests {
             udp_sender: None,
             udp_receiver: None,
             error: None,
+            latency: None,
         }
     }
 

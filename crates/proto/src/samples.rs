@@ -53,6 +53,13 @@ impl Mergeable for IntervalSample {
             }
             (a, b) => b.or(a),
         };
+        self.rr = match (self.rr, later.rr) {
+            (Some(mut a), Some(b)) => {
+                a.merge(&b);
+                Some(a)
+            }
+            (a, b) => b.or(a),
+        };
         true
     }
 }
@@ -209,6 +216,7 @@ mod tests {
             omitted,
             tcp: None,
             udp: None,
+            rr: None,
         }
     }
 

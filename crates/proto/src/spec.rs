@@ -187,6 +187,13 @@ pub struct TestSpec {
     /// pinned. The client's own list stays on the client.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub server_cpus: Vec<u32>,
+    /// A request/response test (`--rr`): each stream exchanges requests and responses of
+    /// these sizes instead of a bulk flow, and the client measures every round trip. Needs
+    /// [`Capability::Latency`]. See [`crate::latency`].
+    ///
+    /// [`Capability::Latency`]: crate::wire::Capability::Latency
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rr: Option<crate::latency::RrSpec>,
 }
 
 /// Why a [`TestSpec`] is invalid. Messages name the field and the allowed range.
@@ -242,6 +249,7 @@ impl TestSpec {
             read_bytes: None,
             no_gro: false,
             server_cpus: Vec::new(),
+            rr: None,
         }
     }
 
@@ -316,7 +324,55 @@ impl TestSpec {
         if self.protocol == Protocol::Udp {
             self.validate_udp(min_udp)?;
         }
+        if let Some(rr) = &self.rr {
+            self.validate_rr(rr)?;
+        }
         self.validate_text()
+    }
+
+    /// A request/response test: its sizes, and the bulk-flow settings that make no sense
+    /// with it (each named, with what to use instead).
+    fn validate_rr(&self, rr: &crate::latency::RrSpec) -> Result<(), SpecError> {
+        if let Some(reason) = rr.problem() {
+            return Err(SpecError::BadText { field: "request/response (--rr)", reason });
+        }
+        let max = crate::latency::MAX_STREAMS;
+        if self.streams > max {
+            return Err(out_of_range(
+                "streams of a request/response test (-P with --rr)",
+                self.streams,
+                format!("1..={max} (each stream has a thread on both ends)"),
+            ));
+        }
+        let conflicts = [
+            (self.protocol == Protocol::Udp, "-u: request/response runs over TCP"),
+            (
+                self.direction != Direction::Upload,
+                "-R/--bidir: requests flow from the client and responses back, so a request/response test has one direction",
+            ),
+            (self.bits_per_second > 0, "-b: pace transactions with --rr-rate instead"),
+            (self.zerocopy, "-Z: requests and responses are written from memory"),
+            (
+                matches!(self.end, EndCondition::Bytes { .. }),
+                "-n/-k: a request/response test runs for a time (-t)",
+            ),
+            (self.held_start, "a fleet start"),
+        ];
+        if let Some((_, what)) = conflicts.iter().find(|(set, _)| *set) {
+            return Err(SpecError::BadText {
+                field: "request/response (--rr)",
+                reason: format!("it does not combine with {what}"),
+            });
+        }
+        let buffers = u64::from(self.streams) * rr.buffer_bytes();
+        if buffers > MAX_TEST_BUFFER_BYTES {
+            return Err(out_of_range(
+                "streams × in flight × message size (-P × --in-flight × the larger of --request-size and --response-size)",
+                format!("{buffers} bytes"),
+                "at most 1 GiB of buffers per test",
+            ));
+        }
+        Ok(())
     }
 
     fn validate_udp(&self, min_udp: u32) -> Result<(), SpecError> {
@@ -425,6 +481,9 @@ impl TestSpec {
     /// [`UDP_GRO_BUFFER`] (the larger of what either role needs).
     pub fn buffer_bytes(&self) -> u64 {
         let conns = u64::from(self.connection_count());
+        if let Some(rr) = &self.rr {
+            return conns * rr.buffer_bytes();
+        }
         match self.protocol {
             Protocol::Tcp => conns * u64::from(self.block_bytes.max(self.read_size())),
             Protocol::Udp => {

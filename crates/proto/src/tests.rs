@@ -114,6 +114,7 @@ fn results(software: &str, bytes: u64) -> SideResults {
             udp_sender: None,
             udp_receiver: None,
             error: None,
+            latency: None,
         }],
         intervals_dropped: false,
         intervals_per_sample: 1,

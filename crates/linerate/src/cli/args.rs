@@ -615,6 +615,25 @@ pub struct TestArgs {
     /// Give up on each TCP connect after this long.
     #[arg(long = "connect-timeout", value_name = "SECONDS", value_parser = seconds, default_value = "10")]
     pub connect_timeout: Duration,
+    /// Request/response test (netperf's TCP_RR): each stream sends requests and times every
+    /// response; reports transactions/s and latency percentiles instead of a bulk flow.
+    #[arg(long = "rr", conflicts_with = "find_max")]
+    pub rr: bool,
+    /// With --rr: bytes per request [default: 1].
+    #[arg(long = "request-size", value_name = "SIZE", value_parser = size, requires = "rr")]
+    pub request_size: Option<ByteCount>,
+    /// With --rr: bytes per response [default: 1].
+    #[arg(long = "response-size", value_name = "SIZE", value_parser = size, requires = "rr")]
+    pub response_size: Option<ByteCount>,
+    /// With --rr: transactions outstanding per stream (closed loop: always this many; open
+    /// loop: at most this many) [default: 1].
+    #[arg(long = "in-flight", value_name = "N", requires = "rr")]
+    pub in_flight: Option<u32>,
+    /// With --rr: open loop at this many requests per second per stream, each latency
+    /// measured from the request's intended send time (coordinated omission corrected);
+    /// without it, a closed loop as fast as responses allow.
+    #[arg(long = "rr-rate", value_name = "PER_SECOND", requires = "rr")]
+    pub rr_rate: Option<u64>,
 }
 
 /// A percentage such as `0.1`, `0.1%` or `2%`, from 0 to 100.

@@ -137,6 +137,11 @@ fn matrix_plan(a: MatrixArgs) -> Result<(ClientPlan, MatrixPlan, MatrixRun), Str
         get_server_output: false,
         iperf3: false,
         connect_timeout: m.connect_timeout,
+        rr: false,
+        request_size: None,
+        response_size: None,
+        in_flight: None,
+        rr_rate: None,
     };
     let base = with_store(client_plan(a.host, &a.net, &test, DEFAULT_TIME)?, &a.store);
     let base = with_gates(base, &a.gates)?;
@@ -494,6 +499,25 @@ fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
+/// The request/response part of a test (`--rr`), sizes checked to fit the wire's fields.
+fn rr_spec(t: &TestArgs) -> Result<Option<linerate_proto::latency::RrSpec>, String> {
+    if !t.rr {
+        return Ok(None);
+    }
+    let size = |v: Option<crate::units::ByteCount>, flag: &str| {
+        v.map_or(Ok(1), |b| {
+            u32::try_from(b.bytes())
+                .map_err(|_| format!("{flag} {} is too large; at most 1M", b.bytes()))
+        })
+    };
+    Ok(Some(linerate_proto::latency::RrSpec {
+        request_bytes: size(t.request_size, "--request-size")?,
+        response_bytes: size(t.response_size, "--response-size")?,
+        in_flight: t.in_flight.unwrap_or(1),
+        rate_per_second: t.rr_rate.unwrap_or(0),
+    }))
+}
+
 fn test_spec(t: &TestArgs, default_time: Duration) -> Result<TestSpec, String> {
     let end = match (t.time, t.bytes) {
         (_, Some(b)) => EndCondition::Bytes { bytes: b.bytes() },
@@ -534,7 +558,8 @@ fn test_spec(t: &TestArgs, default_time: Duration) -> Result<TestSpec, String> {
             (None, false) => 0,
         },
         mss_bytes: t.mss,
-        no_delay: t.no_delay,
+        // Request/response needs each small write on the wire at once, as netperf's TCP_RR.
+        no_delay: t.no_delay || (t.rr && !t.udp),
         congestion: t.congestion.clone(),
         omit_ms: t.omit.map_or(0, millis),
         interval_ms: millis(t.interval),
@@ -544,6 +569,7 @@ fn test_spec(t: &TestArgs, default_time: Duration) -> Result<TestSpec, String> {
         read_bytes: t.read_size.map(|r| u32::try_from(r.bytes()).unwrap_or(u32::MAX)),
         no_gro: t.no_gro,
         server_cpus: t.affinity.as_ref().map_or_else(Vec::new, |a| a.server.clone()),
+        rr: rr_spec(t)?,
     };
     // With --iperf3 the datagrams carry iperf3's header only (no secret): its minimum.
     let min_udp = if t.iperf3 {

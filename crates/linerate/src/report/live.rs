@@ -11,7 +11,7 @@ use linerate_proto::{Flow, StreamRole, TcpInternals};
 use crate::session::{IntervalRow, LiveEvent, Observer};
 use crate::stats::intervals::SenderTick;
 use crate::units::peer_text::escape;
-use crate::units::{ByteCount, format_bits_per_second};
+use crate::units::{ByteCount, format_bits_per_second, format_latency_ns};
 
 /// Prints live events as they happen.
 pub struct LivePrinter<W: Write> {
@@ -59,8 +59,9 @@ impl<W: Write> LivePrinter<W> {
             ticks.push(tick);
             let omitted = if s.omitted { "  (omitted)" } else { "" };
             let udp = s.udp.map(|u| udp_interval(r.role, &u)).unwrap_or_default();
+            let rr = s.rr.map(|t| rr_interval(&t, s.end_us - s.start_us)).unwrap_or_default();
             let role = role_name(r.role);
-            writeln!(self.out, "{p}{line} {}  {role}{udp}{omitted}", columns(tick))?;
+            writeln!(self.out, "{p}{line} {}  {role}{udp}{rr}{omitted}", columns(tick))?;
         }
         for flow in [Flow::ClientToServer, Flow::ServerToClient] {
             let of_flow: Vec<usize> = (0..rows.len()).filter(|&i| rows[i].flow == flow).collect();
@@ -157,6 +158,23 @@ fn udp_interval(role: StreamRole, u: &linerate_proto::udp::UdpIntervalSample) ->
             u.jitter_ns as f64 / 1e6
         ),
     }
+}
+
+/// A request/response interval's transactions and latency, after the role.
+fn rr_interval(t: &linerate_proto::latency::RrIntervalSample, us: u64) -> String {
+    let lat = |v: Option<u64>| v.map_or("n/a".into(), format_latency_ns);
+    let rate = if us > 0 {
+        format!("{:.0}/s", t.transactions as f64 * 1e6 / us as f64)
+    } else {
+        "n/a".into()
+    };
+    format!(
+        "  {} transactions ({rate}), p50 {}, p99 {}, max {}",
+        t.transactions,
+        lat(t.p50_ns),
+        lat(t.p99_ns),
+        lat(t.max_ns)
+    )
 }
 
 pub(super) fn row(id: &str, flow: Flow, start_us: u64, end_us: u64, bytes: u64) -> String {

@@ -17,7 +17,7 @@ use crate::record::{Outcome, RunRecord};
 use crate::session::server::ServerNote;
 use crate::stats::{CostSummary, Figures, SideFigures, summarize};
 use crate::units::peer_text::{escape, escape_lines, every_string};
-use crate::units::{ByteCount, count_of, format_bits_per_second};
+use crate::units::{ByteCount, count_of, format_bits_per_second, format_latency_ns};
 
 pub use super::live::LivePrinter;
 
@@ -140,7 +140,10 @@ fn answer(
     summary: &crate::stats::Summary,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
-    for d in &summary.directions {
+    if let Some(l) = &summary.latency {
+        latency_lines(out, &record.spec, l)?;
+    }
+    for d in summary.directions.iter().filter(|_| summary.latency.is_none()) {
         writeln!(out, "{}:", direction_name(d.flow))?;
         side_line(out, "sender  ", d.sender.as_ref())?;
         side_line(out, "receiver", d.receiver.as_ref())?;
@@ -158,7 +161,8 @@ fn answer(
     if let Outcome::Failed { error, .. } = &record.outcome {
         writeln!(out, "Verdict: n/a: the test failed: {error}")?;
     }
-    for d in summary.directions.iter().filter(|_| !failed(record)) {
+    // Request/response tests have no bulk verdict (`stats::summary` says why).
+    for d in summary.directions.iter().filter(|_| !failed(record) && record.spec.rr.is_none()) {
         match summary.verdicts.iter().find(|v| v.flow == d.flow) {
             Some(v) => writeln!(out, "Verdict {}: {}", v.flow.label(), v.summary)?,
             None => writeln!(
@@ -178,6 +182,53 @@ fn answer(
         }
         Outcome::Failed { .. } => writeln!(out, "Test FAILED: nothing was measured."),
     }
+}
+
+/// A request/response test's answer: the rate, the latency percentiles, the cost.
+fn latency_lines(
+    out: &mut dyn Write,
+    spec: &TestSpec,
+    l: &crate::stats::latency::LatencySummary,
+) -> std::io::Result<()> {
+    let lat = |v: Option<u64>| v.map_or("n/a".into(), format_latency_ns);
+    let rate = l.transactions_per_second.map_or("n/a".into(), |r| format!("{r:.0}"));
+    writeln!(
+        out,
+        "Transactions: {} over {} stream(s): {rate} per second{}",
+        l.transactions,
+        l.streams,
+        match (l.unanswered, l.late_requests) {
+            (0, 0) => String::new(),
+            (u, 0) => format!(" ({u} unanswered at the end)"),
+            (u, late) => format!(" ({u} unanswered at the end, {late} requests sent late)"),
+        }
+    )?;
+    let from = if l.from_intended_send {
+        let rate = spec.rr.map_or(0, |r| r.rate_per_second);
+        format!("open loop at {rate}/s per stream, from each request's intended send time")
+    } else {
+        "closed loop, from each request's write".to_string()
+    };
+    let pcts: Vec<String> = crate::stats::latency::PERCENTILES
+        .iter()
+        .zip(l.percentiles())
+        .map(|((_, _, name), v)| format!("{name} {}", lat(v)))
+        .collect();
+    writeln!(
+        out,
+        "Latency ({from}): min {}, {}, max {}, mean {}",
+        lat(l.min_ns),
+        pcts.join(", "),
+        lat(l.max_ns),
+        lat(l.mean_ns)
+    )?;
+    let cpu = |v: Option<f64>| v.map_or("n/a".into(), |v| format!("{v:.2} us"));
+    writeln!(
+        out,
+        "CPU per transaction (process): client {}, server {}",
+        cpu(l.client_cpu_us_per_transaction),
+        cpu(l.server_cpu_us_per_transaction)
+    )
 }
 
 fn failed(record: &RunRecord) -> bool {
@@ -400,14 +451,26 @@ pub fn describe_spec_without(spec: &TestSpec, skip: &[&str]) -> String {
     };
     let keep = |part: &str| !skip.contains(&part);
     let mut parts = Vec::new();
-    if keep("protocol") {
+    if let Some(rr) = &spec.rr {
+        parts.push(format!(
+            "TCP request/response, {} B requests, {} B responses, {} in flight per stream, {}",
+            rr.request_bytes,
+            rr.response_bytes,
+            rr.in_flight,
+            if rr.open_loop() {
+                format!("open loop at {}/s per stream", rr.rate_per_second)
+            } else {
+                "closed loop".to_string()
+            }
+        ));
+    } else if keep("protocol") {
         parts.push(format!("{proto} {dir}"));
     }
     if keep("streams") {
         parts.push(format!("{} stream(s)", spec.streams));
     }
     parts.push(end);
-    if keep("length") {
+    if keep("length") && spec.rr.is_none() {
         parts.push(if spec.protocol == Protocol::Udp {
             format!("{} B {unit}", spec.block_bytes)
         } else {

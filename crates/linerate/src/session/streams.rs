@@ -25,10 +25,12 @@ use crate::record::canonical;
 use crate::session::udp_stream::{self, UdpStreamSetup, UdpTrack};
 use crate::sys::{self, ZeroCopySource};
 use crate::traffic::pool::{self, Inbox, PoolOptions, PoolStream, WorkerFigures};
+use crate::traffic::rr::{self, RequestOptions, RrRecorder};
 use crate::traffic::socket::{self, SocketOptions, TcpData, UdpData};
 use crate::traffic::{
     ByteBudget, SendOptions, StartGate, StreamCounters, TrafficControl, receive_loop, send_loop,
 };
+use linerate_proto::latency::RrSpec;
 use linerate_proto::samples::{SampleLog, samples_per_stream};
 use linerate_proto::udp::{DatagramFormat, SeqWidth};
 
@@ -103,6 +105,8 @@ struct LocalStream {
     probe: Probe,
     /// UDP streams: live counters and final figures.
     udp: Option<UdpTrack>,
+    /// Request/response streams of the requesting end: transactions and latencies.
+    rr: Option<Arc<RrRecorder>>,
     socket: SocketReport,
     /// Its own thread; None when a pool worker serves it.
     thread: Option<JoinHandle<()>>,
@@ -129,6 +133,7 @@ impl LocalStream {
             counters,
             probe,
             udp: None,
+            rr: None,
             socket,
             thread,
             intervals: SampleLog::default(),
@@ -202,8 +207,9 @@ impl StreamSet {
         let sends = spec.stream_plan().iter().any(|(_, f)| end.role(*f) == StreamRole::Sender);
         let zerocopy = if spec.zerocopy && sends {
             // The file repeats the pattern whole; sends take `block` bytes from its start.
-            let len = (spec.block_bytes as usize).div_ceil(PATTERN.len()) * PATTERN.len();
-            let src = ZeroCopySource::new(len, PATTERN)
+            let len = (spec.block_bytes as usize).div_ceil(crate::traffic::PATTERN.len())
+                * crate::traffic::PATTERN.len();
+            let src = ZeroCopySource::new(len, crate::traffic::PATTERN)
                 .context("zero-copy (-Z) needs a memory-backed file (memfd) for sendfile")?;
             Some(Arc::new(src))
         } else {
@@ -381,6 +387,11 @@ impl StreamSet {
         let socket = socket_report(sock.local_addr(), sock.peer_addr(), granted);
         let sock = Arc::new(sock);
         let counters = Arc::new(StreamCounters::default());
+        let recorder = self
+            .spec
+            .rr
+            .filter(|_| role == StreamRole::Sender)
+            .map(|rr| Arc::new(RrRecorder::new(&rr)));
         let thread = match self.pool_worker()? {
             Some(w) => {
                 w.inbox.push(PoolStream { sock: sock.clone(), role, counters: counters.clone() });
@@ -390,17 +401,23 @@ impl StreamSet {
                 sock.set_read_timeout(Some(POLL_TIMEOUT)).context("cannot set a socket timeout")?;
                 sock.set_write_timeout(Some(POLL_TIMEOUT))
                     .context("cannot set a socket timeout")?;
-                Some(self.spawn(id, role, sock.clone(), counters.clone())?)
+                Some(self.spawn(id, role, sock.clone(), counters.clone(), recorder.clone())?)
             }
         };
         let probe = Probe::Tcp(sock);
-        self.streams.push(LocalStream::new(id, flow, role, counters, probe, socket, thread));
+        let mut stream = LocalStream::new(id, flow, role, counters, probe, socket, thread);
+        stream.rr = recorder;
+        self.streams.push(stream);
         Ok(())
     }
 
     /// The worker the next TCP stream goes to, round robin; None for a thread per stream. The
-    /// first call decides, from the test's stream count, and starts the workers.
+    /// first call decides, from the test's stream count, and starts the workers. Request/
+    /// response streams always have a thread each (their loops time every transaction).
     fn pool_worker(&mut self) -> Result<Option<&PoolWorker>> {
+        if self.spec.rr.is_some() {
+            return Ok(None);
+        }
         if self.pool.is_none() {
             let conns = self.spec.connection_count();
             let Some(n) = self.layout.workers_for(conns, self.spec.protocol) else {
@@ -430,17 +447,19 @@ impl StreamSet {
         let figures = Arc::new(Mutex::new(None));
         let (in2, fig2) = (inbox.clone(), figures.clone());
         let body = move || {
-            let send =
-                if sends && opts.zerocopy.is_none() { pattern_block(block) } else { Vec::new() };
+            let send = if sends && opts.zerocopy.is_none() {
+                crate::traffic::pattern(block)
+            } else {
+                Vec::new()
+            };
             let mut recv = vec![0u8; read];
-            let cpu0 = counters::thread_cpu();
-            let wait0 = counters::thread_wait_us();
+            let clock = ThreadClock::now();
             let Some(start) = gate.wait() else { return };
             let streams = pool::worker_loop(&in2, start, &ctl, &opts, &send, &mut recv);
             let f = WorkerFigures {
                 streams,
-                cpu: cpu_since(cpu0, counters::thread_cpu()),
-                wait_us: wait0.zip(counters::thread_wait_us()).map(|(a, b)| b - a.min(b)),
+                cpu: clock.cpu(),
+                wait_us: clock.wait_us(),
                 wall_us: start.elapsed().as_micros() as u64,
             };
             if let Ok(mut slot) = fig2.lock() {
@@ -461,7 +480,11 @@ impl StreamSet {
         role: StreamRole,
         sock: Arc<TcpStream>,
         counters: Arc<StreamCounters>,
+        recorder: Option<Arc<RrRecorder>>,
     ) -> Result<JoinHandle<()>> {
+        if let Some(rr) = self.spec.rr {
+            return self.spawn_rr(id, role, rr, sock, counters, recorder);
+        }
         let (ctl, gate) = (self.ctl.clone(), self.gate.clone());
         let (budget, zerocopy) = (self.budget.clone(), self.zerocopy.clone());
         let spec = &self.spec;
@@ -472,12 +495,11 @@ impl StreamSet {
             // Everything a stream needs is ready before the gate opens, so streams released
             // together (a fleet's hosts) reach their first byte together.
             let buf = match role {
-                StreamRole::Sender if zerocopy.is_none() => pattern_block(block),
+                StreamRole::Sender if zerocopy.is_none() => crate::traffic::pattern(block),
                 StreamRole::Sender => Vec::new(),
                 StreamRole::Receiver => vec![0u8; read],
             };
-            let cpu0 = counters::thread_cpu();
-            let wait0 = counters::thread_wait_us();
+            let clock = ThreadClock::now();
             let Some(start) = gate.wait() else { return };
             let mut elapsed = None;
             let result = match role {
@@ -503,10 +525,46 @@ impl StreamSet {
                 }
             };
             let elapsed = elapsed.unwrap_or_else(|| start.elapsed());
-            counters.set_thread_cpu(cpu_since(cpu0, counters::thread_cpu()));
-            counters
-                .set_thread_wait(wait0.zip(counters::thread_wait_us()).map(|(a, b)| b - a.min(b)));
-            counters.finish(elapsed, result.err());
+            clock.finish(&counters, elapsed, result.err());
+        };
+        std::thread::Builder::new()
+            .name(name)
+            .stack_size(STREAM_STACK)
+            .spawn(self.pinned(self.streams.len(), body))
+            .context("cannot start a stream thread (too many streams for this host?)")
+    }
+
+    /// A request/response stream's thread: the request loop on the client (timing every
+    /// transaction into `recorder`), the answer loop on the server.
+    fn spawn_rr(
+        &self,
+        id: u32,
+        role: StreamRole,
+        rr: RrSpec,
+        sock: Arc<TcpStream>,
+        counters: Arc<StreamCounters>,
+        recorder: Option<Arc<RrRecorder>>,
+    ) -> Result<JoinHandle<()>> {
+        let (ctl, gate, omit) = (self.ctl.clone(), self.gate.clone(), self.omit);
+        let name = format!("lr-{}-{id}", if role == StreamRole::Sender { "rq" } else { "rs" });
+        let body = move || {
+            let clock = ThreadClock::now();
+            let Some(start) = gate.wait() else { return };
+            let result = match &recorder {
+                Some(rec) => {
+                    let opts = RequestOptions { rr, measured_from: start + omit };
+                    let r = rr::request_loop(&sock, start, &ctl, &counters, opts, rec);
+                    let _ = sock.shutdown(Shutdown::Write);
+                    r
+                }
+                None => rr::answer_loop(&sock, &ctl, &counters, rr),
+            };
+            let (last, error) = match result {
+                Ok(last) => (last, None),
+                Err(e) => (None, Some(e)),
+            };
+            let end = last.unwrap_or_else(Instant::now);
+            clock.finish(&counters, end.saturating_duration_since(start), error);
         };
         std::thread::Builder::new()
             .name(name)
@@ -684,6 +742,7 @@ impl StreamSet {
                 omitted,
                 tcp: if intervals_on { s.probe.tcp_internals() } else { None },
                 udp: s.udp.as_mut().map(|u| u.interval(s.role)),
+                rr: s.rr.as_ref().map(|r| r.take_interval()),
             };
             s.last_us = end_us;
             s.last_bytes = bytes;
@@ -835,6 +894,7 @@ impl StreamSet {
             error: s.counters.error().or_else(|| {
                 (end.is_none() && self.started().is_some()).then(|| "did not finish".to_string())
             }),
+            latency: s.rr.as_ref().map(|r| Box::new(r.result())),
         }
     }
 }
@@ -855,20 +915,42 @@ fn sum_cpu(mut cpu: impl Iterator<Item = Option<ProcessCpu>>) -> Option<ProcessC
     })
 }
 
-pub(super) fn cpu_since(a: Option<ProcessCpu>, b: Option<ProcessCpu>) -> Option<ProcessCpu> {
+/// What a data thread measures of itself: its CPU time and scheduler wait since it was made.
+pub(super) struct ThreadClock {
+    cpu: Option<ProcessCpu>,
+    wait_us: Option<u64>,
+}
+
+impl ThreadClock {
+    /// The calling thread's readings now (before it waits for the start).
+    pub(super) fn now() -> Self {
+        Self { cpu: counters::thread_cpu(), wait_us: counters::thread_wait_us() }
+    }
+
+    /// The CPU the calling thread used since [`ThreadClock::now`].
+    pub(super) fn cpu(&self) -> Option<ProcessCpu> {
+        cpu_since(self.cpu, counters::thread_cpu())
+    }
+
+    /// How long the calling thread waited for a CPU since [`ThreadClock::now`].
+    pub(super) fn wait_us(&self) -> Option<u64> {
+        self.wait_us.zip(counters::thread_wait_us()).map(|(a, b)| b - a.min(b))
+    }
+
+    /// Ends a stream: its thread's CPU and wait, then its end `elapsed` after the start.
+    pub(super) fn finish(&self, c: &StreamCounters, elapsed: Duration, error: Option<String>) {
+        c.set_thread_cpu(self.cpu());
+        c.set_thread_wait(self.wait_us());
+        c.finish(elapsed, error);
+    }
+}
+
+fn cpu_since(a: Option<ProcessCpu>, b: Option<ProcessCpu>) -> Option<ProcessCpu> {
     let (a, b) = (a?, b?);
     Some(ProcessCpu {
         user_us: b.user_us.saturating_sub(a.user_us),
         system_us: b.system_us.saturating_sub(a.system_us),
     })
-}
-
-/// The byte pattern senders write: not all zeros, so compression or dedup on the path cannot
-/// flatter the result.
-const PATTERN: &[u8] = b"linerate-payload-0123456789abcdef";
-
-fn pattern_block(len: usize) -> Vec<u8> {
-    PATTERN.iter().copied().cycle().take(len).collect()
 }
 
 /// What a stream's socket report says at the set-up: its addresses and what was granted.

@@ -13,8 +13,7 @@ use linerate_proto::udp::{
     DatagramFormat, UdpCounts, UdpIntervalSample, UdpReceiverResult, UdpSenderResult,
 };
 
-use super::streams::cpu_since;
-use crate::measure::counters;
+use super::streams::ThreadClock;
 use crate::traffic::{
     ByteBudget, StartGate, StreamCounters, TrafficControl, UdpReceiveFinal, UdpReceiveOptions,
     UdpSendFinal, UdpSendOptions, UdpShared, UdpSnapshot, udp_receive_loop, udp_send_loop,
@@ -69,8 +68,7 @@ pub(super) fn prepare(setup: UdpStreamSetup) -> (impl FnOnce() + Send + 'static,
     let body = move || {
         let s = setup;
         let Some(start) = s.gate.wait() else { return };
-        let cpu0 = counters::thread_cpu();
-        let wait0 = counters::thread_wait_us();
+        let clock = ThreadClock::now();
         let bytes = s.datagram_bytes as usize;
         let (result, last) = match s.role {
             StreamRole::Sender => {
@@ -102,9 +100,6 @@ pub(super) fn prepare(setup: UdpStreamSetup) -> (impl FnOnce() + Send + 'static,
             }
         };
         let elapsed = last.map_or_else(|| start.elapsed(), |t| t.saturating_duration_since(start));
-        s.counters.set_thread_cpu(cpu_since(cpu0, counters::thread_cpu()));
-        s.counters
-            .set_thread_wait(wait0.zip(counters::thread_wait_us()).map(|(a, b)| b - a.min(b)));
         let error = match result {
             Ok(o) => {
                 if let Ok(mut slot) = outcome.lock() {
@@ -114,7 +109,7 @@ pub(super) fn prepare(setup: UdpStreamSetup) -> (impl FnOnce() + Send + 'static,
             }
             Err(e) => Some(e),
         };
-        s.counters.finish(elapsed, error);
+        clock.finish(&s.counters, elapsed, error);
     };
     (body, track)
 }

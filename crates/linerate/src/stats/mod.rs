@@ -12,6 +12,7 @@ pub mod fairness;
 pub mod fleet;
 pub mod fleet_compare;
 pub mod intervals;
+pub mod latency;
 pub mod matrix;
 pub mod sample;
 pub mod scaling;

@@ -102,6 +102,9 @@ pub struct Summary {
     /// UDP accounting per direction (UDP tests only).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub udp: Vec<crate::stats::udp::UdpSummary>,
+    /// Transactions and latency (request/response tests only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency: Option<crate::stats::latency::LatencySummary>,
 }
 
 /// Computes the summary of a run from both ends' raw results.
@@ -159,7 +162,14 @@ pub fn summarize(record: &RunRecord) -> Summary {
     warnings.extend(crate::stats::verdict::link_warning(record, &directions));
     let udp = crate::stats::udp::summarize_udp(record);
     warnings.extend(crate::stats::udp::udp_warnings(&udp));
-    let verdicts = crate::stats::verdict::verdicts(record, &directions, &cost, &udp);
+    let latency = crate::stats::latency::summarize_latency(record);
+    // A bulk verdict (window, CPU, path) judges a flow that saturates something; requests
+    // and responses wait on each other by design, so it would only mislead.
+    let verdicts = if record.spec.rr.is_some() {
+        Vec::new()
+    } else {
+        crate::stats::verdict::verdicts(record, &directions, &cost, &udp)
+    };
     if cost.len() == 2 && one_machine {
         warnings.push(if same_process(record) {
             "client and server ran in one process (selftest): both ends' process and machine \
@@ -171,7 +181,7 @@ pub fn summarize(record: &RunRecord) -> Summary {
                 .to_string()
         });
     }
-    Summary { directions, streams, cost, verdicts, warnings, udp }
+    Summary { directions, streams, cost, verdicts, warnings, udp, latency }
 }
 
 /// True when both ends reported the same kernel and the same process id.
@@ -278,6 +288,7 @@ mod tests {
             udp_sender: None,
             udp_receiver: None,
             error: None,
+            latency: None,
         }
     }
 

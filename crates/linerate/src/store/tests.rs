@@ -61,6 +61,7 @@ fn stream(id: u32, role: StreamRole, bytes: u64) -> StreamResult {
         udp_sender: None,
         udp_receiver: None,
         error: None,
+        latency: None,
     }
 }
 

@@ -82,21 +82,38 @@ pub fn wait_readable_or_writable(
     sock: &impl AsFd,
     timeout: std::time::Duration,
 ) -> io::Result<(bool, bool)> {
+    poll_one(sock, libc::POLLIN | libc::POLLOUT, timeout)
+}
+
+/// Waits up to `timeout`, to the nanosecond (ppoll(2)), until `sock` is readable; an error or
+/// hang-up counts as readable, so the next read reports it. An open-loop request stream
+/// waits this way for a response until its next request is due.
+pub fn wait_readable(sock: &impl AsFd, timeout: std::time::Duration) -> io::Result<bool> {
+    poll_one(sock, libc::POLLIN, timeout).map(|(readable, _)| readable)
+}
+
+/// ppoll(2) on one socket for `events`: (readable, writable) as asked, errors as both.
+fn poll_one(
+    sock: &impl AsFd,
+    events: libc::c_short,
+    timeout: std::time::Duration,
+) -> io::Result<(bool, bool)> {
     use std::os::fd::AsRawFd;
-    let mut p = libc::pollfd {
-        fd: sock.as_fd().as_raw_fd(),
-        events: libc::POLLIN | libc::POLLOUT,
-        revents: 0,
+    let mut p = libc::pollfd { fd: sock.as_fd().as_raw_fd(), events, revents: 0 };
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs().min(i32::MAX as u64) as libc::time_t,
+        tv_nsec: libc::c_long::from(timeout.subsec_nanos() as i32),
     };
-    let ms = timeout.as_millis().min(i32::MAX as u128) as libc::c_int;
-    // SAFETY: one valid pollfd for the duration of the call.
-    let n = unsafe { libc::poll(&mut p, 1, ms) };
+    // SAFETY: one valid pollfd and one valid timespec for the duration of the call; no signal
+    // mask is passed (null), so the thread's mask is unchanged.
+    let n = unsafe { libc::ppoll(&mut p, 1, &ts, std::ptr::null()) };
     if n < 0 {
         let e = io::Error::last_os_error();
         return if e.kind() == io::ErrorKind::Interrupted { Ok((false, false)) } else { Err(e) };
     }
     let broken = p.revents & (libc::POLLERR | libc::POLLHUP) != 0;
-    Ok((broken || p.revents & libc::POLLIN != 0, broken || p.revents & libc::POLLOUT != 0))
+    let asked = |flag| events & flag != 0 && (broken || p.revents & flag != 0);
+    Ok((asked(libc::POLLIN), asked(libc::POLLOUT)))
 }
 
 /// Sets `SO_RCVLOWAT`: a blocked reader is woken only once `bytes` are queued (or at

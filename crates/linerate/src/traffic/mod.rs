@@ -16,6 +16,7 @@
 
 mod control;
 pub mod pool;
+pub mod rr;
 pub mod socket;
 mod tcp;
 mod udp;
@@ -26,3 +27,12 @@ pub use udp::{
     UdpReceiveFinal, UdpReceiveOptions, UdpSendFinal, UdpSendOptions, UdpShared, UdpSnapshot,
     udp_receive_loop, udp_send_loop,
 };
+
+/// The byte pattern senders write: not all zeros, so compression or dedup on the path cannot
+/// flatter the result.
+pub const PATTERN: &[u8] = b"linerate-payload-0123456789abcdef";
+
+/// `len` bytes of [`PATTERN`], repeated.
+pub fn pattern(len: usize) -> Vec<u8> {
+    PATTERN.iter().copied().cycle().take(len).collect()
+}

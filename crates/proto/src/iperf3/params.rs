@@ -111,6 +111,9 @@ pub fn params(
     client_version: &str,
     get_server_output: bool,
 ) -> Result<String, String> {
+    if spec.rr.is_some() {
+        return Err("request/response tests (--rr) are not supported by iperf3, which measures bulk transfers only; run `linerate server` on the far end".into());
+    }
     if spec.streams > 128 {
         return Err(format!(
             "iperf3 servers accept at most 128 streams (-P {}); use -P 128 or fewer",

@@ -20,7 +20,7 @@
 
 use std::time::Duration;
 
-use super::histogram::DurationHistogram;
+use crate::histogram::DurationHistogram;
 
 /// RFC 3550 jitter plus the distribution of |D| for one stream; see the module docs.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -21,7 +21,6 @@
 
 mod burst;
 mod header;
-mod histogram;
 mod jitter;
 mod pacer;
 mod results;
@@ -31,12 +30,12 @@ mod window;
 #[cfg(test)]
 mod tests;
 
+pub use crate::histogram::DurationHistogram;
 pub use burst::{BurstReport, BurstStats};
 pub use header::{
     BufferTooShort, DatagramFormat, DatagramHeader, Decoded, SECRET_LEN, SeqWidth, Unwrapper,
     header_len, secret_of,
 };
-pub use histogram::DurationHistogram;
 pub use jitter::{JitterMeter, JitterSummary};
 pub use pacer::{BURST_WINDOW, Pacer};
 pub use results::{UdpCounts, UdpIntervalSample, UdpReceiverResult, UdpSenderResult};

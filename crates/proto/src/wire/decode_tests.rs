@@ -139,6 +139,7 @@ fn largest_results(connections: u32) -> SideResults {
         omitted: false,
         tcp: Some(tcp),
         udp: None,
+        rr: None,
     };
     let stream = |id: u32| StreamResult {
         id,
@@ -161,6 +162,7 @@ fn largest_results(connections: u32) -> SideResults {
         thread_wait_us: None,
         udp_sender: None,
         udp_receiver: None,
+        latency: None,
         error: None,
     };
     let cpu = CpuTimes { user_us: u64::MAX / 9, idle_us: u64::MAX / 9, ..CpuTimes::default() };

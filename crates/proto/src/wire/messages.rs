@@ -36,11 +36,14 @@ pub enum Capability {
     /// UDP datagrams carry the test's secret (`udp::DatagramFormat::native`). Required by
     /// every UDP test: a peer without it sends and expects the older 16-byte header.
     UdpSecret,
+    /// Request/response tests (`--rr`, `spec.rr`): the server answers requests on each
+    /// stream instead of receiving a bulk flow.
+    Latency,
 }
 
 impl Capability {
     /// Every capability this crate knows, in a stable order.
-    pub const ALL: [Capability; 11] = [
+    pub const ALL: [Capability; 12] = [
         Self::Tcp,
         Self::Reverse,
         Self::Bidir,
@@ -52,6 +55,7 @@ impl Capability {
         Self::Queue,
         Self::HeldStart,
         Self::UdpSecret,
+        Self::Latency,
     ];
 
     /// The wire name.
@@ -68,6 +72,7 @@ impl Capability {
             Self::Queue => "queue",
             Self::HeldStart => "held_start",
             Self::UdpSecret => "udp_secret",
+            Self::Latency => "latency",
         }
     }
 

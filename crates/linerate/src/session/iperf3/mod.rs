@@ -58,6 +58,7 @@ pub(crate) fn peer_side(r: &Iperf3Results, spec: &TestSpec, peer: End) -> SideRe
                 udp_receiver: (udp && peer.role(flow) == StreamRole::Receiver)
                     .then(|| udp_receiver(s)),
                 error: None,
+                latency: None,
             }
         })
         .collect();

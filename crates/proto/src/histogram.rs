@@ -1,14 +1,23 @@
 //! A fixed-memory histogram of durations with about 1.6 % relative precision.
 //!
+//! One histogram serves every distribution of durations linerate reports: UDP's transit
+//! variation (`udp::jitter`) and request/response latency (`latency`). Latency percentiles
+//! up to p99.99 need far finer bins than netperf's one-digit ones, and a stored run must let a
+//! report recompute any percentile and draw the CDF, so the counts themselves serialize
+//! (sparse: only non-empty buckets, each named by its lower bound in nanoseconds).
+//!
 //! Log-linear buckets, as in HdrHistogram: below 64 ns one bucket per nanosecond (exact, so
 //! a steady stream's |D| of 0 reads as 0); from 64 ns up to 2^34 ns (about 17 s) each
 //! power-of-two octave is split into 32 equal buckets, so a bucket is at most 1/32 of its lower
 //! bound wide and its midpoint is within 1/64 (1.6 %) of any value in it; one overflow bucket
 //! above (its values are reported as the exact maximum). 961 counters (7.5 KiB), no
-//! allocation after construction, exact count and maximum. It stores durations and nothing
-//! else; what they mean is up to the owner (`jitter` feeds it |D| values).
+//! allocation after construction, exact count, minimum, maximum and sum (for the mean). It
+//! stores durations and nothing else; what they mean is up to the owner (`jitter` feeds it
+//! |D| values, `latency` round trips).
 
 use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
 
 const SUB_BITS: u32 = 5;
 const SUB_BUCKETS: usize = 1 << SUB_BITS;
@@ -25,7 +34,9 @@ const BUCKETS: usize = OVERFLOW + 1;
 pub struct DurationHistogram {
     counts: Vec<u64>,
     total: u64,
+    min_ns: u64,
     max_ns: u64,
+    sum_ns: u64,
 }
 
 impl Default for DurationHistogram {
@@ -62,17 +73,46 @@ fn bounds_of(i: usize) -> (u64, u64) {
 impl DurationHistogram {
     /// An empty histogram.
     pub fn new() -> Self {
-        Self { counts: vec![0; BUCKETS], total: 0, max_ns: 0 }
+        Self { counts: vec![0; BUCKETS], total: 0, min_ns: u64::MAX, max_ns: 0, sum_ns: 0 }
     }
 
     /// Counts one duration.
     pub fn record(&mut self, value: Duration) {
         let ns = u64::try_from(value.as_nanos()).unwrap_or(u64::MAX);
-        if let Some(c) = self.counts.get_mut(bucket_of(ns)) {
-            *c += 1;
+        self.record_ns(ns, 1);
+    }
+
+    /// Counts `n` durations of `ns` nanoseconds each.
+    pub fn record_ns(&mut self, ns: u64, n: u64) {
+        if n == 0 {
+            return;
         }
-        self.total += 1;
+        if let Some(c) = self.counts.get_mut(bucket_of(ns)) {
+            *c = c.saturating_add(n);
+        }
+        self.total = self.total.saturating_add(n);
+        self.min_ns = self.min_ns.min(ns);
         self.max_ns = self.max_ns.max(ns);
+        self.sum_ns = self.sum_ns.saturating_add(ns.saturating_mul(n));
+    }
+
+    /// The smallest duration recorded (exact); None if empty.
+    pub fn min(&self) -> Option<Duration> {
+        (self.total > 0).then(|| Duration::from_nanos(self.min_ns))
+    }
+
+    /// The mean of the durations recorded (exact); None if empty.
+    pub fn mean(&self) -> Option<Duration> {
+        Some(Duration::from_nanos(self.sum_ns.checked_div(self.total)?))
+    }
+
+    /// The non-empty buckets in order: each bucket's lower bound in nanoseconds (the exact
+    /// maximum for the overflow bucket) and its count. A CDF is their running sum.
+    pub fn buckets(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.counts.iter().enumerate().filter(|(_, c)| **c > 0).map(|(i, &c)| {
+            let low = if i == OVERFLOW { self.max_ns } else { bounds_of(i).0 };
+            (low, c)
+        })
     }
 
     /// How many durations were recorded.
@@ -112,17 +152,66 @@ impl DurationHistogram {
     /// Adds another histogram's counts (e.g. to sum the streams of a test).
     pub fn merge(&mut self, other: &Self) {
         for (mine, theirs) in self.counts.iter_mut().zip(&other.counts) {
-            *mine += theirs;
+            *mine = mine.saturating_add(*theirs);
         }
-        self.total += other.total;
+        self.total = self.total.saturating_add(other.total);
+        self.min_ns = self.min_ns.min(other.min_ns);
         self.max_ns = self.max_ns.max(other.max_ns);
+        self.sum_ns = self.sum_ns.saturating_add(other.sum_ns);
     }
 
     /// Forgets everything recorded.
     pub fn reset(&mut self) {
-        self.counts.fill(0);
-        self.total = 0;
-        self.max_ns = 0;
+        *self = Self::new();
+    }
+}
+
+/// The stored form: the exact figures and the non-empty buckets as `[lower_ns, count]`.
+#[derive(Serialize, Deserialize)]
+struct Stored {
+    count: u64,
+    min_ns: Option<u64>,
+    max_ns: Option<u64>,
+    sum_ns: u64,
+    buckets: Vec<(u64, u64)>,
+}
+
+impl Serialize for DurationHistogram {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        Stored {
+            count: self.total,
+            min_ns: self.min().map(|_| self.min_ns),
+            max_ns: self.max().map(|_| self.max_ns),
+            sum_ns: self.sum_ns,
+            buckets: self.buckets().collect(),
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for DurationHistogram {
+    /// Rebuilds the counts from the buckets (a value is put in the bucket that holds it, so
+    /// any lower bound reads back); the count is their sum and the extremes stay within
+    /// them, whatever a stored or peer document claims.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let stored = Stored::deserialize(d)?;
+        let mut h = Self::new();
+        for (low, n) in stored.buckets {
+            h.record_ns(low, n);
+        }
+        if h.total > 0 {
+            if let Some(min) = stored.min_ns.filter(|m| bucket_of(*m) == bucket_of(h.min_ns)) {
+                h.min_ns = min;
+            }
+            if let Some(max) = stored.max_ns.filter(|m| bucket_of(*m) == bucket_of(h.max_ns)) {
+                h.max_ns = max;
+            }
+            let bounds = h.min_ns.saturating_mul(h.total)..=h.max_ns.saturating_mul(h.total);
+            if bounds.contains(&stored.sum_ns) {
+                h.sum_ns = stored.sum_ns;
+            }
+        }
+        Ok(h)
     }
 }
 
@@ -202,5 +291,30 @@ mod tests {
         let p95 = a.quantile(0.95).unwrap().as_nanos() as f64;
         assert!((p50 - 10_000.0).abs() < 200.0, "{p50}");
         assert!((p95 - 3_000_000.0).abs() < 60_000.0, "{p95}");
+    }
+
+    #[test]
+    fn the_stored_form_reads_back_and_stays_consistent_whatever_it_claims() {
+        let mut h = DurationHistogram::new();
+        for ns in [7, 900, 15_000, 15_100, 3_000_000, 40_000_000_000] {
+            h.record_ns(ns, 2);
+        }
+        assert_eq!(h.min(), Some(Duration::from_nanos(7)));
+        assert_eq!(h.mean(), Some(Duration::from_nanos(6_667_171_834)));
+        let text = serde_json::to_string(&h).unwrap();
+        let back: DurationHistogram = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, h);
+        // A document whose count, extremes and sum disagree with its buckets is corrected by
+        // them: the buckets are the data, the rest is derived.
+        let lying =
+            r#"{"count":99,"min_ns":1,"max_ns":5,"sum_ns":1,"buckets":[[1000,3],[2000,1]]}"#;
+        let h: DurationHistogram = serde_json::from_str(lying).unwrap();
+        assert_eq!(h.count(), 4);
+        assert_eq!(
+            (h.min(), h.max()),
+            (Some(Duration::from_nanos(1000)), Some(Duration::from_nanos(2000)))
+        );
+        assert_eq!(h.mean(), Some(Duration::from_nanos(1250)));
+        assert!(serde_json::from_str::<DurationHistogram>(r#"{"count":1}"#).is_err());
     }
 }

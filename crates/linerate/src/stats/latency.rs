@@ -1,0 +1,132 @@
+//! The figures of a request/response test (`--rr`): transactions per second, latency
+//! percentiles from the streams' histograms merged, and what a transaction cost each end.
+//!
+//! Percentiles are those of every transaction of every stream after the warm-up (the merged
+//! histograms, 1.6 % precision; min, max and mean exact), not means of per-stream percentiles.
+//! The rate is the sum of each stream's transactions over its own measured time, as the bulk
+//! figures sum each stream's bytes over its own time. CPU per transaction divides each end's
+//! process CPU over the whole test by every transaction it served, warm-up included, since the
+//! CPU meter covers the warm-up too.
+
+use linerate_proto::histogram::DurationHistogram;
+use linerate_proto::{SideResults, StreamRole};
+use serde::Serialize;
+
+use crate::record::RunRecord;
+
+/// The percentiles reported, as (JSON key, quantile, label).
+pub const PERCENTILES: [(&str, f64, &str); 5] = [
+    ("p50_ns", 0.50, "p50"),
+    ("p90_ns", 0.90, "p90"),
+    ("p99_ns", 0.99, "p99"),
+    ("p99_9_ns", 0.999, "p99.9"),
+    ("p99_99_ns", 0.9999, "p99.99"),
+];
+
+/// A request/response test's answer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LatencySummary {
+    /// Streams that reported transactions.
+    pub streams: u32,
+    /// Transactions after the warm-up, all streams.
+    pub transactions: u64,
+    /// Their rate: each stream's transactions over its measured time, summed.
+    pub transactions_per_second: Option<f64>,
+    /// `closed` (as fast as responses allow) or `open` (requests at a fixed rate).
+    pub loop_kind: &'static str,
+    /// True when latencies run from each request's intended send time (open loop).
+    pub from_intended_send: bool,
+    /// Requests without a response when their stream ended.
+    pub unanswered: u64,
+    /// Open loop: requests sent more than an interval after they were due.
+    pub late_requests: u64,
+    /// Exact extremes and mean, and the percentiles of [`PERCENTILES`], nanoseconds.
+    pub min_ns: Option<u64>,
+    /// Median.
+    pub p50_ns: Option<u64>,
+    /// 90th percentile.
+    pub p90_ns: Option<u64>,
+    /// 99th percentile.
+    pub p99_ns: Option<u64>,
+    /// 99.9th percentile.
+    pub p99_9_ns: Option<u64>,
+    /// 99.99th percentile.
+    pub p99_99_ns: Option<u64>,
+    /// Largest latency (exact).
+    pub max_ns: Option<u64>,
+    /// Mean latency (exact).
+    pub mean_ns: Option<u64>,
+    /// The client's process CPU per transaction, microseconds.
+    pub client_cpu_us_per_transaction: Option<f64>,
+    /// The server's process CPU per transaction, microseconds.
+    pub server_cpu_us_per_transaction: Option<f64>,
+    /// Every stream's latencies merged (for CDFs; not serialized: the record has them).
+    #[serde(skip)]
+    pub histogram: DurationHistogram,
+}
+
+impl LatencySummary {
+    /// The percentile figures in [`PERCENTILES`] order.
+    pub fn percentiles(&self) -> [Option<u64>; 5] {
+        [self.p50_ns, self.p90_ns, self.p99_ns, self.p99_9_ns, self.p99_99_ns]
+    }
+}
+
+fn ns(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// The latency figures of a request/response run; None for any other test.
+pub fn summarize_latency(record: &RunRecord) -> Option<LatencySummary> {
+    record.spec.rr?;
+    let client = record.client.as_ref()?;
+    let measured: Vec<_> = client
+        .streams
+        .iter()
+        .filter(|s| s.role == StreamRole::Sender)
+        .filter_map(|s| Some((s, s.latency.as_deref()?)))
+        .collect();
+    if measured.is_empty() {
+        return None;
+    }
+    let mut histogram = DurationHistogram::new();
+    let (mut unanswered, mut late, mut all) = (0, 0, 0);
+    let mut rate: Option<f64> = None;
+    for (s, l) in &measured {
+        histogram.merge(&l.histogram);
+        unanswered += l.unanswered;
+        late += l.late_requests;
+        all += l.transactions + l.omitted_transactions;
+        let secs = s.measured_us() as f64 / 1e6;
+        if secs > 0.0 {
+            *rate.get_or_insert(0.0) += l.transactions as f64 / secs;
+        }
+    }
+    let [p50_ns, p90_ns, p99_ns, p99_9_ns, p99_99_ns] =
+        PERCENTILES.map(|(_, p, _)| histogram.quantile(p).map(ns));
+    let per_transaction = |side: Option<&SideResults>| {
+        let cpu = side?.cost.as_ref()?.process?;
+        (all > 0).then(|| (cpu.user_us + cpu.system_us) as f64 / all as f64)
+    };
+    let open = measured[0].1.from_intended_send;
+    Some(LatencySummary {
+        streams: measured.len() as u32,
+        transactions: histogram.count(),
+        transactions_per_second: rate,
+        loop_kind: if open { "open" } else { "closed" },
+        from_intended_send: open,
+        unanswered,
+        late_requests: late,
+        min_ns: histogram.min().map(ns),
+        p50_ns,
+        p90_ns,
+        p99_ns,
+        p99_9_ns,
+        p99_99_ns,
+        max_ns: histogram.max().map(ns),
+        mean_ns: histogram.mean().map(ns),
+        client_cpu_us_per_transaction: per_transaction(Some(client)),
+        server_cpu_us_per_transaction: per_transaction(record.server_results.as_ref()),
+        histogram,
+    })
+}

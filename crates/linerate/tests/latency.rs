@@ -1,0 +1,132 @@
+//! Request/response tests (`--rr`) against a real `linerate server` on loopback: the figures
+//! agree with the bytes both ends moved, and an open loop shows a server stall that a closed
+//! loop hides (coordinated omission). The stall is real: the server process is stopped with
+//! SIGSTOP and continued with SIGCONT while the test runs.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::util::{Server, client_json, run, streams};
+
+fn ns(latency: &Value, key: &str) -> u64 {
+    latency[key].as_u64().unwrap_or_else(|| panic!("summary.latency.{key} missing: {latency}"))
+}
+
+#[test]
+fn request_response_reports_transactions_and_ordered_percentiles() {
+    let _x = crate::util::exclusive();
+    let srv = Server::start(&[]);
+    let args = ["--rr", "-t", "2", "-P", "2", "--in-flight", "2", "--request-size", "64"];
+    let doc =
+        client_json(srv.port, &[&args[..], &["--response-size", "512", "--no-store"]].concat());
+    let l = &doc["summary"]["latency"];
+    let transactions = l["transactions"].as_u64().expect("transactions");
+    assert!(transactions > 1000, "a loopback closed loop does thousands per second: {l}");
+    let tps = l["transactions_per_second"].as_f64().expect("rate");
+    assert!((transactions as f64 / tps - 2.0).abs() < 0.3, "rate over the 2 s test: {l}");
+    let order = ["min_ns", "p50_ns", "p90_ns", "p99_ns", "p99_9_ns", "p99_99_ns", "max_ns"];
+    let figures: Vec<u64> = order.iter().map(|k| ns(l, k)).collect();
+    assert!(figures.windows(2).all(|w| w[0] <= w[1]), "percentiles in order: {l}");
+    assert!(figures[0] > 0 && ns(l, "mean_ns") >= figures[0], "{l}");
+    assert_eq!(l["loop_kind"], "closed");
+    assert_eq!(l["unanswered"], 0, "every request was answered: {l}");
+    for end in ["client_cpu_us_per_transaction", "server_cpu_us_per_transaction"] {
+        assert!(l[end].as_f64().is_some_and(|v| v > 0.0), "{end}: {l}");
+    }
+    // Every request the client wrote reached the server and was answered: the bytes agree
+    // with the transactions exactly, stream by stream.
+    let client = streams(&doc, "client");
+    assert_eq!(client.len(), 2);
+    let mut counted = 0;
+    for s in client {
+        let lat = &s["latency"];
+        let done = lat["transactions"].as_u64().expect("stream transactions")
+            + lat["omitted_transactions"].as_u64().expect("omitted");
+        assert_eq!(s["bytes"].as_u64(), Some(done * 64), "requests written: {s}");
+        let buckets: u64 = lat["histogram"]["buckets"]
+            .as_array()
+            .expect("buckets")
+            .iter()
+            .map(|b| b[1].as_u64().expect("count"))
+            .sum();
+        assert_eq!(buckets, lat["transactions"].as_u64().expect("n"), "histogram holds them all");
+        counted += lat["transactions"].as_u64().expect("n");
+        let server_side = streams(&doc, "server_results")
+            .iter()
+            .find(|r| r["id"] == s["id"])
+            .expect("the server reported the stream");
+        assert_eq!(server_side["bytes"], s["bytes"], "the server read every request");
+    }
+    assert_eq!(counted, transactions);
+}
+
+#[test]
+fn bulk_only_flags_are_refused_with_rr_by_name() {
+    let _x = crate::util::exclusive();
+    for (flag, words) in [
+        (&["-R"][..], "-R/--bidir"),
+        (&["-u"][..], "-u"),
+        (&["-b", "1M"][..], "--rr-rate"),
+        (&["--in-flight", "0"][..], "--in-flight"),
+        (&["--request-size", "2M"][..], "--request-size"),
+    ] {
+        let out = run(
+            &[&["client", "127.0.0.1", "-p", "9", "--rr", "-t", "1"][..], flag].concat(),
+            Duration::from_secs(10),
+        );
+        assert_eq!(out.code, Some(2), "{flag:?}: {}", out.stderr);
+        assert!(out.stderr.contains(words), "{flag:?} names {words}: {}", out.stderr);
+    }
+    let out =
+        run(&["client", "127.0.0.1", "-p", "9", "--request-size", "10"], Duration::from_secs(10));
+    assert_eq!(out.code, Some(2));
+    assert!(out.stderr.contains("--rr"), "{}", out.stderr);
+}
+
+/// Runs a 3 s request/response test while the server is stopped for `STALL` after 1.5 s;
+/// returns the summary's latency object.
+fn stalled_run(extra: &[&str]) -> Value {
+    const STALL: Duration = Duration::from_millis(300);
+    let srv = Server::start(&[]);
+    let (port, pid) = (srv.port, srv.child.id());
+    let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+    let client = std::thread::spawn(move || {
+        let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+        client_json(port, &[&["--rr", "-t", "3", "-i", "0", "--no-store"][..], &extra].concat())
+    });
+    std::thread::sleep(Duration::from_millis(1500));
+    let signal = |sig: &str| {
+        let ok = std::process::Command::new("sh")
+            .args(["-c", &format!("kill -{sig} {pid}")])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "kill -{sig} {pid}");
+    };
+    signal("STOP");
+    std::thread::sleep(STALL);
+    signal("CONT");
+    let doc = client.join().expect("client thread");
+    drop(srv);
+    doc["summary"]["latency"].clone()
+}
+
+#[test]
+fn an_open_loop_shows_a_server_stall_that_a_closed_loop_hides() {
+    let _x = crate::util::exclusive();
+    let closed = stalled_run(&[]);
+    let open = stalled_run(&["--rr-rate", "2000"]);
+    // Both saw the stall in their slowest transaction...
+    for (name, l) in [("closed", &closed), ("open", &open)] {
+        assert!(ns(l, "max_ns") >= 250_000_000, "{name} loop's max shows the 300 ms stall: {l}");
+    }
+    // ...but the closed loop sent nothing while it waited, so the stall is one sample among
+    // tens of thousands; the open loop kept its schedule, so the ~600 requests due during the
+    // stall all count their wait from their intended send time.
+    assert!(ns(&closed, "p99_9_ns") < 100_000_000, "closed loop hides the stall: {closed}");
+    assert!(ns(&open, "p99_ns") >= 150_000_000, "open loop shows it at p99: {open}");
+    assert_eq!(open["loop_kind"], "open");
+    assert!(open["late_requests"].as_u64().is_some_and(|n| n >= 100), "{open}");
+    let tps = open["transactions_per_second"].as_f64().expect("rate");
+    assert!((tps - 2000.0).abs() < 200.0, "the open loop kept its rate: {open}");
+}

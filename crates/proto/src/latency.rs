@@ -1,0 +1,188 @@
+//! Request/response tests (`--rr`): what the client asks for, and what its streams measured.
+//!
+//! netperf's TCP_RR is the model: on each stream the client writes a request of
+//! `request_bytes`, the server reads it whole and writes a response of `response_bytes`, and
+//! the client times the round trip. Several transactions may be in flight per stream
+//! (netperf's burst, neper's `--num-in-flight`); TCP keeps them in order, so neither end needs
+//! a header and the bytes on the wire are exactly the sizes asked for.
+//!
+//! Two loops, named in every result so nobody mixes them up:
+//!
+//! - **Closed loop** (`rate_per_second` 0): each stream keeps `in_flight` transactions
+//!   outstanding and sends the next request the moment a response completes. It measures the
+//!   best transaction rate, but a stall of the server delays *sending* too, so a 200 ms stall
+//!   costs one slow sample: the percentiles hide it (coordinated omission).
+//! - **Open loop** (`rate_per_second` > 0): requests are due at fixed intervals whatever the
+//!   responses do, up to `in_flight` outstanding; each latency is measured from the request's
+//!   *intended* send time, so a request that could not even be sent during a stall counts
+//!   the whole wait (coordinated-omission correction, as in wrk2 and HdrHistogram).
+//!
+//! Only the requesting end (the client) measures latency; the server answers and reports its
+//! cost as for any test. Latencies go into a [`DurationHistogram`] (1.6 % precision), whose
+//! counts are kept in the result so percentiles and the CDF can be recomputed from a stored run.
+
+use serde::{Deserialize, Serialize};
+
+use crate::histogram::DurationHistogram;
+
+/// The largest request or response: 1 MiB.
+pub const MAX_MESSAGE_BYTES: u32 = 1 << 20;
+/// The most transactions in flight per stream.
+pub const MAX_IN_FLIGHT: u32 = 1024;
+/// The most requests per second per stream in an open loop.
+pub const MAX_RATE_PER_SECOND: u64 = 10_000_000;
+/// The most streams of a request/response test (each has a thread of its own on both ends).
+pub const MAX_STREAMS: u32 = 1024;
+
+/// What a request/response test exchanges on each stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RrSpec {
+    /// Bytes of each request (client to server).
+    pub request_bytes: u32,
+    /// Bytes of each response (server to client).
+    pub response_bytes: u32,
+    /// Transactions outstanding per stream: always this many in a closed loop, at most this
+    /// many in an open loop.
+    pub in_flight: u32,
+    /// Open loop: requests due per second per stream, at even intervals; 0 = closed loop.
+    pub rate_per_second: u64,
+}
+
+impl RrSpec {
+    /// netperf's TCP_RR defaults: 1-byte requests and responses, one in flight, closed loop.
+    pub fn default_rr() -> Self {
+        Self { request_bytes: 1, response_bytes: 1, in_flight: 1, rate_per_second: 0 }
+    }
+
+    /// True for an open loop (latency from the intended send time).
+    pub fn open_loop(&self) -> bool {
+        self.rate_per_second > 0
+    }
+
+    /// Bytes of buffers one stream holds on either end: a read buffer and `in_flight` of the
+    /// larger message to write.
+    pub fn buffer_bytes(&self) -> u64 {
+        let largest = u64::from(self.request_bytes.max(self.response_bytes));
+        largest * u64::from(self.in_flight) + largest.max(64 * 1024)
+    }
+
+    /// A sentence naming the first field out of range, if any.
+    pub fn problem(&self) -> Option<String> {
+        let size = |name: &str, v: u32| {
+            (!(1..=MAX_MESSAGE_BYTES).contains(&v)).then(|| {
+                format!("{name} = {v} is out of range; allowed: 1..={MAX_MESSAGE_BYTES} bytes")
+            })
+        };
+        size("request size (--request-size)", self.request_bytes)
+            .or_else(|| size("response size (--response-size)", self.response_bytes))
+            .or_else(|| {
+                (!(1..=MAX_IN_FLIGHT).contains(&self.in_flight)).then(|| {
+                    format!(
+                        "transactions in flight (--in-flight) = {} is out of range; allowed: 1..={MAX_IN_FLIGHT}",
+                        self.in_flight
+                    )
+                })
+            })
+            .or_else(|| {
+                (self.rate_per_second > MAX_RATE_PER_SECOND).then(|| {
+                    format!(
+                        "request rate (--rr-rate) = {}/s is out of range; allowed: 0 (closed loop) ..= {MAX_RATE_PER_SECOND}/s per stream",
+                        self.rate_per_second
+                    )
+                })
+            })
+    }
+}
+
+/// What the requesting end of one stream measured.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LatencyResult {
+    /// Transactions completed after the warm-up (`-O`): the ones in `histogram`.
+    pub transactions: u64,
+    /// Transactions completed during the warm-up (not in `histogram`).
+    pub omitted_transactions: u64,
+    /// Requests sent that had no response when the stream ended.
+    pub unanswered: u64,
+    /// True when latencies run from each request's intended send time (open loop).
+    pub from_intended_send: bool,
+    /// Open loop: requests that went out later than due by more than one interval (the
+    /// stream could not keep the rate: too many outstanding, or a busy sender).
+    pub late_requests: u64,
+    /// The latencies of `transactions`, nanoseconds.
+    pub histogram: DurationHistogram,
+}
+
+/// One interval's transactions on one stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RrIntervalSample {
+    /// Transactions completed in the interval.
+    pub transactions: u64,
+    /// Their median latency, nanoseconds; None when none completed, or when samples were
+    /// merged (a median of medians is not a median).
+    pub p50_ns: Option<u64>,
+    /// Their 99th percentile, nanoseconds; None as for `p50_ns`.
+    pub p99_ns: Option<u64>,
+    /// Their largest latency, nanoseconds (exact, also after merging).
+    pub max_ns: Option<u64>,
+}
+
+impl RrIntervalSample {
+    /// The sample of one interval's histogram.
+    pub fn of(h: &DurationHistogram) -> Self {
+        let ns = |d: std::time::Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        Self {
+            transactions: h.count(),
+            p50_ns: h.quantile(0.5).map(ns),
+            p99_ns: h.quantile(0.99).map(ns),
+            max_ns: h.max().map(ns),
+        }
+    }
+
+    /// Extends this sample by the next one (counts add, the maximum stays exact, percentiles
+    /// of a merged sample are unknown).
+    pub fn merge(&mut self, later: &Self) {
+        self.transactions = self.transactions.saturating_add(later.transactions);
+        self.p50_ns = None;
+        self.p99_ns = None;
+        self.max_ns = self.max_ns.max(later.max_ns);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn problems_name_the_flag_and_the_range() {
+        assert_eq!(RrSpec::default_rr().problem(), None);
+        let bad = RrSpec { request_bytes: 0, ..RrSpec::default_rr() };
+        assert!(bad.problem().unwrap().contains("--request-size"));
+        let bad = RrSpec { response_bytes: MAX_MESSAGE_BYTES + 1, ..RrSpec::default_rr() };
+        assert!(bad.problem().unwrap().contains("--response-size"));
+        let bad = RrSpec { in_flight: 0, ..RrSpec::default_rr() };
+        assert!(bad.problem().unwrap().contains("--in-flight"));
+        let bad = RrSpec { rate_per_second: MAX_RATE_PER_SECOND + 1, ..RrSpec::default_rr() };
+        assert!(bad.problem().unwrap().contains("--rr-rate"));
+    }
+
+    #[test]
+    fn interval_samples_merge_counts_and_maxima_only() {
+        let mut h = DurationHistogram::new();
+        for us in [10, 20, 30] {
+            h.record(std::time::Duration::from_micros(us));
+        }
+        let mut a = RrIntervalSample::of(&h);
+        assert_eq!(a.transactions, 3);
+        assert!(a.p50_ns.is_some_and(|p| (19_000..21_000).contains(&p)), "{a:?}");
+        assert_eq!(a.max_ns, Some(30_000));
+        let b = RrIntervalSample {
+            transactions: 2,
+            p50_ns: Some(5),
+            p99_ns: Some(9),
+            max_ns: Some(40_000),
+        };
+        a.merge(&b);
+        assert_eq!((a.transactions, a.p50_ns, a.p99_ns, a.max_ns), (5, None, None, Some(40_000)));
+        assert_eq!(RrIntervalSample::of(&DurationHistogram::new()).max_ns, None);
+    }
+}
