@@ -135,6 +135,41 @@ pub struct RunRecord {
     /// For one host of a fleet (`linerate fleet`): its place in it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fleet: Option<FleetPlace>,
+    /// A test under load (`--under-load`): the latency probes run on their own connection
+    /// before the test (idle) and during it (loaded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probes: Option<Box<LatencyProbes>>,
+}
+
+/// The latency probes of a test under load: request/response transactions on a connection
+/// of their own, first with the path idle, then while this record's test loads it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LatencyProbes {
+    /// What each probe exchanges, and its rate (an open loop).
+    pub probe: linerate_proto::latency::RrSpec,
+    /// The idle phase, before the test: how long, and what it measured or why it failed.
+    pub idle: ProbePhase,
+    /// The loaded phase: it starts `from_ms` after the test's start.
+    pub loaded: ProbePhase,
+}
+
+/// One phase of [`LatencyProbes`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProbePhase {
+    /// Milliseconds after the test's start at which the phase began (0 for idle, which ran
+    /// before the test).
+    pub from_ms: u64,
+    /// How long the probes ran, milliseconds.
+    pub duration_ms: u64,
+    /// What the probe stream measured; None when the probe run failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<Box<linerate_proto::latency::LatencyResult>>,
+    /// The probe stream's interval samples (transactions, p50, p99, max per interval).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub intervals: Vec<linerate_proto::latency::RrIntervalSample>,
+    /// Why the probe run failed, if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// One host's place in a fleet run: what the fleet's figures need beyond the host's own run.
@@ -170,6 +205,7 @@ impl RunRecord {
             link: None,
             server_output: None,
             fleet: None,
+            probes: None,
         }
     }
 

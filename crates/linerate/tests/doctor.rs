@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::environment::{Namespaces, sysctl_in};
-use crate::netns::{KillOnDrop, ip, namespaces_available, run_in, spawn_in};
+use crate::environment::sysctl_in;
+use crate::netns::{KillOnDrop, Routed, namespaces_available, run_in, spawn_in};
 use crate::util::{Server, run};
 
 fn ids(doc: &Value) -> Vec<(String, String)> {
@@ -72,39 +72,7 @@ fn doctor_without_a_server_prints_this_host_and_fails_clearly() {
     assert!(out.stderr.contains("linerate server"), "{}", out.stderr);
 }
 
-/// client (MTU 9000) -- router (9000 | 1400) -- server (1400), 10.221.N.0/24 and 10.222.N.0/24.
-struct Routed {
-    ns: Namespaces,
-    server_ip: String,
-    client_dev: String,
-}
-
 impl Routed {
-    fn new() -> Routed {
-        let ns = Namespaces::new("d", &["c", "r", "s"]);
-        let (c, r, s) = (&ns.0[0], &ns.0[1], &ns.0[2]);
-        let n = 1 + (std::process::id() % 200);
-        let (a, b) = (format!("10.221.{n}"), format!("10.222.{n}"));
-        let devs = [format!("{c}0"), format!("{r}0"), format!("{r}1"), format!("{s}0")];
-        ip(&["link", "add", &devs[0], "type", "veth", "peer", "name", &devs[1]]);
-        ip(&["link", "add", &devs[2], "type", "veth", "peer", "name", &devs[3]]);
-        let plan = [
-            (c, &devs[0], format!("{a}.1/24"), "9000"),
-            (r, &devs[1], format!("{a}.2/24"), "9000"),
-            (r, &devs[2], format!("{b}.1/24"), "1400"),
-            (s, &devs[3], format!("{b}.2/24"), "1400"),
-        ];
-        for (netns, dev, addr, mtu) in &plan {
-            ip(&["link", "set", dev, "netns", netns]);
-            ip(&["-n", netns, "addr", "add", addr, "dev", dev]);
-            ip(&["-n", netns, "link", "set", dev, "mtu", mtu, "up"]);
-        }
-        ip(&["-n", c, "route", "add", "default", "via", &format!("{a}.2")]);
-        ip(&["-n", s, "route", "add", "default", "via", &format!("{b}.1")]);
-        sysctl_in(r, "net.ipv4.ip_forward", "1");
-        Routed { server_ip: format!("{b}.2"), client_dev: devs[0].clone(), ns }
-    }
-
     fn doctor(&self) -> Value {
         let args = ["doctor", &self.server_ip, "-J", "--link-speed", "100G"];
         let out = run_in(&self.ns.0[0], &args);
@@ -120,7 +88,7 @@ fn doctor_finds_the_1400_hop_and_low_receive_buffers_across_a_router() {
     if !namespaces_available() {
         return;
     }
-    let net = Routed::new();
+    let net = Routed::new("d", ["9000", "1400"]);
     let (c, s) = (&net.ns.0[0], &net.ns.0[2]);
     for netns in [c, s] {
         sysctl_in(netns, "net.ipv4.tcp_rmem", "4096 131072 67108864");

@@ -130,3 +130,96 @@ fn an_open_loop_shows_a_server_stall_that_a_closed_loop_hides() {
     let tps = open["transactions_per_second"].as_f64().expect("rate");
     assert!((tps - 2000.0).abs() < 200.0, "the open loop kept its rate: {open}");
 }
+
+#[test]
+fn under_load_reports_idle_and_loaded_probes_and_responsiveness() {
+    let _x = crate::util::exclusive();
+    let srv = Server::start(&[]);
+    let args = ["--under-load", "-t", "3", "--idle-time", "1", "--no-store"];
+    let doc = client_json(srv.port, &args);
+    let probes = &doc["record"]["probes"];
+    assert_eq!(probes["probe"]["rate_per_second"], 100);
+    let count = |phase: &str| probes[phase]["latency"]["transactions"].as_u64().unwrap_or(0);
+    // 100 per second: 1 s idle, and from 1 s to 2.75 s of the 3 s test.
+    assert!((95..=105).contains(&count("idle")), "{probes}");
+    assert!((165..=185).contains(&count("loaded")), "{probes}");
+    assert_eq!(probes["loaded"]["from_ms"], 1000);
+    let u = &doc["summary"]["under_load"];
+    for phase in ["idle", "loaded"] {
+        assert!(u[phase]["p50_ns"].as_u64().is_some_and(|v| v > 0), "{phase}: {u}");
+    }
+    assert!(u["added_p50_ns"].is_i64(), "{u}");
+    assert!(u["loaded_connections"]["samples"].as_u64().is_some_and(|n| n >= 1), "{u}");
+    let r = &u["responsiveness"];
+    assert!(r["rpm"].as_f64().is_some_and(|v| v > 0.0), "{u}");
+    assert!(["low", "medium", "high"].contains(&r["rating"].as_str().unwrap_or("")), "{u}");
+    assert!(["low", "medium", "high"].contains(&r["confidence"].as_str().unwrap_or("")), "{u}");
+    assert!(u["finding"].as_str().is_some_and(|f| f.contains("idle")), "{u}");
+    for (flags, words) in [
+        (&["--probe-rate", "0"][..], "--probe-rate"),
+        (&["-t", "1"][..], "-t of at least 2 s"),
+        (&["--rr"][..], "--rr"),
+    ] {
+        let port = srv.port.to_string();
+        let out = run(
+            &[&["client", "127.0.0.1", "-p", &port, "--under-load"][..], flags].concat(),
+            Duration::from_secs(10),
+        );
+        assert_eq!(out.code, Some(2), "{flags:?}: {}", out.stderr);
+        assert!(out.stderr.contains(words), "{flags:?} names {words}: {}", out.stderr);
+    }
+}
+
+/// Client, router and server namespaces; the router's link toward the server is a 20 Mbit/s
+/// tbf with a queue of `limit` bytes. Returns the summary's `under_load` of an upload with
+/// probes beside it (cubic, a loss-based sender that fills whatever queue it meets).
+fn upload_under_load_through(limit: &str) -> Value {
+    use crate::netns::{KillOnDrop, Routed, run_in, spawn_in};
+    let net = Routed::new("q", ["1500", "1500"]);
+    net.router_qdisc(&["tbf", "rate", "20mbit", "burst", "32kb", "limit", limit]);
+    let _server =
+        KillOnDrop(spawn_in(&net.ns.0[2], &["server", "-p", "5201", "-B", &net.server_ip]));
+    std::thread::sleep(Duration::from_millis(400));
+    let args = [
+        "client",
+        &net.server_ip,
+        "--under-load",
+        "-t",
+        "6",
+        "-O",
+        "2",
+        "--idle-time",
+        "1",
+        "-P",
+        "4",
+        "-C",
+        "cubic",
+        "-J",
+        "--no-store",
+    ];
+    let out = run_in(&net.ns.0[0], &args);
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stderr, out.stdout);
+    let doc: Value = serde_json::from_str(&out.stdout).expect("json");
+    doc["summary"]["under_load"].clone()
+}
+
+#[test]
+fn a_deep_queue_adds_its_length_in_delay_and_a_shallow_one_does_not() {
+    let _serial = crate::util::exclusive();
+    if !crate::netns::namespaces_available() {
+        return;
+    }
+    // 1,000,000 bytes drain at 20 Mbit/s in 400 ms: a full queue adds that to every probe.
+    let deep = upload_under_load_through("1000000");
+    let added = deep["added_p50_ns"].as_i64().expect("added") as f64 / 1e6;
+    assert!((320.0..=480.0).contains(&added), "deep queue: +{added} ms, want 400 ± 20 %: {deep}");
+    assert!(deep["finding"].as_str().is_some_and(|f| f.contains("bufferbloat")), "{deep}");
+    let queued = deep["queue_bytes"].as_u64().expect("queue") as f64;
+    assert!((800_000.0..=1_200_000.0).contains(&queued), "queue estimate {queued}: {deep}");
+    assert_eq!(deep["responsiveness"]["rating"], "low", "{deep}");
+    // 15,000 bytes (ten full packets) drain in 6 ms.
+    let shallow = upload_under_load_through("15000");
+    let added = shallow["added_p50_ns"].as_i64().expect("added") as f64 / 1e6;
+    assert!(added < 10.0, "shallow queue: +{added} ms: {shallow}");
+    assert!(shallow["finding"].as_str().is_some_and(|f| f.contains("held")), "{shallow}");
+}

@@ -156,6 +156,55 @@ impl Drop for ShapedLink {
     }
 }
 
+/// client -- router -- server in three namespaces this test creates (removed on drop), on
+/// 10.221.N.0/24 and 10.222.N.0/24, with each side's MTU: a forwarded hop, so the router's
+/// queue is one no sender's socket accounting (TCP small queues) can see.
+pub(crate) struct Routed {
+    pub ns: crate::environment::Namespaces,
+    pub server_ip: String,
+    pub client_dev: String,
+    /// The router's device toward the server: a qdisc there queues client -> server traffic.
+    pub router_dev: String,
+}
+
+impl Routed {
+    pub(crate) fn new(tag: &str, [mtu_c, mtu_s]: [&str; 2]) -> Routed {
+        let ns = crate::environment::Namespaces::new(tag, &["c", "r", "s"]);
+        let (c, r, s) = (&ns.0[0], &ns.0[1], &ns.0[2]);
+        let n = 1 + (std::process::id() % 200);
+        let (a, b) = (format!("10.221.{n}"), format!("10.222.{n}"));
+        let devs = [format!("{c}0"), format!("{r}0"), format!("{r}1"), format!("{s}0")];
+        ip(&["link", "add", &devs[0], "type", "veth", "peer", "name", &devs[1]]);
+        ip(&["link", "add", &devs[2], "type", "veth", "peer", "name", &devs[3]]);
+        let plan = [
+            (c, &devs[0], format!("{a}.1/24"), mtu_c),
+            (r, &devs[1], format!("{a}.2/24"), mtu_c),
+            (r, &devs[2], format!("{b}.1/24"), mtu_s),
+            (s, &devs[3], format!("{b}.2/24"), mtu_s),
+        ];
+        for (netns, dev, addr, mtu) in &plan {
+            ip(&["link", "set", dev, "netns", netns]);
+            ip(&["-n", netns, "addr", "add", addr, "dev", dev]);
+            ip(&["-n", netns, "link", "set", dev, "mtu", mtu, "up"]);
+        }
+        ip(&["-n", c, "route", "add", "default", "via", &format!("{a}.2")]);
+        ip(&["-n", s, "route", "add", "default", "via", &format!("{b}.1")]);
+        crate::environment::sysctl_in(r, "net.ipv4.ip_forward", "1");
+        Routed {
+            server_ip: format!("{b}.2"),
+            client_dev: devs[0].clone(),
+            router_dev: devs[2].clone(),
+            ns,
+        }
+    }
+
+    /// Replaces the router's qdisc toward the server with `tc` words after `root`.
+    pub(crate) fn router_qdisc(&self, qdisc: &[&str]) {
+        let head = ["-n", &self.ns.0[1], "qdisc", "replace", "dev", &self.router_dev, "root"];
+        tc(&[&head[..], qdisc].concat());
+    }
+}
+
 /// A child process killed when dropped, also while a failing test unwinds.
 pub(crate) struct KillOnDrop(pub(crate) Child);
 

@@ -634,6 +634,17 @@ pub struct TestArgs {
     /// without it, a closed loop as fast as responses allow.
     #[arg(long = "rr-rate", value_name = "PER_SECOND", requires = "rr")]
     pub rr_rate: Option<u64>,
+    /// Latency under load: 1-byte request/response probes on a connection of their own,
+    /// first with the path idle (--idle-time), then while this test loads it; reports idle
+    /// and loaded latency, the added delay and a responsiveness figure (RPM).
+    #[arg(long = "under-load", conflicts_with_all = ["rr", "find_max", "iperf3", "bytes"])]
+    pub under_load: bool,
+    /// With --under-load: probes per second (an open loop) [default: 100].
+    #[arg(long = "probe-rate", value_name = "PER_SECOND", requires = "under_load")]
+    pub probe_rate: Option<u64>,
+    /// With --under-load: seconds of probes on the idle path before the test [default: 2].
+    #[arg(long = "idle-time", value_name = "SECONDS", value_parser = seconds, requires = "under_load")]
+    pub idle_time: Option<Duration>,
 }
 
 /// A percentage such as `0.1`, `0.1%` or `2%`, from 0 to 100.

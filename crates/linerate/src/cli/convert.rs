@@ -142,6 +142,9 @@ fn matrix_plan(a: MatrixArgs) -> Result<(ClientPlan, MatrixPlan, MatrixRun), Str
         response_size: None,
         in_flight: None,
         rr_rate: None,
+        under_load: false,
+        probe_rate: None,
+        idle_time: None,
     };
     let base = with_store(client_plan(a.host, &a.net, &test, DEFAULT_TIME)?, &a.store);
     let base = with_gates(base, &a.gates)?;
@@ -315,6 +318,7 @@ pub(super) fn default_methodology() -> Plan {
         find_max: None,
         store: StorePlan { path: Store::default_path(), labels: vec!["selftest".into()] },
         gates: Gates::default(),
+        under_load: None,
     };
     base.spec.interval_ms = 0;
     let matrix = MatrixPlan {
@@ -468,6 +472,7 @@ pub(super) fn client_plan(
     if let Some(r) = linerate_proto::limits::buffer_refusal(&spec, layout) {
         return Err(r.message);
     }
+    let under_load = under_load_plan(t, &spec)?;
     let psk = net.psk_file.as_deref().map(crate::plan::server::read_psk).transpose()?;
     let (host, port) = super::host::host_port(&host, net.port)?;
     Ok(ClientPlan {
@@ -492,11 +497,37 @@ pub(super) fn client_plan(
         find_max,
         store: StorePlan { path: Store::default_path(), labels: Vec::new() },
         gates: Gates::default(),
+        under_load,
     })
 }
 
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The probes of `--under-load`, checked against the test they run beside.
+fn under_load_plan(
+    t: &TestArgs,
+    spec: &TestSpec,
+) -> Result<Option<crate::plan::UnderLoadPlan>, String> {
+    if !t.under_load {
+        return Ok(None);
+    }
+    let default = crate::plan::UnderLoadPlan::DEFAULT;
+    let probes_per_second = t.probe_rate.unwrap_or(default.probes_per_second);
+    if !(1..=10_000).contains(&probes_per_second) {
+        return Err(format!(
+            "--probe-rate {probes_per_second} is out of range: 1..=10000 per second"
+        ));
+    }
+    let idle = t.idle_time.unwrap_or(default.idle);
+    if idle < Duration::from_millis(500) || idle > Duration::from_secs(600) {
+        return Err("--idle-time must be from 0.5 s to 600 s".into());
+    }
+    if spec.duration_ms().is_some_and(|ms| ms < 2000) {
+        return Err("--under-load needs -t of at least 2 s: the probes start once the load has settled (1 s, or -O)".into());
+    }
+    Ok(Some(crate::plan::UnderLoadPlan { probes_per_second, idle }))
 }
 
 /// The request/response part of a test (`--rr`), sizes checked to fit the wire's fields.

@@ -16,7 +16,7 @@ use crate::plan::{ClientPlan, OutputFormat};
 use crate::record::{Failure, Outcome, RunRecord};
 use crate::report::notice::{Notice, Stored};
 use crate::report::{iperf3_json, json, text};
-use crate::session::{Interrupt, Quiet, client, iperf3};
+use crate::session::{Interrupt, Quiet, client, iperf3, under_load};
 use crate::stats;
 use crate::store::{RunKind, RunMeta};
 
@@ -25,7 +25,11 @@ pub fn run(plan: &ClientPlan, interrupt: &Interrupt) -> Result<ExitCode> {
         return find_max(plan, search, interrupt);
     }
     let stdout = std::io::stdout();
-    let run = if plan.iperf3 { iperf3::client::run } else { client::run };
+    let run = match (plan.iperf3, plan.under_load) {
+        (true, _) => iperf3::client::run,
+        (false, Some(_)) => under_load::run,
+        (false, None) => client::run,
+    };
     let record = match plan.output {
         OutputFormat::Text => {
             let mut live = text::LivePrinter::new(stdout.lock(), plan.spec.title.clone());

@@ -214,6 +214,7 @@ impl Tier {
             find_max: None,
             store,
             gates: Gates::default(),
+            under_load: None,
         }
     }
 }

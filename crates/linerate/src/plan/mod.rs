@@ -106,6 +106,23 @@ pub struct ClientPlan {
     pub store: StorePlan,
     /// Pass/fail conditions (`--fail-below`, `--fail-regression`).
     pub gates: Gates,
+    /// `--under-load`: latency probes on a connection of their own, idle first, then while
+    /// the test loads the path.
+    pub under_load: Option<UnderLoadPlan>,
+}
+
+/// The probes of a test under load (`--under-load`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UnderLoadPlan {
+    /// Probes per second (an open loop of 1-byte requests and responses).
+    pub probes_per_second: u64,
+    /// How long the probes run alone before the test.
+    pub idle: Duration,
+}
+
+impl UnderLoadPlan {
+    /// The draft's most probes per second (MPS), and a second of idle probes first.
+    pub const DEFAULT: Self = Self { probes_per_second: 100, idle: Duration::from_secs(2) };
 }
 
 /// Conditions under which a finished run or matrix exits 1.

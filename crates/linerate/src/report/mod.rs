@@ -28,6 +28,7 @@ pub mod progress;
 pub mod schedule;
 pub mod table;
 pub mod text;
+pub mod under_load;
 
 /// Writes `report` in `format`.
 pub fn render(

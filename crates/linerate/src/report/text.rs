@@ -158,6 +158,9 @@ fn answer(
     for u in &summary.udp {
         udp_lines(out, u)?;
     }
+    if let Some(u) = &summary.under_load {
+        super::under_load::lines(out, u)?;
+    }
     if let Outcome::Failed { error, .. } = &record.outcome {
         writeln!(out, "Verdict: n/a: the test failed: {error}")?;
     }

@@ -366,6 +366,7 @@ pub(super) fn new_record(plan: &ClientPlan) -> RunRecord {
         link: plan.link,
         server_output: None,
         fleet: None,
+        probes: None,
     }
 }
 

@@ -26,6 +26,7 @@ pub mod streams;
 pub mod test_log;
 pub mod udp;
 mod udp_stream;
+pub mod under_load;
 
 use std::time::{Duration, Instant};
 

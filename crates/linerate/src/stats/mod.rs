@@ -20,6 +20,7 @@ pub mod settings;
 pub mod starved;
 pub mod summary;
 pub mod udp;
+pub mod under_load;
 pub mod verdict;
 
 pub use cost::{CostSummary, CpuBreakdown, cost_summary, cost_warnings};

@@ -105,6 +105,9 @@ pub struct Summary {
     /// Transactions and latency (request/response tests only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency: Option<crate::stats::latency::LatencySummary>,
+    /// Idle and loaded latency, added delay, responsiveness (`--under-load` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub under_load: Option<crate::stats::under_load::UnderLoadSummary>,
 }
 
 /// Computes the summary of a run from both ends' raw results.
@@ -163,6 +166,7 @@ pub fn summarize(record: &RunRecord) -> Summary {
     let udp = crate::stats::udp::summarize_udp(record);
     warnings.extend(crate::stats::udp::udp_warnings(&udp));
     let latency = crate::stats::latency::summarize_latency(record);
+    let under_load = crate::stats::under_load::summarize_under_load(record, &directions);
     // A bulk verdict (window, CPU, path) judges a flow that saturates something; requests
     // and responses wait on each other by design, so it would only mislead.
     let verdicts = if record.spec.rr.is_some() {
@@ -181,7 +185,7 @@ pub fn summarize(record: &RunRecord) -> Summary {
                 .to_string()
         });
     }
-    Summary { directions, streams, cost, verdicts, warnings, udp, latency }
+    Summary { directions, streams, cost, verdicts, warnings, udp, latency, under_load }
 }
 
 /// True when both ends reported the same kernel and the same process id.

@@ -580,6 +580,7 @@ mod rule_tests {
             link: None,
             server_output: None,
             fleet: None,
+            probes: None,
         }
     }
 

@@ -1,0 +1,156 @@
+//! A test under load (`--under-load`): latency probes first on the idle path, then during
+//! the test, on a connection of their own.
+//!
+//! The probes are an ordinary request/response test (`--rr`, 1-byte requests and responses,
+//! an open loop at `--probe-rate`) run as its own session against the same server, so they
+//! travel the path's queues like any other flow and their latency is measured from each
+//! probe's intended send time (a stalled probe counts its whole wait). The order:
+//!
+//! 1. **idle**: the probes alone for `--idle-time`;
+//! 2. **loaded**: the test itself, with the probes running beside it from the moment the load
+//!    has settled (the end of `-O`, or 1 s after the start) until just before it stops, so
+//!    every loaded probe sees a full queue and none sees the ramp or the drain.
+//!
+//! Up to five seconds of probes may be outstanding at once (at most 1024): a probe waits in
+//! the same queue as the load, and a loop that allowed only one outstanding would fall behind
+//! its schedule as soon as the queue delay exceeded the probe interval.
+//!
+//! The test's record carries both phases (`RunRecord::probes`); `stats::under_load` turns them
+//! into idle and loaded percentiles, the added delay and the responsiveness figure.
+
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use linerate_proto::latency::{MAX_IN_FLIGHT, RrSpec};
+use linerate_proto::{EndCondition, TestSpec};
+
+use crate::plan::{ClientPlan, UnderLoadPlan};
+use crate::record::{LatencyProbes, ProbePhase, RunRecord};
+use crate::session::{Interrupt, LiveEvent, Observer, Quiet, client};
+
+/// How long the probes stop before the test does, so none of them sees the senders' stop.
+const END_MARGIN: Duration = Duration::from_millis(250);
+/// When no `-O` is given, how long the load runs before the probes start.
+const SETTLE: Duration = Duration::from_secs(1);
+
+/// Runs `plan` under load when it asks for it (else as [`client::run`] does): idle probes,
+/// then the test with probes beside it; the test's record carries both phases.
+pub fn run(plan: &ClientPlan, observer: &mut dyn Observer, interrupt: &Interrupt) -> RunRecord {
+    let Some(ul) = plan.under_load else { return client::run(plan, observer, interrupt) };
+    let probe = probe_spec(ul);
+    observer.on_event(LiveEvent::Notice(&format!(
+        "latency probes on the idle path for {} s ({} per second)",
+        ul.idle.as_secs_f64(),
+        ul.probes_per_second
+    )));
+    let idle = phase(&probe_plan(plan, probe, ul.idle), interrupt, Duration::ZERO);
+    let omit = Duration::from_millis(plan.spec.omit_ms);
+    let settle = if omit.is_zero() { SETTLE } else { omit };
+    let total = omit + Duration::from_millis(plan.spec.duration_ms().unwrap_or(0));
+    let loaded_for = total.saturating_sub(settle + END_MARGIN).max(Duration::from_millis(500));
+    let loaded_plan = probe_plan(plan, probe, loaded_for);
+    let (tx, rx) = mpsc::channel::<Instant>();
+    let mut watch = StartWatch { inner: observer, started: Some(tx) };
+    let (mut record, loaded) = std::thread::scope(|s| {
+        let loaded_plan = &loaded_plan;
+        let probes = s.spawn(move || {
+            // The sender is dropped when the test ends: a test that never started has no
+            // loaded phase.
+            let started = rx.recv().ok()?;
+            let at = started + settle;
+            while Instant::now() < at {
+                if interrupt.count() > 0 {
+                    return None;
+                }
+                std::thread::sleep(Duration::from_millis(20).min(at - Instant::now().min(at)));
+            }
+            Some(phase(loaded_plan, interrupt, settle))
+        });
+        let record = client::run(plan, &mut watch, interrupt);
+        watch.started = None;
+        (record, probes.join().ok().flatten())
+    });
+    let loaded = loaded.unwrap_or_else(|| ProbePhase {
+        from_ms: millis(settle),
+        duration_ms: 0,
+        latency: None,
+        intervals: Vec::new(),
+        error: Some("the test did not run long enough to probe it".into()),
+    });
+    record.probes = Some(Box::new(LatencyProbes { probe, idle, loaded }));
+    record
+}
+
+/// The probes' request/response: 1 byte each way, as the responsiveness draft's 1-byte
+/// object, in an open loop with up to five seconds of probes outstanding.
+fn probe_spec(ul: UnderLoadPlan) -> RrSpec {
+    let in_flight = ul.probes_per_second.saturating_mul(5).clamp(1, u64::from(MAX_IN_FLIGHT));
+    RrSpec {
+        request_bytes: 1,
+        response_bytes: 1,
+        in_flight: in_flight as u32,
+        rate_per_second: ul.probes_per_second,
+    }
+}
+
+/// The probe session: one request/response stream to the test's server for `duration`, with
+/// one-second interval samples, stored nowhere (its figures go into the test's record).
+fn probe_plan(plan: &ClientPlan, probe: RrSpec, duration: Duration) -> ClientPlan {
+    let spec = TestSpec {
+        end: EndCondition::Duration { duration_ms: millis(duration).max(1) },
+        interval_ms: 1000,
+        no_delay: true,
+        rr: Some(probe),
+        ..TestSpec::default_tcp()
+    };
+    ClientPlan {
+        spec,
+        under_load: None,
+        find_max: None,
+        cport: None,
+        cpus: Vec::new(),
+        store: crate::plan::StorePlan::default(),
+        gates: crate::plan::Gates::default(),
+        ..plan.clone()
+    }
+}
+
+/// Runs one probe phase starting `from` after the test's start and keeps what it measured.
+fn phase(plan: &ClientPlan, interrupt: &Interrupt, from: Duration) -> ProbePhase {
+    let record = client::run(plan, &mut Quiet, interrupt);
+    let stream = record.client.as_ref().and_then(|c| c.streams.first());
+    let latency = stream.and_then(|s| s.latency.clone());
+    let intervals =
+        stream.map_or_else(Vec::new, |s| s.intervals.iter().filter_map(|i| i.rr).collect());
+    let error = match (&latency, record.outcome.failure()) {
+        (_, Some(f)) => Some(f.message),
+        (None, None) => Some("the probe stream reported no latency".into()),
+        (Some(_), None) => None,
+    };
+    ProbePhase {
+        from_ms: millis(from),
+        duration_ms: plan.spec.duration_ms().unwrap_or(0),
+        latency,
+        intervals,
+        error,
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Passes every event on and tells the probe thread when the test started.
+struct StartWatch<'a> {
+    inner: &'a mut dyn Observer,
+    started: Option<mpsc::Sender<Instant>>,
+}
+
+impl Observer for StartWatch<'_> {
+    fn on_event(&mut self, event: LiveEvent<'_>) {
+        if let (LiveEvent::Started { .. }, Some(tx)) = (&event, &self.started) {
+            let _ = tx.send(Instant::now());
+        }
+        self.inner.on_event(event);
+    }
+}

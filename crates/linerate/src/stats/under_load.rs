@@ -1,0 +1,295 @@
+//! The figures of a test under load (`--under-load`): idle and loaded latency of the probes,
+//! the delay the load added, the latency on the loaded connections themselves, and a
+//! responsiveness figure in round trips per minute (RPM) after draft-ietf-ippm-responsiveness.
+//!
+//! **Responsiveness.** The draft's TCP-only formula is
+//! `(60000 / ((TM(tcp_f) + TM(http_f)) / 2) + 60000 / TM(http_l)) / 2`, where TM is a
+//! single-sided trimmed mean keeping the lowest 95 % of the samples, in milliseconds;
+//! `tcp_f` and `http_f` are a new connection's handshake and its first request ("foreign"
+//! probes), `http_l` a request on a load-generating connection ("self" probes). linerate has
+//! no HTTP and no per-probe handshakes yet, so:
+//! - the foreign term is TM of the probes' request/response latency on their own long-lived
+//!   connection (no handshake term: the draft forbids substituting zero, so the term stands
+//!   alone rather than being averaged with a made-up one);
+//! - the self term is TM of the load-generating connections' own round-trip time as their
+//!   senders' kernels smooth it (TCP_INFO `rtt`, sampled every interval of the loaded phase),
+//!   which the draft allows "where multiplexing requests into the load-generating connections
+//!   is not possible"; without interval samples (`-i 0`) the figure is the foreign term alone.
+//!
+//! **Confidence** follows the draft's grades with its defaults (MAD 4 intervals of 1 s, SDT
+//! 5 %): low when the loaded phase had fewer than 4 probe intervals, high when the last 4
+//! intervals' responsiveness (60000 / that interval's median probe latency in ms — a median
+//! per interval, where the draft takes a trimmed mean) varies by at most 5 % of their mean
+//! (standard deviation), medium otherwise.
+//!
+//! **Rating.** The draft defines no bands. linerate's, stated with the figure so nobody takes
+//! them for Apple's: low below 300 RPM (round trips over 200 ms), medium to 1000 RPM (60 ms),
+//! high above.
+
+use linerate_proto::StreamRole;
+use linerate_proto::histogram::DurationHistogram;
+use linerate_proto::latency::RrIntervalSample;
+use serde::Serialize;
+
+use crate::record::{ProbePhase, RunRecord};
+
+/// The draft's trimmed-mean share (TMP): the lowest 95 % of the samples are kept.
+pub const KEEP: f64 = 0.95;
+/// The draft's moving-average distance (MAD), in one-second intervals.
+pub const MAD: usize = 4;
+/// The draft's standard-deviation tolerance (SDT).
+pub const SDT: f64 = 0.05;
+
+/// The probes of one phase.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PhaseFigures {
+    /// Probes answered in the phase.
+    pub probes: u64,
+    /// Exact minimum, the percentiles (within 1.6 %), exact maximum and mean, nanoseconds.
+    pub min_ns: Option<u64>,
+    /// Median.
+    pub p50_ns: Option<u64>,
+    /// 90th percentile.
+    pub p90_ns: Option<u64>,
+    /// 99th percentile.
+    pub p99_ns: Option<u64>,
+    /// Largest.
+    pub max_ns: Option<u64>,
+    /// Mean.
+    pub mean_ns: Option<u64>,
+    /// Mean of the lowest 95 % (the draft's trimmed mean).
+    pub trimmed_mean_ns: Option<u64>,
+    /// Probes still unanswered when the phase ended.
+    pub unanswered: u64,
+}
+
+/// The load-generating connections' own round-trip time during the loaded phase.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LoadedConnections {
+    /// Interval samples of the senders' smoothed RTT taken in the loaded phase.
+    pub samples: usize,
+    /// Their median, microseconds.
+    pub median_us: u64,
+    /// Their largest, microseconds.
+    pub max_us: u64,
+    /// Mean of the lowest 95 %, microseconds.
+    pub trimmed_mean_us: f64,
+}
+
+/// Round trips per minute, as the draft computes them (with the substitutions above).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Responsiveness {
+    /// The figure: the mean of the two terms, or the foreign term alone.
+    pub rpm: f64,
+    /// 60000 / TM(probe latency in ms).
+    pub foreign_rpm: f64,
+    /// 60000 / TM(loaded connections' RTT in ms); None without interval samples.
+    pub loaded_rpm: Option<f64>,
+    /// `low`, `medium` or `high` (linerate's bands, see the module docs).
+    pub rating: &'static str,
+    /// `low`, `medium` or `high` (the draft's grades).
+    pub confidence: &'static str,
+}
+
+/// A test under load, summed up.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UnderLoadSummary {
+    /// Probes per second.
+    pub probes_per_second: u64,
+    /// The probes on the idle path; None when they failed (`idle_error`).
+    pub idle: Option<PhaseFigures>,
+    /// Why the idle probes failed.
+    pub idle_error: Option<String>,
+    /// The probes while the test ran; None when they failed (`loaded_error`).
+    pub loaded: Option<PhaseFigures>,
+    /// Why the loaded probes failed.
+    pub loaded_error: Option<String>,
+    /// Loaded minus idle median, nanoseconds (negative when the load sped things up).
+    pub added_p50_ns: Option<i64>,
+    /// Loaded minus idle 99th percentile, nanoseconds.
+    pub added_p99_ns: Option<i64>,
+    /// The queue the added median delay implies at the rate the test reached: delay × the
+    /// received rate of every direction, bytes.
+    pub queue_bytes: Option<u64>,
+    /// The loaded connections' own round-trip time; None without interval samples.
+    pub loaded_connections: Option<LoadedConnections>,
+    /// The responsiveness figure; None without loaded probes.
+    pub responsiveness: Option<Responsiveness>,
+    /// In words: whether the load filled a queue on the path, and how much it added.
+    pub finding: Option<String>,
+}
+
+/// A median added by the load beyond this (and beyond the idle median itself) is a queue
+/// that filled: bufferbloat, as far as this test can tell.
+pub const BLOAT_NS: i64 = 5_000_000;
+
+/// The sentence on the added delay: a bloated queue, or latency that held.
+fn finding(idle: &PhaseFigures, loaded: &PhaseFigures, queue: Option<u64>) -> Option<String> {
+    let (i, l) = (idle.p50_ns? as i64, loaded.p50_ns? as i64);
+    let added = l - i;
+    let ms = |ns: i64| ns as f64 / 1e6;
+    Some(if added > BLOAT_NS.max(i) {
+        format!(
+            "the load filled a queue on the path (bufferbloat): the median probe took {:.1} ms instead of {:.3} ms idle, +{:.1} ms{}; a shorter queue or AQM at the bottleneck would keep it near idle",
+            ms(l),
+            ms(i),
+            ms(added),
+            queue.map_or(String::new(), |q| format!(
+                ", about {} KiB queued at the rate reached",
+                q / 1024
+            ))
+        )
+    } else {
+        format!(
+            "latency held under load: the median probe took {:.3} ms, {:+.3} ms from idle (less than {} ms or the idle median itself): no bloated queue on the path",
+            ms(l),
+            ms(added),
+            BLOAT_NS / 1_000_000
+        )
+    })
+}
+
+fn ns(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+fn figures(phase: &ProbePhase) -> Option<PhaseFigures> {
+    let l = phase.latency.as_deref()?;
+    let h: &DurationHistogram = &l.histogram;
+    (h.count() > 0).then(|| PhaseFigures {
+        probes: h.count(),
+        min_ns: h.min().map(ns),
+        p50_ns: h.quantile(0.5).map(ns),
+        p90_ns: h.quantile(0.9).map(ns),
+        p99_ns: h.quantile(0.99).map(ns),
+        max_ns: h.max().map(ns),
+        mean_ns: h.mean().map(ns),
+        trimmed_mean_ns: h.trimmed_mean(KEEP).map(ns),
+        unanswered: l.unanswered,
+    })
+}
+
+/// The senders' smoothed RTT in every interval that ended inside the loaded phase.
+fn loaded_connections(record: &RunRecord, phase: &ProbePhase) -> Option<LoadedConnections> {
+    let (from, to) = (phase.from_ms * 1000, (phase.from_ms + phase.duration_ms) * 1000);
+    let mut rtt: Vec<u64> = record
+        .all_streams()
+        .filter(|(_, s)| s.role == StreamRole::Sender && s.latency.is_none())
+        .flat_map(|(_, s)| &s.intervals)
+        .filter(|i| (from..=to).contains(&i.end_us))
+        .filter_map(|i| i.tcp.map(|t| u64::from(t.rtt_us)))
+        .collect();
+    if rtt.is_empty() {
+        return None;
+    }
+    rtt.sort_unstable();
+    let kept = &rtt[..((rtt.len() as f64 * KEEP).ceil() as usize).clamp(1, rtt.len())];
+    Some(LoadedConnections {
+        samples: rtt.len(),
+        median_us: rtt[rtt.len() / 2],
+        max_us: rtt[rtt.len() - 1],
+        trimmed_mean_us: kept.iter().sum::<u64>() as f64 / kept.len() as f64,
+    })
+}
+
+/// The draft's confidence grade from the loaded probes' interval medians.
+fn confidence(intervals: &[RrIntervalSample]) -> &'static str {
+    let rpm: Vec<f64> = intervals
+        .iter()
+        .filter_map(|i| i.p50_ns.filter(|p| *p > 0))
+        .map(|p| 60_000.0 / (p as f64 / 1e6))
+        .collect();
+    if rpm.len() < MAD {
+        return "low";
+    }
+    let last = &rpm[rpm.len() - MAD..];
+    let mean = last.iter().sum::<f64>() / MAD as f64;
+    let sd = (last.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / MAD as f64).sqrt();
+    if sd <= SDT * mean { "high" } else { "medium" }
+}
+
+fn rating(rpm: f64) -> &'static str {
+    match rpm {
+        r if r < 300.0 => "low",
+        r if r <= 1000.0 => "medium",
+        _ => "high",
+    }
+}
+
+/// The figures of a test under load; None for any other test.
+pub fn summarize_under_load(
+    record: &RunRecord,
+    directions: &[crate::stats::DirectionSummary],
+) -> Option<UnderLoadSummary> {
+    let p = record.probes.as_deref()?;
+    let (idle, loaded) = (figures(&p.idle), figures(&p.loaded));
+    let added = |f: fn(&PhaseFigures) -> Option<u64>| {
+        let (i, l) = (f(idle.as_ref()?)?, f(loaded.as_ref()?)?);
+        Some(l as i64 - i as i64)
+    };
+    let added_p50_ns = added(|f| f.p50_ns);
+    let received: f64 =
+        directions.iter().filter_map(|d| d.receiver.as_ref()?.figures.bits_per_second).sum();
+    let queue_bytes = added_p50_ns
+        .filter(|a| *a > 0 && received > 0.0)
+        .map(|a| (a as f64 / 1e9 * received / 8.0) as u64);
+    let conns = loaded_connections(record, &p.loaded);
+    let responsiveness = loaded.as_ref().and_then(|l| {
+        let foreign_ms = l.trimmed_mean_ns? as f64 / 1e6;
+        let foreign_rpm = 60_000.0 / foreign_ms.max(1e-6);
+        let loaded_rpm = conns.as_ref().map(|c| 60_000.0 / (c.trimmed_mean_us / 1e3).max(1e-6));
+        let rpm = loaded_rpm.map_or(foreign_rpm, |s| (foreign_rpm + s) / 2.0);
+        Some(Responsiveness {
+            rpm,
+            foreign_rpm,
+            loaded_rpm,
+            rating: rating(rpm),
+            confidence: confidence(&p.loaded.intervals),
+        })
+    });
+    let finding = idle.as_ref().zip(loaded.as_ref()).and_then(|(i, l)| finding(i, l, queue_bytes));
+    Some(UnderLoadSummary {
+        finding,
+        probes_per_second: p.probe.rate_per_second,
+        idle_error: p.idle.error.clone().filter(|_| idle.is_none()),
+        loaded_error: p.loaded.error.clone().filter(|_| loaded.is_none()),
+        added_p99_ns: added(|f| f.p99_ns),
+        idle,
+        loaded,
+        added_p50_ns,
+        queue_bytes,
+        loaded_connections: conns,
+        responsiveness,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn interval(p50_ms: f64) -> RrIntervalSample {
+        RrIntervalSample {
+            transactions: 100,
+            p50_ns: Some((p50_ms * 1e6) as u64),
+            p99_ns: None,
+            max_ns: None,
+        }
+    }
+
+    #[test]
+    fn confidence_needs_four_intervals_and_then_five_percent() {
+        assert_eq!(confidence(&[interval(10.0); 3]), "low");
+        assert_eq!(confidence(&[interval(10.0); 4]), "high");
+        let steady_at_the_end = [20.0, 5.0, 10.0, 10.1, 9.9, 10.0].map(interval);
+        assert_eq!(confidence(&steady_at_the_end), "high", "only the last four count");
+        let swinging = [10.0, 14.0, 10.0, 14.0].map(interval);
+        assert_eq!(confidence(&swinging), "medium");
+    }
+
+    #[test]
+    fn ratings_cut_at_200_and_60_ms_round_trips() {
+        assert_eq!(rating(60_000.0 / 250.0), "low");
+        assert_eq!(rating(60_000.0 / 100.0), "medium");
+        assert_eq!(rating(60_000.0 / 20.0), "high");
+    }
+}
