@@ -291,6 +291,37 @@ fn udp_against_a_real_iperf3_server_both_ways() {
     }
 }
 
+/// The iperf3 server counts until TEST_END: its figures match the paced rate and the asked
+/// duration only if TEST_END goes out on time (a 50 ms wait for stragglers made `-t 2 -b
+/// 100M` read 2.06 s and 97.2 Mbit/s; with `-R` the server sent 2.6 % too long).
+#[test]
+fn udp_durations_and_rates_match_the_paced_rate() {
+    let _serial = crate::util::exclusive();
+    let Some(srv) = Iperf3Server::start() else { return };
+    let (secs, rate) = (2.0, 100e6);
+    for extra in [&[][..], &["-R"][..]] {
+        let mut args = vec!["-u", "-b", "100M", "-t", "2"];
+        args.extend_from_slice(extra);
+        let doc = srv.client(&args);
+        let dir = &doc["summary"]["directions"][0];
+        for end in ["sender", "receiver"] {
+            let got_secs = dir[end]["seconds"].as_f64().expect("seconds");
+            let got_rate = dir[end]["bits_per_second"].as_f64().expect("rate");
+            let near = |got: f64, want: f64| (got / want - 1.0).abs() <= 0.01;
+            assert!(near(got_secs, secs), "{extra:?} {end} ({}): {got_secs} s", dir[end]["end"]);
+            assert!(
+                near(got_rate, rate),
+                "{extra:?} {end} ({}): {got_rate} bit/s",
+                dir[end]["end"]
+            );
+        }
+        let udp = &doc["summary"]["udp"][0];
+        let sent = udp["sent"].as_u64().expect("sent");
+        let paced = rate * secs / 8.0 / udp["datagram_bytes"].as_f64().expect("size");
+        assert!((sent as f64 / paced - 1.0).abs() <= 0.01, "{extra:?}: {sent} datagrams sent");
+    }
+}
+
 #[test]
 fn a_campaign_tier_on_an_iperf3_server_passes_the_preflight_and_runs() {
     let _serial = crate::util::exclusive();

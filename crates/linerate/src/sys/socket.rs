@@ -99,6 +99,23 @@ pub fn wait_readable_or_writable(
     Ok((broken || p.revents & libc::POLLIN != 0, broken || p.revents & libc::POLLOUT != 0))
 }
 
+/// Waits up to `timeout` until `sock` is readable (poll(2)); errors and hang-ups count as
+/// readable, so the next read reports them. Unlike a read timeout (`SO_RCVTIMEO`, which the
+/// kernel counts in scheduler ticks: 4 ms steps at HZ=250, rounded up), poll's timer is
+/// precise to the millisecond it is given, rounded up here so a deadline is never met early.
+pub fn wait_readable(sock: &impl AsFd, timeout: std::time::Duration) -> io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    let mut p = libc::pollfd { fd: sock.as_fd().as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    let ms = timeout.as_micros().div_ceil(1000).min(i32::MAX as u128) as libc::c_int;
+    // SAFETY: one valid pollfd for the duration of the call.
+    let n = unsafe { libc::poll(&mut p, 1, ms) };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        return if e.kind() == io::ErrorKind::Interrupted { Ok(false) } else { Err(e) };
+    }
+    Ok(p.revents != 0)
+}
+
 /// Sets `SO_RCVLOWAT`: a blocked reader is woken only once `bytes` are queued (or at
 /// end-of-stream, error or timeout). Batching wake-ups this way is what lets a receiver keep
 /// up on fast paths (see docs/PERFORMANCE.md). Linux caps the value at half the receive
