@@ -196,6 +196,24 @@ fn refusals_by_this_servers_limits_read_true_in_iperf3() {
     }
 }
 
+/// An iperf3 server's receiver counts until TEST_END: at low rates the last datagram arrives
+/// well before (four 32 KiB datagrams in `-u -t 1`: the last at 0.75 s, which read as
+/// "0.00-0.75 sec 1.40 Mbits/sec"), so the receiver's time is the test's, as iperf3's.
+#[test]
+fn low_rate_receivers_count_the_whole_test_as_iperf3_does() {
+    if !have_iperf3() {
+        return;
+    }
+    let srv = Server::start(&[]);
+    for args in [&["-u", "-t", "1"][..], &["-t", "1", "-b", "1M"][..]] {
+        let (code, doc, stderr) = iperf3_client(srv.port, args);
+        assert_eq!(code, Some(0), "{args:?}: {stderr}");
+        let secs = |key: &str| doc["end"][key]["seconds"].as_f64().expect("seconds");
+        let (sent, received) = (secs("sum_sent"), secs("sum_received"));
+        assert!((received / sent - 1.0).abs() <= 0.01, "{args:?}: {sent} s sent, {received} s");
+    }
+}
+
 /// iperf3's `-A n,m` pins the server to CPU m: linerate binds the test's data threads there
 /// and records it; a CPU the server lacks is refused with iperf3's affinity error.
 #[test]

@@ -24,6 +24,17 @@ pub(crate) fn forgive_end_of_test_resets(side: &mut SideResults) {
     }
 }
 
+/// An iperf3 server's receivers count until TEST_END, the client's clock: a receiver's time
+/// is the test's, not the span of what arrived. (At low UDP rates the span is shorter: with
+/// four datagrams in `-t 1` the last arrives at 0.75 s, which read as 0.75 s and 1.40 Mbit/s
+/// where iperf3 says 1.00 s and 1.05 Mbit/s.) `at` is TEST_END from the test's start.
+pub(crate) fn receivers_end_at(side: &mut SideResults, at: std::time::Duration) {
+    let at_us = u64::try_from(at.as_micros()).unwrap_or(u64::MAX);
+    for st in side.streams.iter_mut().filter(|s| s.role == StreamRole::Receiver) {
+        st.duration_us = at_us.max(st.omitted_us);
+    }
+}
+
 /// An iperf3 peer's figures in linerate's shape: streams matched by creation order (which is
 /// how iperf3 itself matches them), and its process CPU (the only cost figure iperf3 reports).
 /// `peer` is the end the iperf3 program played.

@@ -22,7 +22,7 @@ use linerate_proto::iperf3::{
 use linerate_proto::udp::{DatagramFormat, SeqWidth};
 use linerate_proto::{LimitKind, ProtoError, Protocol, SideResults, TestSpec};
 
-use super::{forgive_end_of_test_resets, peer_side};
+use super::{forgive_end_of_test_resets, peer_side, receivers_end_at};
 use crate::record::canonical;
 use crate::session::admission::Pending;
 use crate::session::pump;
@@ -262,10 +262,14 @@ impl Session<'_> {
     /// TEST_END: stops the streams, keeps our figures and returns them as iperf3 results JSON.
     fn end_streams(&mut self) -> Result<String> {
         let streams = self.t.streams.as_mut().context("TEST_END before the streams")?;
+        let test_end = streams.started().map(|t| t.elapsed());
         streams.finish();
         streams.wait_done(DRAIN_LIMIT);
         let mut side = self.t.take_results().context("TEST_END before the streams")?;
         forgive_end_of_test_resets(&mut side);
+        if let Some(at) = test_end {
+            receivers_end_at(&mut side, at);
+        }
         self.t.server_results = Some(side.clone());
         let side = crate::session::served::for_peer(side);
         let mut doc = results_from_side(&side);
