@@ -224,6 +224,65 @@ fn iperf3_shaped_json_carries_the_same_figures() {
     assert!(n_sent > 0);
 }
 
+/// What an iperf3 -J document says about its shape: the keys of `end`, of each stream's
+/// parts and sums, of the first interval's streams and sums, and every `sender` flag. The
+/// figures themselves differ run to run; these do not.
+fn iperf3_shape(doc: &serde_json::Value) -> Vec<String> {
+    let keys = |v: &serde_json::Value| {
+        let mut k: Vec<&str> =
+            v.as_object().map(|o| o.keys().map(String::as_str).collect()).unwrap_or_default();
+        // Path MTU per interval is not collected (docs/IPERF3.md).
+        k.retain(|k| *k != "pmtu");
+        k.sort_unstable();
+        format!("{k:?} sender={}", v["sender"])
+    };
+    let end = &doc["end"];
+    let mut out = vec![keys(end)];
+    for st in end["streams"].as_array().into_iter().flatten() {
+        out.extend(
+            ["sender", "receiver", "udp"].iter().map(|p| format!("stream.{p}: {}", keys(&st[*p]))),
+        );
+    }
+    for (name, v) in end.as_object().into_iter().flatten().filter(|(n, _)| n.starts_with("sum")) {
+        out.push(format!("{name}: {}", keys(v)));
+    }
+    let first = &doc["intervals"][0];
+    out.push(format!("interval: {}", keys(first)));
+    out.push(format!("interval stream: {}", keys(&first["streams"][0])));
+    for name in ["sum", "sum_bidir_reverse"] {
+        out.push(format!("interval {name}: {}", keys(&first[name])));
+    }
+    out
+}
+
+/// `--json-format iperf3` has the shape of iperf3's own `-J` for the same test against the
+/// same iperf3 server: UDP streams as one `udp` object, `sender` meaning "the client sends
+/// this", and with `-R` the sender's RTT and window keys (null where iperf3 reports none).
+#[test]
+fn iperf3_shaped_json_has_the_shape_of_iperf3s_own() {
+    let _serial = crate::util::exclusive();
+    let Some(srv) = Iperf3Server::start() else { return };
+    let port = srv.port.to_string();
+    for extra in [&["-R"][..], &["-u"][..], &["-u", "-R"][..], &["--bidir"][..]] {
+        let mut args = vec!["-c", "127.0.0.1", "-p", &port, "-t", "1", "-J"];
+        args.extend_from_slice(extra);
+        let out =
+            Command::new("timeout").arg("30").arg("iperf3").args(&args).output().expect("iperf3");
+        let theirs: serde_json::Value = serde_json::from_slice(&out.stdout).expect("iperf3 -J");
+        let mut ours = vec!["client", "127.0.0.1", "-p", &port, "--iperf3", "-t", "1", "-J"];
+        ours.extend_from_slice(&["--json-format", "iperf3"]);
+        ours.extend_from_slice(extra);
+        let out = run(&ours, Duration::from_secs(40));
+        assert_eq!(out.code, Some(0), "{ours:?}: {}", out.stderr);
+        let ours = out.json();
+        assert_eq!(iperf3_shape(&ours), iperf3_shape(&theirs), "{extra:?}");
+        if extra == ["-R"] {
+            let sender = &ours["end"]["streams"][0]["sender"];
+            assert!(sender["max_rtt"].is_null(), "an iperf3 server reports no RTT: {sender}");
+        }
+    }
+}
+
 #[test]
 fn options_reach_a_real_iperf3_server_and_its_output_comes_back() {
     let _serial = crate::util::exclusive();
