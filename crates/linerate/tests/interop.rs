@@ -71,6 +71,13 @@ impl Drop for Iperf3Server {
 fn tests_against_a_real_iperf3_server() {
     let _serial = crate::util::exclusive();
     let Some(srv) = Iperf3Server::start() else { return };
+    // iperf3 servers reset their data connections at TEST_END, often while a write is
+    // blocked: that is the end of the test, never a stream error (it was, in half the runs).
+    for _ in 0..3 {
+        let doc = srv.client(&["-t", "0.3"]);
+        let errors = &doc["summary"]["directions"][0]["sender"]["errors"];
+        assert_eq!(errors.as_array().map(Vec::len), Some(0), "{errors}");
+    }
     let doc = srv.client(&["-t", "1"]);
     assert_eq!(doc["record"]["outcome"]["status"], "completed");
     assert_agree(
@@ -217,6 +224,65 @@ fn iperf3_shaped_json_carries_the_same_figures() {
     assert!(n_sent > 0);
 }
 
+/// What an iperf3 -J document says about its shape: the keys of `end`, of each stream's
+/// parts and sums, of the first interval's streams and sums, and every `sender` flag. The
+/// figures themselves differ run to run; these do not.
+fn iperf3_shape(doc: &serde_json::Value) -> Vec<String> {
+    let keys = |v: &serde_json::Value| {
+        let mut k: Vec<&str> =
+            v.as_object().map(|o| o.keys().map(String::as_str).collect()).unwrap_or_default();
+        // Path MTU per interval is not collected (docs/IPERF3.md).
+        k.retain(|k| *k != "pmtu");
+        k.sort_unstable();
+        format!("{k:?} sender={}", v["sender"])
+    };
+    let end = &doc["end"];
+    let mut out = vec![keys(end)];
+    for st in end["streams"].as_array().into_iter().flatten() {
+        out.extend(
+            ["sender", "receiver", "udp"].iter().map(|p| format!("stream.{p}: {}", keys(&st[*p]))),
+        );
+    }
+    for (name, v) in end.as_object().into_iter().flatten().filter(|(n, _)| n.starts_with("sum")) {
+        out.push(format!("{name}: {}", keys(v)));
+    }
+    let first = &doc["intervals"][0];
+    out.push(format!("interval: {}", keys(first)));
+    out.push(format!("interval stream: {}", keys(&first["streams"][0])));
+    for name in ["sum", "sum_bidir_reverse"] {
+        out.push(format!("interval {name}: {}", keys(&first[name])));
+    }
+    out
+}
+
+/// `--json-format iperf3` has the shape of iperf3's own `-J` for the same test against the
+/// same iperf3 server: UDP streams as one `udp` object, `sender` meaning "the client sends
+/// this", and with `-R` the sender's RTT and window keys (null where iperf3 reports none).
+#[test]
+fn iperf3_shaped_json_has_the_shape_of_iperf3s_own() {
+    let _serial = crate::util::exclusive();
+    let Some(srv) = Iperf3Server::start() else { return };
+    let port = srv.port.to_string();
+    for extra in [&["-R"][..], &["-u"][..], &["-u", "-R"][..], &["--bidir"][..]] {
+        let mut args = vec!["-c", "127.0.0.1", "-p", &port, "-t", "1", "-J"];
+        args.extend_from_slice(extra);
+        let out =
+            Command::new("timeout").arg("30").arg("iperf3").args(&args).output().expect("iperf3");
+        let theirs: serde_json::Value = serde_json::from_slice(&out.stdout).expect("iperf3 -J");
+        let mut ours = vec!["client", "127.0.0.1", "-p", &port, "--iperf3", "-t", "1", "-J"];
+        ours.extend_from_slice(&["--json-format", "iperf3"]);
+        ours.extend_from_slice(extra);
+        let out = run(&ours, Duration::from_secs(40));
+        assert_eq!(out.code, Some(0), "{ours:?}: {}", out.stderr);
+        let ours = out.json();
+        assert_eq!(iperf3_shape(&ours), iperf3_shape(&theirs), "{extra:?}");
+        if extra == ["-R"] {
+            let sender = &ours["end"]["streams"][0]["sender"];
+            assert!(sender["max_rtt"].is_null(), "an iperf3 server reports no RTT: {sender}");
+        }
+    }
+}
+
 #[test]
 fn options_reach_a_real_iperf3_server_and_its_output_comes_back() {
     let _serial = crate::util::exclusive();
@@ -281,6 +347,37 @@ fn udp_against_a_real_iperf3_server_both_ways() {
         let theirs = &doc["record"]["server_results"]["streams"][0];
         let key = if extra.contains(&"-R") { "udp_sender" } else { "udp_receiver" };
         assert!(theirs[key].is_object(), "{extra:?}: {theirs}");
+    }
+}
+
+/// The iperf3 server counts until TEST_END: its figures match the paced rate and the asked
+/// duration only if TEST_END goes out on time (a 50 ms wait for stragglers made `-t 2 -b
+/// 100M` read 2.06 s and 97.2 Mbit/s; with `-R` the server sent 2.6 % too long).
+#[test]
+fn udp_durations_and_rates_match_the_paced_rate() {
+    let _serial = crate::util::exclusive();
+    let Some(srv) = Iperf3Server::start() else { return };
+    let (secs, rate) = (2.0, 100e6);
+    for extra in [&[][..], &["-R"][..]] {
+        let mut args = vec!["-u", "-b", "100M", "-t", "2"];
+        args.extend_from_slice(extra);
+        let doc = srv.client(&args);
+        let dir = &doc["summary"]["directions"][0];
+        for end in ["sender", "receiver"] {
+            let got_secs = dir[end]["seconds"].as_f64().expect("seconds");
+            let got_rate = dir[end]["bits_per_second"].as_f64().expect("rate");
+            let near = |got: f64, want: f64| (got / want - 1.0).abs() <= 0.01;
+            assert!(near(got_secs, secs), "{extra:?} {end} ({}): {got_secs} s", dir[end]["end"]);
+            assert!(
+                near(got_rate, rate),
+                "{extra:?} {end} ({}): {got_rate} bit/s",
+                dir[end]["end"]
+            );
+        }
+        let udp = &doc["summary"]["udp"][0];
+        let sent = udp["sent"].as_u64().expect("sent");
+        let paced = rate * secs / 8.0 / udp["datagram_bytes"].as_f64().expect("size");
+        assert!((sent as f64 / paced - 1.0).abs() <= 0.01, "{extra:?}: {sent} datagrams sent");
     }
 }
 

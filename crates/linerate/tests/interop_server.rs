@@ -151,24 +151,67 @@ fn get_server_output_carries_the_server_lines() {
     assert!(text.contains("accepted: TCP upload") && text.contains(": done;"), "{text}");
 }
 
+/// iperf3 has no free-text error, only a number and a C errno: each refusal sends the pair
+/// whose iperf3 text is true, and the server's log names the option.
 #[test]
 fn unsupported_iperf3_options_are_refused_by_name() {
     if !have_iperf3() {
         return;
     }
     let srv = Server::start(&[]);
-    for (args, option) in
-        [(&["-t", "1", "-S", "8"][..], "--tos"), (&["-t", "1", "-b", "10M/5"][..], "BURST")]
-    {
+    let cases = [
+        (&["-t", "1", "-S", "8"][..], "unable to set IP TOS: Operation not permitted", "--tos"),
+        (&["-t", "1", "-b", "10M/5"][..], "not implemented", "BURST"),
+    ];
+    for (args, says, option) in cases {
         // iperf3 3.12 exits 0 even on errors when -J is given; its JSON says what failed.
         let (_, doc, _) = iperf3_client(srv.port, args);
         let err = doc["error"].as_str().unwrap_or_default();
-        assert!(err.contains("not implemented"), "{args:?}: iperf3 says {err}");
+        assert!(err.contains(says), "{args:?}: iperf3 says {err}");
         assert!(srv.wait_for_log(option, Duration::from_secs(5)), "{option}: {}", srv.log());
     }
     // The server is still serving.
     let (code, _, stderr) = iperf3_client(srv.port, &["-t", "1"]);
     assert_eq!(code, Some(0), "{stderr}");
+}
+
+/// A limit of this server, or a test it does not serve, never reads as one of iperf3's own
+/// limits ("maximum = 128", "test duration too long"): the client reads that the server did
+/// not permit it, and the server's log says which limit and the fix.
+#[test]
+fn refusals_by_this_servers_limits_read_true_in_iperf3() {
+    if !have_iperf3() {
+        return;
+    }
+    let srv = Server::start(&["--max-streams", "2"]);
+    let cases = [(&["-t", "1", "-P", "3"][..], "max-streams"), (&["-t", "0"][..], "endless")];
+    for (args, logged) in cases {
+        let (_, doc, _) = iperf3_client(srv.port, args);
+        let err = doc["error"].as_str().unwrap_or_default();
+        assert!(err.contains("Operation not permitted"), "{args:?}: iperf3 says {err}");
+        for false_text in ["maximum", "too long"] {
+            assert!(!err.contains(false_text), "{args:?}: iperf3 says {err}");
+        }
+        assert!(srv.wait_for_log(logged, Duration::from_secs(5)), "{logged}: {}", srv.log());
+    }
+}
+
+/// An iperf3 server's receiver counts until TEST_END: at low rates the last datagram arrives
+/// well before (four 32 KiB datagrams in `-u -t 1`: the last at 0.75 s, which read as
+/// "0.00-0.75 sec 1.40 Mbits/sec"), so the receiver's time is the test's, as iperf3's.
+#[test]
+fn low_rate_receivers_count_the_whole_test_as_iperf3_does() {
+    if !have_iperf3() {
+        return;
+    }
+    let srv = Server::start(&[]);
+    for args in [&["-u", "-t", "1"][..], &["-t", "1", "-b", "1M"][..]] {
+        let (code, doc, stderr) = iperf3_client(srv.port, args);
+        assert_eq!(code, Some(0), "{args:?}: {stderr}");
+        let secs = |key: &str| doc["end"][key]["seconds"].as_f64().expect("seconds");
+        let (sent, received) = (secs("sum_sent"), secs("sum_received"));
+        assert!((received / sent - 1.0).abs() <= 0.01, "{args:?}: {sent} s sent, {received} s");
+    }
 }
 
 /// iperf3's `-A n,m` pins the server to CPU m: linerate binds the test's data threads there

@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use linerate_proto::{Direction, EndCondition, Flow, StreamRole};
 
 use crate::record::{Outcome, RunRecord};
+use crate::stats::udp::{UdpSummary, udp_stream};
 use crate::stats::{DirectionSummary, Figures, SideFigures, summarize};
 
 /// Writes the run as an iperf3-style JSON document.
@@ -27,22 +28,20 @@ pub fn document(record: &RunRecord) -> Value {
     let summary = summarize(record);
     let mut end = serde_json::Map::new();
     end.insert("streams".into(), Value::Array(end_streams(record)));
-    let name = |flow: Flow, base: &str| match (record.spec.direction, flow) {
-        (Direction::Bidirectional, Flow::ServerToClient) => format!("{base}_bidir_reverse"),
-        _ => base.to_string(),
-    };
+    let name = |flow: Flow, base: &str| sum_name(record, flow, base);
     for d in &summary.directions {
         let secs = d.sender.as_ref().map_or(0.0, |s| s.figures.seconds);
-        let mut sent = sum(d.sender.as_ref(), secs, true);
-        let mut received = sum(d.receiver.as_ref(), secs, false);
-        if let Some(u) = summary.udp.iter().find(|u| u.flow == d.flow) {
-            udp_sum(&mut sent, u);
-            udp_sum(&mut received, u);
-            // iperf3 -u -J has a combined `sum` (the client's direction) beside the two.
-            if !end.contains_key("sum") {
-                end.insert("sum".into(), received.clone());
+        let ours = client_sends(d.flow);
+        let (sent, received) = match summary.udp.iter().find(|u| u.flow == d.flow) {
+            Some(u) => {
+                let (sent, received) = (d.sender.as_ref(), d.receiver.as_ref());
+                // iperf3 -u -J has a combined `sum` per direction beside the two.
+                end.insert(name(d.flow, "sum"), udp_sum(sent, received, secs, u, ours));
+                let sent_sum = udp_sent_sum(sum(sent, secs, true), u);
+                (sent_sum, udp_received_sum(sum(received, secs, false), u))
             }
-        }
+            None => (sum(d.sender.as_ref(), secs, ours), sum(d.receiver.as_ref(), secs, ours)),
+        };
         end.insert(name(d.flow, "sum_sent"), sent);
         end.insert(name(d.flow, "sum_received"), received);
     }
@@ -77,6 +76,15 @@ pub fn document(record: &RunRecord) -> Value {
     doc
 }
 
+/// iperf3's name for a sum of `flow`: with `--bidir` the server's direction is the
+/// `_bidir_reverse` one.
+fn sum_name(record: &RunRecord, flow: Flow, base: &str) -> String {
+    match (record.spec.direction, flow) {
+        (Direction::Bidirectional, Flow::ServerToClient) => format!("{base}_bidir_reverse"),
+        _ => base.to_string(),
+    }
+}
+
 fn congestion(dirs: &[DirectionSummary], sender: bool) -> Option<String> {
     dirs.iter().find_map(|d| {
         if sender { d.sender.as_ref() } else { d.receiver.as_ref() }?.congestion.clone()
@@ -101,13 +109,53 @@ fn sum(side: Option<&SideFigures>, secs: f64, sender: bool) -> Value {
     v
 }
 
+/// iperf3's `sender` flag: whether this end (the client) sends the stream or direction. In
+/// iperf3 documents it is the same in a stream's `sender` and `receiver` parts and in
+/// `sum_sent` and `sum_received` (UDP sums excepted, see [`udp_sent_sum`]).
+fn client_sends(flow: Flow) -> bool {
+    flow == Flow::ClientToServer
+}
+
+/// A UDP `sum_sent`: the sender knows no loss or jitter (iperf3 writes zeros), `sender` true.
+fn udp_sent_sum(mut v: Value, u: &UdpSummary) -> Value {
+    v["jitter_ms"] = json!(0.0);
+    v["lost_packets"] = json!(0);
+    v["packets"] = json!(u.sent.unwrap_or(u.received + u.lost));
+    v["lost_percent"] = json!(0.0);
+    v["sender"] = json!(true);
+    v
+}
+
+/// A UDP `sum_received`: datagrams, loss (settled from both ends) and jitter, `sender` false.
+fn udp_received_sum(mut v: Value, u: &UdpSummary) -> Value {
+    udp_keys(&mut v, u);
+    v["sender"] = json!(false);
+    v
+}
+
+/// A UDP direction's `sum`: the bytes sent over the receiver's time, with the loss and
+/// jitter; `sender` is whether the client sent.
+fn udp_sum(
+    sent: Option<&SideFigures>,
+    received: Option<&SideFigures>,
+    secs: f64,
+    u: &UdpSummary,
+    client_sends: bool,
+) -> Value {
+    let mut v = sum(received, secs, client_sends);
+    if let Some(s) = sent {
+        v["bytes"] = json!(s.figures.bytes);
+    }
+    udp_keys(&mut v, u);
+    v
+}
+
 /// iperf3's UDP keys: datagrams, loss (settled from both ends) and jitter.
-fn udp_sum(v: &mut Value, u: &crate::stats::udp::UdpSummary) {
+fn udp_keys(v: &mut Value, u: &UdpSummary) {
     v["jitter_ms"] = json!(u.jitter_ms.unwrap_or(0.0));
     v["lost_packets"] = json!(u.lost);
     v["packets"] = json!(u.sent.unwrap_or(u.received + u.lost));
     v["lost_percent"] = json!(u.loss_percent.unwrap_or(0.0));
-    v["out_of_order"] = json!(u.out_of_order);
 }
 
 fn start(record: &RunRecord) -> Value {
@@ -163,100 +211,170 @@ fn split_addr(a: Option<&str>) -> (String, u16) {
     }
 }
 
-/// This end's interval samples, grouped by interval index, with a sum per interval.
+/// This end's interval samples, grouped by interval index, with a sum per interval and
+/// direction (`sum`, and `sum_bidir_reverse` for the server's direction of `--bidir`).
 fn intervals(record: &RunRecord) -> Vec<Value> {
     let Some(client) = &record.client else { return Vec::new() };
     let count = client.streams.iter().map(|s| s.intervals.len()).max().unwrap_or(0);
     (0..count)
         .map(|k| {
-            let mut bytes = 0u64;
-            let mut retransmits: Option<u64> = None;
-            let (mut start, mut end, mut omitted) = (f64::MAX, 0.0f64, false);
-            let sender = client.streams.iter().any(|s| s.role == StreamRole::Sender);
-            let streams: Vec<Value> = client
+            let at_k: Vec<_> = client
                 .streams
                 .iter()
-                .filter_map(|s| Some((s, s.intervals.get(k)?)))
-                .map(|(s, iv)| {
-                    let (a, b) = (iv.start_us as f64 / 1e6, iv.end_us as f64 / 1e6);
-                    (start, end, omitted) = (start.min(a), end.max(b), omitted || iv.omitted);
-                    bytes += iv.bytes;
-                    let secs = (b - a).max(1e-9);
-                    let mut v = json!({
-                        "socket": s.id, "start": a, "end": b, "seconds": b - a, "bytes": iv.bytes,
-                        "bits_per_second": iv.bytes as f64 * 8.0 / secs, "omitted": iv.omitted,
-                        "sender": s.role == StreamRole::Sender,
-                    });
-                    if let Some(t) = iv.tcp.filter(|_| s.role == StreamRole::Sender) {
-                        v["snd_cwnd"] = json!(u64::from(t.cwnd_segments) * u64::from(t.snd_mss_bytes));
-                        v["rtt"] = json!(t.rtt_us);
-                        v["rttvar"] = json!(t.rttvar_us);
-                        if let Some(w) = t.snd_wnd_bytes {
-                            v["snd_wnd"] = json!(w);
-                        }
-                        // TCP_INFO counts since the connection began: the interval's share is
-                        // the difference from the previous sample.
-                        let before = k.checked_sub(1).and_then(|p| s.intervals.get(p)?.tcp).map_or(0, |p| p.total_retrans);
-                        let r = u64::from(t.total_retrans.saturating_sub(before));
-                        v["retransmits"] = json!(r);
-                        retransmits = Some(retransmits.unwrap_or(0) + r);
-                    }
-                    v
-                })
+                .filter_map(|s| Some((s, s.intervals.get(k)?, previous_retrans(s, k))))
                 .collect();
-            let secs = (end - start).max(1e-9);
-            let mut sum = json!({ "start": start, "end": end, "seconds": end - start, "bytes": bytes,
-                                  "bits_per_second": bytes as f64 * 8.0 / secs, "omitted": omitted,
-                                  "sender": sender });
-            if let Some(r) = retransmits {
-                sum["retransmits"] = json!(r);
+            let streams: Vec<Value> =
+                at_k.iter().map(|&(s, iv, before)| interval_stream(s, iv, before)).collect();
+            let mut doc = json!({ "streams": streams });
+            for flow in [Flow::ClientToServer, Flow::ServerToClient] {
+                let of_flow: Vec<Value> = streams
+                    .iter()
+                    .zip(&at_k)
+                    .filter(|(_, (s, _, _))| s.flow == flow)
+                    .map(|(v, _)| v.clone())
+                    .collect();
+                if !of_flow.is_empty() {
+                    doc[sum_name(record, flow, "sum")] = interval_sum(&of_flow, client_sends(flow));
+                }
             }
-            json!({ "streams": streams, "sum": sum })
+            doc
         })
         .collect()
 }
 
-/// Per stream: the sending and the receiving end's figures, from whichever end had each role.
+/// TCP_INFO counts retransmits since the connection began: the total at the sample before.
+fn previous_retrans(s: &linerate_proto::StreamResult, k: usize) -> u32 {
+    k.checked_sub(1).and_then(|p| s.intervals.get(p)?.tcp).map_or(0, |p| p.total_retrans)
+}
+
+/// One stream's interval, with iperf3's TCP keys (senders) or UDP keys.
+fn interval_stream(
+    s: &linerate_proto::StreamResult,
+    iv: &linerate_proto::IntervalSample,
+    retrans_before: u32,
+) -> Value {
+    let (a, b) = (iv.start_us as f64 / 1e6, iv.end_us as f64 / 1e6);
+    let secs = (b - a).max(1e-9);
+    let sender = s.role == StreamRole::Sender;
+    let mut v = json!({
+        "socket": s.id, "start": a, "end": b, "seconds": b - a, "bytes": iv.bytes,
+        "bits_per_second": iv.bytes as f64 * 8.0 / secs, "omitted": iv.omitted, "sender": sender,
+    });
+    if let Some(t) = iv.tcp.filter(|_| sender) {
+        v["snd_cwnd"] = json!(u64::from(t.cwnd_segments) * u64::from(t.snd_mss_bytes));
+        v["rtt"] = json!(t.rtt_us);
+        v["rttvar"] = json!(t.rttvar_us);
+        if let Some(w) = t.snd_wnd_bytes {
+            v["snd_wnd"] = json!(w);
+        }
+        v["retransmits"] = json!(u64::from(t.total_retrans.saturating_sub(retrans_before)));
+    }
+    if let Some(u) = iv.udp {
+        if sender {
+            v["packets"] = json!(u.datagrams);
+        } else {
+            udp_interval_keys(&mut v, u.datagrams + u.lost, u.lost, u.jitter_ns as f64 / 1e6);
+        }
+    }
+    v
+}
+
+/// A receiver's UDP keys for an interval: datagrams expected (received and gaps), gaps,
+/// jitter.
+fn udp_interval_keys(v: &mut Value, packets: u64, lost: u64, jitter_ms: f64) {
+    v["jitter_ms"] = json!(jitter_ms);
+    v["lost_packets"] = json!(lost);
+    v["packets"] = json!(packets);
+    let pct = if packets > 0 { lost as f64 * 100.0 / packets as f64 } else { 0.0 };
+    v["lost_percent"] = json!(pct);
+}
+
+/// The sum of one direction's streams in an interval (built from their interval objects).
+fn interval_sum(streams: &[Value], sender: bool) -> Value {
+    let f = |v: &Value, key: &str| v[key].as_f64();
+    let start = streams.iter().filter_map(|v| f(v, "start")).fold(f64::MAX, f64::min);
+    let end = streams.iter().filter_map(|v| f(v, "end")).fold(0.0, f64::max);
+    let total = |key: &str| -> Option<u64> {
+        let present: Vec<u64> = streams.iter().filter_map(|v| v[key].as_u64()).collect();
+        (!present.is_empty()).then(|| present.iter().sum())
+    };
+    let bytes = total("bytes").unwrap_or(0);
+    let omitted = streams.iter().any(|v| v["omitted"] == true);
+    let secs = (end - start).max(1e-9);
+    let mut sum = json!({ "start": start, "end": end, "seconds": end - start, "bytes": bytes,
+                          "bits_per_second": bytes as f64 * 8.0 / secs, "omitted": omitted,
+                          "sender": sender });
+    if let Some(r) = total("retransmits") {
+        sum["retransmits"] = json!(r);
+    }
+    match (total("packets"), total("lost_packets")) {
+        (Some(packets), Some(lost)) => {
+            let jitters: Vec<f64> = streams.iter().filter_map(|v| f(v, "jitter_ms")).collect();
+            let jitter = jitters.iter().sum::<f64>() / jitters.len().max(1) as f64;
+            udp_interval_keys(&mut sum, packets, lost, jitter);
+        }
+        (Some(packets), None) => sum["packets"] = json!(packets),
+        _ => {}
+    }
+    sum
+}
+
+/// Per stream: the sending and the receiving end's figures, from whichever end had each role;
+/// a UDP stream is one `udp` object, as in iperf3.
 fn end_streams(record: &RunRecord) -> Vec<Value> {
     record
         .spec
         .stream_plan()
         .iter()
-        .map(|&(id, _)| {
-            let part = |role: StreamRole| {
-                record.all_streams().find(|(_, s)| s.id == id && s.role == role).map(|(_, s)| {
-                    let f = Figures::of_streams(std::iter::once(s));
-                    let mut v = json!({
-                        "socket": id, "start": 0, "end": f.seconds, "seconds": f.seconds,
-                        "bytes": f.bytes,
-                        "bits_per_second": f.bits_per_second.unwrap_or(0.0),
-                        "sender": role == StreamRole::Sender,
-                    });
-                    if let Some(r) = s.retransmits {
-                        v["retransmits"] = json!(r);
-                    }
-                    let samples: Vec<_> =
-                        s.intervals.iter().filter_map(|i| i.tcp).chain(s.tcp).collect();
-                    if role == StreamRole::Sender && !samples.is_empty() {
-                        let rtts = samples.iter().map(|t| u64::from(t.rtt_us));
-                        v["max_snd_cwnd"] = json!(
-                            samples
-                                .iter()
-                                .map(|t| u64::from(t.cwnd_segments) * u64::from(t.snd_mss_bytes))
-                                .max()
-                        );
-                        v["max_snd_wnd"] =
-                            json!(samples.iter().filter_map(|t| t.snd_wnd_bytes).max());
-                        v["max_rtt"] = json!(rtts.clone().max());
-                        v["min_rtt"] = json!(rtts.clone().min());
-                        v["mean_rtt"] = json!(rtts.sum::<u64>() / samples.len() as u64);
-                    }
-                    v
-                })
-            };
-            json!({ "sender": part(StreamRole::Sender), "receiver": part(StreamRole::Receiver) })
+        .map(|&(id, flow)| {
+            let ours = client_sends(flow);
+            let part = |role| stream_part(record, id, role, ours);
+            match udp_stream(record, id) {
+                Some(u) => {
+                    let mut v = part(StreamRole::Sender)
+                        .or_else(|| part(StreamRole::Receiver))
+                        .unwrap_or_else(|| json!({ "socket": id, "sender": ours }));
+                    udp_keys(&mut v, &u);
+                    v["out_of_order"] = json!(u.out_of_order);
+                    json!({ "udp": v })
+                }
+                None => {
+                    json!({ "sender": part(StreamRole::Sender), "receiver": part(StreamRole::Receiver) })
+                }
+            }
         })
         .collect()
+}
+
+/// One end's part of stream `id`, if an end reported it; `ours` is iperf3's `sender` flag.
+fn stream_part(record: &RunRecord, id: u32, role: StreamRole, ours: bool) -> Option<Value> {
+    let (_, s) = record.all_streams().find(|(_, s)| s.id == id && s.role == role)?;
+    let f = Figures::of_streams(std::iter::once(s));
+    let mut v = json!({
+        "socket": id, "start": 0, "end": f.seconds, "seconds": f.seconds, "bytes": f.bytes,
+        "bits_per_second": f.bits_per_second.unwrap_or(0.0), "sender": ours,
+    });
+    if let Some(r) = s.retransmits {
+        v["retransmits"] = json!(r);
+    }
+    if role == StreamRole::Sender && s.udp_sender.is_none() {
+        tcp_extremes(&mut v, s);
+    }
+    Some(v)
+}
+
+/// A TCP sender's RTT and window extremes over its samples. iperf3 always has these keys;
+/// where the sending end reported no TCP figures (an iperf3 server with `-R`: iperf3 itself
+/// writes zeros there) they are null, not a made-up 0.
+fn tcp_extremes(v: &mut Value, s: &linerate_proto::StreamResult) {
+    let samples: Vec<_> = s.intervals.iter().filter_map(|i| i.tcp).chain(s.tcp).collect();
+    let rtts = samples.iter().map(|t| u64::from(t.rtt_us));
+    let cwnd = samples.iter().map(|t| u64::from(t.cwnd_segments) * u64::from(t.snd_mss_bytes));
+    v["max_snd_cwnd"] = json!(cwnd.max());
+    v["max_snd_wnd"] = json!(samples.iter().filter_map(|t| t.snd_wnd_bytes).max());
+    v["max_rtt"] = json!(rtts.clone().max());
+    v["min_rtt"] = json!(rtts.clone().min());
+    v["mean_rtt"] = json!((!samples.is_empty()).then(|| rtts.sum::<u64>() / samples.len() as u64));
 }
 
 /// `Sun, 22 Nov 2026 05:56:01 GMT` from Unix seconds (iperf3's timestamp format).

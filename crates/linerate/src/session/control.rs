@@ -157,6 +157,12 @@ impl ControlChannel {
         if self.early_eof || !self.early.is_empty() {
             return Ok(self.early().unwrap_or(Recv::Idle));
         }
+        // poll keeps the caller's deadline to the millisecond; a read timeout alone would
+        // wake up to two scheduler ticks late (8 ms at HZ=250), and the end of a timed test
+        // (TEST_END, the stop) with it.
+        if !crate::sys::wait_readable(&self.stream, wait).context("cannot wait for the peer")? {
+            return Ok(Recv::Idle);
+        }
         self.stream
             .set_read_timeout(Some(wait.max(Duration::from_millis(1))))
             .context("cannot set a read timeout")?;

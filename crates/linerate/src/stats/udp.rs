@@ -94,9 +94,29 @@ pub fn summarize_udp(record: &RunRecord) -> Vec<UdpSummary> {
     flows.into_iter().filter_map(|f| direction(record, f)).collect()
 }
 
+/// The UDP figures of one stream (both its ends), settled the way a direction's are; None
+/// for a TCP stream or an id not in the test.
+pub fn udp_stream(record: &RunRecord, id: u32) -> Option<UdpSummary> {
+    let flow = record.spec.flow_of(id)?;
+    settle(record, flow, |s| s.id == id)
+}
+
 fn direction(record: &RunRecord, flow: Flow) -> Option<UdpSummary> {
+    settle(record, flow, |_| true)
+}
+
+/// The figures of the streams of `flow` that `keep` accepts.
+fn settle(
+    record: &RunRecord,
+    flow: Flow,
+    keep: impl Fn(&StreamResult) -> bool,
+) -> Option<UdpSummary> {
     let of = |role: StreamRole| -> Vec<&StreamResult> {
-        record.all_streams().map(|(_, s)| s).filter(|s| s.flow == flow && s.role == role).collect()
+        record
+            .all_streams()
+            .map(|(_, s)| s)
+            .filter(|s| s.flow == flow && s.role == role && keep(s))
+            .collect()
     };
     let (senders, receivers) = (of(StreamRole::Sender), of(StreamRole::Receiver));
     let rx: Vec<_> = receivers.iter().filter_map(|s| Some((s.id, s.udp_receiver?))).collect();

@@ -21,7 +21,11 @@
 //!    ≥ 90 % of a core (threads migrate between cores, so a
 //!    saturated thread need not show as one saturated core), or an end's busiest core was
 //!    ≥ 90 % busy while that end's own process used ≥ 50 % of a core and more than other
-//!    processes did; the thread or end is named, with the core's user/system/softirq split;
+//!    processes did; the thread or end is named, with the core's user/system/softirq split.
+//!    An end that reports only its process CPU (an iperf3 peer: no per-core or per-thread
+//!    figures) is CPU-bound when its process used ≥ 90 % of a core for each stream of the
+//!    test (no split leaves a thread below 90 %); at ≥ 90 % but less, the path verdict says
+//!    that end's CPU is not ruled out instead of "not CPU limited";
 //! 7. **busy host**: an end's busiest core was ≥ 90 % busy while its own process used ≥ 50 %
 //!    of a core (rule 6 would blame it), but other processes used at least 10 % of a core and
 //!    at least as much as the end did: the test competed for CPU with them, so neither that end
@@ -295,6 +299,13 @@ fn verdict(
     if let Some((limit, end, v)) = cpu(cost, &mut evidence) {
         return Verdict { end: Some(end), ..make(limit, v, evidence) };
     }
+    let cpu_unknown = match process_only(record, d.flow, cost, &mut evidence) {
+        Some(ProcessOnly::Bound(end, v)) => {
+            return Verdict { end: Some(end), ..make(Limit::Cpu, v, evidence) };
+        }
+        Some(ProcessOnly::Unknown(why)) => Some(why),
+        None => None,
+    };
     if let Some(v) = link(record, d, &mut evidence) {
         return make(Limit::Link, v, evidence);
     }
@@ -315,13 +326,66 @@ fn verdict(
         (None, _) => " (no TCP internals from the sender: limits not checked)",
         _ => "",
     };
-    make(
-        Limit::Path,
-        format!(
+    let summary = match cpu_unknown {
+        Some(cpu) => format!(
+            "path-bound: not window, buffer or loss limited{why}, but {cpu}; the link, a shaper, \
+             the peer or its CPU set the rate"
+        ),
+        None => format!(
             "path-bound: not CPU, window, buffer or loss limited{why}; the link, a shaper or the peer set the rate"
         ),
-        evidence,
-    )
+    };
+    make(Limit::Path, summary, evidence)
+}
+
+/// What the CPU of an end that reports only its process CPU (an iperf3 peer: no per-core or
+/// per-thread figures) says.
+enum ProcessOnly {
+    /// Its process used at least 90 % of a core for every thread it can run: one is saturated.
+    Bound(&'static str, String),
+    /// It used 90 % of a core or more, not enough to prove a saturated thread.
+    Unknown(String),
+}
+
+/// Rule 6 for an end without per-core or per-thread figures: its process CPU at ≥ 90 % of a
+/// core for each stream it serves (iperf3 from 3.16 runs a thread per stream; before, one for
+/// all) leaves no thread below 90 %: CPU-bound. Above 90 % of a core but below that, CPU can
+/// be neither blamed nor ruled out.
+fn process_only(
+    record: &RunRecord,
+    flow: Flow,
+    cost: &[CostSummary],
+    evidence: &mut Vec<String>,
+) -> Option<ProcessOnly> {
+    let threads = record.data_threads(flow);
+    let measured = |end: &str| threads.iter().any(|t| t.end == end && t.cpu.is_some());
+    let own = |c: &CostSummary| c.process_percent_of_core.unwrap_or(0.0);
+    let c = cost
+        .iter()
+        .filter(|c| c.busiest.is_none() && !measured(c.end))
+        .filter(|c| own(c) >= CPU_SATURATED_PERCENT)
+        .max_by(|a, b| own(a).total_cmp(&own(b)))?;
+    let (end, pct, streams) = (c.end, own(c), record.spec.connection_count());
+    evidence.push(format!(
+        "{end}: process {pct:.0}% of a core over {streams} stream(s); no per-core or per-thread \
+         figures (it reports only its process CPU)"
+    ));
+    Some(if pct >= CPU_SATURATED_PERCENT * f64::from(streams) {
+        let per = if streams == 1 { "for its one stream" } else { "at least 90% per stream" };
+        ProcessOnly::Bound(
+            end,
+            format!(
+                "CPU-bound: the {end}'s process used {pct:.0}% of a core, {per}: a thread moving \
+                 the data was saturated"
+            ),
+        )
+    } else {
+        ProcessOnly::Unknown(format!(
+            "the {end}'s CPU is not ruled out: its process used {pct:.0}% of a core over \
+             {streams} streams (a saturated thread if it moves them all on one, as iperf3 \
+             before 3.16 does)"
+        ))
+    })
 }
 
 fn pacing(spec: &TestSpec, d: &DirectionSummary) -> Option<String> {
@@ -645,6 +709,37 @@ mod rule_tests {
         let (limit, text) = limit_of(&record(healthy(), 60, 95));
         assert_eq!(limit, Limit::Cpu);
         assert!(text.contains("cpu0 was 95% busy"), "{text}");
+    }
+
+    /// The server is an iperf3 program: it reports only its process CPU (no per-core or
+    /// per-thread figures), here `pct` % of a core.
+    fn with_iperf3_server(mut r: RunRecord, pct: u64) -> RunRecord {
+        let server = r.server_results.as_mut().expect("server");
+        server.cost = Some(Box::new(HostCost {
+            window_us: 1_000_000,
+            process: Some(ProcessCpu { user_us: 0, system_us: pct * 10_000 }),
+            ..Default::default()
+        }));
+        r
+    }
+
+    /// The issue's case: an iperf3 server at 99 % of a core was called "not CPU limited". With
+    /// one stream its one data thread is saturated; with two, CPU is neither blamed nor ruled
+    /// out; below 90 % the path verdict stands as before.
+    #[test]
+    fn an_end_with_only_its_process_cpu_is_judged_by_it() {
+        let (limit, text) = limit_of(&with_iperf3_server(record(healthy(), 30, 40), 99));
+        assert_eq!(limit, Limit::Cpu, "{text}");
+        assert!(text.contains("server's process used 99% of a core, for its one stream"), "{text}");
+        let mut two = with_iperf3_server(record(healthy(), 30, 40), 99);
+        two.spec.streams = 2;
+        let (limit, text) = limit_of(&two);
+        assert_eq!(limit, Limit::Path, "{text}");
+        assert!(!text.contains("not CPU"), "{text}");
+        assert!(text.contains("server's CPU is not ruled out"), "{text}");
+        let (limit, text) = limit_of(&with_iperf3_server(record(healthy(), 30, 40), 60));
+        assert_eq!(limit, Limit::Path, "{text}");
+        assert!(text.contains("not CPU"), "{text}");
     }
 
     /// The server pooled its streams: one worker with the given CPU and run-queue wait.

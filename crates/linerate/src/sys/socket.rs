@@ -86,8 +86,10 @@ pub fn wait_readable_or_writable(
 }
 
 /// Waits up to `timeout`, to the nanosecond (ppoll(2)), until `sock` is readable; an error or
-/// hang-up counts as readable, so the next read reports it. An open-loop request stream
-/// waits this way for a response until its next request is due.
+/// hang-up counts as readable, so the next read reports it. Unlike a read timeout
+/// (`SO_RCVTIMEO`, which the kernel counts in scheduler ticks: 4 ms steps at HZ=250, rounded
+/// up), ppoll's timer is precise, and never ends early: the control pump waits this way for a
+/// deadline, an open-loop request stream for its next request.
 pub fn wait_readable(sock: &impl AsFd, timeout: std::time::Duration) -> io::Result<bool> {
     poll_one(sock, libc::POLLIN, timeout).map(|(readable, _)| readable)
 }

@@ -370,7 +370,7 @@ fn send_turn(
                 };
             }
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) => return Step::End(Err(format!("send failed: {e}"))),
+            Err(e) => return Step::End(super::tcp::send_failed(&e, ctl)),
         }
     }
     Step::Wait

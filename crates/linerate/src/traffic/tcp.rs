@@ -73,11 +73,26 @@ pub fn send_loop(
                     }
                 }
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) => return Err(format!("send failed: {e}")),
+                Err(e) => return send_failed(&e, ctl),
             }
         }
     }
     Ok(())
+}
+
+/// What a failed write means for the stream. A peer that closes (a reset or a broken pipe)
+/// after this sender was told to stop took away only bytes past the end of the test: not a
+/// failure. iperf3 servers close their data connections as soon as TEST_END arrives, often
+/// with a reset while a write is still blocked; any other error, or one before the stop, is.
+pub(crate) fn send_failed(e: &std::io::Error, ctl: &TrafficControl) -> Result<(), String> {
+    let peer_closed = matches!(
+        e.kind(),
+        ErrorKind::ConnectionReset | ErrorKind::BrokenPipe | ErrorKind::ConnectionAborted
+    );
+    if peer_closed && ctl.stopped_at().is_some() && !ctl.aborted() {
+        return Ok(());
+    }
+    Err(format!("send failed: {e}"))
 }
 
 /// Receives until end-of-stream (the peer's sender finished), until the socket is quiet after
@@ -271,6 +286,47 @@ mod tests {
         });
         assert_eq!(rc.bytes(), 3000);
         drop(tx);
+    }
+
+    /// A blocked sender whose peer closes with unread data (a reset, as iperf3 servers do at
+    /// TEST_END): after the stop that is the end of the test, before it a failure.
+    fn sender_meets_a_reset(stop_first: bool) -> (Result<(), String>, Duration) {
+        let (tx, rx) = pair();
+        // A bound on the test: a write never blocks longer than this.
+        tx.set_write_timeout(Some(Duration::from_secs(3))).expect("timeout");
+        let ctl = TrafficControl::default();
+        let sc = StreamCounters::default();
+        let opts = SendOptions { block: 65536, bits_per_second: 0, budget: None, zerocopy: None };
+        let buf = vec![7u8; 65536];
+        std::thread::scope(|s| {
+            let sender = s.spawn(|| send_loop(&tx, Instant::now(), &ctl, &sc, opts, &buf));
+            // Until the buffers are full and the write blocks.
+            let mut last = u64::MAX;
+            for _ in 0..100 {
+                std::thread::sleep(Duration::from_millis(20));
+                if sc.bytes() == last {
+                    break;
+                }
+                last = sc.bytes();
+            }
+            if stop_first {
+                ctl.request_stop(Instant::now());
+            }
+            let closed = Instant::now();
+            drop(rx);
+            let r = sender.join().expect("join");
+            (r, closed.elapsed())
+        })
+    }
+
+    #[test]
+    fn a_reset_after_the_stop_is_the_end_not_a_failure() {
+        let (r, took) = sender_meets_a_reset(true);
+        assert_eq!(r, Ok(()));
+        assert!(took < Duration::from_secs(2), "ended by the reset, not the timeout: {took:?}");
+        let (r, _) = sender_meets_a_reset(false);
+        let e = r.expect_err("a reset during the test is a failure");
+        assert!(e.starts_with("send failed"), "{e}");
     }
 
     #[test]

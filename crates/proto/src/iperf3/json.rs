@@ -43,6 +43,11 @@ fn lenient_i64<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
     d.deserialize_any(Lenient)
 }
 
+/// [`lenient_i64`] for a key that may be missing.
+fn lenient_opt_i64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    lenient_i64(d).map(Some)
+}
+
 /// One stream in an iperf3 results object.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Iperf3Stream {
@@ -61,9 +66,26 @@ pub struct Iperf3Stream {
     /// UDP lost datagrams (0 for TCP).
     #[serde(default, deserialize_with = "lenient_i64")]
     pub errors: i64,
-    /// UDP datagrams (0 for TCP).
+    /// UDP datagrams (0 for TCP): sent (sender) or the highest sequence number seen
+    /// (receiver), over the whole test, warm-up included.
     #[serde(default, deserialize_with = "lenient_i64")]
     pub packets: i64,
+    /// Of `errors`, those counted during the warm-up (`-O`). Sent by iperf3 3.14 and later;
+    /// those clients take a missing key to mean that every packet of a sender was in the
+    /// warm-up and print its count as 0.
+    #[serde(
+        default,
+        deserialize_with = "lenient_opt_i64",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub omitted_errors: Option<i64>,
+    /// Of `packets`, those counted during the warm-up (`-O`); see `omitted_errors`.
+    #[serde(
+        default,
+        deserialize_with = "lenient_opt_i64",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub omitted_packets: Option<i64>,
     /// Start, seconds (0).
     #[serde(default)]
     pub start_time: Option<f64>,
@@ -150,8 +172,10 @@ pub fn results_from_side(side: &SideResults) -> Iperf3Results {
                     _ => -1,
                 },
                 jitter: s.udp_receiver.map_or(0.0, |r| r.jitter_ns as f64 / 1e9),
-                errors: udp_errors(s),
-                packets: udp_packets(s),
+                errors: udp_errors(s).total,
+                omitted_errors: Some(udp_errors(s).omitted),
+                packets: udp_packets(s).total,
+                omitted_packets: Some(udp_packets(s).omitted),
                 start_time: Some(0.0),
                 end_time: Some(s.measured_us() as f64 / 1e6),
             })
@@ -161,20 +185,35 @@ pub fn results_from_side(side: &SideResults) -> Iperf3Results {
     }
 }
 
+/// A count as iperf3 sends it: over the whole test, and the part of it in the warm-up (iperf3
+/// subtracts the second from the first).
+#[derive(Debug, Clone, Copy)]
+struct WithOmitted {
+    total: i64,
+    omitted: i64,
+}
+
+impl WithOmitted {
+    fn new(total: u64, omitted: u64) -> Self {
+        let int = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        Self { total: int(total), omitted: int(omitted.min(total)) }
+    }
+}
+
 /// UDP datagrams lost as iperf3 reports them: gaps the receiver saw (0 for senders and TCP).
-fn udp_errors(s: &crate::results::StreamResult) -> i64 {
-    s.udp_receiver.map_or(0, |r| i64::try_from(r.measured().lost).unwrap_or(i64::MAX))
+fn udp_errors(s: &crate::results::StreamResult) -> WithOmitted {
+    s.udp_receiver
+        .map_or(WithOmitted::new(0, 0), |r| WithOmitted::new(r.counts.lost, r.omitted.lost))
 }
 
 /// UDP datagram count as iperf3 reports it: sent (sender) or the highest sequence number seen
 /// (receiver); 0 for TCP.
-fn udp_packets(s: &crate::results::StreamResult) -> i64 {
-    let n = match (s.udp_sender, s.udp_receiver) {
-        (Some(tx), _) => tx.measured_datagrams(),
-        (_, Some(rx)) => rx.measured().highest_seq,
-        _ => 0,
-    };
-    i64::try_from(n).unwrap_or(i64::MAX)
+fn udp_packets(s: &crate::results::StreamResult) -> WithOmitted {
+    match (s.udp_sender, s.udp_receiver) {
+        (Some(tx), _) => WithOmitted::new(tx.datagrams, tx.omitted_datagrams),
+        (_, Some(rx)) => WithOmitted::new(rx.counts.highest_seq, rx.omitted.highest_seq),
+        _ => WithOmitted::new(0, 0),
+    }
 }
 
 #[cfg(test)]
@@ -185,6 +224,70 @@ mod tests {
     fn ids_follow_the_iperf3_quirk() {
         assert_eq!(stream_ids(4), vec![1, 3, 4, 5]);
         assert_eq!(stream_ids(1), vec![1]);
+    }
+
+    fn udp_stream(role: StreamRole) -> crate::results::StreamResult {
+        use crate::udp::{UdpCounts, UdpReceiverResult, UdpSenderResult};
+        let counts = |highest_seq, lost| UdpCounts {
+            highest_seq,
+            received: highest_seq - lost,
+            lost,
+            ..UdpCounts::default()
+        };
+        crate::results::StreamResult {
+            id: 1,
+            flow: crate::spec::Flow::ServerToClient,
+            role,
+            bytes: 1000,
+            omitted_bytes: 100,
+            duration_us: 2_000_000,
+            omitted_us: 1_000_000,
+            intervals: Vec::new(),
+            socket: crate::results::SocketReport::default(),
+            retransmits: None,
+            tcp: None,
+            thread_cpu: None,
+            thread_wait_us: None,
+            udp_sender: (role == StreamRole::Sender).then(|| UdpSenderResult {
+                datagrams: 900,
+                omitted_datagrams: 300,
+                ..UdpSenderResult::default()
+            }),
+            udp_receiver: (role == StreamRole::Receiver).then(|| UdpReceiverResult {
+                counts: counts(890, 7),
+                omitted: counts(280, 2),
+                ..UdpReceiverResult::default()
+            }),
+            error: None,
+            latency: None,
+        }
+    }
+
+    /// iperf3 3.14+ clients print a sender's packets as `packets - omitted_packets`, and take
+    /// a missing `omitted_packets` for "all of them": a server that left it out showed the
+    /// sender of `-u -R` as 0 packets. Both are sent, as iperf3's server sends them (totals,
+    /// and the warm-up's part).
+    #[test]
+    fn udp_results_carry_totals_and_the_warm_up_part_the_way_iperf3_does() {
+        let side =
+            SideResults { streams: vec![udp_stream(StreamRole::Sender)], ..SideResults::default() };
+        let v = serde_json::to_value(results_from_side(&side)).expect("json");
+        let st = &v["streams"][0];
+        assert_eq!((&st["packets"], &st["omitted_packets"]), (&900.into(), &300.into()), "{st}");
+        assert_eq!((&st["errors"], &st["omitted_errors"]), (&0.into(), &0.into()), "{st}");
+        assert_eq!(st["bytes"], 900, "bytes are after the warm-up, as iperf3 resets them");
+        let side = SideResults {
+            streams: vec![udp_stream(StreamRole::Receiver)],
+            ..SideResults::default()
+        };
+        let v = serde_json::to_value(results_from_side(&side)).expect("json");
+        let st = &v["streams"][0];
+        assert_eq!((&st["packets"], &st["omitted_packets"]), (&890.into(), &280.into()), "{st}");
+        assert_eq!((&st["errors"], &st["omitted_errors"]), (&7.into(), &2.into()), "{st}");
+        // A 3.12 peer sends neither key.
+        let text = br#"{"cpu_util_total":1,"cpu_util_user":0,"cpu_util_system":1,"sender_has_retransmits":0,"streams":[{"id":1,"bytes":5,"retransmits":-1,"jitter":0,"errors":1,"packets":9}]}"#;
+        let r = Iperf3Results::parse(text).expect("parses");
+        assert_eq!((r.streams[0].omitted_packets, r.streams[0].omitted_errors), (None, None));
     }
 
     #[test]

@@ -8,6 +8,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::bounded::DecodeError;
+use crate::iperf3::errors::{ServerError, errno};
 use crate::spec::{Direction, EndCondition, Protocol, TestSpec};
 
 /// iperf3's limit on the parameter JSON (`MAX_PARAMS_JSON_STRING` in 3.18+).
@@ -19,61 +20,6 @@ const PARAMS_BOUNDS: crate::bounded::Bounds = crate::bounded::Bounds {
     max_items: 256,
     max_string: MAX_PARAMS_JSON as usize,
 };
-
-/// iperf3 error numbers a server sends back (iperf_api.h).
-pub mod errno {
-    /// Invalid duration.
-    pub const DURATION: i32 = 5;
-    /// Invalid number of streams.
-    pub const NUM_STREAMS: i32 = 6;
-    /// Invalid block size.
-    pub const BLOCK_SIZE: i32 = 7;
-    /// Invalid socket buffer size.
-    pub const BUF_SIZE: i32 = 8;
-    /// Invalid MSS.
-    pub const MSS: i32 = 10;
-    /// Invalid UDP datagram size.
-    pub const UDP_BLOCK_SIZE: i32 = 20;
-    /// Invalid omit period.
-    pub const OMIT: i32 = 12;
-    /// "Not implemented yet": an option this server does not support.
-    pub const UNIMPLEMENTED: i32 = 13;
-    /// Reverse and bidirectional together.
-    pub const REVERSE_BIDIR: i32 = 25;
-    /// The server could not create the test.
-    pub const NEW_TEST: i32 = 100;
-    /// The parameters could not be read.
-    pub const RECV_PARAMS: i32 = 114;
-    /// The requested CPU affinity cannot be set (`IEAFFINITY`).
-    pub const AFFINITY: i32 = 132;
-    /// The requested congestion control cannot be set.
-    pub const SET_CONGESTION: i32 = 134;
-    /// No data for too long.
-    pub const NO_MSG: i32 = 144;
-    /// The server is terminating.
-    pub const SERVER_TERM: i32 = 120;
-    /// The requested rate is over the server's limit (`IETOTALRATE`).
-    pub const TOTAL_RATE: i32 = 27;
-    /// The test is longer than the server allows (`IEMAXSERVERTESTDURATION`).
-    pub const MAX_DURATION: i32 = 37;
-
-    /// The iperf3 error number for a refusal by one of the server's limits; None for the
-    /// refusals iperf3 signals with ACCESS_DENIED ("the server is busy running a test").
-    pub fn for_limit(kind: crate::limits::LimitKind) -> Option<i32> {
-        use crate::limits::LimitKind;
-        match kind {
-            LimitKind::Busy | LimitKind::ClientRate => None,
-            LimitKind::Streams => Some(NUM_STREAMS),
-            LimitKind::Duration => Some(MAX_DURATION),
-            LimitKind::Bitrate => Some(TOTAL_RATE),
-            LimitKind::Bytes | LimitKind::Interval | LimitKind::MinRate => Some(NEW_TEST),
-            LimitKind::Block => Some(BLOCK_SIZE),
-            // iperf3 caps -l at 1 MiB itself: more streams is what makes a test too big.
-            LimitKind::Memory => Some(NUM_STREAMS),
-            LimitKind::NotAllowed => Some(UNIMPLEMENTED),
-        }
-    }
-}
 
 /// What an iperf3 client asked for, in linerate's terms.
 #[derive(Debug, Clone, PartialEq)]
@@ -91,14 +37,14 @@ pub struct Iperf3Request {
 /// Why the server will not run a requested test.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Iperf3Refusal {
-    /// The iperf3 error number sent to the client (it prints iperf3's text for it).
-    pub i_errno: i32,
+    /// What the client is sent (it prints iperf3's text for it).
+    pub error: ServerError,
     /// linerate's own explanation, naming the option and the fix.
     pub message: String,
 }
 
-fn refuse(i_errno: i32, message: impl Into<String>) -> Iperf3Refusal {
-    Iperf3Refusal { i_errno, message: message.into() }
+fn refuse(error: impl Into<ServerError>, message: impl Into<String>) -> Iperf3Refusal {
+    Iperf3Refusal { error: error.into(), message: message.into() }
 }
 
 /// The parameter JSON for `spec` (with `--get-server-output` if asked), or a sentence saying
@@ -195,15 +141,21 @@ pub fn params(
 }
 
 /// Options that change what a test does and that this server does not implement, with the
-/// client flag that sends each (refused rather than silently ignored).
-const UNSUPPORTED: &[(&str, &str)] = &[
-    ("sctp", "--sctp"),
-    ("mptcp", "-m/--mptcp"),
-    ("fqrate", "--fq-rate"),
-    ("burst", "-b RATE/BURST"),
-    ("TOS", "-S/--tos or --dscp"),
-    ("flowlabel", "-L/--flowlabel"),
-    ("authtoken", "--username/--rsa-public-key-path (authentication)"),
+/// client flag that sends each (refused rather than silently ignored) and what the client is
+/// told: where iperf3 has a number that names the option ("unable to set IP TOS: Operation
+/// not permitted"), that one; else "not implemented yet".
+const UNSUPPORTED: &[(&str, &str, ServerError)] = &[
+    ("sctp", "--sctp", ServerError::with(errno::NO_SCTP, 0)),
+    ("mptcp", "-m/--mptcp", ServerError::with(errno::UNIMPLEMENTED, 0)),
+    ("fqrate", "--fq-rate", ServerError::with(errno::SET_PACING, errno::os::EPERM)),
+    ("burst", "-b RATE/BURST", ServerError::with(errno::UNIMPLEMENTED, 0)),
+    ("TOS", "-S/--tos or --dscp", ServerError::with(errno::SET_TOS, errno::os::EPERM)),
+    ("flowlabel", "-L/--flowlabel", ServerError::with(errno::SET_FLOW, errno::os::EPERM)),
+    (
+        "authtoken",
+        "--username/--rsa-public-key-path (authentication)",
+        ServerError::with(errno::UNIMPLEMENTED, 0),
+    ),
 ];
 
 /// Reads an iperf3 client's parameter JSON into a linerate test, or says why not.
@@ -215,9 +167,10 @@ pub fn request_from_params(bytes: &[u8]) -> Result<Iperf3Request, Iperf3Refusal>
     let m = v
         .as_object()
         .ok_or_else(|| refuse(errno::RECV_PARAMS, "the parameters are not a JSON object"))?;
-    if let Some((_, flag)) = UNSUPPORTED.iter().find(|(k, _)| m.contains_key(*k)) {
+    let client_version = text(m, "client_version")?;
+    if let Some((_, flag, error)) = UNSUPPORTED.iter().find(|(k, _, _)| m.contains_key(*k)) {
         return Err(refuse(
-            errno::UNIMPLEMENTED,
+            *error,
             format!(
                 "iperf3 option {flag} is not supported by this linerate server; run without it"
             ),
@@ -242,7 +195,7 @@ pub fn request_from_params(bytes: &[u8]) -> Result<Iperf3Request, Iperf3Refusal>
         ranged(m, "len", 1, 1 << 20, errno::BLOCK_SIZE)?.unwrap_or(128 * 1024) as u32
     };
     spec.omit_ms = ranged(m, "omit", 0, 600, errno::OMIT)?.unwrap_or(0) * 1000;
-    spec.end = end_condition(m, spec.block_bytes)?;
+    spec.end = end_condition(m, spec.block_bytes, client_version.as_deref())?;
     spec.window_bytes = ranged(m, "window", 1, 512 << 20, errno::BUF_SIZE)?;
     spec.mss_bytes = ranged(m, "MSS", 1, 32767, errno::MSS)?.map(|v| v as u32);
     let default_rate = if udp { super::UDP_DEFAULT_RATE } else { 0 };
@@ -263,11 +216,15 @@ pub fn request_from_params(bytes: &[u8]) -> Result<Iperf3Request, Iperf3Refusal>
         spec,
         udp_counters_64bit: m.contains_key("udp_counters_64bit"),
         get_server_output: m.contains_key("get_server_output"),
-        client_version: text(m, "client_version")?,
+        client_version,
     })
 }
 
-fn end_condition(m: &Map<String, Value>, block: u32) -> Result<EndCondition, Iperf3Refusal> {
+fn end_condition(
+    m: &Map<String, Value>,
+    block: u32,
+    client_version: Option<&str>,
+) -> Result<EndCondition, Iperf3Refusal> {
     let time = ranged(m, "time", 0, 86_400, errno::DURATION)?.unwrap_or(0);
     let num = ranged(m, "num", 0, u64::MAX >> 1, errno::RECV_PARAMS)?.unwrap_or(0);
     let blocks = ranged(m, "blockcount", 0, u64::MAX >> 1, errno::RECV_PARAMS)?.unwrap_or(0);
@@ -277,7 +234,7 @@ fn end_condition(m: &Map<String, Value>, block: u32) -> Result<EndCondition, Ipe
         (t, _, _) if t > 0 => EndCondition::Duration { duration_ms: t * 1000 },
         _ => {
             return Err(refuse(
-                errno::DURATION,
+                super::errors::for_endless(client_version),
                 "an endless test (-t 0 without -n or -k) is not served; give a duration",
             ));
         }
@@ -352,7 +309,7 @@ mod tests {
         spec.server_cpus = vec![1, 2];
         assert!(params(&spec, "x", false).unwrap_err().contains("one CPU"));
         let bad = request_from_params(br#"{"tcp":true,"time":1,"server_affinity":-1}"#);
-        assert_eq!(bad.unwrap_err().i_errno, errno::AFFINITY);
+        assert_eq!(bad.unwrap_err().error.i_errno, errno::AFFINITY);
         let none = request_from_params(br#"{"tcp":true,"time":1}"#).expect("served");
         assert!(none.spec.server_cpus.is_empty());
     }
@@ -430,12 +387,15 @@ mod tests {
             (r#"{"udp":true,"time":1,"len":8}"#, errno::UDP_BLOCK_SIZE, "len"),
             (r#"{"udp":true,"time":1,"len":15}"#, errno::UDP_BLOCK_SIZE, "len"),
             (r#"{"tcp":true,"time":1,"authtoken":"x"}"#, errno::UNIMPLEMENTED, "authentication"),
-            (r#"{"tcp":true,"time":1,"TOS":8}"#, errno::UNIMPLEMENTED, "--tos"),
+            (r#"{"tcp":true,"time":1,"TOS":8}"#, errno::SET_TOS, "--tos"),
+            (r#"{"tcp":true,"time":1,"fqrate":8}"#, errno::SET_PACING, "--fq-rate"),
+            (r#"{"tcp":true,"time":1,"sctp":true}"#, errno::NO_SCTP, "--sctp"),
             (r#"{"tcp":true,"time":1,"parallel":129}"#, errno::NUM_STREAMS, "parallel"),
             (r#"{"tcp":true,"time":1,"parallel":0}"#, errno::NUM_STREAMS, "parallel"),
             (r#"{"tcp":true,"time":1,"len":2000000}"#, errno::BLOCK_SIZE, "len"),
             (r#"{"tcp":true,"time":1,"omit":-1}"#, errno::OMIT, "omit"),
-            (r#"{"tcp":true,"time":0}"#, errno::DURATION, "endless"),
+            (r#"{"tcp":true,"time":0}"#, errno::NEW_TEST, "endless"),
+            (r#"{"tcp":true,"time":0,"client_version":"3.21"}"#, errno::MAX_DURATION, "endless"),
             (
                 r#"{"tcp":true,"time":1,"reverse":true,"bidirectional":true}"#,
                 errno::REVERSE_BIDIR,
@@ -447,7 +407,7 @@ mod tests {
         ];
         for (text, code, word) in cases {
             let e = req(text).expect_err(text);
-            assert_eq!(e.i_errno, code, "{text}: {e:?}");
+            assert_eq!(e.error.i_errno, code, "{text}: {e:?}");
             assert!(e.message.contains(word), "{text}: {}", e.message);
         }
     }

@@ -20,8 +20,8 @@ use std::time::Duration;
 use crate::conn::{Deadline, HANDSHAKE_TIMEOUT, RESULTS_TIMEOUT, run_deadline, streams_deadline};
 use crate::error::ProtoError;
 use crate::iperf3::{
-    COOKIE_LEN, Iperf3Request, Iperf3Results, MAX_PARAMS_JSON, MAX_RESULTS_JSON, State,
-    request_from_params, take_frame,
+    COOKIE_LEN, Iperf3Request, Iperf3Results, MAX_PARAMS_JSON, MAX_RESULTS_JSON, ServerError,
+    State, request_from_params, take_frame,
 };
 use crate::machine::{Io, Machine};
 use crate::spec::TestSpec;
@@ -106,9 +106,9 @@ impl Iperf3Server {
         Ok(())
     }
 
-    /// Declines the test with an iperf3 error number (the client prints iperf3's text for it).
-    pub fn refuse(&mut self, i_errno: i32) {
-        self.push_error(i_errno);
+    /// Declines the test with an iperf3 error (the client prints iperf3's text for it).
+    pub fn refuse(&mut self, error: impl Into<ServerError>) {
+        self.push_error(error.into());
         self.mark_failed();
     }
 
@@ -119,10 +119,11 @@ impl Iperf3Server {
         self.mark_failed();
     }
 
-    /// Declines the test because of a server limit, with the iperf3 signal for it.
-    pub fn refuse_limit(&mut self, kind: crate::limits::LimitKind) {
-        match crate::iperf3::errno::for_limit(kind) {
-            Some(n) => self.refuse(n),
+    /// Declines the test because of a server limit, with the iperf3 signal for it that this
+    /// client's version prints truly (see [`crate::iperf3::for_limit`]).
+    pub fn refuse_limit(&mut self, kind: crate::limits::LimitKind, client_version: Option<&str>) {
+        match crate::iperf3::for_limit(kind, client_version) {
+            Some(e) => self.refuse(e),
             None => self.deny(),
         }
     }
@@ -170,17 +171,16 @@ impl Iperf3Server {
     }
 
     /// A local failure during the test (e.g. a data socket could not be configured).
-    pub fn fail_with(&mut self, i_errno: i32) {
+    pub fn fail_with(&mut self, error: impl Into<ServerError>) {
         if !matches!(self.phase, Phase::Done | Phase::Failed) {
-            self.push_error(i_errno);
+            self.push_error(error.into());
         }
         self.mark_failed();
     }
 
-    fn push_error(&mut self, i_errno: i32) {
+    fn push_error(&mut self, error: ServerError) {
         self.io.out.push(State::ServerError.byte());
-        self.io.out.extend_from_slice(&i_errno.to_be_bytes());
-        self.io.out.extend_from_slice(&0i32.to_be_bytes());
+        self.io.out.extend_from_slice(&error.wire());
     }
 
     fn mark_failed(&mut self) {
@@ -234,7 +234,7 @@ impl Iperf3Server {
                 self.io.emit(Iperf3ServerEvent::TestRequested(Ok(Box::new(req))));
             }
             Err(refusal) => {
-                self.refuse(refusal.i_errno);
+                self.refuse(refusal.error);
                 self.io.emit(Iperf3ServerEvent::TestRequested(Err(refusal.message)));
             }
         }
@@ -406,7 +406,8 @@ mod tests {
         assert!(
             matches!(&ev[..], [Iperf3ServerEvent::TestRequested(Err(m))] if m.contains("--tos"))
         );
-        assert_eq!(s.poll_transmit(), Some(vec![9, 0xfe, 0, 0, 0, 13, 0, 0, 0, 0]));
+        // "unable to set IP TOS: Operation not permitted": iperf3's own words name the option.
+        assert_eq!(s.poll_transmit(), Some(vec![9, 0xfe, 0, 0, 0, 125, 0, 0, 0, 1]));
     }
 
     #[test]
@@ -415,10 +416,11 @@ mod tests {
         let mut s = Iperf3Server::new(T0);
         s.handle_input(&[b'a'; 37], T0).expect("cookie");
         let _ = s.poll_transmit();
-        s.refuse_limit(LimitKind::Streams);
-        assert_eq!(s.poll_transmit(), Some(vec![0xfe, 0, 0, 0, 6, 0, 0, 0, 0]));
+        s.refuse_limit(LimitKind::Streams, Some("3.12"));
+        // "unable to create a new test: Operation not permitted", not iperf3's "maximum = 128".
+        assert_eq!(s.poll_transmit(), Some(vec![0xfe, 0, 0, 0, 100, 0, 0, 0, 1]));
         let mut s = Iperf3Server::new(T0);
-        s.refuse_limit(LimitKind::Busy);
+        s.refuse_limit(LimitKind::Busy, Some("3.12"));
         assert_eq!(s.poll_transmit(), Some(vec![0xff]), "ACCESS_DENIED");
         assert!(s.handle_input(b"x", T0).is_err(), "the session is over");
     }

@@ -11,7 +11,9 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use linerate_proto::iperf3::{Iperf3Client, Iperf3Event, make_cookie, params, results_from_side};
+use linerate_proto::iperf3::{
+    Iperf3Client, Iperf3Event, make_cookie, params, results_from_side, udp_end_wait,
+};
 use linerate_proto::{EndCondition, Machine, Protocol, SideResults};
 
 use super::{forgive_end_of_test_resets, peer_side};
@@ -25,11 +27,6 @@ use crate::session::{
     Clock, ControlChannel, End, Interrupt, LiveEvent, Observer, SOFTWARE, StreamSet,
 };
 use crate::sys;
-
-/// UDP: an iperf3 server stops counting at TEST_END, so datagrams still in flight when it
-/// arrives would show as lost. TEST_END waits this long (plus two round trips) after the
-/// local senders stopped.
-const UDP_END_TAIL: Duration = Duration::from_millis(50);
 
 /// How long local receivers may take to see the server close its data connections.
 const DRAIN_LIMIT: Duration = Duration::from_secs(3);
@@ -88,7 +85,7 @@ fn drive(
     let clock = Clock::new();
     let mut conn = Iperf3Client::new(plan.spec.clone(), cookie, params, clock.now());
     let mut st = LoopState::default();
-    // UDP: when TEST_END goes out after the senders stopped (see UDP_END_TAIL).
+    // UDP upload: when TEST_END goes out after the senders stopped (see `udp_end_wait`).
     let mut test_end_at: Option<Instant> = None;
     let result = (|| -> Result<()> {
         loop {
@@ -160,10 +157,14 @@ fn drive(
             if interrupt.count() > 0 || end_reached(plan, s, &st) {
                 *ended = true;
                 s.end_signalled();
-                if plan.spec.protocol == Protocol::Udp {
-                    let rtt = sys::tcp_internals(ctrl.stream())
-                        .map_or(Duration::ZERO, |t| Duration::from_micros(t.rtt_us.into()));
-                    test_end_at = Some(Instant::now() + UDP_END_TAIL + rtt * 2);
+                if udp_upload(&plan.spec) {
+                    // The path's own round trip: the smoothed one of a quiet control
+                    // connection is mostly delayed ACKs (milliseconds on loopback).
+                    let rtt = sys::tcp_internals(ctrl.stream()).map_or(Duration::ZERO, |t| {
+                        Duration::from_micros(t.min_rtt_us.unwrap_or(t.rtt_us).into())
+                    });
+                    let elapsed = s.started().map_or(Duration::ZERO, |t| t.elapsed());
+                    test_end_at = Some(Instant::now() + udp_end_wait(elapsed, rtt));
                 } else {
                     conn.test_end(clock.now());
                 }
@@ -179,6 +180,11 @@ fn drive(
         pump::flush(&mut ctrl, &mut conn);
     }
     result
+}
+
+/// True if this end sends UDP (upload or `--bidir`): TEST_END then waits for its datagrams.
+fn udp_upload(spec: &linerate_proto::TestSpec) -> bool {
+    spec.protocol == Protocol::Udp && spec.direction != linerate_proto::Direction::Download
 }
 
 /// The client decides the end: time, or (for -n) bytes moved by either side's streams here.

@@ -24,6 +24,17 @@ pub(crate) fn forgive_end_of_test_resets(side: &mut SideResults) {
     }
 }
 
+/// An iperf3 server's receivers count until TEST_END, the client's clock: a receiver's time
+/// is the test's, not the span of what arrived. (At low UDP rates the span is shorter: with
+/// four datagrams in `-t 1` the last arrives at 0.75 s, which read as 0.75 s and 1.40 Mbit/s
+/// where iperf3 says 1.00 s and 1.05 Mbit/s.) `at` is TEST_END from the test's start.
+pub(crate) fn receivers_end_at(side: &mut SideResults, at: std::time::Duration) {
+    let at_us = u64::try_from(at.as_micros()).unwrap_or(u64::MAX);
+    for st in side.streams.iter_mut().filter(|s| s.role == StreamRole::Receiver) {
+        st.duration_us = at_us.max(st.omitted_us);
+    }
+}
+
 /// An iperf3 peer's figures in linerate's shape: streams matched by creation order (which is
 /// how iperf3 itself matches them), and its process CPU (the only cost figure iperf3 reports).
 /// `peer` is the end the iperf3 program played.
@@ -85,28 +96,39 @@ pub(crate) fn peer_side(r: &Iperf3Results, spec: &TestSpec, peer: End) -> SideRe
     }
 }
 
-/// An iperf3 UDP sender's stream: it reports only how many datagrams it sent.
+/// An iperf3 UDP sender's stream: it reports only how many datagrams it sent (3.18+: and how
+/// many of them in the warm-up; older versions count the warm-up in).
 fn udp_sender(s: &Iperf3Stream, spec: &TestSpec) -> UdpSenderResult {
+    let (datagrams, omitted) = with_omitted(s.packets, s.omitted_packets);
     UdpSenderResult {
-        datagrams: u64::try_from(s.packets).unwrap_or(0),
+        datagrams,
+        omitted_datagrams: omitted,
         datagram_bytes: spec.block_bytes,
         ..UdpSenderResult::default()
     }
 }
 
 /// An iperf3 UDP receiver's stream: the highest sequence number it saw (`packets`), the gaps
-/// below it (`errors`, which iperf3 reduces again for late arrivals) and its jitter.
+/// below it (`errors`, which iperf3 reduces again for late arrivals) and its jitter; 3.18+
+/// also say how much of both fell in the warm-up.
 fn udp_receiver(s: &Iperf3Stream) -> UdpReceiverResult {
-    let highest = u64::try_from(s.packets).unwrap_or(0);
-    let lost = u64::try_from(s.errors).unwrap_or(0).min(highest);
+    let counts = |highest: u64, lost: u64| {
+        let lost = lost.min(highest);
+        UdpCounts { highest_seq: highest, received: highest - lost, lost, ..UdpCounts::default() }
+    };
+    let (highest, omitted_highest) = with_omitted(s.packets, s.omitted_packets);
+    let (lost, omitted_lost) = with_omitted(s.errors, s.omitted_errors);
     UdpReceiverResult {
-        counts: UdpCounts {
-            highest_seq: highest,
-            received: highest - lost,
-            lost,
-            ..UdpCounts::default()
-        },
+        counts: counts(highest, lost),
+        omitted: counts(omitted_highest, omitted_lost),
         jitter_ns: (s.jitter.max(0.0) * 1e9).round() as u64,
         ..UdpReceiverResult::default()
     }
+}
+
+/// An iperf3 count and its warm-up part (none reported: none), never more than the count.
+fn with_omitted(total: i64, omitted: Option<i64>) -> (u64, u64) {
+    let total = u64::try_from(total).unwrap_or(0);
+    let omitted = omitted.and_then(|o| u64::try_from(o).ok()).unwrap_or(0);
+    (total, omitted.min(total))
 }

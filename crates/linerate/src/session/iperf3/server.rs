@@ -16,13 +16,13 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use linerate_proto::Machine;
 use linerate_proto::iperf3::{
-    COOKIE_LEN, Iperf3Request, Iperf3Server, Iperf3ServerEvent, State, UDP_REPLY, errno,
-    results_from_side,
+    COOKIE_LEN, Iperf3Request, Iperf3Server, Iperf3ServerEvent, ServerError, State, UDP_REPLY,
+    errno, results_from_side,
 };
 use linerate_proto::udp::{DatagramFormat, SeqWidth};
 use linerate_proto::{LimitKind, ProtoError, Protocol, SideResults, TestSpec};
 
-use super::{forgive_end_of_test_resets, peer_side};
+use super::{forgive_end_of_test_resets, peer_side, receivers_end_at};
 use crate::record::canonical;
 use crate::session::admission::Pending;
 use crate::session::pump;
@@ -202,7 +202,7 @@ impl Session<'_> {
             if req.spec.congestion.is_some() && r.kind == LimitKind::NotAllowed {
                 m.refuse(errno::SET_CONGESTION);
             } else {
-                m.refuse_limit(r.kind);
+                m.refuse_limit(r.kind, req.client_version.as_deref());
             }
             bail!("refused an iperf3 client: {r}");
         }
@@ -216,7 +216,8 @@ impl Session<'_> {
         streams.set_peer_program("iperf3");
         streams.set_layout(self.t.shared.admission.limits.layout);
         if let Err(e) = streams.set_cpus(&req.spec.server_cpus, "server") {
-            m.refuse(errno::AFFINITY);
+            // "unable to set CPU affinity: Invalid argument", as sched_setaffinity says.
+            m.refuse(ServerError::with(errno::AFFINITY, errno::os::EINVAL));
             bail!("refused an iperf3 client: {e}");
         }
         streams.set_rtt(self.rtt);
@@ -246,7 +247,7 @@ impl Session<'_> {
         let ip = self.t.peer.ip();
         let busy = self.t.shared.iperf3_udp.lock().map_or(true, |r| r.contains_key(&ip));
         if busy {
-            m.refuse(errno::NEW_TEST);
+            m.refuse(ServerError::with(errno::NEW_TEST, errno::os::EBUSY));
             bail!(
                 "refused an iperf3 client: another iperf3 UDP test from {ip} is still opening its \
                  streams (iperf3's UDP streams carry no cookie to tell them apart); try again"
@@ -261,10 +262,14 @@ impl Session<'_> {
     /// TEST_END: stops the streams, keeps our figures and returns them as iperf3 results JSON.
     fn end_streams(&mut self) -> Result<String> {
         let streams = self.t.streams.as_mut().context("TEST_END before the streams")?;
+        let test_end = streams.started().map(|t| t.elapsed());
         streams.finish();
         streams.wait_done(DRAIN_LIMIT);
         let mut side = self.t.take_results().context("TEST_END before the streams")?;
         forgive_end_of_test_resets(&mut side);
+        if let Some(at) = test_end {
+            receivers_end_at(&mut side, at);
+        }
         self.t.server_results = Some(side.clone());
         let side = crate::session::served::for_peer(side);
         let mut doc = results_from_side(&side);
