@@ -172,3 +172,87 @@ def print_machine(limit):
     print(f"machine: {limit['cores']} cores, memcpy {limit['memcpy_gbit_per_core']:.0f} Gbit/s "
           f"per core; loopback ceiling (every core copying, two copies per byte) "
           f"{limit['loopback_ceiling_gbit']:.0f} Gbit/s")
+
+
+def run_pair_status(server, client, seconds, settle=0.4):
+    """Like run_pair, with everything needed to tell a failed tool from a result: runs
+    `server`, waits `settle` s, runs `client` against it, and returns a dict with
+    client_out (bytes), client_err, client_status, client_cpu (user+system s, wait4),
+    server_err, server_status, server_cpu; statuses as os.waitstatus_to_exitcode gives them
+    (negative: killed by that signal). When the server exited before the client started
+    (most often: its port was taken in between) the dict has server_gone True and only the
+    server's stderr and status. Both processes are bounded: the client is killed seconds +
+    30 s after its start, the server 10 s after the client ends. stderr goes to temporary
+    files, so a chatty tool cannot block on a full pipe."""
+    import tempfile
+
+    srv_err = tempfile.TemporaryFile()
+    srv = subprocess.Popen(server, stdout=subprocess.DEVNULL, stderr=srv_err)
+    time.sleep(settle)
+    if srv.poll() is not None:
+        srv_err.seek(0)
+        return {"server_gone": True, "server_err": srv_err.read().decode(errors="replace"),
+                "server_status": srv.returncode}
+    cli_err = tempfile.TemporaryFile()
+    cli = subprocess.Popen(client, stdout=subprocess.PIPE, stderr=cli_err)
+    deadline = time.time() + seconds + 30
+    chunks = []
+    os.set_blocking(cli.stdout.fileno(), False)
+    hung = False
+    while True:
+        piece = cli.stdout.read()
+        if piece:
+            chunks.append(piece)
+        pid, status, ru = os.wait4(cli.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.time() > deadline:
+            hung = True
+            cli.kill()
+            _, status, ru = os.wait4(cli.pid, 0)
+            break
+        time.sleep(0.02)
+    cli.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+    os.set_blocking(cli.stdout.fileno(), True)
+    chunks.append(cli.stdout.read())
+    cli.stdout.close()
+    for _ in range(500):
+        pid, sstatus, sru = os.wait4(srv.pid, os.WNOHANG)
+        if pid:
+            break
+        time.sleep(0.02)
+    else:
+        srv.kill()
+        _, sstatus, sru = os.wait4(srv.pid, 0)
+    srv.returncode = os.waitstatus_to_exitcode(sstatus)
+    srv_killed = not pid
+    cli_err.seek(0)
+    srv_err.seek(0)
+    cpu = lambda r: r.ru_utime + r.ru_stime  # noqa: E731
+    err = cli_err.read().decode(errors="replace")
+    if hung:
+        err += f"\n(killed: still running {seconds + 30} s after its start)"
+    return {
+        "server_gone": False,
+        "client_out": b"".join(chunks),
+        "client_err": err,
+        "client_status": cli.returncode,
+        "client_cpu": cpu(ru),
+        "server_err": srv_err.read().decode(errors="replace")
+        + ("\n(killed: still running 10 s after the client ended)" if srv_killed else ""),
+        "server_status": srv.returncode,
+        "server_cpu": cpu(sru),
+    }
+
+
+def run_on_free_port(commands, seconds, tries=4):
+    """run_pair_status on a fresh port, `tries` times at most while the server exits at
+    once (another program took the port in between). `commands(port)` gives the (server,
+    client) argv. Raises RuntimeError with the server's stderr when no try got going."""
+    for _ in range(tries):
+        server, client = commands(free_port())
+        got = run_pair_status(server, client, seconds)
+        if not got["server_gone"]:
+            return got
+    raise RuntimeError(f"the server exited at once {tries} times (status {got['server_status']}): "
+                       f"{shlex.join(server)}\n{got['server_err'].strip()}")

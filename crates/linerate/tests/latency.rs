@@ -84,10 +84,35 @@ fn bulk_only_flags_are_refused_with_rr_by_name() {
     assert!(out.stderr.contains("--rr"), "{}", out.stderr);
 }
 
+#[test]
+fn udp_request_response_matches_every_response_to_its_request() {
+    let _x = crate::util::exclusive();
+    let srv = Server::start(&[]);
+    let args = ["--rr", "-u", "-t", "2", "--in-flight", "4", "--request-size", "64"];
+    let doc =
+        client_json(srv.port, &[&args[..], &["--response-size", "200", "--no-store"]].concat());
+    let l = &doc["summary"]["latency"];
+    let transactions = l["transactions"].as_u64().expect("transactions");
+    assert!(transactions > 1000, "{l}");
+    assert_eq!((l["lost"].as_u64(), l["unanswered"].as_u64()), (Some(0), Some(0)), "{l}");
+    let order = ["min_ns", "p50_ns", "p99_ns", "max_ns"];
+    let figures: Vec<u64> = order.iter().map(|k| ns(l, k)).collect();
+    assert!(figures.windows(2).all(|w| w[0] <= w[1]), "percentiles in order: {l}");
+    let s = &streams(&doc, "client")[0];
+    let done = s["latency"]["transactions"].as_u64().expect("n")
+        + s["latency"]["omitted_transactions"].as_u64().expect("omitted");
+    assert_eq!(s["bytes"].as_u64(), Some(done * 64), "one 64-byte datagram per request: {s}");
+    assert_eq!(streams(&doc, "server_results")[0]["bytes"], s["bytes"], "all reached the server");
+    assert!(doc["summary"]["verdicts"].as_array().is_some_and(Vec::is_empty));
+}
+
 /// Runs a 3 s request/response test while the server is stopped for `STALL` after 1.5 s;
 /// returns the summary's latency object.
 fn stalled_run(extra: &[&str]) -> Value {
-    const STALL: Duration = Duration::from_millis(300);
+    stalled_for(Duration::from_millis(300), extra)
+}
+
+fn stalled_for(stall: Duration, extra: &[&str]) -> Value {
     let srv = Server::start(&[]);
     let (port, pid) = (srv.port, srv.child.id());
     let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
@@ -104,11 +129,26 @@ fn stalled_run(extra: &[&str]) -> Value {
         assert!(ok, "kill -{sig} {pid}");
     };
     signal("STOP");
-    std::thread::sleep(STALL);
+    std::thread::sleep(stall);
     signal("CONT");
     let doc = client.join().expect("client thread");
     drop(srv);
     doc["summary"]["latency"].clone()
+}
+
+#[test]
+fn udp_requests_unanswered_for_a_second_are_lost_and_late_answers_ignored() {
+    let _x = crate::util::exclusive();
+    // The server sleeps 1.5 s: what it was sent meanwhile waits in its socket and is answered
+    // when it wakes, too late for the requests sent in the stall's first half second.
+    let l = stalled_for(
+        Duration::from_millis(1500),
+        &["-u", "--rr-rate", "1000", "--in-flight", "1024"],
+    );
+    let lost = l["lost"].as_u64().expect("lost");
+    assert!((200..=800).contains(&lost), "about 500 requests waited over 1 s: {l}");
+    assert!(ns(&l, "max_ns") < 1_100_000_000, "no latency past the loss timeout: {l}");
+    assert!(ns(&l, "p99_ns") > 100_000_000, "the rest of the stall shows: {l}");
 }
 
 #[test]

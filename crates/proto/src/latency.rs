@@ -103,6 +103,10 @@ pub struct LatencyResult {
     pub omitted_transactions: u64,
     /// Requests sent that had no response when the stream ended.
     pub unanswered: u64,
+    /// UDP: requests with no response within the loss timeout (the request or the response
+    /// was lost); their latency is in no figure.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub lost: u64,
     /// True when latencies run from each request's intended send time (open loop).
     pub from_intended_send: bool,
     /// Open loop: requests that went out later than due by more than one interval (the
@@ -110,6 +114,10 @@ pub struct LatencyResult {
     pub late_requests: u64,
     /// The latencies of `transactions`, nanoseconds.
     pub histogram: DurationHistogram,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// One interval's transactions on one stream.

@@ -344,8 +344,22 @@ impl TestSpec {
                 format!("1..={max} (each stream has a thread on both ends)"),
             ));
         }
+        if self.protocol == Protocol::Udp {
+            let sizes =
+                [("--request-size", rr.request_bytes), ("--response-size", rr.response_bytes)];
+            if let Some((flag, v)) =
+                sizes.iter().find(|(_, v)| !(MIN_UDP_DATAGRAM..=MAX_UDP_DATAGRAM).contains(v))
+            {
+                return Err(out_of_range(
+                    "UDP request/response size",
+                    format!("{flag} {v}"),
+                    format!(
+                        "{MIN_UDP_DATAGRAM}..={MAX_UDP_DATAGRAM} bytes (each datagram carries a {MIN_UDP_DATAGRAM}-byte header)"
+                    ),
+                ));
+            }
+        }
         let conflicts = [
-            (self.protocol == Protocol::Udp, "-u: request/response runs over TCP"),
             (
                 self.direction != Direction::Upload,
                 "-R/--bidir: requests flow from the client and responses back, so a request/response test has one direction",

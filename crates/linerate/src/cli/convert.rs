@@ -535,8 +535,10 @@ fn rr_spec(t: &TestArgs) -> Result<Option<linerate_proto::latency::RrSpec>, Stri
     if !t.rr {
         return Ok(None);
     }
+    // The smallest message: 1 byte over TCP (netperf's default), the 24-byte header over UDP.
+    let least = if t.udp { linerate_proto::spec::MIN_UDP_DATAGRAM } else { 1 };
     let size = |v: Option<crate::units::ByteCount>, flag: &str| {
-        v.map_or(Ok(1), |b| {
+        v.map_or(Ok(least), |b| {
             u32::try_from(b.bytes())
                 .map_err(|_| format!("{flag} {} is too large; at most 1M", b.bytes()))
         })
@@ -585,8 +587,8 @@ fn test_spec(t: &TestArgs, default_time: Duration) -> Result<TestSpec, String> {
         window_bytes: t.window.map(|w| w.bytes()),
         bits_per_second: match (t.bitrate, t.udp) {
             (Some(b), _) => b.bits_per_second(),
-            (None, true) => DEFAULT_UDP_RATE,
-            (None, false) => 0,
+            (None, true) if !t.rr => DEFAULT_UDP_RATE,
+            (None, _) => 0,
         },
         mss_bytes: t.mss,
         // Request/response needs each small write on the wire at once, as netperf's TCP_RR.

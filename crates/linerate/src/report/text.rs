@@ -195,16 +195,20 @@ fn latency_lines(
 ) -> std::io::Result<()> {
     let lat = |v: Option<u64>| v.map_or("n/a".into(), format_latency_ns);
     let rate = l.transactions_per_second.map_or("n/a".into(), |r| format!("{r:.0}"));
+    let notes: Vec<String> = [
+        (l.unanswered, "unanswered at the end"),
+        (l.lost, "lost (no response within 1 s)"),
+        (l.late_requests, "requests sent late"),
+    ]
+    .iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, what)| format!("{n} {what}"))
+    .collect();
+    let notes = if notes.is_empty() { String::new() } else { format!(" ({})", notes.join(", ")) };
     writeln!(
         out,
-        "Transactions: {} over {} stream(s): {rate} per second{}",
-        l.transactions,
-        l.streams,
-        match (l.unanswered, l.late_requests) {
-            (0, 0) => String::new(),
-            (u, 0) => format!(" ({u} unanswered at the end)"),
-            (u, late) => format!(" ({u} unanswered at the end, {late} requests sent late)"),
-        }
+        "Transactions: {} over {} stream(s): {rate} per second{notes}",
+        l.transactions, l.streams,
     )?;
     let from = if l.from_intended_send {
         let rate = spec.rr.map_or(0, |r| r.rate_per_second);
@@ -456,7 +460,7 @@ pub fn describe_spec_without(spec: &TestSpec, skip: &[&str]) -> String {
     let mut parts = Vec::new();
     if let Some(rr) = &spec.rr {
         parts.push(format!(
-            "TCP request/response, {} B requests, {} B responses, {} in flight per stream, {}",
+            "{proto} request/response, {} B requests, {} B responses, {} in flight per stream, {}",
             rr.request_bytes,
             rr.response_bytes,
             rr.in_flight,

@@ -19,6 +19,7 @@ pub mod matrix;
 mod native;
 pub mod preflight;
 pub(crate) mod pump;
+mod rr_stream;
 mod served;
 pub mod server;
 mod signals;

@@ -22,10 +22,11 @@ use crate::measure::cost::{CostMeter, PreparedMeter};
 use crate::measure::counters;
 use crate::plan::threads::{self, Threads};
 use crate::record::canonical;
+use crate::session::rr_stream;
 use crate::session::udp_stream::{self, UdpStreamSetup, UdpTrack};
 use crate::sys::{self, ZeroCopySource};
 use crate::traffic::pool::{self, Inbox, PoolOptions, PoolStream, WorkerFigures};
-use crate::traffic::rr::{self, RequestOptions, RrRecorder};
+use crate::traffic::rr::RrRecorder;
 use crate::traffic::socket::{self, SocketOptions, TcpData, UdpData};
 use crate::traffic::{
     ByteBudget, SendOptions, StartGate, StreamCounters, TrafficControl, receive_loop, send_loop,
@@ -328,6 +329,9 @@ impl StreamSet {
         sock.set_write_timeout(Some(Duration::from_millis(20))).context("cannot set a timeout")?;
         let probe = sock.try_clone().context("cannot duplicate a UDP socket handle")?;
         let counters = Arc::new(StreamCounters::default());
+        if let Some(rr) = self.spec.rr {
+            return self.add_udp_rr(id, flow, role, rr, sock, probe, granted, counters);
+        }
         let (body, track) = udp_stream::prepare(UdpStreamSetup {
             role,
             sock,
@@ -343,18 +347,44 @@ impl StreamSet {
             gro: !self.spec.no_gro,
         });
         let name = format!("lr-u{}-{id}", if role == StreamRole::Sender { "tx" } else { "rx" });
-        let body = self.pinned(self.streams.len(), body);
-        let thread = std::thread::Builder::new()
-            .name(name)
-            .stack_size(STREAM_STACK)
-            .spawn(body)
-            .context("cannot start a stream thread (too many streams for this host?)")?;
+        let thread = self.spawn_thread(name, body)?;
         let socket = socket_report(probe.local_addr(), probe.peer_addr(), granted);
         let thread = Some(thread);
         self.streams.push(LocalStream::new(id, flow, role, counters, Probe::Udp, socket, thread));
         if let Some(s) = self.streams.last_mut() {
             s.udp = Some(track);
         }
+        Ok(())
+    }
+
+    /// A UDP request/response stream (`--rr -u`): the request loop on the client, the answer
+    /// loop on the server, on the stream's connected socket.
+    #[allow(clippy::too_many_arguments)]
+    fn add_udp_rr(
+        &mut self,
+        id: u32,
+        flow: Flow,
+        role: StreamRole,
+        rr: RrSpec,
+        sock: std::net::UdpSocket,
+        probe: std::net::UdpSocket,
+        granted: sys::SocketFacts,
+        counters: Arc<StreamCounters>,
+    ) -> Result<()> {
+        let recorder = (role == StreamRole::Sender).then(|| Arc::new(RrRecorder::new(&rr)));
+        let framing = rr_stream::UdpFraming {
+            format: self.datagrams,
+            epoch: self.epoch,
+            quiet: self.udp_quiet,
+        };
+        let setup = self.rr_setup(rr, counters.clone(), recorder.clone());
+        let name = format!("lr-u{}-{id}", if role == StreamRole::Sender { "rq" } else { "rs" });
+        let thread = self.spawn_thread(name, rr_stream::udp_body(setup, sock, framing))?;
+        let socket = socket_report(probe.local_addr(), probe.peer_addr(), granted);
+        let mut stream =
+            LocalStream::new(id, flow, role, counters, Probe::Udp, socket, Some(thread));
+        stream.rr = recorder;
+        self.streams.push(stream);
         Ok(())
     }
 
@@ -527,15 +557,10 @@ impl StreamSet {
             let elapsed = elapsed.unwrap_or_else(|| start.elapsed());
             clock.finish(&counters, elapsed, result.err());
         };
-        std::thread::Builder::new()
-            .name(name)
-            .stack_size(STREAM_STACK)
-            .spawn(self.pinned(self.streams.len(), body))
-            .context("cannot start a stream thread (too many streams for this host?)")
+        self.spawn_thread(name, body)
     }
 
-    /// A request/response stream's thread: the request loop on the client (timing every
-    /// transaction into `recorder`), the answer loop on the server.
+    /// A request/response stream's thread (`session::rr_stream`).
     fn spawn_rr(
         &self,
         id: u32,
@@ -545,27 +570,33 @@ impl StreamSet {
         counters: Arc<StreamCounters>,
         recorder: Option<Arc<RrRecorder>>,
     ) -> Result<JoinHandle<()>> {
-        let (ctl, gate, omit) = (self.ctl.clone(), self.gate.clone(), self.omit);
+        let body = rr_stream::tcp_body(self.rr_setup(rr, counters, recorder), sock);
         let name = format!("lr-{}-{id}", if role == StreamRole::Sender { "rq" } else { "rs" });
-        let body = move || {
-            let clock = ThreadClock::now();
-            let Some(start) = gate.wait() else { return };
-            let result = match &recorder {
-                Some(rec) => {
-                    let opts = RequestOptions { rr, measured_from: start + omit };
-                    let r = rr::request_loop(&sock, start, &ctl, &counters, opts, rec);
-                    let _ = sock.shutdown(Shutdown::Write);
-                    r
-                }
-                None => rr::answer_loop(&sock, &ctl, &counters, rr),
-            };
-            let (last, error) = match result {
-                Ok(last) => (last, None),
-                Err(e) => (None, Some(e)),
-            };
-            let end = last.unwrap_or_else(Instant::now);
-            clock.finish(&counters, end.saturating_duration_since(start), error);
-        };
+        self.spawn_thread(name, body)
+    }
+
+    fn rr_setup(
+        &self,
+        rr: RrSpec,
+        counters: Arc<StreamCounters>,
+        recorder: Option<Arc<RrRecorder>>,
+    ) -> rr_stream::RrSetup {
+        rr_stream::RrSetup {
+            ctl: self.ctl.clone(),
+            gate: self.gate.clone(),
+            counters,
+            recorder,
+            rr,
+            omit: self.omit,
+        }
+    }
+
+    /// Starts the next data thread, named `name`, bound to its CPU (`-A`).
+    fn spawn_thread(
+        &self,
+        name: String,
+        body: impl FnOnce() + Send + 'static,
+    ) -> Result<JoinHandle<()>> {
         std::thread::Builder::new()
             .name(name)
             .stack_size(STREAM_STACK)

@@ -38,6 +38,8 @@ pub struct LatencySummary {
     pub from_intended_send: bool,
     /// Requests without a response when their stream ended.
     pub unanswered: u64,
+    /// UDP: requests with no response within the loss timeout.
+    pub lost: u64,
     /// Open loop: requests sent more than an interval after they were due.
     pub late_requests: u64,
     /// Exact extremes and mean, and the percentiles of [`PERCENTILES`], nanoseconds.
@@ -90,11 +92,12 @@ pub fn summarize_latency(record: &RunRecord) -> Option<LatencySummary> {
         return None;
     }
     let mut histogram = DurationHistogram::new();
-    let (mut unanswered, mut late, mut all) = (0, 0, 0);
+    let (mut unanswered, mut lost, mut late, mut all) = (0, 0, 0, 0);
     let mut rate: Option<f64> = None;
     for (s, l) in &measured {
         histogram.merge(&l.histogram);
         unanswered += l.unanswered;
+        lost += l.lost;
         late += l.late_requests;
         all += l.transactions + l.omitted_transactions;
         let secs = s.measured_us() as f64 / 1e6;
@@ -116,6 +119,7 @@ pub fn summarize_latency(record: &RunRecord) -> Option<LatencySummary> {
         loop_kind: if open { "open" } else { "closed" },
         from_intended_send: open,
         unanswered,
+        lost,
         late_requests: late,
         min_ns: histogram.min().map(ns),
         p50_ns,

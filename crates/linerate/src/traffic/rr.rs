@@ -35,7 +35,7 @@ use crate::traffic::{StreamCounters, TrafficControl};
 /// by then is counted as unanswered.
 pub const DRAIN_LIMIT: Duration = Duration::from_secs(2);
 /// The longest a wait for a response lasts before the loop looks at stop and abort again.
-const WAIT_SLICE: Duration = Duration::from_millis(250);
+pub(crate) const WAIT_SLICE: Duration = Duration::from_millis(250);
 /// The largest read of responses (or of requests on the server).
 const READ_LIMIT: usize = 1 << 20;
 
@@ -47,13 +47,14 @@ pub struct RrRecorder {
 }
 
 #[derive(Debug, Default)]
-struct Tally {
+pub(crate) struct Tally {
     /// Every latency since the last interval sample (warm-up included: the live lines show it).
     interval: DurationHistogram,
     /// The latencies after the warm-up: the result.
     measured: DurationHistogram,
     omitted: u64,
-    unanswered: u64,
+    pub(crate) unanswered: u64,
+    pub(crate) lost: u64,
     late: u64,
 }
 
@@ -63,10 +64,33 @@ impl RrRecorder {
         Self { tally: Mutex::default(), from_intended_send: rr.open_loop() }
     }
 
-    fn with(&self, f: impl FnOnce(&mut Tally)) {
+    pub(crate) fn with(&self, f: impl FnOnce(&mut Tally)) {
         if let Ok(mut t) = self.tally.lock() {
             f(&mut t);
         }
+    }
+
+    /// Records the transactions that completed at `now`, each started at one of `started`
+    /// (its write, or its intended send time); after the warm-up when `measured`. One lock
+    /// for the lot.
+    pub(crate) fn completed(
+        &self,
+        now: Instant,
+        started: impl Iterator<Item = Instant>,
+        measured: bool,
+    ) {
+        self.with(|t| {
+            for from in started {
+                let ns = u64::try_from(now.saturating_duration_since(from).as_nanos())
+                    .unwrap_or(u64::MAX);
+                t.interval.record_ns(ns, 1);
+                if measured {
+                    t.measured.record_ns(ns, 1);
+                } else {
+                    t.omitted += 1;
+                }
+            }
+        });
     }
 
     /// The transactions completed since the previous call, for an interval sample.
@@ -85,6 +109,7 @@ impl RrRecorder {
             transactions: 0,
             omitted_transactions: 0,
             unanswered: 0,
+            lost: 0,
             from_intended_send: self.from_intended_send,
             late_requests: 0,
             histogram: DurationHistogram::new(),
@@ -93,6 +118,7 @@ impl RrRecorder {
             r.transactions = t.measured.count();
             r.omitted_transactions = t.omitted;
             r.unanswered = t.unanswered;
+            r.lost = t.lost;
             r.late_requests = t.late;
             r.histogram = t.measured.clone();
         });
@@ -197,7 +223,7 @@ pub fn request_loop(
 }
 
 /// When requests are due: at once (closed loop) or at even intervals from the start.
-struct Schedule {
+pub(crate) struct Schedule {
     /// Open loop: nanoseconds between intended send times; None for a closed loop.
     interval_ns: Option<u64>,
     start: Instant,
@@ -206,7 +232,7 @@ struct Schedule {
 }
 
 impl Schedule {
-    fn new(start: Instant, rate_per_second: u64) -> Self {
+    pub(crate) fn new(start: Instant, rate_per_second: u64) -> Self {
         let interval_ns = (rate_per_second > 0).then(|| (1_000_000_000 / rate_per_second).max(1));
         Self { interval_ns, start, issued: 0 }
     }
@@ -218,7 +244,7 @@ impl Schedule {
 
     /// Issues up to `room` requests due at `now`, appending the instants their latencies run
     /// from; counts requests sent more than an interval late. Returns how many to write.
-    fn take_due(
+    pub(crate) fn take_due(
         &mut self,
         now: Instant,
         room: u32,
@@ -251,7 +277,7 @@ impl Schedule {
 
     /// Open loop: how long to wait for a response before the next request is due (at most
     /// a slice, so stop and abort are seen).
-    fn wait(&self, now: Instant) -> Duration {
+    pub(crate) fn wait(&self, now: Instant) -> Duration {
         self.intended(self.issued).saturating_duration_since(now).min(WAIT_SLICE)
     }
 }
