@@ -62,11 +62,50 @@ fn request_response_reports_transactions_and_ordered_percentiles() {
 }
 
 #[test]
+fn connect_request_response_close_times_every_phase() {
+    let _x = crate::util::exclusive();
+    let srv = Server::start(&[]);
+    let args = ["--crr", "-t", "2", "-P", "2", "--request-size", "100", "--response-size", "2000"];
+    let doc = client_json(srv.port, &[&args[..], &["--no-store"]].concat());
+    let l = &doc["summary"]["latency"];
+    let transactions = l["transactions"].as_u64().expect("transactions");
+    assert!(transactions > 100, "hundreds of connections per second on loopback: {l}");
+    assert_eq!(l["unanswered"], 0, "{l}");
+    for phase in ["connect", "first_byte", "close"] {
+        let p = &l["phases"][phase];
+        assert!(p["p50_ns"].as_u64().is_some_and(|v| v > 0), "{phase}: {l}");
+        assert!(p["max_ns"].as_u64() <= l["max_ns"].as_u64(), "a phase is part of the whole: {l}");
+    }
+    // Every transaction's request reached the server on a connection of its own.
+    for s in streams(&doc, "client") {
+        let done = s["latency"]["transactions"].as_u64().expect("n")
+            + s["latency"]["omitted_transactions"].as_u64().expect("omitted");
+        assert_eq!(s["bytes"].as_u64(), Some(done * 100), "{s}");
+        let server_side = streams(&doc, "server_results")
+            .iter()
+            .find(|r| r["id"] == s["id"])
+            .expect("the server reported the stream");
+        assert_eq!(server_side["bytes"], s["bytes"], "the server answered every transaction");
+    }
+    let port = srv.port.to_string();
+    for (flags, words) in
+        [(&["--in-flight", "2"][..], "one transaction at a time"), (&["-u"][..], "drop -u")]
+    {
+        let out = run(
+            &[&["client", "127.0.0.1", "-p", &port, "--crr", "-t", "1"][..], flags].concat(),
+            Duration::from_secs(10),
+        );
+        assert_eq!(out.code, Some(2), "{flags:?}: {}", out.stderr);
+        assert!(out.stderr.contains(words), "{flags:?}: {}", out.stderr);
+    }
+}
+
+#[test]
 fn bulk_only_flags_are_refused_with_rr_by_name() {
     let _x = crate::util::exclusive();
     for (flag, words) in [
         (&["-R"][..], "-R/--bidir"),
-        (&["-u"][..], "-u"),
+        (&["-u", "--request-size", "10"][..], "24..=65507"),
         (&["-b", "1M"][..], "--rr-rate"),
         (&["--in-flight", "0"][..], "--in-flight"),
         (&["--request-size", "2M"][..], "--request-size"),

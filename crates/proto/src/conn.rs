@@ -213,8 +213,11 @@ pub(crate) fn required_caps(spec: &TestSpec) -> Vec<(Capability, &'static str)> 
     if spec.held_start {
         need.push((Capability::HeldStart, "a fleet start (linerate fleet)"));
     }
-    if spec.rr.is_some() {
+    if let Some(rr) = &spec.rr {
         need.push((Capability::Latency, "request/response tests (--rr)"));
+        if rr.connect_each {
+            need.push((Capability::Crr, "connect/request/response/close tests (--crr)"));
+        }
     }
     need
 }

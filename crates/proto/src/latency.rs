@@ -46,12 +46,22 @@ pub struct RrSpec {
     pub in_flight: u32,
     /// Open loop: requests due per second per stream, at even intervals; 0 = closed loop.
     pub rate_per_second: u64,
+    /// Connect/request/response/close (`--crr`, netperf's TCP_CRR): every transaction opens
+    /// a TCP connection of its own and closes it; one at a time per stream.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub connect_each: bool,
 }
 
 impl RrSpec {
     /// netperf's TCP_RR defaults: 1-byte requests and responses, one in flight, closed loop.
     pub fn default_rr() -> Self {
-        Self { request_bytes: 1, response_bytes: 1, in_flight: 1, rate_per_second: 0 }
+        Self {
+            request_bytes: 1,
+            response_bytes: 1,
+            in_flight: 1,
+            rate_per_second: 0,
+            connect_each: false,
+        }
     }
 
     /// True for an open loop (latency from the intended send time).
@@ -84,6 +94,11 @@ impl RrSpec {
                 })
             })
             .or_else(|| {
+                (self.connect_each && self.in_flight > 1).then(|| {
+                    "--crr runs one transaction at a time per stream (each on a connection of its own); drop --in-flight and use -P for concurrency".to_string()
+                })
+            })
+            .or_else(|| {
                 (self.rate_per_second > MAX_RATE_PER_SECOND).then(|| {
                     format!(
                         "request rate (--rr-rate) = {}/s is out of range; allowed: 0 (closed loop) ..= {MAX_RATE_PER_SECOND}/s per stream",
@@ -112,8 +127,25 @@ pub struct LatencyResult {
     /// Open loop: requests that went out later than due by more than one interval (the
     /// stream could not keep the rate: too many outstanding, or a busy sender).
     pub late_requests: u64,
-    /// The latencies of `transactions`, nanoseconds.
+    /// The latencies of `transactions`, nanoseconds (with `--crr`: from the connect call to
+    /// the server's close).
     pub histogram: DurationHistogram,
+    /// `--crr`: each transaction's phases: connect (the call until the connection is up),
+    /// first byte (request written until the first response byte), close (last response
+    /// byte until the server's close arrived).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phases: Option<Box<CrrPhases>>,
+}
+
+/// The phases of connect/request/response/close transactions (`--crr`), nanoseconds.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CrrPhases {
+    /// From the connect call until the connection is up (the TCP handshake).
+    pub connect: DurationHistogram,
+    /// From the request written until the first response byte.
+    pub first_byte: DurationHistogram,
+    /// From the last response byte until the server's close (its FIN) arrived.
+    pub close: DurationHistogram,
 }
 
 fn is_zero(n: &u64) -> bool {

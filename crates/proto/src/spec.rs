@@ -344,6 +344,12 @@ impl TestSpec {
                 format!("1..={max} (each stream has a thread on both ends)"),
             ));
         }
+        if self.protocol == Protocol::Udp && rr.connect_each {
+            return Err(SpecError::BadText {
+                field: "request/response (--crr)",
+                reason: "--crr opens a TCP connection per transaction; drop -u".into(),
+            });
+        }
         if self.protocol == Protocol::Udp {
             let sizes =
                 [("--request-size", rr.request_bytes), ("--response-size", rr.response_bytes)];

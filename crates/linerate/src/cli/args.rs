@@ -617,27 +617,32 @@ pub struct TestArgs {
     pub connect_timeout: Duration,
     /// Request/response test (netperf's TCP_RR): each stream sends requests and times every
     /// response; reports transactions/s and latency percentiles instead of a bulk flow.
-    #[arg(long = "rr", conflicts_with = "find_max")]
+    #[arg(long = "rr", conflicts_with = "find_max", group = "rr_mode")]
     pub rr: bool,
+    /// Connect/request/response/close test (netperf's TCP_CRR): every transaction opens a
+    /// TCP connection of its own, one at a time per stream; reports the connect, first-byte
+    /// and close times apart.
+    #[arg(long = "crr", conflicts_with = "find_max", group = "rr_mode")]
+    pub crr: bool,
     /// With --rr: bytes per request [default: 1].
-    #[arg(long = "request-size", value_name = "SIZE", value_parser = size, requires = "rr")]
+    #[arg(long = "request-size", value_name = "SIZE", value_parser = size, requires = "rr_mode")]
     pub request_size: Option<ByteCount>,
     /// With --rr: bytes per response [default: 1].
-    #[arg(long = "response-size", value_name = "SIZE", value_parser = size, requires = "rr")]
+    #[arg(long = "response-size", value_name = "SIZE", value_parser = size, requires = "rr_mode")]
     pub response_size: Option<ByteCount>,
     /// With --rr: transactions outstanding per stream (closed loop: always this many; open
     /// loop: at most this many) [default: 1].
-    #[arg(long = "in-flight", value_name = "N", requires = "rr")]
+    #[arg(long = "in-flight", value_name = "N", requires = "rr_mode")]
     pub in_flight: Option<u32>,
     /// With --rr: open loop at this many requests per second per stream, each latency
     /// measured from the request's intended send time (coordinated omission corrected);
     /// without it, a closed loop as fast as responses allow.
-    #[arg(long = "rr-rate", value_name = "PER_SECOND", requires = "rr")]
+    #[arg(long = "rr-rate", value_name = "PER_SECOND", requires = "rr_mode")]
     pub rr_rate: Option<u64>,
     /// Latency under load: 1-byte request/response probes on a connection of their own,
     /// first with the path idle (--idle-time), then while this test loads it; reports idle
     /// and loaded latency, the added delay and a responsiveness figure (RPM).
-    #[arg(long = "under-load", conflicts_with_all = ["rr", "find_max", "iperf3", "bytes"])]
+    #[arg(long = "under-load", conflicts_with_all = ["rr", "crr", "find_max", "iperf3", "bytes"])]
     pub under_load: bool,
     /// With --under-load: probes per second (an open loop) [default: 100].
     #[arg(long = "probe-rate", value_name = "PER_SECOND", requires = "under_load")]

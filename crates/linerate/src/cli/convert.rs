@@ -138,6 +138,7 @@ fn matrix_plan(a: MatrixArgs) -> Result<(ClientPlan, MatrixPlan, MatrixRun), Str
         iperf3: false,
         connect_timeout: m.connect_timeout,
         rr: false,
+        crr: false,
         request_size: None,
         response_size: None,
         in_flight: None,
@@ -532,7 +533,7 @@ fn under_load_plan(
 
 /// The request/response part of a test (`--rr`), sizes checked to fit the wire's fields.
 fn rr_spec(t: &TestArgs) -> Result<Option<linerate_proto::latency::RrSpec>, String> {
-    if !t.rr {
+    if !t.rr && !t.crr {
         return Ok(None);
     }
     // The smallest message: 1 byte over TCP (netperf's default), the 24-byte header over UDP.
@@ -548,6 +549,7 @@ fn rr_spec(t: &TestArgs) -> Result<Option<linerate_proto::latency::RrSpec>, Stri
         response_bytes: size(t.response_size, "--response-size")?,
         in_flight: t.in_flight.unwrap_or(1),
         rate_per_second: t.rr_rate.unwrap_or(0),
+        connect_each: t.crr,
     }))
 }
 
@@ -587,12 +589,12 @@ fn test_spec(t: &TestArgs, default_time: Duration) -> Result<TestSpec, String> {
         window_bytes: t.window.map(|w| w.bytes()),
         bits_per_second: match (t.bitrate, t.udp) {
             (Some(b), _) => b.bits_per_second(),
-            (None, true) if !t.rr => DEFAULT_UDP_RATE,
+            (None, true) if !t.rr && !t.crr => DEFAULT_UDP_RATE,
             (None, _) => 0,
         },
         mss_bytes: t.mss,
         // Request/response needs each small write on the wire at once, as netperf's TCP_RR.
-        no_delay: t.no_delay || (t.rr && !t.udp),
+        no_delay: t.no_delay || ((t.rr || t.crr) && !t.udp),
         congestion: t.congestion.clone(),
         omit_ms: t.omit.map_or(0, millis),
         interval_ms: millis(t.interval),

@@ -210,9 +210,12 @@ fn latency_lines(
         "Transactions: {} over {} stream(s): {rate} per second{notes}",
         l.transactions, l.streams,
     )?;
+    let crr = spec.rr.is_some_and(|r| r.connect_each);
     let from = if l.from_intended_send {
         let rate = spec.rr.map_or(0, |r| r.rate_per_second);
         format!("open loop at {rate}/s per stream, from each request's intended send time")
+    } else if crr {
+        "closed loop, from each connect call to the server's close".to_string()
     } else {
         "closed loop, from each request's write".to_string()
     };
@@ -229,6 +232,18 @@ fn latency_lines(
         lat(l.max_ns),
         lat(l.mean_ns)
     )?;
+    if let Some(p) = &l.phases {
+        let phase = |name: &str, f: &crate::stats::latency::PhaseFigures| {
+            format!("{name} p50 {} p99 {} max {}", lat(f.p50_ns), lat(f.p99_ns), lat(f.max_ns))
+        };
+        writeln!(
+            out,
+            "Phases: {}; {}; {}",
+            phase("connect", &p.connect),
+            phase("first byte", &p.first_byte),
+            phase("close", &p.close)
+        )?;
+    }
     let cpu = |v: Option<f64>| v.map_or("n/a".into(), |v| format!("{v:.2} us"));
     writeln!(
         out,
@@ -460,7 +475,8 @@ pub fn describe_spec_without(spec: &TestSpec, skip: &[&str]) -> String {
     let mut parts = Vec::new();
     if let Some(rr) = &spec.rr {
         parts.push(format!(
-            "{proto} request/response, {} B requests, {} B responses, {} in flight per stream, {}",
+            "{proto} {}, {} B requests, {} B responses, {} in flight per stream, {}",
+            if rr.connect_each { "connect/request/response/close" } else { "request/response" },
             rr.request_bytes,
             rr.response_bytes,
             rr.in_flight,

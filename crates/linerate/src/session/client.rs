@@ -212,8 +212,8 @@ impl<'p> ClientRun<'p> {
                 self.record.server_software = Some(server_software);
                 let hello = |id| DataHello { cookie, stream_id: id }.encode().to_vec();
                 let spec = conn.spec();
-                let native = Some(DatagramFormat::native(&cookie.0));
-                self.streams = Some(open_streams(self.plan, spec, hello, server, ctrl, native)?);
+                self.streams =
+                    Some(open_streams(self.plan, spec, hello, server, ctrl, Some(cookie))?);
             }
             ClientEvent::Ready => {
                 // Only a held start says `ready`; the machine refuses it otherwise.
@@ -485,7 +485,7 @@ pub(super) fn open_streams(
     hello: impl Fn(u32) -> Vec<u8>,
     server: SocketAddr,
     ctrl: &ControlChannel,
-    native: Option<DatagramFormat>,
+    native: Option<linerate_proto::wire::Cookie>,
 ) -> Result<StreamSet> {
     let local_ip = ctrl.stream().local_addr().ok().map(|a| a.ip());
     let mut set = StreamSet::new(spec, End::Client)?;
@@ -496,8 +496,14 @@ pub(super) fn open_streams(
     set.set_layout(layout);
     set.set_cpus(&plan.cpus, "client").map_err(|e| Failure::new(FailureKind::Usage, e))?;
     ctrl.streams_running(spec.streams as usize);
-    if let Some(format) = native {
-        set.set_datagram_format(format);
+    if let Some(cookie) = native {
+        set.set_datagram_format(DatagramFormat::native(&cookie.0));
+        if spec.rr.is_some_and(|rr| rr.connect_each) {
+            set.set_crr_connector(
+                transaction_connector(plan, server, set.socket_options()),
+                cookie,
+            );
+        }
     }
     let rtt = sys::tcp_internals(ctrl.stream()).map(|t| Duration::from_micros(t.rtt_us.into()));
     set.set_rtt(rtt);
@@ -533,6 +539,22 @@ pub(super) fn open_streams(
         set.add(id, data).with_context(|| format!("data stream {id}"))?;
     }
     Ok(set)
+}
+
+/// How a `--crr` stream opens each transaction's connection: to the server, from `-B`'s
+/// address (never `--cport`'s port, which the stream's own connection holds), with the
+/// test's socket options.
+fn transaction_connector(
+    plan: &ClientPlan,
+    server: SocketAddr,
+    opts: &SocketOptions,
+) -> crate::traffic::rr_crr::Connector {
+    let (bind, opts, timeout) =
+        (Bind { ip: plan.bind, port: None }, opts.clone(), plan.connect_timeout);
+    std::sync::Arc::new(move || {
+        socket::connect(server, bind, &opts, timeout)
+            .map_err(|e| std::io::Error::new(e.io().kind(), e.to_string()))
+    })
 }
 
 /// The spec as run: with `-u` and no `-l`, datagrams sized to the control connection's path

@@ -12,7 +12,7 @@ use anyhow::{Context, Result, bail};
 use linerate_proto::Machine;
 use linerate_proto::server::{QUEUE_HEARTBEAT, ServerConn, ServerEvent};
 use linerate_proto::udp::DatagramFormat;
-use linerate_proto::wire::{AbortReason, Cookie, DataHello};
+use linerate_proto::wire::{AbortReason, Cookie, DataHello, TRANSACTION_FLAG};
 use linerate_proto::{ProtoError, TestSpec};
 
 use crate::record::canonical;
@@ -101,6 +101,7 @@ impl Session<'_> {
     ) -> Result<()> {
         while self.t.turn(ctrl, conn, clock, self.awaiting_streams())? {
             self.attach_arrivals(conn, clock)?;
+            self.route_transactions(conn);
             while let Some(ev) = conn.poll_event() {
                 self.on_event(ev, conn, clock)?;
             }
@@ -112,6 +113,30 @@ impl Session<'_> {
             }
         }
         Ok(())
+    }
+
+    /// `--crr`: once every stream is attached, a thread of its own takes the data
+    /// connections that still arrive (each a transaction) and hands them straight to their
+    /// streams; it ends when the session's registration drops. Anything else is closed.
+    fn route_transactions(&mut self, conn: &ServerConn) {
+        let crr = conn.spec().and_then(|s| s.rr).is_some_and(|rr| rr.connect_each);
+        let all =
+            |s: &StreamSet| conn.spec().is_some_and(|sp| sp.connection_count() as usize == s.len());
+        let Some(streams) = self.t.streams.as_ref().filter(|s| crr && all(s)) else { return };
+        let (Some(routes), Some(rx)) = (streams.transaction_routes(), self.data_rx.take()) else {
+            return;
+        };
+        let spawned = std::thread::Builder::new().name("lr-crr-route".into()).spawn(move || {
+            while let Ok((id, sock)) = rx.recv() {
+                if let (true, DataSock::Tcp(sock)) = (id & TRANSACTION_FLAG != 0, sock) {
+                    let _ = routes.deliver(id & !TRANSACTION_FLAG, sock);
+                }
+            }
+        });
+        if spawned.is_err() {
+            let why = format!("test {}: cannot start the --crr router thread", self.t.test);
+            self.t.shared.reject(self.t.peer, why);
+        }
     }
 
     fn awaiting_streams(&self) -> bool {

@@ -6,6 +6,7 @@
 
 use std::net::{Shutdown, TcpStream, UdpSocket};
 use std::sync::Arc;
+use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 use linerate_proto::latency::RrSpec;
@@ -13,7 +14,7 @@ use linerate_proto::udp::DatagramFormat;
 
 use super::streams::ThreadClock;
 use crate::traffic::rr::{self, RequestOptions, RrRecorder};
-use crate::traffic::{StartGate, StreamCounters, TrafficControl, rr_udp};
+use crate::traffic::{StartGate, StreamCounters, TrafficControl, rr_crr, rr_udp};
 
 /// Everything a request/response stream thread needs besides its socket.
 pub(super) struct RrSetup {
@@ -25,6 +26,16 @@ pub(super) struct RrSetup {
     pub rr: RrSpec,
     /// The warm-up (`-O`): transactions completed before its end are counted apart.
     pub omit: Duration,
+    /// `--crr`: how this end gets its per-transaction connections.
+    pub crr: Option<Crr>,
+}
+
+/// One end of a `--crr` stream.
+pub(super) enum Crr {
+    /// The client opens them: the stream's flagged hello, and how to connect.
+    Client { hello: Vec<u8>, connect: rr_crr::Connector },
+    /// The server is handed them by its session, their hellos read.
+    Server { incoming: Receiver<TcpStream> },
 }
 
 /// How a UDP request/response stream frames its datagrams and ends.
@@ -40,14 +51,25 @@ pub(super) struct UdpFraming {
 /// response, which ends the server's answer loop.
 pub(super) fn tcp_body(s: RrSetup, sock: Arc<TcpStream>) -> impl FnOnce() + Send + 'static {
     move || {
-        run(&s, |start, rec| match rec {
-            Some(rec) => {
+        run(&s, |start, rec| match (rec, &s.crr) {
+            (Some(rec), Some(Crr::Client { hello, connect })) => {
                 let opts = RequestOptions { rr: s.rr, measured_from: start + s.omit };
-                let r = rr::request_loop(&sock, start, &s.ctl, &s.counters, opts, rec);
+                let r = rr_crr::crr_loop(start, &s.ctl, &s.counters, opts, hello, connect, rec);
                 let _ = sock.shutdown(Shutdown::Write);
                 r
             }
-            None => rr::answer_loop(&sock, &s.ctl, &s.counters, s.rr),
+            (None, Some(Crr::Server { incoming })) => {
+                rr_crr::crr_answer_loop(&sock, incoming, &s.ctl, &s.counters, s.rr)
+            }
+            (rec, _) => match rec {
+                Some(rec) => {
+                    let opts = RequestOptions { rr: s.rr, measured_from: start + s.omit };
+                    let r = rr::request_loop(&sock, start, &s.ctl, &s.counters, opts, rec);
+                    let _ = sock.shutdown(Shutdown::Write);
+                    r
+                }
+                None => rr::answer_loop(&sock, &s.ctl, &s.counters, s.rr),
+            },
         });
     }
 }

@@ -108,6 +108,8 @@ struct LocalStream {
     udp: Option<UdpTrack>,
     /// Request/response streams of the requesting end: transactions and latencies.
     rr: Option<Arc<RrRecorder>>,
+    /// `--crr` streams of the answering end: where their transaction connections go.
+    transactions: Option<std::sync::mpsc::Sender<TcpStream>>,
     socket: SocketReport,
     /// Its own thread; None when a pool worker serves it.
     thread: Option<JoinHandle<()>>,
@@ -135,6 +137,7 @@ impl LocalStream {
             probe,
             udp: None,
             rr: None,
+            transactions: None,
             socket,
             thread,
             intervals: SampleLog::default(),
@@ -181,6 +184,38 @@ pub struct StreamSet {
     cpus: Vec<u32>,
     /// Data threads the kernel would not bind (they ran unpinned).
     unpinned: Arc<std::sync::atomic::AtomicU32>,
+    /// `--crr` on the client: how a transaction connects, and the test's cookie for hellos.
+    crr_connect: Option<(crate::traffic::rr_crr::Connector, linerate_proto::wire::Cookie)>,
+    /// The channel of the `--crr` stream being added on the server, for its `LocalStream`.
+    pending_transactions: Option<std::sync::mpsc::Sender<TcpStream>>,
+}
+
+/// Where a `--crr` test's transaction connections go on the server ([`StreamSet::transaction_routes`]).
+pub struct TransactionRoutes {
+    routes: Vec<(u32, std::sync::mpsc::Sender<TcpStream>)>,
+    options: SocketOptions,
+}
+
+impl TransactionRoutes {
+    /// Applies the test's options to a transaction connection of stream `id` (its hello
+    /// read) and hands it to the stream's thread; an error names what went wrong.
+    pub fn deliver(&self, id: u32, sock: TcpStream) -> Result<()> {
+        let to = self
+            .routes
+            .iter()
+            .find(|(s, _)| *s == id)
+            .map(|(_, to)| to)
+            .with_context(|| format!("no stream {id} takes transaction connections"))?;
+        let data = socket::accepted(sock, &self.options)
+            .with_context(|| format!("a transaction of stream {id}"))?;
+        to.send(data.stream).map_err(|_| anyhow::anyhow!("stream {id} has ended"))
+    }
+}
+
+impl std::fmt::Debug for TransactionRoutes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TransactionRoutes").field("streams", &self.routes.len()).finish()
+    }
 }
 
 /// One pool worker: the streams handed to it, its thread, and what it measured of itself.
@@ -253,6 +288,8 @@ impl StreamSet {
             pool: None,
             cpus: Vec::new(),
             unpinned: Arc::default(),
+            crr_connect: None,
+            pending_transactions: None,
         })
     }
 
@@ -311,6 +348,25 @@ impl StreamSet {
             }
             body();
         }
+    }
+
+    /// `--crr` on the client: how each transaction connects to the server, and the test's
+    /// cookie for its hellos; before the first stream is added.
+    pub fn set_crr_connector(
+        &mut self,
+        connect: crate::traffic::rr_crr::Connector,
+        cookie: linerate_proto::wire::Cookie,
+    ) {
+        self.crr_connect = Some((connect, cookie));
+    }
+
+    /// `--crr` on the server, once every stream is attached: where each stream's transaction
+    /// connections go, and the options they get (`session::native` hands them over from its
+    /// own thread, so a transaction never waits for the control connection's pump).
+    pub fn transaction_routes(&self) -> Option<TransactionRoutes> {
+        let routes: Vec<(u32, std::sync::mpsc::Sender<TcpStream>)> =
+            self.streams.iter().filter_map(|s| Some((s.id, s.transactions.clone()?))).collect();
+        (!routes.is_empty()).then(|| TransactionRoutes { routes, options: self.options.clone() })
     }
 
     /// The socket options the test asks for, for `traffic::socket` to apply.
@@ -437,6 +493,7 @@ impl StreamSet {
         let probe = Probe::Tcp(sock);
         let mut stream = LocalStream::new(id, flow, role, counters, probe, socket, thread);
         stream.rr = recorder;
+        stream.transactions = self.pending_transactions.take();
         self.streams.push(stream);
         Ok(())
     }
@@ -505,7 +562,7 @@ impl StreamSet {
     }
 
     fn spawn(
-        &self,
+        &mut self,
         id: u32,
         role: StreamRole,
         sock: Arc<TcpStream>,
@@ -562,7 +619,7 @@ impl StreamSet {
 
     /// A request/response stream's thread (`session::rr_stream`).
     fn spawn_rr(
-        &self,
+        &mut self,
         id: u32,
         role: StreamRole,
         rr: RrSpec,
@@ -570,7 +627,28 @@ impl StreamSet {
         counters: Arc<StreamCounters>,
         recorder: Option<Arc<RrRecorder>>,
     ) -> Result<JoinHandle<()>> {
-        let body = rr_stream::tcp_body(self.rr_setup(rr, counters, recorder), sock);
+        let mut setup = self.rr_setup(rr, counters, recorder);
+        if rr.connect_each {
+            setup.crr = Some(match (&self.crr_connect, role) {
+                (Some((connect, cookie)), StreamRole::Sender) => {
+                    let stream_id = id | linerate_proto::wire::TRANSACTION_FLAG;
+                    let hello = linerate_proto::wire::DataHello { cookie: *cookie, stream_id };
+                    rr_stream::Crr::Client {
+                        hello: hello.encode().to_vec(),
+                        connect: connect.clone(),
+                    }
+                }
+                (None, StreamRole::Sender) => {
+                    anyhow::bail!("--crr needs a way to connect transactions")
+                }
+                (_, StreamRole::Receiver) => {
+                    let (tx, rx) = std::sync::mpsc::channel();
+                    self.pending_transactions = Some(tx);
+                    rr_stream::Crr::Server { incoming: rx }
+                }
+            });
+        }
+        let body = rr_stream::tcp_body(setup, sock);
         let name = format!("lr-{}-{id}", if role == StreamRole::Sender { "rq" } else { "rs" });
         self.spawn_thread(name, body)
     }
@@ -588,6 +666,7 @@ impl StreamSet {
             recorder,
             rr,
             omit: self.omit,
+            crr: None,
         }
     }
 

@@ -90,6 +90,7 @@ fn probe_spec(ul: UnderLoadPlan) -> RrSpec {
         response_bytes: 1,
         in_flight: in_flight as u32,
         rate_per_second: ul.probes_per_second,
+        connect_each: false,
     }
 }
 

@@ -62,9 +62,44 @@ pub struct LatencySummary {
     pub client_cpu_us_per_transaction: Option<f64>,
     /// The server's process CPU per transaction, microseconds.
     pub server_cpu_us_per_transaction: Option<f64>,
+    /// `--crr`: the connect, first-byte and close phases, every stream merged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phases: Option<CrrPhaseSummary>,
     /// Every stream's latencies merged (for CDFs; not serialized: the record has them).
     #[serde(skip)]
     pub histogram: DurationHistogram,
+}
+
+/// The phases of `--crr` transactions (`docs/METHODOLOGY.md`, "Latency").
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CrrPhaseSummary {
+    /// From the connect call until the connection is up.
+    pub connect: PhaseFigures,
+    /// From the request written until the first response byte.
+    pub first_byte: PhaseFigures,
+    /// From the last response byte until the server's close arrived.
+    pub close: PhaseFigures,
+}
+
+/// One phase's median, 99th percentile and maximum, nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PhaseFigures {
+    /// Median.
+    pub p50_ns: Option<u64>,
+    /// 99th percentile.
+    pub p99_ns: Option<u64>,
+    /// Largest (exact).
+    pub max_ns: Option<u64>,
+}
+
+impl PhaseFigures {
+    fn of(h: &DurationHistogram) -> Self {
+        Self {
+            p50_ns: h.quantile(0.5).map(ns),
+            p99_ns: h.quantile(0.99).map(ns),
+            max_ns: h.max().map(ns),
+        }
+    }
 }
 
 impl LatencySummary {
@@ -94,8 +129,15 @@ pub fn summarize_latency(record: &RunRecord) -> Option<LatencySummary> {
     let mut histogram = DurationHistogram::new();
     let (mut unanswered, mut lost, mut late, mut all) = (0, 0, 0, 0);
     let mut rate: Option<f64> = None;
+    let mut phases: Option<linerate_proto::latency::CrrPhases> = None;
     for (s, l) in &measured {
         histogram.merge(&l.histogram);
+        if let Some(p) = &l.phases {
+            let all = phases.get_or_insert_with(Default::default);
+            all.connect.merge(&p.connect);
+            all.first_byte.merge(&p.first_byte);
+            all.close.merge(&p.close);
+        }
         unanswered += l.unanswered;
         lost += l.lost;
         late += l.late_requests;
@@ -131,6 +173,11 @@ pub fn summarize_latency(record: &RunRecord) -> Option<LatencySummary> {
         mean_ns: histogram.mean().map(ns),
         client_cpu_us_per_transaction: per_transaction(Some(client)),
         server_cpu_us_per_transaction: per_transaction(record.server_results.as_ref()),
+        phases: phases.map(|p| CrrPhaseSummary {
+            connect: PhaseFigures::of(&p.connect),
+            first_byte: PhaseFigures::of(&p.first_byte),
+            close: PhaseFigures::of(&p.close),
+        }),
         histogram,
     })
 }

@@ -17,6 +17,7 @@
 mod control;
 pub mod pool;
 pub mod rr;
+pub mod rr_crr;
 pub mod rr_udp;
 pub mod socket;
 mod tcp;

@@ -27,7 +27,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use linerate_proto::histogram::DurationHistogram;
-use linerate_proto::latency::{LatencyResult, RrIntervalSample, RrSpec};
+use linerate_proto::latency::{CrrPhases, LatencyResult, RrIntervalSample, RrSpec};
 
 use crate::traffic::{StreamCounters, TrafficControl};
 
@@ -56,6 +56,8 @@ pub(crate) struct Tally {
     pub(crate) unanswered: u64,
     pub(crate) lost: u64,
     late: u64,
+    /// `--crr`: the phases of the measured transactions.
+    phases: Option<CrrPhases>,
 }
 
 impl RrRecorder {
@@ -93,6 +95,24 @@ impl RrRecorder {
         });
     }
 
+    /// Records one `--crr` transaction: its latency as [`Self::completed`] does, and its
+    /// connect, first-byte and close phases when `measured`.
+    pub(crate) fn completed_crr(&self, p: crate::traffic::rr_crr::Phases, measured: bool) {
+        let [t0, t1, t2, t3, t4] = p.times;
+        self.completed(t4, std::iter::once(p.from), measured);
+        if measured {
+            let ns = |a: Instant, b: Instant| {
+                u64::try_from(b.saturating_duration_since(a).as_nanos()).unwrap_or(u64::MAX)
+            };
+            self.with(|t| {
+                let phases = t.phases.get_or_insert_with(CrrPhases::default);
+                phases.connect.record_ns(ns(t0, t1), 1);
+                phases.first_byte.record_ns(ns(t1, t2), 1);
+                phases.close.record_ns(ns(t3, t4), 1);
+            });
+        }
+    }
+
     /// The transactions completed since the previous call, for an interval sample.
     pub fn take_interval(&self) -> RrIntervalSample {
         let mut sample = RrIntervalSample::of(&DurationHistogram::new());
@@ -113,6 +133,7 @@ impl RrRecorder {
             from_intended_send: self.from_intended_send,
             late_requests: 0,
             histogram: DurationHistogram::new(),
+            phases: None,
         };
         self.with(|t| {
             r.transactions = t.measured.count();
@@ -121,6 +142,7 @@ impl RrRecorder {
             r.lost = t.lost;
             r.late_requests = t.late;
             r.histogram = t.measured.clone();
+            r.phases = t.phases.clone().map(Box::new);
         });
         r
     }

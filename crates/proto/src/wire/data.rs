@@ -29,6 +29,11 @@ impl std::fmt::Debug for Cookie {
     }
 }
 
+/// Set in a [`DataHello`]'s stream id by a connect/request/response/close test's per-transaction
+/// connections (`--crr`): the connection carries one transaction of the stream `id & !FLAG`,
+/// after the stream's own connection attached; it is never a stream of its own.
+pub const TRANSACTION_FLAG: u32 = 1 << 31;
+
 /// First bytes of a data connection: magic, cookie, stream id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DataHello {

@@ -39,11 +39,15 @@ pub enum Capability {
     /// Request/response tests (`--rr`, `spec.rr`): the server answers requests on each
     /// stream instead of receiving a bulk flow.
     Latency,
+    /// Connect/request/response/close tests (`--crr`, `spec.rr.connect_each`): each
+    /// transaction comes on a connection of its own, its hello's stream id carrying
+    /// `TRANSACTION_FLAG`.
+    Crr,
 }
 
 impl Capability {
     /// Every capability this crate knows, in a stable order.
-    pub const ALL: [Capability; 12] = [
+    pub const ALL: [Capability; 13] = [
         Self::Tcp,
         Self::Reverse,
         Self::Bidir,
@@ -56,6 +60,7 @@ impl Capability {
         Self::HeldStart,
         Self::UdpSecret,
         Self::Latency,
+        Self::Crr,
     ];
 
     /// The wire name.
@@ -73,6 +78,7 @@ impl Capability {
             Self::HeldStart => "held_start",
             Self::UdpSecret => "udp_secret",
             Self::Latency => "latency",
+            Self::Crr => "crr",
         }
     }
 

@@ -23,7 +23,7 @@ mod frame;
 mod messages;
 mod probe;
 
-pub use data::{Cookie, DATA_HELLO_LEN, DataHello};
+pub use data::{Cookie, DATA_HELLO_LEN, DataHello, TRANSACTION_FLAG};
 pub use frame::{
     CONTROL_MAGIC, DATA_MAGIC, FRAME_BUDGET_PER_BYTE, FrameDecoder, MAX_FRAME_HANDSHAKE,
     MAX_FRAME_ITEMS, MAX_FRAME_RESULTS, MAX_FRAME_STRING, PREAMBLE_LEN, PROTOCOL_VERSION,

@@ -1,0 +1,181 @@
+//! Connect/request/response/close (`--crr`, netperf's TCP_CRR): every transaction on a TCP
+//! connection of its own, one at a time per stream.
+//!
+//! The stream's own data connection stays open as its anchor and carries nothing: it attached
+//! the stream, and the client's closing it ends the stream on the server, as for any test.
+//! Each transaction the client connects anew (the test's socket options applied, as for
+//! every data socket), writes the data hello of its stream with `TRANSACTION_FLAG` set and
+//! the request in one write, and reads the response; the server, having read the request,
+//! writes the response and closes first, so the connection's TIME_WAIT stays on the server and
+//! the client's ephemeral ports do not run out at high rates. The client times the phases:
+//! **connect** (the call until the connection is up: the handshake), **first byte** (request
+//! written until the first response byte: the server's accept, hand-off and answer) and
+//! **close** (last response byte until the server's FIN arrived); the transaction's latency
+//! runs from the connect call (or the intended send time, in an open loop) to that FIN.
+
+use std::collections::VecDeque;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use linerate_proto::latency::RrSpec;
+
+use crate::traffic::rr::{RequestOptions, RrRecorder, Schedule, WAIT_SLICE};
+use crate::traffic::{StreamCounters, TrafficControl};
+
+/// Opens one transaction's connection to the server with the test's socket options.
+pub type Connector = Arc<dyn Fn() -> std::io::Result<TcpStream> + Send + Sync>;
+
+/// The longest one transaction's reads and writes wait (on either end) before it is given
+/// up; the stream then goes on (client: counted unanswered and the loop ends at the stop).
+const TRANSACTION_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The times of one transaction, for the recorder.
+#[derive(Debug, Clone, Copy)]
+pub struct Phases {
+    /// When its latency starts: the connect call, or its intended send time.
+    pub from: Instant,
+    /// The connect call, the connection up, the first response byte, the last, the FIN.
+    pub times: [Instant; 5],
+}
+
+/// The client's side of one `--crr` stream: transactions until the stop. `hello` is the data
+/// hello of the stream with `TRANSACTION_FLAG` set. Returns when the last transaction ended.
+pub fn crr_loop(
+    start: Instant,
+    ctl: &TrafficControl,
+    counters: &StreamCounters,
+    opts: RequestOptions,
+    hello: &[u8],
+    connect: &Connector,
+    rec: &RrRecorder,
+) -> Result<Option<Instant>, String> {
+    let rr = opts.rr;
+    let mut message = hello.to_vec();
+    message.extend(crate::traffic::pattern(rr.request_bytes as usize));
+    let mut buf = vec![0u8; (rr.response_bytes as usize).clamp(4096, 1 << 20)];
+    let mut schedule = Schedule::new(start, rr.rate_per_second);
+    let mut due: VecDeque<Instant> = VecDeque::new();
+    let (mut written, mut last) = (0u64, None);
+    counters.first_byte_moves();
+    while !ctl.stopping() {
+        let now = Instant::now();
+        schedule.take_due(now, 1, &mut due, rec);
+        let Some(from) = due.pop_front() else {
+            std::thread::sleep(schedule.wait(now).min(WAIT_SLICE));
+            continue;
+        };
+        let t0 = Instant::now();
+        let sock = connect().map_err(|e| format!("a transaction could not connect: {e}"))?;
+        let t1 = Instant::now();
+        match transact(&sock, &message, rr.response_bytes as usize, &mut buf) {
+            Ok([t2, t3, t4]) => {
+                written += rr.request_bytes as u64;
+                counters.set_bytes(written);
+                let phases = Phases {
+                    from: if rr.open_loop() { from } else { t0 },
+                    times: [t0, t1, t2, t3, t4],
+                };
+                rec.completed_crr(phases, t4 >= opts.measured_from);
+                last = Some(t4);
+            }
+            Err(e) if ctl.stopping() => {
+                let _ = e;
+                rec.with(|t| t.unanswered += 1);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(last)
+}
+
+/// Sends hello and request on a fresh connection and reads the response and the server's
+/// close: returns when the first response byte came, the last, and the FIN.
+fn transact(
+    mut sock: &TcpStream,
+    message: &[u8],
+    response: usize,
+    buf: &mut [u8],
+) -> Result<[Instant; 3], String> {
+    let set = |r: std::io::Result<()>| r.map_err(|e| format!("cannot set a timeout: {e}"));
+    set(sock.set_read_timeout(Some(TRANSACTION_TIMEOUT)))?;
+    set(sock.set_write_timeout(Some(TRANSACTION_TIMEOUT)))?;
+    sock.write_all(message).map_err(|e| format!("sending a request failed: {e}"))?;
+    let (mut got, mut first) = (0usize, None);
+    let room = buf.len();
+    while got < response {
+        match sock.read(&mut buf[..(response - got).min(room)]) {
+            Ok(0) => {
+                return Err(format!("the server closed after {got} of {response} response bytes"));
+            }
+            Ok(n) => {
+                first.get_or_insert_with(Instant::now);
+                got += n;
+            }
+            Err(e) => return Err(format!("receiving a response failed: {e}")),
+        }
+    }
+    let done = Instant::now();
+    match sock.read(buf) {
+        Ok(0) => {}
+        Ok(_) => return Err("the server sent more than the response".into()),
+        Err(e) => return Err(format!("waiting for the server's close failed: {e}")),
+    }
+    let fin = Instant::now();
+    let _ = sock.shutdown(Shutdown::Both);
+    Ok([first.unwrap_or(done), done, fin])
+}
+
+/// The server's side of one `--crr` stream: answers each transaction connection handed over
+/// on `incoming` (its hello already read), until the client closes the stream's `anchor`.
+/// Returns when the last request arrived (None if none did).
+pub fn crr_answer_loop(
+    mut anchor: &TcpStream,
+    incoming: &Receiver<TcpStream>,
+    ctl: &TrafficControl,
+    counters: &StreamCounters,
+    rr: RrSpec,
+) -> Result<Option<Instant>, String> {
+    anchor.set_nonblocking(true).map_err(|e| format!("cannot poll the stream: {e}"))?;
+    let response = crate::traffic::pattern(rr.response_bytes as usize);
+    let mut request = vec![0u8; rr.request_bytes as usize];
+    let (mut got, mut last) = (0u64, None);
+    loop {
+        match incoming.recv_timeout(Duration::from_millis(20)) {
+            // A transaction that fails (its client gone) costs only itself.
+            Ok(sock) => {
+                if answer(&sock, &mut request, &response).is_ok() {
+                    got += rr.request_bytes as u64;
+                    counters.set_bytes(got);
+                    last = Some(Instant::now());
+                }
+                continue;
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => return Ok(last),
+        }
+        match anchor.read(&mut [0u8; 64]) {
+            Ok(0) => return Ok(last),
+            Ok(_) => {}
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {}
+            Err(e) => return Err(format!("the stream's connection failed: {e}")),
+        }
+        if ctl.aborted() {
+            return Err("aborted".into());
+        }
+        if ctl.finishing().is_some() {
+            return Ok(last);
+        }
+    }
+}
+
+/// Reads one request, writes the response and closes (the server closes first).
+fn answer(mut sock: &TcpStream, request: &mut [u8], response: &[u8]) -> std::io::Result<()> {
+    sock.set_read_timeout(Some(TRANSACTION_TIMEOUT))?;
+    sock.set_write_timeout(Some(TRANSACTION_TIMEOUT))?;
+    sock.read_exact(request)?;
+    sock.write_all(response)?;
+    sock.shutdown(Shutdown::Write)
+}
