@@ -109,7 +109,7 @@ struct LocalStream {
     /// Request/response streams of the requesting end: transactions and latencies.
     rr: Option<Arc<RrRecorder>>,
     /// `--crr` streams of the answering end: where their transaction connections go.
-    transactions: Option<std::sync::mpsc::Sender<TcpStream>>,
+    transactions: Option<std::sync::mpsc::SyncSender<TcpStream>>,
     socket: SocketReport,
     /// Its own thread; None when a pool worker serves it.
     thread: Option<JoinHandle<()>>,
@@ -187,12 +187,15 @@ pub struct StreamSet {
     /// `--crr` on the client: how a transaction connects, and the test's cookie for hellos.
     crr_connect: Option<(crate::traffic::rr_crr::Connector, linerate_proto::wire::Cookie)>,
     /// The channel of the `--crr` stream being added on the server, for its `LocalStream`.
-    pending_transactions: Option<std::sync::mpsc::Sender<TcpStream>>,
+    pending_transactions: Option<std::sync::mpsc::SyncSender<TcpStream>>,
 }
+
+/// The most `--crr` transaction connections that may wait for one stream's thread.
+const TRANSACTION_QUEUE: usize = 16;
 
 /// Where a `--crr` test's transaction connections go on the server ([`StreamSet::transaction_routes`]).
 pub struct TransactionRoutes {
-    routes: Vec<(u32, std::sync::mpsc::Sender<TcpStream>)>,
+    routes: Vec<(u32, std::sync::mpsc::SyncSender<TcpStream>)>,
     options: SocketOptions,
 }
 
@@ -208,7 +211,14 @@ impl TransactionRoutes {
             .with_context(|| format!("no stream {id} takes transaction connections"))?;
         let data = socket::accepted(sock, &self.options)
             .with_context(|| format!("a transaction of stream {id}"))?;
-        to.send(data.stream).map_err(|_| anyhow::anyhow!("stream {id} has ended"))
+        to.try_send(data.stream).map_err(|e| match e {
+            std::sync::mpsc::TrySendError::Full(_) => anyhow::anyhow!(
+                "stream {id} has {TRANSACTION_QUEUE} transaction connections waiting; closed"
+            ),
+            std::sync::mpsc::TrySendError::Disconnected(_) => {
+                anyhow::anyhow!("stream {id} has ended")
+            }
+        })
     }
 }
 
@@ -364,7 +374,7 @@ impl StreamSet {
     /// connections go, and the options they get (`session::native` hands them over from its
     /// own thread, so a transaction never waits for the control connection's pump).
     pub fn transaction_routes(&self) -> Option<TransactionRoutes> {
-        let routes: Vec<(u32, std::sync::mpsc::Sender<TcpStream>)> =
+        let routes: Vec<(u32, std::sync::mpsc::SyncSender<TcpStream>)> =
             self.streams.iter().filter_map(|s| Some((s.id, s.transactions.clone()?))).collect();
         (!routes.is_empty()).then(|| TransactionRoutes { routes, options: self.options.clone() })
     }
@@ -642,7 +652,9 @@ impl StreamSet {
                     anyhow::bail!("--crr needs a way to connect transactions")
                 }
                 (_, StreamRole::Receiver) => {
-                    let (tx, rx) = std::sync::mpsc::channel();
+                    // The client runs one transaction at a time per stream: a full queue is a
+                    // peer opening connections it does not use, and they are closed.
+                    let (tx, rx) = std::sync::mpsc::sync_channel(TRANSACTION_QUEUE);
                     self.pending_transactions = Some(tx);
                     rr_stream::Crr::Server { incoming: rx }
                 }
