@@ -170,6 +170,10 @@ pub struct ProbePhase {
     /// Why the probe run failed, if it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The handshake probes' connect times (a new connection each, a tenth as often as the
+    /// request probes), nanoseconds; None when they failed or in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect: Option<Box<linerate_proto::histogram::DurationHistogram>>,
 }
 
 /// One host's place in a fleet run: what the fleet's figures need beyond the host's own run.

@@ -226,6 +226,9 @@ fn under_load_reports_idle_and_loaded_probes_and_responsiveness() {
     let u = &doc["summary"]["under_load"];
     for phase in ["idle", "loaded"] {
         assert!(u[phase]["p50_ns"].as_u64().is_some_and(|v| v > 0), "{phase}: {u}");
+        // Handshake probes at a tenth of the rate: 10/s, a new connection each.
+        assert!(u[phase]["connects"].as_u64().is_some_and(|n| n >= 5), "{phase}: {u}");
+        assert!(u[phase]["connect_p50_ns"].as_u64().is_some_and(|v| v > 0), "{phase}: {u}");
     }
     assert!(u["added_p50_ns"].is_i64(), "{u}");
     assert!(u["loaded_connections"]["samples"].as_u64().is_some_and(|n| n >= 1), "{u}");
@@ -296,6 +299,9 @@ fn a_deep_queue_adds_its_length_in_delay_and_a_shallow_one_does_not() {
     let queued = deep["queue_bytes"].as_u64().expect("queue") as f64;
     assert!((800_000.0..=1_200_000.0).contains(&queued), "queue estimate {queued}: {deep}");
     assert_eq!(deep["responsiveness"]["rating"], "low", "{deep}");
+    // A new connection's SYN waits in the same queue: the handshake takes the queue too.
+    let connect = deep["loaded"]["connect_p50_ns"].as_u64().expect("connect") as f64 / 1e6;
+    assert!(connect > 200.0, "handshakes queue behind the load: {connect} ms: {deep}");
     // 15,000 bytes (ten full packets) drain in 6 ms.
     let shallow = upload_under_load_through("15000");
     let added = shallow["added_p50_ns"].as_i64().expect("added") as f64 / 1e6;

@@ -28,13 +28,15 @@ fn phase_line(
     match (f, error) {
         (Some(f), _) => writeln!(
             out,
-            "  {name}: p50 {}, p90 {}, p99 {}, max {} ({} probes{})",
+            "  {name}: p50 {}, p90 {}, p99 {}, max {} ({} probes{}); new connections: connect p50 {} ({})",
             lat(f.p50_ns),
             lat(f.p90_ns),
             lat(f.p99_ns),
             lat(f.max_ns),
             f.probes,
-            if f.unanswered > 0 { format!(", {} unanswered", f.unanswered) } else { String::new() }
+            if f.unanswered > 0 { format!(", {} unanswered", f.unanswered) } else { String::new() },
+            lat(f.connect_p50_ns),
+            f.connects.map_or("did not run".into(), |n| format!("{n} handshakes")),
         ),
         (None, e) => writeln!(
             out,

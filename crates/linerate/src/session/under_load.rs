@@ -11,6 +11,9 @@
 //!    has settled (the end of `-O`, or 1 s after the start) until just before it stops, so
 //!    every loaded probe sees a full queue and none sees the ramp or the drain.
 //!
+//! Beside the request probes run handshake probes, a tenth as often: each a connection of its
+//! own (`--crr`), whose connect time is the draft's `tcp_f`.
+//!
 //! Up to five seconds of probes may be outstanding at once (at most 1024): a probe waits in
 //! the same queue as the load, and a loop that allowed only one outstanding would fall behind
 //! its schedule as soon as the queue delay exceeded the probe interval.
@@ -76,6 +79,7 @@ pub fn run(plan: &ClientPlan, observer: &mut dyn Observer, interrupt: &Interrupt
         latency: None,
         intervals: Vec::new(),
         error: Some("the test did not run long enough to probe it".into()),
+        connect: None,
     });
     record.probes = Some(Box::new(LatencyProbes { probe, idle, loaded }));
     record
@@ -118,7 +122,23 @@ fn probe_plan(plan: &ClientPlan, probe: RrSpec, duration: Duration) -> ClientPla
 
 /// Runs one probe phase starting `from` after the test's start and keeps what it measured.
 fn phase(plan: &ClientPlan, interrupt: &Interrupt, from: Duration) -> ProbePhase {
-    let record = client::run(plan, &mut Quiet, interrupt);
+    // The handshake probes (the draft's tcp_f) run beside the request probes: a connection
+    // of their own each, a tenth as often.
+    let mut connects = plan.clone();
+    if let Some(rr) = connects.spec.rr.as_mut() {
+        rr.connect_each = true;
+        rr.in_flight = 1;
+        rr.rate_per_second = (rr.rate_per_second / 10).max(1);
+    }
+    let (record, handshakes) = std::thread::scope(|s| {
+        let handshakes = s.spawn(|| client::run(&connects, &mut Quiet, interrupt));
+        let record = client::run(plan, &mut Quiet, interrupt);
+        (record, handshakes.join().ok())
+    });
+    let connect = handshakes
+        .as_ref()
+        .and_then(|r| r.client.as_ref()?.streams.first()?.latency.as_ref()?.phases.clone())
+        .map(|p| Box::new(p.connect));
     let stream = record.client.as_ref().and_then(|c| c.streams.first());
     let latency = stream.and_then(|s| s.latency.clone());
     let intervals =
@@ -134,6 +154,7 @@ fn phase(plan: &ClientPlan, interrupt: &Interrupt, from: Duration) -> ProbePhase
         latency,
         intervals,
         error,
+        connect,
     }
 }
 

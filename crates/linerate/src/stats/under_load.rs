@@ -7,10 +7,12 @@
 //! single-sided trimmed mean keeping the lowest 95 % of the samples, in milliseconds;
 //! `tcp_f` and `http_f` are a new connection's handshake and its first request ("foreign"
 //! probes), `http_l` a request on a load-generating connection ("self" probes). linerate has
-//! no HTTP and no per-probe handshakes yet, so:
-//! - the foreign term is TM of the probes' request/response latency on their own long-lived
-//!   connection (no handshake term: the draft forbids substituting zero, so the term stands
-//!   alone rather than being averaged with a made-up one);
+//! no HTTP, so:
+//! - `tcp_f` is the connect time of the handshake probes (a new TCP connection each, a tenth
+//!   as often as the request probes); `http_f` is the request probes' 1-byte request/response
+//!   on their own long-lived connection (a request on a separate connection, but not the
+//!   first on a new one); without handshake figures the foreign term is TM(`http_f`) alone
+//!   (the draft forbids substituting zero);
 //! - the self term is TM of the load-generating connections' own round-trip time as their
 //!   senders' kernels smooth it (TCP_INFO `rtt`, sampled every interval of the loaded phase),
 //!   which the draft allows "where multiplexing requests into the load-generating connections
@@ -61,6 +63,12 @@ pub struct PhaseFigures {
     pub trimmed_mean_ns: Option<u64>,
     /// Probes still unanswered when the phase ended.
     pub unanswered: u64,
+    /// The handshake probes that connected; None when they did not run.
+    pub connects: Option<u64>,
+    /// Their median connect time, nanoseconds.
+    pub connect_p50_ns: Option<u64>,
+    /// The trimmed mean of their connect times (the draft's TM(tcp_f)), nanoseconds.
+    pub connect_trimmed_mean_ns: Option<u64>,
 }
 
 /// The load-generating connections' own round-trip time during the loaded phase.
@@ -81,7 +89,8 @@ pub struct LoadedConnections {
 pub struct Responsiveness {
     /// The figure: the mean of the two terms, or the foreign term alone.
     pub rpm: f64,
-    /// 60000 / TM(probe latency in ms).
+    /// 60000 / ((TM(connect) + TM(probe latency)) / 2), in ms; without connect figures
+    /// 60000 / TM(probe latency).
     pub foreign_rpm: f64,
     /// 60000 / TM(loaded connections' RTT in ms); None without interval samples.
     pub loaded_rpm: Option<f64>,
@@ -166,6 +175,9 @@ fn figures(phase: &ProbePhase) -> Option<PhaseFigures> {
         mean_ns: h.mean().map(ns),
         trimmed_mean_ns: h.trimmed_mean(KEEP).map(ns),
         unanswered: l.unanswered,
+        connects: phase.connect.as_ref().map(|c| c.count()),
+        connect_p50_ns: phase.connect.as_ref().and_then(|c| c.quantile(0.5)).map(ns),
+        connect_trimmed_mean_ns: phase.connect.as_ref().and_then(|c| c.trimmed_mean(KEEP)).map(ns),
     })
 }
 
@@ -235,7 +247,11 @@ pub fn summarize_under_load(
         .map(|a| (a as f64 / 1e9 * received / 8.0) as u64);
     let conns = loaded_connections(record, &p.loaded);
     let responsiveness = loaded.as_ref().and_then(|l| {
-        let foreign_ms = l.trimmed_mean_ns? as f64 / 1e6;
+        let http_ms = l.trimmed_mean_ns? as f64 / 1e6;
+        let foreign_ms = match l.connect_trimmed_mean_ns {
+            Some(tcp) => (tcp as f64 / 1e6 + http_ms) / 2.0,
+            None => http_ms,
+        };
         let foreign_rpm = 60_000.0 / foreign_ms.max(1e-6);
         let loaded_rpm = conns.as_ref().map(|c| 60_000.0 / (c.trimmed_mean_us / 1e3).max(1e-6));
         let rpm = loaded_rpm.map_or(foreign_rpm, |s| (foreign_rpm + s) / 2.0);
