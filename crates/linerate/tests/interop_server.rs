@@ -210,7 +210,9 @@ fn low_rate_receivers_count_the_whole_test_as_iperf3_does() {
         assert_eq!(code, Some(0), "{args:?}: {stderr}");
         let secs = |key: &str| doc["end"][key]["seconds"].as_f64().expect("seconds");
         let (sent, received) = (secs("sum_sent"), secs("sum_received"));
-        assert!((received / sent - 1.0).abs() <= 0.01, "{args:?}: {sent} s sent, {received} s");
+        // The defect read 0.75 s for 1 s; 3 % leaves room for a busy machine's late wake-up
+        // at TEST_END (CI saw 1.0117 s once, with other builds running).
+        assert!((received / sent - 1.0).abs() <= 0.03, "{args:?}: {sent} s sent, {received} s");
     }
 }
 
