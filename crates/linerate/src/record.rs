@@ -154,7 +154,7 @@ pub struct LatencyProbes {
 }
 
 /// One phase of [`LatencyProbes`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProbePhase {
     /// Milliseconds after the test's start at which the phase began (0 for idle, which ran
     /// before the test).

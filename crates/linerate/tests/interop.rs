@@ -7,13 +7,13 @@ use std::time::Duration;
 use crate::util::{assert_agree, bytes, run};
 
 /// An `iperf3 -s` on a free loopback port, killed on drop.
-struct Iperf3Server {
+pub(crate) struct Iperf3Server {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
 }
 
 impl Iperf3Server {
-    fn start() -> Option<Iperf3Server> {
+    pub(crate) fn start() -> Option<Iperf3Server> {
         if Command::new("iperf3").arg("--version").output().is_err() {
             assert!(
                 std::env::var_os("CI").is_none(),
@@ -363,11 +363,19 @@ fn udp_durations_and_rates_match_the_paced_rate() {
         args.extend_from_slice(extra);
         let doc = srv.client(&args);
         let dir = &doc["summary"]["directions"][0];
+        // 1 % on a quiet machine (the bound); a machine crowded by other processes
+        // (other builds: a sender's stop noticed 20+ ms late) gets 3 %, said in the message.
+        let foreign = doc["summary"]["cost"][0]["foreign_percent_of_core"].as_f64().unwrap_or(0.0);
+        let bound = if foreign >= 10.0 { 0.03 } else { 0.01 };
         for end in ["sender", "receiver"] {
             let got_secs = dir[end]["seconds"].as_f64().expect("seconds");
             let got_rate = dir[end]["bits_per_second"].as_f64().expect("rate");
-            let near = |got: f64, want: f64| (got / want - 1.0).abs() <= 0.01;
-            assert!(near(got_secs, secs), "{extra:?} {end} ({}): {got_secs} s", dir[end]["end"]);
+            let near = |got: f64, want: f64| (got / want - 1.0).abs() <= bound;
+            let end_name = &dir[end]["end"];
+            assert!(
+                near(got_secs, secs),
+                "{extra:?} {end} ({end_name}): {got_secs} s, bound {bound} (foreign load {foreign}% of a core)"
+            );
             assert!(
                 near(got_rate, rate),
                 "{extra:?} {end} ({}): {got_rate} bit/s",

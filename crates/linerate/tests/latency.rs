@@ -308,3 +308,19 @@ fn a_deep_queue_adds_its_length_in_delay_and_a_shallow_one_does_not() {
     assert!(added < 10.0, "shallow queue: +{added} ms: {shallow}");
     assert!(shallow["finding"].as_str().is_some_and(|f| f.contains("held")), "{shallow}");
 }
+
+#[test]
+fn iperf3_servers_are_told_apart_from_latency_tests() {
+    let _x = crate::util::exclusive();
+    let Some(iperf3) = crate::interop::Iperf3Server::start() else { return };
+    let port = iperf3.port.to_string();
+    for (flags, words) in [
+        (&["--rr", "-t", "1"][..], "not supported by iperf3"),
+        (&["--under-load", "-t", "2", "--idle-time", "0.5"][..], "not supported by iperf3"),
+    ] {
+        let args = [&["client", "127.0.0.1", "-p", &port, "--no-store"][..], flags].concat();
+        let out = run(&args, Duration::from_secs(20));
+        assert_ne!(out.code, Some(0), "{flags:?}: {}", out.stdout);
+        assert!(out.stderr.contains(words), "{flags:?}: {}", out.stderr);
+    }
+}

@@ -349,7 +349,7 @@ impl<'p> ClientRun<'p> {
 }
 
 /// A record for `plan` before anything happened.
-pub(super) fn new_record(plan: &ClientPlan) -> RunRecord {
+pub(crate) fn new_record(plan: &ClientPlan) -> RunRecord {
     RunRecord {
         schema_version: SCHEMA_VERSION,
         software: SOFTWARE.to_string(),

@@ -28,7 +28,7 @@ use linerate_proto::latency::{MAX_IN_FLIGHT, RrSpec};
 use linerate_proto::{EndCondition, TestSpec};
 
 use crate::plan::{ClientPlan, UnderLoadPlan};
-use crate::record::{LatencyProbes, ProbePhase, RunRecord};
+use crate::record::{Failure, LatencyProbes, Outcome, ProbePhase, RunRecord};
 use crate::session::{Interrupt, LiveEvent, Observer, Quiet, client};
 
 /// How long the probes stop before the test does, so none of them sees the senders' stop.
@@ -46,7 +46,17 @@ pub fn run(plan: &ClientPlan, observer: &mut dyn Observer, interrupt: &Interrupt
         ul.idle.as_secs_f64(),
         ul.probes_per_second
     )));
-    let idle = phase(&probe_plan(plan, probe, ul.idle), interrupt, Duration::ZERO);
+    let (idle, failed) = phase(&probe_plan(plan, probe, ul.idle), interrupt, Duration::ZERO);
+    if let Some(f) = failed {
+        // No idle figure, no added delay: the test would load the path for nothing (and an
+        // iperf3 server, which cannot answer probes, may not even be there any more).
+        let mut record = client::new_record(plan);
+        let why = format!("the latency probes on the idle path failed: {}", f.message);
+        record.outcome = Outcome::failed(Failure::new(f.kind, why));
+        record.probes =
+            Some(Box::new(LatencyProbes { probe, idle, loaded: ProbePhase::default() }));
+        return record;
+    }
     let omit = Duration::from_millis(plan.spec.omit_ms);
     let settle = if omit.is_zero() { SETTLE } else { omit };
     let total = omit + Duration::from_millis(plan.spec.duration_ms().unwrap_or(0));
@@ -67,7 +77,7 @@ pub fn run(plan: &ClientPlan, observer: &mut dyn Observer, interrupt: &Interrupt
                 }
                 std::thread::sleep(Duration::from_millis(20).min(at - Instant::now().min(at)));
             }
-            Some(phase(loaded_plan, interrupt, settle))
+            Some(phase(loaded_plan, interrupt, settle).0)
         });
         let record = client::run(plan, &mut watch, interrupt);
         watch.started = None;
@@ -120,8 +130,13 @@ fn probe_plan(plan: &ClientPlan, probe: RrSpec, duration: Duration) -> ClientPla
     }
 }
 
-/// Runs one probe phase starting `from` after the test's start and keeps what it measured.
-fn phase(plan: &ClientPlan, interrupt: &Interrupt, from: Duration) -> ProbePhase {
+/// Runs one probe phase starting `from` after the test's start and keeps what it measured,
+/// with the probe run's failure if it failed.
+fn phase(
+    plan: &ClientPlan,
+    interrupt: &Interrupt,
+    from: Duration,
+) -> (ProbePhase, Option<Failure>) {
     // The handshake probes (the draft's tcp_f) run beside the request probes: a connection
     // of their own each, a tenth as often.
     let mut connects = plan.clone();
@@ -143,19 +158,33 @@ fn phase(plan: &ClientPlan, interrupt: &Interrupt, from: Duration) -> ProbePhase
     let latency = stream.and_then(|s| s.latency.clone());
     let intervals =
         stream.map_or_else(Vec::new, |s| s.intervals.iter().filter_map(|i| i.rr).collect());
-    let error = match (&latency, record.outcome.failure()) {
-        (_, Some(f)) => Some(f.message),
-        (None, None) => Some("the probe stream reported no latency".into()),
+    let failure = match (&latency, record.outcome.failure()) {
+        (_, Some(f)) => Some(f),
+        (None, None) => Some(Failure::new(
+            crate::record::FailureKind::Environment,
+            "the probe stream reported no latency",
+        )),
         (Some(_), None) => None,
     };
-    ProbePhase {
+    // Both probe runs failing says more together (an iperf3 server refuses the one it
+    // recognises and closes on the other).
+    let failure = match (failure, handshakes.as_ref().and_then(|r| r.outcome.failure())) {
+        (Some(f), Some(h)) if h.message != f.message => Some(Failure::new(
+            f.kind,
+            format!("{}; the handshake probes: {}", f.message, h.message),
+        )),
+        (f, _) => f,
+    };
+    let error = failure.as_ref().map(|f| f.message.clone());
+    let phase = ProbePhase {
         from_ms: millis(from),
         duration_ms: plan.spec.duration_ms().unwrap_or(0),
         latency,
         intervals,
         error,
         connect,
-    }
+    };
+    (phase, failure)
 }
 
 fn millis(d: Duration) -> u64 {
