@@ -121,6 +121,12 @@ fn bulk_only_flags_are_refused_with_rr_by_name() {
         run(&["client", "127.0.0.1", "-p", "9", "--request-size", "10"], Duration::from_secs(10));
     assert_eq!(out.code, Some(2));
     assert!(out.stderr.contains("--rr"), "{}", out.stderr);
+    // Not fleet tests yet: refused before any host is contacted, not run as bulk tests.
+    for flag in ["--rr", "--crr", "--under-load"] {
+        let out = run(&["fleet", "127.0.0.1:9", "127.0.0.2:9", flag], Duration::from_secs(10));
+        assert_eq!(out.code, Some(2), "{flag}: {}", out.stderr);
+        assert!(out.stderr.contains("per host"), "{flag}: {}", out.stderr);
+    }
 }
 
 #[test]
