@@ -20,7 +20,7 @@ pub fn have_iperf3() -> bool {
 
 /// Runs `iperf3 -c 127.0.0.1 -p PORT -J <args>` with a time limit; returns exit code, JSON
 /// and stderr.
-fn iperf3_client(port: u16, args: &[&str]) -> (Option<i32>, Value, String) {
+pub(crate) fn iperf3_client(port: u16, args: &[&str]) -> (Option<i32>, Value, String) {
     let mut cmd = Command::new("timeout");
     cmd.args(["30", "iperf3", "-c", "127.0.0.1", "-p", &port.to_string(), "-J"]).args(args);
     let out = cmd.stdin(Stdio::null()).output().expect("run iperf3");

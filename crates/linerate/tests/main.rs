@@ -16,6 +16,7 @@ mod doctor;
 mod environment;
 mod exit;
 mod faults;
+mod fidelity;
 mod fleet;
 mod fleet_history;
 mod interop;
