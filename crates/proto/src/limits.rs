@@ -545,6 +545,10 @@ pub fn test_memory(spec: &TestSpec, layout: StreamLayout) -> u64 {
 /// buffer ([`TestSpec::read_size`]) per pool worker, or every stream's own
 /// ([`TestSpec::buffer_bytes`]).
 pub fn buffer_memory(spec: &TestSpec, layout: StreamLayout) -> u64 {
+    // Request/response streams always have a thread and buffers each (`TestSpec::buffer_bytes`).
+    if spec.rr.is_some() {
+        return spec.buffer_bytes();
+    }
     match layout.workers_for(spec.connection_count(), spec.protocol) {
         Some(workers) => {
             u64::from(workers) * (u64::from(spec.block_bytes) + u64::from(spec.read_size()))
@@ -641,6 +645,21 @@ mod tests {
             LimitKind::Memory,
             "no setting raises it"
         );
+    }
+
+    #[test]
+    fn request_response_streams_count_their_own_buffers_whatever_the_layout() {
+        let rr = crate::latency::RrSpec {
+            request_bytes: 1 << 20,
+            in_flight: 16,
+            ..crate::latency::RrSpec::default_rr()
+        };
+        let s = TestSpec { streams: 64, rr: Some(rr), ..TestSpec::default_tcp() };
+        let pool = StreamLayout { pool_above: 16, workers: 2, explicit: false };
+        // A thread each: 64 × (16 × 1 MiB + 1 MiB), never a pool's two blocks per worker.
+        assert_eq!(buffer_memory(&s, pool), (64 * 17) << 20);
+        assert_eq!(buffer_memory(&s, pool), s.buffer_bytes());
+        assert!(s.validate().is_err(), "over 1 GiB: the spec itself is refused");
     }
 
     #[test]
