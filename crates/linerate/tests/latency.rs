@@ -121,12 +121,11 @@ fn bulk_only_flags_are_refused_with_rr_by_name() {
         run(&["client", "127.0.0.1", "-p", "9", "--request-size", "10"], Duration::from_secs(10));
     assert_eq!(out.code, Some(2));
     assert!(out.stderr.contains("--rr"), "{}", out.stderr);
-    // Not fleet tests yet: refused before any host is contacted, not run as bulk tests.
-    for flag in ["--rr", "--crr", "--under-load"] {
-        let out = run(&["fleet", "127.0.0.1:9", "127.0.0.2:9", flag], Duration::from_secs(10));
-        assert_eq!(out.code, Some(2), "{flag}: {}", out.stderr);
-        assert!(out.stderr.contains("per host"), "{flag}: {}", out.stderr);
-    }
+    // Not a fleet test yet: refused before any host is contacted, not run as a bulk test.
+    let out =
+        run(&["fleet", "127.0.0.1:9", "127.0.0.2:9", "--under-load"], Duration::from_secs(10));
+    assert_eq!(out.code, Some(2), "{}", out.stderr);
+    assert!(out.stderr.contains("per host"), "{}", out.stderr);
 }
 
 #[test]
@@ -328,5 +327,27 @@ fn iperf3_servers_are_told_apart_from_latency_tests() {
         let out = run(&args, Duration::from_secs(20));
         assert_ne!(out.code, Some(0), "{flags:?}: {}", out.stdout);
         assert!(out.stderr.contains(words), "{flags:?}: {}", out.stderr);
+    }
+}
+
+#[test]
+fn a_fleet_of_request_response_tests_reports_each_host_and_the_whole() {
+    let _x = crate::util::exclusive();
+    let (a, b) = (Server::start(&[]), Server::start(&[]));
+    for mode in ["--rr", "--crr"] {
+        let targets = [format!("127.0.0.1:{}", a.port), format!("127.0.0.1:{}=b", b.port)];
+        let args = ["fleet", &targets[0], &targets[1], mode, "-t", "1", "-J", "--no-store"];
+        let out = run(&args, Duration::from_secs(60));
+        assert_eq!(out.code, Some(0), "{mode}: {}", out.stderr);
+        let l = &out.json()["summary"]["latency"];
+        let hosts = l["hosts"].as_array().expect("hosts");
+        assert_eq!(hosts.len(), 2, "{mode}: {l}");
+        assert_eq!(hosts[1]["label"], "b");
+        let each: Vec<f64> =
+            hosts.iter().map(|h| h["transactions_per_second"].as_f64().expect("rate")).collect();
+        assert!(each.iter().all(|r| *r > 50.0), "{mode}: {l}");
+        let total = l["transactions_per_second"].as_f64().expect("total");
+        assert!((total - each.iter().sum::<f64>()).abs() < 1e-6, "{mode}: {l}");
+        assert!(l["p50_ns"].as_u64() <= l["p99_ns"].as_u64(), "{mode}: {l}");
     }
 }

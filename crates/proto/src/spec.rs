@@ -376,7 +376,6 @@ impl TestSpec {
                 matches!(self.end, EndCondition::Bytes { .. }),
                 "-n/-k: a request/response test runs for a time (-t)",
             ),
-            (self.held_start, "a fleet start"),
         ];
         if let Some((_, what)) = conflicts.iter().find(|(set, _)| *set) {
             return Err(SpecError::BadText {

@@ -74,10 +74,6 @@ pub(super) fn fleet_plan(a: FleetArgs) -> Result<FleetPlan, String> {
         (a.test.find_max, "--find-max searches one server's rate; run it per host"),
         (a.test.iperf3, "--iperf3: iperf3 servers cannot hold a start; run linerate server"),
         (a.test.get_server_output, "--get-server-output is for iperf3 servers"),
-        (
-            a.test.rr || a.test.crr,
-            "request/response tests (--rr, --crr) yet: a fleet reports throughput per host; run them per host",
-        ),
         (a.test.under_load, "--under-load yet: its probes measure one path; run it per host"),
         (
             a.test.cport.is_some(),

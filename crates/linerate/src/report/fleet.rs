@@ -132,6 +132,37 @@ pub fn host_table(d: &FleetDirection) -> Table {
     t
 }
 
+/// A fleet of request/response tests: each host's transactions and latency.
+pub fn latency_table(l: &crate::stats::fleet::FleetLatency) -> Table {
+    let lat = |v: Option<u64>| v.map_or("n/a".into(), crate::units::format_latency_ns);
+    let mut t = Table::new(&["host", ">transactions/s", ">p50", ">p99", ">max"]);
+    for h in &l.hosts {
+        t.rows.push(vec![
+            h.label.clone(),
+            h.transactions_per_second.map_or("n/a".into(), |r| format!("{r:.0}")),
+            lat(h.p50_ns),
+            lat(h.p99_ns),
+            lat(h.max_ns),
+        ]);
+    }
+    t
+}
+
+/// The fleet's request/response total in one sentence.
+pub fn latency_total(l: &crate::stats::fleet::FleetLatency) -> String {
+    let lat = |v: Option<u64>| v.map_or("n/a".into(), crate::units::format_latency_ns);
+    format!(
+        "Fleet transactions: {:.0} per second over {} host(s) (Jain {} across hosts); every transaction: p50 {}, p99 {}, p99.9 {}, max {} (each host over its whole test)",
+        l.transactions_per_second,
+        l.hosts.len(),
+        l.jain.map_or("n/a".into(), |j| format!("{j:.3}")),
+        lat(l.p50_ns),
+        lat(l.p99_ns),
+        lat(l.p99_9_ns),
+        lat(l.max_ns)
+    )
+}
+
 /// Jain's index of a spread to three decimals, or n/a with the reason.
 pub fn jain_text(s: &Spread) -> String {
     match s.jain {
@@ -343,6 +374,14 @@ pub fn write_fleet_body(
         for o in &d.outliers {
             item(style, &outlier_sentence(o), out)?;
         }
+    }
+    if let Some(l) = &summary.latency {
+        section(style, "Transactions (request/response)", out)?;
+        style.table(&latency_table(l), out)?;
+        if style == Style::Markdown {
+            writeln!(out)?;
+        }
+        item(style, &latency_total(l), out)?;
     }
     if !summary.not_measured.is_empty() {
         section(style, &not_measured_title(summary), out)?;

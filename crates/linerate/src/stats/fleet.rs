@@ -207,6 +207,76 @@ pub struct FleetSummary {
     pub coordinator_cpu_percent: Option<f64>,
     /// The coordinator's peak resident memory, bytes (the largest its hosts' runs saw).
     pub coordinator_peak_rss_bytes: Option<u64>,
+    /// A fleet of request/response tests (`--rr`, `--crr`): transactions and latency per
+    /// host and across the fleet.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency: Option<FleetLatency>,
+}
+
+/// The transactions of a fleet of request/response tests, over each host's whole test (a
+/// transaction's latency belongs to it wherever it falls, so no shared window applies).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FleetLatency {
+    /// Per host, in the fleet's order.
+    pub hosts: Vec<HostLatency>,
+    /// Every host's transactions per second, summed.
+    pub transactions_per_second: f64,
+    /// Jain's index of the hosts' transaction rates (1 = equal shares).
+    pub jain: Option<f64>,
+    /// Every transaction of every host: median, 99th and 99.9th percentiles, maximum, ns.
+    pub p50_ns: Option<u64>,
+    /// 99th percentile.
+    pub p99_ns: Option<u64>,
+    /// 99.9th percentile.
+    pub p99_9_ns: Option<u64>,
+    /// Largest.
+    pub max_ns: Option<u64>,
+}
+
+/// One host of a [`FleetLatency`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HostLatency {
+    /// The host's label.
+    pub label: String,
+    /// Its transactions per second.
+    pub transactions_per_second: Option<f64>,
+    /// Its median latency, ns.
+    pub p50_ns: Option<u64>,
+    /// Its 99th percentile, ns.
+    pub p99_ns: Option<u64>,
+    /// Its largest, ns.
+    pub max_ns: Option<u64>,
+}
+
+/// The latency figures of a fleet's request/response hosts; None for bulk fleets.
+fn fleet_latency(measured: &[HostInput<'_>], summaries: &[Summary]) -> Option<FleetLatency> {
+    let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+    let mut merged = linerate_proto::histogram::DurationHistogram::new();
+    let mut hosts = Vec::new();
+    for (h, s) in measured.iter().zip(summaries) {
+        let Some(l) = &s.latency else { continue };
+        merged.merge(&l.histogram);
+        hosts.push(HostLatency {
+            label: h.label.to_string(),
+            transactions_per_second: l.transactions_per_second,
+            p50_ns: l.p50_ns,
+            p99_ns: l.p99_ns,
+            max_ns: l.max_ns,
+        });
+    }
+    if hosts.is_empty() {
+        return None;
+    }
+    let rates: Vec<f64> = hosts.iter().filter_map(|h| h.transactions_per_second).collect();
+    Some(FleetLatency {
+        transactions_per_second: rates.iter().sum(),
+        jain: crate::stats::fairness::jain_index(&rates),
+        p50_ns: merged.quantile(0.5).map(ns),
+        p99_ns: merged.quantile(0.99).map(ns),
+        p99_9_ns: merged.quantile(0.999).map(ns),
+        max_ns: merged.max().map(ns),
+        hosts,
+    })
 }
 
 /// A host's receiving streams of `flow`, with its placement on the fleet's clock.
@@ -338,7 +408,9 @@ pub fn summarize_fleet(hosts: &[HostInput<'_>]) -> FleetSummary {
         .fold(None, largest);
     let coordinator_peak_rss_bytes =
         summaries.iter().filter_map(|s| end_cost(s, "client")?.peak_rss_bytes).max();
+    let latency = fleet_latency(&measured, &summaries);
     FleetSummary {
+        latency,
         hosts_planned: hosts.len(),
         hosts_measured: measured.len(),
         not_measured,
@@ -499,6 +571,7 @@ impl FleetSummary {
             }],
             coordinator_cpu_percent: None,
             coordinator_peak_rss_bytes: None,
+            latency: None,
         }
     }
 
