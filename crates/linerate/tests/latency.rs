@@ -351,3 +351,36 @@ fn a_fleet_of_request_response_tests_reports_each_host_and_the_whole() {
         assert!(l["p50_ns"].as_u64() <= l["p99_ns"].as_u64(), "{mode}: {l}");
     }
 }
+
+#[test]
+fn a_campaign_tier_of_request_response_cells_runs_rr_tests() {
+    let _x = crate::util::exclusive();
+    let srv = Server::start(&[]);
+    let dir = crate::util::test_dir("latency-campaign");
+    let file = dir.join("plan.toml");
+    let text = format!(
+        "[defaults]\ntime = 0.5\nrepeat = 1\n\n[tiers.rr]\nhost = \"127.0.0.1\"\nport = {}\n\
+         parallel = [1, 2]\nrr = {{ request_size = 64, response_size = 256, in_flight = 2 }}\n\n\
+         [tiers.crr]\nhost = \"127.0.0.1\"\nport = {}\nrr = {{ connect_each = true }}\n",
+        srv.port, srv.port
+    );
+    std::fs::write(&file, text).expect("write the campaign");
+    let out =
+        run(&["campaign", &file.to_string_lossy(), "--no-store", "-J"], Duration::from_secs(60));
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stderr, out.stdout);
+    let doc = out.json();
+    let tiers = doc["tiers"].as_array().expect("tiers");
+    assert_eq!(tiers.len(), 2, "{doc}");
+    // Every run of both tiers was a request/response test with the tier's sizes.
+    let text = doc.to_string();
+    assert!(
+        text.contains("\"request_bytes\":64") && text.contains("\"connect_each\":true"),
+        "{text}"
+    );
+    assert!(text.contains("\"transactions\""), "the runs measured transactions: {text}");
+    let bad = "[tiers.u]\nhost = \"127.0.0.1\"\nrr = { request_sise = 1 }\n";
+    std::fs::write(&file, bad).expect("write");
+    let out = run(&["campaign", &file.to_string_lossy(), "--no-store"], Duration::from_secs(10));
+    assert_eq!(out.code, Some(2), "{}", out.stderr);
+    assert!(out.stderr.contains("request_sise"), "the unknown key is named: {}", out.stderr);
+}

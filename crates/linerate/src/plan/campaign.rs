@@ -125,6 +125,9 @@ pub struct TierMatrix {
     pub until_ci_fraction: Option<f64>,
     /// With `until_ci`: the most completed runs per cell.
     pub max_repeat: u32,
+    /// Request/response cells (`rr = {...}`): every run is an `--rr` (or `--crr`) test.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rr: Option<linerate_proto::latency::RrSpec>,
 }
 
 impl Tier {
@@ -193,6 +196,7 @@ impl Tier {
             bits_per_second: m.bitrate_bits_per_second.unwrap_or(0),
             omit_ms: m.omit_ms,
             interval_ms: 1000,
+            rr: m.rr,
             ..TestSpec::default_tcp()
         };
         ClientPlan {
@@ -359,6 +363,18 @@ fn resolve(name: &str, s: &Settings, read: ReadTargets<'_>) -> Result<Tier, Stri
             bitrate_bits_per_second: s.bitrate.map(|b| b.0),
             until_ci_fraction: s.until_ci.map(|c| c.0),
             max_repeat: max_repeat.max(repeat),
+            rr: s.rr.as_ref().map(|r| {
+                let udp =
+                    s.protocol.as_ref().is_some_and(|p| p.0.iter().any(|p| p.0 == Protocol::Udp));
+                let least = if udp { linerate_proto::spec::MIN_UDP_DATAGRAM } else { 1 };
+                linerate_proto::latency::RrSpec {
+                    request_bytes: r.request_size.unwrap_or(least),
+                    response_bytes: r.response_size.unwrap_or(least),
+                    in_flight: r.in_flight.unwrap_or(1),
+                    rate_per_second: r.rate.unwrap_or(0),
+                    connect_each: r.connect_each.unwrap_or(false),
+                }
+            }),
         },
         fleet,
     };

@@ -336,6 +336,29 @@ pub struct Settings {
     /// A fleet tier's scaling curve: host counts, `[1, 2, 4]` or `"1..16"`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scale: Option<ScaleText>,
+    /// Request/response cells (`rr = { request_size = 64, ... }`): every run of the tier is
+    /// an `--rr` test (`--crr` with `connect_each = true`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rr: Option<RrSettings>,
+}
+
+/// A tier's request/response test, as `--rr`'s flags set it; unset keys take their defaults.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RrSettings {
+    /// Bytes per request (`--request-size`) [default: 1; UDP: 24].
+    #[serde(rename(serialize = "request_bytes"))]
+    pub request_size: Option<u32>,
+    /// Bytes per response (`--response-size`) [default: 1; UDP: 24].
+    #[serde(rename(serialize = "response_bytes"))]
+    pub response_size: Option<u32>,
+    /// Transactions outstanding per stream (`--in-flight`) [default: 1].
+    pub in_flight: Option<u32>,
+    /// Open loop: requests per second per stream (`--rr-rate`) [default: closed loop].
+    #[serde(rename(serialize = "rate_per_second"))]
+    pub rate: Option<u64>,
+    /// A connection per transaction (`--crr`) [default: false].
+    pub connect_each: Option<bool>,
 }
 
 impl Settings {
@@ -346,7 +369,7 @@ impl Settings {
         }
         pick!(
             host, port, link_speed, mtu, parallel, window, length, protocol, direction, repeat,
-            time, omit, bitrate, until_ci, max_repeat, fleet, targets, scale
+            time, omit, bitrate, until_ci, max_repeat, fleet, targets, scale, rr
         )
     }
 }

@@ -82,7 +82,9 @@ impl SocketOptions {
             window_bytes: spec.window_bytes,
             mss_bytes: spec.mss_bytes,
             congestion: spec.congestion.clone(),
-            no_delay: spec.no_delay,
+            // Request/response needs each small write on the wire at once (netperf's TCP_RR
+            // sets it too), whatever the spec says: a campaign's or matrix's cells have no -N.
+            no_delay: spec.no_delay || spec.rr.is_some(),
         }
     }
 }
