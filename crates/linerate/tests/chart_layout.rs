@@ -1,5 +1,6 @@
 //! Charts that read: every kind of HTML page (a run, a bidirectional run, a run of 12
-//! streams, a matrix, a 30-cell matrix, a campaign, `compare`, a fleet, a scaling curve), made from frozen fixtures and
+//! streams, a request/response run, a test under load, a matrix, a 30-cell matrix, a
+//! campaign, `compare`, a fleet, a scaling curve), made from frozen fixtures and
 //! loaded in headless Chromium, in a 1400 px window and at the width of a printed page. The
 //! test appends `layout_check.js` to a copy of each page; the browser lays the page out and
 //! the script measures every chart's text: none may overlap another, stick out of its chart,
@@ -89,9 +90,13 @@ pub fn store_fleet(store: &mut Store, file: &str) -> i64 {
 /// The pages: (name, file), written into `dir`.
 fn pages(dir: &Path) -> Vec<(&'static str, PathBuf)> {
     let mut out = Vec::new();
-    for (name, file) in
-        [("run", "run.json"), ("matrix", "matrix.json"), ("campaign", "campaign.json")]
-    {
+    for (name, file) in [
+        ("run", "run.json"),
+        ("matrix", "matrix.json"),
+        ("campaign", "campaign.json"),
+        ("rr", "rr.json"),
+        ("under-load", "under-load.json"),
+    ] {
         let page = dir.join(format!("{name}.html"));
         report(&[&fixture(file), "-f", "html", "-o", &page.to_string_lossy()]);
         out.push((name, page));
@@ -245,7 +250,7 @@ const WINDOWS: [(u32, &str); 2] = [(1400, "1400 px"), (1032 + 64 + 15, "paper")]
 
 /// The screenshots under docs/charts/ (docs/REPORTS.md): (page, chart kind). Every kind a
 /// page draws must have one.
-const SHOTS: [(&str, &str); 11] = [
+const SHOTS: [(&str, &str); 13] = [
     ("run", "over-time"),
     ("run", "streams"),
     ("matrix", "over-time"),
@@ -257,6 +262,8 @@ const SHOTS: [(&str, &str); 11] = [
     ("compare", "compare"),
     ("fleet", "fairness"),
     ("fleet", "scaling"),
+    ("rr", "latency-cdf"),
+    ("under-load", "latency-over-time"),
 ];
 
 #[test]

@@ -31,6 +31,7 @@ mod peer_strings;
 mod render;
 mod report;
 mod report_html;
+mod report_latency;
 mod server_log;
 mod store;
 mod udp;

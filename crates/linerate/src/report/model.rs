@@ -116,6 +116,8 @@ pub struct Point {
     pub omitted: bool,
     /// The sender's retransmitted segments so far (TCP_INFO at the interval's end).
     pub retransmits_total: Option<u64>,
+    /// A request/response stream's transactions and latency in the interval.
+    pub rr: Option<linerate_proto::latency::RrIntervalSample>,
 }
 
 /// The intervals of one stream of one run, as one end reported them.
@@ -174,6 +176,11 @@ impl Report {
     /// The runs of one cell of one tier.
     pub fn cell_runs(&self, tier: usize, cell: usize) -> impl Iterator<Item = &ReportRun> {
         self.runs.iter().filter(move |r| r.tier == tier && r.cell == cell)
+    }
+
+    /// A single run's report: the run of tier `tier`; None in a matrix or campaign.
+    pub fn single_run(&self, tier: usize) -> Option<&ReportRun> {
+        (self.kind == ReportKind::Run).then(|| self.runs.iter().find(|r| r.tier == tier))?
     }
 
     /// The facts a report opens with: date, hosts, settings, seed, runs.
@@ -268,6 +275,7 @@ impl Report {
                             omitted: at.iter().any(|p| p.omitted),
                             retransmits_total: (!retransmits.is_empty())
                                 .then(|| retransmits.iter().sum()),
+                            rr: None,
                         }
                     })
                     .collect();
@@ -485,6 +493,7 @@ pub fn series_of(run: usize, record: &RunRecord) -> Vec<Series> {
                         bits_per_second: (secs > 0.0).then(|| i.bytes as f64 * 8.0 / secs),
                         omitted: i.omitted,
                         retransmits_total: i.tcp.map(|t| u64::from(t.total_retrans)),
+                        rr: i.rr,
                     }
                 })
                 .collect(),

@@ -15,6 +15,7 @@ mod axis;
 mod cells;
 mod fleet;
 mod frame;
+mod latency;
 mod lines;
 mod rows;
 mod svg;
@@ -70,8 +71,13 @@ pub fn report_charts(report: &Report) -> Vec<Chart> {
         }
         if report.kind == ReportKind::Run {
             if let Some(run) = report.runs.iter().position(|r| r.tier == t) {
-                out.extend(time::run_over_time(report, run, &prefix, &context));
-                out.extend(cells::per_stream(report, run, &prefix, &context));
+                // A request/response run's bytes are requests: its charts are its latency's.
+                if report.runs[run].record.spec.rr.is_none() {
+                    out.extend(time::run_over_time(report, run, &prefix, &context));
+                    out.extend(latency::under_load_over_time(report, run, &prefix, &context));
+                    out.extend(cells::per_stream(report, run, &prefix, &context));
+                }
+                out.extend(latency::latency_cdf(report, run, &prefix, &context));
             }
         } else {
             out.extend(time::cells_over_time(report, t, &prefix, &context));
@@ -82,7 +88,10 @@ pub fn report_charts(report: &Report) -> Vec<Chart> {
                 out.push(cells::versus(tier, axis, &prefix, &context));
             }
         }
-        if cells.iter().any(|c| c.client_cpu_percent.is_some() || c.server_cpu_percent.is_some()) {
+        let rr = report.single_run(t).is_some_and(|r| r.record.spec.rr.is_some());
+        let cpu =
+            cells.iter().any(|c| c.client_cpu_percent.is_some() || c.server_cpu_percent.is_some());
+        if cpu && !rr {
             out.push(cells::cpu_per_gbit(cells, &prefix, &context));
         }
         if report.kind != ReportKind::Run && cells.iter().any(|c| c.fairness.is_some()) {

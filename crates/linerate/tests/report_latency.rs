@@ -1,0 +1,135 @@
+//! `linerate report` of latency runs, from frozen fixtures of real loopback runs
+//! (tests/fixtures/reports: `rr.json`, `linerate client --rr -P 2 -t 3`; `under-load.json`,
+//! `--under-load -P 2 -t 6`): every format leads with transactions and latency instead of a
+//! bit rate of request bytes, the figures agree with the run's own summary, and a record whose
+//! histograms hold nothing reports n/a instead of failing.
+
+use serde_json::Value;
+
+use crate::report::{fixture, report};
+
+fn doc(file: &str) -> Value {
+    crate::chart_layout::fixture_json(file)
+}
+
+/// The CSV row of a single run as (column, field) pairs.
+fn csv_row(file: &str, kind: &str) -> Vec<(String, String)> {
+    let csv = report(&[&fixture(file), "-f", "csv", "--csv-kind", kind]);
+    let mut lines = csv.split("\r\n").filter(|l| !l.is_empty());
+    let header: Vec<String> = lines.next().expect("header").split(',').map(String::from).collect();
+    let row = lines.next().expect("a row");
+    header.into_iter().zip(row.split(',').map(String::from)).collect()
+}
+
+fn field<'a>(row: &'a [(String, String)], column: &str) -> &'a str {
+    row.iter().find(|(c, _)| c == column).map(|(_, v)| v.as_str()).unwrap_or_else(|| {
+        panic!("no column {column}");
+    })
+}
+
+#[test]
+fn a_request_response_run_reports_transactions_and_latency_in_every_format() {
+    let text = report(&[&fixture("rr.json")]);
+    insta::assert_snapshot!("rr_text", text);
+    insta::assert_snapshot!("rr_md", report(&[&fixture("rr.json"), "-f", "md"]));
+    // The headline is transactions, not a bit rate of request bytes.
+    assert!(!text.contains("bit/s"), "{text}");
+    let summary = &doc("rr.json")["summary"]["latency"];
+    let row = |name: &str| {
+        text.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("{name}:\n{text}"))
+    };
+    let rate = summary["transactions_per_second"].as_f64().expect("rate");
+    assert!(row("transactions per second").ends_with(&format!("{rate:.0}")));
+    assert!(row("latency p99.99").ends_with(" us") || row("latency p99.99").ends_with(" ms"));
+    // CSV: the run's own figures, exactly.
+    let csv = csv_row("rr.json", "cells");
+    for (column, key) in [
+        ("latency_p50_ns", "p50_ns"),
+        ("latency_p99_9_ns", "p99_9_ns"),
+        ("latency_max_ns", "max_ns"),
+        ("transactions", "transactions"),
+    ] {
+        assert_eq!(field(&csv, column), summary[key].to_string(), "{column}");
+    }
+    assert_eq!(field(&csv, "transactions_per_second"), format!("{rate:.0}"));
+    assert_eq!(field(&csv, "loaded_p50_ns"), "", "not a test under load");
+    let intervals = csv_row("rr.json", "intervals");
+    let first = &doc("rr.json")["record"]["client"]["streams"][0]["intervals"][0]["rr"];
+    assert_eq!(field(&intervals, "transactions"), first["transactions"].to_string());
+    assert_eq!(field(&intervals, "latency_p99_ns"), first["p99_ns"].to_string());
+    // JSON: the summary derived again from the record is the one the run printed.
+    let json: Value =
+        serde_json::from_str(&report(&[&fixture("rr.json"), "-f", "json"])).expect("JSON");
+    assert_eq!(json["summary"]["latency"], *summary);
+}
+
+#[test]
+fn a_test_under_load_reports_idle_against_loaded_probes_in_every_format() {
+    let text = report(&[&fixture("under-load.json")]);
+    insta::assert_snapshot!("under_load_text", text);
+    insta::assert_snapshot!("under_load_md", report(&[&fixture("under-load.json"), "-f", "md"]));
+    let u = &doc("under-load.json")["summary"]["under_load"];
+    // The load's throughput table stays: the test is a bulk test with probes beside it.
+    assert!(text.contains("Gbit/s received"), "{text}");
+    let finding = u["finding"].as_str().expect("finding");
+    assert!(text.contains(finding), "{text}");
+    let rpm = u["responsiveness"]["rpm"].as_f64().expect("rpm");
+    assert!(text.contains(&format!("Responsiveness: {rpm:.0} RPM")), "{text}");
+    let csv = csv_row("under-load.json", "cells");
+    assert_eq!(field(&csv, "idle_p50_ns"), u["idle"]["p50_ns"].to_string());
+    assert_eq!(field(&csv, "loaded_p99_ns"), u["loaded"]["p99_ns"].to_string());
+    assert_eq!(field(&csv, "added_p50_ns"), u["added_p50_ns"].to_string());
+    assert_eq!(field(&csv, "responsiveness_rating"), u["responsiveness"]["rating"]);
+    assert_eq!(field(&csv, "responsiveness_confidence"), u["responsiveness"]["confidence"]);
+    assert_eq!(field(&csv, "transactions_per_second"), "", "not a request/response run");
+    let json: Value =
+        serde_json::from_str(&report(&[&fixture("under-load.json"), "-f", "json"])).expect("JSON");
+    assert_eq!(json["summary"]["under_load"], *u);
+}
+
+/// Histograms that hold nothing (a record edited, or cut short) give n/a figures and no CDF,
+/// in every format; a histogram that is not one is refused as bad input (exit 2), not a panic.
+#[test]
+fn empty_or_malformed_histograms_give_n_a_or_a_clear_error() {
+    let dir = crate::util::test_dir("report-latency-bad");
+    let mut rr = doc("rr.json");
+    for s in rr["record"]["client"]["streams"].as_array_mut().expect("streams") {
+        s["latency"]["histogram"]["buckets"] = serde_json::json!([]);
+    }
+    let mut ul = doc("under-load.json");
+    ul["record"]["probes"]["loaded"]["latency"]["histogram"]["buckets"] = serde_json::json!([]);
+    for (name, d) in [("rr", &rr), ("ul", &ul)] {
+        let file = dir.join(format!("{name}.json"));
+        std::fs::write(&file, d.to_string()).expect("write");
+        let file = file.to_string_lossy().into_owned();
+        for format in ["text", "md", "csv", "json", "html"] {
+            report(&[&file, "-f", format]);
+        }
+        let text = report(&[&file]);
+        match name {
+            "rr" => {
+                let p50 = text.lines().find(|l| l.starts_with("latency p50")).expect("p50");
+                assert!(p50.ends_with(" n/a"), "{text}");
+            }
+            _ => assert!(text.contains("loaded probes: n/a"), "{text}"),
+        }
+    }
+    let html = report(&[&dir.join("rr.json").to_string_lossy(), "-f", "html"]);
+    assert!(!html.contains("data-kind=\"latency-cdf\""), "a CDF of nothing");
+    let mut bad = doc("rr.json");
+    bad["record"]["client"]["streams"][0]["latency"]["histogram"]["buckets"] =
+        serde_json::json!([["ten", 1]]);
+    let file = dir.join("bad.json");
+    std::fs::write(&file, bad.to_string()).expect("write");
+    let out =
+        crate::util::run(&["report", &file.to_string_lossy()], std::time::Duration::from_secs(10));
+    assert_eq!(out.code, Some(2), "{}", out.stderr);
+    assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+}
+
+/// The value of the row named `name` of a two-column HTML table in `html`.
+pub fn table_value(html: &str, name: &str) -> String {
+    let cell = format!("<td>{name}</td><td class=\"num\">");
+    let at = html.find(&cell).unwrap_or_else(|| panic!("no row {name:?}")) + cell.len();
+    html[at..].split("</td>").next().expect("value").to_string()
+}
