@@ -133,3 +133,74 @@ pub fn table_value(html: &str, name: &str) -> String {
     let at = html.find(&cell).unwrap_or_else(|| panic!("no row {name:?}")) + cell.len();
     html[at..].split("</td>").next().expect("value").to_string()
 }
+
+/// A history holding the frozen request/response runs (ids 1, 2) and tests under load (3, 4),
+/// stored as single tests; returns its path.
+pub fn latency_history(name: &str) -> String {
+    use linerate::store::{RunKind, RunMeta, Store};
+    let db = crate::util::test_dir(name).join("history.sqlite");
+    let _ = std::fs::remove_file(&db);
+    let mut store = Store::open(&db).expect("history");
+    for file in ["rr.json", "rr-b.json", "under-load.json", "under-load-b.json"] {
+        let record: linerate::record::RunRecord =
+            serde_json::from_value(doc(file)["record"].clone()).expect("record");
+        let meta = RunMeta {
+            kind: RunKind::Test,
+            group: None,
+            cell: None,
+            repetition: None,
+            labels: Vec::new(),
+        };
+        store.insert_run(&record, &meta).expect("store");
+    }
+    db.to_string_lossy().into_owned()
+}
+
+fn linerate(args: &[&str]) -> String {
+    let out = crate::util::run(args, std::time::Duration::from_secs(20));
+    assert_eq!(out.code, Some(0), "{args:?}: {}", out.stderr);
+    out.stdout
+}
+
+/// `history` lists a request/response run by its transactions per second and latency (not
+/// a bit rate of request bytes), a test under load with its probes and responsiveness; `show`
+/// prints both as the client did.
+#[test]
+fn history_and_show_list_latency_runs_by_their_latency() {
+    let db = latency_history("history-latency");
+    let text = linerate(&["history", "--db", &db]);
+    let rr = doc("rr.json")["summary"]["latency"].clone();
+    let line = |id: &str| -> Vec<&str> {
+        let mut lines = text.lines().skip_while(|l| !l.trim_start().starts_with(&format!("{id} ")));
+        vec![lines.next().expect("run line"), lines.next().unwrap_or_default()]
+    };
+    let rate = rr["transactions_per_second"].as_f64().expect("rate");
+    let run1 = line("1");
+    assert!(run1[0].contains(&format!("{rate:.0} tr/s")) && !run1[0].contains("bit/s"), "{text}");
+    let p50 = linerate::units::format_latency_ns(rr["p50_ns"].as_u64().expect("p50"));
+    assert!(
+        run1[1].trim()
+            == format!(
+                "latency p50 {p50}, p99 {}",
+                linerate::units::format_latency_ns(rr["p99_ns"].as_u64().expect("p99"))
+            ),
+        "{text}"
+    );
+    let u = doc("under-load.json")["summary"]["under_load"].clone();
+    let run3 = line("3");
+    assert!(run3[0].contains("Gbit/s"), "the load's rate stays: {text}");
+    let rpm = u["responsiveness"]["rpm"].as_f64().expect("rpm");
+    assert!(run3[1].contains(&format!("{rpm:.0} RPM (high)")), "{text}");
+    let loaded = linerate::units::format_latency_ns(u["loaded"]["p50_ns"].as_u64().expect("p50"));
+    assert!(run3[1].contains(&format!("{loaded} loaded")), "{text}");
+    let json: Value =
+        serde_json::from_str(&linerate(&["history", "--db", &db, "-J"])).expect("JSON");
+    let by_id = |id: u64| json.as_array().expect("rows").iter().find(|r| r["id"] == id).cloned();
+    let listed = by_id(1).expect("run 1");
+    assert_eq!(listed["latency"]["p50_ns"], rr["p50_ns"]);
+    assert_eq!(by_id(3).expect("run 3")["latency"]["rating"], "high");
+    let shown = linerate(&["show", "1", "--db", &db]);
+    assert!(shown.contains(&format!("{rate:.0} per second")), "{shown}");
+    let shown = linerate(&["show", "3", "--db", &db]);
+    assert!(shown.contains(&format!("Responsiveness: {rpm:.0} RPM")), "{shown}");
+}

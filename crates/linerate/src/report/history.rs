@@ -4,8 +4,10 @@ use std::io::Write;
 
 use serde::Serialize;
 
+use crate::report::latency::lat;
 use crate::stats::compare::Comparison;
 use crate::stats::environment::{EndChanges, EnvChange};
+use crate::stats::latency::LatencyBrief;
 use crate::store::{RunKind, RunRow};
 use crate::units::format_bits_per_second;
 use crate::units::peer_text::escape;
@@ -55,7 +57,7 @@ pub fn render_list(rows: &[RunRow], json: bool, out: &mut dyn Write) -> std::io:
                     "group": r.group, "cell": r.cell, "server": r.server, "protocol": r.protocol,
                     "direction": r.direction, "streams": r.streams, "outcome": r.outcome,
                     "bits_per_second": r.bits_per_second, "labels": r.labels,
-                    "error": r.error,
+                    "error": r.error, "latency": r.latency,
                 })
             })
             .collect();
@@ -77,7 +79,7 @@ pub fn render_list(rows: &[RunRow], json: bool, out: &mut dyn Write) -> std::io:
             r.protocol,
             r.direction,
             r.streams,
-            r.bits_per_second.map_or("n/a".into(), format_bits_per_second),
+            received(r),
             r.outcome,
             r.labels.join(",")
         );
@@ -86,8 +88,36 @@ pub fn render_list(rows: &[RunRow], json: bool, out: &mut dyn Write) -> std::io:
         if let Some(e) = &r.error {
             writeln!(out, "{:>5}  failed: {}", "", escape(e))?;
         }
+        if let Some(l) = r.latency.as_ref().and_then(latency_line) {
+            writeln!(out, "{:>5}  {l}", "")?;
+        }
     }
     Ok(())
+}
+
+/// The received column: a request/response run's transactions per second (its bytes are
+/// requests), else the bit rate.
+fn received(r: &RunRow) -> String {
+    match r.latency.as_ref().filter(|l| l.p50_ns.is_some() || l.transactions_per_second.is_some()) {
+        Some(l) => l.transactions_per_second.map_or("n/a tr/s".into(), |t| format!("{t:.0} tr/s")),
+        None => r.bits_per_second.map_or("n/a".into(), format_bits_per_second),
+    }
+}
+
+/// The line under a latency run: a request/response run's p50 and p99, a test under load's
+/// idle and loaded probe medians and responsiveness; None when it has no figure to show.
+fn latency_line(l: &LatencyBrief) -> Option<String> {
+    if let Some(p50) = l.p50_ns {
+        return Some(format!("latency p50 {}, p99 {}", lat(Some(p50)), lat(l.p99_ns)));
+    }
+    let rpm = l.rpm.zip(l.rating).map_or("n/a".into(), |(r, g)| format!("{r:.0} RPM ({g})"));
+    (l.idle_p50_ns.is_some() || l.loaded_p50_ns.is_some()).then(|| {
+        format!(
+            "under load: probe p50 {} idle, {} loaded; responsiveness {rpm}",
+            lat(l.idle_p50_ns),
+            lat(l.loaded_p50_ns)
+        )
+    })
 }
 
 /// What a listed run was part of, named as the commands that read it take it: `m3 P=4` (a

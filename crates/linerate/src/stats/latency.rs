@@ -150,6 +150,45 @@ pub fn summarize_latency(record: &RunRecord) -> Option<LatencySummary> {
     })
 }
 
+/// A run's latency in brief, for a listing of runs: a request/response run's rate and
+/// percentiles, a test under load's idle and loaded probe medians and responsiveness.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LatencyBrief {
+    /// Request/response: transactions per second.
+    pub transactions_per_second: Option<f64>,
+    /// Request/response: median latency, nanoseconds.
+    pub p50_ns: Option<u64>,
+    /// Request/response: 99th percentile, nanoseconds.
+    pub p99_ns: Option<u64>,
+    /// Under load: the idle probes' median, nanoseconds.
+    pub idle_p50_ns: Option<u64>,
+    /// Under load: the loaded probes' median, nanoseconds.
+    pub loaded_p50_ns: Option<u64>,
+    /// Under load: round trips per minute.
+    pub rpm: Option<f64>,
+    /// Under load: the RPM's rating (`low`, `medium`, `high`).
+    pub rating: Option<&'static str>,
+}
+
+/// The brief of a run's summary; None for a run that is neither request/response nor under
+/// load.
+pub fn brief(summary: &crate::stats::Summary) -> Option<LatencyBrief> {
+    let (l, u) = (summary.latency.as_ref(), summary.under_load.as_ref());
+    if l.is_none() && u.is_none() {
+        return None;
+    }
+    let rpm = u.and_then(|u| u.responsiveness.as_ref());
+    Some(LatencyBrief {
+        transactions_per_second: l.and_then(|l| l.transactions_per_second),
+        p50_ns: l.and_then(|l| l.p50_ns),
+        p99_ns: l.and_then(|l| l.p99_ns),
+        idle_p50_ns: u.and_then(|u| u.idle.as_ref()?.p50_ns),
+        loaded_p50_ns: u.and_then(|u| u.loaded.as_ref()?.p50_ns),
+        rpm: rpm.map(|r| r.rpm),
+        rating: rpm.map(|r| r.rating),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
