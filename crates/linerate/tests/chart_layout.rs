@@ -138,6 +138,15 @@ fn pages(dir: &Path) -> Vec<(&'static str, PathBuf)> {
     let run = crate::util::run(&args, std::time::Duration::from_secs(30));
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     out.push(("compare", page));
+    // compare of two request/response runs and of two tests under load (their CDFs).
+    let latency_db = crate::report_latency::latency_history("chart-layout-latency");
+    for (name, a, b) in [("compare-rr", "1", "2"), ("compare-under-load", "3", "4")] {
+        let page = dir.join(format!("{name}.html"));
+        let args = ["compare", a, b, "--db", &latency_db, "--html", &page.to_string_lossy()];
+        let run = crate::util::run(&args, std::time::Duration::from_secs(30));
+        assert_eq!(run.code, Some(0), "{}", run.stderr);
+        out.push(("compare", page));
+    }
     // A fleet of 8 hosts × 5 flows, one of them shaped lower, and a scaling curve (both from
     // network namespaces behind a 1 Gbit/s link, like tests/fleet.rs), from the history.
     let mut store = Store::open(&db).expect("history");

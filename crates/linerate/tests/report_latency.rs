@@ -4,6 +4,8 @@
 //! bit rate of request bytes, the figures agree with the run's own summary, and a record whose
 //! histograms hold nothing reports n/a instead of failing.
 
+use std::time::Duration;
+
 use serde_json::Value;
 
 use crate::report::{fixture, report};
@@ -203,4 +205,50 @@ fn history_and_show_list_latency_runs_by_their_latency() {
     assert!(shown.contains(&format!("{rate:.0} per second")), "{shown}");
     let shown = linerate(&["show", "3", "--db", &db]);
     assert!(shown.contains(&format!("Responsiveness: {rpm:.0} RPM")), "{shown}");
+}
+
+/// `compare` of two request/response runs: each figure of A and B with the change and the
+/// setting that differs (in flight 1 → 4), no throughput of request bytes; of two tests under
+/// load: the throughput and the probes' figures; of a request/response run and another kind:
+/// refused (exit 2) naming both kinds. The HTML page draws both sides' CDFs on one chart.
+#[test]
+fn compare_sets_latency_runs_side_by_side_and_refuses_mixed_kinds() {
+    let db = latency_history("compare-latency");
+    let text = linerate(&["compare", "1", "2", "--db", &db]);
+    let (a, b) = (doc("rr.json"), doc("rr-b.json"));
+    let p99 = |d: &Value| {
+        linerate::units::format_latency_ns(d["summary"]["latency"]["p99_ns"].as_u64().expect("p99"))
+    };
+    let row = text.lines().find(|l| l.starts_with("latency p99 ")).expect("p99 row");
+    assert!(row.contains(&p99(&a)) && row.contains(&p99(&b)) && row.ends_with("(worse)"), "{row}");
+    assert!(text.contains("1 in flight, closed loop → 1 B requests, 1 B responses, 4 in flight"));
+    assert!(!text.contains("bit/s"), "no throughput of request bytes:\n{text}");
+    let json: Value =
+        serde_json::from_str(&linerate(&["compare", "1", "2", "--db", &db, "-J"])).expect("JSON");
+    let latency = &json[0]["latency"];
+    assert_eq!(latency["kind"], "request_response");
+    let rate = &latency["figures"][0];
+    assert_eq!(rate["figure"], "transactions_per_second");
+    assert_eq!(rate["a"], a["summary"]["latency"]["transactions_per_second"]);
+    assert_eq!(rate["b"], b["summary"]["latency"]["transactions_per_second"]);
+    let loaded = linerate(&["compare", "3", "4", "--db", &db]);
+    assert!(loaded.contains("Gbit/s (n=1)"), "the load's throughput is compared:\n{loaded}");
+    let rpm = loaded.lines().find(|l| l.starts_with("responsiveness (RPM)")).expect("RPM");
+    let u = doc("under-load.json")["summary"]["under_load"]["responsiveness"]["rpm"].clone();
+    assert!(rpm.contains(&format!("{:.0}", u.as_f64().expect("rpm"))), "{rpm}");
+    let mixed = crate::util::run(&["compare", "1", "3", "--db", &db], Duration::from_secs(10));
+    assert_eq!(mixed.code, Some(2), "{}", mixed.stderr);
+    for kind in ["a request/response test (--rr)", "a test under load (--under-load)"] {
+        assert!(mixed.stderr.contains(kind), "{}", mixed.stderr);
+    }
+    let page = crate::util::test_dir("compare-latency-html").join("compare.html");
+    let page_s = page.to_string_lossy().into_owned();
+    linerate(&["compare", "1", "2", "--db", &db, "--html", &page_s]);
+    let html = std::fs::read_to_string(&page).expect("page");
+    assert!(!html.contains("data-kind=\"compare\""), "no throughput chart of request bytes");
+    let svg = crate::report_html::chart(
+        &html,
+        "A and B: latency distribution (CDF) of their transactions",
+    );
+    assert!(svg.contains("A: 387574 transactions") && svg.contains("B: 1385276 transactions"));
 }

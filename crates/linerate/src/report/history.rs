@@ -8,6 +8,7 @@ use crate::report::latency::lat;
 use crate::stats::compare::Comparison;
 use crate::stats::environment::{EndChanges, EnvChange};
 use crate::stats::latency::LatencyBrief;
+use crate::stats::latency_compare::{LatencyComparison, TestKind};
 use crate::store::{RunKind, RunRow};
 use crate::units::format_bits_per_second;
 use crate::units::peer_text::escape;
@@ -24,6 +25,9 @@ pub struct CompareRow {
     /// The test settings that differ between the first runs of the cell (direction,
     /// streams, window, …): a change here makes it a comparison of two different tests.
     pub settings: Vec<EnvChange>,
+    /// Two latency runs' figures side by side (one run a side); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency: Option<LatencyComparison>,
     /// `A` or `B` for a cell only that side has (not compared); absent for compared cells.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub only_in: Option<&'static str>,
@@ -143,7 +147,9 @@ pub fn render_compare(rows: &[CompareRow], json: bool, out: &mut dyn Write) -> s
         serde_json::to_writer_pretty(&mut *out, rows).map_err(std::io::Error::other)?;
         return writeln!(out);
     }
-    compare_table(rows).write_text(out)?;
+    for t in compare_tables(rows) {
+        t.write_text(out)?;
+    }
     for line in environment_lines(rows) {
         writeln!(out, "{}", escape(&line))?;
     }
@@ -213,6 +219,24 @@ pub fn compare_table(rows: &[CompareRow]) -> crate::report::table::Table {
     }
     t.legend = settings_legend(rows);
     t
+}
+
+/// The tables of a comparison: the throughput table, unless A and B are request/response
+/// runs (whose bytes are requests), then the latency table of two latency runs.
+pub fn compare_tables(rows: &[CompareRow]) -> Vec<crate::report::table::Table> {
+    let latency = rows.iter().find_map(|r| r.latency.as_ref());
+    let mut tables = Vec::new();
+    if latency.is_none_or(|l| l.kind != TestKind::RequestResponse) {
+        tables.push(compare_table(rows));
+    }
+    if let Some(l) = latency {
+        let mut t = crate::report::latency::compare_table(l);
+        if tables.is_empty() {
+            t.legend = settings_legend(rows);
+        }
+        tables.push(t);
+    }
+    tables
 }
 
 /// `client: lo MTU 65536 → 9000, net.core.rmem_max 212992 → 8388608`.

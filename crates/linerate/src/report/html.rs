@@ -139,7 +139,9 @@ pub fn write_compare(
     }
     write_head(&format!("linerate compare: {} vs {}", a.title, b.title), &facts, out)?;
     writeln!(out, "<h2>Cell by cell (A = before, B = after)</h2>")?;
-    crate::report::history::compare_table(rows).write_html(out)?;
+    for t in crate::report::history::compare_tables(rows) {
+        t.write_html(out)?;
+    }
     let changes = crate::report::history::environment_lines(rows);
     if let Some((heading, lines)) = changes.split_first() {
         writeln!(out, "<h3>{}</h3>\n<ul>", crate::report::table::html_escape(heading))?;
@@ -148,6 +150,6 @@ pub fn write_compare(
         }
         writeln!(out, "</ul>")?;
     }
-    write_charts(&[crate::report::charts::compare(a, b)], out)?;
+    write_charts(&crate::report::charts::compare_charts(a, b), out)?;
     writeln!(out, "</body>\n</html>")
 }

@@ -14,6 +14,7 @@ use linerate_proto::TestSpec;
 use crate::report::model::ReportRun;
 use crate::report::table::Table;
 use crate::stats::latency::{LatencySummary, PERCENTILES};
+use crate::stats::latency_compare::LatencyComparison;
 use crate::stats::under_load::{PhaseFigures, UnderLoadSummary};
 use crate::units::format_latency_ns;
 
@@ -200,4 +201,54 @@ pub fn sections(run: &ReportRun) -> Vec<Section> {
 /// report leaves out the throughput table of request bytes.
 pub fn replaces_throughput(run: &ReportRun) -> bool {
     run.record.spec.rr.is_some()
+}
+
+/// A figure of `stats::latency_compare` in words and in its unit.
+fn figure_words(key: &str, v: Option<f64>) -> (String, String) {
+    let shown = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or("n/a".into(), f);
+    let latency = |v: f64| {
+        let text = format_latency_ns(v.abs() as u64);
+        if v < 0.0 { format!("-{text}") } else { text }
+    };
+    match key {
+        "transactions_per_second" => ("transactions per second".into(), per_second(v)),
+        "rpm" => ("responsiveness (RPM)".into(), shown(v, &|r| format!("{r:.0}"))),
+        k if k.ends_with("_us_per_transaction") => {
+            let end = k.split('_').next().unwrap_or(k);
+            (format!("{end} CPU per transaction"), shown(v, &|c| format!("{c:.2} us")))
+        }
+        k => {
+            let name =
+                k.trim_end_matches("_ns").replace("p99_99", "p99.99").replace("p99_9", "p99.9");
+            let name = match name.split_once('_') {
+                Some(("added", p)) => format!("added by the load, {p}"),
+                Some((phase, p)) => format!("{phase} probes {p}"),
+                None => format!("latency {name}"),
+            };
+            (name, shown(v, &latency))
+        }
+    }
+}
+
+/// Two latency runs side by side: each figure of A and B, the change and whether it is
+/// better or worse.
+pub fn compare_table(c: &LatencyComparison) -> Table {
+    let mut t = Table::new(&["figure", ">A", ">B", ">change"]);
+    for f in &c.figures {
+        let (name, a) = figure_words(&f.figure, f.a);
+        let (_, b) = figure_words(&f.figure, f.b);
+        let change = f.change_percent.map_or("n/a".into(), |p| {
+            let better = (p > 0.0) == f.higher_is_better;
+            let word = if p == 0.0 {
+                ""
+            } else if better {
+                " (better)"
+            } else {
+                " (worse)"
+            };
+            format!("{p:+.1}%{word}")
+        });
+        t.rows.push(vec![name, a, b, change]);
+    }
+    t
 }

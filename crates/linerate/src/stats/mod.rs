@@ -13,6 +13,7 @@ pub mod fleet;
 pub mod fleet_compare;
 pub mod intervals;
 pub mod latency;
+pub mod latency_compare;
 pub mod matrix;
 pub mod sample;
 pub mod scaling;

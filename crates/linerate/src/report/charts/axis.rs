@@ -54,21 +54,26 @@ impl Scale {
             (false, true) => (hi / 10.0, hi),
             (false, false) => (1.0, 10.0),
         };
-        let (first, last) =
-            (lo.log10().floor() as i32, hi.log10().ceil().max(lo.log10().floor() + 1.0) as i32);
-        let ticks = |steps: &[f64]| -> Vec<f64> {
-            (first..=last)
-                .flat_map(|p| steps.iter().map(move |m| m * 10f64.powi(p)))
-                .filter(|t| *t <= 10f64.powi(last) * (1.0 + 1e-9))
-                .collect()
+        let first = lo.log10().floor() as i32;
+        let last = (hi.log10().ceil() as i32).max(first + 1);
+        let steps = |steps: &[f64]| -> Vec<f64> {
+            (first..=last).flat_map(|p| steps.iter().map(move |m| m * 10f64.powi(p))).collect()
         };
-        let mut s = Scale {
-            lo: 10f64.powi(first),
-            hi: 10f64.powi(last),
-            ticks: ticks(&[1.0, 2.0, 5.0]),
-            decimals: 0,
-            log: true,
+        // The axis spans the 1-2-5 values just around the data, not whole empty decades.
+        let all = steps(&[1.0, 2.0, 5.0]);
+        let start = all.iter().copied().filter(|t| *t <= lo * (1.0 + 1e-9)).fold(all[0], f64::max);
+        // At least one step long, so one value still has an axis to sit on.
+        let end = all
+            .iter()
+            .copied()
+            .find(|t| *t >= hi * (1.0 - 1e-9) && *t > start * (1.0 + 1e-9))
+            .unwrap_or(10f64.powi(last + 1));
+        let within = |ticks: Vec<f64>| -> Vec<f64> {
+            let inside = |t: &f64| *t >= start * (1.0 - 1e-9) && *t <= end * (1.0 + 1e-9);
+            ticks.into_iter().filter(inside).collect()
         };
+        let mut s =
+            Scale { lo: start, hi: end, ticks: within(all.clone()), decimals: 0, log: true };
         let fits = |s: &Scale| {
             s.ticks.windows(2).all(|w| {
                 let room = s.at(w[1], 0.0, length) - s.at(w[0], 0.0, length);
@@ -76,7 +81,7 @@ impl Scale {
             })
         };
         if !fits(&s) {
-            s.ticks = ticks(&[1.0]);
+            s.ticks = within(steps(&[1.0]));
         }
         s
     }
@@ -249,8 +254,11 @@ mod tests {
         assert!((s.at(100.0, 0.0, 300.0) - 100.0).abs() < 1e-9, "a decade is a third");
         let narrow = Scale::log(13.7, 5063.0, 100.0, 10.0, |l| 8.0 * l.len() as f64);
         assert_eq!(narrow.ticks, [10.0, 100.0, 1000.0, 10_000.0]);
+        assert_eq!((narrow.lo, narrow.hi), (10.0, 10_000.0));
         let one = Scale::log(5.0, 5.0, 800.0, 10.0, |_| 1.0);
-        assert_eq!((one.lo, one.hi), (1.0, 10.0), "one value still spans a decade");
+        assert_eq!((one.lo, one.hi), (5.0, 10.0), "one value still has an axis");
+        let around = Scale::log(52.0, 2700.0, 800.0, 10.0, |l| 8.0 * l.len() as f64);
+        assert_eq!((around.lo, around.hi), (50.0, 5000.0), "no empty decade: {around:?}");
         let none = Scale::log(0.0, f64::NAN, 800.0, 10.0, |_| 1.0);
         assert!(none.lo > 0.0 && none.hi > none.lo);
     }

@@ -19,7 +19,7 @@ use super::time::{flow_words, seconds, steps};
 use super::{Chart, run_name};
 use crate::record::ProbePhase;
 use crate::report::latency::lat;
-use crate::report::model::{Report, RunTotal};
+use crate::report::model::{Report, ReportRun, RunTotal};
 use crate::stats::latency::cdf;
 use crate::stats::under_load::{PhaseFigures, phase_intervals};
 
@@ -119,11 +119,10 @@ fn cdf_chart(
     Some(Chart { kind: "latency-cdf", title, caption, svg: draw(&chart) })
 }
 
-/// The latency CDF of run `run`: a request/response run's transactions, or a test under load's
-/// idle and loaded probes; None for any other run.
-pub fn latency_cdf(report: &Report, run: usize, prefix: &str, context: &[String]) -> Option<Chart> {
-    let r = &report.runs[run];
-    let name = run_name(report, r);
+/// The CDF curves of run `r`: a request/response run's transactions (true), or a test under
+/// load's idle (dashed) and loaded probes (false); labels start with `side` (`A: ` in a
+/// comparison), the curves take `colours` (transactions or idle, loaded). None for a bulk run.
+fn run_curves(r: &ReportRun, side: &str, colours: (usize, usize)) -> Option<(Vec<Curve>, bool)> {
     if let Some(l) = &r.summary.latency {
         let mut marks = vec![("min", l.min_ns, 0.0)];
         let shares = [0.5, 0.9, 0.99, 0.999, 0.9999];
@@ -132,49 +131,72 @@ pub fn latency_cdf(report: &Report, run: usize, prefix: &str, context: &[String]
             names.into_iter().zip(l.percentiles()).zip(shares).map(|((n, v), s)| (n, v, s)),
         );
         marks.push(("max", l.max_ns, 1.0));
-        let points = cdf(&l.histogram);
-        // The minimum sits where the curve starts.
-        marks[0].2 = points.first().map_or(0.0, |p| p.1);
         let curve = Curve {
-            label: format!("{} transactions of {} stream(s)", l.transactions, l.streams),
-            stroke: Stroke::solid(colour(0), 2.5),
-            points,
+            label: format!("{side}{} transactions of {} stream(s)", l.transactions, l.streams),
+            stroke: Stroke::solid(colour(colours.0), 2.5),
+            points: cdf(&l.histogram),
             marks,
         };
+        return Some((vec![curve], true));
+    }
+    let u = r.summary.under_load.as_ref()?;
+    let probes = r.record.probes.as_deref()?;
+    let phase = |name: &str, p: &ProbePhase, f: Option<&PhaseFigures>, stroke| {
+        let histogram =
+            p.latency.as_ref().map_or_else(DurationHistogram::new, |l| l.histogram.clone());
+        Curve {
+            label: format!("{side}{name}, {} s", seconds(p.duration_ms as f64 / 1e3)),
+            stroke,
+            points: cdf(&histogram),
+            marks: f.map(phase_marks).unwrap_or_default(),
+        }
+    };
+    let idle_stroke = Stroke { colour: colour(colours.0), width: 2.5, dash: Some("9 5") };
+    let idle = phase("idle: before the test", &probes.idle, u.idle.as_ref(), idle_stroke);
+    let loaded_stroke = Stroke::solid(colour(colours.1), 2.5);
+    let loaded = phase("loaded: beside the test", &probes.loaded, u.loaded.as_ref(), loaded_stroke);
+    Some((vec![idle, loaded], false))
+}
+
+/// The latency CDF of run `run`: a request/response run's transactions, or a test under load's
+/// idle and loaded probes; None for any other run.
+pub fn latency_cdf(report: &Report, run: usize, prefix: &str, context: &[String]) -> Option<Chart> {
+    let r = &report.runs[run];
+    let name = run_name(report, r);
+    let (curves, rr) = run_curves(r, "", (0, 3))?;
+    if rr {
         let caption = format!(
             "The share of {name}'s transactions (every stream's merged) that completed within each latency, on a logarithmic latency axis: the dots are the percentiles of the table and the curve ends at the slowest transaction."
         );
         let title = format!("{prefix}Latency distribution (CDF) of {name}");
-        return cdf_chart(vec![curve], title, "transactions", caption, context);
+        return cdf_chart(curves, title, "transactions", caption, context);
     }
-    let u = r.summary.under_load.as_ref()?;
-    let probes = r.record.probes.as_deref()?;
-    let histogram = |p: &ProbePhase| {
-        p.latency.as_ref().map_or_else(DurationHistogram::new, |l| l.histogram.clone())
-    };
-    let phase = |label: String, p: &ProbePhase, f: Option<&PhaseFigures>, stroke| Curve {
-        label,
-        stroke,
-        points: cdf(&histogram(p)),
-        marks: f.map(phase_marks).unwrap_or_default(),
-    };
-    let idle = phase(
-        format!("idle: before the test, {} s", seconds(probes.idle.duration_ms as f64 / 1e3)),
-        &probes.idle,
-        u.idle.as_ref(),
-        Stroke { colour: colour(0), width: 2.5, dash: Some("9 5") },
-    );
-    let loaded = phase(
-        format!("loaded: beside the test, {} s", seconds(probes.loaded.duration_ms as f64 / 1e3)),
-        &probes.loaded,
-        u.loaded.as_ref(),
-        Stroke::solid(colour(3), 2.5),
-    );
     let caption = format!(
         "The share of {name}'s latency probes answered within each latency, on a logarithmic latency axis, on the idle path (dashed) and beside the test's load (solid): a loaded curve far right of the idle one is delay the load added."
     );
     let title = format!("{prefix}Probe latency distribution (CDF), idle and loaded, of {name}");
-    cdf_chart(vec![idle, loaded], title, "probes", caption, context)
+    cdf_chart(curves, title, "probes", caption, context)
+}
+
+/// `compare A B --html` of two single latency runs of one kind: A's and B's CDFs on one chart
+/// (A blue, B orange; under load, each side's idle probes dashed); None otherwise.
+pub fn compare_cdf(a: &Report, b: &Report, context: &[String]) -> Option<Chart> {
+    let (ra, rb) = (a.runs.first()?, b.runs.first()?);
+    let (mut curves, rr) = run_curves(ra, "A: ", (0, 0))?;
+    let (more, rr_b) = run_curves(rb, "B: ", (1, 1))?;
+    if rr != rr_b {
+        return None;
+    }
+    curves.extend(more);
+    let what = if rr { "transactions" } else { "probes" };
+    let caption = format!(
+        "The share of A's (blue) and B's (orange) {what} that completed within each latency, on a logarithmic latency axis{}: a curve further left is faster, and its dots are the percentiles of the table.",
+        if rr { "" } else { ", each side's idle probes dashed and its loaded ones solid" }
+    );
+    let title = format!("A and B: latency distribution (CDF) of their {what}");
+    let mut chart = cdf_chart(curves, title, what, caption, context)?;
+    chart.kind = "latency-cdf";
+    Some(chart)
 }
 
 /// A percentile drawn over time: its name, where interval samples and a phase's figures keep

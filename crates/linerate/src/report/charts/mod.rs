@@ -135,13 +135,30 @@ fn compare_cells(r: &Report) -> Vec<CellSummary> {
     out
 }
 
-/// `compare A B --html`: both sides' cells on one throughput axis.
-pub fn compare(a: &Report, b: &Report) -> Chart {
+/// `compare A B --html`: both sides' cells on one throughput axis, unless both are
+/// request/response runs (their bytes are requests); and two latency runs' CDFs.
+pub fn compare_charts(a: &Report, b: &Report) -> Vec<Chart> {
+    let rr = |r: &Report| r.runs.first().is_some_and(|r| r.record.spec.rr.is_some());
+    let mut out = Vec::new();
+    if !(rr(a) && rr(b)) {
+        out.push(compare(a, b));
+    }
+    out.extend(latency::compare_cdf(a, b, &compare_context(a, b)));
+    out
+}
+
+/// The context lines of a comparison's chart: each side's name, date, hosts and settings.
+fn compare_context(a: &Report, b: &Report) -> Vec<String> {
     let side = |name: &str, r: &Report| {
         let date = r.date.as_deref().map_or("no date".into(), |d| format!("{d} UTC"));
         format!("{name}: {}, {date} · {}; {}", r.title, r.hosts, r.settings)
     };
-    let context = vec![side("A", a), side("B", b)];
+    vec![side("A", a), side("B", b)]
+}
+
+/// `compare A B --html`: both sides' cells on one throughput axis.
+pub fn compare(a: &Report, b: &Report) -> Chart {
+    let context = compare_context(a, b);
     let (ca, cb) = (compare_cells(a), compare_cells(b));
     let (na, nb) = (format!("A: {}", a.title), format!("B: {}", b.title));
     let title = "A and B: received throughput per cell";
