@@ -201,6 +201,9 @@ fn history_and_show_list_latency_runs_by_their_latency() {
     let listed = by_id(1).expect("run 1");
     assert_eq!(listed["latency"]["p50_ns"], rr["p50_ns"]);
     assert_eq!(by_id(3).expect("run 3")["latency"]["rating"], "high");
+    let stored = linerate(&["report", "1", "--db", &db]);
+    assert!(stored.contains("== Request/response latency (closed loop"), "{stored}");
+    assert!(stored.lines().any(|l| l.starts_with("transactions per second")), "{stored}");
     let shown = linerate(&["show", "1", "--db", &db]);
     assert!(shown.contains(&format!("{rate:.0} per second")), "{shown}");
     let shown = linerate(&["show", "3", "--db", &db]);
