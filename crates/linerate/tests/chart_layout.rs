@@ -1,5 +1,6 @@
 //! Charts that read: every kind of HTML page (a run, a bidirectional run, a run of 12
-//! streams, a request/response run, a test under load, a matrix, a 30-cell matrix, a
+//! streams, a request/response run, a test under load, a matrix, a request/response matrix,
+//! a 30-cell matrix, a
 //! campaign, `compare`, a fleet, a scaling curve), made from frozen fixtures and
 //! loaded in headless Chromium, in a 1400 px window and at the width of a printed page. The
 //! test appends `layout_check.js` to a copy of each page; the browser lays the page out and
@@ -96,6 +97,7 @@ fn pages(dir: &Path) -> Vec<(&'static str, PathBuf)> {
         ("campaign", "campaign.json"),
         ("rr", "rr.json"),
         ("under-load", "under-load.json"),
+        ("matrix-rr", "matrix-rr.json"),
     ] {
         let page = dir.join(format!("{name}.html"));
         report(&[&fixture(file), "-f", "html", "-o", &page.to_string_lossy()]);
@@ -259,7 +261,7 @@ const WINDOWS: [(u32, &str); 2] = [(1400, "1400 px"), (1032 + 64 + 15, "paper")]
 
 /// The screenshots under docs/charts/ (docs/REPORTS.md): (page, chart kind). Every kind a
 /// page draws must have one.
-const SHOTS: [(&str, &str); 13] = [
+const SHOTS: [(&str, &str); 14] = [
     ("run", "over-time"),
     ("run", "streams"),
     ("matrix", "over-time"),
@@ -273,6 +275,7 @@ const SHOTS: [(&str, &str); 13] = [
     ("fleet", "scaling"),
     ("rr", "latency-cdf"),
     ("under-load", "latency-over-time"),
+    ("matrix-rr", "latency-cells"),
 ];
 
 #[test]

@@ -21,7 +21,7 @@ use crate::stats::fleet::{FleetDirection, HostFigures};
 use crate::stats::matrix::CellSummary;
 
 /// Columns of `--csv-kind cells`, in order.
-pub const CELL_COLUMNS: [&str; 47] = [
+pub const CELL_COLUMNS: [&str; 49] = [
     "tier",
     "server",
     "cell",
@@ -69,6 +69,8 @@ pub const CELL_COLUMNS: [&str; 47] = [
     "responsiveness_rpm",
     "responsiveness_rating",
     "responsiveness_confidence",
+    "transactions_per_second_ci95_low",
+    "transactions_per_second_ci95_high",
 ];
 
 /// Columns of `--csv-kind intervals`, in order.
@@ -148,7 +150,7 @@ fn cells(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
             let mut row = vec![t.name.clone(), t.server.clone(), c.label.clone()];
             row.extend(axis_fields(c));
             row.extend(figures(c));
-            row.extend(latency_fields(report.single_run(i).map(|r| &r.summary)));
+            row.extend(latency_fields(report.single_run(i).map(|r| &r.summary), c));
             line(out, &row)?;
         }
     }
@@ -157,7 +159,10 @@ fn cells(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
 
 /// The latency columns of a single run's row (a request/response run, a test under load);
 /// empty for a bulk run and in matrices and campaigns.
-fn latency_fields(summary: Option<&crate::stats::Summary>) -> Vec<String> {
+fn latency_fields(summary: Option<&crate::stats::Summary>, c: &CellSummary) -> Vec<String> {
+    if let Some(cell) = c.latency.as_ref().filter(|_| summary.is_none()) {
+        return matrix_latency_fields(cell);
+    }
     let l = summary.and_then(|s| s.latency.as_ref());
     let mut f = vec![
         whole(l.and_then(|l| l.transactions_per_second)),
@@ -183,6 +188,28 @@ fn latency_fields(summary: Option<&crate::stats::Summary>) -> Vec<String> {
         whole(rpm.map(|r| r.rpm)),
         rpm.map_or(String::new(), |r| r.rating.to_string()),
         rpm.map_or(String::new(), |r| r.confidence.to_string()),
+    ]);
+    // A single run has no interval across repetitions.
+    f.extend([String::new(), String::new()]);
+    f
+}
+
+/// The latency columns of a request/response matrix cell: the mean transactions per second
+/// with its interval, the medians across runs of each run's p50 and p99, and mean CPU per
+/// transaction; the columns only a single run has stay empty.
+fn matrix_latency_fields(c: &crate::stats::matrix_latency::CellLatency) -> Vec<String> {
+    let s = c.transactions_per_second.as_ref();
+    let mut f = vec![whole(s.map(|s| s.mean)), String::new(), String::new()];
+    f.extend([opt(c.p50_ns), String::new(), opt(c.p99_ns), String::new(), String::new()]);
+    f.extend([String::new(), String::new()]);
+    f.extend([
+        fixed(c.client_cpu_us_per_transaction, 3),
+        fixed(c.server_cpu_us_per_transaction, 3),
+    ]);
+    f.extend(std::iter::repeat_n(String::new(), 8));
+    f.extend([
+        whole(s.and_then(|s| s.ci95).map(|c| c.0)),
+        whole(s.and_then(|s| s.ci95).map(|c| c.1)),
     ]);
     f
 }

@@ -15,6 +15,7 @@ use crate::report::model::ReportRun;
 use crate::report::table::Table;
 use crate::stats::latency::{LatencySummary, PERCENTILES};
 use crate::stats::latency_compare::LatencyComparison;
+use crate::stats::matrix::MatrixSummary;
 use crate::stats::under_load::{PhaseFigures, UnderLoadSummary};
 use crate::units::format_latency_ns;
 
@@ -250,5 +251,51 @@ pub fn compare_table(c: &LatencyComparison) -> Table {
         });
         t.rows.push(vec![name, a, b, change]);
     }
+    t
+}
+
+/// A request/response matrix's cell table: per cell its completed runs, transactions per
+/// second (mean ± 95 % CI and min–max over the runs), the median across runs of each run's
+/// p50 and p99, and CPU per transaction; a cell without runs is n/a.
+pub fn cell_table(summary: &MatrixSummary) -> Table {
+    let mut t = Table::new(&[
+        "cell (transactions/s)",
+        ">n",
+        ">mean ± 95% CI",
+        ">min–max",
+        ">p50",
+        ">p99",
+        ">CPU/tr client",
+        ">CPU/tr server",
+    ]);
+    let us = |v: Option<f64>| v.map_or("n/a".into(), |v| format!("{v:.2} us"));
+    for c in &summary.cells {
+        let l = c.latency.as_ref();
+        let s = l.and_then(|l| l.transactions_per_second.as_ref());
+        let mean = s.map_or("n/a".into(), |s| match s.ci95_half_width {
+            Some(h) => format!("{:.0} ± {h:.0}", s.mean),
+            None => format!("{:.0}", s.mean),
+        });
+        t.rows.push(vec![
+            c.label.clone(),
+            c.runs.to_string(),
+            mean,
+            s.map_or("n/a".into(), |s| format!("{:.0}–{:.0}", s.min, s.max)),
+            lat(l.and_then(|l| l.p50_ns)),
+            lat(l.and_then(|l| l.p99_ns)),
+            us(l.and_then(|l| l.client_cpu_us_per_transaction)),
+            us(l.and_then(|l| l.server_cpu_us_per_transaction)),
+        ]);
+    }
+    let items = vec![
+        "mean ± 95% CI: each run's transactions per second, their mean and Student t interval \
+         (n/a with one run); min–max: the slowest and fastest run"
+            .to_string(),
+        "p50, p99: the median across the cell's runs of each run's own percentile (every \
+         stream's transactions merged)"
+            .to_string(),
+        "CPU/tr: each end's process CPU per transaction, mean of the runs".to_string(),
+    ];
+    t.legend = Some(("Request/response cells".to_string(), items));
     t
 }

@@ -15,6 +15,7 @@ pub mod intervals;
 pub mod latency;
 pub mod latency_compare;
 pub mod matrix;
+pub mod matrix_latency;
 pub mod sample;
 pub mod scaling;
 pub mod settings;

@@ -25,11 +25,11 @@ use crate::stats::under_load::{PhaseFigures, phase_intervals};
 
 /// A unit latencies are drawn in: nanoseconds per unit and its name.
 #[derive(Debug, Clone, Copy)]
-struct LatencyUnit(f64, &'static str);
+pub(super) struct LatencyUnit(f64, pub(super) &'static str);
 
 impl LatencyUnit {
     /// The unit that suits latencies around `typical` nanoseconds.
-    fn around(typical: f64) -> LatencyUnit {
+    pub(super) fn around(typical: f64) -> LatencyUnit {
         match typical {
             t if t >= 1e6 => LatencyUnit(1e6, "ms"),
             t if t >= 1e3 => LatencyUnit(1e3, "µs"),
@@ -37,7 +37,7 @@ impl LatencyUnit {
         }
     }
 
-    fn of(self, ns: u64) -> f64 {
+    pub(super) fn of(self, ns: u64) -> f64 {
         ns as f64 / self.0
     }
 }

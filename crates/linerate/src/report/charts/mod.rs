@@ -16,6 +16,7 @@ mod cells;
 mod fleet;
 mod frame;
 mod latency;
+mod latency_cells;
 mod lines;
 mod rows;
 mod svg;
@@ -68,6 +69,11 @@ pub fn report_charts(report: &Report) -> Vec<Chart> {
         let cells = &tier.summary.cells[..];
         if tier.fleet.is_some() {
             continue; // a fleet tier's figures are its text; its runs are no matrix cells
+        }
+        if report.kind != ReportKind::Run && cells.iter().any(|c| c.latency.is_some()) {
+            // Request/response cells: their bytes are requests, their answer this chart.
+            out.extend(latency_cells::cells(cells, &prefix, &context));
+            continue;
         }
         if report.kind == ReportKind::Run {
             if let Some(run) = report.runs.iter().position(|r| r.tier == t) {
