@@ -21,7 +21,7 @@ use crate::report::{fixture, report};
 use crate::report_html::{chromium_or_skip, run_chromium};
 
 /// Stores a frozen matrix document as a finished matrix group; returns its id.
-fn store_matrix(store: &mut Store, file: &str) -> i64 {
+pub fn store_matrix(store: &mut Store, file: &str) -> i64 {
     let doc: Value =
         serde_json::from_str(&std::fs::read_to_string(fixture(file)).expect("fixture"))
             .expect("JSON");

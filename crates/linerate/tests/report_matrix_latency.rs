@@ -96,3 +96,42 @@ fn a_live_request_response_matrix_is_stored_and_reported_back() {
     assert_eq!(refused.code, Some(2), "{}", refused.stderr);
     assert!(refused.stderr.contains("--until-ci"), "{}", refused.stderr);
 }
+
+/// `compare mA mB` of two request/response matrices compares each cell's transactions per
+/// second across its runs (Welch's test), not the bit rate of its request bytes; the HTML page
+/// draws each side's transactions and latency per cell, no throughput chart.
+#[test]
+fn compare_of_request_response_matrices_compares_transactions_per_second() {
+    let dir = crate::util::test_dir("compare-matrix-rr");
+    let db = dir.join("history.sqlite");
+    let mut store = linerate::store::Store::open(&db).expect("history");
+    let (a, b) = (
+        crate::chart_layout::store_matrix(&mut store, "matrix-rr.json"),
+        crate::chart_layout::store_matrix(&mut store, "matrix-rr.json"),
+    );
+    drop(store);
+    let (db, a, b) = (db.to_string_lossy().into_owned(), format!("m{a}"), format!("m{b}"));
+    let run = |args: &[&str]| {
+        let out = crate::util::run(args, Duration::from_secs(20));
+        assert_eq!(out.code, Some(0), "{args:?}: {}", out.stderr);
+        out.stdout
+    };
+    let text = run(&["compare", &a, &b, "--db", &db]);
+    assert!(!text.contains("bit/s"), "{text}");
+    let doc = crate::chart_layout::fixture_json("matrix-rr.json");
+    let mean = doc["summary"]["cells"][0]["latency"]["transactions_per_second"]["mean"]
+        .as_f64()
+        .expect("mean");
+    let row = text.lines().find(|l| l.starts_with("P=1 ")).expect("P=1 row");
+    assert!(row.contains(&format!("{mean:.0} tr/s (n=3)")), "{row}");
+    let json: Value =
+        serde_json::from_str(&run(&["compare", &a, &b, "--db", &db, "-J"])).expect("JSON");
+    assert_eq!(json[0]["transactions"], true);
+    assert!((json[0]["result"]["mean_a"].as_f64().expect("mean") - mean).abs() < 1e-6);
+    let page = dir.join("compare.html");
+    run(&["compare", &a, &b, "--db", &db, "--html", &page.to_string_lossy()]);
+    let html = std::fs::read_to_string(&page).expect("page");
+    let kinds: Vec<&str> =
+        html.split("data-kind=\"").skip(1).filter_map(|k| k.split('"').next()).collect();
+    assert_eq!(kinds, ["latency-cells", "latency-cells"], "A's and B's cells, nothing else");
+}

@@ -96,7 +96,12 @@ fn rows(a_cells: &[Cell], b_cells: &[Cell]) -> Vec<CompareRow> {
         .map(|x| match b_cells.iter().find(|y| same_cell(&x.name, &y.name)) {
             Some(y) => CompareRow {
                 cell: x.name.clone(),
-                result: compare(&x.rates, &y.rates, ALPHA),
+                // Request/response cells compare their transactions/s, not request bytes.
+                result: match (x.first.spec.rr, y.first.spec.rr) {
+                    (Some(_), Some(_)) => compare(&x.transactions, &y.transactions, ALPHA),
+                    _ => compare(&x.rates, &y.rates, ALPHA),
+                },
+                transactions: x.first.spec.rr.is_some() && y.first.spec.rr.is_some(),
                 environment: vec![
                     end_changes("client", x.client_env.as_ref(), y.client_env.as_ref()),
                     end_changes("server", x.server_env.as_ref(), y.server_env.as_ref()),
@@ -128,6 +133,7 @@ fn only_in(side: &'static str, c: &Cell, a: &[f64], b: &[f64]) -> CompareRow {
         environment: Vec::new(),
         settings: Vec::new(),
         latency: None,
+        transactions: false,
         only_in: Some(side),
     }
 }
@@ -167,6 +173,8 @@ fn cell_names(cells: &[Cell]) -> String {
 struct Cell {
     name: String,
     rates: Vec<f64>,
+    /// Request/response runs: each run's transactions per second.
+    transactions: Vec<f64>,
     first: RunRecord,
     /// The first run's summary.
     summary: crate::stats::Summary,
@@ -183,12 +191,18 @@ impl Cell {
         Self {
             name,
             rates: vec![received_rate(&summary)],
+            transactions: transactions_of(&summary).into_iter().collect(),
             summary,
             first: rec.clone(),
             client_env: env(rec.client.as_ref()),
             server_env: env(rec.server_results.as_ref()),
         }
     }
+}
+
+/// A request/response run's transactions per second; None for other runs.
+fn transactions_of(s: &crate::stats::Summary) -> Option<f64> {
+    s.latency.as_ref()?.transactions_per_second
 }
 
 /// Received rates per cell: one cell (`run`) for a run, the matrix's cells for a group.
@@ -231,7 +245,11 @@ fn cells(store: &Store, r: Stored) -> Result<Vec<Cell>> {
                 }
                 let name = meta.cell.unwrap_or_else(|| "run".into());
                 match cells.iter_mut().find(|c| same_cell(&c.name, &name)) {
-                    Some(c) => c.rates.push(received_rate(&summarize(&rec))),
+                    Some(c) => {
+                        let summary = summarize(&rec);
+                        c.rates.push(received_rate(&summary));
+                        c.transactions.extend(transactions_of(&summary));
+                    }
                     None => cells.push(Cell::new(name, &rec)),
                 }
             }

@@ -181,6 +181,10 @@ pub fn latency_cdf(report: &Report, run: usize, prefix: &str, context: &[String]
 /// `compare A B --html` of two single latency runs of one kind: A's and B's CDFs on one chart
 /// (A blue, B orange; under load, each side's idle probes dashed); None otherwise.
 pub fn compare_cdf(a: &Report, b: &Report, context: &[String]) -> Option<Chart> {
+    let single = |r: &Report| r.kind == crate::report::model::ReportKind::Run;
+    if !(single(a) && single(b)) {
+        return None; // a matrix's first run does not stand for it
+    }
     let (ra, rb) = (a.runs.first()?, b.runs.first()?);
     let (mut curves, rr) = run_curves(ra, "A: ", (0, 0))?;
     let (more, rr_b) = run_curves(rb, "B: ", (1, 1))?;

@@ -145,12 +145,22 @@ fn compare_cells(r: &Report) -> Vec<CellSummary> {
 /// request/response runs (their bytes are requests); and two latency runs' CDFs.
 pub fn compare_charts(a: &Report, b: &Report) -> Vec<Chart> {
     let rr = |r: &Report| r.runs.first().is_some_and(|r| r.record.spec.rr.is_some());
-    let mut out = Vec::new();
+    let context = compare_context(a, b);
     if !(rr(a) && rr(b)) {
-        out.push(compare(a, b));
+        let mut out = vec![compare(a, b)];
+        out.extend(latency::compare_cdf(a, b, &context));
+        return out;
     }
-    out.extend(latency::compare_cdf(a, b, &compare_context(a, b)));
-    out
+    if a.kind == ReportKind::Run && b.kind == ReportKind::Run {
+        return latency::compare_cdf(a, b, &context).into_iter().collect();
+    }
+    // Request/response matrices: each side's transactions and latency per cell.
+    let sides = [("A", a), ("B", b)];
+    let of = |(name, r): (&str, &Report)| {
+        let cells = compare_cells(r);
+        latency_cells::cells(&cells, &format!("{name}: {}: ", r.title), &context)
+    };
+    sides.into_iter().filter_map(of).collect()
 }
 
 /// The context lines of a comparison's chart: each side's name, date, hosts and settings.
