@@ -8,8 +8,12 @@
 //! min–max with its single runs, throughput against each varied axis, CPU per Gbit/s, per-flow
 //! fairness on its 0–1 scale, each stream of a single run, a campaign's tiers against their
 //! links, and for `compare` both sides' cells on one axis; for a fleet, each host's rate and
-//! flows against the hosts' mean, and a scaling curve's total against the number of hosts. Every value comes from the report
-//! model; this module chooses and draws, it computes no statistic.
+//! flows against the hosts' mean, and a scaling curve's total against the number of hosts;
+//! for latency (`latency`, `latency_cells`), the latency CDF of a request/response run or of a
+//! test under load's idle and loaded probes (and of A and B), a test under load's throughput
+//! above its probe latency on one time axis, and a request/response matrix's transactions and
+//! latency per cell. Every value comes from the report model; this module chooses and draws,
+//! it computes no statistic.
 
 mod axis;
 mod cells;
@@ -30,7 +34,8 @@ use crate::stats::matrix::CellSummary;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Chart {
     /// Which kind of chart (`over-time`, `cells`, `vs-axis`, `cpu`, `fairness`, `streams`,
-    /// `tiers`, `compare`, `scaling`): a stable name for the page and the docs.
+    /// `tiers`, `compare`, `scaling`, `latency-cdf`, `latency-over-time`, `latency-cells`): a
+    /// stable name for the page and the docs.
     pub kind: &'static str,
     /// What it shows, as its heading says.
     pub title: String,
