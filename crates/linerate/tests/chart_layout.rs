@@ -261,7 +261,7 @@ const WINDOWS: [(u32, &str); 2] = [(1400, "1400 px"), (1032 + 64 + 15, "paper")]
 
 /// The screenshots under docs/charts/ (docs/REPORTS.md): (page, chart kind). Every kind a
 /// page draws must have one.
-const SHOTS: [(&str, &str); 14] = [
+const SHOTS: [(&str, &str); 15] = [
     ("run", "over-time"),
     ("run", "streams"),
     ("matrix", "over-time"),
@@ -274,6 +274,7 @@ const SHOTS: [(&str, &str); 14] = [
     ("fleet", "fairness"),
     ("fleet", "scaling"),
     ("rr", "latency-cdf"),
+    ("rr", "latency-over-time"),
     ("under-load", "latency-over-time"),
     ("matrix-rr", "latency-cells"),
 ];

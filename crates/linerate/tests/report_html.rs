@@ -298,7 +298,18 @@ fn a_request_response_page_draws_its_latency_cdf_and_no_throughput() {
     let html = html_of("rr.json");
     let kinds: Vec<&str> =
         html.split("data-kind=\"").skip(1).filter_map(|k| k.split('"').next()).collect();
-    assert_eq!(kinds, ["latency-cdf"], "only the latency's chart");
+    assert_eq!(kinds, ["latency-over-time", "latency-cdf"], "only the latency's charts");
+    // Over time: every stream's transactions of an interval summed, over its length.
+    let doc = crate::chart_layout::fixture_json("rr.json");
+    let streams = doc["record"]["client"]["streams"].as_array().expect("streams");
+    let first = |s: &serde_json::Value, key: &str| s["intervals"][0][key].clone();
+    let n: u64 = streams.iter().map(|s| first(s, "rr")["transactions"].as_u64().expect("n")).sum();
+    let end = streams.iter().map(|s| first(s, "end_us").as_u64().expect("end")).max();
+    let rate = n as f64 / (end.expect("an interval") as f64 / 1e6);
+    let over_time = chart(&html, "Transactions and latency over time of rr.json");
+    assert!(over_time.contains("latency (ms, logarithmic scale)"), "the latency axis");
+    let want = format!("0–1 s: {rate:.0} transactions/s");
+    assert!(hovers(over_time).contains(&want.as_str()), "{want}: {:?}", hovers(over_time));
     let svg = chart(&html, "Latency distribution (CDF) of rr.json");
     assert!(svg.contains("latency (µs, logarithmic scale)"), "the latency axis and its unit");
     assert!(svg.contains("transactions at or below that latency (%)"), "the share axis");

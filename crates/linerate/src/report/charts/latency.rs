@@ -232,7 +232,7 @@ fn throughput_lines(totals: &[RunTotal], keys: &mut Vec<Key>) -> (Vec<Line>, YAx
         lines.push(Line { stroke, path, points });
     }
     let title = format!("received throughput ({})", rate.name);
-    (lines, YAxis { max: rate.of(y_max), title })
+    (lines, YAxis { max: rate.of(y_max), title, log_from: None })
 }
 
 /// The loaded probes' percentiles per interval (placed on the test's clock) as steps, the
@@ -273,7 +273,7 @@ fn probe_lines(
         }
     }
     let title = format!("probe latency ({})", unit.1);
-    Some((lines, YAxis { max: unit.of(lat_max), title }))
+    Some((lines, YAxis { max: unit.of(lat_max), title, log_from: None }))
 }
 
 /// A test under load's throughput (each direction's streams summed) above its probe latency
@@ -311,19 +311,31 @@ pub fn under_load_over_time(
     let caption = format!(
         "{name}'s received throughput (above) and its latency probes' median and 99th percentile per interval while the load ran (below), on one time axis, with the idle probes' figures from before the test dashed: latency that rises with the load is a queue filling."
     );
-    let panel =
-        |title: &str, lines, y| Panel { title: title.into(), y: Some(y), ..Panel::of(lines) };
-    let chart = Panels {
-        heading: Heading { title: title.clone(), context: context.to_vec() },
+    let heading = Heading { title: title.clone(), context: context.to_vec() };
+    let panels = [("Throughput", top, rate_axis), ("Probe latency", bottom, probe_axis)];
+    let svg = stacked_over_time(heading, keys, panels, x_max);
+    Some(Chart { kind: "latency-over-time", title, caption, svg })
+}
+
+/// Two panels, each with its own y axis, stacked on one time axis from 0 to `x_max` seconds
+/// since the test's start: (title, lines, axis) each, the upper first.
+pub(super) fn stacked_over_time(
+    heading: Heading,
+    keys: Vec<Key>,
+    panels: [(&str, Vec<Line>, YAxis); 2],
+    x_max: f64,
+) -> String {
+    let panels = panels
+        .into_iter()
+        .map(|(title, lines, y)| Panel { title: title.into(), y: Some(y), ..Panel::of(lines) })
+        .collect();
+    draw(&Panels {
+        heading,
         keys,
-        panels: vec![
-            panel("Throughput", top, rate_axis),
-            panel("Probe latency", bottom, probe_axis),
-        ],
+        panels,
         x: XAxis::Numeric(x_max),
         x_title: "time since the start of the test (s)".into(),
         y_max: 0.0,
         y_title: String::new(),
-    };
-    Some(Chart { kind: "latency-over-time", title, caption, svg: draw(&chart) })
+    })
 }

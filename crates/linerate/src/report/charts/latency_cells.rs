@@ -69,7 +69,7 @@ fn latencies(cells: &[CellSummary], keys: &mut Vec<Key>) -> Option<(Vec<Line>, Y
         lines.push(Line { stroke, path: points.iter().map(|p| (p.x, p.y)).collect(), points });
     }
     let title = format!("latency ({})", unit.1);
-    Some((lines, YAxis { max: unit.of(max), title }))
+    Some((lines, YAxis { max: unit.of(max), title, log_from: None }))
 }
 
 /// The chart of a request/response tier's cells; None without a request/response cell.
@@ -77,7 +77,7 @@ pub fn cells(cells: &[CellSummary], prefix: &str, context: &[String]) -> Option<
     let mut keys = Vec::new();
     let (line, ranges, max) = rates(cells, &mut keys)?;
     let (below, latency_axis) = latencies(cells, &mut keys)?;
-    let rate_axis = YAxis { max, title: "transactions per second".into() };
+    let rate_axis = YAxis { max, title: "transactions per second".into(), log_from: None };
     let top =
         Panel { title: "Transactions".into(), ranges, y: Some(rate_axis), ..Panel::of(vec![line]) };
     let bottom = Panel { title: "Latency".into(), y: Some(latency_axis), ..Panel::of(below) };

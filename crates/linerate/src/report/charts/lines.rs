@@ -58,13 +58,15 @@ impl Panel {
     }
 }
 
-/// A panel's own y axis, from zero.
+/// A panel's own y axis, from zero (or logarithmic).
 #[derive(Debug, Clone, PartialEq)]
 pub struct YAxis {
     /// The largest y.
     pub max: f64,
     /// Its title, with its unit.
     pub title: String,
+    /// Logarithmic from this value up (latencies spanning decades); None: linear from zero.
+    pub log_from: Option<f64>,
 }
 
 /// A vertical line at one x: an error bar from `lo` to `hi` with caps, or (no span) a rule
@@ -145,6 +147,9 @@ pub fn draw(chart: &Panels) -> String {
         .panels
         .iter()
         .map(|p| match &p.y {
+            Some(YAxis { max, title, log_from: Some(lo) }) => {
+                (Scale::log(*lo, *max, plot_h, 4.0, |_| block(1, TICK)), title.as_str())
+            }
             Some(own) => (y_scale(own.max, Some(p)), own.title.as_str()),
             None => (shared.clone(), chart.y_title.as_str()),
         })

@@ -23,6 +23,7 @@ mod latency;
 mod latency_cells;
 mod lines;
 mod rows;
+mod rr_time;
 mod svg;
 mod time;
 
@@ -88,6 +89,7 @@ pub fn report_charts(report: &Report) -> Vec<Chart> {
                     out.extend(latency::under_load_over_time(report, run, &prefix, &context));
                     out.extend(cells::per_stream(report, run, &prefix, &context));
                 }
+                out.extend(rr_time::over_time(report, run, &prefix, &context));
                 out.extend(latency::latency_cdf(report, run, &prefix, &context));
             }
         } else {
