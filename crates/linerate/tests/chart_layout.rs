@@ -1,5 +1,7 @@
 //! Charts that read: every kind of HTML page (a run, a bidirectional run, a run of 12
-//! streams, a matrix, a 30-cell matrix, a campaign, `compare`, a fleet, a scaling curve), made from frozen fixtures and
+//! streams, a request/response run, a test under load, a matrix, a request/response matrix,
+//! a 30-cell matrix, a
+//! campaign, `compare`, a fleet, a scaling curve), made from frozen fixtures and
 //! loaded in headless Chromium, in a 1400 px window and at the width of a printed page. The
 //! test appends `layout_check.js` to a copy of each page; the browser lays the page out and
 //! the script measures every chart's text: none may overlap another, stick out of its chart,
@@ -19,7 +21,7 @@ use crate::report::{fixture, report};
 use crate::report_html::{chromium_or_skip, run_chromium};
 
 /// Stores a frozen matrix document as a finished matrix group; returns its id.
-fn store_matrix(store: &mut Store, file: &str) -> i64 {
+pub fn store_matrix(store: &mut Store, file: &str) -> i64 {
     let doc: Value =
         serde_json::from_str(&std::fs::read_to_string(fixture(file)).expect("fixture"))
             .expect("JSON");
@@ -89,9 +91,14 @@ pub fn store_fleet(store: &mut Store, file: &str) -> i64 {
 /// The pages: (name, file), written into `dir`.
 fn pages(dir: &Path) -> Vec<(&'static str, PathBuf)> {
     let mut out = Vec::new();
-    for (name, file) in
-        [("run", "run.json"), ("matrix", "matrix.json"), ("campaign", "campaign.json")]
-    {
+    for (name, file) in [
+        ("run", "run.json"),
+        ("matrix", "matrix.json"),
+        ("campaign", "campaign.json"),
+        ("rr", "rr.json"),
+        ("under-load", "under-load.json"),
+        ("matrix-rr", "matrix-rr.json"),
+    ] {
         let page = dir.join(format!("{name}.html"));
         report(&[&fixture(file), "-f", "html", "-o", &page.to_string_lossy()]);
         out.push((name, page));
@@ -133,6 +140,15 @@ fn pages(dir: &Path) -> Vec<(&'static str, PathBuf)> {
     let run = crate::util::run(&args, std::time::Duration::from_secs(30));
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     out.push(("compare", page));
+    // compare of two request/response runs and of two tests under load (their CDFs).
+    let latency_db = crate::report_latency::latency_history("chart-layout-latency");
+    for (name, a, b) in [("compare-rr", "1", "2"), ("compare-under-load", "3", "4")] {
+        let page = dir.join(format!("{name}.html"));
+        let args = ["compare", a, b, "--db", &latency_db, "--html", &page.to_string_lossy()];
+        let run = crate::util::run(&args, std::time::Duration::from_secs(30));
+        assert_eq!(run.code, Some(0), "{}", run.stderr);
+        out.push(("compare", page));
+    }
     // A fleet of 8 hosts × 5 flows, one of them shaped lower, and a scaling curve (both from
     // network namespaces behind a 1 Gbit/s link, like tests/fleet.rs), from the history.
     let mut store = Store::open(&db).expect("history");
@@ -245,7 +261,7 @@ const WINDOWS: [(u32, &str); 2] = [(1400, "1400 px"), (1032 + 64 + 15, "paper")]
 
 /// The screenshots under docs/charts/ (docs/REPORTS.md): (page, chart kind). Every kind a
 /// page draws must have one.
-const SHOTS: [(&str, &str); 11] = [
+const SHOTS: [(&str, &str); 15] = [
     ("run", "over-time"),
     ("run", "streams"),
     ("matrix", "over-time"),
@@ -257,6 +273,10 @@ const SHOTS: [(&str, &str); 11] = [
     ("compare", "compare"),
     ("fleet", "fairness"),
     ("fleet", "scaling"),
+    ("rr", "latency-cdf"),
+    ("rr", "latency-over-time"),
+    ("under-load", "latency-over-time"),
+    ("matrix-rr", "latency-cells"),
 ];
 
 #[test]

@@ -32,6 +32,8 @@ mod peer_strings;
 mod render;
 mod report;
 mod report_html;
+mod report_latency;
+mod report_matrix_latency;
 mod server_log;
 mod store;
 mod udp;

@@ -103,7 +103,8 @@ fn json_of_a_failed_run_and_of_a_matrix_summary() {
 fn a_report_reads_back_from_its_own_json() {
     let dir = crate::util::data_home().join("report-roundtrip");
     std::fs::create_dir_all(&dir).expect("dir");
-    for file in ["matrix.json", "campaign.json", "run.json", "failed.json"] {
+    let files = ["matrix.json", "campaign.json", "run.json", "failed.json", "rr.json"];
+    for file in files.into_iter().chain(["under-load.json", "matrix-rr.json"]) {
         let saved = dir.join(file);
         let saved_s = saved.to_string_lossy().into_owned();
         report(&[&fixture(file), "-f", "json", "-o", &saved_s]);

@@ -31,7 +31,7 @@ fn hovers(svg: &str) -> Vec<&str> {
 
 #[test]
 fn the_html_report_needs_nothing_from_the_network() {
-    for file in ["matrix.json", "campaign.json", "run.json", "failed.json"] {
+    for file in ["matrix.json", "campaign.json", "run.json", "failed.json", "rr.json"] {
         let html = html_of(file);
         assert!(html.starts_with("<!DOCTYPE html>"), "{file}");
         for banned in ["<script", "<link", "<img", "src=", "url(", "@import", "https://"] {
@@ -75,7 +75,7 @@ fn charts_are_titled_with_date_hosts_and_settings_and_label_their_axes() {
 fn charts_have_captions_hover_figures_and_a_colour_blind_safe_palette() {
     const SAFE: [&str; 8] =
         ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000", "#F0E442"];
-    for file in ["matrix.json", "campaign.json", "run.json"] {
+    for file in ["matrix.json", "campaign.json", "run.json", "rr.json", "under-load.json"] {
         let html = html_of(file);
         let figures: Vec<&str> = html.split("<figure class=\"chart\"").skip(1).collect();
         assert!(!figures.is_empty(), "{file}: no chart");
@@ -288,5 +288,65 @@ fn a_campaign_page_sets_each_tier_against_its_link() {
             &html,
             &format!("{tier}: Received throughput per cell: median, min–max and each run"),
         );
+    }
+}
+
+/// A request/response run's page: its latency CDF on a logarithmic axis with the table's
+/// percentiles on hover, and none of the bulk charts (its bytes are requests).
+#[test]
+fn a_request_response_page_draws_its_latency_cdf_and_no_throughput() {
+    let html = html_of("rr.json");
+    let kinds: Vec<&str> =
+        html.split("data-kind=\"").skip(1).filter_map(|k| k.split('"').next()).collect();
+    assert_eq!(kinds, ["latency-over-time", "latency-cdf"], "only the latency's charts");
+    // Over time: every stream's transactions of an interval summed, over its length.
+    let doc = crate::chart_layout::fixture_json("rr.json");
+    let streams = doc["record"]["client"]["streams"].as_array().expect("streams");
+    let first = |s: &serde_json::Value, key: &str| s["intervals"][0][key].clone();
+    let n: u64 = streams.iter().map(|s| first(s, "rr")["transactions"].as_u64().expect("n")).sum();
+    let end = streams.iter().map(|s| first(s, "end_us").as_u64().expect("end")).max();
+    let rate = n as f64 / (end.expect("an interval") as f64 / 1e6);
+    let over_time = chart(&html, "Transactions and latency over time of rr.json");
+    assert!(over_time.contains("latency (ms, logarithmic scale)"), "the latency axis");
+    let want = format!("0–1 s: {rate:.0} transactions/s");
+    assert!(hovers(over_time).contains(&want.as_str()), "{want}: {:?}", hovers(over_time));
+    let svg = chart(&html, "Latency distribution (CDF) of rr.json");
+    assert!(svg.contains("latency (µs, logarithmic scale)"), "the latency axis and its unit");
+    assert!(svg.contains("transactions at or below that latency (%)"), "the share axis");
+    let p99 = crate::report_latency::table_value(&html, "latency p99");
+    let points = hovers(svg);
+    assert!(
+        points.iter().any(|t| t.ends_with(&format!(": p99 {p99} (99 % at or below)"))),
+        "{p99}: {points:?}"
+    );
+    assert_eq!(points.len(), 7, "min, five percentiles and max: {points:?}");
+    assert!(points[6].ends_with("(the slowest)"), "{points:?}");
+}
+
+/// A test under load's page: throughput above probe latency on one time axis (each loaded
+/// interval's median and p99, the idle figures as reference lines) and both phases' CDFs.
+#[test]
+fn an_under_load_page_sets_probe_latency_under_its_throughput() {
+    let html = html_of("under-load.json");
+    let svg = chart(&html, "Throughput and probe latency over time of under-load.json");
+    for needle in ["received throughput (Gbit/s)", "probe latency (ms)", "time since the start"] {
+        assert!(svg.contains(needle), "the chart lacks {needle:?}");
+    }
+    let points = hovers(svg);
+    let doc = crate::chart_layout::fixture_json("under-load.json");
+    let loaded = doc["record"]["probes"]["loaded"]["intervals"].as_array().expect("intervals");
+    let p50s = points.iter().filter(|t| t.starts_with("loaded probes&#39; p50 per interval"));
+    assert_eq!(p50s.count(), loaded.len(), "one figure per loaded interval: {points:?}");
+    // The loaded phase starts 1 s into the test: its first interval is 1–2 s.
+    assert!(points.iter().any(|t| t.contains("p50 per interval, 1–2 s: ")), "{points:?}");
+    let idle = doc["summary"]["under_load"]["idle"]["p50_ns"].as_u64().expect("idle p50");
+    let idle = linerate::units::format_latency_ns(idle);
+    assert!(
+        points.iter().any(|t| *t == format!("idle probes&#39; p50 (before the test): {idle}")),
+        "{idle}: {points:?}"
+    );
+    let cdf = chart(&html, "Probe latency distribution (CDF), idle and loaded, of under-load.json");
+    for phase in ["idle: before the test, 2 s", "loaded: beside the test, 4.75 s"] {
+        assert!(cdf.contains(phase), "the CDF lacks {phase:?}");
     }
 }

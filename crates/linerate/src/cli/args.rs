@@ -421,6 +421,33 @@ pub struct MatrixTestArgs {
     #[arg(long = "mtu", value_name = "BYTES", default_value_t = 1500, requires = "link_speed",
           value_parser = clap::value_parser!(u32).range(576..=65536))]
     pub mtu: u32,
+    /// Every cell a request/response test (netperf's TCP_RR): cells are judged by their
+    /// transactions/s (mean ± 95 % CI across repetitions) and latency, not a bit rate.
+    #[arg(long = "rr", group = "rr_mode")]
+    pub rr: bool,
+    #[command(flatten)]
+    pub rr_shape: RrShapeArgs,
+}
+
+/// What each transaction of a request/response test (`--rr`) is: one set of flags for a
+/// client and a matrix.
+#[derive(Debug, Clone, Copy, Default, Args)]
+pub struct RrShapeArgs {
+    /// With --rr: bytes per request [default: 1].
+    #[arg(long = "request-size", value_name = "SIZE", value_parser = size, requires = "rr_mode")]
+    pub request_size: Option<ByteCount>,
+    /// With --rr: bytes per response [default: 1].
+    #[arg(long = "response-size", value_name = "SIZE", value_parser = size, requires = "rr_mode")]
+    pub response_size: Option<ByteCount>,
+    /// With --rr: transactions outstanding per stream (closed loop: always this many; open
+    /// loop: at most this many) [default: 1].
+    #[arg(long = "in-flight", value_name = "N", requires = "rr_mode")]
+    pub in_flight: Option<u32>,
+    /// With --rr: open loop at this many requests per second per stream, each latency
+    /// measured from the request's intended send time (coordinated omission corrected);
+    /// without it, a closed loop as fast as responses allow.
+    #[arg(long = "rr-rate", value_name = "PER_SECOND", requires = "rr_mode")]
+    pub rr_rate: Option<u64>,
 }
 
 /// `--protocol` values.
@@ -624,21 +651,8 @@ pub struct TestArgs {
     /// and close times apart.
     #[arg(long = "crr", conflicts_with = "find_max", group = "rr_mode")]
     pub crr: bool,
-    /// With --rr: bytes per request [default: 1].
-    #[arg(long = "request-size", value_name = "SIZE", value_parser = size, requires = "rr_mode")]
-    pub request_size: Option<ByteCount>,
-    /// With --rr: bytes per response [default: 1].
-    #[arg(long = "response-size", value_name = "SIZE", value_parser = size, requires = "rr_mode")]
-    pub response_size: Option<ByteCount>,
-    /// With --rr: transactions outstanding per stream (closed loop: always this many; open
-    /// loop: at most this many) [default: 1].
-    #[arg(long = "in-flight", value_name = "N", requires = "rr_mode")]
-    pub in_flight: Option<u32>,
-    /// With --rr: open loop at this many requests per second per stream, each latency
-    /// measured from the request's intended send time (coordinated omission corrected);
-    /// without it, a closed loop as fast as responses allow.
-    #[arg(long = "rr-rate", value_name = "PER_SECOND", requires = "rr_mode")]
-    pub rr_rate: Option<u64>,
+    #[command(flatten)]
+    pub rr_shape: RrShapeArgs,
     /// Latency under load: 1-byte request/response probes on a connection of their own,
     /// first with the path idle (--idle-time), then while this test loads it; reports idle
     /// and loaded latency, the added delay and a responsiveness figure (RPM).

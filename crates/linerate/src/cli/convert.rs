@@ -107,6 +107,11 @@ fn matrix_plan(a: MatrixArgs) -> Result<(ClientPlan, MatrixPlan, MatrixRun), Str
             .into());
     }
     let m = &a.test;
+    if m.rr && a.until_ci.is_some() {
+        return Err("--until-ci repeats cells until their bit rate's interval is narrow enough; \
+                    with --rr, give --repeat instead"
+            .into());
+    }
     let test = TestArgs {
         time: Some(m.time),
         bytes: None,
@@ -137,12 +142,9 @@ fn matrix_plan(a: MatrixArgs) -> Result<(ClientPlan, MatrixPlan, MatrixRun), Str
         get_server_output: false,
         iperf3: false,
         connect_timeout: m.connect_timeout,
-        rr: false,
+        rr: m.rr,
         crr: false,
-        request_size: None,
-        response_size: None,
-        in_flight: None,
-        rr_rate: None,
+        rr_shape: m.rr_shape,
         under_load: false,
         probe_rate: None,
         idle_time: None,
@@ -545,10 +547,10 @@ fn rr_spec(t: &TestArgs) -> Result<Option<linerate_proto::latency::RrSpec>, Stri
         })
     };
     Ok(Some(linerate_proto::latency::RrSpec {
-        request_bytes: size(t.request_size, "--request-size")?,
-        response_bytes: size(t.response_size, "--response-size")?,
-        in_flight: t.in_flight.unwrap_or(1),
-        rate_per_second: t.rr_rate.unwrap_or(0),
+        request_bytes: size(t.rr_shape.request_size, "--request-size")?,
+        response_bytes: size(t.rr_shape.response_size, "--response-size")?,
+        in_flight: t.rr_shape.in_flight.unwrap_or(1),
+        rate_per_second: t.rr_shape.rr_rate.unwrap_or(0),
         connect_each: t.crr,
     }))
 }

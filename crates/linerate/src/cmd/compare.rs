@@ -20,6 +20,7 @@ use crate::report;
 use crate::report::history::CompareRow;
 use crate::stats::compare::compare;
 use crate::stats::environment::end_changes;
+use crate::stats::latency_compare::{TestKind, compare_latency};
 use crate::stats::matrix::received_rate;
 use crate::stats::settings::setting_changes;
 use crate::stats::summarize;
@@ -41,6 +42,7 @@ pub fn run(
     }
     let mut out = std::io::stdout().lock();
     let (a_cells, b_cells) = (cells(&store, a)?, cells(&store, b)?);
+    same_kind((&name(&store, a), &a_cells), (&name(&store, b), &b_cells))?;
     let rows = rows(&a_cells, &b_cells);
     if rows.iter().all(|r| r.only_in.is_some()) {
         let (na, nb) = (name(&store, a), name(&store, b));
@@ -68,6 +70,24 @@ pub fn run(
     Ok(ExitCode::SUCCESS)
 }
 
+/// Refuses to compare a request/response test with any other: its bytes are requests, its
+/// answer transactions and latency, so a change between the two kinds means nothing.
+fn same_kind((na, a): (&str, &[Cell]), (nb, b): (&str, &[Cell])) -> Result<()> {
+    let kind = |cells: &[Cell]| cells.first().map(|c| TestKind::of(&c.first));
+    let (Some(ka), Some(kb)) = (kind(a), kind(b)) else { return Ok(()) };
+    let rr = TestKind::RequestResponse;
+    if (ka == rr) == (kb == rr) {
+        return Ok(());
+    }
+    Err(Failure::usage(format!(
+        "{na} is {} and {nb} is {}: their figures do not measure the same thing; compare \
+         request/response runs with request/response runs",
+        ka.words(),
+        kb.words()
+    ))
+    .into())
+}
+
 /// A's cells compared with B's same cells, in A's order, then the cells only B has; a cell
 /// only one side has is a row saying so.
 fn rows(a_cells: &[Cell], b_cells: &[Cell]) -> Vec<CompareRow> {
@@ -76,12 +96,21 @@ fn rows(a_cells: &[Cell], b_cells: &[Cell]) -> Vec<CompareRow> {
         .map(|x| match b_cells.iter().find(|y| same_cell(&x.name, &y.name)) {
             Some(y) => CompareRow {
                 cell: x.name.clone(),
-                result: compare(&x.rates, &y.rates, ALPHA),
+                // Request/response cells compare their transactions/s, not request bytes.
+                result: match (x.first.spec.rr, y.first.spec.rr) {
+                    (Some(_), Some(_)) => compare(&x.transactions, &y.transactions, ALPHA),
+                    _ => compare(&x.rates, &y.rates, ALPHA),
+                },
+                transactions: x.first.spec.rr.is_some() && y.first.spec.rr.is_some(),
                 environment: vec![
                     end_changes("client", x.client_env.as_ref(), y.client_env.as_ref()),
                     end_changes("server", x.server_env.as_ref(), y.server_env.as_ref()),
                 ],
                 settings: setting_changes(&x.first, &y.first),
+                // One run a side: the figures of each (several runs: not yet).
+                latency: (x.rates.len() == 1 && y.rates.len() == 1)
+                    .then(|| compare_latency(&x.summary, &y.summary))
+                    .flatten(),
                 only_in: None,
             },
             None => only_in("A", x, &x.rates, &[]),
@@ -103,6 +132,8 @@ fn only_in(side: &'static str, c: &Cell, a: &[f64], b: &[f64]) -> CompareRow {
         result,
         environment: Vec::new(),
         settings: Vec::new(),
+        latency: None,
+        transactions: false,
         only_in: Some(side),
     }
 }
@@ -142,7 +173,11 @@ fn cell_names(cells: &[Cell]) -> String {
 struct Cell {
     name: String,
     rates: Vec<f64>,
+    /// Request/response runs: each run's transactions per second.
+    transactions: Vec<f64>,
     first: RunRecord,
+    /// The first run's summary.
+    summary: crate::stats::Summary,
     client_env: Option<Environment>,
     server_env: Option<Environment>,
 }
@@ -152,14 +187,22 @@ impl Cell {
         let env = |r: Option<&linerate_proto::SideResults>| {
             r.and_then(|r| r.environment.as_deref()).cloned()
         };
+        let summary = summarize(rec);
         Self {
             name,
-            rates: vec![received_rate(&summarize(rec))],
+            rates: vec![received_rate(&summary)],
+            transactions: transactions_of(&summary).into_iter().collect(),
+            summary,
             first: rec.clone(),
             client_env: env(rec.client.as_ref()),
             server_env: env(rec.server_results.as_ref()),
         }
     }
+}
+
+/// A request/response run's transactions per second; None for other runs.
+fn transactions_of(s: &crate::stats::Summary) -> Option<f64> {
+    s.latency.as_ref()?.transactions_per_second
 }
 
 /// Received rates per cell: one cell (`run`) for a run, the matrix's cells for a group.
@@ -202,7 +245,11 @@ fn cells(store: &Store, r: Stored) -> Result<Vec<Cell>> {
                 }
                 let name = meta.cell.unwrap_or_else(|| "run".into());
                 match cells.iter_mut().find(|c| same_cell(&c.name, &name)) {
-                    Some(c) => c.rates.push(received_rate(&summarize(&rec))),
+                    Some(c) => {
+                        let summary = summarize(&rec);
+                        c.rates.push(received_rate(&summary));
+                        c.transactions.extend(transactions_of(&summary));
+                    }
                     None => cells.push(Cell::new(name, &rec)),
                 }
             }

@@ -21,7 +21,7 @@ use crate::stats::fleet::{FleetDirection, HostFigures};
 use crate::stats::matrix::CellSummary;
 
 /// Columns of `--csv-kind cells`, in order.
-pub const CELL_COLUMNS: [&str; 27] = [
+pub const CELL_COLUMNS: [&str; 49] = [
     "tier",
     "server",
     "cell",
@@ -49,10 +49,32 @@ pub const CELL_COLUMNS: [&str; 27] = [
     "link_share_fraction",
     "verdict",
     "interrupted_runs",
+    "transactions_per_second",
+    "transactions",
+    "latency_min_ns",
+    "latency_p50_ns",
+    "latency_p90_ns",
+    "latency_p99_ns",
+    "latency_p99_9_ns",
+    "latency_p99_99_ns",
+    "latency_max_ns",
+    "latency_mean_ns",
+    "client_cpu_us_per_transaction",
+    "server_cpu_us_per_transaction",
+    "idle_p50_ns",
+    "idle_p99_ns",
+    "loaded_p50_ns",
+    "loaded_p99_ns",
+    "added_p50_ns",
+    "responsiveness_rpm",
+    "responsiveness_rating",
+    "responsiveness_confidence",
+    "transactions_per_second_ci95_low",
+    "transactions_per_second_ci95_high",
 ];
 
 /// Columns of `--csv-kind intervals`, in order.
-pub const INTERVAL_COLUMNS: [&str; 17] = [
+pub const INTERVAL_COLUMNS: [&str; 21] = [
     "run_id",
     "tier",
     "cell",
@@ -70,6 +92,10 @@ pub const INTERVAL_COLUMNS: [&str; 17] = [
     "omitted",
     "retransmits_total",
     "server",
+    "transactions",
+    "latency_p50_ns",
+    "latency_p99_ns",
+    "latency_max_ns",
 ];
 
 /// Writes the report as CSV of the given layout.
@@ -119,15 +145,73 @@ fn whole(v: Option<f64>) -> String {
 
 fn cells(report: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     line(out, &CELL_COLUMNS.map(String::from))?;
-    for t in &report.tiers {
+    for (i, t) in report.tiers.iter().enumerate() {
         for c in &t.summary.cells {
             let mut row = vec![t.name.clone(), t.server.clone(), c.label.clone()];
             row.extend(axis_fields(c));
             row.extend(figures(c));
+            row.extend(latency_fields(report.single_run(i).map(|r| &r.summary), c));
             line(out, &row)?;
         }
     }
     Ok(())
+}
+
+/// The latency columns of a single run's row (a request/response run, a test under load);
+/// empty for a bulk run and in matrices and campaigns.
+fn latency_fields(summary: Option<&crate::stats::Summary>, c: &CellSummary) -> Vec<String> {
+    if let Some(cell) = c.latency.as_ref().filter(|_| summary.is_none()) {
+        return matrix_latency_fields(cell);
+    }
+    let l = summary.and_then(|s| s.latency.as_ref());
+    let mut f = vec![
+        whole(l.and_then(|l| l.transactions_per_second)),
+        opt(l.map(|l| l.transactions)),
+        opt(l.and_then(|l| l.min_ns)),
+    ];
+    f.extend(l.map_or([None; 5], |l| l.percentiles()).map(opt));
+    f.extend([
+        opt(l.and_then(|l| l.max_ns)),
+        opt(l.and_then(|l| l.mean_ns)),
+        fixed(l.and_then(|l| l.client_cpu_us_per_transaction), 3),
+        fixed(l.and_then(|l| l.server_cpu_us_per_transaction), 3),
+    ]);
+    let u = summary.and_then(|s| s.under_load.as_ref());
+    let (idle, loaded) = (u.and_then(|u| u.idle.as_ref()), u.and_then(|u| u.loaded.as_ref()));
+    let rpm = u.and_then(|u| u.responsiveness.as_ref());
+    f.extend([
+        opt(idle.and_then(|p| p.p50_ns)),
+        opt(idle.and_then(|p| p.p99_ns)),
+        opt(loaded.and_then(|p| p.p50_ns)),
+        opt(loaded.and_then(|p| p.p99_ns)),
+        opt(u.and_then(|u| u.added_p50_ns)),
+        whole(rpm.map(|r| r.rpm)),
+        rpm.map_or(String::new(), |r| r.rating.to_string()),
+        rpm.map_or(String::new(), |r| r.confidence.to_string()),
+    ]);
+    // A single run has no interval across repetitions.
+    f.extend([String::new(), String::new()]);
+    f
+}
+
+/// The latency columns of a request/response matrix cell: the mean transactions per second
+/// with its interval, the medians across runs of each run's p50 and p99, and mean CPU per
+/// transaction; the columns only a single run has stay empty.
+fn matrix_latency_fields(c: &crate::stats::matrix_latency::CellLatency) -> Vec<String> {
+    let s = c.transactions_per_second.as_ref();
+    let mut f = vec![whole(s.map(|s| s.mean)), String::new(), String::new()];
+    f.extend([opt(c.p50_ns), String::new(), opt(c.p99_ns), String::new(), String::new()]);
+    f.extend([String::new(), String::new()]);
+    f.extend([
+        fixed(c.client_cpu_us_per_transaction, 3),
+        fixed(c.server_cpu_us_per_transaction, 3),
+    ]);
+    f.extend(std::iter::repeat_n(String::new(), 8));
+    f.extend([
+        whole(s.and_then(|s| s.ci95).map(|c| c.0)),
+        whole(s.and_then(|s| s.ci95).map(|c| c.1)),
+    ]);
+    f
 }
 
 /// streams, window_bytes, length_bytes, protocol, direction: the cell's axis values (empty
@@ -241,6 +325,10 @@ fn interval_rows(place: &RunPlace<'_>, s: &Series, out: &mut dyn Write) -> std::
                 p.omitted.to_string(),
                 opt(p.retransmits_total),
                 place.record.server.clone(),
+                opt(p.rr.map(|r| r.transactions)),
+                opt(p.rr.and_then(|r| r.p50_ns)),
+                opt(p.rr.and_then(|r| r.p99_ns)),
+                opt(p.rr.and_then(|r| r.max_ns)),
             ],
         )?;
     }

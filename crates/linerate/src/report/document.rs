@@ -10,6 +10,7 @@
 
 use std::io::Write;
 
+use crate::report::latency;
 use crate::report::model::{Report, ReportKind};
 use crate::report::table::{Table, cell_table};
 use crate::stats::campaign::TierSummary;
@@ -209,10 +210,23 @@ pub fn write_report(style: Style, r: &Report, out: &mut dyn Write) -> std::io::R
     match r.kind {
         ReportKind::Campaign => write_campaign(style, &r.tiers, &r.findings, out)?,
         ReportKind::Run | ReportKind::Matrix => {
-            for t in &r.tiers {
+            for (i, t) in r.tiers.iter().enumerate() {
                 writeln!(out)?;
                 style.heading(2, &tier_heading(r.kind, t), out)?;
-                write_matrix(style, &t.summary, t.stopped.as_deref(), out)?;
+                let run = r.single_run(i);
+                let latency_only = run.is_some_and(latency::replaces_throughput);
+                if !latency_only {
+                    write_matrix(style, &t.summary, t.stopped.as_deref(), out)?;
+                }
+                for s in run.map(latency::sections).unwrap_or_default() {
+                    writeln!(out)?;
+                    style.heading(3, &s.heading, out)?;
+                    style.table(&s.table, out)?;
+                    style.list("Notes", &s.notes, out)?;
+                }
+                if latency_only {
+                    style.list("Findings", &t.summary.findings, out)?;
+                }
             }
         }
     }

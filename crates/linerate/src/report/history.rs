@@ -4,8 +4,11 @@ use std::io::Write;
 
 use serde::Serialize;
 
+use crate::report::latency::lat;
 use crate::stats::compare::Comparison;
 use crate::stats::environment::{EndChanges, EnvChange};
+use crate::stats::latency::LatencyBrief;
+use crate::stats::latency_compare::{LatencyComparison, TestKind};
 use crate::store::{RunKind, RunRow};
 use crate::units::format_bits_per_second;
 use crate::units::peer_text::escape;
@@ -22,6 +25,13 @@ pub struct CompareRow {
     /// The test settings that differ between the first runs of the cell (direction,
     /// streams, window, …): a change here makes it a comparison of two different tests.
     pub settings: Vec<EnvChange>,
+    /// True when `result` compares transactions per second (request/response cells), not
+    /// received bit rates; absent when false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub transactions: bool,
+    /// Two latency runs' figures side by side (one run a side); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency: Option<LatencyComparison>,
     /// `A` or `B` for a cell only that side has (not compared); absent for compared cells.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub only_in: Option<&'static str>,
@@ -55,7 +65,7 @@ pub fn render_list(rows: &[RunRow], json: bool, out: &mut dyn Write) -> std::io:
                     "group": r.group, "cell": r.cell, "server": r.server, "protocol": r.protocol,
                     "direction": r.direction, "streams": r.streams, "outcome": r.outcome,
                     "bits_per_second": r.bits_per_second, "labels": r.labels,
-                    "error": r.error,
+                    "error": r.error, "latency": r.latency,
                 })
             })
             .collect();
@@ -77,7 +87,7 @@ pub fn render_list(rows: &[RunRow], json: bool, out: &mut dyn Write) -> std::io:
             r.protocol,
             r.direction,
             r.streams,
-            r.bits_per_second.map_or("n/a".into(), format_bits_per_second),
+            received(r),
             r.outcome,
             r.labels.join(",")
         );
@@ -86,8 +96,36 @@ pub fn render_list(rows: &[RunRow], json: bool, out: &mut dyn Write) -> std::io:
         if let Some(e) = &r.error {
             writeln!(out, "{:>5}  failed: {}", "", escape(e))?;
         }
+        if let Some(l) = r.latency.as_ref().and_then(latency_line) {
+            writeln!(out, "{:>5}  {l}", "")?;
+        }
     }
     Ok(())
+}
+
+/// The received column: a request/response run's transactions per second (its bytes are
+/// requests), else the bit rate.
+fn received(r: &RunRow) -> String {
+    match r.latency.as_ref().filter(|l| l.p50_ns.is_some() || l.transactions_per_second.is_some()) {
+        Some(l) => l.transactions_per_second.map_or("n/a tr/s".into(), |t| format!("{t:.0} tr/s")),
+        None => r.bits_per_second.map_or("n/a".into(), format_bits_per_second),
+    }
+}
+
+/// The line under a latency run: a request/response run's p50 and p99, a test under load's
+/// idle and loaded probe medians and responsiveness; None when it has no figure to show.
+fn latency_line(l: &LatencyBrief) -> Option<String> {
+    if let Some(p50) = l.p50_ns {
+        return Some(format!("latency p50 {}, p99 {}", lat(Some(p50)), lat(l.p99_ns)));
+    }
+    let rpm = l.rpm.zip(l.rating).map_or("n/a".into(), |(r, g)| format!("{r:.0} RPM ({g})"));
+    (l.idle_p50_ns.is_some() || l.loaded_p50_ns.is_some()).then(|| {
+        format!(
+            "under load: probe p50 {} idle, {} loaded; responsiveness {rpm}",
+            lat(l.idle_p50_ns),
+            lat(l.loaded_p50_ns)
+        )
+    })
 }
 
 /// What a listed run was part of, named as the commands that read it take it: `m3 P=4` (a
@@ -113,7 +151,9 @@ pub fn render_compare(rows: &[CompareRow], json: bool, out: &mut dyn Write) -> s
         serde_json::to_writer_pretty(&mut *out, rows).map_err(std::io::Error::other)?;
         return writeln!(out);
     }
-    compare_table(rows).write_text(out)?;
+    for t in compare_tables(rows) {
+        t.write_text(out)?;
+    }
     for line in environment_lines(rows) {
         writeln!(out, "{}", escape(&line))?;
     }
@@ -167,22 +207,41 @@ fn settings_legend(rows: &[CompareRow]) -> Option<(String, Vec<String>)> {
 pub fn compare_table(rows: &[CompareRow]) -> crate::report::table::Table {
     let mut t =
         crate::report::table::Table::new(&["cell", ">A mean", ">B mean", ">change", "verdict"]);
-    let side = |mean: f64, n: usize| match n {
+    let side = |mean: f64, n: usize, transactions: bool| match n {
         0 => "n/a (no cell)".to_string(),
+        n if transactions => format!("{mean:.0} tr/s (n={n})"),
         n => format!("{} (n={n})", format_bits_per_second(mean)),
     };
     for r in rows {
         let c = &r.result;
         t.rows.push(vec![
             r.cell.clone(),
-            side(c.mean_a, c.n_a),
-            side(c.mean_b, c.n_b),
+            side(c.mean_a, c.n_a, r.transactions),
+            side(c.mean_b, c.n_b, r.transactions),
             c.change_percent.map_or("n/a".into(), |p| format!("{p:+.1}%")),
             c.verdict.clone(),
         ]);
     }
     t.legend = settings_legend(rows);
     t
+}
+
+/// The tables of a comparison: the throughput table, unless A and B are request/response
+/// runs (whose bytes are requests), then the latency table of two latency runs.
+pub fn compare_tables(rows: &[CompareRow]) -> Vec<crate::report::table::Table> {
+    let latency = rows.iter().find_map(|r| r.latency.as_ref());
+    let mut tables = Vec::new();
+    if latency.is_none_or(|l| l.kind != TestKind::RequestResponse) {
+        tables.push(compare_table(rows));
+    }
+    if let Some(l) = latency {
+        let mut t = crate::report::latency::compare_table(l);
+        if tables.is_empty() {
+            t.legend = settings_legend(rows);
+        }
+        tables.push(t);
+    }
+    tables
 }
 
 /// `client: lo MTU 65536 → 9000, net.core.rmem_max 212992 → 8388608`.

@@ -10,6 +10,7 @@ use std::io::Write;
 
 use crate::report::charts::{Chart, report_charts};
 use crate::report::document::{campaign_table, tier_heading};
+use crate::report::latency;
 use crate::report::model::{Report, ReportKind};
 use crate::report::table::{cell_table, html_escape};
 
@@ -83,15 +84,22 @@ pub fn write_charts(charts: &[Chart], out: &mut dyn Write) -> std::io::Result<()
 /// The whole report as one HTML file.
 pub fn write(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     write_head(&format!("linerate report: {}", r.title), &r.facts(), out)?;
-    for t in &r.tiers {
+    for (i, t) in r.tiers.iter().enumerate() {
         writeln!(out, "<h2>{}</h2>", html_escape(&tier_heading(r.kind, t)))?;
+        let run = r.single_run(i);
         match &t.fleet {
             Some(fleet) => {
                 let mut text = Vec::new();
                 crate::report::campaign_fleet::write_text(fleet, &mut text)?;
                 writeln!(out, "<pre>{}</pre>", html_escape(&String::from_utf8_lossy(&text)))?;
             }
+            None if run.is_some_and(latency::replaces_throughput) => {}
             None => cell_table(&t.summary).write_html(out)?,
+        }
+        for s in run.map(latency::sections).unwrap_or_default() {
+            writeln!(out, "<h3>{}</h3>", html_escape(&s.heading))?;
+            s.table.write_html(out)?;
+            write_list("Notes", &s.notes, "notes", out)?;
         }
         write_list("Findings", &t.summary.findings, "findings", out)?;
         if let Some(why) = &t.stopped {
@@ -131,7 +139,9 @@ pub fn write_compare(
     }
     write_head(&format!("linerate compare: {} vs {}", a.title, b.title), &facts, out)?;
     writeln!(out, "<h2>Cell by cell (A = before, B = after)</h2>")?;
-    crate::report::history::compare_table(rows).write_html(out)?;
+    for t in crate::report::history::compare_tables(rows) {
+        t.write_html(out)?;
+    }
     let changes = crate::report::history::environment_lines(rows);
     if let Some((heading, lines)) = changes.split_first() {
         writeln!(out, "<h3>{}</h3>\n<ul>", crate::report::table::html_escape(heading))?;
@@ -140,6 +150,6 @@ pub fn write_compare(
         }
         writeln!(out, "</ul>")?;
     }
-    write_charts(&[crate::report::charts::compare(a, b)], out)?;
+    write_charts(&crate::report::charts::compare_charts(a, b), out)?;
     writeln!(out, "</body>\n</html>")
 }

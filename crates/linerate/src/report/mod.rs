@@ -20,6 +20,7 @@ pub mod history;
 pub mod html;
 pub mod iperf3_json;
 pub mod json;
+pub mod latency;
 pub mod live;
 pub mod matrix;
 pub mod model;

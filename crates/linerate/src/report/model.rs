@@ -116,6 +116,8 @@ pub struct Point {
     pub omitted: bool,
     /// The sender's retransmitted segments so far (TCP_INFO at the interval's end).
     pub retransmits_total: Option<u64>,
+    /// A request/response stream's transactions and latency in the interval.
+    pub rr: Option<linerate_proto::latency::RrIntervalSample>,
 }
 
 /// The intervals of one stream of one run, as one end reported them.
@@ -174,6 +176,11 @@ impl Report {
     /// The runs of one cell of one tier.
     pub fn cell_runs(&self, tier: usize, cell: usize) -> impl Iterator<Item = &ReportRun> {
         self.runs.iter().filter(move |r| r.tier == tier && r.cell == cell)
+    }
+
+    /// A single run's report: the run of tier `tier`; None in a matrix or campaign.
+    pub fn single_run(&self, tier: usize) -> Option<&ReportRun> {
+        (self.kind == ReportKind::Run).then(|| self.runs.iter().find(|r| r.tier == tier))?
     }
 
     /// The facts a report opens with: date, hosts, settings, seed, runs.
@@ -268,6 +275,7 @@ impl Report {
                             omitted: at.iter().any(|p| p.omitted),
                             retransmits_total: (!retransmits.is_empty())
                                 .then(|| retransmits.iter().sum()),
+                            rr: None,
                         }
                     })
                     .collect();
@@ -275,6 +283,24 @@ impl Report {
             })
             .collect()
     }
+}
+
+/// A request/response run's transactions in one interval, all streams
+/// ([`Report::transactions_over_time`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RrTotal {
+    /// Interval start, seconds since the streams' start.
+    pub start_seconds: f64,
+    /// Interval end.
+    pub end_seconds: f64,
+    /// Transactions completed in it, every stream.
+    pub transactions: u64,
+    /// Their rate; None for an empty interval.
+    pub per_second: Option<f64>,
+    /// The largest latency of any stream in it (exact, also in merged samples).
+    pub max_ns: Option<u64>,
+    /// Inside the omitted warm-up.
+    pub omitted: bool,
 }
 
 /// One run's streams of one direction summed over time ([`Report::run_totals`]).
@@ -286,6 +312,38 @@ pub struct RunTotal {
     pub streams: usize,
     /// The summed intervals.
     pub points: Vec<Point>,
+}
+
+impl Report {
+    /// The client's request/response streams of run `run`: each with its interval samples.
+    pub fn rr_series(&self, run: usize) -> Vec<&Series> {
+        let of_run = self.series.iter().filter(|s| s.run == run && s.end == "client");
+        of_run.filter(|s| s.points.iter().any(|p| p.rr.is_some())).collect()
+    }
+
+    /// Run `run`'s transactions summed interval by interval over its request/response streams
+    /// (the i-th interval of each, which the client's clock ticked together), over the
+    /// intervals every stream has; empty for any other run.
+    pub fn transactions_over_time(&self, run: usize) -> Vec<RrTotal> {
+        let streams = self.rr_series(run);
+        let n = streams.iter().map(|s| s.points.len()).min().unwrap_or(0);
+        (0..n)
+            .map(|i| {
+                let at: Vec<&Point> = streams.iter().map(|s| &s.points[i]).collect();
+                let start = at.iter().map(|p| p.start_seconds).fold(f64::MAX, f64::min);
+                let end = at.iter().map(|p| p.end_seconds).fold(0.0, f64::max);
+                let transactions = at.iter().filter_map(|p| p.rr).map(|r| r.transactions).sum();
+                RrTotal {
+                    start_seconds: start,
+                    end_seconds: end,
+                    transactions,
+                    per_second: (end > start).then(|| transactions as f64 / (end - start)),
+                    max_ns: at.iter().filter_map(|p| p.rr?.max_ns).max(),
+                    omitted: at.iter().any(|p| p.omitted),
+                }
+            })
+            .collect()
+    }
 }
 
 /// Computes the report.
@@ -485,6 +543,7 @@ pub fn series_of(run: usize, record: &RunRecord) -> Vec<Series> {
                         bits_per_second: (secs > 0.0).then(|| i.bytes as f64 * 8.0 / secs),
                         omitted: i.omitted,
                         retransmits_total: i.tcp.map(|t| u64::from(t.total_retrans)),
+                        rr: i.rr,
                     }
                 })
                 .collect(),

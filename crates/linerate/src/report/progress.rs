@@ -66,11 +66,22 @@ impl Progress {
     }
 }
 
-/// What a finished run gave, in words: the rate received (as in the matrix's table), or that
-/// it was interrupted or failed and why.
+/// What a finished run gave, in words: the rate received (a request/response run: its
+/// transactions per second and p50, as in the matrix's table), or that it was interrupted or
+/// failed and why.
 fn result_words(record: &RunRecord) -> String {
+    let summary = || summarize(record);
     match &record.outcome {
-        Outcome::Completed => format_bits_per_second(received_rate(&summarize(record))),
+        Outcome::Completed if record.spec.rr.is_some() => {
+            let s = summary();
+            let l = s.latency.as_ref();
+            format!(
+                "{} transactions/s, p50 {}",
+                crate::report::latency::per_second(l.and_then(|l| l.transactions_per_second)),
+                crate::report::latency::lat(l.and_then(|l| l.p50_ns))
+            )
+        }
+        Outcome::Completed => format_bits_per_second(received_rate(&summary())),
         Outcome::Interrupted => "interrupted".into(),
         Outcome::Failed { error, .. } => format!("failed: {error}"),
     }

@@ -222,10 +222,13 @@ fn percent(v: Option<f64>) -> String {
     v.map_or("n/a".into(), |v| format!("{v:.0}%"))
 }
 
-/// One row per cell: received rate over the runs (in the table's unit) (range, median, mean with its 95 %
+/// One row per cell (request/response cells: `report::latency::cell_table`): received rate over the runs (in the table's unit) (range, median, mean with its 95 %
 /// interval, CV), both ends' CPU, the larger peak RSS, retransmits per run, UDP loss when any
 /// cell has it, fairness when any cell has two or more streams, and the prevailing verdict.
 pub fn cell_table(summary: &MatrixSummary) -> Table {
+    if summary.cells.iter().any(|c| c.latency.is_some()) {
+        return crate::report::latency::cell_table(summary);
+    }
     let udp = summary.cells.iter().any(|c| c.loss_percent.is_some());
     let fair = summary.cells.iter().any(|c| c.fairness.is_some());
     let rates = rates_of(summary);
@@ -424,6 +427,7 @@ mod tests {
             limit: Some("path".into()),
             ci_target_met: None,
             link_share: None,
+            latency: None,
         };
         MatrixSummary { cells: vec![cell], findings: Vec::new() }
     }

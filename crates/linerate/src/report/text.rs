@@ -17,7 +17,7 @@ use crate::record::{Outcome, RunRecord};
 use crate::session::server::ServerNote;
 use crate::stats::{CostSummary, Figures, SideFigures, summarize};
 use crate::units::peer_text::{escape, escape_lines, every_string};
-use crate::units::{ByteCount, count_of, format_bits_per_second, format_latency_ns};
+use crate::units::{ByteCount, count_of, format_bits_per_second};
 
 pub use super::live::LivePrinter;
 
@@ -193,7 +193,7 @@ fn latency_lines(
     spec: &TestSpec,
     l: &crate::stats::latency::LatencySummary,
 ) -> std::io::Result<()> {
-    let lat = |v: Option<u64>| v.map_or("n/a".into(), format_latency_ns);
+    let lat = super::latency::lat;
     let rate = l.transactions_per_second.map_or("n/a".into(), |r| format!("{r:.0}"));
     let notes: Vec<String> = [
         (l.unanswered, "unanswered at the end"),
@@ -210,15 +210,7 @@ fn latency_lines(
         "Transactions: {} over {} stream(s): {rate} per second{notes}",
         l.transactions, l.streams,
     )?;
-    let crr = spec.rr.is_some_and(|r| r.connect_each);
-    let from = if l.from_intended_send {
-        let rate = spec.rr.map_or(0, |r| r.rate_per_second);
-        format!("open loop at {rate}/s per stream, from each request's intended send time")
-    } else if crr {
-        "closed loop, from each connect call to the server's close".to_string()
-    } else {
-        "closed loop, from each request's write".to_string()
-    };
+    let from = super::latency::loop_words(spec, l);
     let pcts: Vec<String> = crate::stats::latency::PERCENTILES
         .iter()
         .zip(l.percentiles())

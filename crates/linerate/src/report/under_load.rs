@@ -4,20 +4,9 @@
 
 use std::io::Write;
 
+use crate::report::latency::{lat, signed};
 use crate::stats::under_load::{PhaseFigures, UnderLoadSummary};
 use crate::units::{ByteCount, format_latency_ns};
-
-fn lat(v: Option<u64>) -> String {
-    v.map_or("n/a".into(), format_latency_ns)
-}
-
-fn signed(v: Option<i64>) -> String {
-    match v {
-        Some(d) if d < 0 => format!("-{}", format_latency_ns(d.unsigned_abs())),
-        Some(d) => format!("+{}", format_latency_ns(d.unsigned_abs())),
-        None => "n/a".into(),
-    }
-}
 
 fn phase_line(
     out: &mut dyn Write,
@@ -64,25 +53,28 @@ pub fn lines(out: &mut dyn Write, u: &UnderLoadSummary) -> std::io::Result<()> {
         signed(u.added_p50_ns),
         signed(u.added_p99_ns)
     )?;
-    match &u.loaded_connections {
-        Some(c) => writeln!(
-            out,
-            "  on the loaded connections (their senders' smoothed TCP RTT, {} samples): median {}, max {}",
+    let (connections, finding, responsiveness) = sentences(u);
+    writeln!(out, "  {connections}")?;
+    if let Some(f) = finding {
+        writeln!(out, "  {f}")?;
+    }
+    writeln!(out, "{responsiveness}")
+}
+
+/// The loaded connections' round trip, the finding (None without both phases) and the
+/// responsiveness figure, each a sentence: the client's text and `report` print the same.
+pub fn sentences(u: &UnderLoadSummary) -> (String, Option<String>, String) {
+    let connections = match &u.loaded_connections {
+        Some(c) => format!(
+            "on the loaded connections (their senders' smoothed TCP RTT, {} samples): median {}, max {}",
             c.samples,
             format_latency_ns(c.median_us * 1000),
             format_latency_ns(c.max_us * 1000)
-        )?,
-        None => writeln!(
-            out,
-            "  on the loaded connections: n/a: no per-interval TCP figures in the loaded phase (-i 0?)"
-        )?,
-    }
-    if let Some(f) = &u.finding {
-        writeln!(out, "  {f}")?;
-    }
-    match &u.responsiveness {
-        Some(r) => writeln!(
-            out,
+        ),
+        None => "on the loaded connections: n/a: no per-interval TCP figures in the loaded phase (-i 0?)".into(),
+    };
+    let responsiveness = match &u.responsiveness {
+        Some(r) => format!(
             "Responsiveness: {:.0} RPM ({} by linerate's bands: low < 300, high > 1000), confidence {}; foreign probes {:.0} RPM, loaded connections {} (after draft-ietf-ippm-responsiveness, TCP without HTTP or TLS: docs/METHODOLOGY.md)",
             r.rpm,
             r.rating,
@@ -90,6 +82,7 @@ pub fn lines(out: &mut dyn Write, u: &UnderLoadSummary) -> std::io::Result<()> {
             r.foreign_rpm,
             r.loaded_rpm.map_or("n/a".into(), |v| format!("{v:.0} RPM"))
         ),
-        None => writeln!(out, "Responsiveness: n/a: no loaded probes"),
-    }
+        None => "Responsiveness: n/a: no loaded probes".into(),
+    };
+    (connections, u.finding.clone(), responsiveness)
 }

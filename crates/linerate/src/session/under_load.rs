@@ -113,7 +113,7 @@ fn probe_spec(ul: UnderLoadPlan) -> RrSpec {
 fn probe_plan(plan: &ClientPlan, probe: RrSpec, duration: Duration) -> ClientPlan {
     let spec = TestSpec {
         end: EndCondition::Duration { duration_ms: millis(duration).max(1) },
-        interval_ms: 1000,
+        interval_ms: crate::stats::under_load::PROBE_INTERVAL_MS,
         no_delay: true,
         rr: Some(probe),
         ..TestSpec::default_tcp()

@@ -113,6 +113,25 @@ fn ns(d: std::time::Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
+/// The cumulative distribution of `histogram` for a CDF chart: one point per non-empty
+/// bucket, `(latency_ns, share of the values at or below it)`, rising to 1 at the exact
+/// maximum. A bucket's values are placed at its lower bound (within 1.6 % of each), clamped to
+/// the exact minimum and maximum; empty for an empty histogram.
+pub fn cdf(histogram: &DurationHistogram) -> Vec<(u64, f64)> {
+    let (Some(min), Some(max)) = (histogram.min().map(ns), histogram.max().map(ns)) else {
+        return Vec::new();
+    };
+    let total = histogram.count() as f64;
+    let mut below = 0u64;
+    histogram
+        .buckets()
+        .map(|(low, n)| {
+            below += n;
+            (low.clamp(min, max), below as f64 / total)
+        })
+        .collect()
+}
+
 /// The latency figures of a request/response run; None for any other test.
 pub fn summarize_latency(record: &RunRecord) -> Option<LatencySummary> {
     record.spec.rr?;
@@ -180,4 +199,63 @@ pub fn summarize_latency(record: &RunRecord) -> Option<LatencySummary> {
         }),
         histogram,
     })
+}
+
+/// A run's latency in brief, for a listing of runs: a request/response run's rate and
+/// percentiles, a test under load's idle and loaded probe medians and responsiveness.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LatencyBrief {
+    /// Request/response: transactions per second.
+    pub transactions_per_second: Option<f64>,
+    /// Request/response: median latency, nanoseconds.
+    pub p50_ns: Option<u64>,
+    /// Request/response: 99th percentile, nanoseconds.
+    pub p99_ns: Option<u64>,
+    /// Under load: the idle probes' median, nanoseconds.
+    pub idle_p50_ns: Option<u64>,
+    /// Under load: the loaded probes' median, nanoseconds.
+    pub loaded_p50_ns: Option<u64>,
+    /// Under load: round trips per minute.
+    pub rpm: Option<f64>,
+    /// Under load: the RPM's rating (`low`, `medium`, `high`).
+    pub rating: Option<&'static str>,
+}
+
+/// The brief of a run's summary; None for a run that is neither request/response nor under
+/// load.
+pub fn brief(summary: &crate::stats::Summary) -> Option<LatencyBrief> {
+    let (l, u) = (summary.latency.as_ref(), summary.under_load.as_ref());
+    if l.is_none() && u.is_none() {
+        return None;
+    }
+    let rpm = u.and_then(|u| u.responsiveness.as_ref());
+    Some(LatencyBrief {
+        transactions_per_second: l.and_then(|l| l.transactions_per_second),
+        p50_ns: l.and_then(|l| l.p50_ns),
+        p99_ns: l.and_then(|l| l.p99_ns),
+        idle_p50_ns: u.and_then(|u| u.idle.as_ref()?.p50_ns),
+        loaded_p50_ns: u.and_then(|u| u.loaded.as_ref()?.p50_ns),
+        rpm: rpm.map(|r| r.rpm),
+        rating: rpm.map(|r| r.rating),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cdf_rises_from_the_minimum_to_one_at_the_maximum() {
+        assert!(cdf(&DurationHistogram::new()).is_empty());
+        let mut h = DurationHistogram::new();
+        h.record_ns(10_050, 3);
+        h.record_ns(20_000, 1);
+        h.record_ns(5_000_000, 1);
+        let c = cdf(&h);
+        assert_eq!(c.len(), 3, "{c:?}");
+        assert_eq!(c[0], (10_050, 0.6), "the first bucket starts at the exact minimum");
+        assert!(c[1].0 <= 20_000 && c[1].0 * 33 >= 20_000 * 32 && c[1].1 == 0.8, "{c:?}");
+        assert!(c[2].1 == 1.0 && c[2].0 <= 5_000_000 && c[2].0 * 33 >= 5_000_000 * 32, "{c:?}");
+        assert!(c.windows(2).all(|w| w[0].0 <= w[1].0 && w[0].1 < w[1].1), "{c:?}");
+    }
 }

@@ -63,6 +63,10 @@ pub struct CellSummary {
     pub ci_target_met: Option<bool>,
     /// With `--link-speed`: the mean as a share of the link's theoretical TCP goodput.
     pub link_share: Option<f64>,
+    /// Request/response cells (`matrix --rr`): transactions per second and latency over the
+    /// completed runs; absent for bulk cells.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<crate::stats::matrix_latency::CellLatency>,
 }
 
 /// Everything derived from a matrix.
@@ -86,7 +90,11 @@ pub fn summarize_matrix(
             cell_summary(c, runs.iter().filter(|(i, _)| *i == c.index).map(|(_, r)| r), until_ci)
         })
         .collect();
-    let findings = findings(&cells);
+    let findings = if cells.iter().any(|c| c.latency.is_some()) {
+        crate::stats::matrix_latency::findings(&cells)
+    } else {
+        findings(&cells)
+    };
     MatrixSummary { cells, findings }
 }
 
@@ -101,6 +109,7 @@ fn cell_summary<'a>(
     let (mut retransmits, mut fairness) = (Vec::new(), Vec::new());
     let mut rss: Option<u64> = None;
     let mut goodput = None;
+    let mut latencies = Vec::new();
     for r in records {
         goodput = goodput.or_else(|| crate::stats::verdict::declared_goodput(r));
         match r.outcome {
@@ -116,6 +125,7 @@ fn cell_summary<'a>(
         }
         let s = summarize(r);
         samples.push(received_rate(&s));
+        latencies.extend(s.latency.clone());
         let retr: Vec<u64> =
             s.directions.iter().filter_map(|d| d.sender.as_ref()?.retransmits).collect();
         if !retr.is_empty() {
@@ -131,7 +141,11 @@ fn cell_summary<'a>(
         limits.extend(s.verdicts.first().map(crate::stats::Verdict::id));
     }
     let stats = describe(&samples).map(rate_interval);
+    let latency = crate::stats::matrix_latency::cell_latency(&latencies);
+    // A request/response cell's bytes are requests: no share of a link's goodput.
+    let goodput = goodput.filter(|_| latency.is_none());
     CellSummary {
+        latency,
         index: cell.index,
         label: cell.label(),
         values: cell.values.clone(),
@@ -468,6 +482,7 @@ mod tests {
             limit: Some("cpu(client)".into()),
             ci_target_met: None,
             link_share: None,
+            latency: None,
         }
     }
 

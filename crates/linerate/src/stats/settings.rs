@@ -60,6 +60,29 @@ fn settings(record: &RunRecord) -> Vec<(&'static str, String)> {
         ("congestion", s.congestion.clone().unwrap_or_else(|| "default".into())),
         ("omitted warm-up", format!("{} s", s.omit_ms as f64 / 1000.0)),
         ("zero-copy", on(s.zerocopy)),
+        (
+            "request/response",
+            s.rr.map_or("off".into(), |r| {
+                let rate = match r.rate_per_second {
+                    0 => "closed loop".to_string(),
+                    n => format!("open loop at {n}/s per stream"),
+                };
+                format!(
+                    "{} B requests, {} B responses, {} in flight, {rate}",
+                    r.request_bytes, r.response_bytes, r.in_flight
+                )
+            }),
+        ),
+        (
+            "latency probes",
+            record.probes.as_ref().map_or("off".into(), |p| {
+                format!(
+                    "{}/s, idle {} s",
+                    p.probe.rate_per_second,
+                    p.idle.duration_ms as f64 / 1000.0
+                )
+            }),
+        ),
     ]
 }
 

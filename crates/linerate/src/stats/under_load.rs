@@ -128,6 +128,28 @@ pub struct UnderLoadSummary {
     pub finding: Option<String>,
 }
 
+/// How often the probe stream samples an interval (the probe session's `-i`), milliseconds.
+pub const PROBE_INTERVAL_MS: u64 = 1000;
+
+/// A probe phase's interval samples placed in time: `(start, end, sample)`, seconds since the
+/// phase began. Sample `i` covers `i × L` to `(i + 1) × L`, the last ending with the phase,
+/// where `L` is [`PROBE_INTERVAL_MS`] or the power-of-two multiple of it that merged samples
+/// cover (docs/JSON.md, "Merged intervals"): the one for which the samples fill the phase.
+/// Samples that fit no such `L` (a record edited by hand) are spread evenly over the phase.
+pub fn phase_intervals(phase: &ProbePhase) -> Vec<(f64, f64, &RrIntervalSample)> {
+    let (n, d) = (phase.intervals.len() as u64, phase.duration_ms);
+    if n == 0 || d == 0 {
+        return Vec::new();
+    }
+    let merged = (0..16).map(|k| PROBE_INTERVAL_MS << k).find(|l| d.div_ceil(*l) == n);
+    let step = merged.map_or(d as f64 / n as f64, |l| l as f64);
+    let end = d as f64 / 1e3;
+    (0..n)
+        .zip(&phase.intervals)
+        .map(|(i, s)| (i as f64 * step / 1e3, ((i + 1) as f64 * step / 1e3).min(end), s))
+        .collect()
+}
+
 /// A median added by the load beyond this (and beyond the idle median itself) is a queue
 /// that filled: bufferbloat, as far as this test can tell.
 pub const BLOAT_NS: i64 = 5_000_000;
@@ -300,6 +322,25 @@ mod tests {
         assert_eq!(confidence(&steady_at_the_end), "high", "only the last four count");
         let swinging = [10.0, 14.0, 10.0, 14.0].map(interval);
         assert_eq!(confidence(&swinging), "medium");
+    }
+
+    #[test]
+    fn probe_intervals_are_placed_in_the_phase_merged_or_not() {
+        let phase = |duration_ms: u64, n: usize| ProbePhase {
+            from_ms: 1000,
+            duration_ms,
+            latency: None,
+            intervals: vec![interval(1.0); n],
+            error: None,
+            connect: None,
+        };
+        let times = |p: &ProbePhase| -> Vec<(f64, f64)> {
+            phase_intervals(p).iter().map(|(a, b, _)| (*a, *b)).collect()
+        };
+        assert_eq!(times(&phase(2750, 3)), [(0.0, 1.0), (1.0, 2.0), (2.0, 2.75)]);
+        assert_eq!(times(&phase(7000, 2)), [(0.0, 4.0), (4.0, 7.0)], "merged: 4 s each");
+        assert_eq!(times(&phase(2000, 4)), [(0.0, 0.5), (0.5, 1.0), (1.0, 1.5), (1.5, 2.0)]);
+        assert!(times(&phase(0, 3)).is_empty() && times(&phase(2000, 0)).is_empty());
     }
 
     #[test]

@@ -135,6 +135,9 @@ pub struct RunRow {
     pub labels: Vec<String>,
     /// Why a failed run failed (from its record); None for other outcomes.
     pub error: Option<String>,
+    /// A request/response run's or a test under load's latency in brief (from its record);
+    /// None for other runs.
+    pub latency: Option<crate::stats::latency::LatencyBrief>,
 }
 
 /// A group of runs: a matrix, a campaign or a `--find-max` search.

@@ -134,7 +134,11 @@ pub(super) fn list(
     args.push(&limit);
     let mut sql = String::from(
         "SELECT id, started_unix_ms, kind, group_id, cell, server, protocol, direction, streams,
-                outcome, receiver_bits_per_second
+                outcome, receiver_bits_per_second,
+                CASE WHEN json_valid(record_json)
+                     THEN json_extract(record_json, '$.spec.rr') IS NOT NULL
+                          OR json_extract(record_json, '$.probes') IS NOT NULL
+                     ELSE 0 END
          FROM runs",
     );
     if !clauses.is_empty() {
@@ -158,25 +162,37 @@ pub(super) fn list(
             bits_per_second: r.get(10)?,
             labels: Vec::new(),
             error: None,
+            latency: None,
         };
-        Ok((row, r.get(2)?))
+        Ok((row, r.get(2)?, r.get::<_, bool>(11)?))
     })?;
-    let mut out = rows.collect::<rusqlite::Result<Vec<_>>>()?;
-    for (row, _) in &mut out {
+    let mut out = Vec::new();
+    for listed in rows {
+        let (mut row, kind, latency) = listed?;
         row.labels = labels(conn, row.id)?;
         if row.outcome == "failed" {
             row.error = failure(conn, row.id)?;
         }
+        if latency {
+            row.latency = record(conn, row.id)?
+                .and_then(|r| crate::stats::latency::brief(&crate::stats::summarize(&r)));
+        }
+        out.push((row, kind));
     }
     Ok(out)
 }
 
-/// The error of failed run `id`, from its record (None if the record cannot say).
-fn failure(conn: &Connection, id: i64) -> rusqlite::Result<Option<String>> {
+/// The record of run `id`; None when it cannot be read (the listing shows what it can).
+fn record(conn: &Connection, id: i64) -> rusqlite::Result<Option<RunRecord>> {
     let json: String =
         conn.query_row("SELECT record_json FROM runs WHERE id = ?1", [id], |r| r.get(0))?;
-    Ok(match serde_json::from_str::<RunRecord>(&json).map(|r| r.outcome) {
-        Ok(Outcome::Failed { error, .. }) => Some(error.to_string()),
+    Ok(serde_json::from_str::<RunRecord>(&json).ok())
+}
+
+/// The error of failed run `id`, from its record (None if the record cannot say).
+fn failure(conn: &Connection, id: i64) -> rusqlite::Result<Option<String>> {
+    Ok(match record(conn, id)?.map(|r| r.outcome) {
+        Some(Outcome::Failed { error, .. }) => Some(error.to_string()),
         _ => None,
     })
 }

@@ -1,6 +1,8 @@
 //! Value axes: round ticks (1, 2 or 5 times a power of ten) from zero to past the largest
-//! value, as many as fit, and the unit a throughput axis is read in. Figures in charts keep
-//! three significant figures. Must not draw (`frame`, `rows` and `lines` do).
+//! value, as many as fit, or on a logarithmic axis (latencies that span decades) the 1-2-5 or
+//! 1-10-100 ticks of the decades the values span; and the unit a throughput axis is read in.
+//! Figures in charts keep three significant figures. Must not draw (`frame`, `rows` and
+//! `lines` do).
 
 /// A numeric axis from `lo` to `hi` with its ticks.
 #[derive(Debug, Clone, PartialEq)]
@@ -13,6 +15,8 @@ pub struct Scale {
     pub ticks: Vec<f64>,
     /// Decimals of the tick labels.
     decimals: usize,
+    /// Logarithmic: values are placed by their logarithm (`lo` > 0).
+    log: bool,
 }
 
 impl Scale {
@@ -35,7 +39,51 @@ impl Scale {
     pub fn stepped(lo: f64, step: f64, steps: usize) -> Scale {
         let ticks: Vec<f64> = (0..=steps).map(|i| lo + step * i as f64).collect();
         let decimals = (-(step.log10().floor())).max(0.0) as usize;
-        Scale { lo, hi: lo + step * steps as f64, ticks, decimals }
+        Scale { lo, hi: lo + step * steps as f64, ticks, decimals, log: false }
+    }
+
+    /// A logarithmic axis over the decades `lo` to `hi` span (both > 0; a non-positive or
+    /// missing bound is taken as a decade around the other), ticked at 1, 2 and 5 times each
+    /// power of ten, or only at the powers when `length` leaves too little room for those
+    /// labels (each `gap` apart at the least, measured by `label_size`).
+    pub fn log(lo: f64, hi: f64, length: f64, gap: f64, label_size: impl Fn(&str) -> f64) -> Scale {
+        let ok = |v: f64| v.is_finite() && v > 0.0;
+        let (lo, hi) = match (ok(lo), ok(hi)) {
+            (true, true) => (lo.min(hi), lo.max(hi)),
+            (true, false) => (lo, lo * 10.0),
+            (false, true) => (hi / 10.0, hi),
+            (false, false) => (1.0, 10.0),
+        };
+        let first = lo.log10().floor() as i32;
+        let last = (hi.log10().ceil() as i32).max(first + 1);
+        let steps = |steps: &[f64]| -> Vec<f64> {
+            (first..=last).flat_map(|p| steps.iter().map(move |m| m * 10f64.powi(p))).collect()
+        };
+        // The axis spans the 1-2-5 values just around the data, not whole empty decades.
+        let all = steps(&[1.0, 2.0, 5.0]);
+        let start = all.iter().copied().filter(|t| *t <= lo * (1.0 + 1e-9)).fold(all[0], f64::max);
+        // At least one step long, so one value still has an axis to sit on.
+        let end = all
+            .iter()
+            .copied()
+            .find(|t| *t >= hi * (1.0 - 1e-9) && *t > start * (1.0 + 1e-9))
+            .unwrap_or(10f64.powi(last + 1));
+        let within = |ticks: Vec<f64>| -> Vec<f64> {
+            let inside = |t: &f64| *t >= start * (1.0 - 1e-9) && *t <= end * (1.0 + 1e-9);
+            ticks.into_iter().filter(inside).collect()
+        };
+        let mut s =
+            Scale { lo: start, hi: end, ticks: within(all.clone()), decimals: 0, log: true };
+        let fits = |s: &Scale| {
+            s.ticks.windows(2).all(|w| {
+                let room = s.at(w[1], 0.0, length) - s.at(w[0], 0.0, length);
+                room >= (label_size(&s.label(w[0])) + label_size(&s.label(w[1]))) / 2.0 + gap
+            })
+        };
+        if !fits(&s) {
+            s.ticks = within(steps(&[1.0]));
+        }
+        s
     }
 
     /// The same ticks on an axis that ends at `max` itself (a time axis: no empty run-out
@@ -50,12 +98,25 @@ impl Scale {
 
     /// Where `v` lies between `from` (at `lo`) and `to` (at `hi`).
     pub fn at(&self, v: f64, from: f64, to: f64) -> f64 {
+        if self.log {
+            let (lo, hi) = (self.lo.log10(), self.hi.log10());
+            let v = v.max(self.lo * 1e-3).log10();
+            return if hi <= lo { from } else { from + (v - lo) / (hi - lo) * (to - from) };
+        }
         let span = self.hi - self.lo;
         if span <= 0.0 { from } else { from + (v - self.lo) / span * (to - from) }
     }
 
     /// A tick's label.
     pub fn label(&self, v: f64) -> String {
+        if self.log {
+            let s = sig3(v);
+            return if s.contains('.') {
+                s.trim_end_matches('0').trim_end_matches('.').to_string()
+            } else {
+                s
+            };
+        }
         format!("{v:.*}", self.decimals)
     }
 
@@ -181,6 +242,25 @@ mod tests {
         assert_eq!(s.hi, 3.5);
         let s = Scale::whole(16.0, 300.0, 16.0, |l| 8.0 * l.len() as f64);
         assert!(s.ticks.iter().all(|t| t.fract() == 0.0) && s.hi >= 16.0, "{s:?}");
+    }
+
+    #[test]
+    fn a_log_axis_spans_whole_decades_with_1_2_5_ticks_where_they_fit() {
+        let s = Scale::log(13.7, 5063.0, 800.0, 10.0, |l| 8.0 * l.len() as f64);
+        assert_eq!((s.lo, s.hi), (10.0, 10_000.0));
+        assert_eq!(s.ticks[..4], [10.0, 20.0, 50.0, 100.0]);
+        assert_eq!(s.ticks.last(), Some(&10_000.0));
+        assert_eq!(s.label(0.05), "0.05");
+        assert!((s.at(100.0, 0.0, 300.0) - 100.0).abs() < 1e-9, "a decade is a third");
+        let narrow = Scale::log(13.7, 5063.0, 100.0, 10.0, |l| 8.0 * l.len() as f64);
+        assert_eq!(narrow.ticks, [10.0, 100.0, 1000.0, 10_000.0]);
+        assert_eq!((narrow.lo, narrow.hi), (10.0, 10_000.0));
+        let one = Scale::log(5.0, 5.0, 800.0, 10.0, |_| 1.0);
+        assert_eq!((one.lo, one.hi), (5.0, 10.0), "one value still has an axis");
+        let around = Scale::log(52.0, 2700.0, 800.0, 10.0, |l| 8.0 * l.len() as f64);
+        assert_eq!((around.lo, around.hi), (50.0, 5000.0), "no empty decade: {around:?}");
+        let none = Scale::log(0.0, f64::NAN, 800.0, 10.0, |_| 1.0);
+        assert!(none.lo > 0.0 && none.hi > none.lo);
     }
 
     #[test]

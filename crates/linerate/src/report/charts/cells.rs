@@ -192,7 +192,7 @@ pub fn versus(tier: &TierSummary, (desc, is): Axis, prefix: &str, context: &[Str
     let chart = Panels {
         heading: heading(&title, context),
         keys,
-        panels: vec![Panel { title: String::new(), lines, shaded: Vec::new(), ranges: Vec::new() }],
+        panels: vec![Panel::of(lines)],
         x: XAxis::Ordinal(xs.iter().map(AxisValue::label).collect()),
         x_title: desc.to_string(),
         y_max,

@@ -254,7 +254,7 @@ pub fn scaling(curve: &ScaleSummary, context: &[String]) -> Chart {
     let chart = Panels {
         heading: heading(&title, context),
         keys,
-        panels: vec![Panel { title: String::new(), lines, shaded: Vec::new(), ranges }],
+        panels: vec![Panel { ranges, ..Panel::of(lines) }],
         x: XAxis::Whole(most.unwrap_or(1)),
         x_title: "hosts in the fleet (the first k targets)".into(),
         y_max,

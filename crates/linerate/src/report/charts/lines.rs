@@ -1,7 +1,8 @@
 //! Line charts: one panel, or small multiples (one panel per cell, two or three to a row, all
-//! on the same scales so they compare at a glance). The x axis is numeric (time) or ordinal
-//! (an axis' values); every plotted point carries its figure on hover, and each panel names
-//! its axes and their units. Must not choose what is plotted (`charts::time` and
+//! on the same scales so they compare at a glance), or panels stacked on one time axis each
+//! with its own y axis (throughput above latency, as flent's RRUL plot). The x axis is numeric
+//! (time), logarithmic (latency) or ordinal (an axis' values); every plotted point carries its
+//! figure on hover, and each panel names its axes and their units. Must not choose what is plotted (`charts::time` and
 //! `charts::cells` do).
 
 use super::axis::Scale;
@@ -45,6 +46,27 @@ pub struct Panel {
     pub shaded: Vec<(f64, f64)>,
     /// Vertical ranges (error bars) and rules.
     pub ranges: Vec<Range>,
+    /// Its own y axis (panels then stack in one column, their x axes aligned); None: the
+    /// chart's.
+    pub y: Option<YAxis>,
+}
+
+impl Panel {
+    /// A panel of `lines` alone: no title, shading, ranges or axis of its own.
+    pub fn of(lines: Vec<Line>) -> Panel {
+        Panel { title: String::new(), lines, shaded: Vec::new(), ranges: Vec::new(), y: None }
+    }
+}
+
+/// A panel's own y axis, from zero (or logarithmic).
+#[derive(Debug, Clone, PartialEq)]
+pub struct YAxis {
+    /// The largest y.
+    pub max: f64,
+    /// Its title, with its unit.
+    pub title: String,
+    /// Logarithmic from this value up (latencies spanning decades); None: linear from zero.
+    pub log_from: Option<f64>,
 }
 
 /// A vertical line at one x: an error bar from `lo` to `hi` with caps, or (no span) a rule
@@ -72,6 +94,8 @@ pub enum XAxis {
     Ordinal(Vec<String>),
     /// Whole numbers (a count) from zero to at least this, ticks at whole steps.
     Whole(usize),
+    /// Logarithmic over the decades from the first value to the second (both > 0).
+    Log(f64, f64),
 }
 
 /// A whole line chart.
@@ -104,16 +128,35 @@ const DOTS: usize = 40;
 pub fn draw(chart: &Panels) -> String {
     let mut svg = Svg::default();
     let mut y = top(&mut svg, &chart.heading, &chart.keys);
+    let stacked = chart.panels.iter().any(|p| p.y.is_some());
     let columns = match chart.panels.len() {
+        _ if stacked => 1,
         0 | 1 => 1,
         2..=6 => 2,
         _ => 3,
     };
     let panel_w = (WIDTH - 2.0 * PAD - GAP * (columns - 1) as f64) / columns as f64;
-    let plot_h = [330.0, 190.0, 150.0][columns - 1];
-    let y_max = chart.panels.iter().flat_map(|p| &p.ranges).filter_map(|r| Some(r.span?.1));
-    let y_scale =
-        Scale::fitting(y_max.fold(chart.y_max, f64::max), plot_h, 14.0, |_| block(1, TICK));
+    let plot_h = if stacked { 240.0 } else { [330.0, 190.0, 150.0][columns - 1] };
+    let y_scale = |max: f64, p: Option<&Panel>| {
+        let spans = chart.panels.iter().filter(|q| p.is_none_or(|p| std::ptr::eq(*q, p)));
+        let y_max = spans.flat_map(|p| &p.ranges).filter_map(|r| Some(r.span?.1));
+        Scale::fitting(y_max.fold(max, f64::max), plot_h, 14.0, |_| block(1, TICK))
+    };
+    let shared = y_scale(chart.y_max, None);
+    let scales: Vec<(Scale, &str)> = chart
+        .panels
+        .iter()
+        .map(|p| match &p.y {
+            Some(YAxis { max, title, log_from: Some(lo) }) => {
+                (Scale::log(*lo, *max, plot_h, 4.0, |_| block(1, TICK)), title.as_str())
+            }
+            Some(own) => (y_scale(own.max, Some(p)), own.title.as_str()),
+            None => (shared.clone(), chart.y_title.as_str()),
+        })
+        .collect();
+    // Every panel's plot starts at the same x, so stacked panels share their time axis.
+    let left = scales.iter().map(|(s, _)| left_axis_width(s)).fold(0.0, f64::max);
+    let mut scales = scales.iter();
     for row in chart.panels.chunks(columns) {
         let title_h = row
             .iter()
@@ -122,8 +165,9 @@ pub fn draw(chart: &Panels) -> String {
         let mut below = y;
         for (i, p) in row.iter().enumerate() {
             let x = PAD + i as f64 * (panel_w + GAP);
-            let at = Place { x, top: y, width: panel_w, title_h, plot_h };
-            below = below.max(panel(&mut svg, chart, p, &y_scale, at));
+            let at = Place { x, top: y, width: panel_w, title_h, plot_h, left };
+            let Some((scale, title)) = scales.next() else { break };
+            below = below.max(panel(&mut svg, chart, p, (scale, title), at));
         }
         y = below + GAP;
     }
@@ -138,19 +182,27 @@ struct Place {
     width: f64,
     title_h: f64,
     plot_h: f64,
+    /// Room for the y axis' tick labels.
+    left: f64,
 }
 
 /// Draws one panel; returns the y below it.
-fn panel(svg: &mut Svg, chart: &Panels, p: &Panel, y_scale: &Scale, at: Place) -> f64 {
+fn panel(
+    svg: &mut Svg,
+    chart: &Panels,
+    p: &Panel,
+    (y_scale, y_title): (&Scale, &str),
+    at: Place,
+) -> f64 {
     if !p.title.is_empty() {
         svg.lines((at.x, at.top), PANEL, Anchor::Start, INK, &wrap(&p.title, PANEL, at.width));
     }
     let mut y = at.top + at.title_h + if p.title.is_empty() { 0.0 } else { 6.0 };
-    let y_title = wrap(&chart.y_title, LABEL, at.width);
+    let y_title = wrap(y_title, LABEL, at.width);
     y += svg.lines((at.x, y), LABEL, Anchor::Start, INK, &y_title) + 4.0;
     let y0 = y + block(1, TICK) / 2.0;
     let y1 = y0 + at.plot_h;
-    let x0 = at.x + left_axis_width(y_scale);
+    let x0 = at.x + at.left;
     let x_end = at.x + at.width;
     match &chart.x {
         XAxis::Numeric(max) => {
@@ -159,6 +211,12 @@ fn panel(svg: &mut Svg, chart: &Panels, p: &Panel, y_scale: &Scale, at: Place) -
             let half = width(&probe.label(probe.hi), TICK) / 2.0 + 2.0;
             let x1 = x_end - half;
             let x_scale = Scale::fitting(*max, x1 - x0, 16.0, |l| width(l, TICK)).ending_at(*max);
+            numeric(svg, chart, p, (y_scale, &x_scale), (x0, x1), (y0, y1))
+        }
+        XAxis::Log(lo, hi) => {
+            let probe = Scale::log(*lo, *hi, at.width, 0.0, |_| 0.0);
+            let x1 = x_end - width(&probe.label(probe.hi), TICK) / 2.0 - 2.0;
+            let x_scale = Scale::log(*lo, *hi, x1 - x0, 16.0, |l| width(l, TICK));
             numeric(svg, chart, p, (y_scale, &x_scale), (x0, x1), (y0, y1))
         }
         XAxis::Whole(max) => {

@@ -8,15 +8,22 @@
 //! min–max with its single runs, throughput against each varied axis, CPU per Gbit/s, per-flow
 //! fairness on its 0–1 scale, each stream of a single run, a campaign's tiers against their
 //! links, and for `compare` both sides' cells on one axis; for a fleet, each host's rate and
-//! flows against the hosts' mean, and a scaling curve's total against the number of hosts. Every value comes from the report
-//! model; this module chooses and draws, it computes no statistic.
+//! flows against the hosts' mean, and a scaling curve's total against the number of hosts;
+//! for latency (`latency`, `latency_cells`), the latency CDF of a request/response run or of a
+//! test under load's idle and loaded probes (and of A and B), a test under load's throughput
+//! above its probe latency on one time axis, and a request/response matrix's transactions and
+//! latency per cell. Every value comes from the report model; this module chooses and draws,
+//! it computes no statistic.
 
 mod axis;
 mod cells;
 mod fleet;
 mod frame;
+mod latency;
+mod latency_cells;
 mod lines;
 mod rows;
+mod rr_time;
 mod svg;
 mod time;
 
@@ -28,7 +35,8 @@ use crate::stats::matrix::CellSummary;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Chart {
     /// Which kind of chart (`over-time`, `cells`, `vs-axis`, `cpu`, `fairness`, `streams`,
-    /// `tiers`, `compare`, `scaling`): a stable name for the page and the docs.
+    /// `tiers`, `compare`, `scaling`, `latency-cdf`, `latency-over-time`, `latency-cells`): a
+    /// stable name for the page and the docs.
     pub kind: &'static str,
     /// What it shows, as its heading says.
     pub title: String,
@@ -68,10 +76,21 @@ pub fn report_charts(report: &Report) -> Vec<Chart> {
         if tier.fleet.is_some() {
             continue; // a fleet tier's figures are its text; its runs are no matrix cells
         }
+        if report.kind != ReportKind::Run && cells.iter().any(|c| c.latency.is_some()) {
+            // Request/response cells: their bytes are requests, their answer this chart.
+            out.extend(latency_cells::cells(cells, &prefix, &context));
+            continue;
+        }
         if report.kind == ReportKind::Run {
             if let Some(run) = report.runs.iter().position(|r| r.tier == t) {
-                out.extend(time::run_over_time(report, run, &prefix, &context));
-                out.extend(cells::per_stream(report, run, &prefix, &context));
+                // A request/response run's bytes are requests: its charts are its latency's.
+                if report.runs[run].record.spec.rr.is_none() {
+                    out.extend(time::run_over_time(report, run, &prefix, &context));
+                    out.extend(latency::under_load_over_time(report, run, &prefix, &context));
+                    out.extend(cells::per_stream(report, run, &prefix, &context));
+                }
+                out.extend(rr_time::over_time(report, run, &prefix, &context));
+                out.extend(latency::latency_cdf(report, run, &prefix, &context));
             }
         } else {
             out.extend(time::cells_over_time(report, t, &prefix, &context));
@@ -82,7 +101,10 @@ pub fn report_charts(report: &Report) -> Vec<Chart> {
                 out.push(cells::versus(tier, axis, &prefix, &context));
             }
         }
-        if cells.iter().any(|c| c.client_cpu_percent.is_some() || c.server_cpu_percent.is_some()) {
+        let rr = report.single_run(t).is_some_and(|r| r.record.spec.rr.is_some());
+        let cpu =
+            cells.iter().any(|c| c.client_cpu_percent.is_some() || c.server_cpu_percent.is_some());
+        if cpu && !rr {
             out.push(cells::cpu_per_gbit(cells, &prefix, &context));
         }
         if report.kind != ReportKind::Run && cells.iter().any(|c| c.fairness.is_some()) {
@@ -126,13 +148,40 @@ fn compare_cells(r: &Report) -> Vec<CellSummary> {
     out
 }
 
-/// `compare A B --html`: both sides' cells on one throughput axis.
-pub fn compare(a: &Report, b: &Report) -> Chart {
+/// `compare A B --html`: both sides' cells on one throughput axis, unless both are
+/// request/response runs (their bytes are requests); and two latency runs' CDFs.
+pub fn compare_charts(a: &Report, b: &Report) -> Vec<Chart> {
+    let rr = |r: &Report| r.runs.first().is_some_and(|r| r.record.spec.rr.is_some());
+    let context = compare_context(a, b);
+    if !(rr(a) && rr(b)) {
+        let mut out = vec![compare(a, b)];
+        out.extend(latency::compare_cdf(a, b, &context));
+        return out;
+    }
+    if a.kind == ReportKind::Run && b.kind == ReportKind::Run {
+        return latency::compare_cdf(a, b, &context).into_iter().collect();
+    }
+    // Request/response matrices: each side's transactions and latency per cell.
+    let sides = [("A", a), ("B", b)];
+    let of = |(name, r): (&str, &Report)| {
+        let cells = compare_cells(r);
+        latency_cells::cells(&cells, &format!("{name}: {}: ", r.title), &context)
+    };
+    sides.into_iter().filter_map(of).collect()
+}
+
+/// The context lines of a comparison's chart: each side's name, date, hosts and settings.
+fn compare_context(a: &Report, b: &Report) -> Vec<String> {
     let side = |name: &str, r: &Report| {
         let date = r.date.as_deref().map_or("no date".into(), |d| format!("{d} UTC"));
         format!("{name}: {}, {date} · {}; {}", r.title, r.hosts, r.settings)
     };
-    let context = vec![side("A", a), side("B", b)];
+    vec![side("A", a), side("B", b)]
+}
+
+/// `compare A B --html`: both sides' cells on one throughput axis.
+pub fn compare(a: &Report, b: &Report) -> Chart {
+    let context = compare_context(a, b);
     let (ca, cb) = (compare_cells(a), compare_cells(b));
     let (na, nb) = (format!("A: {}", a.title), format!("B: {}", b.title));
     let title = "A and B: received throughput per cell";

@@ -27,13 +27,17 @@ fn flow_dash(k: usize) -> Option<&'static str> {
 }
 
 /// A time in seconds to the hundredth, without trailing zeros: 0, 0.5, 1.25.
-fn seconds(v: f64) -> String {
+pub(super) fn seconds(v: f64) -> String {
     let s = format!("{v:.2}");
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// Steps through `intervals` in `unit`, and a hover point at each interval's middle.
-fn steps(intervals: &[Interval], unit: RateUnit, what: &str) -> (Vec<(f64, f64)>, Vec<Point>) {
+pub(super) fn steps(
+    intervals: &[Interval],
+    unit: RateUnit,
+    what: &str,
+) -> (Vec<(f64, f64)>, Vec<Point>) {
     let mut path = Vec::new();
     let mut points = Vec::new();
     for i in intervals {
@@ -136,7 +140,7 @@ pub fn run_over_time(
     let chart = Panels {
         heading: Heading { title: title.clone(), context: context.to_vec() },
         keys,
-        panels: vec![Panel { title: String::new(), lines, shaded, ranges: Vec::new() }],
+        panels: vec![Panel { shaded, ..Panel::of(lines) }],
         x: XAxis::Numeric(x_max),
         x_title: "time since the start of the test (s)".into(),
         y_max: unit.of(y_max),
@@ -194,7 +198,7 @@ pub fn cells_over_time(
             (false, true) => cell.label.clone(),
             (false, false) => format!("{}: {} did not complete", cell.label, unfinished.join(", ")),
         };
-        panels.push(Panel { title, lines, shaded: Vec::new(), ranges: Vec::new() });
+        panels.push(Panel { title, lines, shaded: Vec::new(), ranges: Vec::new(), y: None });
     }
     let span = shaded.iter().copied().reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)));
     let mut keys: Vec<Key> = (0..reps)
