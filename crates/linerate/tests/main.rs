@@ -19,6 +19,7 @@ mod faults;
 mod fleet;
 mod fleet_history;
 mod interop;
+mod interop_options;
 mod interop_server;
 mod latency;
 mod layers;

@@ -216,6 +216,12 @@ pub(crate) fn required_caps(spec: &TestSpec) -> Vec<(Capability, &'static str)> 
     if spec.rr.is_some() {
         need.push((Capability::Latency, "request/response tests (--rr)"));
     }
+    if spec.tos.is_some() {
+        need.push((Capability::Tos, "-S/--tos or --dscp"));
+    }
+    if spec.fq_rate_bps.is_some() {
+        need.push((Capability::FqRate, "--fq-rate"));
+    }
     need
 }
 
@@ -244,4 +250,29 @@ pub(crate) fn run_deadline(now: Duration, spec: &TestSpec) -> Option<Deadline> {
 /// The message for an unexpected message in some state.
 pub(crate) fn unexpected(msg: &Message, state: &str) -> ProtoError {
     ProtoError::Violation(format!("unexpected \"{}\" message while {state}", msg.kind()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A peer from before `-S`/`--dscp` or `--fq-rate` is refused the test by name, never
+    /// silently run without the option.
+    #[test]
+    fn tos_and_fq_rate_need_their_capabilities() {
+        let all: Vec<Capability> = Capability::ALL.to_vec();
+        let mut spec = TestSpec::default_tcp();
+        assert_eq!(missing_cap(&spec, &all, "the server"), None);
+        spec.tos = std::num::NonZeroU8::new(0xb8);
+        spec.fq_rate_bps = std::num::NonZeroU64::new(1_000_000);
+        assert_eq!(missing_cap(&spec, &all, "the server"), None);
+        let older: Vec<Capability> =
+            all.iter().copied().filter(|c| *c != Capability::Tos).collect();
+        let why = missing_cap(&spec, &older, "the server").expect("refused");
+        assert!(why.contains("-S/--tos or --dscp") && why.contains("\"tos\""), "{why}");
+        let older: Vec<Capability> =
+            all.iter().copied().filter(|c| *c != Capability::FqRate).collect();
+        let why = missing_cap(&spec, &older, "the server").expect("refused");
+        assert!(why.contains("--fq-rate") && why.contains("\"fq_rate\""), "{why}");
+    }
 }

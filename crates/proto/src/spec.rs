@@ -43,6 +43,9 @@ pub const UDP_MIN_RECEIVE_BUFFER: u32 = 2048;
 pub const UDP_GRO_BATCH: u64 = 8;
 /// Bytes of one such buffer: the largest coalesced buffer the kernel delivers.
 pub const UDP_GRO_BUFFER: u32 = 65_536;
+/// The highest `--fq-rate`: the kernel takes `SO_MAX_PACING_RATE` in bytes per second as a
+/// 64-bit value; this keeps the bit rate (× 8) within 64 bits.
+pub const MAX_FQ_RATE_BPS: u64 = u64::MAX / 8 * 8;
 /// The longest test duration accepted: 7 days.
 pub const MAX_DURATION_MS: u64 = 7 * 24 * 3600 * 1000;
 /// The shortest sampling interval accepted (0 turns sampling off): the client's own `-i`
@@ -194,6 +197,20 @@ pub struct TestSpec {
     /// [`Capability::Latency`]: crate::wire::Capability::Latency
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rr: Option<crate::latency::RrSpec>,
+    /// The IP type-of-service byte (`-S/--tos`, `--dscp` as DSCP << 2) of every data socket on
+    /// both ends: `IP_TOS`, or `IPV6_TCLASS` on IPv6. None (or 0, iperf3's "unset") leaves the
+    /// kernel's default. Needs [`Capability::Tos`].
+    ///
+    /// [`Capability::Tos`]: crate::wire::Capability::Tos
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tos: Option<std::num::NonZeroU8>,
+    /// The kernel's fair-queue pacing cap on every data socket of both ends (`--fq-rate`,
+    /// `SO_MAX_PACING_RATE`), bits per second; None = uncapped. Needs
+    /// [`Capability::FqRate`].
+    ///
+    /// [`Capability::FqRate`]: crate::wire::Capability::FqRate
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fq_rate_bps: Option<std::num::NonZeroU64>,
 }
 
 /// Why a [`TestSpec`] is invalid. Messages name the field and the allowed range.
@@ -250,6 +267,8 @@ impl TestSpec {
             no_gro: false,
             server_cpus: Vec::new(),
             rr: None,
+            tos: None,
+            fq_rate_bps: None,
         }
     }
 
@@ -320,6 +339,15 @@ impl TestSpec {
             && !(88..=65535).contains(&m)
         {
             return Err(out_of_range("MSS (-M)", m, "88..=65535 bytes"));
+        }
+        if let Some(r) = self.fq_rate_bps.map(std::num::NonZeroU64::get)
+            && !(8..=MAX_FQ_RATE_BPS).contains(&r)
+        {
+            return Err(out_of_range(
+                "fair-queue pacing rate (--fq-rate)",
+                format!("{r} bit/s"),
+                format!("8 ..= {MAX_FQ_RATE_BPS} bit/s"),
+            ));
         }
         if self.protocol == Protocol::Udp {
             self.validate_udp(min_udp)?;

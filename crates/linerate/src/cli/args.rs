@@ -571,6 +571,19 @@ pub struct TestArgs {
     /// Zero-copy send: sendfile(2) from a memory-backed file instead of write(2).
     #[arg(short = 'Z', long = "zerocopy")]
     pub zerocopy: bool,
+    /// IP type of service on every data socket of both ends (IP_TOS; IPV6_TCLASS on IPv6),
+    /// as iperf3's -S: 0..255 in decimal, hex (0xb8) or octal (0270). The value the kernel
+    /// set is reported per stream.
+    #[arg(short = 'S', long = "tos", value_name = "TOS", value_parser = super::tos::tos, conflicts_with = "dscp")]
+    pub tos: Option<u8>,
+    /// DiffServ codepoint on every data socket of both ends, as iperf3's --dscp: a name (EF,
+    /// VA, AF11..AF43, CS0..CS7) or a number 0..63; sets the type of service to DSCP << 2.
+    #[arg(long = "dscp", value_name = "DSCP", value_parser = super::tos::dscp)]
+    pub dscp: Option<u8>,
+    /// Cap every data socket's sending rate with the kernel's fair-queue pacing
+    /// (SO_MAX_PACING_RATE), in bit/s (SI), on both ends, as iperf3's --fq-rate.
+    #[arg(long = "fq-rate", value_name = "RATE", value_parser = rate)]
+    pub fq_rate: Option<Bitrate>,
     /// Local port of the first data stream (stream i uses PORT + i - 1).
     #[arg(long = "cport", value_name = "PORT")]
     pub cport: Option<u16>,

@@ -126,6 +126,9 @@ fn matrix_plan(a: MatrixArgs) -> Result<(ClientPlan, MatrixPlan, MatrixRun), Str
         congestion: m.congestion.clone(),
         omit: m.omit,
         zerocopy: false,
+        tos: None,
+        dscp: None,
+        fq_rate: None,
         cport: None,
         threads: crate::plan::threads::Threads::Auto,
         title: m.title.clone(),
@@ -603,6 +606,9 @@ fn test_spec(t: &TestArgs, default_time: Duration) -> Result<TestSpec, String> {
         no_gro: t.no_gro,
         server_cpus: t.affinity.as_ref().map_or_else(Vec::new, |a| a.server.clone()),
         rr: rr_spec(t)?,
+        // iperf3 reads a zero type of service or pacing cap as "leave the kernel's default".
+        tos: t.tos.or(t.dscp).and_then(std::num::NonZeroU8::new),
+        fq_rate_bps: t.fq_rate.and_then(|r| std::num::NonZeroU64::new(r.bits_per_second())),
     };
     // With --iperf3 the datagrams carry iperf3's header only (no secret): its minimum.
     let min_udp = if t.iperf3 {

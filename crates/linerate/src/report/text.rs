@@ -343,6 +343,16 @@ fn granted_lines(
     if let Some(cc) = &s.congestion {
         facts.push(format!("congestion {cc}"));
     }
+    if let Some((lo, hi)) = s.tos {
+        facts.push(if lo == hi {
+            format!("TOS {lo:#04x}")
+        } else {
+            format!("TOS {lo:#04x}-{hi:#04x}")
+        });
+    }
+    if let Some((lo, _)) = s.max_pacing_rate_bps {
+        facts.push(format!("fq pacing cap {}", format_bits_per_second(lo as f64)));
+    }
     if facts.is_empty() {
         return Ok(());
     }
@@ -507,6 +517,12 @@ pub fn describe_spec_without(spec: &TestSpec, skip: &[&str]) -> String {
     }
     if let Some(cc) = &spec.congestion {
         parts.push(format!("congestion {cc}"));
+    }
+    if let Some(tos) = spec.tos.map(std::num::NonZeroU8::get) {
+        parts.push(format!("TOS {tos:#04x} (DSCP {})", tos >> 2));
+    }
+    if let Some(r) = spec.fq_rate_bps.map(std::num::NonZeroU64::get) {
+        parts.push(format!("fq pacing cap {}", format_bits_per_second(r as f64)));
     }
     if let Some(t) = &spec.title {
         parts.push(format!("title {t:?}"));

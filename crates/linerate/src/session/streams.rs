@@ -1006,6 +1006,8 @@ fn merge_facts(r: &mut SocketReport, f: sys::SocketFacts) {
     r.mss_bytes = f.mss_bytes.or(r.mss_bytes);
     r.congestion = f.congestion.or(r.congestion.take());
     r.no_delay = f.no_delay.or(r.no_delay);
+    r.tos = f.tos.or(r.tos);
+    r.max_pacing_rate_bps = f.max_pacing_rate_bps.or(r.max_pacing_rate_bps);
 }
 
 #[cfg(test)]

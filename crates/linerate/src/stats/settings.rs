@@ -60,6 +60,11 @@ fn settings(record: &RunRecord) -> Vec<(&'static str, String)> {
         ("congestion", s.congestion.clone().unwrap_or_else(|| "default".into())),
         ("omitted warm-up", format!("{} s", s.omit_ms as f64 / 1000.0)),
         ("zero-copy", on(s.zerocopy)),
+        ("type of service", s.tos.map_or("default".into(), |t| format!("{t:#04x}"))),
+        (
+            "fq pacing cap",
+            s.fq_rate_bps.map_or("none".into(), |r| format_bits_per_second(r.get() as f64)),
+        ),
     ]
 }
 

@@ -125,6 +125,12 @@ pub fn params(
     if spec.zerocopy {
         m.insert("zerocopy".into(), json!(1));
     }
+    if let Some(tos) = spec.tos {
+        m.insert("TOS".into(), json!(tos));
+    }
+    if let Some(bps) = spec.fq_rate_bps {
+        m.insert("fqrate".into(), json!(bps));
+    }
     match spec.server_cpus.as_slice() {
         [] => {}
         [cpu] => {
@@ -147,9 +153,7 @@ pub fn params(
 const UNSUPPORTED: &[(&str, &str, ServerError)] = &[
     ("sctp", "--sctp", ServerError::with(errno::NO_SCTP, 0)),
     ("mptcp", "-m/--mptcp", ServerError::with(errno::UNIMPLEMENTED, 0)),
-    ("fqrate", "--fq-rate", ServerError::with(errno::SET_PACING, errno::os::EPERM)),
     ("burst", "-b RATE/BURST", ServerError::with(errno::UNIMPLEMENTED, 0)),
-    ("TOS", "-S/--tos or --dscp", ServerError::with(errno::SET_TOS, errno::os::EPERM)),
     ("flowlabel", "-L/--flowlabel", ServerError::with(errno::SET_FLOW, errno::os::EPERM)),
     (
         "authtoken",
@@ -209,6 +213,11 @@ pub fn request_from_params(bytes: &[u8]) -> Result<Iperf3Request, Iperf3Refusal>
     let cpu =
         ranged(m, "server_affinity", 0, u64::from(crate::spec::MAX_AFFINITY_CPU), errno::AFFINITY)?;
     spec.server_cpus = cpu.map(|c| vec![c as u32]).unwrap_or_default();
+    // `-S`/`--dscp` and `--fq-rate`: 0 is iperf3's "unset".
+    let tos = ranged(m, "TOS", 0, 255, errno::BAD_TOS)?;
+    spec.tos = tos.and_then(|t| std::num::NonZeroU8::new(t as u8));
+    let fq_rate = ranged(m, "fqrate", 0, crate::spec::MAX_FQ_RATE_BPS, errno::RECV_PARAMS)?;
+    spec.fq_rate_bps = fq_rate.and_then(std::num::NonZeroU64::new);
     // iperf3's datagrams carry no secret: its own smallest `-l` holds its header.
     spec.validate_with_udp_min(crate::spec::MIN_IPERF3_UDP_DATAGRAM)
         .map_err(|e| refuse(errno::RECV_PARAMS, e.to_string()))?;
@@ -314,6 +323,25 @@ mod tests {
         assert!(none.spec.server_cpus.is_empty());
     }
 
+    /// `-S`/`--dscp` go as iperf3's `TOS`, `--fq-rate` as `fqrate` (bits per second), both
+    /// only when set; an iperf3 client's are read back into the test, 0 meaning unset.
+    #[test]
+    fn tos_and_fq_rate_go_both_ways() {
+        use std::num::{NonZeroU8, NonZeroU64};
+        let mut spec = TestSpec::default_tcp();
+        let v: Value = serde_json::from_str(&params(&spec, "x", false).expect("p")).expect("j");
+        assert!(v.get("TOS").is_none() && v.get("fqrate").is_none());
+        spec.tos = NonZeroU8::new(0xb8);
+        spec.fq_rate_bps = NonZeroU64::new(100_000_000);
+        let p = params(&spec, "x", false).expect("params");
+        let v: Value = serde_json::from_str(&p).expect("json");
+        assert_eq!((v["TOS"].as_u64(), v["fqrate"].as_u64()), (Some(184), Some(100_000_000)));
+        let back = req(&p).expect("served");
+        assert_eq!((back.spec.tos, back.spec.fq_rate_bps), (spec.tos, spec.fq_rate_bps));
+        let zero = req(r#"{"tcp":true,"time":1,"TOS":0,"fqrate":0}"#).expect("served");
+        assert_eq!((zero.spec.tos, zero.spec.fq_rate_bps), (None, None));
+    }
+
     #[test]
     fn params_refuse_what_iperf3_cannot_take() {
         let mut spec = TestSpec::default_tcp();
@@ -387,8 +415,9 @@ mod tests {
             (r#"{"udp":true,"time":1,"len":8}"#, errno::UDP_BLOCK_SIZE, "len"),
             (r#"{"udp":true,"time":1,"len":15}"#, errno::UDP_BLOCK_SIZE, "len"),
             (r#"{"tcp":true,"time":1,"authtoken":"x"}"#, errno::UNIMPLEMENTED, "authentication"),
-            (r#"{"tcp":true,"time":1,"TOS":8}"#, errno::SET_TOS, "--tos"),
-            (r#"{"tcp":true,"time":1,"fqrate":8}"#, errno::SET_PACING, "--fq-rate"),
+            (r#"{"tcp":true,"time":1,"TOS":256}"#, errno::BAD_TOS, "TOS"),
+            (r#"{"tcp":true,"time":1,"fqrate":-8}"#, errno::RECV_PARAMS, "fqrate"),
+            (r#"{"tcp":true,"time":1,"fqrate":4}"#, errno::RECV_PARAMS, "--fq-rate"),
             (r#"{"tcp":true,"time":1,"sctp":true}"#, errno::NO_SCTP, "--sctp"),
             (r#"{"tcp":true,"time":1,"parallel":129}"#, errno::NUM_STREAMS, "parallel"),
             (r#"{"tcp":true,"time":1,"parallel":0}"#, errno::NUM_STREAMS, "parallel"),

@@ -401,13 +401,14 @@ mod tests {
     fn bad_params_become_server_error_with_the_iperf3_number() {
         let mut s = Iperf3Server::new(T0);
         s.handle_input(&[b'a'; 37], T0).expect("cookie");
-        s.handle_input(&frame(br#"{"tcp":true,"time":1,"TOS":8}"#), T0).expect("read");
+        s.handle_input(&frame(br#"{"tcp":true,"time":1,"flowlabel":8}"#), T0).expect("read");
         let ev = events(&mut s);
         assert!(
-            matches!(&ev[..], [Iperf3ServerEvent::TestRequested(Err(m))] if m.contains("--tos"))
+            matches!(&ev[..], [Iperf3ServerEvent::TestRequested(Err(m))] if m.contains("--flowlabel"))
         );
-        // "unable to set IP TOS: Operation not permitted": iperf3's own words name the option.
-        assert_eq!(s.poll_transmit(), Some(vec![9, 0xfe, 0, 0, 0, 125, 0, 0, 0, 1]));
+        // "unable to set IPv6 flow label: Operation not permitted": iperf3's own words name
+        // the option.
+        assert_eq!(s.poll_transmit(), Some(vec![9, 0xfe, 0, 0, 0, 127, 0, 0, 0, 1]));
     }
 
     #[test]

@@ -39,11 +39,15 @@ pub enum Capability {
     /// Request/response tests (`--rr`, `spec.rr`): the server answers requests on each
     /// stream instead of receiving a bulk flow.
     Latency,
+    /// The IP type-of-service byte on data sockets (`-S/--tos`, `--dscp`, `spec.tos`).
+    Tos,
+    /// Fair-queue pacing caps on data sockets (`--fq-rate`, `spec.fq_rate_bps`).
+    FqRate,
 }
 
 impl Capability {
     /// Every capability this crate knows, in a stable order.
-    pub const ALL: [Capability; 12] = [
+    pub const ALL: [Capability; 14] = [
         Self::Tcp,
         Self::Reverse,
         Self::Bidir,
@@ -56,6 +60,8 @@ impl Capability {
         Self::HeldStart,
         Self::UdpSecret,
         Self::Latency,
+        Self::Tos,
+        Self::FqRate,
     ];
 
     /// The wire name.
@@ -73,6 +79,8 @@ impl Capability {
             Self::HeldStart => "held_start",
             Self::UdpSecret => "udp_secret",
             Self::Latency => "latency",
+            Self::Tos => "tos",
+            Self::FqRate => "fq_rate",
         }
     }
 

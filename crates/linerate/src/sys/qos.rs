@@ -1,0 +1,195 @@
+//! Per-socket quality of service: the IP type-of-service byte (`IP_TOS`, `IPV6_TCLASS`) and
+//! the kernel's fair-queue pacing cap (`SO_MAX_PACING_RATE`), set and read back.
+//!
+//! Kept apart from `socket.rs` because both depend on the socket's address family as it is
+//! *used*: a dual-stack server's accepted socket is IPv6 but carries IPv4 packets for an
+//! IPv4 client, and those take their TOS from `IP_TOS`, not `IPV6_TCLASS` (iperf3 sets both
+//! for that reason, and so does [`set_tos`]). Linux only; elsewhere the answers are
+//! "unsupported" and None.
+
+use std::io;
+use std::os::fd::AsFd;
+
+/// Sets the type-of-service byte: `IP_TOS` on an IPv4 socket; `IPV6_TCLASS` on an IPv6 one,
+/// and `IP_TOS` too where the kernel allows it (the socket may carry IPv4 packets for a
+/// mapped peer). Unprivileged processes may set any value; TCP keeps the two ECN bits.
+pub fn set_tos(sock: &impl AsFd, tos: u8) -> io::Result<()> {
+    imp::set_tos(sock.as_fd(), tos)
+}
+
+/// The type-of-service byte the kernel holds for the packets `sock` sends now: `IP_TOS` for
+/// an IPv4 socket or an IPv6 one connected to an IPv4-mapped peer, else `IPV6_TCLASS`.
+pub fn tos(sock: &impl AsFd) -> Option<u8> {
+    imp::tos(sock.as_fd())
+}
+
+/// Sets `SO_MAX_PACING_RATE` to `bits_per_second` (the kernel takes bytes per second, so the
+/// rate is divided by 8, as iperf3 does): the fair-queue qdisc, or TCP's internal pacing,
+/// spaces the socket's packets so it never sends faster.
+pub fn set_max_pacing_rate(sock: &impl AsFd, bits_per_second: u64) -> io::Result<()> {
+    imp::set_max_pacing_rate(sock.as_fd(), bits_per_second)
+}
+
+/// `SO_MAX_PACING_RATE` as read back, in bits per second; None where unsupported.
+pub fn max_pacing_rate(sock: &impl AsFd) -> Option<u64> {
+    imp::max_pacing_rate(sock.as_fd())
+}
+
+#[cfg(target_os = "linux")]
+mod imp {
+    use std::ffi::c_int;
+    use std::io;
+    use std::os::fd::{AsRawFd, BorrowedFd};
+
+    use crate::sys::context;
+
+    fn set(fd: BorrowedFd<'_>, level: c_int, name: c_int, value: &[u8]) -> io::Result<()> {
+        let len = libc::socklen_t::try_from(value.len()).unwrap_or(libc::socklen_t::MAX);
+        // SAFETY: `value` is a live slice of `len` readable bytes the kernel only reads; `fd`
+        // is live for the call.
+        let rc =
+            unsafe { libc::setsockopt(fd.as_raw_fd(), level, name, value.as_ptr().cast(), len) };
+        if rc == -1 { Err(io::Error::last_os_error()) } else { Ok(()) }
+    }
+
+    /// Reads an option of at most 8 bytes; returns the bytes and how many the kernel wrote.
+    fn get(fd: BorrowedFd<'_>, level: c_int, name: c_int) -> Option<([u8; 8], usize)> {
+        let mut buf = [0u8; 8];
+        let mut len = buf.len() as libc::socklen_t;
+        // SAFETY: `buf` is an exclusively borrowed 8-byte array and `len` says so; any bytes
+        // are valid; `fd` is live for the call.
+        let rc = unsafe {
+            libc::getsockopt(fd.as_raw_fd(), level, name, buf.as_mut_ptr().cast(), &mut len)
+        };
+        (rc == 0).then_some((buf, (len as usize).min(8)))
+    }
+
+    fn get_int(fd: BorrowedFd<'_>, level: c_int, name: c_int) -> Option<c_int> {
+        let (buf, n) = get(fd, level, name)?;
+        (n == size_of::<c_int>()).then(|| c_int::from_ne_bytes([buf[0], buf[1], buf[2], buf[3]]))
+    }
+
+    /// (is IPv6, carries IPv4 packets): from the socket's own and its peer's address.
+    fn family(fd: BorrowedFd<'_>) -> (bool, bool) {
+        let sock = socket2::SockRef::from(&fd);
+        let v6 = sock.local_addr().ok().and_then(|a| a.as_socket()).is_some_and(|a| a.is_ipv6());
+        let mapped = sock
+            .peer_addr()
+            .ok()
+            .and_then(|a| a.as_socket_ipv6())
+            .is_some_and(|a| a.ip().to_ipv4_mapped().is_some());
+        (v6, !v6 || mapped)
+    }
+
+    pub(super) fn set_tos(fd: BorrowedFd<'_>, tos: u8) -> io::Result<()> {
+        let value = c_int::from(tos).to_ne_bytes();
+        let (v6, _) = family(fd);
+        if v6 {
+            set(fd, libc::IPPROTO_IPV6, libc::IPV6_TCLASS, &value)
+                .map_err(|e| context(e, format_args!("setting IPV6_TCLASS to {tos:#04x}")))?;
+            // Best effort, as in iperf3: only matters for IPv4 packets of a mapped peer.
+            let _ = set(fd, libc::IPPROTO_IP, libc::IP_TOS, &value);
+            Ok(())
+        } else {
+            set(fd, libc::IPPROTO_IP, libc::IP_TOS, &value)
+                .map_err(|e| context(e, format_args!("setting IP_TOS to {tos:#04x}")))
+        }
+    }
+
+    pub(super) fn tos(fd: BorrowedFd<'_>) -> Option<u8> {
+        let (_, v4_packets) = family(fd);
+        let v = if v4_packets {
+            get_int(fd, libc::IPPROTO_IP, libc::IP_TOS)
+        } else {
+            get_int(fd, libc::IPPROTO_IPV6, libc::IPV6_TCLASS)
+        };
+        v.and_then(|t| u8::try_from(t).ok())
+    }
+
+    pub(super) fn set_max_pacing_rate(fd: BorrowedFd<'_>, bits_per_second: u64) -> io::Result<()> {
+        let bytes = (bits_per_second / 8).to_ne_bytes();
+        set(fd, libc::SOL_SOCKET, libc::SO_MAX_PACING_RATE, &bytes).map_err(|e| {
+            context(
+                e,
+                format_args!("setting SO_MAX_PACING_RATE to {} bytes/s", bits_per_second / 8),
+            )
+        })
+    }
+
+    pub(super) fn max_pacing_rate(fd: BorrowedFd<'_>) -> Option<u64> {
+        let (buf, n) = get(fd, libc::SOL_SOCKET, libc::SO_MAX_PACING_RATE)?;
+        let bytes = match n {
+            8 => u64::from_ne_bytes(buf),
+            4 => u64::from(u32::from_ne_bytes([buf[0], buf[1], buf[2], buf[3]])),
+            _ => return None,
+        };
+        Some(bytes.saturating_mul(8))
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+mod imp {
+    use std::io;
+    use std::os::fd::BorrowedFd;
+
+    fn unsupported(what: &str) -> io::Error {
+        io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!("{what} is not supported on this operating system"),
+        )
+    }
+
+    pub(super) fn set_tos(_fd: BorrowedFd<'_>, _tos: u8) -> io::Result<()> {
+        Err(unsupported("setting the type of service"))
+    }
+
+    pub(super) fn tos(_fd: BorrowedFd<'_>) -> Option<u8> {
+        None
+    }
+
+    pub(super) fn set_max_pacing_rate(_fd: BorrowedFd<'_>, _bps: u64) -> io::Result<()> {
+        Err(unsupported("SO_MAX_PACING_RATE"))
+    }
+
+    pub(super) fn max_pacing_rate(_fd: BorrowedFd<'_>) -> Option<u64> {
+        None
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use std::net::{TcpListener, TcpStream, UdpSocket};
+
+    use super::*;
+
+    #[test]
+    fn tos_is_read_back_on_ipv4_tcp_and_udp() {
+        let l = TcpListener::bind("127.0.0.1:0").expect("listen");
+        let c = TcpStream::connect(l.local_addr().expect("addr")).expect("connect");
+        assert_ne!(tos(&c), Some(0xb8), "a fresh socket must not already carry EF");
+        set_tos(&c, 0xb8).expect("set");
+        assert_eq!(tos(&c), Some(0xb8));
+        // TCP keeps the ECN bits for itself: 0xbb reads back as 0xb8.
+        set_tos(&c, 0xbb).expect("set");
+        assert_eq!(tos(&c), Some(0xb8));
+        let u = UdpSocket::bind("127.0.0.1:0").expect("udp");
+        set_tos(&u, 0x28).expect("set");
+        assert_eq!(tos(&u), Some(0x28));
+    }
+
+    #[test]
+    fn tos_on_ipv6_reads_the_traffic_class() {
+        let Ok(u) = UdpSocket::bind("[::1]:0") else { return };
+        set_tos(&u, 0x88).expect("set");
+        assert_eq!(tos(&u), Some(0x88));
+    }
+
+    #[test]
+    fn pacing_cap_is_read_back_in_bits() {
+        let u = UdpSocket::bind("127.0.0.1:0").expect("udp");
+        let before = max_pacing_rate(&u).expect("readable");
+        set_max_pacing_rate(&u, 80_000_000).expect("set");
+        assert_eq!(max_pacing_rate(&u), Some(80_000_000));
+        assert_ne!(before, 80_000_000);
+    }
+}

@@ -1,0 +1,100 @@
+//! iperf3's socket options (`-S/--tos`, `--dscp`, `--fq-rate`) on loopback, three ways: a
+//! linerate client and server, a linerate client against `iperf3 -s`, and an `iperf3 -c`
+//! against a linerate server. Each checks what the kernel holds on the data sockets (the
+//! `socket` facts both ends read back with getsockopt), not just that nothing failed.
+
+use serde_json::Value;
+
+use crate::interop::Iperf3Server;
+use crate::interop_server::{have_iperf3, iperf3_client, server_record};
+use crate::util::{Server, client_json, streams};
+
+/// (type of service, pacing cap) every stream in `streams` read back.
+fn qos(streams: &[Value]) -> Vec<(Option<u64>, Option<u64>)> {
+    streams
+        .iter()
+        .map(|s| (s["socket"]["tos"].as_u64(), s["socket"]["max_pacing_rate_bps"].as_u64()))
+        .collect()
+}
+
+#[test]
+fn tos_and_fq_rate_reach_every_data_socket_of_both_linerate_ends() {
+    let srv = Server::start(&[]);
+    let cases: [(&[&str], u64); 3] = [
+        (&["-S", "0xb8", "--bidir"], 0xb8),
+        (&["--dscp", "AF41", "-R", "-P", "2"], 0x88),
+        (&["-u", "--dscp", "10", "-b", "10M"], 10 << 2),
+    ];
+    for (extra, tos) in cases {
+        let mut args = vec!["-t", "0.5", "--fq-rate", "400M"];
+        args.extend_from_slice(extra);
+        let doc = client_json(srv.port, &args);
+        for end in ["client", "server_results"] {
+            let got = qos(streams(&doc, end));
+            assert!(!got.is_empty(), "{extra:?} {end}");
+            for g in got {
+                assert_eq!(g, (Some(tos), Some(400_000_000)), "{extra:?}: the {end}'s sockets");
+            }
+        }
+    }
+    // Without the flags neither is reported (nor set).
+    let doc = client_json(srv.port, &["-t", "0.3"]);
+    assert_eq!(qos(streams(&doc, "server_results")), vec![(None, None)]);
+}
+
+#[test]
+fn bad_tos_and_dscp_values_name_the_flag_and_the_fix() {
+    for (args, needle) in [
+        (&["-S", "256"][..], "0..255"),
+        (&["--dscp", "AF44"][..], "0..63"),
+        (&["-S", "8", "--dscp", "EF"][..], "--dscp"),
+        (&["--fq-rate", "fast"][..], "--fq-rate"),
+    ] {
+        let mut all = vec!["client", "127.0.0.1", "-t", "1"];
+        all.extend_from_slice(args);
+        let out = crate::util::run(&all, std::time::Duration::from_secs(10));
+        assert_eq!(out.code, Some(2), "{args:?}: {}", out.stderr);
+        assert!(out.stderr.contains(needle), "{args:?}: {}", out.stderr);
+    }
+}
+
+/// linerate sends iperf3's own `TOS` and `fqrate` parameters: the iperf3 server's JSON start
+/// (fetched with `--get-server-output`) says the TOS it took, and our sockets hold both.
+#[test]
+fn tos_and_fq_rate_reach_a_real_iperf3_server() {
+    let _serial = crate::util::exclusive();
+    let Some(srv) = Iperf3Server::start_with(&["-J"]) else { return };
+    let doc = srv.client(&["-t", "1", "--dscp", "EF", "--fq-rate", "200M", "--get-server-output"]);
+    // An iperf3 server with -J sends its document, kept as JSON.
+    let theirs = &doc["record"]["server_output"]["start"]["test_start"];
+    assert_eq!(theirs["tos"], 0xb8, "{theirs}");
+    assert_eq!(qos(streams(&doc, "client")), vec![(Some(0xb8), Some(200_000_000))]);
+    // The pacing cap holds the iperf3 server's receive rate under it.
+    let rate = doc["summary"]["directions"][0]["receiver"]["bits_per_second"].as_f64();
+    assert!(rate.is_some_and(|r| r <= 210e6), "{rate:?}");
+}
+
+/// An iperf3 client's `-S` and `--fq-rate` are served, no longer refused: the linerate
+/// server's own record shows the kernel's values on its sockets, both directions.
+#[test]
+fn an_iperf3_clients_tos_and_fq_rate_are_served() {
+    if !have_iperf3() {
+        return;
+    }
+    let srv = Server::start(&["-J"]);
+    let cases: [&[&str]; 2] = [
+        &["-t", "1", "-S", "0x28", "--fq-rate", "300M", "-R"],
+        &["-t", "1", "-u", "--dscp", "cs1"],
+    ];
+    for (test, args) in (1u64..).zip(cases) {
+        let (code, doc, stderr) = iperf3_client(srv.port, args);
+        assert_eq!(code, Some(0), "{args:?}: {stderr}");
+        assert!(doc.get("error").is_none(), "{args:?}: {}", doc["error"]);
+        let rec = server_record(&srv, test);
+        let server = rec["server"]["streams"].as_array().expect("server streams");
+        let want = if test == 1 { (Some(0x28), Some(300_000_000)) } else { (Some(0x20), None) };
+        for g in qos(server) {
+            assert_eq!(g, want, "{args:?}");
+        }
+    }
+}
