@@ -41,8 +41,12 @@ Exit status:
 
 /// Network throughput benchmark: client, multi-client server, honest figures.
 #[derive(Debug, Parser)]
-#[command(name = "linerate", version, about, after_help = AFTER_HELP, args_conflicts_with_subcommands = true)]
+#[command(name = "linerate", version, about, after_help = AFTER_HELP, args_conflicts_with_subcommands = true,
+          disable_version_flag = true)]
 pub struct Cli {
+    /// Print the version. (`-V` is iperf3's verbose: see `linerate client --help`.)
+    #[arg(long = "version", action = clap::ArgAction::Version)]
+    pub version: Option<bool>,
     /// What to do (default: selftest).
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -600,6 +604,8 @@ pub struct TestArgs {
     /// Label carried into the output and the JSON record.
     #[arg(short = 'T', long = "title", value_name = "TEXT")]
     pub title: Option<String>,
+    #[command(flatten)]
+    pub text: TextArgs,
     /// The path's link rate (SI bits per second, e.g. 10G): the summary shows the theoretical
     /// TCP maximum over such a link and the share reached.
     #[arg(long = "link-speed", value_name = "RATE", value_parser = rate)]
@@ -658,6 +664,35 @@ pub struct TestArgs {
     /// With --under-load: seconds of probes on the idle path before the test [default: 2].
     #[arg(long = "idle-time", value_name = "SECONDS", value_parser = seconds, requires = "under_load")]
     pub idle_time: Option<Duration>,
+}
+
+/// How the client's text output reads, as iperf3's output flags.
+#[derive(Debug, Args, Default)]
+pub struct TextArgs {
+    /// Unit of the text's rates and transfers, as iperf3: k m g t = rates in kbit/s .. Tbit/s,
+    /// K M G T = rates in KiB/s .. TiB/s; transfers in KiB .. TiB [default: each figure in the
+    /// unit that suits it].
+    #[arg(short = 'f', long = "format", value_name = "k|m|g|t|K|M|G|T", value_parser = scale)]
+    pub format: Option<crate::units::scale::Scale>,
+    /// Verbose, as iperf3's -V: also each stream's figures and granted socket options, and
+    /// both ends' environment. (`--version` prints the version.)
+    #[arg(short = 'V', long = "verbose")]
+    pub verbose: bool,
+    /// Start each output line with the time, formatted by strftime(3) [default: "%c ", as
+    /// iperf3]; give the format as --timestamps=FORMAT.
+    #[arg(long = "timestamps", value_name = "FORMAT", num_args = 0..=1, require_equals = true,
+          default_missing_value = crate::plan::text::DEFAULT_TIMESTAMP_FORMAT)]
+    pub timestamps: Option<String>,
+    /// Write what would go to stdout to FILE instead, appending, as iperf3's --logfile.
+    #[arg(long = "logfile", value_name = "FILE")]
+    pub logfile: Option<std::path::PathBuf>,
+    /// Write each output line out as soon as it is complete, even to a file or a pipe.
+    #[arg(long = "forceflush")]
+    pub forceflush: bool,
+}
+
+fn scale(s: &str) -> Result<crate::units::scale::Scale, String> {
+    crate::units::scale::Scale::parse(s)
 }
 
 /// A percentage such as `0.1`, `0.1%` or `2%`, from 0 to 100.

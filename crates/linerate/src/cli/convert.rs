@@ -132,6 +132,7 @@ fn matrix_plan(a: MatrixArgs) -> Result<(ClientPlan, MatrixPlan, MatrixRun), Str
         cport: None,
         threads: crate::plan::threads::Threads::Auto,
         title: m.title.clone(),
+        text: super::args::TextArgs::default(),
         link_speed: m.link_speed,
         mtu: m.mtu,
         find_max: false,
@@ -300,6 +301,7 @@ fn report_plan(a: ReportArgs) -> Result<ReportPlan, String> {
 /// embedded loopback server — a layered method's first tier in a few seconds.
 pub(super) fn default_methodology() -> Plan {
     let mut base = ClientPlan {
+        text: crate::plan::text::TextOptions::default(),
         psk: None,
         host: "127.0.0.1".into(),
         port: 0,
@@ -479,6 +481,7 @@ pub(super) fn client_plan(
     let psk = net.psk_file.as_deref().map(crate::plan::server::read_psk).transpose()?;
     let (host, port) = super::host::host_port(&host, net.port)?;
     Ok(ClientPlan {
+        text: text_options(&t.text),
         psk,
         host,
         port,
@@ -502,6 +505,16 @@ pub(super) fn client_plan(
         gates: Gates::default(),
         under_load,
     })
+}
+
+fn text_options(t: &super::args::TextArgs) -> crate::plan::text::TextOptions {
+    crate::plan::text::TextOptions {
+        scale: t.format.unwrap_or_default(),
+        verbose: t.verbose,
+        timestamps: t.timestamps.clone(),
+        logfile: t.logfile.clone(),
+        forceflush: t.forceflush,
+    }
 }
 
 fn millis(d: Duration) -> u64 {

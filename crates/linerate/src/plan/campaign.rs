@@ -196,6 +196,7 @@ impl Tier {
             ..TestSpec::default_tcp()
         };
         ClientPlan {
+            text: crate::plan::text::TextOptions::default(),
             psk: None,
             host: self.target.host.clone(),
             port: self.target.port,

@@ -19,6 +19,7 @@ pub mod schedule;
 pub mod search;
 pub mod server;
 pub mod size;
+pub mod text;
 pub mod threads;
 
 /// Default UDP rate per stream, as iperf3's (bit/s): low enough to be safe on any path.
@@ -69,6 +70,8 @@ pub enum OutputFormat {
 /// Run one test against a server.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClientPlan {
+    /// How the text output reads (`-f`, `-V`, `--timestamps`, `--logfile`, `--forceflush`).
+    pub text: text::TextOptions,
     /// The server's pre-shared key (`--psk-file`), for servers that require one.
     pub psk: Option<linerate_proto::auth::Psk>,
     /// Server host name or address.
