@@ -37,9 +37,17 @@ fn tos_and_fq_rate_reach_every_data_socket_of_both_linerate_ends() {
             }
         }
     }
-    // Without the flags neither is reported (nor set).
+    // --dont-fragment: both ends' UDP sockets never fragment.
+    let doc = client_json(srv.port, &["-t", "0.3", "-u", "--dont-fragment", "-R"]);
+    for end in ["client", "server_results"] {
+        for s in streams(&doc, end) {
+            assert_eq!(s["socket"]["dont_fragment"], true, "{end}: {s}");
+        }
+    }
+    // Without the flags none is reported (nor set).
     let doc = client_json(srv.port, &["-t", "0.3"]);
     assert_eq!(qos(streams(&doc, "server_results")), vec![(None, None)]);
+    assert!(streams(&doc, "server_results")[0]["socket"].get("dont_fragment").is_none());
 }
 
 #[test]
@@ -49,6 +57,8 @@ fn bad_tos_and_dscp_values_name_the_flag_and_the_fix() {
         (&["--dscp", "AF44"][..], "0..63"),
         (&["-S", "8", "--dscp", "EF"][..], "--dscp"),
         (&["--fq-rate", "fast"][..], "--fq-rate"),
+        (&["--dont-fragment"][..], "--udp"),
+        (&["-b", "10M/5"][..], "burst mode (-b RATE/BURST) is not supported"),
     ] {
         let mut all = vec!["client", "127.0.0.1", "-t", "1"];
         all.extend_from_slice(args);
@@ -74,6 +84,21 @@ fn tos_and_fq_rate_reach_a_real_iperf3_server() {
     assert!(rate.is_some_and(|r| r <= 210e6), "{rate:?}");
 }
 
+/// `--dont-fragment` reaches an iperf3 server as 3.21's `dont_fragment` (3.12 sets the bit on
+/// its client only and ignores the key); our UDP sockets hold the bit either way.
+#[test]
+fn dont_fragment_runs_against_a_real_iperf3_server() {
+    let _serial = crate::util::exclusive();
+    let Some(srv) = Iperf3Server::start_with(&[]) else { return };
+    for extra in [&["-u", "--dont-fragment"][..], &["-u", "--dont-fragment", "-R"][..]] {
+        let mut args = vec!["-t", "1", "-b", "10M"];
+        args.extend_from_slice(extra);
+        let doc = srv.client(&args);
+        let client = streams(&doc, "client");
+        assert!(client.iter().all(|s| s["socket"]["dont_fragment"] == true), "{extra:?}");
+    }
+}
+
 /// An iperf3 client's `-S` and `--fq-rate` are served, no longer refused: the linerate
 /// server's own record shows the kernel's values on its sockets, both directions.
 #[test]
@@ -96,5 +121,24 @@ fn an_iperf3_clients_tos_and_fq_rate_are_served() {
         for g in qos(server) {
             assert_eq!(g, want, "{args:?}");
         }
+    }
+}
+
+/// iperf3 3.12's own `--dont-fragment` and `--repeating-payload` against a linerate server:
+/// the first is the client's own socket option, the second is served (linerate's senders
+/// always write a repeating pattern); both tests run whole.
+#[test]
+fn an_iperf3_clients_dont_fragment_and_repeating_payload_run() {
+    if !have_iperf3() {
+        return;
+    }
+    let srv = Server::start(&[]);
+    let cases: [&[&str]; 2] =
+        [&["-t", "1", "-u", "--dont-fragment"], &["-t", "1", "-R", "--repeating-payload"]];
+    for args in cases {
+        let (code, doc, stderr) = iperf3_client(srv.port, args);
+        assert_eq!(code, Some(0), "{args:?}: {stderr}");
+        assert!(doc.get("error").is_none(), "{args:?}: {}", doc["error"]);
+        assert!(doc["end"]["sum_received"]["bytes"].as_u64().unwrap_or(0) > 0, "{args:?}");
     }
 }

@@ -222,6 +222,9 @@ pub(crate) fn required_caps(spec: &TestSpec) -> Vec<(Capability, &'static str)> 
     if spec.fq_rate_bps.is_some() {
         need.push((Capability::FqRate, "--fq-rate"));
     }
+    if spec.dont_fragment {
+        need.push((Capability::DontFragment, "--dont-fragment"));
+    }
     need
 }
 

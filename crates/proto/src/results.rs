@@ -69,6 +69,10 @@ pub struct SocketReport {
     /// the test set one (`--fq-rate`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_pacing_rate_bps: Option<u64>,
+    /// Whether the kernel holds the socket to "don't fragment" (`IP_MTU_DISCOVER` reads
+    /// `IP_PMTUDISC_DO`), when the test asked for it (`--dont-fragment`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dont_fragment: Option<bool>,
 }
 
 /// TCP's own view of a connection (Linux `TCP_INFO`), at one moment. Fields the kernel does

@@ -211,6 +211,13 @@ pub struct TestSpec {
     /// [`Capability::FqRate`]: crate::wire::Capability::FqRate
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fq_rate_bps: Option<std::num::NonZeroU64>,
+    /// UDP datagrams leave with the don't-fragment bit set and are never fragmented locally
+    /// (`--dont-fragment`, `IP_PMTUDISC_DO`): one larger than the path MTU fails to send
+    /// instead. Both ends' UDP data sockets. Needs [`Capability::DontFragment`].
+    ///
+    /// [`Capability::DontFragment`]: crate::wire::Capability::DontFragment
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dont_fragment: bool,
 }
 
 /// Why a [`TestSpec`] is invalid. Messages name the field and the allowed range.
@@ -269,6 +276,7 @@ impl TestSpec {
             rr: None,
             tos: None,
             fq_rate_bps: None,
+            dont_fragment: false,
         }
     }
 
@@ -339,6 +347,13 @@ impl TestSpec {
             && !(88..=65535).contains(&m)
         {
             return Err(out_of_range("MSS (-M)", m, "88..=65535 bytes"));
+        }
+        if self.dont_fragment && self.protocol != Protocol::Udp {
+            return Err(SpecError::BadText {
+                field: "don't fragment (--dont-fragment)",
+                reason: "it applies to UDP (-u); TCP sets the bit and finds the path MTU itself"
+                    .into(),
+            });
         }
         if let Some(r) = self.fq_rate_bps.map(std::num::NonZeroU64::get)
             && !(8..=MAX_FQ_RATE_BPS).contains(&r)

@@ -557,8 +557,8 @@ pub struct TestArgs {
     #[arg(long = "bidir")]
     pub bidir: bool,
     /// Pace each stream to this rate in bit/s (SI); 0 = unlimited [default: unlimited for TCP,
-    /// 1M for UDP].
-    #[arg(short = 'b', long = "bitrate", value_name = "RATE", value_parser = rate)]
+    /// 1M for UDP]. (iperf3's RATE/BURST is not supported: linerate spaces every block.)
+    #[arg(short = 'b', long = "bitrate", value_name = "RATE", value_parser = bitrate)]
     pub bitrate: Option<Bitrate>,
     /// TCP maximum segment size (set before connecting).
     #[arg(short = 'M', long = "mss", visible_alias = "set-mss", value_name = "BYTES")]
@@ -588,6 +588,10 @@ pub struct TestArgs {
     /// (SO_MAX_PACING_RATE), in bit/s (SI), on both ends, as iperf3's --fq-rate.
     #[arg(long = "fq-rate", value_name = "RATE", value_parser = rate)]
     pub fq_rate: Option<Bitrate>,
+    /// With -u: datagrams leave with the don't-fragment bit on both ends (IP_PMTUDISC_DO), as
+    /// iperf3's --dont-fragment; one larger than the path MTU then fails to send.
+    #[arg(long = "dont-fragment", requires = "udp")]
+    pub dont_fragment: bool,
     /// Local port of the first data stream (stream i uses PORT + i - 1).
     #[arg(long = "cport", value_name = "PORT")]
     pub cport: Option<u16>,
@@ -627,6 +631,11 @@ pub struct TestArgs {
     /// With --find-max: length of each trial [default: 5 s].
     #[arg(long = "trial", value_name = "SECONDS", requires = "find_max", value_parser = seconds)]
     pub trial: Option<Duration>,
+    /// Payload of a repeating pattern, as iperf3's --repeating-payload: linerate's senders
+    /// always write one (never all zeros, so compression cannot flatter a path); against an
+    /// iperf3 server (--iperf3) its senders are asked to do the same.
+    #[arg(long = "repeating-payload")]
+    pub repeating_payload: bool,
     /// Against an iperf3 server: also fetch what it printed for the test (its text, or its
     /// JSON when it runs with -J). linerate servers always send their full figures.
     #[arg(long = "get-server-output")]
@@ -730,6 +739,20 @@ fn optional_size(s: &str) -> Result<Option<Size>, String> {
         Ok(None)
     } else {
         Size::spelled(s).map(Some).map_err(|e| e.to_string())
+    }
+}
+
+/// `-b`: a rate; iperf3's `RATE/BURST` is refused with what to do instead.
+fn bitrate(s: &str) -> Result<Bitrate, String> {
+    // "200Mbit/s" is a rate; "200M/16" is iperf3's burst of 16 blocks.
+    match s.rsplit_once('/').filter(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    {
+        Some((r, _)) => Err(format!(
+            "{s:?}: iperf3's burst mode (-b RATE/BURST) is not supported: linerate paces every \
+             block on its own, which is what a rate means; give -b {r} (or use --fq-rate to \
+             let the kernel pace)"
+        )),
+        None => rate(s),
     }
 }
 

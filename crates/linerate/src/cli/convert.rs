@@ -129,10 +129,12 @@ fn matrix_plan(a: MatrixArgs) -> Result<(ClientPlan, MatrixPlan, MatrixRun), Str
         tos: None,
         dscp: None,
         fq_rate: None,
+        dont_fragment: false,
         cport: None,
         threads: crate::plan::threads::Threads::Auto,
         title: m.title.clone(),
         text: super::args::TextArgs::default(),
+        repeating_payload: false,
         link_speed: m.link_speed,
         mtu: m.mtu,
         find_max: false,
@@ -302,6 +304,7 @@ fn report_plan(a: ReportArgs) -> Result<ReportPlan, String> {
 pub(super) fn default_methodology() -> Plan {
     let mut base = ClientPlan {
         text: crate::plan::text::TextOptions::default(),
+        repeating_payload: false,
         psk: None,
         host: "127.0.0.1".into(),
         port: 0,
@@ -482,6 +485,7 @@ pub(super) fn client_plan(
     let (host, port) = super::host::host_port(&host, net.port)?;
     Ok(ClientPlan {
         text: text_options(&t.text),
+        repeating_payload: t.repeating_payload,
         psk,
         host,
         port,
@@ -622,6 +626,7 @@ fn test_spec(t: &TestArgs, default_time: Duration) -> Result<TestSpec, String> {
         // iperf3 reads a zero type of service or pacing cap as "leave the kernel's default".
         tos: t.tos.or(t.dscp).and_then(std::num::NonZeroU8::new),
         fq_rate_bps: t.fq_rate.and_then(|r| std::num::NonZeroU64::new(r.bits_per_second())),
+        dont_fragment: t.dont_fragment,
     };
     // With --iperf3 the datagrams carry iperf3's header only (no secret): its minimum.
     let min_udp = if t.iperf3 {

@@ -197,6 +197,7 @@ impl Tier {
         };
         ClientPlan {
             text: crate::plan::text::TextOptions::default(),
+            repeating_payload: false,
             psk: None,
             host: self.target.host.clone(),
             port: self.target.port,

@@ -70,6 +70,9 @@ pub enum OutputFormat {
 /// Run one test against a server.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClientPlan {
+    /// `--repeating-payload`: ask an iperf3 server's senders for a repeating pattern
+    /// (linerate's own senders always write one).
+    pub repeating_payload: bool,
     /// How the text output reads (`-f`, `-V`, `--timestamps`, `--logfile`, `--forceflush`).
     pub text: text::TextOptions,
     /// The server's pre-shared key (`--psk-file`), for servers that require one.

@@ -68,5 +68,6 @@ fn socket_text(k: &SocketReport) -> String {
     fact("no delay", k.no_delay.map(|n| if n { "on" } else { "off" }.to_string()));
     fact("TOS", k.tos.map(|t| format!("{t:#04x}")));
     fact("fq pacing cap", k.max_pacing_rate_bps.map(|r| Scale::Auto.rate(r as f64)));
+    fact("don't fragment", k.dont_fragment.map(|d| if d { "on" } else { "off" }.to_string()));
     if parts.is_empty() { "not reported".into() } else { parts.join(", ") }
 }

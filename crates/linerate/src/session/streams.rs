@@ -1008,6 +1008,7 @@ fn merge_facts(r: &mut SocketReport, f: sys::SocketFacts) {
     r.no_delay = f.no_delay.or(r.no_delay);
     r.tos = f.tos.or(r.tos);
     r.max_pacing_rate_bps = f.max_pacing_rate_bps.or(r.max_pacing_rate_bps);
+    r.dont_fragment = f.dont_fragment.or(r.dont_fragment);
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
-//! Per-socket quality of service: the IP type-of-service byte (`IP_TOS`, `IPV6_TCLASS`) and
-//! the kernel's fair-queue pacing cap (`SO_MAX_PACING_RATE`), set and read back.
+//! Per-socket quality of service: the IP type-of-service byte (`IP_TOS`, `IPV6_TCLASS`), the
+//! kernel's fair-queue pacing cap (`SO_MAX_PACING_RATE`) and "don't fragment"
+//! (`IP_MTU_DISCOVER` = `IP_PMTUDISC_DO`), set and read back.
 //!
 //! Kept apart from `socket.rs` because both depend on the socket's address family as it is
 //! *used*: a dual-stack server's accepted socket is IPv6 but carries IPv4 packets for an
@@ -33,6 +34,19 @@ pub fn set_max_pacing_rate(sock: &impl AsFd, bits_per_second: u64) -> io::Result
 /// `SO_MAX_PACING_RATE` as read back, in bits per second; None where unsupported.
 pub fn max_pacing_rate(sock: &impl AsFd) -> Option<u64> {
     imp::max_pacing_rate(sock.as_fd())
+}
+
+/// Never fragment what `sock` sends, with the don't-fragment bit set (`IP_PMTUDISC_DO`;
+/// `IPV6_PMTUDISC_DO` on IPv6, and the IPv4 one too where allowed): a datagram larger than
+/// the path MTU fails with EMSGSIZE instead.
+pub fn set_dont_fragment(sock: &impl AsFd) -> io::Result<()> {
+    imp::set_dont_fragment(sock.as_fd())
+}
+
+/// Whether the kernel holds `sock` to "don't fragment" (`IP_PMTUDISC_DO`) for the packets it
+/// sends now; None where unsupported.
+pub fn dont_fragment(sock: &impl AsFd) -> Option<bool> {
+    imp::dont_fragment(sock.as_fd())
 }
 
 #[cfg(target_os = "linux")]
@@ -116,6 +130,32 @@ mod imp {
         })
     }
 
+    pub(super) fn set_dont_fragment(fd: BorrowedFd<'_>) -> io::Result<()> {
+        let (v6, _) = family(fd);
+        let v4 = libc::IP_PMTUDISC_DO.to_ne_bytes();
+        if v6 {
+            let value = libc::IPV6_PMTUDISC_DO.to_ne_bytes();
+            set(fd, libc::IPPROTO_IPV6, libc::IPV6_MTU_DISCOVER, &value)
+                .map_err(|e| context(e, format_args!("setting IPV6_MTU_DISCOVER to DO")))?;
+            // Best effort: only matters for IPv4 packets of a mapped peer.
+            let _ = set(fd, libc::IPPROTO_IP, libc::IP_MTU_DISCOVER, &v4);
+            Ok(())
+        } else {
+            set(fd, libc::IPPROTO_IP, libc::IP_MTU_DISCOVER, &v4)
+                .map_err(|e| context(e, format_args!("setting IP_MTU_DISCOVER to DO")))
+        }
+    }
+
+    pub(super) fn dont_fragment(fd: BorrowedFd<'_>) -> Option<bool> {
+        let (_, v4_packets) = family(fd);
+        if v4_packets {
+            get_int(fd, libc::IPPROTO_IP, libc::IP_MTU_DISCOVER).map(|v| v == libc::IP_PMTUDISC_DO)
+        } else {
+            get_int(fd, libc::IPPROTO_IPV6, libc::IPV6_MTU_DISCOVER)
+                .map(|v| v == libc::IPV6_PMTUDISC_DO)
+        }
+    }
+
     pub(super) fn max_pacing_rate(fd: BorrowedFd<'_>) -> Option<u64> {
         let (buf, n) = get(fd, libc::SOL_SOCKET, libc::SO_MAX_PACING_RATE)?;
         let bytes = match n {
@@ -154,6 +194,14 @@ mod imp {
     pub(super) fn max_pacing_rate(_fd: BorrowedFd<'_>) -> Option<u64> {
         None
     }
+
+    pub(super) fn set_dont_fragment(_fd: BorrowedFd<'_>) -> io::Result<()> {
+        Err(unsupported("don't fragment"))
+    }
+
+    pub(super) fn dont_fragment(_fd: BorrowedFd<'_>) -> Option<bool> {
+        None
+    }
 }
 
 #[cfg(all(test, target_os = "linux"))]
@@ -182,6 +230,14 @@ mod tests {
         let Ok(u) = UdpSocket::bind("[::1]:0") else { return };
         set_tos(&u, 0x88).expect("set");
         assert_eq!(tos(&u), Some(0x88));
+    }
+
+    #[test]
+    fn dont_fragment_is_read_back() {
+        let u = UdpSocket::bind("127.0.0.1:0").expect("udp");
+        assert_eq!(dont_fragment(&u), Some(false), "UDP's default lets the kernel fragment");
+        set_dont_fragment(&u).expect("set");
+        assert_eq!(dont_fragment(&u), Some(true));
     }
 
     #[test]

@@ -33,6 +33,9 @@ pub struct SocketFacts {
     pub tos: Option<u8>,
     /// `SO_MAX_PACING_RATE` as read back, bits per second; filled only where a test set one.
     pub max_pacing_rate_bps: Option<u64>,
+    /// Whether the socket never fragments (`qos::dont_fragment`); filled only where a test
+    /// asked for it.
+    pub dont_fragment: Option<bool>,
 }
 
 /// The window scale factors of a connection (RFC 7323), as `TCP_INFO` reports them: windows

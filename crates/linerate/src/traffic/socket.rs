@@ -1,6 +1,6 @@
 //! Where every data socket of a test is made, on both ends: the options a test asks for
 //! (`-w` buffers, `-M` maximum segment size, `-C` congestion control, `-N` no delay, `-S`/`--dscp`
-//! type of service, `--fq-rate` pacing cap), the local
+//! type of service, `--fq-rate` pacing cap, `--dont-fragment` on UDP), the local
 //! binding (`-B`, `--cport`), and the server's shared listening sockets (dual-stack TCP and UDP
 //! on one port) are set here and nowhere else, and what the kernel granted is read back here.
 //! (The receive loop's adaptive `SO_RCVLOWAT` is no test option: it lives with the loop, in
@@ -78,6 +78,8 @@ pub struct SocketOptions {
     pub tos: Option<u8>,
     /// `--fq-rate`: `SO_MAX_PACING_RATE`, bits per second.
     pub fq_rate_bps: Option<u64>,
+    /// `--dont-fragment` (UDP): never fragment, the don't-fragment bit set.
+    pub dont_fragment: bool,
 }
 
 impl SocketOptions {
@@ -90,6 +92,7 @@ impl SocketOptions {
             no_delay: spec.no_delay,
             tos: spec.tos.map(std::num::NonZeroU8::get),
             fq_rate_bps: spec.fq_rate_bps.map(std::num::NonZeroU64::get),
+            dont_fragment: spec.dont_fragment,
         }
     }
 }
@@ -236,6 +239,9 @@ fn granted(sock: &impl std::os::fd::AsFd, opts: &SocketOptions) -> SocketFacts {
     }
     if opts.fq_rate_bps.is_some() {
         facts.max_pacing_rate_bps = sys::qos::max_pacing_rate(sock);
+    }
+    if opts.dont_fragment {
+        facts.dont_fragment = sys::qos::dont_fragment(sock);
     }
     facts
 }
@@ -397,6 +403,12 @@ fn udp_data(
         .map_err(SetupError::new(Step::Connect, format!("cannot address UDP to {remote}")))?;
     // After connect: an IPv6 socket knows then whether its peer is IPv4-mapped (sys::qos).
     apply_qos(&sock, opts)?;
+    if opts.dont_fragment {
+        sys::qos::set_dont_fragment(&sock).map_err(SetupError::new(
+            Step::SetOption,
+            "cannot set don't-fragment (--dont-fragment)",
+        ))?;
+    }
     let granted = granted(&sock, opts);
     Ok(UdpData { socket: sock.into(), granted })
 }

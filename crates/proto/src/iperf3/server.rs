@@ -329,7 +329,9 @@ impl Machine for Iperf3Server {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::iperf3::{Iperf3Client, Iperf3Event, make_cookie, params, results_from_side};
+    use crate::iperf3::{
+        ClientExtras, Iperf3Client, Iperf3Event, make_cookie, params, results_from_side,
+    };
     use crate::results::SideResults;
     use crate::spec::{Direction, EndCondition};
 
@@ -471,8 +473,11 @@ mod tests {
         spec.streams = streams;
         let mut s = Iperf3Server::new(T0);
         s.handle_input(&[b'a'; 37], T0).expect("cookie");
-        s.handle_input(&frame(params(&spec, "t", false).expect("p").as_bytes()), T0)
-            .expect("params");
+        s.handle_input(
+            &frame(params(&spec, "t", ClientExtras::default()).expect("p").as_bytes()),
+            T0,
+        )
+        .expect("params");
         s.accept(T0).expect("accept");
         for _ in 0..spec.connection_count() {
             s.stream_arrived(T0).expect("stream");
@@ -488,7 +493,7 @@ mod tests {
         let mut spec = TestSpec::default_tcp();
         spec.direction = Direction::Bidirectional;
         spec.streams = 2;
-        let p = params(&spec, "linerate", false).expect("params");
+        let p = params(&spec, "linerate", ClientExtras::default()).expect("params");
         let mut c = Iperf3Client::new(spec, make_cookie(&[7; 36]), p, T0);
         let mut s = Iperf3Server::new(T0);
         let ours = serde_json::to_string(&results_from_side(&SideResults::default())).expect("j");

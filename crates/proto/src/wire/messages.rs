@@ -43,11 +43,13 @@ pub enum Capability {
     Tos,
     /// Fair-queue pacing caps on data sockets (`--fq-rate`, `spec.fq_rate_bps`).
     FqRate,
+    /// UDP datagrams with the don't-fragment bit (`--dont-fragment`, `spec.dont_fragment`).
+    DontFragment,
 }
 
 impl Capability {
     /// Every capability this crate knows, in a stable order.
-    pub const ALL: [Capability; 14] = [
+    pub const ALL: [Capability; 15] = [
         Self::Tcp,
         Self::Reverse,
         Self::Bidir,
@@ -62,6 +64,7 @@ impl Capability {
         Self::Latency,
         Self::Tos,
         Self::FqRate,
+        Self::DontFragment,
     ];
 
     /// The wire name.
@@ -81,6 +84,7 @@ impl Capability {
             Self::Latency => "latency",
             Self::Tos => "tos",
             Self::FqRate => "fq_rate",
+            Self::DontFragment => "dont_fragment",
         }
     }
 
