@@ -95,29 +95,41 @@ mod imp {
         (v6, !v6 || mapped)
     }
 
-    pub(super) fn set_tos(fd: BorrowedFd<'_>, tos: u8) -> io::Result<()> {
-        let value = c_int::from(tos).to_ne_bytes();
-        let (v6, _) = family(fd);
-        if v6 {
-            set(fd, libc::IPPROTO_IPV6, libc::IPV6_TCLASS, &value)
-                .map_err(|e| context(e, format_args!("setting IPV6_TCLASS to {tos:#04x}")))?;
-            // Best effort, as in iperf3: only matters for IPv4 packets of a mapped peer.
-            let _ = set(fd, libc::IPPROTO_IP, libc::IP_TOS, &value);
+    /// An option of one IP version: (name, value, label for errors).
+    type IpOption = (c_int, c_int, &'static str);
+
+    /// Sets `v4` on an IPv4 socket; on an IPv6 one `v6`, and `v4` too where the kernel allows
+    /// it (as iperf3 does: it only matters for the IPv4 packets of a mapped peer).
+    fn set_per_family(fd: BorrowedFd<'_>, v6: IpOption, v4: IpOption) -> io::Result<()> {
+        let one = |level, (name, value, label): IpOption| {
+            set(fd, level, name, &value.to_ne_bytes())
+                .map_err(|e| context(e, format_args!("setting {label}")))
+        };
+        if family(fd).0 {
+            one(libc::IPPROTO_IPV6, v6)?;
+            let _ = one(libc::IPPROTO_IP, v4);
             Ok(())
         } else {
-            set(fd, libc::IPPROTO_IP, libc::IP_TOS, &value)
-                .map_err(|e| context(e, format_args!("setting IP_TOS to {tos:#04x}")))
+            one(libc::IPPROTO_IP, v4)
         }
     }
 
-    pub(super) fn tos(fd: BorrowedFd<'_>) -> Option<u8> {
-        let (_, v4_packets) = family(fd);
-        let v = if v4_packets {
-            get_int(fd, libc::IPPROTO_IP, libc::IP_TOS)
+    /// Reads the `v4` option for a socket sending IPv4 packets, else the `v6` one.
+    fn get_per_family(fd: BorrowedFd<'_>, v6: c_int, v4: c_int) -> Option<c_int> {
+        if family(fd).1 {
+            get_int(fd, libc::IPPROTO_IP, v4)
         } else {
-            get_int(fd, libc::IPPROTO_IPV6, libc::IPV6_TCLASS)
-        };
-        v.and_then(|t| u8::try_from(t).ok())
+            get_int(fd, libc::IPPROTO_IPV6, v6)
+        }
+    }
+
+    pub(super) fn set_tos(fd: BorrowedFd<'_>, tos: u8) -> io::Result<()> {
+        let t = c_int::from(tos);
+        set_per_family(fd, (libc::IPV6_TCLASS, t, "IPV6_TCLASS"), (libc::IP_TOS, t, "IP_TOS"))
+    }
+
+    pub(super) fn tos(fd: BorrowedFd<'_>) -> Option<u8> {
+        get_per_family(fd, libc::IPV6_TCLASS, libc::IP_TOS).and_then(|t| u8::try_from(t).ok())
     }
 
     pub(super) fn set_max_pacing_rate(fd: BorrowedFd<'_>, bits_per_second: u64) -> io::Result<()> {
@@ -131,29 +143,17 @@ mod imp {
     }
 
     pub(super) fn set_dont_fragment(fd: BorrowedFd<'_>) -> io::Result<()> {
-        let (v6, _) = family(fd);
-        let v4 = libc::IP_PMTUDISC_DO.to_ne_bytes();
-        if v6 {
-            let value = libc::IPV6_PMTUDISC_DO.to_ne_bytes();
-            set(fd, libc::IPPROTO_IPV6, libc::IPV6_MTU_DISCOVER, &value)
-                .map_err(|e| context(e, format_args!("setting IPV6_MTU_DISCOVER to DO")))?;
-            // Best effort: only matters for IPv4 packets of a mapped peer.
-            let _ = set(fd, libc::IPPROTO_IP, libc::IP_MTU_DISCOVER, &v4);
-            Ok(())
-        } else {
-            set(fd, libc::IPPROTO_IP, libc::IP_MTU_DISCOVER, &v4)
-                .map_err(|e| context(e, format_args!("setting IP_MTU_DISCOVER to DO")))
-        }
+        set_per_family(
+            fd,
+            (libc::IPV6_MTU_DISCOVER, libc::IPV6_PMTUDISC_DO, "IPV6_MTU_DISCOVER to DO"),
+            (libc::IP_MTU_DISCOVER, libc::IP_PMTUDISC_DO, "IP_MTU_DISCOVER to DO"),
+        )
     }
 
     pub(super) fn dont_fragment(fd: BorrowedFd<'_>) -> Option<bool> {
-        let (_, v4_packets) = family(fd);
-        if v4_packets {
-            get_int(fd, libc::IPPROTO_IP, libc::IP_MTU_DISCOVER).map(|v| v == libc::IP_PMTUDISC_DO)
-        } else {
-            get_int(fd, libc::IPPROTO_IPV6, libc::IPV6_MTU_DISCOVER)
-                .map(|v| v == libc::IPV6_PMTUDISC_DO)
-        }
+        // IP_PMTUDISC_DO and IPV6_PMTUDISC_DO are both 2.
+        get_per_family(fd, libc::IPV6_MTU_DISCOVER, libc::IP_MTU_DISCOVER)
+            .map(|v| v == libc::IP_PMTUDISC_DO)
     }
 
     pub(super) fn max_pacing_rate(fd: BorrowedFd<'_>) -> Option<u64> {
