@@ -50,9 +50,11 @@ fn capital_v_is_verbose_and_version_stays_long() {
     }
     let plain = client(srv.port, &["-t", "0.5"]);
     assert!(!plain.stdout.contains("Streams (verbose):"), "{}", plain.stdout);
-    let version = run(&["--version"], Duration::from_secs(10));
-    assert_eq!(version.code, Some(0));
-    assert!(version.stdout.starts_with("linerate "), "{}", version.stdout);
+    for flag in ["--version", "-v"] {
+        let version = run(&[flag], Duration::from_secs(10));
+        assert_eq!(version.code, Some(0), "{flag}");
+        assert!(version.stdout.starts_with("linerate "), "{flag}: {}", version.stdout);
+    }
 }
 
 #[test]

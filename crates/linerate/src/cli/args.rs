@@ -44,8 +44,8 @@ Exit status:
 #[command(name = "linerate", version, about, after_help = AFTER_HELP, args_conflicts_with_subcommands = true,
           disable_version_flag = true)]
 pub struct Cli {
-    /// Print the version. (`-V` is iperf3's verbose: see `linerate client --help`.)
-    #[arg(long = "version", action = clap::ArgAction::Version)]
+    /// Print the version, as iperf3's -v. (`-V` is verbose, as in iperf3.)
+    #[arg(short = 'v', long = "version", action = clap::ArgAction::Version)]
     pub version: Option<bool>,
     /// What to do (default: selftest).
     #[command(subcommand)]
