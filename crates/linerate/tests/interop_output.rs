@@ -129,3 +129,44 @@ fn iperf3_clients_output_flags_leave_the_test_whole() {
     assert!(text.contains("Mbits/sec") && text.contains("receiver"), "{text}");
     assert!(srv.wait_for_log(": done;", Duration::from_secs(5)), "{}", srv.log());
 }
+
+/// `linerate server --logfile F --timestamps=FORMAT`, as `iperf3 -s --logfile`: the server's
+/// lines go to F, each stamped; a client's `-f`/`-V` on a server are refused by name.
+#[test]
+fn a_servers_log_goes_to_its_logfile_stamped() {
+    let log = test_dir("server-logfile").join("server.log");
+    let port = crate::util::free_port();
+    let mut server = Command::new(bin())
+        .env("XDG_DATA_HOME", data_home())
+        .args(["server", "-p", &port.to_string(), "--timestamps=[%Y] ", "--logfile"])
+        .arg(&log)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn server");
+    let text = |needle: &str| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let t = std::fs::read_to_string(&log).unwrap_or_default();
+            if t.contains(needle) || Instant::now() > deadline {
+                return t;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let listening = text("Server listening");
+    if listening.contains("Server listening") {
+        client(port, &["-t", "0.3"]);
+    }
+    let t = text(": done;");
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(t.contains("Server listening") && t.contains(": done;"), "{t}");
+    for l in t.lines() {
+        let year = l.strip_prefix('[').and_then(|r| r.get(..4)).unwrap_or("");
+        assert!(year.chars().all(|c| c.is_ascii_digit()) && l[5..].starts_with("] "), "{l}");
+    }
+    let out = run(&["-s", "-V"], Duration::from_secs(10));
+    assert_eq!(out.code, Some(2), "{}", out.stderr);
+    assert!(out.stderr.contains("-V"), "{}", out.stderr);
+}

@@ -304,6 +304,8 @@ pub struct ServerArgs {
     pub one_off: bool,
     #[command(flatten)]
     pub limits: super::server_args::LimitArgs,
+    #[command(flatten)]
+    pub log: LogArgs,
 }
 
 /// `linerate selftest`.
@@ -687,6 +689,13 @@ pub struct TextArgs {
     /// both ends' environment. (`--version` prints the version.)
     #[arg(short = 'V', long = "verbose")]
     pub verbose: bool,
+    #[command(flatten)]
+    pub log: LogArgs,
+}
+
+/// Where output lines go and how, as iperf3's (client and server).
+#[derive(Debug, Args, Default)]
+pub struct LogArgs {
     /// Start each output line with the time, formatted by strftime(3) [default: "%c ", as
     /// iperf3]; give the format as --timestamps=FORMAT.
     #[arg(long = "timestamps", value_name = "FORMAT", num_args = 0..=1, require_equals = true,

@@ -65,11 +65,11 @@ pub(super) fn to_plan(cli: Cli) -> Result<Plan, String> {
             history(&db, HistoryCommand::Compare(history_ref(&a)?, history_ref(&b)?, html))
         }
         Some(Command::Report(a)) => report_plan(a).map(Plan::Report),
-        Some(Command::Server(a)) => Ok(Plan::Server(server_plan(
-            &a.net,
-            a.one_off,
-            a.limits.policy(a.net.psk_file.as_ref())?,
-        )?)),
+        Some(Command::Server(a)) => {
+            let policy = a.limits.policy(a.net.psk_file.as_ref())?;
+            let plan = server_plan(&a.net, a.one_off, policy)?;
+            Ok(Plan::Server(crate::plan::ServerPlan { text: log_options(&a.log), ..plan }))
+        }
         Some(Command::Selftest(a)) => {
             let net = NetArgs {
                 port: Some(0),
@@ -356,16 +356,23 @@ fn compat_plan(c: CompatArgs) -> Result<Plan, String> {
                     add -c HOST (or use `linerate client HOST`)"
             .into());
     }
+    if c.server && (c.test.text.format.is_some() || c.test.text.verbose) {
+        return Err("-f and -V shape a client's output; a server logs each test in one \
+                    line (-J for JSON lines)"
+            .into());
+    }
     if c.server {
         let settings = crate::plan::server::ServerSettings {
             psk_file: c.net.psk_file.clone(),
             ..Default::default()
         };
-        return Ok(Plan::Server(server_plan(
-            &c.net,
-            c.one_off,
-            Policy { limits: Limits::default(), access: settings.access()?, json_log: false },
-        )?));
+        let policy =
+            Policy { limits: Limits::default(), access: settings.access()?, json_log: false };
+        let plan = server_plan(&c.net, c.one_off, policy)?;
+        return Ok(Plan::Server(crate::plan::ServerPlan {
+            text: log_options(&c.test.text.log),
+            ..plan
+        }));
     }
     match c.client {
         Some(host) => {
@@ -447,6 +454,7 @@ fn server_plan(net: &NetArgs, one_off: bool, policy: Policy) -> Result<ServerPla
         output: if policy.json_log { OutputFormat::Json } else { output(net) },
         limits: policy.limits,
         access: policy.access,
+        text: crate::plan::text::TextOptions::default(),
     })
 }
 
@@ -515,9 +523,16 @@ fn text_options(t: &super::args::TextArgs) -> crate::plan::text::TextOptions {
     crate::plan::text::TextOptions {
         scale: t.format.unwrap_or_default(),
         verbose: t.verbose,
-        timestamps: t.timestamps.clone(),
-        logfile: t.logfile.clone(),
-        forceflush: t.forceflush,
+        ..log_options(&t.log)
+    }
+}
+
+fn log_options(l: &super::args::LogArgs) -> crate::plan::text::TextOptions {
+    crate::plan::text::TextOptions {
+        timestamps: l.timestamps.clone(),
+        logfile: l.logfile.clone(),
+        forceflush: l.forceflush,
+        ..Default::default()
     }
 }
 

@@ -24,7 +24,7 @@ pub fn run(plan: &ClientPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     if let Some(search) = plan.find_max {
         return find_max(plan, search, interrupt);
     }
-    open_logfile(plan)?;
+    super::output::open_logfile(&plan.text)?;
     let run = match (plan.iperf3, plan.under_load) {
         (true, _) => iperf3::client::run,
         (false, Some(_)) => under_load::run,
@@ -32,7 +32,10 @@ pub fn run(plan: &ClientPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     };
     let record = match plan.output {
         OutputFormat::Text => {
-            let live = text::LivePrinter::new(text_out(plan), plan.spec.title.clone());
+            let live = text::LivePrinter::new(
+                super::output::text_out(&plan.text),
+                plan.spec.title.clone(),
+            );
             run(plan, &mut live.with_scale(plan.text.scale), interrupt)
         }
         OutputFormat::JsonStream => {
@@ -58,7 +61,7 @@ fn finish_client(plan: &ClientPlan, record: &RunRecord, interrupt: &Interrupt) -
         OutputFormat::JsonStream => json::render_run_line(record, &mut out)?,
         OutputFormat::Iperf3Json => iperf3_json::render_run(record, &mut out)?,
         OutputFormat::Text if has_figures => {
-            let mut out = text_out(plan);
+            let mut out = super::output::text_out(&plan.text);
             text::render_run_in(record, plan.text.scale, &mut out)?;
             if plan.text.verbose {
                 crate::report::verbose::render(record, plan.text.scale, &mut out)?;
@@ -87,32 +90,6 @@ fn finish_client(plan: &ClientPlan, record: &RunRecord, interrupt: &Interrupt) -
         vec![("run".to_string(), vec![stats::matrix::received_rate(&stats::summarize(record))])];
     gate(plan, &cells)?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// `--logfile FILE`: stdout goes to FILE from here on, appended to, as iperf3's.
-fn open_logfile(plan: &ClientPlan) -> Result<()> {
-    let Some(path) = &plan.text.logfile else { return Ok(()) };
-    let file = std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(|e| {
-        let why =
-            format!("cannot open the --logfile {}: {e}; give a writable path", path.display());
-        Failure::new(crate::record::FailureKind::Usage, why)
-    })?;
-    crate::sys::stdio::redirect_stdout(&file).map_err(|e| {
-        let why = format!("cannot send the output to the --logfile {}: {e}", path.display());
-        Failure::new(crate::record::FailureKind::Environment, why)
-    })?;
-    Ok(())
-}
-
-/// Where a text run's lines go: stdout, each line stamped with the local time
-/// (`--timestamps`) and flushed at once (`--forceflush`) when asked.
-fn text_out(plan: &ClientPlan) -> Box<dyn Write> {
-    let t = &plan.text;
-    let stamp = t.timestamps.clone().map(|f| move || crate::sys::stdio::local_time(&f));
-    if stamp.is_none() && !t.forceflush {
-        return Box::new(std::io::stdout());
-    }
-    Box::new(crate::report::stamped::Stamped::new(std::io::stdout(), stamp, t.forceflush))
 }
 
 /// `--find-max`: runs trials until the search is done, printing each, then the answer.

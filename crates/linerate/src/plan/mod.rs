@@ -261,6 +261,8 @@ pub struct ServerPlan {
     pub limits: linerate_proto::Limits,
     /// Who may connect.
     pub access: server::Access,
+    /// Where the log lines go and how (`--logfile`, `--timestamps`, `--forceflush`).
+    pub text: text::TextOptions,
 }
 
 /// Print generated documentation.
