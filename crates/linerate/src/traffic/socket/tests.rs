@@ -263,6 +263,14 @@ fn type_of_service_and_pacing_cap_reach_both_ends_and_are_read_back() {
     for (end, g) in [("client", &client.granted), ("server", &server.granted)] {
         assert_eq!((g.tos, g.max_pacing_rate_bps), (Some(0xb8), Some(40_000_000)), "{end}");
     }
+    // An IPv6 client of the same listener: both ends read IPV6_TCLASS.
+    let v6 = SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, addr.port()));
+    if addr.ip().is_ipv4() && l.local_addr().is_ok_and(|a| a.is_ipv6()) {
+        if let Ok(client) = connect_data(v6, Bind::default(), &opts, TIMEOUT) {
+            let server = accepted(accept(&l), &opts).expect("accepted");
+            assert_eq!((client.granted.tos, server.granted.tos), (Some(0xb8), Some(0xb8)));
+        }
+    }
     let plain =
         connect_data(addr, Bind::default(), &SocketOptions::default(), TIMEOUT).expect("connect");
     let _server = accept(&l);
