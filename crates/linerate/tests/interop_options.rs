@@ -58,7 +58,8 @@ fn bad_tos_and_dscp_values_name_the_flag_and_the_fix() {
         (&["-S", "8", "--dscp", "EF"][..], "--dscp"),
         (&["--fq-rate", "fast"][..], "--fq-rate"),
         (&["--dont-fragment"][..], "--udp"),
-        (&["-b", "10M/5"][..], "burst mode (-b RATE/BURST) is not supported"),
+        (&["-b", "10M/0"][..], "1..1000"),
+        (&["-b", "10M/1001"][..], "1..1000"),
     ] {
         let mut all = vec!["client", "127.0.0.1", "-t", "1"];
         all.extend_from_slice(args);
@@ -141,4 +142,50 @@ fn an_iperf3_clients_dont_fragment_and_repeating_payload_run() {
         assert!(doc.get("error").is_none(), "{args:?}: {}", doc["error"]);
         assert!(doc["end"]["sum_received"]["bytes"].as_u64().unwrap_or(0) > 0, "{args:?}");
     }
+}
+
+/// The most datagrams the first UDP sender in `streams` sent in one millisecond.
+fn max_per_ms(streams: &[Value]) -> u64 {
+    let sender = streams.iter().find(|s| s["role"] == "sender").expect("a UDP sender");
+    sender["udp_sender"]["max_per_ms"].as_u64().unwrap_or_else(|| panic!("{sender}"))
+}
+
+/// `-b RATE/BURST` on both linerate ends: UDP sends ten datagrams at once (1.25 a
+/// millisecond is the even share of 10 Mbit/s in 1000-byte datagrams) and keeps the rate;
+/// TCP keeps its rate too.
+#[test]
+fn bursts_go_at_once_and_keep_the_rate() {
+    let srv = Server::start(&[]);
+    let udp = |b: &str| client_json(srv.port, &["-t", "1", "-u", "-l", "1000", "-b", b, "-R"]);
+    let (burst, smooth) = (udp("10M/10"), udp("10M"));
+    assert!(max_per_ms(streams(&burst, "server_results")) >= 8, "{burst}");
+    assert!(max_per_ms(streams(&smooth, "server_results")) < 8, "{smooth}");
+    let tcp = client_json(srv.port, &["-t", "1", "-l", "8K", "-b", "40M/10"]);
+    for doc in [&burst, &tcp] {
+        let paced = doc["record"]["spec"]["bits_per_second"].as_f64().expect("rate");
+        let rate = doc["summary"]["directions"][0]["receiver"]["bits_per_second"].as_f64();
+        assert!(rate.is_some_and(|r| (r / paced - 1.0).abs() < 0.1), "{rate:?} for {paced}");
+    }
+}
+
+/// iperf3's burst both ways: linerate sends `burst` to an iperf3 server and bursts itself; an
+/// iperf3 client's `-b RATE/BURST` is served (it was refused) and the server sends in bursts.
+#[test]
+fn bursts_with_a_real_iperf3_both_ways() {
+    let _serial = crate::util::exclusive();
+    if let Some(srv) = Iperf3Server::start_with(&[]) {
+        let doc = srv.client(&["-t", "1", "-u", "-l", "1000", "-b", "10M/10"]);
+        assert!(max_per_ms(streams(&doc, "client")) >= 8, "{doc}");
+    }
+    if !have_iperf3() {
+        return;
+    }
+    let srv = Server::start(&["-J"]);
+    let (code, doc, stderr) =
+        iperf3_client(srv.port, &["-t", "1", "-u", "-l", "1000", "-b", "10M/10", "-R"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(doc.get("error").is_none(), "{}", doc["error"]);
+    let rec = server_record(&srv, 1);
+    let server = rec["server"]["streams"].as_array().expect("server streams");
+    assert!(max_per_ms(server) >= 8, "{rec}");
 }

@@ -26,7 +26,9 @@ pub const RUN_GRACE: Duration = Duration::from_secs(30);
 /// How long a side waits for the peer's results after sending its own.
 pub const RESULTS_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// One decoded input.
+/// One decoded input. Short-lived (one per frame), so a large `Message` (a test spec) is not
+/// worth a box.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Input {
     Preamble(u32),
     Message(Message),
@@ -224,6 +226,9 @@ pub(crate) fn required_caps(spec: &TestSpec) -> Vec<(Capability, &'static str)> 
     }
     if spec.dont_fragment {
         need.push((Capability::DontFragment, "--dont-fragment"));
+    }
+    if spec.burst.is_some() {
+        need.push((Capability::Burst, "-b RATE/BURST"));
     }
     need
 }

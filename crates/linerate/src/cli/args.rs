@@ -559,9 +559,10 @@ pub struct TestArgs {
     #[arg(long = "bidir")]
     pub bidir: bool,
     /// Pace each stream to this rate in bit/s (SI); 0 = unlimited [default: unlimited for TCP,
-    /// 1M for UDP]. (iperf3's RATE/BURST is not supported: linerate spaces every block.)
-    #[arg(short = 'b', long = "bitrate", value_name = "RATE", value_parser = bitrate)]
-    pub bitrate: Option<Bitrate>,
+    /// 1M for UDP]. RATE/BURST, as iperf3's burst mode: BURST blocks (datagrams) back to back,
+    /// then a wait until the rate has caught up with them (1..1000).
+    #[arg(short = 'b', long = "bitrate", value_name = "RATE[/BURST]", value_parser = bitrate)]
+    pub bitrate: Option<RateArg>,
     /// TCP maximum segment size (set before connecting).
     #[arg(short = 'M', long = "mss", visible_alias = "set-mss", value_name = "BYTES")]
     pub mss: Option<u32>,
@@ -751,18 +752,34 @@ fn optional_size(s: &str) -> Result<Option<Size>, String> {
     }
 }
 
-/// `-b`: a rate; iperf3's `RATE/BURST` is refused with what to do instead.
-fn bitrate(s: &str) -> Result<Bitrate, String> {
-    // "200Mbit/s" is a rate; "200M/16" is iperf3's burst of 16 blocks.
-    match s.rsplit_once('/').filter(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-    {
-        Some((r, _)) => Err(format!(
-            "{s:?}: iperf3's burst mode (-b RATE/BURST) is not supported: linerate paces every \
-             block on its own, which is what a rate means; give -b {r} (or use --fq-rate to \
-             let the kernel pace)"
-        )),
-        None => rate(s),
+/// `-b RATE[/BURST]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateArg {
+    /// The pacing rate.
+    pub rate: Bitrate,
+    /// iperf3's burst: blocks sent back to back per pacing slot.
+    pub burst: Option<std::num::NonZeroU16>,
+}
+
+impl RateArg {
+    /// The rate in bit/s.
+    pub fn bits_per_second(self) -> u64 {
+        self.rate.bits_per_second()
     }
+}
+
+/// `-b`: a rate, or iperf3's `RATE/BURST`.
+fn bitrate(s: &str) -> Result<RateArg, String> {
+    // "200Mbit/s" is a rate; "200M/16" is iperf3's burst of 16 blocks.
+    let digits = |n: &&str| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit());
+    let Some((r, n)) = s.rsplit_once('/').filter(|(_, n)| digits(n)) else {
+        return rate(s).map(|rate| RateArg { rate, burst: None });
+    };
+    let max = linerate_proto::spec::MAX_BURST;
+    let burst = n.parse::<u16>().ok().filter(|b| (1..=max).contains(b)).ok_or_else(|| {
+        format!("{s:?}: the burst after the slash is 1..{max} blocks (iperf3's limit), e.g. {r}/10")
+    })?;
+    Ok(RateArg { rate: rate(r)?, burst: std::num::NonZeroU16::new(burst) })
 }
 
 pub(super) fn rate(s: &str) -> Result<Bitrate, String> {

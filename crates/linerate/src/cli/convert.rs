@@ -120,7 +120,7 @@ fn matrix_plan(a: MatrixArgs) -> Result<(ClientPlan, MatrixPlan, MatrixRun), Str
         udp: false,
         reverse: false,
         bidir: false,
-        bitrate: m.bitrate,
+        bitrate: m.bitrate.map(|rate| super::args::RateArg { rate, burst: None }),
         mss: None,
         no_delay: m.no_delay,
         congestion: m.congestion.clone(),
@@ -642,6 +642,7 @@ fn test_spec(t: &TestArgs, default_time: Duration) -> Result<TestSpec, String> {
         tos: t.tos.or(t.dscp).and_then(std::num::NonZeroU8::new),
         fq_rate_bps: t.fq_rate.and_then(|r| std::num::NonZeroU64::new(r.bits_per_second())),
         dont_fragment: t.dont_fragment,
+        burst: t.bitrate.and_then(|b| b.burst),
     };
     // With --iperf3 the datagrams carry iperf3's header only (no secret): its minimum.
     let min_udp = if t.iperf3 {

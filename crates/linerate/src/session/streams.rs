@@ -341,6 +341,7 @@ impl StreamSet {
             budget: self.budget.clone(),
             datagram_bytes: self.spec.block_bytes,
             bits_per_second: self.spec.bits_per_second,
+            burst: self.spec.burst_blocks(),
             epoch: self.epoch,
             quiet: self.udp_quiet,
             format: self.datagrams,
@@ -468,6 +469,7 @@ impl StreamSet {
         let opts = PoolOptions {
             block,
             bits_per_second: self.spec.bits_per_second,
+            burst: self.spec.burst_blocks(),
             budget: self.budget.clone(),
             zerocopy: self.zerocopy.clone(),
         };
@@ -518,7 +520,8 @@ impl StreamSet {
         let (ctl, gate) = (self.ctl.clone(), self.gate.clone());
         let (budget, zerocopy) = (self.budget.clone(), self.zerocopy.clone());
         let spec = &self.spec;
-        let (block, bps) = (spec.block_bytes as usize, spec.bits_per_second);
+        let (block, bps, burst) =
+            (spec.block_bytes as usize, spec.bits_per_second, spec.burst_blocks());
         let read = spec.read_size() as usize;
         let name = format!("lr-{}-{id}", if role == StreamRole::Sender { "tx" } else { "rx" });
         let body = move || {
@@ -537,6 +540,7 @@ impl StreamSet {
                     let opts = SendOptions {
                         block,
                         bits_per_second: bps,
+                        burst,
                         budget: budget.as_deref(),
                         zerocopy: zerocopy.as_deref(),
                     };

@@ -147,6 +147,9 @@ pub fn params(
     if spec.dont_fragment {
         m.insert("dont_fragment".into(), json!(1));
     }
+    if let Some(b) = spec.burst {
+        m.insert("burst".into(), json!(b));
+    }
     match spec.server_cpus.as_slice() {
         [] => {}
         [cpu] => {
@@ -169,7 +172,6 @@ pub fn params(
 const UNSUPPORTED: &[(&str, &str, ServerError)] = &[
     ("sctp", "--sctp", ServerError::with(errno::NO_SCTP, 0)),
     ("mptcp", "-m/--mptcp", ServerError::with(errno::UNIMPLEMENTED, 0)),
-    ("burst", "-b RATE/BURST", ServerError::with(errno::UNIMPLEMENTED, 0)),
     ("flowlabel", "-L/--flowlabel", ServerError::with(errno::SET_FLOW, errno::os::EPERM)),
     (
         "authtoken",
@@ -236,6 +238,11 @@ pub fn request_from_params(bytes: &[u8]) -> Result<Iperf3Request, Iperf3Refusal>
     spec.fq_rate_bps = fq_rate.and_then(std::num::NonZeroU64::new);
     // 3.21 sends `dont_fragment` with TCP too, where the kernel already sets the bit.
     spec.dont_fragment = udp && ranged(m, "dont_fragment", 0, 1, errno::RECV_PARAMS)? == Some(1);
+    // `-b RATE/BURST`: iperf3 sends the burst only with a rate; 0 is "no burst".
+    let burst = ranged(m, "burst", 0, u64::from(crate::spec::MAX_BURST), errno::BURST)?;
+    spec.burst = burst
+        .and_then(|b| std::num::NonZeroU16::new(b as u16))
+        .filter(|_| spec.bits_per_second > 0);
     // iperf3's datagrams carry no secret: its own smallest `-l` holds its header.
     spec.validate_with_udp_min(crate::spec::MIN_IPERF3_UDP_DATAGRAM)
         .map_err(|e| refuse(errno::RECV_PARAMS, e.to_string()))?;
@@ -372,6 +379,22 @@ mod tests {
         assert_eq!((back.spec.tos, back.spec.fq_rate_bps), (spec.tos, spec.fq_rate_bps));
         let zero = req(r#"{"tcp":true,"time":1,"TOS":0,"fqrate":0}"#).expect("served");
         assert_eq!((zero.spec.tos, zero.spec.fq_rate_bps), (None, None));
+    }
+
+    /// `-b RATE/BURST` goes as iperf3's `burst` and is served; past iperf3's 1000 it is
+    /// refused with iperf3's own number.
+    #[test]
+    fn burst_goes_both_ways() {
+        let mut spec = TestSpec::default_tcp();
+        spec.bits_per_second = 10_000_000;
+        spec.burst = std::num::NonZeroU16::new(5);
+        let p = params(&spec, "x", ClientExtras::default()).expect("params");
+        assert!(p.contains(r#""burst":5"#), "{p}");
+        assert_eq!(req(&p).expect("served").spec.burst, spec.burst);
+        let none = req(r#"{"tcp":true,"time":1,"bandwidth":1000,"burst":0}"#).expect("served");
+        assert_eq!(none.spec.burst, None);
+        let big = req(r#"{"tcp":true,"time":1,"bandwidth":1000,"burst":1001}"#);
+        assert_eq!(big.unwrap_err().error.i_errno, errno::BURST);
     }
 
     /// `--dont-fragment` goes as 3.21's `dont_fragment` and is served for UDP; with TCP (where

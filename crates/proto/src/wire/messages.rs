@@ -45,11 +45,13 @@ pub enum Capability {
     FqRate,
     /// UDP datagrams with the don't-fragment bit (`--dont-fragment`, `spec.dont_fragment`).
     DontFragment,
+    /// Burst mode: paced senders send `spec.burst` blocks back to back (`-b RATE/BURST`).
+    Burst,
 }
 
 impl Capability {
     /// Every capability this crate knows, in a stable order.
-    pub const ALL: [Capability; 15] = [
+    pub const ALL: [Capability; 16] = [
         Self::Tcp,
         Self::Reverse,
         Self::Bidir,
@@ -65,6 +67,7 @@ impl Capability {
         Self::Tos,
         Self::FqRate,
         Self::DontFragment,
+        Self::Burst,
     ];
 
     /// The wire name.
@@ -85,6 +88,7 @@ impl Capability {
             Self::Tos => "tos",
             Self::FqRate => "fq_rate",
             Self::DontFragment => "dont_fragment",
+            Self::Burst => "burst",
         }
     }
 
