@@ -170,3 +170,15 @@ fn a_servers_log_goes_to_its_logfile_stamped() {
     assert_eq!(out.code, Some(2), "{}", out.stderr);
     assert!(out.stderr.contains("-V"), "{}", out.stderr);
 }
+
+/// A fleet prints its own tables: one client's output flags are refused by name, not ignored.
+#[test]
+fn a_fleet_refuses_one_clients_output_flags() {
+    for (flag, needle) in [(&["-V"][..], "-f or -V"), (&["--logfile", "x.log"][..], "--logfile")] {
+        let mut args = vec!["fleet", "127.0.0.1", "127.0.0.2", "--no-store"];
+        args.extend_from_slice(flag);
+        let out = run(&args, Duration::from_secs(10));
+        assert_eq!(out.code, Some(2), "{flag:?}: {}", out.stderr);
+        assert!(out.stderr.contains(needle), "{flag:?}: {}", out.stderr);
+    }
+}
