@@ -67,6 +67,7 @@ fn main() -> Result<(), String> {
     let send = UdpSendOptions {
         datagram_bytes: a.size,
         bits_per_second: a.rate,
+        burst: 1,
         budget: None,
         format: DatagramFormat::native(&[7; 16]),
         epoch,

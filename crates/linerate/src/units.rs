@@ -70,6 +70,7 @@ use std::fmt;
 use std::time::Duration;
 
 pub mod peer_text;
+pub mod scale;
 
 /// A count of bytes.
 #[derive(

@@ -14,6 +14,11 @@ pub(crate) struct Iperf3Server {
 
 impl Iperf3Server {
     pub(crate) fn start() -> Option<Iperf3Server> {
+        Self::start_with(&[])
+    }
+
+    /// `iperf3 -s` with `extra` flags (e.g. `-J`, so `--get-server-output` returns its JSON).
+    pub(crate) fn start_with(extra: &[&str]) -> Option<Iperf3Server> {
         if Command::new("iperf3").arg("--version").output().is_err() {
             assert!(
                 std::env::var_os("CI").is_none(),
@@ -29,6 +34,7 @@ impl Iperf3Server {
             .port();
         let child = Command::new("iperf3")
             .args(["-s", "-B", "127.0.0.1", "-p", &port.to_string()])
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -44,7 +50,7 @@ impl Iperf3Server {
         Some(Iperf3Server { child, port })
     }
 
-    fn client(&self, extra: &[&str]) -> serde_json::Value {
+    pub(crate) fn client(&self, extra: &[&str]) -> serde_json::Value {
         let port = self.port.to_string();
         let mut args = vec!["client", "127.0.0.1", "-p", &port, "--iperf3", "-J", "-i", "0"];
         args.extend_from_slice(extra);

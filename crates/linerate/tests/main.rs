@@ -20,6 +20,8 @@ mod fidelity;
 mod fleet;
 mod fleet_history;
 mod interop;
+mod interop_options;
+mod interop_output;
 mod interop_server;
 mod latency;
 mod layers;

@@ -26,7 +26,9 @@ pub const RUN_GRACE: Duration = Duration::from_secs(30);
 /// How long a side waits for the peer's results after sending its own.
 pub const RESULTS_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// One decoded input.
+/// One decoded input. Short-lived (one per frame), so a large `Message` (a test spec) is not
+/// worth a box.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Input {
     Preamble(u32),
     Message(Message),
@@ -219,6 +221,18 @@ pub(crate) fn required_caps(spec: &TestSpec) -> Vec<(Capability, &'static str)> 
             need.push((Capability::Crr, "connect/request/response/close tests (--crr)"));
         }
     }
+    if spec.tos.is_some() {
+        need.push((Capability::Tos, "-S/--tos or --dscp"));
+    }
+    if spec.fq_rate_bps.is_some() {
+        need.push((Capability::FqRate, "--fq-rate"));
+    }
+    if spec.dont_fragment {
+        need.push((Capability::DontFragment, "--dont-fragment"));
+    }
+    if spec.burst.is_some() {
+        need.push((Capability::Burst, "-b RATE/BURST"));
+    }
     need
 }
 
@@ -247,4 +261,29 @@ pub(crate) fn run_deadline(now: Duration, spec: &TestSpec) -> Option<Deadline> {
 /// The message for an unexpected message in some state.
 pub(crate) fn unexpected(msg: &Message, state: &str) -> ProtoError {
     ProtoError::Violation(format!("unexpected \"{}\" message while {state}", msg.kind()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A peer from before `-S`/`--dscp` or `--fq-rate` is refused the test by name, never
+    /// silently run without the option.
+    #[test]
+    fn tos_and_fq_rate_need_their_capabilities() {
+        let all: Vec<Capability> = Capability::ALL.to_vec();
+        let mut spec = TestSpec::default_tcp();
+        assert_eq!(missing_cap(&spec, &all, "the server"), None);
+        spec.tos = std::num::NonZeroU8::new(0xb8);
+        spec.fq_rate_bps = std::num::NonZeroU64::new(1_000_000);
+        assert_eq!(missing_cap(&spec, &all, "the server"), None);
+        let older: Vec<Capability> =
+            all.iter().copied().filter(|c| *c != Capability::Tos).collect();
+        let why = missing_cap(&spec, &older, "the server").expect("refused");
+        assert!(why.contains("-S/--tos or --dscp") && why.contains("\"tos\""), "{why}");
+        let older: Vec<Capability> =
+            all.iter().copied().filter(|c| *c != Capability::FqRate).collect();
+        let why = missing_cap(&spec, &older, "the server").expect("refused");
+        assert!(why.contains("--fq-rate") && why.contains("\"fq_rate\""), "{why}");
+    }
 }

@@ -61,6 +61,18 @@ pub struct SocketReport {
     /// The other end's address of the data connection.
     #[serde(default)]
     pub peer_address: Option<String>,
+    /// The type-of-service byte read back (`IP_TOS`, or `IPV6_TCLASS` on IPv6) when the test
+    /// set one (`-S`, `--dscp`); TCP keeps the two ECN bits for itself, so they read 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tos: Option<u8>,
+    /// The fair-queue pacing cap read back (`SO_MAX_PACING_RATE` × 8), bits per second, when
+    /// the test set one (`--fq-rate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_pacing_rate_bps: Option<u64>,
+    /// Whether the kernel holds the socket to "don't fragment" (`IP_MTU_DISCOVER` reads
+    /// `IP_PMTUDISC_DO`), when the test asked for it (`--dont-fragment`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dont_fragment: Option<bool>,
 }
 
 /// TCP's own view of a connection (Linux `TCP_INFO`), at one moment. Fields the kernel does

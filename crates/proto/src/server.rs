@@ -35,8 +35,10 @@ use crate::results::SideResults;
 use crate::spec::TestSpec;
 use crate::wire::{AbortReason, Capability, Cookie, MAX_FRAME_RESULTS, Message, StopReason};
 
-/// What the server driver must act on.
+/// What the server driver must act on. One event per request or message, taken at once, so
+/// the test spec it carries is not worth a box.
 #[derive(Debug, Clone, PartialEq)]
+#[allow(clippy::large_enum_variant)]
 pub enum ServerEvent {
     /// A valid test request; answer with `accept` or `refuse`.
     TestRequested {

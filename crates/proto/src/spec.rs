@@ -43,6 +43,11 @@ pub const UDP_MIN_RECEIVE_BUFFER: u32 = 2048;
 pub const UDP_GRO_BATCH: u64 = 8;
 /// Bytes of one such buffer: the largest coalesced buffer the kernel delivers.
 pub const UDP_GRO_BUFFER: u32 = 65_536;
+/// The highest `--fq-rate`: the kernel takes `SO_MAX_PACING_RATE` in bytes per second as a
+/// 64-bit value; this keeps the bit rate (× 8) within 64 bits.
+pub const MAX_FQ_RATE_BPS: u64 = u64::MAX / 8 * 8;
+/// The largest burst (`-b RATE/BURST`): iperf3's own limit (`MAX_BURST`).
+pub const MAX_BURST: u16 = 1000;
 /// The longest test duration accepted: 7 days.
 pub const MAX_DURATION_MS: u64 = 7 * 24 * 3600 * 1000;
 /// The shortest sampling interval accepted (0 turns sampling off): the client's own `-i`
@@ -194,6 +199,34 @@ pub struct TestSpec {
     /// [`Capability::Latency`]: crate::wire::Capability::Latency
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rr: Option<crate::latency::RrSpec>,
+    /// The IP type-of-service byte (`-S/--tos`, `--dscp` as DSCP << 2) of every data socket on
+    /// both ends: `IP_TOS`, or `IPV6_TCLASS` on IPv6. None (or 0, iperf3's "unset") leaves the
+    /// kernel's default. Needs [`Capability::Tos`].
+    ///
+    /// [`Capability::Tos`]: crate::wire::Capability::Tos
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tos: Option<std::num::NonZeroU8>,
+    /// The kernel's fair-queue pacing cap on every data socket of both ends (`--fq-rate`,
+    /// `SO_MAX_PACING_RATE`), bits per second; None = uncapped. Needs
+    /// [`Capability::FqRate`].
+    ///
+    /// [`Capability::FqRate`]: crate::wire::Capability::FqRate
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fq_rate_bps: Option<std::num::NonZeroU64>,
+    /// UDP datagrams leave with the don't-fragment bit set and are never fragmented locally
+    /// (`--dont-fragment`, `IP_PMTUDISC_DO`): one larger than the path MTU fails to send
+    /// instead. Both ends' UDP data sockets. Needs [`Capability::DontFragment`].
+    ///
+    /// [`Capability::DontFragment`]: crate::wire::Capability::DontFragment
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dont_fragment: bool,
+    /// iperf3's burst mode (`-b RATE/BURST`): paced senders send this many blocks (datagrams)
+    /// back to back, then wait until the rate has caught up with all of them. None = every
+    /// block paced on its own. Needs [`Capability::Burst`].
+    ///
+    /// [`Capability::Burst`]: crate::wire::Capability::Burst
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst: Option<std::num::NonZeroU16>,
 }
 
 /// Why a [`TestSpec`] is invalid. Messages name the field and the allowed range.
@@ -228,6 +261,11 @@ fn out_of_range(
 }
 
 impl TestSpec {
+    /// Blocks (datagrams) per burst of a paced sender: `-b RATE/BURST`'s BURST, else 1.
+    pub fn burst_blocks(&self) -> u64 {
+        self.burst.map_or(1, |b| u64::from(b.get()))
+    }
+
     /// A spec with iperf3-like defaults: one TCP upload stream for 10 s in 128 KiB blocks.
     pub fn default_tcp() -> Self {
         Self {
@@ -250,6 +288,10 @@ impl TestSpec {
             no_gro: false,
             server_cpus: Vec::new(),
             rr: None,
+            tos: None,
+            fq_rate_bps: None,
+            dont_fragment: false,
+            burst: None,
         }
     }
 
@@ -320,6 +362,33 @@ impl TestSpec {
             && !(88..=65535).contains(&m)
         {
             return Err(out_of_range("MSS (-M)", m, "88..=65535 bytes"));
+        }
+        if let Some(b) = self.burst.map(std::num::NonZeroU16::get) {
+            if b > MAX_BURST {
+                return Err(out_of_range("burst (-b RATE/BURST)", b, format!("1..={MAX_BURST}")));
+            }
+            if self.bits_per_second == 0 {
+                return Err(SpecError::BadText {
+                    field: "burst (-b RATE/BURST)",
+                    reason: "a burst needs a rate to pace to; give e.g. -b 100M/10".into(),
+                });
+            }
+        }
+        if self.dont_fragment && self.protocol != Protocol::Udp {
+            return Err(SpecError::BadText {
+                field: "don't fragment (--dont-fragment)",
+                reason: "it applies to UDP (-u); TCP sets the bit and finds the path MTU itself"
+                    .into(),
+            });
+        }
+        if let Some(r) = self.fq_rate_bps.map(std::num::NonZeroU64::get)
+            && !(8..=MAX_FQ_RATE_BPS).contains(&r)
+        {
+            return Err(out_of_range(
+                "fair-queue pacing rate (--fq-rate)",
+                format!("{r} bit/s"),
+                format!("8 ..= {MAX_FQ_RATE_BPS} bit/s"),
+            ));
         }
         if self.protocol == Protocol::Udp {
             self.validate_udp(min_udp)?;

@@ -41,8 +41,12 @@ Exit status:
 
 /// Network throughput benchmark: client, multi-client server, honest figures.
 #[derive(Debug, Parser)]
-#[command(name = "linerate", version, about, after_help = AFTER_HELP, args_conflicts_with_subcommands = true)]
+#[command(name = "linerate", version, about, after_help = AFTER_HELP, args_conflicts_with_subcommands = true,
+          disable_version_flag = true)]
 pub struct Cli {
+    /// Print the version, as iperf3's -v. (`-V` is verbose, as in iperf3.)
+    #[arg(short = 'v', long = "version", action = clap::ArgAction::Version)]
+    pub version: Option<bool>,
     /// What to do (default: selftest).
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -300,6 +304,8 @@ pub struct ServerArgs {
     pub one_off: bool,
     #[command(flatten)]
     pub limits: super::server_args::LimitArgs,
+    #[command(flatten)]
+    pub log: LogArgs,
 }
 
 /// `linerate selftest`.
@@ -580,9 +586,10 @@ pub struct TestArgs {
     #[arg(long = "bidir")]
     pub bidir: bool,
     /// Pace each stream to this rate in bit/s (SI); 0 = unlimited [default: unlimited for TCP,
-    /// 1M for UDP].
-    #[arg(short = 'b', long = "bitrate", value_name = "RATE", value_parser = rate)]
-    pub bitrate: Option<Bitrate>,
+    /// 1M for UDP]. RATE/BURST, as iperf3's burst mode: BURST blocks (datagrams) back to back,
+    /// then a wait until the rate has caught up with them (1..1000).
+    #[arg(short = 'b', long = "bitrate", value_name = "RATE[/BURST]", value_parser = bitrate)]
+    pub bitrate: Option<RateArg>,
     /// TCP maximum segment size (set before connecting).
     #[arg(short = 'M', long = "mss", visible_alias = "set-mss", value_name = "BYTES")]
     pub mss: Option<u32>,
@@ -598,6 +605,23 @@ pub struct TestArgs {
     /// Zero-copy send: sendfile(2) from a memory-backed file instead of write(2).
     #[arg(short = 'Z', long = "zerocopy")]
     pub zerocopy: bool,
+    /// IP type of service on every data socket of both ends (IP_TOS; IPV6_TCLASS on IPv6),
+    /// as iperf3's -S: 0..255 in decimal, hex (0xb8) or octal (0270). The value the kernel
+    /// set is reported per stream.
+    #[arg(short = 'S', long = "tos", value_name = "TOS", value_parser = super::tos::tos, conflicts_with = "dscp")]
+    pub tos: Option<u8>,
+    /// DiffServ codepoint on every data socket of both ends, as iperf3's --dscp: a name (EF,
+    /// VA, AF11..AF43, CS0..CS7) or a number 0..63; sets the type of service to DSCP << 2.
+    #[arg(long = "dscp", value_name = "DSCP", value_parser = super::tos::dscp)]
+    pub dscp: Option<u8>,
+    /// Cap every data socket's sending rate with the kernel's fair-queue pacing
+    /// (SO_MAX_PACING_RATE), in bit/s (SI), on both ends, as iperf3's --fq-rate.
+    #[arg(long = "fq-rate", value_name = "RATE", value_parser = rate)]
+    pub fq_rate: Option<Bitrate>,
+    /// With -u: datagrams leave with the don't-fragment bit on both ends (IP_PMTUDISC_DO), as
+    /// iperf3's --dont-fragment; one larger than the path MTU then fails to send.
+    #[arg(long = "dont-fragment", requires = "udp")]
+    pub dont_fragment: bool,
     /// Local port of the first data stream (stream i uses PORT + i - 1).
     #[arg(long = "cport", value_name = "PORT")]
     pub cport: Option<u16>,
@@ -614,6 +638,8 @@ pub struct TestArgs {
     /// Label carried into the output and the JSON record.
     #[arg(short = 'T', long = "title", value_name = "TEXT")]
     pub title: Option<String>,
+    #[command(flatten)]
+    pub text: TextArgs,
     /// The path's link rate (SI bits per second, e.g. 10G): the summary shows the theoretical
     /// TCP maximum over such a link and the share reached.
     #[arg(long = "link-speed", value_name = "RATE", value_parser = rate)]
@@ -635,6 +661,11 @@ pub struct TestArgs {
     /// With --find-max: length of each trial [default: 5 s].
     #[arg(long = "trial", value_name = "SECONDS", requires = "find_max", value_parser = seconds)]
     pub trial: Option<Duration>,
+    /// Payload of a repeating pattern, as iperf3's --repeating-payload: linerate's senders
+    /// always write one (never all zeros, so compression cannot flatter a path); against an
+    /// iperf3 server (--iperf3) its senders are asked to do the same.
+    #[arg(long = "repeating-payload")]
+    pub repeating_payload: bool,
     /// Against an iperf3 server: also fetch what it printed for the test (its text, or its
     /// JSON when it runs with -J). linerate servers always send their full figures.
     #[arg(long = "get-server-output")]
@@ -664,6 +695,42 @@ pub struct TestArgs {
     /// With --under-load: seconds of probes on the idle path before the test [default: 2].
     #[arg(long = "idle-time", value_name = "SECONDS", value_parser = seconds, requires = "under_load")]
     pub idle_time: Option<Duration>,
+}
+
+/// How the client's text output reads, as iperf3's output flags.
+#[derive(Debug, Args, Default)]
+pub struct TextArgs {
+    /// Unit of the text's rates and transfers, as iperf3: k m g t = rates in kbit/s .. Tbit/s,
+    /// K M G T = rates in KiB/s .. TiB/s; transfers in KiB .. TiB [default: each figure in the
+    /// unit that suits it].
+    #[arg(short = 'f', long = "format", value_name = "k|m|g|t|K|M|G|T", value_parser = scale)]
+    pub format: Option<crate::units::scale::Scale>,
+    /// Verbose, as iperf3's -V: also each stream's figures and granted socket options, and
+    /// both ends' environment. (`--version` prints the version.)
+    #[arg(short = 'V', long = "verbose")]
+    pub verbose: bool,
+    #[command(flatten)]
+    pub log: LogArgs,
+}
+
+/// Where output lines go and how, as iperf3's (client and server).
+#[derive(Debug, Args, Default)]
+pub struct LogArgs {
+    /// Start each output line with the time, formatted by strftime(3) [default: "%c ", as
+    /// iperf3]; give the format as --timestamps=FORMAT.
+    #[arg(long = "timestamps", value_name = "FORMAT", num_args = 0..=1, require_equals = true,
+          default_missing_value = crate::plan::text::DEFAULT_TIMESTAMP_FORMAT)]
+    pub timestamps: Option<String>,
+    /// Write what would go to stdout to FILE instead, appending, as iperf3's --logfile.
+    #[arg(long = "logfile", value_name = "FILE")]
+    pub logfile: Option<std::path::PathBuf>,
+    /// Write each output line out as soon as it is complete, even to a file or a pipe.
+    #[arg(long = "forceflush")]
+    pub forceflush: bool,
+}
+
+fn scale(s: &str) -> Result<crate::units::scale::Scale, String> {
+    crate::units::scale::Scale::parse(s)
 }
 
 /// A percentage such as `0.1`, `0.1%` or `2%`, from 0 to 100.
@@ -702,6 +769,36 @@ fn optional_size(s: &str) -> Result<Option<Size>, String> {
     } else {
         Size::spelled(s).map(Some).map_err(|e| e.to_string())
     }
+}
+
+/// `-b RATE[/BURST]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateArg {
+    /// The pacing rate.
+    pub rate: Bitrate,
+    /// iperf3's burst: blocks sent back to back per pacing slot.
+    pub burst: Option<std::num::NonZeroU16>,
+}
+
+impl RateArg {
+    /// The rate in bit/s.
+    pub fn bits_per_second(self) -> u64 {
+        self.rate.bits_per_second()
+    }
+}
+
+/// `-b`: a rate, or iperf3's `RATE/BURST`.
+fn bitrate(s: &str) -> Result<RateArg, String> {
+    // "200Mbit/s" is a rate; "200M/16" is iperf3's burst of 16 blocks.
+    let digits = |n: &&str| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit());
+    let Some((r, n)) = s.rsplit_once('/').filter(|(_, n)| digits(n)) else {
+        return rate(s).map(|rate| RateArg { rate, burst: None });
+    };
+    let max = linerate_proto::spec::MAX_BURST;
+    let burst = n.parse::<u16>().ok().filter(|b| (1..=max).contains(b)).ok_or_else(|| {
+        format!("{s:?}: the burst after the slash is 1..{max} blocks (iperf3's limit), e.g. {r}/10")
+    })?;
+    Ok(RateArg { rate: rate(r)?, burst: std::num::NonZeroU16::new(burst) })
 }
 
 pub(super) fn rate(s: &str) -> Result<Bitrate, String> {

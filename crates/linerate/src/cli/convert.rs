@@ -65,11 +65,11 @@ pub(super) fn to_plan(cli: Cli) -> Result<Plan, String> {
             history(&db, HistoryCommand::Compare(history_ref(&a)?, history_ref(&b)?, html))
         }
         Some(Command::Report(a)) => report_plan(a).map(Plan::Report),
-        Some(Command::Server(a)) => Ok(Plan::Server(server_plan(
-            &a.net,
-            a.one_off,
-            a.limits.policy(a.net.psk_file.as_ref())?,
-        )?)),
+        Some(Command::Server(a)) => {
+            let policy = a.limits.policy(a.net.psk_file.as_ref())?;
+            let plan = server_plan(&a.net, a.one_off, policy)?;
+            Ok(Plan::Server(crate::plan::ServerPlan { text: log_options(&a.log), ..plan }))
+        }
         Some(Command::Selftest(a)) => {
             let net = NetArgs {
                 port: Some(0),
@@ -125,15 +125,21 @@ fn matrix_plan(a: MatrixArgs) -> Result<(ClientPlan, MatrixPlan, MatrixRun), Str
         udp: false,
         reverse: false,
         bidir: false,
-        bitrate: m.bitrate,
+        bitrate: m.bitrate.map(|rate| super::args::RateArg { rate, burst: None }),
         mss: None,
         no_delay: m.no_delay,
         congestion: m.congestion.clone(),
         omit: m.omit,
         zerocopy: false,
+        tos: None,
+        dscp: None,
+        fq_rate: None,
+        dont_fragment: false,
         cport: None,
         threads: crate::plan::threads::Threads::Auto,
         title: m.title.clone(),
+        text: super::args::TextArgs::default(),
+        repeating_payload: false,
         link_speed: m.link_speed,
         mtu: m.mtu,
         find_max: false,
@@ -300,6 +306,8 @@ fn report_plan(a: ReportArgs) -> Result<ReportPlan, String> {
 /// embedded loopback server — a layered method's first tier in a few seconds.
 pub(super) fn default_methodology() -> Plan {
     let mut base = ClientPlan {
+        text: crate::plan::text::TextOptions::default(),
+        repeating_payload: false,
         psk: None,
         host: "127.0.0.1".into(),
         port: 0,
@@ -351,16 +359,23 @@ fn compat_plan(c: CompatArgs) -> Result<Plan, String> {
                     add -c HOST (or use `linerate client HOST`)"
             .into());
     }
+    if c.server && (c.test.text.format.is_some() || c.test.text.verbose) {
+        return Err("-f and -V shape a client's output; a server logs each test in one \
+                    line (-J for JSON lines)"
+            .into());
+    }
     if c.server {
         let settings = crate::plan::server::ServerSettings {
             psk_file: c.net.psk_file.clone(),
             ..Default::default()
         };
-        return Ok(Plan::Server(server_plan(
-            &c.net,
-            c.one_off,
-            Policy { limits: Limits::default(), access: settings.access()?, json_log: false },
-        )?));
+        let policy =
+            Policy { limits: Limits::default(), access: settings.access()?, json_log: false };
+        let plan = server_plan(&c.net, c.one_off, policy)?;
+        return Ok(Plan::Server(crate::plan::ServerPlan {
+            text: log_options(&c.test.text.log),
+            ..plan
+        }));
     }
     match c.client {
         Some(host) => {
@@ -442,6 +457,7 @@ fn server_plan(net: &NetArgs, one_off: bool, policy: Policy) -> Result<ServerPla
         output: if policy.json_log { OutputFormat::Json } else { output(net) },
         limits: policy.limits,
         access: policy.access,
+        text: crate::plan::text::TextOptions::default(),
     })
 }
 
@@ -479,6 +495,8 @@ pub(super) fn client_plan(
     let psk = net.psk_file.as_deref().map(crate::plan::server::read_psk).transpose()?;
     let (host, port) = super::host::host_port(&host, net.port)?;
     Ok(ClientPlan {
+        text: text_options(&t.text),
+        repeating_payload: t.repeating_payload,
         psk,
         host,
         port,
@@ -502,6 +520,23 @@ pub(super) fn client_plan(
         gates: Gates::default(),
         under_load,
     })
+}
+
+fn text_options(t: &super::args::TextArgs) -> crate::plan::text::TextOptions {
+    crate::plan::text::TextOptions {
+        scale: t.format.unwrap_or_default(),
+        verbose: t.verbose,
+        ..log_options(&t.log)
+    }
+}
+
+fn log_options(l: &super::args::LogArgs) -> crate::plan::text::TextOptions {
+    crate::plan::text::TextOptions {
+        timestamps: l.timestamps.clone(),
+        logfile: l.logfile.clone(),
+        forceflush: l.forceflush,
+        ..Default::default()
+    }
 }
 
 fn millis(d: Duration) -> u64 {
@@ -607,6 +642,11 @@ fn test_spec(t: &TestArgs, default_time: Duration) -> Result<TestSpec, String> {
         no_gro: t.no_gro,
         server_cpus: t.affinity.as_ref().map_or_else(Vec::new, |a| a.server.clone()),
         rr: rr_spec(t)?,
+        // iperf3 reads a zero type of service or pacing cap as "leave the kernel's default".
+        tos: t.tos.or(t.dscp).and_then(std::num::NonZeroU8::new),
+        fq_rate_bps: t.fq_rate.and_then(|r| std::num::NonZeroU64::new(r.bits_per_second())),
+        dont_fragment: t.dont_fragment,
+        burst: t.bitrate.and_then(|b| b.burst),
     };
     // With --iperf3 the datagrams carry iperf3's header only (no secret): its minimum.
     let min_udp = if t.iperf3 {

@@ -75,6 +75,17 @@ pub(super) fn fleet_plan(a: FleetArgs) -> Result<FleetPlan, String> {
         (a.test.iperf3, "--iperf3: iperf3 servers cannot hold a start; run linerate server"),
         (a.test.get_server_output, "--get-server-output is for iperf3 servers"),
         (a.test.under_load, "--under-load yet: its probes measure one path; run it per host"),
+        (a.test.repeating_payload, "--repeating-payload is for iperf3 servers"),
+        (
+            a.test.text.format.is_some() || a.test.text.verbose,
+            "-f or -V: they shape one client's text; a fleet prints its own tables (-J for all)",
+        ),
+        (
+            a.test.text.log.logfile.is_some()
+                || a.test.text.log.timestamps.is_some()
+                || a.test.text.log.forceflush,
+            "--logfile, --timestamps or --forceflush yet; redirect its output instead",
+        ),
         (
             a.test.cport.is_some(),
             "--cport fixes local ports per stream; a fleet's hosts would share them",

@@ -11,6 +11,7 @@ mod convert;
 mod fleet_args;
 mod host;
 mod server_args;
+mod tos;
 
 use std::ffi::OsString;
 

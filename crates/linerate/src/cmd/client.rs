@@ -24,7 +24,7 @@ pub fn run(plan: &ClientPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     if let Some(search) = plan.find_max {
         return find_max(plan, search, interrupt);
     }
-    let stdout = std::io::stdout();
+    super::output::open_logfile(&plan.text)?;
     let run = match (plan.iperf3, plan.under_load) {
         (true, _) => iperf3::client::run,
         (false, Some(_)) => under_load::run,
@@ -32,10 +32,15 @@ pub fn run(plan: &ClientPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     };
     let record = match plan.output {
         OutputFormat::Text => {
-            let mut live = text::LivePrinter::new(stdout.lock(), plan.spec.title.clone());
-            run(plan, &mut live, interrupt)
+            let live = text::LivePrinter::new(
+                super::output::text_out(&plan.text),
+                plan.spec.title.clone(),
+            );
+            run(plan, &mut live.with_scale(plan.text.scale), interrupt)
         }
-        OutputFormat::JsonStream => run(plan, &mut json::JsonStream::new(stdout.lock()), interrupt),
+        OutputFormat::JsonStream => {
+            run(plan, &mut json::JsonStream::new(std::io::stdout().lock()), interrupt)
+        }
         OutputFormat::Json | OutputFormat::Iperf3Json => run(plan, &mut Quiet, interrupt),
     };
     finish_client(plan, &record, interrupt)
@@ -55,7 +60,14 @@ fn finish_client(plan: &ClientPlan, record: &RunRecord, interrupt: &Interrupt) -
         OutputFormat::Json => json::render_run(record, &mut out)?,
         OutputFormat::JsonStream => json::render_run_line(record, &mut out)?,
         OutputFormat::Iperf3Json => iperf3_json::render_run(record, &mut out)?,
-        OutputFormat::Text if has_figures => text::render_run(record, &mut out)?,
+        OutputFormat::Text if has_figures => {
+            let mut out = super::output::text_out(&plan.text);
+            text::render_run_in(record, plan.text.scale, &mut out)?;
+            if plan.text.verbose {
+                crate::report::verbose::render(record, plan.text.scale, &mut out)?;
+            }
+            out.flush()?;
+        }
         OutputFormat::Text => {}
     }
     out.flush()?;

@@ -21,6 +21,7 @@ mod generate;
 mod history;
 mod keep;
 mod matrix;
+mod output;
 mod report;
 mod scale;
 mod scale_resume;

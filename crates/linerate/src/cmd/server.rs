@@ -1,5 +1,6 @@
 //! `linerate server` (and `-s`): serves tests until interrupted; its notes (listening, tests
-//! accepted and ended, connections dropped) are rendered as text or JSON lines.
+//! accepted and ended, connections dropped) are rendered as text or JSON lines, to stdout or
+//! a `--logfile`, stamped with `--timestamps` when asked.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -7,14 +8,15 @@ use std::sync::Arc;
 
 use anyhow::Result;
 
+use crate::plan::text::TextOptions;
 use crate::plan::{OutputFormat, ServerPlan};
 use crate::report::{json, text};
 use crate::session::Interrupt;
 use crate::session::server::{NoteSink, Notes, Server, ServerNote};
 
-pub(super) fn note_sink(format: OutputFormat) -> NoteSink {
+pub(super) fn note_sink(format: OutputFormat, text: TextOptions) -> NoteSink {
     Arc::new(move |note: &ServerNote| {
-        let mut out = std::io::stdout().lock();
+        let mut out = super::output::text_out(&text);
         let _ = match format {
             OutputFormat::Text => text::render_server_note(note, &mut out),
             OutputFormat::Json | OutputFormat::Iperf3Json | OutputFormat::JsonStream => {
@@ -27,8 +29,9 @@ pub(super) fn note_sink(format: OutputFormat) -> NoteSink {
 
 pub fn run(plan: &ServerPlan) -> Result<ExitCode> {
     let interrupt = Interrupt::install()?;
+    super::output::open_logfile(&plan.text)?;
     let server = Server::bind(plan)?;
-    server
-        .run(&interrupt, Notes { sink: note_sink(plan.output), text: text::server_notes_text })?;
+    let sink = note_sink(plan.output, plan.text.clone());
+    server.run(&interrupt, Notes { sink, text: text::server_notes_text })?;
     Ok(ExitCode::SUCCESS)
 }

@@ -200,6 +200,8 @@ impl Tier {
             ..TestSpec::default_tcp()
         };
         ClientPlan {
+            text: crate::plan::text::TextOptions::default(),
+            repeating_payload: false,
             psk: None,
             host: self.target.host.clone(),
             port: self.target.port,

@@ -19,6 +19,7 @@ pub mod schedule;
 pub mod search;
 pub mod server;
 pub mod size;
+pub mod text;
 pub mod threads;
 
 /// Default UDP rate per stream, as iperf3's (bit/s): low enough to be safe on any path.
@@ -69,6 +70,11 @@ pub enum OutputFormat {
 /// Run one test against a server.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClientPlan {
+    /// `--repeating-payload`: ask an iperf3 server's senders for a repeating pattern
+    /// (linerate's own senders always write one).
+    pub repeating_payload: bool,
+    /// How the text output reads (`-f`, `-V`, `--timestamps`, `--logfile`, `--forceflush`).
+    pub text: text::TextOptions,
     /// The server's pre-shared key (`--psk-file`), for servers that require one.
     pub psk: Option<linerate_proto::auth::Psk>,
     /// Server host name or address.
@@ -255,6 +261,8 @@ pub struct ServerPlan {
     pub limits: linerate_proto::Limits,
     /// Who may connect.
     pub access: server::Access,
+    /// Where the log lines go and how (`--logfile`, `--timestamps`, `--forceflush`).
+    pub text: text::TextOptions,
 }
 
 /// Print generated documentation.

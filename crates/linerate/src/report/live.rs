@@ -11,7 +11,8 @@ use linerate_proto::{Flow, StreamRole, TcpInternals};
 use crate::session::{IntervalRow, LiveEvent, Observer};
 use crate::stats::intervals::SenderTick;
 use crate::units::peer_text::escape;
-use crate::units::{ByteCount, format_bits_per_second, format_latency_ns};
+use crate::units::scale::Scale;
+use crate::units::{ByteCount, format_latency_ns};
 
 /// Prints live events as they happen.
 pub struct LivePrinter<W: Write> {
@@ -21,6 +22,8 @@ pub struct LivePrinter<W: Write> {
     last: BTreeMap<(Flow, u32), TcpInternals>,
     /// Whether the n/a of a receiver's Retr and Cwnd has been explained.
     explained: bool,
+    /// The unit of rates and transfers (`-f`).
+    scale: Scale,
 }
 
 impl<W: Write> std::fmt::Debug for LivePrinter<W> {
@@ -32,7 +35,13 @@ impl<W: Write> std::fmt::Debug for LivePrinter<W> {
 impl<W: Write> LivePrinter<W> {
     /// Prints to `out`, prefixing lines with `title` (`-T`) when given.
     pub fn new(out: W, title: Option<String>) -> Self {
-        Self { out, title, last: BTreeMap::new(), explained: false }
+        Self { out, title, last: BTreeMap::new(), explained: false, scale: Scale::Auto }
+    }
+
+    /// Rates and transfers in `scale` (`-f`).
+    pub fn with_scale(mut self, scale: Scale) -> Self {
+        self.scale = scale;
+        self
     }
 
     fn prefix(&self) -> String {
@@ -43,7 +52,8 @@ impl<W: Write> LivePrinter<W> {
         let mut ticks = Vec::with_capacity(rows.len());
         for r in rows {
             let s = r.sample;
-            let line = row(&format!("{:>3}", r.id), r.flow, s.start_us, s.end_us, s.bytes);
+            let line =
+                row(&format!("{:>3}", r.id), r.flow, (s.start_us, s.end_us), s.bytes, self.scale);
             let tick = match (r.role, s.udp.is_some()) {
                 (_, true) => None,
                 (StreamRole::Receiver, false) => Some(SenderTick::default()),
@@ -73,7 +83,7 @@ impl<W: Write> LivePrinter<W> {
                 writeln!(
                     self.out,
                     "{p}{} {}  {}",
-                    row("SUM", flow, start, end, bytes),
+                    row("SUM", flow, (start, end), bytes, self.scale),
                     columns(tick.map(SenderTick::sum)),
                     role_name(rows[of_flow[0]].role)
                 )?;
@@ -177,14 +187,15 @@ fn rr_interval(t: &linerate_proto::latency::RrIntervalSample, us: u64) -> String
     )
 }
 
-pub(super) fn row(id: &str, flow: Flow, start_us: u64, end_us: u64, bytes: u64) -> String {
+pub(super) fn row(
+    id: &str,
+    flow: Flow,
+    (start_us, end_us): (u64, u64),
+    bytes: u64,
+    scale: Scale,
+) -> String {
     let secs = end_us.saturating_sub(start_us) as f64 / 1e6;
-    let rate =
-        if secs > 0.0 { format_bits_per_second(bytes as f64 * 8.0 / secs) } else { "n/a".into() };
+    let rate = if secs > 0.0 { scale.rate(bytes as f64 * 8.0 / secs) } else { "n/a".into() };
     let interval = format!("{:.2}-{:.2} sec", start_us as f64 / 1e6, end_us as f64 / 1e6);
-    format!(
-        "[{id:>4}] {:<5} {interval:<18} {:>11} {rate:>14}",
-        flow.label(),
-        ByteCount(bytes).iec()
-    )
+    format!("[{id:>4}] {:<5} {interval:<18} {:>11} {rate:>14}", flow.label(), scale.bytes(bytes))
 }

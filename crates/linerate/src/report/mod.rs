@@ -27,9 +27,11 @@ pub mod model;
 pub mod notice;
 pub mod progress;
 pub mod schedule;
+pub mod stamped;
 pub mod table;
 pub mod text;
 pub mod under_load;
+pub mod verbose;
 
 /// Writes `report` in `format`.
 pub fn render(

@@ -17,6 +17,7 @@ use crate::record::{Outcome, RunRecord};
 use crate::session::server::ServerNote;
 use crate::stats::{CostSummary, Figures, SideFigures, summarize};
 use crate::units::peer_text::{escape, escape_lines, every_string};
+use crate::units::scale::Scale;
 use crate::units::{ByteCount, count_of, format_bits_per_second};
 
 pub use super::live::LivePrinter;
@@ -26,13 +27,22 @@ pub use super::live::LivePrinter;
 /// evidence, warnings, the server's output) come first, then each direction's sender and
 /// receiver rates, the UDP accounting, the verdicts and the outcome as the last lines.
 pub fn render_run(received: &RunRecord, out: &mut dyn Write) -> std::io::Result<()> {
+    render_run_in(received, Scale::Auto, out)
+}
+
+/// [`render_run`] with rates and transfers in `scale` (`-f`).
+pub fn render_run_in(
+    received: &RunRecord,
+    scale: Scale,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
     let shown = every_string(received, escape);
     let record = shown.as_ref().unwrap_or(received);
     let summary = summarize(record);
     writeln!(out, "- - - - - - - - - - - - - - - - - - - - - - - - - - - - - -")?;
     writeln!(out, "Test: {}", describe_spec(&record.spec))?;
-    details(record, received, &summary, out)?;
-    answer(record, &summary, out)
+    details(record, received, &summary, scale, out)?;
+    answer(record, &summary, scale, out)
 }
 
 /// Everything but the answer: what a reader consults to understand it. `received` is the
@@ -41,6 +51,7 @@ fn details(
     record: &RunRecord,
     received: &RunRecord,
     summary: &crate::stats::Summary,
+    scale: Scale,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
     if summary.streams.len() > 1 {
@@ -55,10 +66,10 @@ fn details(
                 "[{:>4}] {:<5} {:>11} {:>14} {:>11} {:>14} {:>6}",
                 s.id,
                 s.flow.label(),
-                bytes_or_na(s.sender.as_ref()),
-                rate_or_na(s.sender.as_ref()),
-                bytes_or_na(s.receiver.as_ref()),
-                rate_or_na(s.receiver.as_ref()),
+                bytes_or_na(s.sender.as_ref(), scale),
+                rate_or_na(s.sender.as_ref(), scale),
+                bytes_or_na(s.receiver.as_ref(), scale),
+                rate_or_na(s.receiver.as_ref(), scale),
                 s.retransmits.map_or("n/a".into(), |r| r.to_string())
             )?;
         }
@@ -138,6 +149,7 @@ fn server_sender_ticks(record: &RunRecord, out: &mut dyn Write) -> std::io::Resu
 fn answer(
     record: &RunRecord,
     summary: &crate::stats::Summary,
+    scale: Scale,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
     if let Some(l) = &summary.latency {
@@ -145,8 +157,8 @@ fn answer(
     }
     for d in summary.directions.iter().filter(|_| summary.latency.is_none()) {
         writeln!(out, "{}:", direction_name(d.flow))?;
-        side_line(out, "sender  ", d.sender.as_ref())?;
-        side_line(out, "receiver", d.receiver.as_ref())?;
+        side_line(out, "sender  ", d.sender.as_ref(), scale)?;
+        side_line(out, "receiver", d.receiver.as_ref(), scale)?;
         if let (Some(j), Some(r)) = (d.jain, &d.receiver) {
             writeln!(
                 out,
@@ -292,12 +304,12 @@ fn udp_lines(out: &mut dyn Write, u: &crate::stats::udp::UdpSummary) -> std::io:
     )
 }
 
-fn bytes_or_na(f: Option<&Figures>) -> String {
-    f.map_or("n/a".into(), |f| ByteCount(f.bytes).iec())
+fn bytes_or_na(f: Option<&Figures>, scale: Scale) -> String {
+    f.map_or("n/a".into(), |f| scale.bytes(f.bytes))
 }
 
-fn rate_or_na(f: Option<&Figures>) -> String {
-    f.and_then(|f| f.bits_per_second).map_or("n/a".into(), format_bits_per_second)
+fn rate_or_na(f: Option<&Figures>, scale: Scale) -> String {
+    f.and_then(|f| f.bits_per_second).map_or("n/a".into(), |r| scale.rate(r))
 }
 
 fn direction_name(flow: Flow) -> &'static str {
@@ -307,7 +319,12 @@ fn direction_name(flow: Flow) -> &'static str {
     }
 }
 
-fn side_line(out: &mut dyn Write, label: &str, side: Option<&SideFigures>) -> std::io::Result<()> {
+fn side_line(
+    out: &mut dyn Write,
+    label: &str,
+    side: Option<&SideFigures>,
+    scale: Scale,
+) -> std::io::Result<()> {
     let Some(s) = side else {
         return writeln!(out, "  {label} n/a (that end reported no figures)");
     };
@@ -318,8 +335,8 @@ fn side_line(out: &mut dyn Write, label: &str, side: Option<&SideFigures>) -> st
         out,
         "  {label} ({:<6}) {:>14}  {} in {:.2} s over {} stream(s){retr}",
         s.end,
-        rate_or_na(Some(f)),
-        ByteCount(f.bytes).iec(),
+        rate_or_na(Some(f), scale),
+        scale.bytes(f.bytes),
         f.seconds,
         s.streams
     )?;
@@ -349,6 +366,16 @@ fn granted_lines(
     }
     if let Some(cc) = &s.congestion {
         facts.push(format!("congestion {cc}"));
+    }
+    if let Some((lo, hi)) = s.tos {
+        facts.push(if lo == hi {
+            format!("TOS {lo:#04x}")
+        } else {
+            format!("TOS {lo:#04x}-{hi:#04x}")
+        });
+    }
+    if let Some((lo, _)) = s.max_pacing_rate_bps {
+        facts.push(format!("fq pacing cap {}", format_bits_per_second(lo as f64)));
     }
     if facts.is_empty() {
         return Ok(());
@@ -516,6 +543,12 @@ pub fn describe_spec_without(spec: &TestSpec, skip: &[&str]) -> String {
     if let Some(cc) = &spec.congestion {
         parts.push(format!("congestion {cc}"));
     }
+    if let Some(tos) = spec.tos.map(std::num::NonZeroU8::get) {
+        parts.push(format!("TOS {tos:#04x} (DSCP {})", tos >> 2));
+    }
+    if let Some(r) = spec.fq_rate_bps.map(std::num::NonZeroU64::get) {
+        parts.push(format!("fq pacing cap {}", format_bits_per_second(r as f64)));
+    }
     if let Some(t) = &spec.title {
         parts.push(format!("title {t:?}"));
     }
@@ -555,7 +588,7 @@ pub fn render_server_note(note: &ServerNote, out: &mut dyn Write) -> std::io::Re
                     "{} {verb} {} at {}",
                     s.0.label(),
                     ByteCount(f.bytes).iec(),
-                    rate_or_na(Some(&f))
+                    rate_or_na(Some(&f), Scale::Auto)
                 ));
             }
             let status = match error {

@@ -407,6 +407,7 @@ impl StreamSet {
             budget: self.budget.clone(),
             datagram_bytes: self.spec.block_bytes,
             bits_per_second: self.spec.bits_per_second,
+            burst: self.spec.burst_blocks(),
             epoch: self.epoch,
             quiet: self.udp_quiet,
             format: self.datagrams,
@@ -535,6 +536,7 @@ impl StreamSet {
         let opts = PoolOptions {
             block,
             bits_per_second: self.spec.bits_per_second,
+            burst: self.spec.burst_blocks(),
             budget: self.budget.clone(),
             zerocopy: self.zerocopy.clone(),
         };
@@ -585,7 +587,8 @@ impl StreamSet {
         let (ctl, gate) = (self.ctl.clone(), self.gate.clone());
         let (budget, zerocopy) = (self.budget.clone(), self.zerocopy.clone());
         let spec = &self.spec;
-        let (block, bps) = (spec.block_bytes as usize, spec.bits_per_second);
+        let (block, bps, burst) =
+            (spec.block_bytes as usize, spec.bits_per_second, spec.burst_blocks());
         let read = spec.read_size() as usize;
         let name = format!("lr-{}-{id}", if role == StreamRole::Sender { "tx" } else { "rx" });
         let body = move || {
@@ -604,6 +607,7 @@ impl StreamSet {
                     let opts = SendOptions {
                         block,
                         bits_per_second: bps,
+                        burst,
                         budget: budget.as_deref(),
                         zerocopy: zerocopy.as_deref(),
                     };
@@ -1097,6 +1101,9 @@ fn merge_facts(r: &mut SocketReport, f: sys::SocketFacts) {
     r.mss_bytes = f.mss_bytes.or(r.mss_bytes);
     r.congestion = f.congestion.or(r.congestion.take());
     r.no_delay = f.no_delay.or(r.no_delay);
+    r.tos = f.tos.or(r.tos);
+    r.max_pacing_rate_bps = f.max_pacing_rate_bps.or(r.max_pacing_rate_bps);
+    r.dont_fragment = f.dont_fragment.or(r.dont_fragment);
 }
 
 #[cfg(test)]

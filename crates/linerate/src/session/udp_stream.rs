@@ -47,6 +47,8 @@ pub(super) struct UdpStreamSetup {
     pub budget: Option<Arc<ByteBudget>>,
     pub datagram_bytes: u32,
     pub bits_per_second: u64,
+    /// Datagrams per burst (`-b RATE/BURST`; 1 = none).
+    pub burst: u64,
     pub epoch: Instant,
     pub quiet: Duration,
     pub format: DatagramFormat,
@@ -75,6 +77,7 @@ pub(super) fn prepare(setup: UdpStreamSetup) -> (impl FnOnce() + Send + 'static,
                 let opts = UdpSendOptions {
                     datagram_bytes: bytes,
                     bits_per_second: s.bits_per_second,
+                    burst: s.burst,
                     budget: s.budget.as_deref(),
                     format: s.format,
                     epoch: s.epoch,

@@ -83,6 +83,11 @@ fn settings(record: &RunRecord) -> Vec<(&'static str, String)> {
                 )
             }),
         ),
+        ("type of service", s.tos.map_or("default".into(), |t| format!("{t:#04x}"))),
+        (
+            "fq pacing cap",
+            s.fq_rate_bps.map_or("none".into(), |r| format_bits_per_second(r.get() as f64)),
+        ),
     ]
 }
 

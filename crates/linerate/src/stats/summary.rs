@@ -53,6 +53,12 @@ pub struct SideFigures {
     pub mss_bytes: Option<(u32, u32)>,
     /// Congestion control in use (first stream).
     pub congestion: Option<String>,
+    /// Smallest and largest type-of-service byte read back (`-S`/`--dscp` tests only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tos: Option<(u8, u8)>,
+    /// Smallest and largest pacing cap read back, bit/s (`--fq-rate` tests only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_pacing_rate_bps: Option<(u64, u64)>,
     /// Stream errors, if any.
     pub errors: Vec<String>,
 }
@@ -251,6 +257,8 @@ fn side_figures(
             recv_buffer_bytes: range(streams.iter().filter_map(|s| s.socket.recv_buffer_bytes)),
             mss_bytes: range(streams.iter().filter_map(|s| s.socket.mss_bytes)),
             congestion: streams.iter().find_map(|s| s.socket.congestion.clone()),
+            tos: range(streams.iter().filter_map(|s| s.socket.tos)),
+            max_pacing_rate_bps: range(streams.iter().filter_map(|s| s.socket.max_pacing_rate_bps)),
             errors: streams
                 .iter()
                 .filter_map(|s| s.error.as_ref().map(|e| format!("stream {}: {e}", s.id)))

@@ -1,4 +1,5 @@
-//! Thin wrappers around system calls: socket options and TCP_INFO (`socket`), the UDP fast
+//! Thin wrappers around system calls: socket options and TCP_INFO (`socket`), type of service
+//! and pacing caps (`qos`), stdout redirection and local time text (`stdio`), the UDP fast
 //! path (`udp`: batched calls, offloads, drop counters), zero-copy sending (`zerocopy`), readiness sets (`epoll`), process
 //! limits (`process`) and the terminal (`term`).
 //!
@@ -17,7 +18,9 @@ use std::io;
 
 pub mod epoll;
 pub mod process;
+pub mod qos;
 pub mod socket;
+pub mod stdio;
 pub mod term;
 pub mod udp;
 pub mod zerocopy;

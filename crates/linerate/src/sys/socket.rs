@@ -29,6 +29,13 @@ pub struct SocketFacts {
     pub congestion: Option<String>,
     /// `TCP_NODELAY` as read back.
     pub no_delay: Option<bool>,
+    /// The type-of-service byte as read back (`qos::tos`); filled only where a test set one.
+    pub tos: Option<u8>,
+    /// `SO_MAX_PACING_RATE` as read back, bits per second; filled only where a test set one.
+    pub max_pacing_rate_bps: Option<u64>,
+    /// Whether the socket never fragments (`qos::dont_fragment`); filled only where a test
+    /// asked for it.
+    pub dont_fragment: Option<bool>,
 }
 
 /// The window scale factors of a connection (RFC 7323), as `TCP_INFO` reports them: windows
@@ -281,6 +288,7 @@ mod imp {
             mss_bytes: int(libc::IPPROTO_TCP, libc::TCP_MAXSEG).and_then(|v| u32::try_from(v).ok()),
             congestion: congestion(fd),
             no_delay: int(libc::IPPROTO_TCP, libc::TCP_NODELAY).map(|v| v != 0),
+            ..SocketFacts::default()
         }
     }
 
@@ -495,6 +503,7 @@ mod imp {
             mss_bytes: None,
             congestion: None,
             no_delay: sock.nodelay().ok(),
+            ..SocketFacts::default()
         }
     }
 

@@ -95,6 +95,8 @@ pub struct PoolOptions {
     pub block: usize,
     /// Pacing target per stream in bits per second; 0 = as fast as possible.
     pub bits_per_second: u64,
+    /// Blocks per burst (`-b RATE/BURST`), as [`super::tcp::SendOptions::burst`].
+    pub burst: u64,
     /// Shared byte budget of the sending direction (`-n`), if any.
     pub budget: Option<Arc<ByteBudget>>,
     /// Send with sendfile(2) from this memory file instead of write(2).
@@ -333,7 +335,8 @@ fn send_turn(
                 return Step::End(Ok(()));
             }
             if opts.bits_per_second > 0 {
-                let due_secs = slot.moved as f64 * 8.0 / opts.bits_per_second as f64;
+                let paced = super::tcp::burst_start(slot.moved, opts.block, opts.burst);
+                let due_secs = paced as f64 * 8.0 / opts.bits_per_second as f64;
                 let due = start + Duration::from_secs_f64(due_secs.min(1e9));
                 if due > Instant::now() {
                     return Step::Due(due);
@@ -447,8 +450,13 @@ mod tests {
         }
         let ctl = TrafficControl::default();
         let budget = Arc::new(ByteBudget::new(20_000_001));
-        let opts =
-            PoolOptions { block: 16384, bits_per_second: 0, budget: Some(budget), zerocopy: None };
+        let opts = PoolOptions {
+            block: 16384,
+            bits_per_second: 0,
+            burst: 1,
+            budget: Some(budget),
+            zerocopy: None,
+        };
         let start = Instant::now();
         std::thread::scope(|s| {
             s.spawn(|| worker_loop(&rx, start, &ctl, &opts, &[], &mut vec![0u8; 16384]));
@@ -481,7 +489,8 @@ mod tests {
             }
         }
         let ctl = TrafficControl::default();
-        let opts = PoolOptions { block: 8192, bits_per_second: 0, budget: None, zerocopy: None };
+        let opts =
+            PoolOptions { block: 8192, bits_per_second: 0, burst: 1, budget: None, zerocopy: None };
         let start = Instant::now();
         std::thread::scope(|s| {
             s.spawn(|| worker_loop(&rx, start, &ctl, &opts, &[], &mut vec![0u8; 8192]));
@@ -517,8 +526,13 @@ mod tests {
         }
         let ctl = TrafficControl::default();
         // 4 × 20 Mbit/s for 0.5 s = 1.25 MB each; 4 KiB blocks keep the granularity fine.
-        let opts =
-            PoolOptions { block: 4096, bits_per_second: 20_000_000, budget: None, zerocopy: None };
+        let opts = PoolOptions {
+            block: 4096,
+            bits_per_second: 20_000_000,
+            burst: 1,
+            budget: None,
+            zerocopy: None,
+        };
         let start = Instant::now();
         let cpu0 = crate::measure::counters::thread_cpu();
         std::thread::scope(|s| {

@@ -1,5 +1,6 @@
 //! Where every data socket of a test is made, on both ends: the options a test asks for
-//! (`-w` buffers, `-M` maximum segment size, `-C` congestion control, `-N` no delay), the local
+//! (`-w` buffers, `-M` maximum segment size, `-C` congestion control, `-N` no delay, `-S`/`--dscp`
+//! type of service, `--fq-rate` pacing cap, `--dont-fragment` on UDP), the local
 //! binding (`-B`, `--cport`), and the server's shared listening sockets (dual-stack TCP and UDP
 //! on one port) are set here and nowhere else, and what the kernel granted is read back here.
 //! (The receive loop's adaptive `SO_RCVLOWAT` is no test option: it lives with the loop, in
@@ -61,8 +62,8 @@ use crate::sys::{self, SocketFacts};
 /// not the first thing to drop (a 1 Gbit/s burst of 4 ms), small enough for many streams.
 pub const UDP_DEFAULT_BUFFER: u64 = 4 << 20;
 
-/// What a test asks of its data sockets. UDP sockets use only the buffer size (the other
-/// options are TCP's; plans refuse them for UDP tests).
+/// What a test asks of its data sockets. UDP sockets use the buffer size, the type of service
+/// and the pacing cap (the other options are TCP's; plans refuse them for UDP tests).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SocketOptions {
     /// `-w`: send and receive buffer size, bytes; None leaves the kernel's autotuning.
@@ -73,6 +74,12 @@ pub struct SocketOptions {
     pub congestion: Option<String>,
     /// `-N`: disable Nagle's algorithm.
     pub no_delay: bool,
+    /// `-S`/`--dscp`: the type-of-service byte.
+    pub tos: Option<u8>,
+    /// `--fq-rate`: `SO_MAX_PACING_RATE`, bits per second.
+    pub fq_rate_bps: Option<u64>,
+    /// `--dont-fragment` (UDP): never fragment, the don't-fragment bit set.
+    pub dont_fragment: bool,
 }
 
 impl SocketOptions {
@@ -85,6 +92,9 @@ impl SocketOptions {
             // Request/response needs each small write on the wire at once (netperf's TCP_RR
             // sets it too), whatever the spec says: a campaign's or matrix's cells have no -N.
             no_delay: spec.no_delay || spec.rr.is_some(),
+            tos: spec.tos.map(std::num::NonZeroU8::get),
+            fq_rate_bps: spec.fq_rate_bps.map(std::num::NonZeroU64::get),
+            dont_fragment: spec.dont_fragment,
         }
     }
 }
@@ -209,7 +219,7 @@ pub fn connect_data(
     timeout: Duration,
 ) -> Result<TcpData, SetupError> {
     let stream = connect(remote, bind, opts, timeout)?;
-    let granted = sys::socket_facts(&stream);
+    let granted = granted(&stream, opts);
     Ok(TcpData { stream, granted })
 }
 
@@ -218,16 +228,50 @@ pub fn connect_data(
 /// the module docs) and reads back what the kernel granted.
 pub fn accepted(stream: TcpStream, opts: &SocketOptions) -> Result<TcpData, SetupError> {
     apply_after_handshake(&stream, opts)?;
-    let granted = sys::socket_facts(&stream);
+    let granted = granted(&stream, opts);
     Ok(TcpData { stream, granted })
 }
 
+/// What the kernel granted `sock`: its facts, with the type of service and the pacing cap
+/// read back where the test set them (so a test without them reports neither).
+fn granted(sock: &impl std::os::fd::AsFd, opts: &SocketOptions) -> SocketFacts {
+    let mut facts = sys::socket_facts(sock);
+    if opts.tos.is_some() {
+        facts.tos = sys::qos::tos(sock);
+    }
+    if opts.fq_rate_bps.is_some() {
+        facts.max_pacing_rate_bps = sys::qos::max_pacing_rate(sock);
+    }
+    if opts.dont_fragment {
+        facts.dont_fragment = sys::qos::dont_fragment(sock);
+    }
+    facts
+}
+
+/// The options every data socket takes, TCP or UDP: type of service and pacing cap.
+fn apply_qos(sock: &impl std::os::fd::AsFd, opts: &SocketOptions) -> Result<(), SetupError> {
+    if let Some(tos) = opts.tos {
+        sys::qos::set_tos(sock, tos).map_err(SetupError::new(
+            Step::SetOption,
+            format!("cannot set the type of service (-S/--dscp) to {tos:#04x}"),
+        ))?;
+    }
+    if let Some(bps) = opts.fq_rate_bps {
+        sys::qos::set_max_pacing_rate(sock, bps).map_err(SetupError::new(
+            Step::SetOption,
+            format!("cannot set the pacing cap (--fq-rate) to {bps} bit/s"),
+        ))?;
+    }
+    Ok(())
+}
+
 /// The options that can still be set on a connected socket: buffers, congestion control,
-/// no-delay. A client sets them before connecting all the same.
+/// no-delay, type of service, pacing cap. A client sets them before connecting all the same.
 fn apply_after_handshake(
     sock: &impl std::os::fd::AsFd,
     opts: &SocketOptions,
 ) -> Result<(), SetupError> {
+    apply_qos(sock, opts)?;
     if let Some(w) = opts.window_bytes {
         sys::set_buffers(sock, w).map_err(SetupError::new(
             Step::SetOption,
@@ -359,7 +403,15 @@ fn udp_data(
     let _ = sys::udp::set_udp_buffers(&sock, opts.window_bytes.unwrap_or(UDP_DEFAULT_BUFFER));
     sock.connect(&remote.into())
         .map_err(SetupError::new(Step::Connect, format!("cannot address UDP to {remote}")))?;
-    let granted = sys::socket_facts(&sock);
+    // After connect: an IPv6 socket knows then whether its peer is IPv4-mapped (sys::qos).
+    apply_qos(&sock, opts)?;
+    if opts.dont_fragment {
+        sys::qos::set_dont_fragment(&sock).map_err(SetupError::new(
+            Step::SetOption,
+            "cannot set don't-fragment (--dont-fragment)",
+        ))?;
+    }
+    let granted = granted(&sock, opts);
     Ok(UdpData { socket: sock.into(), granted })
 }
 

@@ -24,6 +24,9 @@ pub struct SendOptions<'a> {
     pub block: usize,
     /// Pacing target in bits per second; 0 = as fast as possible.
     pub bits_per_second: u64,
+    /// iperf3's burst (`-b RATE/BURST`): blocks written back to back before the pacing
+    /// waits for all of them; 1 = every block paced on its own.
+    pub burst: u64,
     /// Shared byte budget of this direction (`-n`), if any.
     pub budget: Option<&'a ByteBudget>,
     /// Send with sendfile(2) from this memory file instead of write(2) from `buf`.
@@ -50,7 +53,7 @@ pub fn send_loop(
         if want == 0 {
             break;
         }
-        pace(start, sent, opts.bits_per_second, ctl);
+        pace(start, burst_start(sent, opts.block, opts.burst), opts.bits_per_second, ctl);
         let mut left = want;
         while left > 0 {
             let r = match opts.zerocopy {
@@ -204,6 +207,17 @@ fn is_timeout(e: &std::io::Error) -> bool {
     matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut)
 }
 
+/// The bytes the pacing waits for before the next write: all that was sent, or with a burst of
+/// `burst` blocks (`-b RATE/BURST`) only up to the start of the current burst, so a whole
+/// burst goes back to back and the next waits until the rate has caught up with it.
+pub(crate) fn burst_start(sent: u64, block: usize, burst: u64) -> u64 {
+    if burst <= 1 {
+        return sent;
+    }
+    let burst_bytes = (block as u64).saturating_mul(burst).max(1);
+    sent / burst_bytes * burst_bytes
+}
+
 /// Sleeps until `sent` bytes are due at `bits_per_second` since `start`. Sleeps in slices so a
 /// stop is noticed within 50 ms even at very low rates.
 fn pace(start: Instant, sent: u64, bits_per_second: u64, ctl: &TrafficControl) {
@@ -248,6 +262,7 @@ mod tests {
             let opts = SendOptions {
                 block: 65536,
                 bits_per_second: 0,
+                burst: 1,
                 budget: Some(&budget),
                 zerocopy: None,
             };
@@ -296,7 +311,13 @@ mod tests {
         tx.set_write_timeout(Some(Duration::from_secs(3))).expect("timeout");
         let ctl = TrafficControl::default();
         let sc = StreamCounters::default();
-        let opts = SendOptions { block: 65536, bits_per_second: 0, budget: None, zerocopy: None };
+        let opts = SendOptions {
+            block: 65536,
+            bits_per_second: 0,
+            burst: 1,
+            budget: None,
+            zerocopy: None,
+        };
         let buf = vec![7u8; 65536];
         std::thread::scope(|s| {
             let sender = s.spawn(|| send_loop(&tx, Instant::now(), &ctl, &sc, opts, &buf));
@@ -349,6 +370,14 @@ mod tests {
     }
 
     #[test]
+    fn a_burst_is_paced_from_its_first_block() {
+        assert_eq!(super::burst_start(5000, 1000, 1), 5000, "no burst: every byte paced");
+        assert_eq!(super::burst_start(4999, 1000, 5), 0, "inside the first burst: no wait");
+        assert_eq!(super::burst_start(5000, 1000, 5), 5000, "the next burst waits for all");
+        assert_eq!(super::burst_start(9999, 1000, 5), 5000);
+    }
+
+    #[test]
     fn paced_sender_holds_its_rate() {
         let (tx, rx) = pair();
         let ctl = TrafficControl::default();
@@ -368,6 +397,7 @@ mod tests {
             let opts = SendOptions {
                 block: 8192,
                 bits_per_second: 40_000_000,
+                burst: 1,
                 budget: None,
                 zerocopy: None,
             };

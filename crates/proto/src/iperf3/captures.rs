@@ -12,8 +12,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::iperf3::{
-    COOKIE_LEN, Iperf3Client, Iperf3Event, Iperf3Server, Iperf3ServerEvent, State, make_cookie,
-    params, request_from_params,
+    COOKIE_LEN, ClientExtras, Iperf3Client, Iperf3Event, Iperf3Server, Iperf3ServerEvent, State,
+    make_cookie, params, request_from_params,
 };
 
 const T0: Duration = Duration::ZERO;
@@ -151,7 +151,7 @@ fn our_client_talks_to_a_real_server_as_a_real_client_did() {
     for cap in captures() {
         let Token::Json(captured_params) = &cap.client[1] else { panic!("params") };
         let req = request_from_params(captured_params).expect("captured params are valid");
-        let ours = params(&req.spec, "3.12", false).expect("params");
+        let ours = params(&req.spec, "3.12", ClientExtras::default()).expect("params");
         // linerate always asks for 64-bit UDP counters; a plain 3.12 -u does not.
         let mut comparable: Value = serde_json::from_str(&ours).expect("json");
         if !req.udp_counters_64bit

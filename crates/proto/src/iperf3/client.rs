@@ -275,12 +275,12 @@ impl Machine for Iperf3Client {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::iperf3::{make_cookie, params, results_from_side};
+    use crate::iperf3::{ClientExtras, make_cookie, params, results_from_side};
     use crate::results::SideResults;
 
     fn client() -> Iperf3Client {
         let spec = TestSpec::default_tcp();
-        let p = params(&spec, "linerate", false).expect("params");
+        let p = params(&spec, "linerate", ClientExtras::default()).expect("params");
         Iperf3Client::new(spec, make_cookie(&[3; 36]), p, Duration::ZERO)
     }
 

@@ -19,6 +19,10 @@ pub mod errno {
     pub const DURATION: i32 = 5;
     /// Invalid number of streams.
     pub const NUM_STREAMS: i32 = 6;
+    /// Invalid burst count (iperf3's maximum is 1000).
+    pub const BURST: i32 = 15;
+    /// Bad TOS value (must be 0..255).
+    pub const BAD_TOS: i32 = 21;
     /// Invalid block size.
     pub const BLOCK_SIZE: i32 = 7;
     /// Invalid socket buffer size.

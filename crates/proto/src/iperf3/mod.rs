@@ -23,7 +23,9 @@ use crate::error::ProtoError;
 pub use client::{Iperf3Client, Iperf3Event, udp_end_wait};
 pub use errors::{ServerError, errno, for_limit, version_at_least};
 pub use json::{Iperf3Results, Iperf3Stream, results_from_side, stream_ids};
-pub use params::{Iperf3Refusal, Iperf3Request, MAX_PARAMS_JSON, params, request_from_params};
+pub use params::{
+    ClientExtras, Iperf3Refusal, Iperf3Request, MAX_PARAMS_JSON, params, request_from_params,
+};
 pub use server::{Iperf3Server, Iperf3ServerEvent};
 
 /// Length of the cookie: 36 printable characters and a NUL.

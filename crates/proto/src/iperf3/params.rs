@@ -47,15 +47,25 @@ fn refuse(error: impl Into<ServerError>, message: impl Into<String>) -> Iperf3Re
     Iperf3Refusal { error: error.into(), message: message.into() }
 }
 
-/// The parameter JSON for `spec` (with `--get-server-output` if asked), or a sentence saying
-/// which option iperf3 cannot take.
+/// What a linerate client asks of an iperf3 server beyond the test itself.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClientExtras {
+    /// `--get-server-output`: the server's own output comes back with its results.
+    pub get_server_output: bool,
+    /// `--repeating-payload`: the server's senders write a repeating pattern (iperf3 fills
+    /// them with random bytes otherwise; linerate's own senders always repeat a pattern).
+    pub repeating_payload: bool,
+}
+
+/// The parameter JSON for `spec` (with `extras`), or a sentence saying which option iperf3
+/// cannot take.
 ///
 /// Keys are only sent when the feature is wanted: iperf3 servers treat a present key as "on"
 /// whatever its value (`"reverse":false` turns reverse on).
 pub fn params(
     spec: &TestSpec,
     client_version: &str,
-    get_server_output: bool,
+    extras: ClientExtras,
 ) -> Result<String, String> {
     if spec.rr.is_some() {
         return Err("request/response tests (--rr) are not supported by iperf3, which measures bulk transfers only; run `linerate server` on the far end".into());
@@ -115,8 +125,11 @@ pub fn params(
     if let Some(cc) = &spec.congestion {
         m.insert("congestion".into(), json!(cc));
     }
-    if get_server_output {
+    if extras.get_server_output {
         m.insert("get_server_output".into(), json!(1));
+    }
+    if extras.repeating_payload {
+        m.insert("repeating_payload".into(), json!(1));
     }
     if udp {
         // linerate's datagram header is iperf3's with 64-bit counters, in both directions.
@@ -124,6 +137,18 @@ pub fn params(
     }
     if spec.zerocopy {
         m.insert("zerocopy".into(), json!(1));
+    }
+    if let Some(tos) = spec.tos {
+        m.insert("TOS".into(), json!(tos));
+    }
+    if let Some(bps) = spec.fq_rate_bps {
+        m.insert("fqrate".into(), json!(bps));
+    }
+    if spec.dont_fragment {
+        m.insert("dont_fragment".into(), json!(1));
+    }
+    if let Some(b) = spec.burst {
+        m.insert("burst".into(), json!(b));
     }
     match spec.server_cpus.as_slice() {
         [] => {}
@@ -147,9 +172,6 @@ pub fn params(
 const UNSUPPORTED: &[(&str, &str, ServerError)] = &[
     ("sctp", "--sctp", ServerError::with(errno::NO_SCTP, 0)),
     ("mptcp", "-m/--mptcp", ServerError::with(errno::UNIMPLEMENTED, 0)),
-    ("fqrate", "--fq-rate", ServerError::with(errno::SET_PACING, errno::os::EPERM)),
-    ("burst", "-b RATE/BURST", ServerError::with(errno::UNIMPLEMENTED, 0)),
-    ("TOS", "-S/--tos or --dscp", ServerError::with(errno::SET_TOS, errno::os::EPERM)),
     ("flowlabel", "-L/--flowlabel", ServerError::with(errno::SET_FLOW, errno::os::EPERM)),
     (
         "authtoken",
@@ -209,6 +231,18 @@ pub fn request_from_params(bytes: &[u8]) -> Result<Iperf3Request, Iperf3Refusal>
     let cpu =
         ranged(m, "server_affinity", 0, u64::from(crate::spec::MAX_AFFINITY_CPU), errno::AFFINITY)?;
     spec.server_cpus = cpu.map(|c| vec![c as u32]).unwrap_or_default();
+    // `-S`/`--dscp` and `--fq-rate`: 0 is iperf3's "unset".
+    let tos = ranged(m, "TOS", 0, 255, errno::BAD_TOS)?;
+    spec.tos = tos.and_then(|t| std::num::NonZeroU8::new(t as u8));
+    let fq_rate = ranged(m, "fqrate", 0, crate::spec::MAX_FQ_RATE_BPS, errno::RECV_PARAMS)?;
+    spec.fq_rate_bps = fq_rate.and_then(std::num::NonZeroU64::new);
+    // 3.21 sends `dont_fragment` with TCP too, where the kernel already sets the bit.
+    spec.dont_fragment = udp && ranged(m, "dont_fragment", 0, 1, errno::RECV_PARAMS)? == Some(1);
+    // `-b RATE/BURST`: iperf3 sends the burst only with a rate; 0 is "no burst".
+    let burst = ranged(m, "burst", 0, u64::from(crate::spec::MAX_BURST), errno::BURST)?;
+    spec.burst = burst
+        .and_then(|b| std::num::NonZeroU16::new(b as u16))
+        .filter(|_| spec.bits_per_second > 0);
     // iperf3's datagrams carry no secret: its own smallest `-l` holds its header.
     spec.validate_with_udp_min(crate::spec::MIN_IPERF3_UDP_DATAGRAM)
         .map_err(|e| refuse(errno::RECV_PARAMS, e.to_string()))?;
@@ -271,12 +305,22 @@ mod tests {
     fn params_match_a_3_12_capture() {
         let mut spec = TestSpec::default_tcp();
         spec.end = EndCondition::Duration { duration_ms: 2000 };
-        let p = params(&spec, "3.12", false).expect("params");
+        let p = params(&spec, "3.12", ClientExtras::default()).expect("params");
         // Captured from iperf3 3.12 `-c 127.0.0.1 -t 2`.
         assert_eq!(
             p,
             r#"{"tcp":true,"omit":0,"time":2,"num":0,"blockcount":0,"parallel":1,"len":131072,"pacing_timer":1000,"client_version":"3.12"}"#
         );
+    }
+
+    #[test]
+    fn repeating_payload_is_sent_only_when_asked() {
+        let spec = TestSpec::default_tcp();
+        let extras = ClientExtras { repeating_payload: true, ..ClientExtras::default() };
+        let v: Value = serde_json::from_str(&params(&spec, "x", extras).expect("p")).expect("j");
+        assert_eq!(v["repeating_payload"], 1);
+        let p = params(&spec, "x", ClientExtras::default()).expect("p");
+        assert!(!p.contains("repeating_payload"), "{p}");
     }
 
     #[test]
@@ -286,7 +330,9 @@ mod tests {
         spec.end = EndCondition::Bytes { bytes: 1000 };
         spec.window_bytes = Some(262_144);
         spec.end = EndCondition::Duration { duration_ms: 1500 };
-        let v: Value = serde_json::from_str(&params(&spec, "x", false).expect("p")).expect("json");
+        let v: Value =
+            serde_json::from_str(&params(&spec, "x", ClientExtras::default()).expect("p"))
+                .expect("json");
         assert_eq!(v["reverse"], true);
         assert_eq!(v["time"], 2, "fractional -t rounds up for the server's watchdog");
         assert_eq!(v["window"], 262_144);
@@ -301,27 +347,81 @@ mod tests {
     fn server_affinity_goes_both_ways() {
         let mut spec = TestSpec::default_tcp();
         spec.server_cpus = vec![3];
-        let p = params(&spec, "x", false).expect("one cpu");
+        let p = params(&spec, "x", ClientExtras::default()).expect("one cpu");
         let v: Value = serde_json::from_str(&p).expect("json");
         assert_eq!(v["server_affinity"], 3);
         let req = request_from_params(p.as_bytes()).expect("served");
         assert_eq!(req.spec.server_cpus, vec![3]);
         spec.server_cpus = vec![1, 2];
-        assert!(params(&spec, "x", false).unwrap_err().contains("one CPU"));
+        assert!(params(&spec, "x", ClientExtras::default()).unwrap_err().contains("one CPU"));
         let bad = request_from_params(br#"{"tcp":true,"time":1,"server_affinity":-1}"#);
         assert_eq!(bad.unwrap_err().error.i_errno, errno::AFFINITY);
         let none = request_from_params(br#"{"tcp":true,"time":1}"#).expect("served");
         assert!(none.spec.server_cpus.is_empty());
     }
 
+    /// `-S`/`--dscp` go as iperf3's `TOS`, `--fq-rate` as `fqrate` (bits per second), both
+    /// only when set; an iperf3 client's are read back into the test, 0 meaning unset.
+    #[test]
+    fn tos_and_fq_rate_go_both_ways() {
+        use std::num::{NonZeroU8, NonZeroU64};
+        let mut spec = TestSpec::default_tcp();
+        let v: Value =
+            serde_json::from_str(&params(&spec, "x", ClientExtras::default()).expect("p"))
+                .expect("j");
+        assert!(v.get("TOS").is_none() && v.get("fqrate").is_none());
+        spec.tos = NonZeroU8::new(0xb8);
+        spec.fq_rate_bps = NonZeroU64::new(100_000_000);
+        let p = params(&spec, "x", ClientExtras::default()).expect("params");
+        let v: Value = serde_json::from_str(&p).expect("json");
+        assert_eq!((v["TOS"].as_u64(), v["fqrate"].as_u64()), (Some(184), Some(100_000_000)));
+        let back = req(&p).expect("served");
+        assert_eq!((back.spec.tos, back.spec.fq_rate_bps), (spec.tos, spec.fq_rate_bps));
+        let zero = req(r#"{"tcp":true,"time":1,"TOS":0,"fqrate":0}"#).expect("served");
+        assert_eq!((zero.spec.tos, zero.spec.fq_rate_bps), (None, None));
+    }
+
+    /// `-b RATE/BURST` goes as iperf3's `burst` and is served; past iperf3's 1000 it is
+    /// refused with iperf3's own number.
+    #[test]
+    fn burst_goes_both_ways() {
+        let mut spec = TestSpec::default_tcp();
+        spec.bits_per_second = 10_000_000;
+        spec.burst = std::num::NonZeroU16::new(5);
+        let p = params(&spec, "x", ClientExtras::default()).expect("params");
+        assert!(p.contains(r#""burst":5"#), "{p}");
+        assert_eq!(req(&p).expect("served").spec.burst, spec.burst);
+        let none = req(r#"{"tcp":true,"time":1,"bandwidth":1000,"burst":0}"#).expect("served");
+        assert_eq!(none.spec.burst, None);
+        let big = req(r#"{"tcp":true,"time":1,"bandwidth":1000,"burst":1001}"#);
+        assert_eq!(big.unwrap_err().error.i_errno, errno::BURST);
+    }
+
+    /// `--dont-fragment` goes as 3.21's `dont_fragment` and is served for UDP; with TCP (where
+    /// 3.21 sends it too) the kernel sets the bit already.
+    #[test]
+    fn dont_fragment_goes_both_ways_for_udp() {
+        let mut spec = TestSpec::default_tcp();
+        spec.protocol = Protocol::Udp;
+        spec.block_bytes = 1400;
+        spec.dont_fragment = true;
+        let p = params(&spec, "x", ClientExtras::default()).expect("params");
+        assert!(p.contains(r#""dont_fragment":1"#), "{p}");
+        assert!(req(&p).expect("served").spec.dont_fragment);
+        let tcp = req(r#"{"tcp":true,"time":1,"dont_fragment":1}"#).expect("served");
+        assert!(!tcp.spec.dont_fragment);
+        let off = req(r#"{"udp":true,"time":1,"dont_fragment":0}"#).expect("served");
+        assert!(!off.spec.dont_fragment);
+    }
+
     #[test]
     fn params_refuse_what_iperf3_cannot_take() {
         let mut spec = TestSpec::default_tcp();
         spec.streams = 129;
-        assert!(params(&spec, "x", false).unwrap_err().contains("128"));
+        assert!(params(&spec, "x", ClientExtras::default()).unwrap_err().contains("128"));
         let mut spec = TestSpec::default_tcp();
         spec.omit_ms = 1500;
-        assert!(params(&spec, "x", false).unwrap_err().contains("-O"));
+        assert!(params(&spec, "x", ClientExtras::default()).unwrap_err().contains("-O"));
     }
 
     fn req(text: &str) -> Result<Iperf3Request, Iperf3Refusal> {
@@ -351,7 +451,13 @@ mod tests {
         spec.title = Some("t".into());
         spec.congestion = Some("cubic".into());
         spec.end = EndCondition::Bytes { bytes: 12345 };
-        let back = req(&params(&spec, "x", true).expect("params")).expect("parses");
+        let back = req(&params(
+            &spec,
+            "x",
+            ClientExtras { get_server_output: true, ..ClientExtras::default() },
+        )
+        .expect("params"))
+        .expect("parses");
         assert_eq!(back.spec, spec);
         assert!(back.get_server_output);
     }
@@ -387,8 +493,9 @@ mod tests {
             (r#"{"udp":true,"time":1,"len":8}"#, errno::UDP_BLOCK_SIZE, "len"),
             (r#"{"udp":true,"time":1,"len":15}"#, errno::UDP_BLOCK_SIZE, "len"),
             (r#"{"tcp":true,"time":1,"authtoken":"x"}"#, errno::UNIMPLEMENTED, "authentication"),
-            (r#"{"tcp":true,"time":1,"TOS":8}"#, errno::SET_TOS, "--tos"),
-            (r#"{"tcp":true,"time":1,"fqrate":8}"#, errno::SET_PACING, "--fq-rate"),
+            (r#"{"tcp":true,"time":1,"TOS":256}"#, errno::BAD_TOS, "TOS"),
+            (r#"{"tcp":true,"time":1,"fqrate":-8}"#, errno::RECV_PARAMS, "fqrate"),
+            (r#"{"tcp":true,"time":1,"fqrate":4}"#, errno::RECV_PARAMS, "--fq-rate"),
             (r#"{"tcp":true,"time":1,"sctp":true}"#, errno::NO_SCTP, "--sctp"),
             (r#"{"tcp":true,"time":1,"parallel":129}"#, errno::NUM_STREAMS, "parallel"),
             (r#"{"tcp":true,"time":1,"parallel":0}"#, errno::NUM_STREAMS, "parallel"),

@@ -329,7 +329,9 @@ impl Machine for Iperf3Server {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::iperf3::{Iperf3Client, Iperf3Event, make_cookie, params, results_from_side};
+    use crate::iperf3::{
+        ClientExtras, Iperf3Client, Iperf3Event, make_cookie, params, results_from_side,
+    };
     use crate::results::SideResults;
     use crate::spec::{Direction, EndCondition};
 
@@ -401,13 +403,14 @@ mod tests {
     fn bad_params_become_server_error_with_the_iperf3_number() {
         let mut s = Iperf3Server::new(T0);
         s.handle_input(&[b'a'; 37], T0).expect("cookie");
-        s.handle_input(&frame(br#"{"tcp":true,"time":1,"TOS":8}"#), T0).expect("read");
+        s.handle_input(&frame(br#"{"tcp":true,"time":1,"flowlabel":8}"#), T0).expect("read");
         let ev = events(&mut s);
         assert!(
-            matches!(&ev[..], [Iperf3ServerEvent::TestRequested(Err(m))] if m.contains("--tos"))
+            matches!(&ev[..], [Iperf3ServerEvent::TestRequested(Err(m))] if m.contains("--flowlabel"))
         );
-        // "unable to set IP TOS: Operation not permitted": iperf3's own words name the option.
-        assert_eq!(s.poll_transmit(), Some(vec![9, 0xfe, 0, 0, 0, 125, 0, 0, 0, 1]));
+        // "unable to set IPv6 flow label: Operation not permitted": iperf3's own words name
+        // the option.
+        assert_eq!(s.poll_transmit(), Some(vec![9, 0xfe, 0, 0, 0, 127, 0, 0, 0, 1]));
     }
 
     #[test]
@@ -470,8 +473,11 @@ mod tests {
         spec.streams = streams;
         let mut s = Iperf3Server::new(T0);
         s.handle_input(&[b'a'; 37], T0).expect("cookie");
-        s.handle_input(&frame(params(&spec, "t", false).expect("p").as_bytes()), T0)
-            .expect("params");
+        s.handle_input(
+            &frame(params(&spec, "t", ClientExtras::default()).expect("p").as_bytes()),
+            T0,
+        )
+        .expect("params");
         s.accept(T0).expect("accept");
         for _ in 0..spec.connection_count() {
             s.stream_arrived(T0).expect("stream");
@@ -487,7 +493,7 @@ mod tests {
         let mut spec = TestSpec::default_tcp();
         spec.direction = Direction::Bidirectional;
         spec.streams = 2;
-        let p = params(&spec, "linerate", false).expect("params");
+        let p = params(&spec, "linerate", ClientExtras::default()).expect("params");
         let mut c = Iperf3Client::new(spec, make_cookie(&[7; 36]), p, T0);
         let mut s = Iperf3Server::new(T0);
         let ours = serde_json::to_string(&results_from_side(&SideResults::default())).expect("j");

@@ -18,6 +18,10 @@
 //! second token bucket (GCRA) refilled at [`CATCH_UP_RATE`] times the rate. The rate counts
 //! the datagram bytes the caller gives (UDP payload, as iperf3's `-b` does).
 //!
+//! iperf3's burst mode (`-b RATE/BURST`, [`Pacer::with_burst`]) is the one exception, asked
+//! for by name: the entitlement then comes in whole bursts (the first at `start`, the next
+//! when the rate has caught up with all of it), each sent at once.
+//!
 //! The pacer reads no clock and does not sleep: the driver passes `now` and waits until
 //! [`Pacer::next_send_at`] itself.
 
@@ -50,6 +54,8 @@ pub struct Pacer {
     sent: u64,
     skipped: u64,
     fell_behind: u64,
+    /// Datagrams per burst (`-b RATE/BURST`); 1 = every datagram paced on its own.
+    burst: u64,
 }
 
 fn duration_from_nanos(ns: u128) -> Duration {
@@ -87,7 +93,16 @@ impl Pacer {
             sent: 0,
             skipped: 0,
             fell_behind: 0,
+            burst: 1,
         }
+    }
+
+    /// The same pacer in iperf3's burst mode: `datagrams` at once, then a wait until the rate
+    /// has caught up with them (at least 1; the step becomes the burst).
+    pub fn with_burst(mut self, datagrams: u64) -> Self {
+        let burst = datagrams.max(1);
+        self.burst = burst;
+        self.with_burst_cap(burst)
     }
 
     /// The same pacer with a different step (and skip threshold, if smaller), in datagrams
@@ -108,7 +123,9 @@ impl Pacer {
         let Some(elapsed) = now.checked_sub(self.start) else { return 0 };
         let bits = elapsed.as_nanos().saturating_mul(u128::from(self.bits_per_second));
         let n = bits / (u128::from(self.datagram_bits) * NANOS_PER_SECOND);
-        u64::try_from(n).unwrap_or(u64::MAX).saturating_add(1)
+        let due = u64::try_from(n).unwrap_or(u64::MAX);
+        // Whole bursts: the one that datagram `due` belongs to has all its datagrams due.
+        (due / self.burst).saturating_add(1).saturating_mul(self.burst)
     }
 
     /// The catch-up bucket's tolerance: a full bucket holds `burst_cap` datagrams.
@@ -134,8 +151,10 @@ impl Pacer {
         if self.bits_per_second == 0 {
             return self.start;
         }
-        let bits_ns = (u128::from(self.used) * u128::from(self.datagram_bits))
-            .saturating_mul(NANOS_PER_SECOND);
+        // In burst mode the next burst is due when its first datagram is.
+        let first = self.used / self.burst * self.burst;
+        let bits_ns =
+            (u128::from(first) * u128::from(self.datagram_bits)).saturating_mul(NANOS_PER_SECOND);
         let schedule_ns = bits_ns.div_ceil(u128::from(self.bits_per_second));
         let catch_up_ns = self.catch_up_tat_ns.saturating_sub(self.tolerance_ns());
         self.start.saturating_add(duration_from_nanos(schedule_ns.max(catch_up_ns)))
@@ -221,6 +240,28 @@ mod tests {
         *state ^= *state >> 7;
         *state ^= *state << 17;
         *state
+    }
+
+    /// `-b 10M/10`: ten datagrams at once, then a wait of ten datagrams' time, and the rate
+    /// over a second as without bursts.
+    #[test]
+    fn burst_mode_sends_whole_bursts_at_the_rate() {
+        let rate = 10_000_000;
+        let mut p = Pacer::new(rate, DATAGRAM_BYTES, Duration::from_secs(5)).with_burst(10);
+        let start = p.next_send_at();
+        let mut now = start;
+        let mut wakes = Vec::new();
+        while now < start + Duration::from_secs(1) {
+            assert_eq!(p.allowed(now), 10, "a whole burst at {now:?}");
+            p.on_sent(10, now);
+            wakes.push(now);
+            now = p.next_send_at();
+            assert_eq!(p.allowed(now - Duration::from_nanos(1)), 0, "nothing before it is due");
+        }
+        let ten = u128::from(10 * 8 * DATAGRAM_BYTES as u64) * NANOS_PER_SECOND / u128::from(rate);
+        assert!(wakes.windows(2).all(|w| (w[1] - w[0]).as_nanos().abs_diff(ten) <= 1), "{wakes:?}");
+        let even = rate / (8 * u64::from(DATAGRAM_BYTES));
+        assert!(p.sent().abs_diff(even) <= 10, "{} datagrams in 1 s, {even} even", p.sent());
     }
 
     #[test]

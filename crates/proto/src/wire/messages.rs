@@ -43,11 +43,19 @@ pub enum Capability {
     /// transaction comes on a connection of its own, its hello's stream id carrying
     /// `TRANSACTION_FLAG`.
     Crr,
+    /// The IP type-of-service byte on data sockets (`-S/--tos`, `--dscp`, `spec.tos`).
+    Tos,
+    /// Fair-queue pacing caps on data sockets (`--fq-rate`, `spec.fq_rate_bps`).
+    FqRate,
+    /// UDP datagrams with the don't-fragment bit (`--dont-fragment`, `spec.dont_fragment`).
+    DontFragment,
+    /// Burst mode: paced senders send `spec.burst` blocks back to back (`-b RATE/BURST`).
+    Burst,
 }
 
 impl Capability {
     /// Every capability this crate knows, in a stable order.
-    pub const ALL: [Capability; 13] = [
+    pub const ALL: [Capability; 17] = [
         Self::Tcp,
         Self::Reverse,
         Self::Bidir,
@@ -61,6 +69,10 @@ impl Capability {
         Self::UdpSecret,
         Self::Latency,
         Self::Crr,
+        Self::Tos,
+        Self::FqRate,
+        Self::DontFragment,
+        Self::Burst,
     ];
 
     /// The wire name.
@@ -79,6 +91,10 @@ impl Capability {
             Self::UdpSecret => "udp_secret",
             Self::Latency => "latency",
             Self::Crr => "crr",
+            Self::Tos => "tos",
+            Self::FqRate => "fq_rate",
+            Self::DontFragment => "dont_fragment",
+            Self::Burst => "burst",
         }
     }
 

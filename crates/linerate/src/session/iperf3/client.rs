@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use linerate_proto::iperf3::{
-    Iperf3Client, Iperf3Event, make_cookie, params, results_from_side, udp_end_wait,
+    ClientExtras, Iperf3Client, Iperf3Event, make_cookie, params, results_from_side, udp_end_wait,
 };
 use linerate_proto::{EndCondition, Machine, Protocol, SideResults};
 
@@ -67,7 +67,11 @@ fn drive(
     observer: &mut dyn Observer,
     interrupt: &Interrupt,
 ) -> Result<()> {
-    let params = params(&plan.spec, SOFTWARE, plan.get_server_output).map_err(|e| {
+    let extras = ClientExtras {
+        get_server_output: plan.get_server_output,
+        repeating_payload: plan.repeating_payload,
+    };
+    let params = params(&plan.spec, SOFTWARE, extras).map_err(|e| {
         // Asked for with --iperf3, the user's flags are wrong; found by the fallback, this
         // peer cannot run the test the flags describe.
         let kind = if plan.iperf3 { FailureKind::Usage } else { FailureKind::Incompatible };

@@ -60,6 +60,7 @@ fn client_options_are_set_before_connect_and_read_back() {
         mss_bytes: Some(1000),
         congestion: Some("reno".into()),
         no_delay: true,
+        ..SocketOptions::default()
     };
     let data = connect_data(addr, Bind::default(), &opts, TIMEOUT).expect("connect");
     let _server = accept(&l);
@@ -237,4 +238,45 @@ fn another_user_cannot_bind_the_servers_udp_port() {
     let client = udp_connect(addr, bind, &options(None, None)).expect("client");
     let local = client.socket.local_addr().expect("local");
     udp_accepted(addr, local, &options(None, None)).expect("same user shares the port");
+}
+
+/// `-S`/`--dscp` and `--fq-rate` land on both ends' data sockets, TCP and UDP, and are read
+/// back; a dual-stack server's accepted socket for an IPv4 client reads `IP_TOS`, which is
+/// what its packets carry. A test without them reports neither.
+#[test]
+fn type_of_service_and_pacing_cap_reach_both_ends_and_are_read_back() {
+    let opts = SocketOptions {
+        tos: Some(0xb8),
+        fq_rate_bps: Some(40_000_000),
+        ..SocketOptions::default()
+    };
+    let dual = listen("[::]:0".parse().expect("addr"), true);
+    let (l, addr) = match dual {
+        Ok(l) => {
+            let port = l.local_addr().expect("addr").port();
+            (l, SocketAddr::from(([127, 0, 0, 1], port)))
+        }
+        Err(_) => loopback_listener(),
+    };
+    let client = connect_data(addr, Bind::default(), &opts, TIMEOUT).expect("connect");
+    let server = accepted(accept(&l), &opts).expect("accepted");
+    for (end, g) in [("client", &client.granted), ("server", &server.granted)] {
+        assert_eq!((g.tos, g.max_pacing_rate_bps), (Some(0xb8), Some(40_000_000)), "{end}");
+    }
+    // An IPv6 client of the same listener: both ends read IPV6_TCLASS.
+    let v6 = SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, addr.port()));
+    if addr.ip().is_ipv4() && l.local_addr().is_ok_and(|a| a.is_ipv6()) {
+        if let Ok(client) = connect_data(v6, Bind::default(), &opts, TIMEOUT) {
+            let server = accepted(accept(&l), &opts).expect("accepted");
+            assert_eq!((client.granted.tos, server.granted.tos), (Some(0xb8), Some(0xb8)));
+        }
+    }
+    let plain =
+        connect_data(addr, Bind::default(), &SocketOptions::default(), TIMEOUT).expect("connect");
+    let _server = accept(&l);
+    assert_eq!((plain.granted.tos, plain.granted.max_pacing_rate_bps), (None, None));
+    let port = std::net::UdpSocket::bind("127.0.0.1:0").expect("udp");
+    let local = port.local_addr().expect("addr");
+    let udp = udp_connect(local, Bind::default(), &opts).expect("udp");
+    assert_eq!((udp.granted.tos, udp.granted.max_pacing_rate_bps), (Some(0xb8), Some(40_000_000)));
 }

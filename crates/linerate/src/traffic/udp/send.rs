@@ -41,6 +41,12 @@ const RETRY_WAIT: Duration = Duration::from_micros(50);
 /// Longest single sleep, so that a stop is noticed quickly even at very low rates.
 const MAX_SLEEP: Duration = super::POLL_TIMEOUT;
 
+/// The sender's pacer: smooth, or in iperf3's burst mode when asked.
+fn pacer(opts: &UdpSendOptions<'_>, dg: usize, start: Duration) -> Pacer {
+    let p = Pacer::new(opts.bits_per_second, dg as u32, start);
+    if opts.burst > 1 { p.with_burst(opts.burst) } else { p }
+}
+
 /// How a UDP sender sends.
 #[derive(Debug, Clone, Copy)]
 pub struct UdpSendOptions<'a> {
@@ -48,6 +54,8 @@ pub struct UdpSendOptions<'a> {
     pub datagram_bytes: usize,
     /// Pacing target in bits per second of UDP payload; 0 = as fast as possible.
     pub bits_per_second: u64,
+    /// Datagrams per burst (`-b RATE/BURST`); 1 = every datagram paced on its own.
+    pub burst: u64,
     /// Shared byte budget of this direction (`-n`), if any. The last datagram is sent whole,
     /// so a stream may overshoot by less than one datagram (as iperf3 does).
     pub budget: Option<&'a ByteBudget>,
@@ -149,7 +157,7 @@ impl<'s> Sender<'s> {
             gso,
             gso_sends: 0,
             next_seq: 1,
-            pacer: Pacer::new(opts.bits_per_second, dg as u32, pacer_start),
+            pacer: pacer(opts, dg, pacer_start),
             burst: BurstStats::new(BURST_WINDOW),
             datagrams: 0,
             bytes: 0,

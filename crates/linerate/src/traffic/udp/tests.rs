@@ -24,6 +24,7 @@ fn send_opts(dg: usize, bps: u64, epoch: Instant) -> UdpSendOptions<'static> {
     UdpSendOptions {
         datagram_bytes: dg,
         bits_per_second: bps,
+        burst: 1,
         budget: None,
         format: NATIVE,
         epoch,
