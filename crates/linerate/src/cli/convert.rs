@@ -234,6 +234,12 @@ fn store_plan(s: &StoreArgs) -> StorePlan {
 }
 
 fn with_gates(mut plan: ClientPlan, g: &GateArgs) -> Result<ClientPlan, String> {
+    if plan.spec.rr.is_some() && (g.fail_below.is_some() || g.fail_regression.is_some()) {
+        return Err("--fail-below and --fail-regression judge a received bit rate; a \
+                    request/response test (--rr, --crr) is judged by its transactions and \
+                    latency, which gates do not take yet: drop the gate"
+            .into());
+    }
     let regression = match (g.fail_regression, &g.baseline) {
         (Some(_), Some(b)) if b == "last" => {
             return Err("--baseline last would name this very run once it is stored: give the \
