@@ -72,6 +72,17 @@ impl RrRecorder {
         }
     }
 
+    /// Whether a stopped loop is done: nothing outstanding, or [`DRAIN_LIMIT`] past the stop;
+    /// then the requests still outstanding are recorded as unanswered.
+    pub(crate) fn drained(&self, ctl: &TrafficControl, now: Instant, outstanding: usize) -> bool {
+        let late = ctl.stopped_at().is_some_and(|s| now.saturating_duration_since(s) > DRAIN_LIMIT);
+        let done = outstanding == 0 || late;
+        if done {
+            self.with(|t| t.unanswered = outstanding as u64);
+        }
+        done
+    }
+
     /// Records the transactions that completed at `now`, each started at one of `started`
     /// (its write, or its intended send time); after the warm-up when `measured`. One lock
     /// for the lot.
@@ -187,11 +198,7 @@ pub fn request_loop(
                 written += (due as usize * req) as u64;
                 counters.set_bytes(written);
             }
-        } else if outstanding.is_empty()
-            || ctl.stopped_at().is_some_and(|s| now.saturating_duration_since(s) > DRAIN_LIMIT)
-        {
-            let n = outstanding.len() as u64;
-            rec.with(|t| t.unanswered = n);
+        } else if rec.drained(ctl, now, outstanding.len()) {
             return Ok(last);
         }
         if ctl.aborted() {
@@ -225,19 +232,7 @@ pub fn request_loop(
         if done > outstanding.len() {
             return Err("the server sent more responses than there were requests".into());
         }
-        let measured = now >= opts.measured_from;
-        rec.with(|t| {
-            for from in outstanding.drain(..done) {
-                let ns = u64::try_from(now.saturating_duration_since(from).as_nanos())
-                    .unwrap_or(u64::MAX);
-                t.interval.record_ns(ns, 1);
-                if measured {
-                    t.measured.record_ns(ns, 1);
-                } else {
-                    t.omitted += 1;
-                }
-            }
-        });
+        rec.completed(now, outstanding.drain(..done), now >= opts.measured_from);
         if done > 0 {
             last = Some(now);
         }

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use linerate_proto::latency::RrSpec;
 use linerate_proto::udp::{DatagramFormat, DatagramHeader, Decoded};
 
-use crate::traffic::rr::{DRAIN_LIMIT, RequestOptions, RrRecorder, Schedule, WAIT_SLICE};
+use crate::traffic::rr::{RequestOptions, RrRecorder, Schedule, WAIT_SLICE};
 use crate::traffic::{StreamCounters, TrafficControl};
 
 /// A request unanswered this long is lost.
@@ -82,11 +82,7 @@ pub fn udp_request_loop(
                 outstanding.push_back((seq, from));
             }
             counters.set_bytes(written);
-        } else if outstanding.is_empty()
-            || ctl.stopped_at().is_some_and(|s| now.saturating_duration_since(s) > DRAIN_LIMIT)
-        {
-            let n = outstanding.len() as u64;
-            rec.with(|t| t.unanswered = n);
+        } else if rec.drained(ctl, now, outstanding.len()) {
             return Ok(last);
         }
         let expired = outstanding
