@@ -86,6 +86,31 @@ def announce(peers, me):
     return limit
 
 
+def collect_client(cli, seconds):
+    """Reads a running client's stdout until it exits (reaped with wait4, for its CPU), or
+    kills it `seconds + 30` s after its start. Returns (stdout, wait status, rusage, hung)."""
+    deadline = time.time() + seconds + 30
+    chunks = []
+    os.set_blocking(cli.stdout.fileno(), False)
+    hung = False
+    while True:
+        piece = cli.stdout.read()
+        if piece:
+            chunks.append(piece)
+        pid, status, ru = os.wait4(cli.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.time() > deadline:
+            hung = True
+            cli.kill()
+            _, status, ru = os.wait4(cli.pid, 0)
+            break
+        time.sleep(0.02)
+    os.set_blocking(cli.stdout.fileno(), True)
+    chunks.append(cli.stdout.read())
+    return b"".join(chunks), status, ru, hung
+
+
 def run_pair(server, client, seconds, retries=3):
     """Runs `server`, then `client` against it; returns (client stdout, client CPU s,
     server CPU s). Both processes are bounded: killed seconds + 30 s after the start."""
@@ -98,25 +123,11 @@ def run_pair(server, client, seconds, retries=3):
             raise RuntimeError(f"server exited at once: {server}")
         return None
     cli = subprocess.Popen(client, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.time() + seconds + 30
-    chunks = []
-    os.set_blocking(cli.stdout.fileno(), False)
-    while True:
-        piece = cli.stdout.read()
-        if piece:
-            chunks.append(piece)
-        pid, _, ru = os.wait4(cli.pid, os.WNOHANG)
-        if pid:
-            break
-        if time.time() > deadline:
-            cli.kill()
-            srv.kill()
-            os.wait4(cli.pid, 0)
-            os.wait4(srv.pid, 0)
-            raise RuntimeError(f"client hung: {client}")
-        time.sleep(0.05)
-    os.set_blocking(cli.stdout.fileno(), True)
-    chunks.append(cli.stdout.read())
+    out, _, ru, hung = collect_client(cli, seconds)
+    if hung:
+        srv.kill()
+        os.wait4(srv.pid, 0)
+        raise RuntimeError(f"client hung: {client}")
     err = cli.stderr.read().decode(errors="replace")
     for _ in range(200):
         pid, _, sru = os.wait4(srv.pid, os.WNOHANG)
@@ -127,7 +138,7 @@ def run_pair(server, client, seconds, retries=3):
         srv.kill()
         _, _, sru = os.wait4(srv.pid, 0)
     cpu = lambda r: r.ru_utime + r.ru_stime  # noqa: E731
-    return b"".join(chunks), err, cpu(ru), cpu(sru)
+    return out, err, cpu(ru), cpu(sru)
 
 
 def run_peer(peer, client_args, seconds):
@@ -195,26 +206,8 @@ def run_pair_status(server, client, seconds, settle=0.4):
                 "server_status": srv.returncode}
     cli_err = tempfile.TemporaryFile()
     cli = subprocess.Popen(client, stdout=subprocess.PIPE, stderr=cli_err)
-    deadline = time.time() + seconds + 30
-    chunks = []
-    os.set_blocking(cli.stdout.fileno(), False)
-    hung = False
-    while True:
-        piece = cli.stdout.read()
-        if piece:
-            chunks.append(piece)
-        pid, status, ru = os.wait4(cli.pid, os.WNOHANG)
-        if pid:
-            break
-        if time.time() > deadline:
-            hung = True
-            cli.kill()
-            _, status, ru = os.wait4(cli.pid, 0)
-            break
-        time.sleep(0.02)
+    out, status, ru, hung = collect_client(cli, seconds)
     cli.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
-    os.set_blocking(cli.stdout.fileno(), True)
-    chunks.append(cli.stdout.read())
     cli.stdout.close()
     for _ in range(500):
         pid, sstatus, sru = os.wait4(srv.pid, os.WNOHANG)
@@ -234,7 +227,7 @@ def run_pair_status(server, client, seconds, settle=0.4):
         err += f"\n(killed: still running {seconds + 30} s after its start)"
     return {
         "server_gone": False,
-        "client_out": b"".join(chunks),
+        "client_out": out,
         "client_err": err,
         "client_status": cli.returncode,
         "client_cpu": cpu(ru),
