@@ -19,7 +19,7 @@ impl Iperf3Server {
 
     /// `iperf3 -s` with `extra` flags (e.g. `-J`, so `--get-server-output` returns its JSON).
     pub(crate) fn start_with(extra: &[&str]) -> Option<Iperf3Server> {
-        if Command::new("iperf3").arg("--version").output().is_err() {
+        if Command::new(crate::util::iperf3_bin()).arg("--version").output().is_err() {
             assert!(
                 std::env::var_os("CI").is_none(),
                 "iperf3 is not installed: .ci/run must install it"
@@ -32,7 +32,7 @@ impl Iperf3Server {
             .local_addr()
             .expect("addr")
             .port();
-        let child = Command::new("iperf3")
+        let child = Command::new(crate::util::iperf3_bin())
             .args(["-s", "-B", "127.0.0.1", "-p", &port.to_string()])
             .args(extra)
             .stdout(Stdio::null())
@@ -272,8 +272,12 @@ fn iperf3_shaped_json_has_the_shape_of_iperf3s_own() {
     for extra in [&["-R"][..], &["-u"][..], &["-u", "-R"][..], &["--bidir"][..]] {
         let mut args = vec!["-c", "127.0.0.1", "-p", &port, "-t", "1", "-J"];
         args.extend_from_slice(extra);
-        let out =
-            Command::new("timeout").arg("30").arg("iperf3").args(&args).output().expect("iperf3");
+        let out = Command::new("timeout")
+            .arg("30")
+            .arg(crate::util::iperf3_bin())
+            .args(&args)
+            .output()
+            .expect("iperf3");
         let theirs: serde_json::Value = serde_json::from_slice(&out.stdout).expect("iperf3 -J");
         let mut ours = vec!["client", "127.0.0.1", "-p", &port, "--iperf3", "-t", "1", "-J"];
         ours.extend_from_slice(&["--json-format", "iperf3"]);

@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::util::{Server, assert_agree};
 
 pub fn have_iperf3() -> bool {
-    if Command::new("iperf3").arg("--version").output().is_ok() {
+    if Command::new(crate::util::iperf3_bin()).arg("--version").output().is_ok() {
         return true;
     }
     assert!(std::env::var_os("CI").is_none(), "iperf3 is not installed: .ci/run must install it");
@@ -22,7 +22,8 @@ pub fn have_iperf3() -> bool {
 /// and stderr.
 pub(crate) fn iperf3_client(port: u16, args: &[&str]) -> (Option<i32>, Value, String) {
     let mut cmd = Command::new("timeout");
-    cmd.args(["30", "iperf3", "-c", "127.0.0.1", "-p", &port.to_string(), "-J"]).args(args);
+    cmd.args(["30", &crate::util::iperf3_bin(), "-c", "127.0.0.1", "-p", &port.to_string(), "-J"])
+        .args(args);
     let out = cmd.stdin(Stdio::null()).output().expect("run iperf3");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let doc = serde_json::from_str(&stdout)
@@ -238,7 +239,7 @@ fn an_iperf3_client_killed_mid_test_does_not_stop_the_server() {
         return;
     }
     let srv = Server::start(&[]);
-    let mut victim = Command::new("iperf3")
+    let mut victim = Command::new(crate::util::iperf3_bin())
         .args(["-c", "127.0.0.1", "-p", &srv.port.to_string(), "-t", "20"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())

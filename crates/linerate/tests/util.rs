@@ -19,6 +19,13 @@ pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_linerate")
 }
 
+/// The iperf3 the interop and fidelity tests run: `iperf3` on the PATH (Debian's 3.12 in CI),
+/// or the binary `LINERATE_IPERF3` names, e.g. a 3.21 built from its release tag
+/// (docs/PERFORMANCE.md, "Reproducing") for the documented local run.
+pub fn iperf3_bin() -> String {
+    std::env::var("LINERATE_IPERF3").unwrap_or_else(|_| "iperf3".to_string())
+}
+
 /// Where runs started by tests keep their history (XDG_DATA_HOME), so tests never write to
 /// the user's real one; one directory per test process.
 pub fn data_home() -> std::path::PathBuf {
