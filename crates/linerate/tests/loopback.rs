@@ -389,6 +389,64 @@ fn receivers_read_in_their_own_size() {
     assert!(out.stderr.contains("read size (--read-size)"), "{}", out.stderr);
 }
 
+/// TCP senders limit their unsent queue (`TCP_NOTSENT_LOWAT`): automatically by default,
+/// fixed or left to the system by `--notsent-lowat`, on whichever end sends and in both data
+/// planes; each end reports what its senders set, and a non-default choice is named in text.
+#[test]
+fn senders_limit_their_unsent_queue_and_say_so() {
+    let srv = Server::start(&[]);
+    let port = srv.port.to_string();
+    let plane = |doc: &serde_json::Value, end: &str| {
+        let side = if end == "client" { "client" } else { "server_results" };
+        doc["record"][side]["cost"]["data_plane"]["notsent_lowat"].clone()
+    };
+    // Default, server sending (-R): auto, at least the 128 KiB floor; the receiving client
+    // reports none.
+    let doc = client_json(srv.port, &["-R", "-t", "0.5"]);
+    assert_eq!(doc["record"]["outcome"]["status"], "completed");
+    let server = plane(&doc, "server");
+    assert_eq!(server["mode"], "auto", "{server}");
+    assert!(server["max_bytes"].as_u64() >= Some(128 * 1024), "{server}");
+    assert!(plane(&doc, "client").is_null(), "the client only received: {doc}");
+    // Fixed, both directions, a thread per stream and a pool (-P 20 per direction).
+    for extra in [&["--bidir"][..], &["--bidir", "-P", "20"][..]] {
+        let mut args = vec!["--notsent-lowat", "64K", "-t", "0.5"];
+        args.extend_from_slice(extra);
+        let doc = client_json(srv.port, &args);
+        assert_eq!(doc["record"]["spec"]["notsent_lowat"], 65536, "{extra:?}");
+        for end in ["client", "server"] {
+            let p = plane(&doc, end);
+            assert_eq!(
+                (&p["mode"], &p["max_bytes"]),
+                (&"fixed".into(), &65536.into()),
+                "{end} {extra:?}"
+            );
+        }
+    }
+    // Left to the system: reported as off, and said in the text.
+    let out = run(
+        &["client", "127.0.0.1", "-p", &port, "--notsent-lowat", "0", "-t", "0.5", "-i", "0"],
+        Duration::from_secs(20),
+    );
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(
+        out.stdout.contains("unsent queue left to the system (--notsent-lowat 0)"),
+        "{}",
+        out.stdout
+    );
+    // Bad input: UDP, and beyond the limit.
+    for (args, says) in [
+        (&["-u", "--notsent-lowat", "64K"][..], "--notsent-lowat applies to TCP only"),
+        (&["--notsent-lowat", "100M"][..], "unsent-queue limit (--notsent-lowat)"),
+    ] {
+        let mut all = vec!["client", "127.0.0.1", "-p", &port, "-t", "0.5"];
+        all.extend_from_slice(args);
+        let out = run(&all, Duration::from_secs(10));
+        assert_eq!(out.code, Some(2), "{args:?}: {}", out.stderr);
+        assert!(out.stderr.contains(says), "{args:?}: {}", out.stderr);
+    }
+}
+
 #[test]
 fn text_output_has_intervals_sum_lines_and_both_ends() {
     let srv = Server::start(&[]);

@@ -233,6 +233,9 @@ pub(crate) fn required_caps(spec: &TestSpec) -> Vec<(Capability, &'static str)> 
     if spec.burst.is_some() {
         need.push((Capability::Burst, "-b RATE/BURST"));
     }
+    if spec.notsent_lowat.is_some() {
+        need.push((Capability::NotsentLowat, "--notsent-lowat"));
+    }
     need
 }
 

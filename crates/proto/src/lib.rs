@@ -50,7 +50,7 @@ pub use limits::{LimitKind, Limits, Refusal, StreamLayout};
 pub use machine::Machine;
 pub use results::{
     BufferCap, CostSample, CpuTimes, CycleSource, DataPlane, HostCost, IntervalSample, MemoryUse,
-    ProcessCpu, SideResults, SocketReport, StreamResult, StreamRole, SystemCpu, TcpInternals,
-    WorkerReport,
+    NotsentLowat, ProcessCpu, SideResults, SocketReport, StreamResult, StreamRole, SystemCpu,
+    TcpInternals, WorkerReport,
 };
 pub use spec::{Direction, EndCondition, Flow, Protocol, SpecError, TestSpec};

@@ -324,6 +324,23 @@ pub struct DataPlane {
     /// Data threads whose binding the kernel refused (they ran unpinned).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub unpinned: u32,
+    /// The unsent-queue limit (`TCP_NOTSENT_LOWAT`) this end's TCP senders used; absent
+    /// where the end sent no TCP bulk data, or is older than the limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notsent_lowat: Option<NotsentLowat>,
+}
+
+/// The unsent-queue limit an end's TCP senders used.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NotsentLowat {
+    /// `auto` (follows each sender's rate), `fixed` (`--notsent-lowat BYTES`) or `off` (the
+    /// kernel's default, no limit: `--notsent-lowat 0`).
+    pub mode: String,
+    /// The largest limit any sender set, bytes (0 when `off`).
+    pub max_bytes: u64,
+    /// Senders whose kernel refused the option (they ran without a limit).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub refused: u32,
 }
 
 fn is_zero(n: &u32) -> bool {

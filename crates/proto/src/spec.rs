@@ -227,6 +227,14 @@ pub struct TestSpec {
     /// [`Capability::Burst`]: crate::wire::Capability::Burst
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub burst: Option<std::num::NonZeroU16>,
+    /// How much a TCP sender keeps queued in its socket but not yet sent
+    /// (`--notsent-lowat`, the socket's `TCP_NOTSENT_LOWAT`): None = the sender's automatic
+    /// limit (which follows its rate), `Some(0)` = the kernel's default (no limit),
+    /// `Some(n)` = n bytes. Needs [`Capability::NotsentLowat`] when set.
+    ///
+    /// [`Capability::NotsentLowat`]: crate::wire::Capability::NotsentLowat
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notsent_lowat: Option<u32>,
 }
 
 /// Why a [`TestSpec`] is invalid. Messages name the field and the allowed range.
@@ -292,6 +300,7 @@ impl TestSpec {
             fq_rate_bps: None,
             dont_fragment: false,
             burst: None,
+            notsent_lowat: None,
         }
     }
 
@@ -347,6 +356,15 @@ impl TestSpec {
                 "read size (--read-size)",
                 r,
                 format!("1..={MAX_BLOCK_BYTES} bytes"),
+            ));
+        }
+        if let Some(n) = self.notsent_lowat
+            && n > MAX_BLOCK_BYTES
+        {
+            return Err(out_of_range(
+                "unsent-queue limit (--notsent-lowat)",
+                n,
+                format!("0 (the kernel's default) or 1..={MAX_BLOCK_BYTES} bytes"),
             ));
         }
         if self.server_cpus.len() > MAX_AFFINITY_CPUS
@@ -489,6 +507,7 @@ impl TestSpec {
             (self.congestion.is_some(), "-C (congestion control)"),
             (self.zerocopy, "-Z (zero copy)"),
             (self.read_bytes.is_some(), "--read-size (UDP receivers read whole datagrams)"),
+            (self.notsent_lowat.is_some(), "--notsent-lowat"),
         ];
         if let Some((_, flag)) = tcp_only.iter().find(|(set, _)| *set) {
             return Err(SpecError::BadText {

@@ -570,6 +570,11 @@ pub struct TestArgs {
     /// 128K]: a receiver need not make one system call per small write of its sender.
     #[arg(long = "read-size", value_name = "SIZE", value_parser = size)]
     pub read_size: Option<ByteCount>,
+    /// TCP senders keep at most SIZE bytes queued unsent in their socket (TCP_NOTSENT_LOWAT);
+    /// 0 leaves the system's setting [default: auto, 128K growing with the sender's rate to
+    /// 25 µs of it]. Bytes in flight are not limited; see docs/PERFORMANCE.md.
+    #[arg(long = "notsent-lowat", value_name = "SIZE", value_parser = size)]
+    pub notsent_lowat: Option<ByteCount>,
     /// UDP receivers leave receive offload (UDP_GRO) off. By default they ask the kernel to
     /// coalesce arriving datagrams and account each one by its own header, so loss,
     /// reordering and jitter stay exact per datagram.

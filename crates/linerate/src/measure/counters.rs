@@ -161,17 +161,23 @@ mod tests {
     fn process_and_thread_cpu_advance_with_work() {
         let p0 = process_cpu().expect("getrusage self");
         let t0 = thread_cpu().expect("getrusage thread");
+        let spent =
+            |a: ProcessCpu, b: ProcessCpu| (b.user_us + b.system_us) - (a.user_us + a.system_us);
+        // Work until the thread's own time shows 20 ms, within 10 s of wall time: on a
+        // machine shared with other builds a fixed wall-clock loop may get a fraction of a
+        // core, so the loop is bounded by CPU time, and a clock that never advances fails.
         let start = std::time::Instant::now();
         let mut x = 0u64;
-        while start.elapsed() < std::time::Duration::from_millis(60) {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        let mut t1 = t0;
+        while spent(t0, t1) < 20_000 && start.elapsed() < std::time::Duration::from_secs(10) {
+            for _ in 0..100_000 {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+            }
+            t1 = thread_cpu().expect("getrusage thread");
         }
         std::hint::black_box(x);
         let p1 = process_cpu().expect("getrusage self");
-        let t1 = thread_cpu().expect("getrusage thread");
-        let spent =
-            |a: ProcessCpu, b: ProcessCpu| (b.user_us + b.system_us) - (a.user_us + a.system_us);
-        assert!(spent(t0, t1) >= 20_000, "thread spent {} us", spent(t0, t1));
+        assert!(spent(t0, t1) >= 20_000, "thread spent {} us in 10 s", spent(t0, t1));
         // The kernel adjusts process and thread times separately, at scheduler-tick
         // granularity (4 ms at HZ=250): allow one tick either way.
         assert!(spent(p0, p1) + 10_000 >= spent(t0, t1), "{p0:?} {p1:?} {t0:?} {t1:?}");

@@ -28,6 +28,7 @@ use crate::sys::{self, ZeroCopySource};
 use crate::traffic::pool::{self, Inbox, PoolOptions, PoolStream, WorkerFigures};
 use crate::traffic::rr::RrRecorder;
 use crate::traffic::socket::{self, SocketOptions, TcpData, UdpData};
+use crate::traffic::unsent::{UnsentLimit, UnsentPolicy};
 use crate::traffic::{
     ByteBudget, SendOptions, StartGate, StreamCounters, TrafficControl, receive_loop, send_loop,
 };
@@ -155,6 +156,8 @@ pub struct StreamSet {
     options: SocketOptions,
     /// The cap on buffers this end set for many flows (`plan::buffers`), if any.
     buffer_cap: Option<linerate_proto::BufferCap>,
+    /// The TCP senders' unsent-queue limit (`traffic::unsent`), and what they set.
+    unsent: Arc<UnsentLimit>,
     end: End,
     ctl: Arc<TrafficControl>,
     gate: Arc<StartGate>,
@@ -279,6 +282,7 @@ impl StreamSet {
             spec: spec.clone(),
             options,
             buffer_cap,
+            unsent: Arc::new(UnsentLimit::new(UnsentPolicy::of(spec.notsent_lowat))),
             end,
             ctl: Arc::default(),
             gate: Arc::default(),
@@ -489,8 +493,12 @@ impl StreamSet {
             .rr
             .filter(|_| role == StreamRole::Sender)
             .map(|rr| Arc::new(RrRecorder::new(&rr)));
+        let unsent = self.unsent.clone();
         let thread = match self.pool_worker()? {
             Some(w) => {
+                if role == StreamRole::Sender {
+                    unsent.apply_fixed(&*sock);
+                }
                 w.inbox.push(PoolStream { sock: sock.clone(), role, counters: counters.clone() });
                 None
             }
@@ -586,6 +594,7 @@ impl StreamSet {
         }
         let (ctl, gate) = (self.ctl.clone(), self.gate.clone());
         let (budget, zerocopy) = (self.budget.clone(), self.zerocopy.clone());
+        let unsent = self.unsent.clone();
         let spec = &self.spec;
         let (block, bps, burst) =
             (spec.block_bytes as usize, spec.bits_per_second, spec.burst_blocks());
@@ -610,6 +619,7 @@ impl StreamSet {
                         burst,
                         budget: budget.as_deref(),
                         zerocopy: zerocopy.as_deref(),
+                        unsent: Some(&unsent),
                     };
                     let r = send_loop(&sock, start, &ctl, &counters, opts, &buf);
                     let now = Instant::now();
@@ -976,6 +986,7 @@ impl StreamSet {
             buffer_cap: self.buffer_cap,
             cpus: self.cpus.clone(),
             unpinned: self.unpinned.load(std::sync::atomic::Ordering::Relaxed),
+            notsent_lowat: self.unsent.report(),
         }
     }
 

@@ -102,7 +102,9 @@ pub struct CostSummary {
 }
 
 /// The data plane in words when it is not the classic one (a thread per stream, autotuned
-/// buffers): the pool, its busiest worker's share of a core, and a buffer cap with its reason.
+/// buffers, the automatic unsent-queue limit): the pool, its busiest worker's share of a
+/// core, a buffer cap with its reason, and an unsent-queue limit the user chose or the kernel
+/// refused.
 pub fn data_plane_phrase(d: &DataPlane) -> Option<String> {
     let mut parts = Vec::new();
     if !d.workers.is_empty() {
@@ -147,6 +149,23 @@ pub fn data_plane_phrase(d: &DataPlane) -> Option<String> {
             ByteCount(cap.bytes).iec(),
             ByteCount(cap.tcp_mem_pressure_bytes).iec()
         ));
+    }
+    if let Some(u) = &d.notsent_lowat {
+        match u.mode.as_str() {
+            "fixed" => parts.push(format!(
+                "senders' unsent queue limited to {} (--notsent-lowat)",
+                ByteCount(u.max_bytes).iec()
+            )),
+            "off" => parts
+                .push("senders' unsent queue left to the system (--notsent-lowat 0)".to_string()),
+            _ => {}
+        }
+        if u.refused > 0 {
+            parts.push(format!(
+                "{} senders' kernels refused the unsent-queue limit and ran without it",
+                u.refused
+            ));
+        }
     }
     (!parts.is_empty()).then(|| parts.join("; "))
 }

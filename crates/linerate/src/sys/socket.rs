@@ -133,6 +133,14 @@ pub fn set_recv_lowat(sock: &impl AsFd, bytes: u32) -> io::Result<()> {
     imp::set_recv_lowat(sock.as_fd(), bytes)
 }
 
+/// Sets `TCP_NOTSENT_LOWAT`: a TCP sender blocks (and polls unwritable) once `bytes` it wrote
+/// wait in the socket unsent, and is woken when that drops below half. Unset, a socket has
+/// the system's `net.ipv4.tcp_notsent_lowat` (unlimited unless changed); see
+/// `traffic::unsent` for why linerate sets it.
+pub fn set_notsent_lowat(sock: &impl AsFd, bytes: u32) -> io::Result<()> {
+    imp::set_notsent_lowat(sock.as_fd(), bytes)
+}
+
 /// The path MTU the kernel holds for a connected socket's route (IP_MTU / IPV6_MTU), in
 /// bytes; None where the OS does not say.
 pub fn path_mtu(sock: &impl AsFd, ipv6: bool) -> Option<u32> {
@@ -349,6 +357,13 @@ mod imp {
             .map_err(|e| context(e, format_args!("setting SO_RCVLOWAT to {bytes} bytes")))
     }
 
+    pub(super) fn set_notsent_lowat(fd: BorrowedFd<'_>, bytes: u32) -> io::Result<()> {
+        // The kernel takes the value as an unsigned int: u32::MAX is its "no limit".
+        let value = bytes as c_int;
+        setsockopt_int(fd, libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT, value)
+            .map_err(|e| context(e, format_args!("setting TCP_NOTSENT_LOWAT to {bytes} bytes")))
+    }
+
     pub(super) fn set_mss(fd: BorrowedFd<'_>, mss: u32) -> io::Result<()> {
         let attempt = c_int::try_from(mss)
             .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
@@ -532,6 +547,10 @@ mod imp {
 
     pub(super) fn set_recv_lowat(_fd: BorrowedFd<'_>, bytes: u32) -> io::Result<()> {
         Err(unsupported(format_args!("setting SO_RCVLOWAT to {bytes} bytes")))
+    }
+
+    pub(super) fn set_notsent_lowat(_fd: BorrowedFd<'_>, bytes: u32) -> io::Result<()> {
+        Err(unsupported(format_args!("setting TCP_NOTSENT_LOWAT to {bytes} bytes")))
     }
 
     pub(super) fn tcp_internals(_fd: BorrowedFd<'_>) -> Option<linerate_proto::TcpInternals> {

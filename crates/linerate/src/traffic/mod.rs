@@ -22,6 +22,7 @@ pub mod rr_udp;
 pub mod socket;
 mod tcp;
 mod udp;
+pub mod unsent;
 
 pub use control::{ByteBudget, StartGate, StreamCounters, TrafficControl};
 pub use tcp::{SendOptions, receive_loop, send_loop};

@@ -15,6 +15,7 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use crate::sys::ZeroCopySource;
+use crate::traffic::unsent::UnsentLimit;
 use crate::traffic::{ByteBudget, StreamCounters, TrafficControl};
 
 /// How a sender sends.
@@ -31,6 +32,8 @@ pub struct SendOptions<'a> {
     pub budget: Option<&'a ByteBudget>,
     /// Send with sendfile(2) from this memory file instead of write(2) from `buf`.
     pub zerocopy: Option<&'a ZeroCopySource>,
+    /// The end's unsent-queue limit ([`crate::traffic::unsent`]); None leaves the socket's.
+    pub unsent: Option<&'a UnsentLimit>,
 }
 
 /// Sends until told to stop or the budget is spent. Returns an error text if the stream
@@ -44,6 +47,7 @@ pub fn send_loop(
     buf: &[u8],
 ) -> Result<(), String> {
     let mut sent: u64 = 0;
+    let mut limiter = opts.unsent.map(|u| u.start(sock, Instant::now()));
     counters.first_byte_moves();
     while !ctl.stopping() {
         let want = match opts.budget {
@@ -66,6 +70,9 @@ pub fn send_loop(
                     left -= n;
                     sent += n as u64;
                     counters.set_bytes(sent);
+                    if let Some(l) = limiter.as_mut() {
+                        l.observe(sock, sent, Instant::now());
+                    }
                 }
                 Err(e) if is_timeout(&e) => {
                     if ctl.aborted() {
@@ -265,6 +272,7 @@ mod tests {
                 burst: 1,
                 budget: Some(&budget),
                 zerocopy: None,
+                unsent: None,
             };
             let buf = vec![7u8; 65536];
             send_loop(&tx, Instant::now(), &ctl, &sc, opts, &buf).expect("send");
@@ -317,6 +325,7 @@ mod tests {
             burst: 1,
             budget: None,
             zerocopy: None,
+            unsent: None,
         };
         let buf = vec![7u8; 65536];
         std::thread::scope(|s| {
@@ -400,6 +409,7 @@ mod tests {
                 burst: 1,
                 budget: None,
                 zerocopy: None,
+                unsent: None,
             };
             send_loop(&tx, start, &ctl, &sc, opts, &[1u8; 8192]).expect("send");
             tx.shutdown(std::net::Shutdown::Write).expect("shutdown");

@@ -51,11 +51,14 @@ pub enum Capability {
     DontFragment,
     /// Burst mode: paced senders send `spec.burst` blocks back to back (`-b RATE/BURST`).
     Burst,
+    /// A TCP sender's unsent-queue limit chosen by the client (`--notsent-lowat`,
+    /// `spec.notsent_lowat`). Without the field every sender uses its own default.
+    NotsentLowat,
 }
 
 impl Capability {
     /// Every capability this crate knows, in a stable order.
-    pub const ALL: [Capability; 17] = [
+    pub const ALL: [Capability; 18] = [
         Self::Tcp,
         Self::Reverse,
         Self::Bidir,
@@ -73,6 +76,7 @@ impl Capability {
         Self::FqRate,
         Self::DontFragment,
         Self::Burst,
+        Self::NotsentLowat,
     ];
 
     /// The wire name.
@@ -95,6 +99,7 @@ impl Capability {
             Self::FqRate => "fq_rate",
             Self::DontFragment => "dont_fragment",
             Self::Burst => "burst",
+            Self::NotsentLowat => "notsent_lowat",
         }
     }
 
