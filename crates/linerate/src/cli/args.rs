@@ -571,8 +571,9 @@ pub struct TestArgs {
     #[arg(long = "read-size", value_name = "SIZE", value_parser = size)]
     pub read_size: Option<ByteCount>,
     /// TCP senders keep at most SIZE bytes queued unsent in their socket (TCP_NOTSENT_LOWAT);
-    /// 0 leaves the system's setting [default: auto, 128K growing with the sender's rate to
-    /// 25 µs of it]. Bytes in flight are not limited; see docs/PERFORMANCE.md.
+    /// 0 leaves the system's setting [default: auto, 256K shared by an end's senders, 64K-128K
+    /// each, growing with a fast stream's rate to 25 µs of it]. Bytes in flight are not
+    /// limited; see docs/PERFORMANCE.md.
     #[arg(long = "notsent-lowat", value_name = "SIZE", value_parser = size)]
     pub notsent_lowat: Option<ByteCount>,
     /// UDP receivers leave receive offload (UDP_GRO) off. By default they ask the kernel to

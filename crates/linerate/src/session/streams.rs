@@ -253,7 +253,9 @@ impl std::fmt::Debug for StreamSet {
 impl StreamSet {
     /// Prepares the shared state for `spec` as seen from `end`.
     pub fn new(spec: &TestSpec, end: End) -> Result<Self> {
-        let sends = spec.stream_plan().iter().any(|(_, f)| end.role(*f) == StreamRole::Sender);
+        let senders =
+            spec.stream_plan().iter().filter(|(_, f)| end.role(*f) == StreamRole::Sender).count();
+        let sends = senders > 0;
         let zerocopy = if spec.zerocopy && sends {
             // The file repeats the pattern whole; sends take `block` bytes from its start.
             let len = (spec.block_bytes as usize).div_ceil(crate::traffic::PATTERN.len())
@@ -282,7 +284,7 @@ impl StreamSet {
             spec: spec.clone(),
             options,
             buffer_cap,
-            unsent: Arc::new(UnsentLimit::new(UnsentPolicy::of(spec.notsent_lowat))),
+            unsent: Arc::new(UnsentLimit::new(UnsentPolicy::of(spec.notsent_lowat), senders)),
             end,
             ctl: Arc::default(),
             gate: Arc::default(),

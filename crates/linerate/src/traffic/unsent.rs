@@ -14,9 +14,15 @@
 //! lowered CPU per GB; 32 KiB was slower again (the writer wakes too often), and 2 MiB gave
 //! back most of the gain.
 //!
+//! What counts is the unsent bytes of all an end's senders together, so the automatic limit
+//! starts at [`floor`]: [`END_BUDGET`] shared by the end's TCP senders, at least [`MIN`] and
+//! at most [`FLOOR`] per stream (128 KiB for one or two streams, 64 KiB from four: at `-P 8`
+//! 64 KiB beat 128 KiB by 20–50 % in two interleaved runs, and lower still did not help
+//! reliably).
+//!
 //! On a real link the queue must still hold enough to keep TCP busy until the writer wakes:
 //! 128 KiB last 10 µs at 100 Gbit/s, about one thread wake-up. So the automatic limit follows
-//! the sender's own rate: [`MIN`] to start, then [`AUTO_SPAN`] of the rate measured over
+//! the sender's own rate: the floor to start, then [`AUTO_SPAN`] of the rate measured over
 //! [`WINDOW`], at most [`MAX`]. The span is short because on loopback every step up cost
 //! throughput (a 100 µs span, about 580 KB for one 46 Gbit/s stream, was slower than 128 KiB
 //! on most lines in interleaved runs); 25 µs keeps loopback at the floor up to 42 Gbit/s per
@@ -26,16 +32,21 @@
 //! setting (`net.ipv4.tcp_notsent_lowat`, unlimited by default) alone. Each end reports what
 //! its senders used (`cost.data_plane.notsent_lowat`).
 //!
-//! Pool workers (many streams, `traffic::pool`) set [`MIN`] on each socket under `auto`: each
-//! stream's share of the rate is small there, and a worker has no per-socket rate to follow.
+//! Pool workers (many streams, `traffic::pool`) set the floor ([`MIN`] there) on each socket
+//! under `auto`: each stream's share of the rate is small, and a worker has no per-socket
+//! rate to follow.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use linerate_proto::NotsentLowat;
 
-/// The automatic limit's floor, and the pool's limit.
-pub const MIN: u32 = 128 * 1024;
+/// The automatic limit's floor for one or two streams.
+pub const FLOOR: u32 = 128 * 1024;
+/// The least floor, however many streams share [`END_BUDGET`].
+pub const MIN: u32 = 64 * 1024;
+/// Unsent bytes an end's senders share at their floor.
+pub const END_BUDGET: u32 = 256 * 1024;
 /// The automatic limit's ceiling: the default send buffer's top (`tcp_wmem`).
 pub const MAX: u32 = 4 * 1024 * 1024;
 /// How much of the sender's rate the automatic limit holds.
@@ -72,9 +83,9 @@ impl UnsentPolicy {
         }
     }
 
-    fn first(self) -> Option<u32> {
+    fn first(self, floor: u32) -> Option<u32> {
         match self {
-            Self::Auto => Some(MIN),
+            Self::Auto => Some(floor),
             Self::Fixed(n) => Some(n),
             Self::Off => None,
         }
@@ -85,16 +96,19 @@ impl UnsentPolicy {
 #[derive(Debug)]
 pub struct UnsentLimit {
     policy: UnsentPolicy,
+    floor: u32,
     used: AtomicBool,
     max: AtomicU64,
     refused: AtomicU32,
 }
 
 impl UnsentLimit {
-    /// An end's limit under `policy`; nothing is reported until a sender starts.
-    pub fn new(policy: UnsentPolicy) -> Self {
+    /// An end's limit under `policy` for its `senders` TCP bulk senders; nothing is reported
+    /// until a sender starts.
+    pub fn new(policy: UnsentPolicy, senders: usize) -> Self {
         Self {
             policy,
+            floor: floor(senders),
             used: AtomicBool::new(false),
             max: AtomicU64::new(0),
             refused: AtomicU32::new(0),
@@ -115,7 +129,7 @@ impl UnsentLimit {
     /// A pool worker's sender socket: the policy's first value, kept.
     pub fn apply_fixed(&self, sock: &impl std::os::fd::AsFd) {
         self.used.store(true, Ordering::Relaxed);
-        if let Some(first) = self.policy.first() {
+        if let Some(first) = self.policy.first(self.floor) {
             self.set(sock, first);
         }
     }
@@ -123,7 +137,7 @@ impl UnsentLimit {
     /// A sender thread's limiter for `sock`, with the first value set.
     pub fn start<'a>(&'a self, sock: &impl std::os::fd::AsFd, now: Instant) -> Limiter<'a> {
         self.used.store(true, Ordering::Relaxed);
-        let current = self.policy.first().filter(|&b| self.set(sock, b));
+        let current = self.policy.first(self.floor).filter(|&b| self.set(sock, b));
         let follow = self.policy == UnsentPolicy::Auto && current.is_some();
         Limiter {
             limit: self,
@@ -164,7 +178,7 @@ impl Limiter<'_> {
         if elapsed < WINDOW {
             return;
         }
-        let target = auto_target(total.saturating_sub(self.bytes_at), elapsed);
+        let target = auto_target(total.saturating_sub(self.bytes_at), elapsed, self.limit.floor);
         self.window_start = now;
         self.bytes_at = total;
         if changed_enough(self.current, target) && self.limit.set(sock, target) {
@@ -173,15 +187,21 @@ impl Limiter<'_> {
     }
 }
 
+/// The automatic limit's floor for an end with `senders` TCP bulk senders.
+pub fn floor(senders: usize) -> u32 {
+    let share = END_BUDGET as usize / senders.max(1);
+    share.clamp(MIN as usize, FLOOR as usize) as u32
+}
+
 /// The automatic limit for `bytes` sent in `elapsed`: [`AUTO_SPAN`] of that rate, within
-/// [`MIN`]..=[`MAX`].
-pub fn auto_target(bytes: u64, elapsed: Duration) -> u32 {
+/// `floor..=`[`MAX`].
+pub fn auto_target(bytes: u64, elapsed: Duration, floor: u32) -> u32 {
     let secs = elapsed.as_secs_f64();
     if secs <= 0.0 {
-        return MIN;
+        return floor;
     }
     let span = bytes as f64 / secs * AUTO_SPAN.as_secs_f64();
-    (span as u64).clamp(u64::from(MIN), u64::from(MAX)) as u32
+    (span as u64).clamp(u64::from(floor), u64::from(MAX)) as u32
 }
 
 /// Whether a new limit differs from the current one by more than a quarter (no setsockopt
@@ -198,12 +218,22 @@ mod tests {
     fn the_automatic_limit_holds_25_microseconds_of_the_rate_within_its_bounds() {
         let ms50 = Duration::from_millis(50);
         // 100 Gbit/s = 12.5 GB/s: 25 µs of it is 312.5 kB.
-        assert_eq!(auto_target(625_000_000, ms50), 312_500);
+        assert_eq!(auto_target(625_000_000, ms50, FLOOR), 312_500);
         // Loopback's ~6 Gbit/s per stream at -P 8 stays at the floor.
-        assert_eq!(auto_target(37_500_000, ms50), MIN);
-        assert_eq!(auto_target(u64::MAX / 2, ms50), MAX);
-        assert_eq!(auto_target(0, ms50), MIN);
-        assert_eq!(auto_target(1, Duration::ZERO), MIN);
+        assert_eq!(auto_target(37_500_000, ms50, MIN), MIN);
+        assert_eq!(auto_target(u64::MAX / 2, ms50, FLOOR), MAX);
+        assert_eq!(auto_target(0, ms50, FLOOR), FLOOR);
+        assert_eq!(auto_target(1, Duration::ZERO, MIN), MIN);
+    }
+
+    #[test]
+    fn an_ends_senders_share_their_floor() {
+        assert_eq!(floor(0), FLOOR);
+        assert_eq!(floor(1), FLOOR);
+        assert_eq!(floor(2), FLOOR);
+        assert_eq!(floor(4), MIN);
+        assert_eq!(floor(3), 87_381);
+        assert_eq!(floor(10_000), MIN);
     }
 
     #[test]
@@ -218,8 +248,8 @@ mod tests {
         assert_eq!(UnsentPolicy::of(None), UnsentPolicy::Auto);
         assert_eq!(UnsentPolicy::of(Some(0)), UnsentPolicy::Off);
         assert_eq!(UnsentPolicy::of(Some(65536)), UnsentPolicy::Fixed(65536));
-        assert_eq!(UnsentPolicy::Off.first(), None);
-        assert_eq!(UnsentPolicy::Auto.first(), Some(MIN));
+        assert_eq!(UnsentPolicy::Off.first(FLOOR), None);
+        assert_eq!(UnsentPolicy::Auto.first(MIN), Some(MIN));
     }
 
     /// A real socket pair on loopback: the limit is set, read back by the kernel, recorded,
@@ -248,24 +278,24 @@ mod tests {
             v
         };
         let before = read(&sock);
-        let off = UnsentLimit::new(UnsentPolicy::Off);
+        let off = UnsentLimit::new(UnsentPolicy::Off, 1);
         let _ = off.start(&sock, Instant::now());
         assert_eq!(read(&sock), before, "off leaves the system's setting");
         let r = off.report().expect("a sender started");
         assert_eq!((r.mode.as_str(), r.max_bytes), ("off", 0));
 
-        let auto = UnsentLimit::new(UnsentPolicy::Auto);
+        let auto = UnsentLimit::new(UnsentPolicy::Auto, 1);
         assert_eq!(auto.report(), None, "no sender, nothing to report");
         let t0 = Instant::now();
         let mut l = auto.start(&sock, t0);
-        assert_eq!(read(&sock), MIN);
+        assert_eq!(read(&sock), FLOOR);
         // 50 ms at 160 Gbit/s: 25 µs of it is 500 kB.
         l.observe(&sock, 1_000_000_000, t0 + WINDOW);
         assert_eq!(read(&sock), 500_000);
         let r = auto.report().expect("report");
         assert_eq!((r.mode.as_str(), r.max_bytes, r.refused), ("auto", 500_000, 0));
 
-        let fixed = UnsentLimit::new(UnsentPolicy::Fixed(65536));
+        let fixed = UnsentLimit::new(UnsentPolicy::Fixed(65536), 1);
         let mut l = fixed.start(&sock, t0);
         l.observe(&sock, 1_000_000_000, t0 + WINDOW);
         assert_eq!(read(&sock), 65536, "a fixed limit does not follow the rate");
