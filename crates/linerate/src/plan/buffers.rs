@@ -22,7 +22,7 @@ use linerate_proto::BufferCap;
 
 /// Connections on one end above which an unset `-w` is capped (see the module docs): the
 /// same count above which the control connection's dead-peer limit is relaxed
-/// (`measure::liveness::LOADED_ABOVE_STREAMS`; `session/streams.rs` asserts they agree).
+/// (`measure::liveness::LOADED_ABOVE_STREAMS`; `session/streams/` asserts they agree).
 pub const CAP_ABOVE_CONNECTIONS: u32 = 1024;
 /// How many buffers' worth of each connection the pressure mark must hold (module docs).
 pub const SHARE: u64 = 8;

@@ -1,40 +1,42 @@
 //! The local half of a test's data streams: one thread per stream or a pool of workers
 //! (`traffic::pool`, chosen by `plan::threads`), interval sampling (including the omitted
 //! warm-up) and the final per-stream results. Sockets come set up by
-//! `traffic::socket` (options applied, grants read back); this file only adds the short
+//! `traffic::socket` (options applied, grants read back); this module only adds the short
 //! timeouts the stream loops rely on.
 //!
 //! Both the client and the server driver own one `StreamSet`. It must not speak the control
 //! protocol or print; it hands interval rows to the driver, which passes them to an observer.
+//! `spawn.rs` starts the data threads and pool workers, `report.rs` builds the final results.
 
-use std::net::{Shutdown, TcpStream};
+use std::net::TcpStream;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use linerate_proto::{
-    DataPlane, EndCondition, Flow, IntervalSample, ProcessCpu, Protocol, SideResults, SocketReport,
-    StreamLayout, StreamResult, StreamRole, TestSpec, WorkerReport,
+    EndCondition, Flow, IntervalSample, Protocol, SocketReport, StreamLayout, StreamRole, TestSpec,
 };
 
 use crate::measure::cost::{CostMeter, PreparedMeter};
-use crate::measure::counters;
 use crate::plan::threads::{self, Threads};
-use crate::record::canonical;
+
 use crate::session::rr_stream;
 use crate::session::udp_stream::{self, UdpStreamSetup, UdpTrack};
 use crate::sys::{self, ZeroCopySource};
-use crate::traffic::pool::{self, Inbox, PoolOptions, PoolStream, WorkerFigures};
+use crate::traffic::pool::{Inbox, PoolStream, WorkerFigures};
 use crate::traffic::rr::RrRecorder;
 use crate::traffic::socket::{self, SocketOptions, TcpData, UdpData};
 use crate::traffic::unsent::{UnsentLimit, UnsentPolicy};
-use crate::traffic::{
-    ByteBudget, SendOptions, StartGate, StreamCounters, TrafficControl, receive_loop, send_loop,
-};
+use crate::traffic::{ByteBudget, StartGate, StreamCounters, TrafficControl};
 use linerate_proto::latency::RrSpec;
 use linerate_proto::samples::{SampleLog, samples_per_stream};
 use linerate_proto::udp::{DatagramFormat, SeqWidth};
+
+mod report;
+mod spawn;
+pub(in crate::session) use report::ThreadClock;
+use report::socket_report;
 
 /// Which end of the test this process is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -347,25 +349,6 @@ impl StreamSet {
         Ok(())
     }
 
-    /// `body` as data thread number `index` runs it: first bound to that thread's CPU when
-    /// `-A` gave this end CPUs (a refusal is counted in `unpinned`), then the body.
-    fn pinned<F: FnOnce() + Send + 'static>(
-        &self,
-        index: usize,
-        body: F,
-    ) -> impl FnOnce() + Send + 'static + use<F> {
-        let cpu = crate::plan::affinity::cpu_for(&self.cpus, index);
-        let unpinned = self.unpinned.clone();
-        move || {
-            if let Some(c) = cpu
-                && crate::sys::pin_current_thread(c).is_err()
-            {
-                unpinned.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            }
-            body();
-        }
-    }
-
     /// `--crr` on the client: how each transaction connects to the server, and the test's
     /// cookie for its hellos; before the first stream is added.
     pub fn set_crr_connector(
@@ -517,198 +500,6 @@ impl StreamSet {
         stream.transactions = self.pending_transactions.take();
         self.streams.push(stream);
         Ok(())
-    }
-
-    /// The worker the next TCP stream goes to, round robin; None for a thread per stream. The
-    /// first call decides, from the test's stream count, and starts the workers. Request/
-    /// response streams always have a thread each (their loops time every transaction).
-    fn pool_worker(&mut self) -> Result<Option<&PoolWorker>> {
-        if self.spec.rr.is_some() {
-            return Ok(None);
-        }
-        if self.pool.is_none() {
-            let conns = self.spec.connection_count();
-            let Some(n) = self.layout.workers_for(conns, self.spec.protocol) else {
-                return Ok(None);
-            };
-            let workers = (0..n).map(|i| self.spawn_worker(i)).collect::<Result<Vec<_>>>()?;
-            self.pool = Some(workers);
-        }
-        let Some(workers) = self.pool.as_ref().filter(|w| !w.is_empty()) else { return Ok(None) };
-        Ok(workers.get(self.streams.len() % workers.len()))
-    }
-
-    /// Starts pool worker `index`: it waits for the start, then serves its inbox.
-    fn spawn_worker(&self, index: u32) -> Result<PoolWorker> {
-        let (ctl, gate) = (self.ctl.clone(), self.gate.clone());
-        let block = self.spec.block_bytes as usize;
-        let read = self.spec.read_size() as usize;
-        let opts = PoolOptions {
-            block,
-            bits_per_second: self.spec.bits_per_second,
-            burst: self.spec.burst_blocks(),
-            budget: self.budget.clone(),
-            zerocopy: self.zerocopy.clone(),
-        };
-        let sends = self.budget.is_some()
-            || self.spec.stream_plan().iter().any(|(_, f)| self.end.role(*f) == StreamRole::Sender);
-        let inbox = Arc::new(Inbox::default());
-        let figures = Arc::new(Mutex::new(None));
-        let (in2, fig2) = (inbox.clone(), figures.clone());
-        let body = move || {
-            let send = if sends && opts.zerocopy.is_none() {
-                crate::traffic::pattern(block)
-            } else {
-                Vec::new()
-            };
-            let mut recv = vec![0u8; read];
-            let clock = ThreadClock::now();
-            let Some(start) = gate.wait() else { return };
-            let streams = pool::worker_loop(&in2, start, &ctl, &opts, &send, &mut recv);
-            let f = WorkerFigures {
-                streams,
-                cpu: clock.cpu(),
-                wait_us: clock.wait_us(),
-                wall_us: start.elapsed().as_micros() as u64,
-            };
-            if let Ok(mut slot) = fig2.lock() {
-                *slot = Some(f);
-            }
-        };
-        let thread = std::thread::Builder::new()
-            .name(format!("lr-pool-{index}"))
-            .stack_size(STREAM_STACK)
-            .spawn(self.pinned(index as usize, body))
-            .context("cannot start a data-plane worker thread")?;
-        Ok(PoolWorker { inbox, thread: Some(thread), figures })
-    }
-
-    fn spawn(
-        &mut self,
-        id: u32,
-        role: StreamRole,
-        sock: Arc<TcpStream>,
-        counters: Arc<StreamCounters>,
-        recorder: Option<Arc<RrRecorder>>,
-    ) -> Result<JoinHandle<()>> {
-        if let Some(rr) = self.spec.rr {
-            return self.spawn_rr(id, role, rr, sock, counters, recorder);
-        }
-        let (ctl, gate) = (self.ctl.clone(), self.gate.clone());
-        let (budget, zerocopy) = (self.budget.clone(), self.zerocopy.clone());
-        let unsent = self.unsent.clone();
-        let spec = &self.spec;
-        let (block, bps, burst) =
-            (spec.block_bytes as usize, spec.bits_per_second, spec.burst_blocks());
-        let read = spec.read_size() as usize;
-        let name = format!("lr-{}-{id}", if role == StreamRole::Sender { "tx" } else { "rx" });
-        let body = move || {
-            // Everything a stream needs is ready before the gate opens, so streams released
-            // together (a fleet's hosts) reach their first byte together.
-            let buf = match role {
-                StreamRole::Sender if zerocopy.is_none() => crate::traffic::pattern(block),
-                StreamRole::Sender => Vec::new(),
-                StreamRole::Receiver => vec![0u8; read],
-            };
-            let clock = ThreadClock::now();
-            let Some(start) = gate.wait() else { return };
-            let mut elapsed = None;
-            let result = match role {
-                StreamRole::Sender => {
-                    let opts = SendOptions {
-                        block,
-                        bits_per_second: bps,
-                        burst,
-                        budget: budget.as_deref(),
-                        zerocopy: zerocopy.as_deref(),
-                        unsent: Some(&unsent),
-                    };
-                    let r = send_loop(&sock, start, &ctl, &counters, opts, &buf);
-                    let now = Instant::now();
-                    let end = ctl.stopped_at().map_or(now, |s| s.min(now));
-                    elapsed = Some(end.saturating_duration_since(start));
-                    let _ = sock.shutdown(Shutdown::Write);
-                    r
-                }
-                StreamRole::Receiver => {
-                    let mut buf = buf;
-                    receive_loop(&sock, &ctl, &counters, &mut buf).map(|last| {
-                        elapsed = last.map(|t| t.saturating_duration_since(start));
-                    })
-                }
-            };
-            let elapsed = elapsed.unwrap_or_else(|| start.elapsed());
-            clock.finish(&counters, elapsed, result.err());
-        };
-        self.spawn_thread(name, body)
-    }
-
-    /// A request/response stream's thread (`session::rr_stream`).
-    fn spawn_rr(
-        &mut self,
-        id: u32,
-        role: StreamRole,
-        rr: RrSpec,
-        sock: Arc<TcpStream>,
-        counters: Arc<StreamCounters>,
-        recorder: Option<Arc<RrRecorder>>,
-    ) -> Result<JoinHandle<()>> {
-        let mut setup = self.rr_setup(rr, counters, recorder);
-        if rr.connect_each {
-            setup.crr = Some(match (&self.crr_connect, role) {
-                (Some((connect, cookie)), StreamRole::Sender) => {
-                    let stream_id = id | linerate_proto::wire::TRANSACTION_FLAG;
-                    let hello = linerate_proto::wire::DataHello { cookie: *cookie, stream_id };
-                    rr_stream::Crr::Client {
-                        hello: hello.encode().to_vec(),
-                        connect: connect.clone(),
-                    }
-                }
-                (None, StreamRole::Sender) => {
-                    anyhow::bail!("--crr needs a way to connect transactions")
-                }
-                (_, StreamRole::Receiver) => {
-                    // The client runs one transaction at a time per stream: a full queue is a
-                    // peer opening connections it does not use, and they are closed.
-                    let (tx, rx) = std::sync::mpsc::sync_channel(TRANSACTION_QUEUE);
-                    self.pending_transactions = Some(tx);
-                    rr_stream::Crr::Server { incoming: rx }
-                }
-            });
-        }
-        let body = rr_stream::tcp_body(setup, sock);
-        let name = format!("lr-{}-{id}", if role == StreamRole::Sender { "rq" } else { "rs" });
-        self.spawn_thread(name, body)
-    }
-
-    fn rr_setup(
-        &self,
-        rr: RrSpec,
-        counters: Arc<StreamCounters>,
-        recorder: Option<Arc<RrRecorder>>,
-    ) -> rr_stream::RrSetup {
-        rr_stream::RrSetup {
-            ctl: self.ctl.clone(),
-            gate: self.gate.clone(),
-            counters,
-            recorder,
-            rr,
-            omit: self.omit,
-            crr: None,
-        }
-    }
-
-    /// Starts the next data thread, named `name`, bound to its CPU (`-A`).
-    fn spawn_thread(
-        &self,
-        name: String,
-        body: impl FnOnce() + Send + 'static,
-    ) -> Result<JoinHandle<()>> {
-        std::thread::Builder::new()
-            .name(name)
-            .stack_size(STREAM_STACK)
-            .spawn(self.pinned(self.streams.len(), body))
-            .context("cannot start a stream thread (too many streams for this host?)")
     }
 
     /// Names the peer's program (e.g. "iperf3"), so its CPU on a shared machine is not counted
@@ -921,202 +712,12 @@ impl StreamSet {
             }
         }
     }
-
-    /// Final results of every local stream and what the test cost this end. Call after
-    /// `all_done` (or after `abort`, for partial results): waits up to a second for threads
-    /// to exit. `concurrent_tests` is how many other tests this process ran meanwhile.
-    pub fn results(&mut self, software: &str, concurrent_tests: u32) -> SideResults {
-        self.gate.release();
-        let deadline = Instant::now() + Duration::from_secs(1);
-        let workers = self.pool.iter_mut().flatten().map(|w| &mut w.thread);
-        for t in self.streams.iter_mut().map(|s| &mut s.thread).chain(workers) {
-            if let Some(t) = t.take() {
-                while !t.is_finished() && Instant::now() < deadline {
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-                if t.is_finished() {
-                    let _ = t.join();
-                }
-            }
-        }
-        let streams = self.streams.iter().map(|s| self.stream_result(s)).collect();
-        let plane = self.data_plane();
-        let threads = match &plane.workers[..] {
-            [] => sum_cpu(self.streams.iter().map(|s| s.counters.thread_cpu())),
-            w => sum_cpu(w.iter().map(|w| w.cpu)),
-        };
-        let cost = self.cost.take().map(|m| {
-            let mut c = m.finish(Instant::now(), threads, concurrent_tests);
-            c.data_plane = Some(plane);
-            Box::new(c)
-        });
-        SideResults {
-            software: software.to_string(),
-            streams,
-            intervals_dropped: false,
-            intervals_per_sample: self
-                .streams
-                .first()
-                .map_or(1, |s| s.intervals.intervals_per_sample()),
-            cost,
-            environment: self.environment.clone(),
-        }
-    }
-
-    /// How this end served its streams, with each pool worker's figures.
-    fn data_plane(&self) -> DataPlane {
-        let workers: Vec<WorkerReport> = self
-            .pool
-            .iter()
-            .flatten()
-            .map(|w| {
-                let f = w.figures.lock().ok().and_then(|f| *f).unwrap_or_default();
-                WorkerReport {
-                    streams: f.streams,
-                    cpu: f.cpu,
-                    wait_us: f.wait_us,
-                    wall_us: f.wall_us,
-                }
-            })
-            .collect();
-        let mode = if self.pool.is_some() { "pool" } else { "per-stream" };
-        let chosen_by = if self.layout.explicit { "--threads" } else { "auto" };
-        DataPlane {
-            mode: mode.into(),
-            chosen_by: chosen_by.into(),
-            workers,
-            buffer_cap: self.buffer_cap,
-            cpus: self.cpus.clone(),
-            unpinned: self.unpinned.load(std::sync::atomic::Ordering::Relaxed),
-            notsent_lowat: self.unsent.report(),
-        }
-    }
-
-    fn stream_result(&self, s: &LocalStream) -> StreamResult {
-        // One TCP_INFO read serves both the snapshot and the retransmit count.
-        let tcp = s.probe.tcp_internals();
-        let (udp_sender, udp_receiver) = s.udp.as_ref().map_or((None, None), |u| u.results(s.role));
-        let bytes = s.counters.bytes();
-        let end = s.counters.end();
-        let duration_us = end
-            .or_else(|| self.started().map(|st| st.elapsed()))
-            .map_or(0, |d| d.as_micros() as u64);
-        // A stream that ended inside the warm-up has every byte omitted.
-        let (omitted_bytes, omitted_us) = match s.omitted {
-            Some(o) => o,
-            None if self.omit.is_zero() => (0, 0),
-            None => (bytes, duration_us),
-        };
-        let mut socket = s.socket.clone();
-        if let Probe::Tcp(p) = &s.probe {
-            // At the end: autotuned buffers have grown since the set-up.
-            merge_facts(&mut socket, sys::socket_facts(p));
-        }
-        StreamResult {
-            id: s.id,
-            flow: s.flow,
-            role: s.role,
-            bytes,
-            omitted_bytes,
-            duration_us,
-            omitted_us,
-            intervals: s.intervals.as_slice().to_vec(),
-            socket,
-            retransmits: tcp
-                .filter(|_| s.role == StreamRole::Sender)
-                .map(|t| u64::from(t.total_retrans)),
-            tcp,
-            thread_cpu: s.counters.thread_cpu(),
-            thread_wait_us: s.counters.thread_wait_us(),
-            udp_sender,
-            udp_receiver,
-            error: s.counters.error().or_else(|| {
-                (end.is_none() && self.started().is_some()).then(|| "did not finish".to_string())
-            }),
-            latency: s.rr.as_ref().map(|r| Box::new(r.result())),
-        }
-    }
 }
 
 impl Drop for StreamSet {
     fn drop(&mut self) {
         self.abort();
     }
-}
-
-/// The sum of CPU figures; None if any is unknown.
-fn sum_cpu(mut cpu: impl Iterator<Item = Option<ProcessCpu>>) -> Option<ProcessCpu> {
-    cpu.try_fold(ProcessCpu::default(), |acc, c| {
-        c.map(|c| ProcessCpu {
-            user_us: acc.user_us + c.user_us,
-            system_us: acc.system_us + c.system_us,
-        })
-    })
-}
-
-/// What a data thread measures of itself: its CPU time and scheduler wait since it was made.
-pub(super) struct ThreadClock {
-    cpu: Option<ProcessCpu>,
-    wait_us: Option<u64>,
-}
-
-impl ThreadClock {
-    /// The calling thread's readings now (before it waits for the start).
-    pub(super) fn now() -> Self {
-        Self { cpu: counters::thread_cpu(), wait_us: counters::thread_wait_us() }
-    }
-
-    /// The CPU the calling thread used since [`ThreadClock::now`].
-    pub(super) fn cpu(&self) -> Option<ProcessCpu> {
-        cpu_since(self.cpu, counters::thread_cpu())
-    }
-
-    /// How long the calling thread waited for a CPU since [`ThreadClock::now`].
-    pub(super) fn wait_us(&self) -> Option<u64> {
-        self.wait_us.zip(counters::thread_wait_us()).map(|(a, b)| b - a.min(b))
-    }
-
-    /// Ends a stream: its thread's CPU and wait, then its end `elapsed` after the start.
-    pub(super) fn finish(&self, c: &StreamCounters, elapsed: Duration, error: Option<String>) {
-        c.set_thread_cpu(self.cpu());
-        c.set_thread_wait(self.wait_us());
-        c.finish(elapsed, error);
-    }
-}
-
-fn cpu_since(a: Option<ProcessCpu>, b: Option<ProcessCpu>) -> Option<ProcessCpu> {
-    let (a, b) = (a?, b?);
-    Some(ProcessCpu {
-        user_us: b.user_us.saturating_sub(a.user_us),
-        system_us: b.system_us.saturating_sub(a.system_us),
-    })
-}
-
-/// What a stream's socket report says at the set-up: its addresses and what was granted.
-fn socket_report(
-    local: std::io::Result<std::net::SocketAddr>,
-    peer: std::io::Result<std::net::SocketAddr>,
-    granted: sys::SocketFacts,
-) -> SocketReport {
-    let mut r = SocketReport {
-        local_address: local.ok().map(|a| canonical(a).to_string()),
-        peer_address: peer.ok().map(|a| canonical(a).to_string()),
-        ..SocketReport::default()
-    };
-    merge_facts(&mut r, granted);
-    r
-}
-
-/// Overwrites what `r` says of the socket with the facts in `f` that are known.
-fn merge_facts(r: &mut SocketReport, f: sys::SocketFacts) {
-    r.send_buffer_bytes = f.send_buffer_bytes.or(r.send_buffer_bytes);
-    r.recv_buffer_bytes = f.recv_buffer_bytes.or(r.recv_buffer_bytes);
-    r.mss_bytes = f.mss_bytes.or(r.mss_bytes);
-    r.congestion = f.congestion.or(r.congestion.take());
-    r.no_delay = f.no_delay.or(r.no_delay);
-    r.tos = f.tos.or(r.tos);
-    r.max_pacing_rate_bps = f.max_pacing_rate_bps.or(r.max_pacing_rate_bps);
-    r.dont_fragment = f.dont_fragment.or(r.dont_fragment);
 }
 
 #[cfg(test)]
