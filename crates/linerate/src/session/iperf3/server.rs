@@ -193,10 +193,13 @@ impl Session<'_> {
 
     fn on_request(
         &mut self,
-        req: Iperf3Request,
+        mut req: Iperf3Request,
         m: &mut Iperf3Server,
         clock: &Clock,
     ) -> Result<()> {
+        if req.endless {
+            bound_endless(&mut req.spec, self.t.shared.admission.limits.max_duration);
+        }
         // iperf3 has no way to wait in a queue: an exclusive server that is busy refuses.
         if let Err(r) = self.t.admit(&req.spec, false) {
             if req.spec.congestion.is_some() && r.kind == LimitKind::NotAllowed {
@@ -306,5 +309,33 @@ impl Session<'_> {
             },
         ];
         (self.t.shared.note_text)(&notes)
+    }
+}
+
+/// An endless iperf3 test (`-t 0`) runs until its client ends it, as on an iperf3 server, but
+/// never longer than this server's `--max-duration` (warm-up included): its duration is what
+/// is left of that after the warm-up. A warm-up alone over the maximum is left at 1 ms, for
+/// admission to refuse as any test too long.
+fn bound_endless(spec: &mut TestSpec, max_duration: Duration) {
+    let max_ms = u64::try_from(max_duration.as_millis()).unwrap_or(u64::MAX);
+    let duration_ms =
+        max_ms.saturating_sub(spec.omit_ms).clamp(1, linerate_proto::spec::MAX_DURATION_MS);
+    spec.end = linerate_proto::EndCondition::Duration { duration_ms };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use linerate_proto::EndCondition;
+
+    #[test]
+    fn an_endless_test_is_bounded_by_the_servers_maximum() {
+        let mut spec = TestSpec::default_tcp();
+        spec.omit_ms = 2000;
+        bound_endless(&mut spec, Duration::from_secs(3600));
+        assert_eq!(spec.end, EndCondition::Duration { duration_ms: 3_598_000 });
+        spec.omit_ms = 4_000_000;
+        bound_endless(&mut spec, Duration::from_secs(3600));
+        assert_eq!(spec.end, EndCondition::Duration { duration_ms: 1 });
     }
 }
