@@ -225,9 +225,10 @@ pub fn request_from_params(bytes: &[u8]) -> Result<Iperf3Request, Iperf3Refusal>
     spec.end = end.unwrap_or(EndCondition::Duration { duration_ms: crate::spec::MAX_DURATION_MS });
     spec.window_bytes = ranged(m, "window", 1, 512 << 20, errno::BUF_SIZE)?;
     spec.mss_bytes = ranged(m, "MSS", 1, 32767, errno::MSS)?.map(|v| v as u32);
-    let default_rate = if udp { super::UDP_DEFAULT_RATE } else { 0 };
+    // No `bandwidth` is no pacing, for UDP too: iperf3 clients send their 1 Mbit/s UDP default
+    // themselves and leave the key out for `-b 0`, which asks for as fast as possible.
     spec.bits_per_second =
-        ranged(m, "bandwidth", 0, u64::MAX >> 1, errno::RECV_PARAMS)?.unwrap_or(default_rate);
+        ranged(m, "bandwidth", 0, u64::MAX >> 1, errno::RECV_PARAMS)?.unwrap_or(0);
     spec.no_delay = m.contains_key("nodelay");
     spec.zerocopy = m.contains_key("zerocopy");
     spec.title = text(m, "title")?;
@@ -440,6 +441,16 @@ mod tests {
         assert_eq!(r.client_version.as_deref(), Some("3.12"));
         assert!(!r.get_server_output);
         assert!(!r.endless);
+    }
+
+    /// `-u -b 0` leaves `bandwidth` out (captured from 3.12 and 3.21 clients): an unpaced UDP
+    /// test, as an iperf3 server runs it, not iperf3's 1 Mbit/s client default.
+    #[test]
+    fn udp_without_a_bandwidth_is_unpaced() {
+        let unpaced = r#"{"udp":true,"omit":0,"time":1,"num":0,"blockcount":0,"parallel":1,"len":32768,"pacing_timer":1000,"client_version":"3.12"}"#;
+        assert_eq!(req(unpaced).expect("served").spec.bits_per_second, 0);
+        let default = r#"{"udp":true,"omit":0,"time":1,"num":0,"blockcount":0,"parallel":1,"len":32768,"bandwidth":1048576,"pacing_timer":1000,"client_version":"3.12"}"#;
+        assert_eq!(req(default).expect("served").spec.bits_per_second, 1 << 20);
     }
 
     /// `-t 0` is an endless test for iperf3 servers (the client ends it): it is read as one,
