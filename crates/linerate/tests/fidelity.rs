@@ -191,21 +191,32 @@ fn same_shape(a: &Value, b: &Value, args: &[&str]) {
 }
 
 /// Within one run against linerate: TCP bytes sent are the bytes received (up to what was in
-/// flight at TEST_END, which iperf3's own receivers leave out); UDP loses under 1 %.
+/// flight at TEST_END, which iperf3's own receivers leave out); paced UDP loses under 1 %
+/// (unpaced, `-b 0`, loses what the receiver cannot keep up with, on either server).
 fn consistent(doc: &Value, args: &[&str]) {
     let end = &doc["end"];
     if args.contains(&"-u") {
         let s = &end["sum"];
         let lost = s["lost_packets"].as_u64().expect("lost");
-        assert!(lost * 100 <= s["packets"].as_u64().expect("packets"), "{args:?}: {s}");
+        let packets = s["packets"].as_u64().expect("packets");
+        let unpaced = args.windows(2).any(|w| w == ["-b", "0"]);
+        assert!(lost <= packets && (unpaced || lost * 100 <= packets), "{args:?}: {s}");
         return;
     }
+    // With `-O` each end ends its warm-up by its own timer, which a busy client wakes late
+    // (3.21 by 0.3 s, against either server): the two ends then count over different spans,
+    // so their rates are compared, not their bytes.
+    let (figure, within) =
+        if args.contains(&"-O") { ("bits_per_second", 0.15) } else { ("bytes", 0.05) };
     for (sent, received) in
         [("sum_sent", "sum_received"), ("sum_sent_bidir_reverse", "sum_received_bidir_reverse")]
     {
-        let Some(sent) = end[sent]["bytes"].as_f64() else { continue };
-        let received = end[received]["bytes"].as_f64().expect("received");
-        assert!((received / sent - 1.0).abs() < 0.05, "{args:?}: {sent} sent, {received}");
+        let Some(sent) = end[sent][figure].as_f64() else { continue };
+        let received = end[received][figure].as_f64().expect("received");
+        assert!(
+            (received / sent - 1.0).abs() < within,
+            "{args:?}: {figure} {sent} sent, {received}"
+        );
     }
 }
 
@@ -275,67 +286,81 @@ fn fidelity_udp_counters_64bit() {
     assert_eq!(u64_at(&b, "/end/sum_received/packets"), sent, "{args:?}");
 }
 
-/// `-l` with UDP: every datagram is that long, both ways and on both servers.
-#[test]
-fn fidelity_udp_length() {
+/// Runs each flag set against both servers (with the common checks) and then `check(args,
+/// doc, server)` on each document.
+fn each_doc(sets: &[&[&str]], check: impl Fn(&[&str], &Value, &str)) {
     let _x = crate::util::exclusive();
     let Some(mut pair) = Pair::start() else { return };
-    for args in [
-        &["-t", "1", "-u", "-b", "10M", "-l", "1000"][..],
-        &["-t", "1", "-u", "-b", "10M", "-l", "1000", "-R"],
-    ] {
+    for args in sets {
         let (a, b) = pair.json(args);
-        for (doc, what) in [(&a, "iperf3"), (&b, "linerate")] {
-            for key in ["sum_sent", "sum_received"] {
-                let s = &doc["end"][key];
-                // A receiver counts the datagrams that arrived; the ones lost carry no bytes.
-                let packets = u64_at(s, "/packets") - u64_at(s, "/lost_packets");
-                assert_eq!(u64_at(s, "/bytes"), packets * 1000, "{args:?} {what} {key}: {s}");
-            }
-        }
+        check(args, &a, "iperf3");
+        check(args, &b, "linerate");
     }
 }
 
-/// `-n`: the client sends exactly that many bytes; linerate's receiver counts them all
-/// (an iperf3 server stops counting at TEST_END, a little short).
+/// `-u -b 0`: as fast as the sender can, both ways. iperf3 clients leave the rate out of
+/// their parameters for it; a linerate server sent at iperf3's 1 Mbit/s client default.
+#[test]
+fn fidelity_udp_unpaced() {
+    let up = ["-t", "1", "-u", "-b", "0", "-l", "1400"];
+    each_doc(&[&up, &[&up[..], &["-R"]].concat()], |args, doc, what| {
+        // Unpaced loopback UDP runs at hundreds of Mbit/s even on a busy machine.
+        let rate = f64_at(doc, "/end/sum/bits_per_second");
+        assert!(rate > 20e6, "{args:?} against {what}: {rate} bit/s");
+    });
+}
+
+/// `-l` with UDP: every datagram is that long, both ways and on both servers.
+#[test]
+fn fidelity_udp_length() {
+    let up = ["-t", "1", "-u", "-b", "10M", "-l", "1000"];
+    each_doc(&[&up, &[&up[..], &["-R"]].concat()], |args, doc, what| {
+        for key in ["sum_sent", "sum_received"] {
+            let s = &doc["end"][key];
+            // A receiver counts the datagrams that arrived; the ones lost carry no bytes.
+            let packets = u64_at(s, "/packets") - u64_at(s, "/lost_packets");
+            assert_eq!(u64_at(s, "/bytes"), packets * 1000, "{args:?} {what} {key}: {s}");
+        }
+    });
+}
+
+/// The sender sent `bytes` exactly. Uploading, linerate's receiver counts them all (an
+/// iperf3 server stops counting at TEST_END, a little short); with `-R` the receiver is the
+/// iperf3 client, which ends the test a few kilobytes short on either server.
+fn exact_bytes(args: &[&str], doc: &Value, what: &str, bytes: u64) {
+    assert_eq!(u64_at(doc, "/end/sum_sent/bytes"), bytes, "{args:?}: {what}");
+    if what == "linerate" && !args.contains(&"-R") {
+        assert_eq!(u64_at(doc, "/end/sum_received/bytes"), bytes, "{args:?}: {what}");
+    }
+}
+
+/// `-n`, both ways.
 #[test]
 fn fidelity_bytes() {
-    let _x = crate::util::exclusive();
-    let Some(mut pair) = Pair::start() else { return };
-    for args in [&["-n", "20M"][..], &["-n", "20M", "-R"]] {
-        let (a, b) = pair.json(args);
-        assert_eq!(u64_at(&a, "/end/sum_sent/bytes"), 20 << 20, "{args:?}: iperf3");
-        assert_eq!(u64_at(&b, "/end/sum_sent/bytes"), 20 << 20, "{args:?}: linerate");
-        assert_eq!(u64_at(&b, "/end/sum_received/bytes"), 20 << 20, "{args:?}: linerate");
-    }
+    each_doc(&[&["-n", "20M"], &["-n", "20M", "-R"]], |args, doc, what| {
+        exact_bytes(args, doc, what, 20 << 20);
+    });
 }
 
 /// `-k`: that many blocks of `-l` bytes (128 KiB by default).
 #[test]
 fn fidelity_blockcount() {
-    let _x = crate::util::exclusive();
-    let Some(mut pair) = Pair::start() else { return };
-    for (args, bytes) in [(&["-k", "100"][..], 100 << 17), (&["-k", "100", "-l", "64K"], 100 << 16)]
-    {
-        let (a, b) = pair.json(args);
-        assert_eq!(u64_at(&a, "/end/sum_sent/bytes"), bytes, "{args:?}: iperf3");
-        assert_eq!(u64_at(&b, "/end/sum_sent/bytes"), bytes, "{args:?}: linerate");
-        assert_eq!(u64_at(&b, "/end/sum_received/bytes"), bytes, "{args:?}: linerate");
-    }
+    each_doc(&[&["-k", "100"], &["-k", "100", "-l", "64K"]], |args, doc, what| {
+        let block = if args.contains(&"64K") { 64 << 10 } else { 128 << 10 };
+        exact_bytes(args, doc, what, 100 * block);
+    });
 }
 
 /// `-O 1`: the warm-up interval is flagged `omitted` and left out of the totals the same way.
 #[test]
 fn fidelity_omit() {
-    let _x = crate::util::exclusive();
-    let Some(mut pair) = Pair::start() else { return };
-    let (a, b) = pair.json(&["-t", "1", "-O", "1"]);
-    for doc in [&a, &b] {
-        assert_eq!(doc["intervals"][0]["sum"]["omitted"], true, "{doc}");
-        // The totals cover the test after the warm-up: about 1 s, not 2.
+    each_doc(&[&["-t", "1", "-O", "1"]], |args, doc, what| {
+        assert_eq!(doc["intervals"][0]["sum"]["omitted"], true, "{args:?} {what}: {doc}");
+        // The totals cover the test after the warm-up: about 1 s, not 2 (a busy machine
+        // wakes the client's timers late: 3.12 once ended 0.37 s late).
         let secs = f64_at(doc, "/end/sum_sent/seconds");
-        assert!((0.9..1.2).contains(&secs), "{secs} s");
-    }
+        assert!((0.9..1.6).contains(&secs), "{args:?} {what}: {secs} s");
+    });
 }
 
 /// `-i 0.5` and `-i 0`: the same intervals, on the same boundaries.
@@ -404,7 +429,6 @@ fn fidelity_mss() {
 /// `-C`: both ends use the algorithm, and the client reports the server's as iperf3's does.
 #[test]
 fn fidelity_congestion() {
-    let _x = crate::util::exclusive();
     let available = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
         .unwrap_or_default();
     let Some(cc) =
@@ -413,14 +437,11 @@ fn fidelity_congestion() {
         eprintln!("skipping: neither reno nor cubic is available ({available})");
         return;
     };
-    let Some(mut pair) = Pair::start() else { return };
-    for args in [&["-t", "1", "-C", cc][..], &["-t", "1", "-C", cc, "-R"]] {
-        let (a, b) = pair.json(args);
+    each_doc(&[&["-t", "1", "-C", cc], &["-t", "1", "-C", cc, "-R"]], |args, doc, what| {
         for key in ["sender_tcp_congestion", "receiver_tcp_congestion"] {
-            assert_eq!(a["end"][key], cc, "{args:?}: iperf3's {key}");
-            assert_eq!(b["end"][key], cc, "{args:?}: linerate's {key}");
+            assert_eq!(doc["end"][key], cc, "{args:?}: {what}'s {key}");
         }
-    }
+    });
 }
 
 /// `--cport`: the data connection leaves from that port, whichever server it reaches.
