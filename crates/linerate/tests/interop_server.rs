@@ -194,6 +194,21 @@ fn refusals_by_this_servers_limits_read_true_in_iperf3() {
     }
 }
 
+/// A running test that one of this server's limits cuts (`--max-bytes` here; `--max-duration`,
+/// which also bounds `-t 0`, and the progress floor alike) reads as a limit of this server in
+/// the iperf3 client; it read "idle timeout for receiving data", iperf3's NO_MSG.
+#[test]
+fn a_running_test_cut_by_a_limit_reads_true_in_iperf3() {
+    if !have_iperf3() {
+        return;
+    }
+    let srv = Server::start(&["--max-bytes", "20M"]);
+    let (_, doc, _) = iperf3_client(srv.port, &["-t", "5", "-b", "200M"]);
+    let err = doc["error"].as_str().unwrap_or_default();
+    assert!(err.contains("Operation not permitted"), "iperf3 says {err}");
+    assert!(srv.wait_for_log("--max-bytes", Duration::from_secs(5)), "{}", srv.log());
+}
+
 /// An iperf3 server's receiver counts until TEST_END: at low rates the last datagram arrives
 /// well before (four 32 KiB datagrams in `-u -t 1`: the last at 0.75 s, which read as
 /// "0.00-0.75 sec 1.40 Mbits/sec"), so the receiver's time is the test's, as iperf3's.

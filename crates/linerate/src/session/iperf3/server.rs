@@ -17,10 +17,10 @@ use anyhow::{Context, Result, bail};
 use linerate_proto::Machine;
 use linerate_proto::iperf3::{
     COOKIE_LEN, Iperf3Request, Iperf3Server, Iperf3ServerEvent, ServerError, State, UDP_REPLY,
-    errno, results_from_side,
+    errno, for_limit, results_from_side,
 };
 use linerate_proto::udp::{DatagramFormat, SeqWidth};
-use linerate_proto::{LimitKind, ProtoError, Protocol, SideResults, TestSpec};
+use linerate_proto::{LimitKind, ProtoError, Protocol, Refusal, SideResults, TestSpec};
 
 use super::{forgive_end_of_test_resets, peer_side, receivers_end_at};
 use crate::record::canonical;
@@ -84,8 +84,14 @@ pub(crate) fn run_session(
         if let Err(e) = &r {
             if e.downcast_ref::<ProtoError>().is_none() {
                 let started = s.t.streams.as_ref().is_some_and(|st| st.started().is_some());
+                let version = s.request.as_ref().and_then(|r| r.client_version.as_deref());
+                // A limit that cut the running test reads as that limit, not as the idle
+                // timeout iperf3's NO_MSG names.
+                let limit = e.downcast_ref::<Refusal>().and_then(|r| for_limit(r.kind, version));
                 if shared.shutdown_reason().is_some() {
                     m.terminate();
+                } else if let Some(limit) = limit {
+                    m.fail_with(limit);
                 } else {
                     m.fail_with(if started { errno::NO_MSG } else { errno::NEW_TEST });
                 }
