@@ -129,6 +129,10 @@ impl std::fmt::Display for Refusal {
     }
 }
 
+/// A running test cut by a limit fails with its refusal, so the protocol can tell the peer
+/// which limit in its own terms.
+impl std::error::Error for Refusal {}
+
 /// What a server allows. `None` means "no limit".
 #[derive(Debug, Clone, PartialEq)]
 pub struct Limits {

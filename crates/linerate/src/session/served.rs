@@ -172,7 +172,7 @@ impl<'a> ServedTest<'a> {
         let limits = &self.shared.admission.limits;
         let ran = streams.started().map_or(Duration::ZERO, |t| now.saturating_duration_since(t));
         if let Some(r) = limits.bytes_exceeded(total).or(limits.duration_exceeded(ran, RUN_GRACE)) {
-            bail!("{r}");
+            return Err(r.into());
         }
         let window = now.saturating_duration_since(self.window.0);
         if window >= limits.idle_timeout {
@@ -180,7 +180,7 @@ impl<'a> ServedTest<'a> {
                 && let Some(r) =
                     limits.progress_refusal(total.saturating_sub(self.window.1), window)
             {
-                bail!("{r}");
+                return Err(r.into());
             }
             self.window = (now, total);
         }

@@ -135,16 +135,6 @@ pub fn for_limit(kind: LimitKind, client_version: Option<&str>) -> Option<Server
     })
 }
 
-/// The refusal of an endless test (`-t 0` without `-n`/`-k`): its duration is over any
-/// maximum, which 3.20+ clients can be told; older ones read "Operation not permitted".
-pub fn for_endless(client_version: Option<&str>) -> ServerError {
-    if version_at_least(client_version, (3, 20)) {
-        errno::MAX_DURATION.into()
-    } else {
-        ServerError::NOT_PERMITTED
-    }
-}
-
 /// True if `version` ("3.12", "3.21+", "3.20-rc1") is at least `min` (major, minor); an
 /// unknown version is taken as old.
 pub fn version_at_least(version: Option<&str>, min: (u32, u32)) -> bool {
@@ -206,8 +196,6 @@ mod tests {
         assert_eq!(for_limit(LimitKind::Duration, Some("3.12")), Some(ServerError::NOT_PERMITTED));
         assert_eq!(for_limit(LimitKind::Duration, Some("3.21")), Some(errno::MAX_DURATION.into()));
         assert_eq!(for_limit(LimitKind::Busy, Some("3.21")), None);
-        assert_eq!(for_endless(Some("3.12")), ServerError::NOT_PERMITTED);
-        assert_eq!(for_endless(Some("3.21")).i_errno, errno::MAX_DURATION);
     }
 
     #[test]

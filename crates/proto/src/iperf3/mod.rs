@@ -39,8 +39,6 @@ pub const UDP_REPLY: [u8; 4] = *b"6789";
 pub const UDP_REPLY_LEGACY: [u8; 4] = [0xb1, 0x68, 0xde, 0x3a];
 /// The connect datagram of clients before 3.12 (123456789 as a little-endian int).
 pub const UDP_CONNECT_LEGACY: [u8; 4] = [0x15, 0xcd, 0x5b, 0x07];
-/// iperf3's default UDP rate per stream when the client sends no `bandwidth`, bit/s.
-pub const UDP_DEFAULT_RATE: u64 = 1 << 20;
 
 /// Largest results JSON accepted from a peer (its whole `-J` output can ride along with
 /// `--get-server-output`, so this is generous; parameters are far smaller).

@@ -32,6 +32,10 @@ pub struct Iperf3Request {
     pub udp_counters_64bit: bool,
     /// The version the client says it is, if it says.
     pub client_version: Option<String>,
+    /// `-t 0` without `-n`/`-k`: the test runs until the client ends it (TEST_END, or
+    /// CLIENT_TERMINATE when it is interrupted), as with an iperf3 server. `spec.end` then
+    /// holds [`crate::spec::MAX_DURATION_MS`]; the server bounds it by its own maximum.
+    pub endless: bool,
 }
 
 /// Why the server will not run a requested test.
@@ -217,12 +221,14 @@ pub fn request_from_params(bytes: &[u8]) -> Result<Iperf3Request, Iperf3Refusal>
         ranged(m, "len", 1, 1 << 20, errno::BLOCK_SIZE)?.unwrap_or(128 * 1024) as u32
     };
     spec.omit_ms = ranged(m, "omit", 0, 600, errno::OMIT)?.unwrap_or(0) * 1000;
-    spec.end = end_condition(m, spec.block_bytes, client_version.as_deref())?;
+    let end = end_condition(m, spec.block_bytes)?;
+    spec.end = end.unwrap_or(EndCondition::Duration { duration_ms: crate::spec::MAX_DURATION_MS });
     spec.window_bytes = ranged(m, "window", 1, 512 << 20, errno::BUF_SIZE)?;
     spec.mss_bytes = ranged(m, "MSS", 1, 32767, errno::MSS)?.map(|v| v as u32);
-    let default_rate = if udp { super::UDP_DEFAULT_RATE } else { 0 };
+    // No `bandwidth` is no pacing, for UDP too: iperf3 clients send their 1 Mbit/s UDP default
+    // themselves and leave the key out for `-b 0`, which asks for as fast as possible.
     spec.bits_per_second =
-        ranged(m, "bandwidth", 0, u64::MAX >> 1, errno::RECV_PARAMS)?.unwrap_or(default_rate);
+        ranged(m, "bandwidth", 0, u64::MAX >> 1, errno::RECV_PARAMS)?.unwrap_or(0);
     spec.no_delay = m.contains_key("nodelay");
     spec.zerocopy = m.contains_key("zerocopy");
     spec.title = text(m, "title")?;
@@ -251,27 +257,25 @@ pub fn request_from_params(bytes: &[u8]) -> Result<Iperf3Request, Iperf3Refusal>
         udp_counters_64bit: m.contains_key("udp_counters_64bit"),
         get_server_output: m.contains_key("get_server_output"),
         client_version,
+        endless: end.is_none(),
     })
 }
 
+/// How the client's test ends; None for an endless one (`-t 0` without `-n`/`-k`).
 fn end_condition(
     m: &Map<String, Value>,
     block: u32,
-    client_version: Option<&str>,
-) -> Result<EndCondition, Iperf3Refusal> {
+) -> Result<Option<EndCondition>, Iperf3Refusal> {
     let time = ranged(m, "time", 0, 86_400, errno::DURATION)?.unwrap_or(0);
     let num = ranged(m, "num", 0, u64::MAX >> 1, errno::RECV_PARAMS)?.unwrap_or(0);
     let blocks = ranged(m, "blockcount", 0, u64::MAX >> 1, errno::RECV_PARAMS)?.unwrap_or(0);
     Ok(match (time, num, blocks) {
-        (_, n, _) if n > 0 => EndCondition::Bytes { bytes: n },
-        (_, _, k) if k > 0 => EndCondition::Bytes { bytes: k.saturating_mul(u64::from(block)) },
-        (t, _, _) if t > 0 => EndCondition::Duration { duration_ms: t * 1000 },
-        _ => {
-            return Err(refuse(
-                super::errors::for_endless(client_version),
-                "an endless test (-t 0 without -n or -k) is not served; give a duration",
-            ));
+        (_, n, _) if n > 0 => Some(EndCondition::Bytes { bytes: n }),
+        (_, _, k) if k > 0 => {
+            Some(EndCondition::Bytes { bytes: k.saturating_mul(u64::from(block)) })
         }
+        (t, _, _) if t > 0 => Some(EndCondition::Duration { duration_ms: t * 1000 }),
+        _ => None,
     })
 }
 
@@ -436,6 +440,32 @@ mod tests {
         assert_eq!(r.spec, want);
         assert_eq!(r.client_version.as_deref(), Some("3.12"));
         assert!(!r.get_server_output);
+        assert!(!r.endless);
+    }
+
+    /// `-u -b 0` leaves `bandwidth` out (captured from 3.12 and 3.21 clients): an unpaced UDP
+    /// test, as an iperf3 server runs it, not iperf3's 1 Mbit/s client default.
+    #[test]
+    fn udp_without_a_bandwidth_is_unpaced() {
+        let unpaced = r#"{"udp":true,"omit":0,"time":1,"num":0,"blockcount":0,"parallel":1,"len":32768,"pacing_timer":1000,"client_version":"3.12"}"#;
+        assert_eq!(req(unpaced).expect("served").spec.bits_per_second, 0);
+        let default = r#"{"udp":true,"omit":0,"time":1,"num":0,"blockcount":0,"parallel":1,"len":32768,"bandwidth":1048576,"pacing_timer":1000,"client_version":"3.12"}"#;
+        assert_eq!(req(default).expect("served").spec.bits_per_second, 1 << 20);
+    }
+
+    /// `-t 0` is an endless test for iperf3 servers (the client ends it): it is read as one,
+    /// never refused; with `-n` or `-k` it is a byte-bound test as before.
+    #[test]
+    fn t_0_reads_as_an_endless_test() {
+        let r = req(r#"{"tcp":true,"time":0,"client_version":"3.21"}"#).expect("served");
+        assert!(r.endless);
+        assert_eq!(
+            r.spec.end,
+            EndCondition::Duration { duration_ms: crate::spec::MAX_DURATION_MS }
+        );
+        let r = req(r#"{"tcp":true,"time":0,"num":1000}"#).expect("served");
+        assert!(!r.endless);
+        assert_eq!(r.spec.end, EndCondition::Bytes { bytes: 1000 });
     }
 
     #[test]
@@ -501,8 +531,6 @@ mod tests {
             (r#"{"tcp":true,"time":1,"parallel":0}"#, errno::NUM_STREAMS, "parallel"),
             (r#"{"tcp":true,"time":1,"len":2000000}"#, errno::BLOCK_SIZE, "len"),
             (r#"{"tcp":true,"time":1,"omit":-1}"#, errno::OMIT, "omit"),
-            (r#"{"tcp":true,"time":0}"#, errno::NEW_TEST, "endless"),
-            (r#"{"tcp":true,"time":0,"client_version":"3.21"}"#, errno::MAX_DURATION, "endless"),
             (
                 r#"{"tcp":true,"time":1,"reverse":true,"bidirectional":true}"#,
                 errno::REVERSE_BIDIR,

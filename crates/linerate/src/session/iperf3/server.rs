@@ -17,10 +17,10 @@ use anyhow::{Context, Result, bail};
 use linerate_proto::Machine;
 use linerate_proto::iperf3::{
     COOKIE_LEN, Iperf3Request, Iperf3Server, Iperf3ServerEvent, ServerError, State, UDP_REPLY,
-    errno, results_from_side,
+    errno, for_limit, results_from_side,
 };
 use linerate_proto::udp::{DatagramFormat, SeqWidth};
-use linerate_proto::{LimitKind, ProtoError, Protocol, SideResults, TestSpec};
+use linerate_proto::{LimitKind, ProtoError, Protocol, Refusal, SideResults, TestSpec};
 
 use super::{forgive_end_of_test_resets, peer_side, receivers_end_at};
 use crate::record::canonical;
@@ -84,8 +84,14 @@ pub(crate) fn run_session(
         if let Err(e) = &r {
             if e.downcast_ref::<ProtoError>().is_none() {
                 let started = s.t.streams.as_ref().is_some_and(|st| st.started().is_some());
+                let version = s.request.as_ref().and_then(|r| r.client_version.as_deref());
+                // A limit that cut the running test reads as that limit, not as the idle
+                // timeout iperf3's NO_MSG names.
+                let limit = e.downcast_ref::<Refusal>().and_then(|r| for_limit(r.kind, version));
                 if shared.shutdown_reason().is_some() {
                     m.terminate();
+                } else if let Some(limit) = limit {
+                    m.fail_with(limit);
                 } else {
                     m.fail_with(if started { errno::NO_MSG } else { errno::NEW_TEST });
                 }
@@ -193,10 +199,13 @@ impl Session<'_> {
 
     fn on_request(
         &mut self,
-        req: Iperf3Request,
+        mut req: Iperf3Request,
         m: &mut Iperf3Server,
         clock: &Clock,
     ) -> Result<()> {
+        if req.endless {
+            bound_endless(&mut req.spec, self.t.shared.admission.limits.max_duration);
+        }
         // iperf3 has no way to wait in a queue: an exclusive server that is busy refuses.
         if let Err(r) = self.t.admit(&req.spec, false) {
             if req.spec.congestion.is_some() && r.kind == LimitKind::NotAllowed {
@@ -306,5 +315,33 @@ impl Session<'_> {
             },
         ];
         (self.t.shared.note_text)(&notes)
+    }
+}
+
+/// An endless iperf3 test (`-t 0`) runs until its client ends it, as on an iperf3 server, but
+/// never longer than this server's `--max-duration` (warm-up included): its duration is what
+/// is left of that after the warm-up. A warm-up alone over the maximum is left at 1 ms, for
+/// admission to refuse as any test too long.
+fn bound_endless(spec: &mut TestSpec, max_duration: Duration) {
+    let max_ms = u64::try_from(max_duration.as_millis()).unwrap_or(u64::MAX);
+    let duration_ms =
+        max_ms.saturating_sub(spec.omit_ms).clamp(1, linerate_proto::spec::MAX_DURATION_MS);
+    spec.end = linerate_proto::EndCondition::Duration { duration_ms };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use linerate_proto::EndCondition;
+
+    #[test]
+    fn an_endless_test_is_bounded_by_the_servers_maximum() {
+        let mut spec = TestSpec::default_tcp();
+        spec.omit_ms = 2000;
+        bound_endless(&mut spec, Duration::from_secs(3600));
+        assert_eq!(spec.end, EndCondition::Duration { duration_ms: 3_598_000 });
+        spec.omit_ms = 4_000_000;
+        bound_endless(&mut spec, Duration::from_secs(3600));
+        assert_eq!(spec.end, EndCondition::Duration { duration_ms: 1 });
     }
 }
