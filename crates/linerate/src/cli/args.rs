@@ -519,7 +519,9 @@ pub struct NetArgs {
     /// refused. Client: answer a server that requires it.
     #[arg(long = "psk-file", value_name = "FILE")]
     pub psk_file: Option<std::path::PathBuf>,
-    /// With -J on a client: `linerate` (default, docs/JSON.md) or `iperf3` (shaped like iperf3 -J).
+    /// With -J on a client: `linerate` (default, docs/JSON.md) or `iperf3` (shaped like iperf3
+    /// -J, with the keys of iperf3 3.21's documents; `iperf3-3.12` for 3.12's, `iperf3-3.21`
+    /// to name the version).
     #[arg(
         long = "json-format",
         value_enum,
@@ -539,8 +541,14 @@ pub struct NetArgs {
 pub enum JsonFormat {
     /// linerate's versioned schema (docs/JSON.md).
     Linerate,
-    /// Shaped like `iperf3 -J`, for existing parsers.
+    /// Shaped like `iperf3 -J`, for existing parsers: the newest schema linerate knows (3.21).
     Iperf3,
+    /// Shaped like iperf3 3.12's `-J` (none of the keys later versions added).
+    #[value(name = "iperf3-3.12")]
+    Iperf3_3_12,
+    /// Shaped like iperf3 3.21's `-J` (the same as `iperf3`, by name).
+    #[value(name = "iperf3-3.21")]
+    Iperf3_3_21,
 }
 
 /// The test's flags (client and selftest).

@@ -15,7 +15,7 @@ use crate::plan::matrix::{AxisValue, MatrixPlan, MatrixRun};
 use crate::plan::search::SearchPlan;
 use crate::plan::size::Size;
 use crate::plan::{
-    ClientPlan, DoctorPlan, Family, Generated, OutputFormat, Plan, ServerPlan, Shell,
+    ClientPlan, DoctorPlan, Family, Generated, Iperf3Schema, OutputFormat, Plan, ServerPlan, Shell,
 };
 use crate::plan::{
     CsvKind, Gates, HistoryCommand, HistoryPlan, HistoryRef, ReportFormat, ReportPlan,
@@ -406,7 +406,7 @@ fn compat_plan(c: CompatArgs) -> Result<Plan, String> {
 }
 
 fn doctor_plan(a: DoctorArgs) -> Result<DoctorPlan, String> {
-    if output(&a.net) == OutputFormat::Iperf3Json {
+    if matches!(output(&a.net), OutputFormat::Iperf3Json(_)) {
         return Err("doctor has no iperf3-shaped output; drop --json-format".into());
     }
     if let Some(ip) = a.net.bind
@@ -446,7 +446,10 @@ fn output(net: &NetArgs) -> OutputFormat {
         _ if net.json_stream => OutputFormat::JsonStream,
         (false, _) => OutputFormat::Text,
         (true, JsonFormat::Linerate) => OutputFormat::Json,
-        (true, JsonFormat::Iperf3) => OutputFormat::Iperf3Json,
+        (true, JsonFormat::Iperf3 | JsonFormat::Iperf3_3_21) => {
+            OutputFormat::Iperf3Json(Iperf3Schema::V3_21)
+        }
+        (true, JsonFormat::Iperf3_3_12) => OutputFormat::Iperf3Json(Iperf3Schema::V3_12),
     }
 }
 

@@ -53,6 +53,17 @@ impl Family {
     }
 }
 
+/// Which iperf3 version's `-J` document `--json-format iperf3` writes: iperf3 added keys over
+/// its releases (docs/IPERF3.md, "Export"); see `report::iperf3_json` for why the default is
+/// the newest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Iperf3Schema {
+    /// iperf3 3.12's keys (Debian 12's iperf3).
+    V3_12,
+    /// iperf3 3.21's keys: 3.12's and every key added since (`--json-format iperf3`).
+    V3_21,
+}
+
 /// How results are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OutputFormat {
@@ -60,8 +71,9 @@ pub enum OutputFormat {
     Text,
     /// One JSON document at the end (`-J`), documented in docs/JSON.md.
     Json,
-    /// One JSON document shaped like `iperf3 -J` (`-J --json-format iperf3`).
-    Iperf3Json,
+    /// One JSON document shaped like `iperf3 -J` (`-J --json-format iperf3`), with the keys
+    /// of that iperf3 version's documents.
+    Iperf3Json(Iperf3Schema),
     /// One JSON line per interval while the test runs, then the run's document on one line
     /// (`--json-stream`).
     JsonStream,
