@@ -680,6 +680,11 @@ pub struct TestArgs {
     /// iperf3 server (--iperf3) its senders are asked to do the same.
     #[arg(long = "repeating-payload")]
     pub repeating_payload: bool,
+    /// As iperf3's --udp-counters-64bit, for scripts that pass it: always in effect (with
+    /// -u, linerate's datagrams carry 64-bit sequence numbers, and iperf3 servers are asked
+    /// for them too).
+    #[arg(long = "udp-counters-64bit")]
+    pub udp_counters_64bit: bool,
     /// Against an iperf3 server: also fetch what it printed for the test (its text, or its
     /// JSON when it runs with -J). linerate servers always send their full figures.
     #[arg(long = "get-server-output")]

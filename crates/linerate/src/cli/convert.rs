@@ -141,6 +141,7 @@ fn matrix_plan(a: MatrixArgs) -> Result<(ClientPlan, MatrixPlan, MatrixRun), Str
         title: m.title.clone(),
         text: super::args::TextArgs::default(),
         repeating_payload: false,
+        udp_counters_64bit: false,
         link_speed: m.link_speed,
         mtu: m.mtu,
         find_max: false,
