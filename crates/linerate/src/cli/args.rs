@@ -560,6 +560,10 @@ pub struct TestArgs {
     /// Send this many bytes per direction instead of running for a time.
     #[arg(short = 'n', long = "bytes", value_name = "SIZE", value_parser = size)]
     pub bytes: Option<ByteCount>,
+    /// Send this many blocks (of -l bytes; UDP: datagrams) per direction instead, as
+    /// iperf3's -k.
+    #[arg(short = 'k', long = "blockcount", value_name = "BLOCKS", conflicts_with_all = ["time", "bytes"])]
+    pub blocks: Option<u64>,
     /// Seconds between interval reports; 0 turns them off.
     #[arg(short = 'i', long = "interval", value_name = "SECONDS", value_parser = seconds, default_value = "1")]
     pub interval: Duration,

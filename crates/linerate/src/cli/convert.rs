@@ -115,6 +115,7 @@ fn matrix_plan(a: MatrixArgs) -> Result<(ClientPlan, MatrixPlan, MatrixRun), Str
     let test = TestArgs {
         time: Some(m.time),
         bytes: None,
+        blocks: None,
         interval: m.interval,
         parallel: 1,
         window: None,
@@ -334,6 +335,7 @@ pub(super) fn default_methodology() -> Plan {
         iperf3: false,
         get_server_output: false,
         udp_length_auto: false,
+        block_count: None,
         find_max: None,
         store: StorePlan { path: Store::default_path(), labels: vec!["selftest".into()] },
         gates: Gates::default(),
@@ -526,6 +528,7 @@ pub(super) fn client_plan(
         iperf3: t.iperf3,
         get_server_output: t.get_server_output,
         udp_length_auto: t.udp && t.length.is_none(),
+        block_count: t.blocks,
         find_max,
         store: StorePlan { path: Store::default_path(), labels: Vec::new() },
         gates: Gates::default(),
@@ -605,6 +608,11 @@ fn test_spec(t: &TestArgs, default_time: Duration) -> Result<TestSpec, String> {
     let end = match (t.time, t.bytes) {
         (_, Some(b)) => EndCondition::Bytes { bytes: b.bytes() },
         (Some(d), None) => {
+            if d.is_zero() {
+                return Err("-t 0 (iperf3's test without an end) is not supported: give a \
+                            duration (e.g. -t 3600) or a byte count (-n)"
+                    .into());
+            }
             if d < Duration::from_millis(1) {
                 return Err("-t must be at least 1 ms (0.001)".into());
             }
@@ -624,6 +632,12 @@ fn test_spec(t: &TestArgs, default_time: Duration) -> Result<TestSpec, String> {
     };
     let block_bytes =
         u32::try_from(block).map_err(|_| format!("-l {block} is too large; at most 64M"))?;
+    // -k: blocks of the size the test runs with (re-sized with it, `ClientPlan::sized`).
+    let end = match t.blocks {
+        Some(0) => return Err("-k must be at least 1 block".into()),
+        Some(n) => EndCondition::Bytes { bytes: n.saturating_mul(block) },
+        None => end,
+    };
     let spec = TestSpec {
         protocol: if t.udp { Protocol::Udp } else { Protocol::Tcp },
         direction: match (t.reverse, t.bidir) {

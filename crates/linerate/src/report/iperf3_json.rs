@@ -271,7 +271,11 @@ fn start(record: &RunRecord, schema: Iperf3Schema) -> Value {
         v["test_start"]["fqrate"] = json!(fq_rate);
     }
     if has(schema, added_in::INTERVAL) {
-        v["test_start"]["interval"] = json!(spec.interval_ms as f64 / 1000.0);
+        // Whole seconds as an integer, as iperf3 (cJSON) writes a whole number.
+        v["test_start"]["interval"] = match spec.interval_ms % 1000 {
+            0 => json!(spec.interval_ms / 1000),
+            _ => json!(spec.interval_ms as f64 / 1000.0),
+        };
     }
     if has(schema, added_in::MILLIS_REORDER) {
         v["timestamp"]["timemillisecs"] = json!(record.started_unix_ms);

@@ -177,7 +177,7 @@ fn drive(
                 observer.on_event(LiveEvent::Interval(&rows));
             }
             check_progress(s, &mut st, Instant::now())?;
-            if interrupt.count() > 0 || end_reached(plan, s, &st) {
+            if interrupt.count() > 0 || end_reached(&spec, s, &st) {
                 *ended = true;
                 s.end_signalled();
                 if udp_upload(&spec) {
@@ -211,13 +211,10 @@ fn drive(
 /// connection's path, so they fit its MTU; 32 KiB on loopback, where the segment is bound to
 /// half the peer's first window), where linerate's native client sizes them to the path MTU.
 fn iperf3_spec(plan: &ClientPlan, ctrl: &std::net::TcpStream) -> linerate_proto::TestSpec {
-    let mut spec = plan.spec.clone();
-    if plan.udp_length_auto
-        && let Some(mss) = sys::socket_facts(ctrl).mss_bytes
-    {
-        spec.block_bytes = mss.clamp(MIN_IPERF3_DATAGRAM, MAX_IPERF3_DATAGRAM);
+    match plan.udp_length_auto.then(|| sys::socket_facts(ctrl).mss_bytes).flatten() {
+        Some(mss) => plan.sized(mss.clamp(MIN_IPERF3_DATAGRAM, MAX_IPERF3_DATAGRAM)),
+        None => plan.spec.clone(),
     }
-    spec
 }
 
 /// iperf3's smallest datagram: its own header (sequence number and send time).
@@ -231,8 +228,8 @@ fn udp_upload(spec: &linerate_proto::TestSpec) -> bool {
 }
 
 /// The client decides the end: time, or (for -n) bytes moved by either side's streams here.
-fn end_reached(plan: &ClientPlan, s: &StreamSet, st: &LoopState) -> bool {
-    match plan.spec.end {
+fn end_reached(spec: &linerate_proto::TestSpec, s: &StreamSet, st: &LoopState) -> bool {
+    match spec.end {
         EndCondition::Duration { .. } => st.stop_at.is_some_and(|t| Instant::now() >= t),
         EndCondition::Bytes { bytes } => s.total_bytes() >= bytes || s.all_done(),
     }
