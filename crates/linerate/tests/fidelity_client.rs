@@ -81,13 +81,16 @@ impl Peer {
     }
 
     /// Both clients with the same flags, theirs first: (ours, theirs). Notes whether the
-    /// machine was quiet before them ([`timing_judged`]).
+    /// machine was quiet before and after them ([`timing_judged`]).
     fn both(&self, flags: &[&str]) -> (Value, Value) {
-        QUIET.with(|q| q.set(background_quiet()));
+        let before = background_quiet();
         let theirs = self.theirs(flags);
         // iperf3 serves one test at a time and needs a moment between tests.
         std::thread::sleep(Duration::from_millis(100));
-        (self.ours(flags), theirs)
+        let ours = self.ours(flags);
+        // Quiet on both sides of the pair: a build that starts meanwhile is seen after it.
+        QUIET.with(|q| q.set(before && background_quiet()));
+        (ours, theirs)
     }
 }
 
@@ -99,12 +102,12 @@ impl Drop for Peer {
 }
 
 thread_local! {
-    /// Whether the machine was quiet before the last [`Peer::both`] on this thread.
+    /// Whether the machine was quiet around the last [`Peer::both`] on this thread.
     static QUIET: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
 }
 
 /// Whether other processes left the CPUs alone for a moment (Linux's pressure stall
-/// information: tasks waited for a CPU under 20 % of 300 ms). Where they did not (another
+/// information: tasks waited for a CPU under 20 % of 300 ms), with no test running. Where they did not (another
 /// build on a shared 2-core machine), each client's timers wake up to a second late — a
 /// `-t 1` interval ending at 2.6 s was seen — so times and interval counts say how busy the
 /// machine was, not how either client keeps time; keys, meanings and counts of bytes are
@@ -269,12 +272,37 @@ fn assert_same_meanings(ours: &Value, theirs: &Value, flags: &[&str]) {
     if flags.contains(&"-n") || flags.contains(&"-k") || !timing_judged(flags) {
         return;
     }
-    assert_eq!(a.len(), b.len(), "{flags:?}: interval count: {a:?} vs iperf3's {b:?}");
-    for (k, (x, y)) in a.iter().zip(&b).enumerate() {
-        assert!((x.0 - y.0).abs() <= 20, "{flags:?}: interval {k} starts: {a:?} vs {b:?}");
-        assert!((x.1 - y.1).abs() <= 20, "{flags:?}: interval {k} ends: {a:?} vs {b:?}");
-        assert_eq!(x.2, y.2, "{flags:?}: interval {k} omitted: {a:?} vs {b:?}");
+    // Both against where the flags put the intervals: iperf3's own may wake late (its -i 0
+    // interval once ended at 1.79 s for -t 1 between two quiet samples), which is not judged.
+    let want = nominal(flags);
+    let near = |got: &[(i64, i64, bool)]| {
+        got.len() == want.len()
+            && got
+                .iter()
+                .zip(&want)
+                .all(|(g, w)| (g.0 - w.0).abs() <= 20 && (g.1 - w.1).abs() <= 20 && g.2 == w.2)
+    };
+    assert!(near(&a), "{flags:?}: intervals {a:?}, not {want:?} (iperf3's: {b:?})");
+    if !near(&b) {
+        eprintln!("{flags:?}: iperf3's own intervals {b:?}, not {want:?}");
     }
+}
+
+/// `(start, end, omitted)` of each interval where iperf3 puts them, in centiseconds: every
+/// `-i` (default 1 s; 0: one interval) up to `-t` (default 10 s), the `-O` warm-up's first,
+/// its clock restarting at 0 after them.
+fn nominal(flags: &[&str]) -> Vec<(i64, i64, bool)> {
+    let arg = |name: &str, default: f64| {
+        let at = flags.iter().position(|f| *f == name);
+        at.map_or(default, |i| flags[i + 1].parse().expect("a number"))
+    };
+    let cs = |secs: f64| (secs * 100.0).round() as i64;
+    let (t, i, omit) = (cs(arg("-t", 10.0)), cs(arg("-i", 1.0)), cs(arg("-O", 0.0)));
+    let span = |len: i64, omitted: bool| -> Vec<(i64, i64, bool)> {
+        let step = if i == 0 { len } else { i };
+        (0..len).step_by(step.max(1) as usize).map(|a| (a, (a + step).min(len), omitted)).collect()
+    };
+    [span(omit, true), span(t, false)].concat()
 }
 
 fn f(v: &Value) -> f64 {
@@ -551,7 +579,8 @@ fn udp_pacing_holds_the_rate() {
         // A sender the machine did not run in time gives up the datagrams it is late for
         // (`sender_skipped`), and on a crowded machine either end's timers wake late: the
         // figures then say how busy the machine was, not how the ends keep time.
-        if !timing_judged(flags) || udp["sender_skipped"].as_u64().unwrap_or(0) > 0 {
+        let judged = timing_judged(flags) && background_quiet();
+        if !judged || udp["sender_skipped"].as_u64().unwrap_or(0) > 0 {
             eprintln!("{flags:?}: rates not judged: {udp}");
             continue;
         }
