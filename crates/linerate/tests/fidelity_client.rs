@@ -535,14 +535,28 @@ fn server_output_comes_back_whole() {
     let flags = ["-t", "1", "--get-server-output"];
     let (ours, theirs) = peer.both(&flags);
     assert_same_meanings(&ours, &theirs, &flags);
+    // What the server's results reveal of its version: 3.14+ send omitted_packets.
+    let old = crate::util::iperf3_json_format() == "iperf3-3.12";
+    let want = if old { "iperf3 (3.13 or earlier)" } else { "iperf3 (3.14 or later)" };
+    assert_eq!(native(&peer, &flags)["record"]["server_results"]["software"], want);
     drop(peer);
     let Some(peer) = Peer::start("127.0.0.1", &["-J"]) else { return };
     let (ours, theirs) = peer.both(&flags);
     assert_same_meanings(&ours, &theirs, &flags);
-    assert_eq!(
-        ours["server_output_json"]["start"]["version"],
-        theirs["server_output_json"]["start"]["version"]
-    );
+    let version = &theirs["server_output_json"]["start"]["version"];
+    assert_eq!(&ours["server_output_json"]["start"]["version"], version);
+    // Its own -J output names it exactly.
+    assert_eq!(&native(&peer, &flags)["record"]["server_results"]["software"], version);
+}
+
+/// linerate's own document of the same test against `peer`.
+fn native(peer: &Peer, flags: &[&str]) -> Value {
+    let port = peer.port.to_string();
+    let mut args = vec!["client", peer.host, "-p", &port, "--iperf3", "--no-store", "-J"];
+    args.extend_from_slice(flags);
+    let out = run(&args, Duration::from_secs(40));
+    assert_eq!(out.code, Some(0), "{args:?}: {}", out.stderr);
+    out.json()
 }
 
 #[test]
@@ -569,12 +583,7 @@ fn udp_pacing_holds_the_rate() {
     for flags in cases {
         let (ours, theirs) = peer.both(flags);
         assert_same_meanings(&ours, &theirs, flags);
-        let port = peer.port.to_string();
-        let mut args = vec!["client", "127.0.0.1", "-p", &port, "--iperf3", "--no-store", "-J"];
-        args.extend_from_slice(flags);
-        let out = run(&args, Duration::from_secs(40));
-        assert_eq!(out.code, Some(0), "{args:?}: {}", out.stderr);
-        let doc = out.json();
+        let doc = native(&peer, flags);
         let udp = &doc["summary"]["udp"][0];
         // A sender the machine did not run in time gives up the datagrams it is late for
         // (`sender_skipped`), and on a crowded machine either end's timers wake late: the
