@@ -280,7 +280,7 @@ fn iperf3_shaped_json_has_the_shape_of_iperf3s_own() {
             .expect("iperf3");
         let theirs: serde_json::Value = serde_json::from_slice(&out.stdout).expect("iperf3 -J");
         let mut ours = vec!["client", "127.0.0.1", "-p", &port, "--iperf3", "-t", "1", "-J"];
-        ours.extend_from_slice(&["--json-format", "iperf3"]);
+        ours.extend_from_slice(&["--json-format", crate::util::iperf3_json_format()]);
         ours.extend_from_slice(extra);
         let out = run(&ours, Duration::from_secs(40));
         assert_eq!(out.code, Some(0), "{ours:?}: {}", out.stderr);

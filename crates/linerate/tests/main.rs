@@ -17,6 +17,7 @@ mod environment;
 mod exit;
 mod faults;
 mod fidelity;
+mod fidelity_client;
 mod fleet;
 mod fleet_history;
 mod interop;

@@ -26,6 +26,17 @@ pub fn iperf3_bin() -> String {
     std::env::var("LINERATE_IPERF3").unwrap_or_else(|_| "iperf3".to_string())
 }
 
+/// The `--json-format` whose keys are those of [`iperf3_bin`]'s own `-J` documents: iperf3's
+/// schema is its client's version (docs/IPERF3.md, "Export").
+pub fn iperf3_json_format() -> &'static str {
+    static FORMAT: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+    FORMAT.get_or_init(|| {
+        let out = Command::new(iperf3_bin()).arg("--version").output();
+        let text = out.map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default();
+        if text.starts_with("iperf 3.12") { "iperf3-3.12" } else { "iperf3-3.21" }
+    })
+}
+
 /// Where runs started by tests keep their history (XDG_DATA_HOME), so tests never write to
 /// the user's real one; one directory per test process.
 pub fn data_home() -> std::path::PathBuf {

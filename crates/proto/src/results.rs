@@ -111,6 +111,13 @@ pub struct TcpInternals {
     pub bytes_retrans: Option<u64>,
     /// The peer's advertised receive window, bytes.
     pub snd_wnd_bytes: Option<u32>,
+    /// Reordering events the sender has seen over the connection's life
+    /// (`tcpi_reord_seen`, Linux 4.19+): iperf3 3.20+ reports it as `reorder`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reord_seen: Option<u32>,
+    /// The path MTU the connection uses, bytes (`tcpi_pmtu`): iperf3's `pmtu`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pmtu_bytes: Option<u32>,
 }
 
 /// One stream as seen by one end.

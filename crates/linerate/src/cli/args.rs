@@ -519,7 +519,9 @@ pub struct NetArgs {
     /// refused. Client: answer a server that requires it.
     #[arg(long = "psk-file", value_name = "FILE")]
     pub psk_file: Option<std::path::PathBuf>,
-    /// With -J on a client: `linerate` (default, docs/JSON.md) or `iperf3` (shaped like iperf3 -J).
+    /// With -J on a client: `linerate` (default, docs/JSON.md) or `iperf3` (shaped like iperf3
+    /// -J, with the keys of iperf3 3.21's documents; `iperf3-3.12` for 3.12's, `iperf3-3.21`
+    /// to name the version).
     #[arg(
         long = "json-format",
         value_enum,
@@ -539,8 +541,14 @@ pub struct NetArgs {
 pub enum JsonFormat {
     /// linerate's versioned schema (docs/JSON.md).
     Linerate,
-    /// Shaped like `iperf3 -J`, for existing parsers.
+    /// Shaped like `iperf3 -J`, for existing parsers: the newest schema linerate knows (3.21).
     Iperf3,
+    /// Shaped like iperf3 3.12's `-J` (none of the keys later versions added).
+    #[value(name = "iperf3-3.12")]
+    Iperf3_3_12,
+    /// Shaped like iperf3 3.21's `-J` (the same as `iperf3`, by name).
+    #[value(name = "iperf3-3.21")]
+    Iperf3_3_21,
 }
 
 /// The test's flags (client and selftest).
@@ -552,6 +560,10 @@ pub struct TestArgs {
     /// Send this many bytes per direction instead of running for a time.
     #[arg(short = 'n', long = "bytes", value_name = "SIZE", value_parser = size)]
     pub bytes: Option<ByteCount>,
+    /// Send this many blocks (of -l bytes; UDP: datagrams) per direction instead, as
+    /// iperf3's -k.
+    #[arg(short = 'k', long = "blockcount", value_name = "BLOCKS", conflicts_with_all = ["time", "bytes"])]
+    pub blocks: Option<u64>,
     /// Seconds between interval reports; 0 turns them off.
     #[arg(short = 'i', long = "interval", value_name = "SECONDS", value_parser = seconds, default_value = "1")]
     pub interval: Duration,
@@ -672,6 +684,11 @@ pub struct TestArgs {
     /// iperf3 server (--iperf3) its senders are asked to do the same.
     #[arg(long = "repeating-payload")]
     pub repeating_payload: bool,
+    /// As iperf3's --udp-counters-64bit, for scripts that pass it: always in effect (with
+    /// -u, linerate's datagrams carry 64-bit sequence numbers, and iperf3 servers are asked
+    /// for them too).
+    #[arg(long = "udp-counters-64bit")]
+    pub udp_counters_64bit: bool,
     /// Against an iperf3 server: also fetch what it printed for the test (its text, or its
     /// JSON when it runs with -J). linerate servers always send their full figures.
     #[arg(long = "get-server-output")]

@@ -15,7 +15,7 @@ use crate::plan::matrix::{AxisValue, MatrixPlan, MatrixRun};
 use crate::plan::search::SearchPlan;
 use crate::plan::size::Size;
 use crate::plan::{
-    ClientPlan, DoctorPlan, Family, Generated, OutputFormat, Plan, ServerPlan, Shell,
+    ClientPlan, DoctorPlan, Family, Generated, Iperf3Schema, OutputFormat, Plan, ServerPlan, Shell,
 };
 use crate::plan::{
     CsvKind, Gates, HistoryCommand, HistoryPlan, HistoryRef, ReportFormat, ReportPlan,
@@ -115,6 +115,7 @@ fn matrix_plan(a: MatrixArgs) -> Result<(ClientPlan, MatrixPlan, MatrixRun), Str
     let test = TestArgs {
         time: Some(m.time),
         bytes: None,
+        blocks: None,
         interval: m.interval,
         parallel: 1,
         window: None,
@@ -141,6 +142,7 @@ fn matrix_plan(a: MatrixArgs) -> Result<(ClientPlan, MatrixPlan, MatrixRun), Str
         title: m.title.clone(),
         text: super::args::TextArgs::default(),
         repeating_payload: false,
+        udp_counters_64bit: false,
         link_speed: m.link_speed,
         mtu: m.mtu,
         find_max: false,
@@ -333,6 +335,7 @@ pub(super) fn default_methodology() -> Plan {
         iperf3: false,
         get_server_output: false,
         udp_length_auto: false,
+        block_count: None,
         find_max: None,
         store: StorePlan { path: Store::default_path(), labels: vec!["selftest".into()] },
         gates: Gates::default(),
@@ -406,7 +409,7 @@ fn compat_plan(c: CompatArgs) -> Result<Plan, String> {
 }
 
 fn doctor_plan(a: DoctorArgs) -> Result<DoctorPlan, String> {
-    if output(&a.net) == OutputFormat::Iperf3Json {
+    if matches!(output(&a.net), OutputFormat::Iperf3Json(_)) {
         return Err("doctor has no iperf3-shaped output; drop --json-format".into());
     }
     if let Some(ip) = a.net.bind
@@ -446,7 +449,10 @@ fn output(net: &NetArgs) -> OutputFormat {
         _ if net.json_stream => OutputFormat::JsonStream,
         (false, _) => OutputFormat::Text,
         (true, JsonFormat::Linerate) => OutputFormat::Json,
-        (true, JsonFormat::Iperf3) => OutputFormat::Iperf3Json,
+        (true, JsonFormat::Iperf3 | JsonFormat::Iperf3_3_21) => {
+            OutputFormat::Iperf3Json(Iperf3Schema::V3_21)
+        }
+        (true, JsonFormat::Iperf3_3_12) => OutputFormat::Iperf3Json(Iperf3Schema::V3_12),
     }
 }
 
@@ -522,6 +528,7 @@ pub(super) fn client_plan(
         iperf3: t.iperf3,
         get_server_output: t.get_server_output,
         udp_length_auto: t.udp && t.length.is_none(),
+        block_count: t.blocks,
         find_max,
         store: StorePlan { path: Store::default_path(), labels: Vec::new() },
         gates: Gates::default(),
@@ -601,6 +608,11 @@ fn test_spec(t: &TestArgs, default_time: Duration) -> Result<TestSpec, String> {
     let end = match (t.time, t.bytes) {
         (_, Some(b)) => EndCondition::Bytes { bytes: b.bytes() },
         (Some(d), None) => {
+            if d.is_zero() {
+                return Err("-t 0 (iperf3's test without an end) is not supported: give a \
+                            duration (e.g. -t 3600) or a byte count (-n)"
+                    .into());
+            }
             if d < Duration::from_millis(1) {
                 return Err("-t must be at least 1 ms (0.001)".into());
             }
@@ -620,6 +632,12 @@ fn test_spec(t: &TestArgs, default_time: Duration) -> Result<TestSpec, String> {
     };
     let block_bytes =
         u32::try_from(block).map_err(|_| format!("-l {block} is too large; at most 64M"))?;
+    // -k: blocks of the size the test runs with (re-sized with it, `ClientPlan::sized`).
+    let end = match t.blocks {
+        Some(0) => return Err("-k must be at least 1 block".into()),
+        Some(n) => EndCondition::Bytes { bytes: n.saturating_mul(block) },
+        None => end,
+    };
     let spec = TestSpec {
         protocol: if t.udp { Protocol::Udp } else { Protocol::Tcp },
         direction: match (t.reverse, t.bidir) {

@@ -101,7 +101,7 @@ pub(super) fn fleet_plan(a: FleetArgs) -> Result<FleetPlan, String> {
     }
     let base =
         super::convert::client_plan("fleet".into(), &a.net, &a.test, super::convert::DEFAULT_TIME)?;
-    if base.output == OutputFormat::Iperf3Json {
+    if matches!(base.output, OutputFormat::Iperf3Json(_)) {
         return Err("a fleet writes linerate's JSON only: drop --json-format iperf3".into());
     }
     let scale = match &a.scale {

@@ -41,7 +41,7 @@ pub fn run(plan: &ClientPlan, interrupt: &Interrupt) -> Result<ExitCode> {
         OutputFormat::JsonStream => {
             run(plan, &mut json::JsonStream::new(std::io::stdout().lock()), interrupt)
         }
-        OutputFormat::Json | OutputFormat::Iperf3Json => run(plan, &mut Quiet, interrupt),
+        OutputFormat::Json | OutputFormat::Iperf3Json(_) => run(plan, &mut Quiet, interrupt),
     };
     finish_client(plan, &record, interrupt)
 }
@@ -59,7 +59,7 @@ fn finish_client(plan: &ClientPlan, record: &RunRecord, interrupt: &Interrupt) -
     match plan.output {
         OutputFormat::Json => json::render_run(record, &mut out)?,
         OutputFormat::JsonStream => json::render_run_line(record, &mut out)?,
-        OutputFormat::Iperf3Json => iperf3_json::render_run(record, &mut out)?,
+        OutputFormat::Iperf3Json(schema) => iperf3_json::render_run(record, schema, &mut out)?,
         OutputFormat::Text if has_figures => {
             let mut out = super::output::text_out(&plan.text);
             text::render_run_in(record, plan.text.scale, &mut out)?;

@@ -19,7 +19,7 @@ pub(super) fn note_sink(format: OutputFormat, text: TextOptions) -> NoteSink {
         let mut out = super::output::text_out(&text);
         let _ = match format {
             OutputFormat::Text => text::render_server_note(note, &mut out),
-            OutputFormat::Json | OutputFormat::Iperf3Json | OutputFormat::JsonStream => {
+            OutputFormat::Json | OutputFormat::Iperf3Json(_) | OutputFormat::JsonStream => {
                 json::render_line(note, &mut out)
             }
         };

@@ -217,6 +217,7 @@ impl Tier {
             iperf3: false,
             get_server_output: false,
             udp_length_auto: false,
+            block_count: None,
             find_max: None,
             store,
             gates: Gates::default(),

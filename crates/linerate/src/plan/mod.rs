@@ -6,7 +6,7 @@
 use std::net::IpAddr;
 use std::time::Duration;
 
-use linerate_proto::TestSpec;
+use linerate_proto::{EndCondition, TestSpec};
 
 pub mod affinity;
 pub mod buffers;
@@ -53,6 +53,17 @@ impl Family {
     }
 }
 
+/// Which iperf3 version's `-J` document `--json-format iperf3` writes: iperf3 added keys over
+/// its releases (docs/IPERF3.md, "Export"); see `report::iperf3_json` for why the default is
+/// the newest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Iperf3Schema {
+    /// iperf3 3.12's keys (Debian 12's iperf3).
+    V3_12,
+    /// iperf3 3.21's keys: 3.12's and every key added since (`--json-format iperf3`).
+    V3_21,
+}
+
 /// How results are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OutputFormat {
@@ -60,8 +71,9 @@ pub enum OutputFormat {
     Text,
     /// One JSON document at the end (`-J`), documented in docs/JSON.md.
     Json,
-    /// One JSON document shaped like `iperf3 -J` (`-J --json-format iperf3`).
-    Iperf3Json,
+    /// One JSON document shaped like `iperf3 -J` (`-J --json-format iperf3`), with the keys
+    /// of that iperf3 version's documents.
+    Iperf3Json(Iperf3Schema),
     /// One JSON line per interval while the test runs, then the run's document on one line
     /// (`--json-stream`).
     JsonStream,
@@ -106,6 +118,9 @@ pub struct ClientPlan {
     pub get_server_output: bool,
     /// `-u` without `-l`: size datagrams to the path MTU once the control connection is up.
     pub udp_length_auto: bool,
+    /// `-k`: the test ends after this many blocks per direction, of whatever size it runs
+    /// with (see [`ClientPlan::sized`]).
+    pub block_count: Option<u64>,
     /// `--find-max`: run a rate search instead of one test.
     pub find_max: Option<search::SearchPlan>,
     /// Where the run is stored.
@@ -115,6 +130,19 @@ pub struct ClientPlan {
     /// `--under-load`: latency probes on a connection of their own, idle first, then while
     /// the test loads the path.
     pub under_load: Option<UnderLoadPlan>,
+}
+
+impl ClientPlan {
+    /// The test with blocks (UDP: datagrams) of `block_bytes`, once the run knows their size
+    /// (`-u` without `-l`): a `-k` count is of those blocks.
+    pub fn sized(&self, block_bytes: u32) -> TestSpec {
+        let mut spec = self.spec.clone();
+        spec.block_bytes = block_bytes;
+        if let Some(n) = self.block_count {
+            spec.end = EndCondition::Bytes { bytes: n.saturating_mul(u64::from(block_bytes)) };
+        }
+        spec
+    }
 }
 
 /// The probes of a test under load (`--under-load`).

@@ -560,14 +560,13 @@ fn transaction_connector(
 /// The spec as run: with `-u` and no `-l`, datagrams sized to the control connection's path
 /// MTU (minus IP and UDP headers), so they are never fragmented.
 fn effective_spec(plan: &ClientPlan, ctrl: &TcpStream, server: SocketAddr) -> TestSpec {
-    let mut spec = plan.spec.clone();
-    if plan.udp_length_auto
-        && let Some(mtu) = sys::path_mtu(ctrl, server.is_ipv6())
-    {
-        let headers = if server.is_ipv6() { 48 } else { 28 };
-        spec.block_bytes = mtu.saturating_sub(headers).clamp(MIN_UDP_DATAGRAM, MAX_UDP_DATAGRAM);
+    match plan.udp_length_auto.then(|| sys::path_mtu(ctrl, server.is_ipv6())).flatten() {
+        Some(mtu) => {
+            let headers = if server.is_ipv6() { 48 } else { 28 };
+            plan.sized(mtu.saturating_sub(headers).clamp(MIN_UDP_DATAGRAM, MAX_UDP_DATAGRAM))
+        }
+        None => plan.spec.clone(),
     }
-    spec
 }
 
 /// Turns an error into the failure the record keeps: its kind, and the one line the user

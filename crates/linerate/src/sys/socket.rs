@@ -469,6 +469,8 @@ mod imp {
             bytes_sent: opt!(tcpi_bytes_sent),
             bytes_retrans: opt!(tcpi_bytes_retrans),
             snd_wnd_bytes: opt!(tcpi_snd_wnd),
+            reord_seen: opt!(tcpi_reord_seen),
+            pmtu_bytes: Some(i.tcpi_pmtu).filter(|m| *m > 0),
         })
     }
 

@@ -130,6 +130,8 @@ fn largest_results(connections: u32) -> SideResults {
         busy_us: Some(u64::MAX / 3),
         bytes_sent: Some(u64::MAX / 3),
         snd_wnd_bytes: Some(u32::MAX),
+        reord_seen: Some(u32::MAX),
+        pmtu_bytes: Some(u32::MAX),
         ..TcpInternals::default()
     };
     let sample = |i: u64| IntervalSample {

@@ -85,7 +85,7 @@ pub(crate) fn peer_side(r: &Iperf3Results, spec: &TestSpec, peer: End) -> SideRe
         ..HostCost::default()
     };
     SideResults {
-        software: "iperf3".into(),
+        software: peer_software(r),
         streams,
         intervals_dropped: false,
         intervals_per_sample: 1,
@@ -96,7 +96,22 @@ pub(crate) fn peer_side(r: &Iperf3Results, spec: &TestSpec, peer: End) -> SideRe
     }
 }
 
-/// An iperf3 UDP sender's stream: it reports only how many datagrams it sent (3.18+: and how
+/// What an iperf3 peer's results reveal of its version. iperf3 3.14 and later send every
+/// stream's `omitted_packets` and `omitted_errors` (TCP streams too, as 0); 3.13 and earlier
+/// never do. Nothing else in the results differs between 3.12 and 3.21 (checked with both on
+/// either side), so no finer version can be told from them; `--get-server-output` with a
+/// server run as `iperf3 -s -J` returns its exact version (see `client::exact_version`).
+fn peer_software(r: &Iperf3Results) -> String {
+    match r.streams.first() {
+        Some(s) if s.omitted_packets.is_some() || s.omitted_errors.is_some() => {
+            "iperf3 (3.14 or later)".into()
+        }
+        Some(_) => "iperf3 (3.13 or earlier)".into(),
+        None => "iperf3".into(),
+    }
+}
+
+/// An iperf3 UDP sender's stream: it reports only how many datagrams it sent (3.14+: and how
 /// many of them in the warm-up; older versions count the warm-up in).
 fn udp_sender(s: &Iperf3Stream, spec: &TestSpec) -> UdpSenderResult {
     let (datagrams, omitted) = with_omitted(s.packets, s.omitted_packets);
@@ -109,7 +124,7 @@ fn udp_sender(s: &Iperf3Stream, spec: &TestSpec) -> UdpSenderResult {
 }
 
 /// An iperf3 UDP receiver's stream: the highest sequence number it saw (`packets`), the gaps
-/// below it (`errors`, which iperf3 reduces again for late arrivals) and its jitter; 3.18+
+/// below it (`errors`, which iperf3 reduces again for late arrivals) and its jitter; 3.14+
 /// also say how much of both fell in the warm-up.
 fn udp_receiver(s: &Iperf3Stream) -> UdpReceiverResult {
     let counts = |highest: u64, lost: u64| {
