@@ -309,8 +309,11 @@ fn a_deep_queue_adds_its_length_in_delay_and_a_shallow_one_does_not() {
     let added = deep["added_p50_ns"].as_i64().expect("added") as f64 / 1e6;
     assert!((320.0..=480.0).contains(&added), "deep queue: +{added} ms, want 400 ± 20 %: {deep}");
     assert!(deep["finding"].as_str().is_some_and(|f| f.contains("bufferbloat")), "{deep}");
+    // The estimate is the added delay times the goodput reached, which runs 4.4 % under the
+    // shaped rate (1448 payload bytes in each 1514-byte frame), so the delay's ± 20 % band
+    // reads 0.8 × 0.956 ..= 1.2 of the queue here.
     let queued = deep["queue_bytes"].as_u64().expect("queue") as f64;
-    assert!((800_000.0..=1_200_000.0).contains(&queued), "queue estimate {queued}: {deep}");
+    assert!((764_000.0..=1_200_000.0).contains(&queued), "queue estimate {queued}: {deep}");
     assert_eq!(deep["responsiveness"]["rating"], "low", "{deep}");
     // The handshake probes ran and were timed. How long a SYN waits behind the load varied
     // between runs (340 ms in one, under 1 ms at the median in another, not yet explained),

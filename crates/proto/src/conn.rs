@@ -233,7 +233,8 @@ pub(crate) fn required_caps(spec: &TestSpec) -> Vec<(Capability, &'static str)> 
     if spec.burst.is_some() {
         need.push((Capability::Burst, "-b RATE/BURST"));
     }
-    if spec.notsent_lowat.is_some() {
+    // 0 (the system's setting) is what a server without the capability does anyway.
+    if spec.notsent_lowat.is_some_and(|n| n > 0) {
         need.push((Capability::NotsentLowat, "--notsent-lowat"));
     }
     need

@@ -230,7 +230,8 @@ pub struct TestSpec {
     /// How much a TCP sender keeps queued in its socket but not yet sent
     /// (`--notsent-lowat`, the socket's `TCP_NOTSENT_LOWAT`): None = the sender's automatic
     /// limit (which follows its rate), `Some(0)` = the kernel's default (no limit),
-    /// `Some(n)` = n bytes. Needs [`Capability::NotsentLowat`] when set.
+    /// `Some(n)` = n bytes. Needs [`Capability::NotsentLowat`] when above 0 (a server without
+    /// it leaves the system's setting, which is what 0 asks for).
     ///
     /// [`Capability::NotsentLowat`]: crate::wire::Capability::NotsentLowat
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -664,7 +664,12 @@ fn test_spec(t: &TestArgs, default_time: Duration) -> Result<TestSpec, String> {
         title: t.title.clone(),
         held_start: false,
         read_bytes: t.read_size.map(|r| u32::try_from(r.bytes()).unwrap_or(u32::MAX)),
-        notsent_lowat: t.notsent_lowat.map(|r| u32::try_from(r.bytes()).unwrap_or(u32::MAX)),
+        // A test under load fills the path's queues as an ordinary bulk application does:
+        // with the system's unsent queue (traffic/unsent.rs says why).
+        notsent_lowat: t
+            .notsent_lowat
+            .map(|r| u32::try_from(r.bytes()).unwrap_or(u32::MAX))
+            .or((t.under_load && !t.udp).then_some(0)),
         no_gro: t.no_gro,
         server_cpus: t.affinity.as_ref().map_or_else(Vec::new, |a| a.server.clone()),
         rr: rr_spec(t)?,
