@@ -129,16 +129,23 @@ def run_pair(server, client, seconds, retries=3):
         os.wait4(srv.pid, 0)
         raise RuntimeError(f"client hung: {client}")
     err = cli.stderr.read().decode(errors="replace")
-    for _ in range(200):
-        pid, _, sru = os.wait4(srv.pid, os.WNOHANG)
-        if pid:
-            break
-        time.sleep(0.05)
-    else:
-        srv.kill()
-        _, _, sru = os.wait4(srv.pid, 0)
+    _, sru, _ = reap_server(srv)
     cpu = lambda r: r.ru_utime + r.ru_stime  # noqa: E731
     return out, err, cpu(ru), cpu(sru)
+
+
+def reap_server(srv, limit=10.0):
+    """Waits up to `limit` s for the server to exit after its client, killing it then;
+    returns (wait status, rusage, killed)."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        pid, status, ru = os.wait4(srv.pid, os.WNOHANG)
+        if pid:
+            return status, ru, False
+        time.sleep(0.02)
+    srv.kill()
+    _, status, ru = os.wait4(srv.pid, 0)
+    return status, ru, True
 
 
 def run_peer(peer, client_args, seconds):
@@ -209,16 +216,8 @@ def run_pair_status(server, client, seconds, settle=0.4):
     out, status, ru, hung = collect_client(cli, seconds)
     cli.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
     cli.stdout.close()
-    for _ in range(500):
-        pid, sstatus, sru = os.wait4(srv.pid, os.WNOHANG)
-        if pid:
-            break
-        time.sleep(0.02)
-    else:
-        srv.kill()
-        _, sstatus, sru = os.wait4(srv.pid, 0)
+    sstatus, sru, srv_killed = reap_server(srv)
     srv.returncode = os.waitstatus_to_exitcode(sstatus)
-    srv_killed = not pid
     cli_err.seek(0)
     srv_err.seek(0)
     cpu = lambda r: r.ru_utime + r.ru_stime  # noqa: E731

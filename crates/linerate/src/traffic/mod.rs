@@ -15,6 +15,7 @@
 //! offloads from `sys::udp`.
 
 mod control;
+mod follow;
 pub mod pool;
 pub mod rr;
 pub mod rr_crr;

@@ -15,6 +15,7 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use crate::sys::ZeroCopySource;
+use crate::traffic::follow::RateFollower;
 use crate::traffic::unsent::UnsentLimit;
 use crate::traffic::{ByteBudget, StreamCounters, TrafficControl};
 
@@ -47,7 +48,7 @@ pub fn send_loop(
     buf: &[u8],
 ) -> Result<(), String> {
     let mut sent: u64 = 0;
-    let mut limiter = opts.unsent.map(|u| u.start(sock, Instant::now()));
+    let mut limiter = opts.unsent.and_then(|u| u.start(sock, Instant::now()));
     counters.first_byte_moves();
     while !ctl.stopping() {
         let want = match opts.budget {
@@ -170,15 +171,9 @@ fn drain_now(
 
 /// Chooses the receive low-water mark from the observed receive rate.
 #[derive(Debug)]
-pub struct WakeBatcher {
-    window_start: Instant,
-    window_bytes_at: u64,
-    current: u32,
-}
+pub struct WakeBatcher(RateFollower);
 
 impl WakeBatcher {
-    /// Re-evaluate the rate this often.
-    pub const WINDOW: Duration = Duration::from_millis(50);
     /// Largest low-water mark: beyond 512 KiB throughput did not improve on loopback.
     pub const MAX_LOWAT: u32 = 512 * 1024;
     /// Wake the reader about once per this much data time.
@@ -186,27 +181,16 @@ impl WakeBatcher {
 
     /// A batcher starting with the kernel default (wake for every byte).
     pub fn new(now: Instant) -> Self {
-        Self { window_start: now, window_bytes_at: 0, current: 1 }
+        Self(RateFollower::new(now, 1, Self::TARGET_WAKE, 1, Self::MAX_LOWAT))
     }
 
     /// Feeds the running byte total; returns a new low-water mark when it should change
-    /// (by more than a quarter, to avoid a setsockopt per read).
+    /// (by more than a quarter, to avoid a setsockopt per read). Setting it is best effort,
+    /// so the mark counts as set.
     pub fn observe(&mut self, total: u64, now: Instant) -> Option<u32> {
-        let elapsed = now.saturating_duration_since(self.window_start);
-        if elapsed < Self::WINDOW {
-            return None;
-        }
-        let bytes = total.saturating_sub(self.window_bytes_at);
-        self.window_start = now;
-        self.window_bytes_at = total;
-        let per_wake = bytes as f64 * Self::TARGET_WAKE.as_secs_f64() / elapsed.as_secs_f64();
-        let target = (per_wake as u64).clamp(1, u64::from(Self::MAX_LOWAT)) as u32;
-        let (lo, hi) = (self.current - self.current / 4, self.current + self.current / 4);
-        if target < lo || target > hi {
-            self.current = target;
-            return Some(target);
-        }
-        None
+        let target = self.0.propose(total, now)?;
+        self.0.keep(target);
+        Some(target)
     }
 }
 

@@ -48,6 +48,8 @@ use std::time::{Duration, Instant};
 
 use linerate_proto::NotsentLowat;
 
+use super::follow::{RateFollower, span_of_rate};
+
 /// The automatic limit's floor for one or two streams.
 pub const FLOOR: u32 = 128 * 1024;
 /// The least floor, however many streams share [`END_BUDGET`].
@@ -59,7 +61,7 @@ pub const MAX: u32 = 4 * 1024 * 1024;
 /// How much of the sender's rate the automatic limit holds.
 pub const AUTO_SPAN: Duration = Duration::from_micros(25);
 /// How often the automatic limit re-measures the rate.
-pub const WINDOW: Duration = Duration::from_millis(50);
+pub const WINDOW: Duration = RateFollower::WINDOW;
 
 /// What the client asked for (`spec.notsent_lowat`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,18 +143,15 @@ impl UnsentLimit {
         }
     }
 
-    /// A sender thread's limiter for `sock`, with the first value set.
-    pub fn start<'a>(&'a self, sock: &impl std::os::fd::AsFd, now: Instant) -> Limiter<'a> {
+    /// A sender thread's socket: the policy's first value set, and under `auto` (once that
+    /// was set) the limiter that follows its rate.
+    pub fn start<'a>(&'a self, sock: &impl std::os::fd::AsFd, now: Instant) -> Option<Limiter<'a>> {
         self.used.store(true, Ordering::Relaxed);
-        let current = self.policy.first(self.floor).filter(|&b| self.set(sock, b));
-        let follow = self.policy == UnsentPolicy::Auto && current.is_some();
-        Limiter {
+        let first = self.policy.first(self.floor).filter(|&b| self.set(sock, b))?;
+        (self.policy == UnsentPolicy::Auto).then(|| Limiter {
             limit: self,
-            follow,
-            window_start: now,
-            bytes_at: 0,
-            current: current.unwrap_or(0),
-        }
+            follower: RateFollower::new(now, first, AUTO_SPAN, self.floor, MAX),
+        })
     }
 
     /// What this end's senders used, for its results; None if it had no TCP bulk sender.
@@ -169,27 +168,17 @@ impl UnsentLimit {
 #[derive(Debug)]
 pub struct Limiter<'a> {
     limit: &'a UnsentLimit,
-    follow: bool,
-    window_start: Instant,
-    bytes_at: u64,
-    current: u32,
+    follower: RateFollower,
 }
 
 impl Limiter<'_> {
-    /// Feeds the sender's running byte total; changes the limit when the rate says so.
+    /// Feeds the sender's running byte total; changes the limit when the rate says so (a
+    /// refused change is counted, and the old limit stays).
     pub fn observe(&mut self, sock: &impl std::os::fd::AsFd, total: u64, now: Instant) {
-        if !self.follow {
-            return;
-        }
-        let elapsed = now.saturating_duration_since(self.window_start);
-        if elapsed < WINDOW {
-            return;
-        }
-        let target = auto_target(total.saturating_sub(self.bytes_at), elapsed, self.limit.floor);
-        self.window_start = now;
-        self.bytes_at = total;
-        if changed_enough(self.current, target) && self.limit.set(sock, target) {
-            self.current = target;
+        if let Some(target) = self.follower.propose(total, now)
+            && self.limit.set(sock, target)
+        {
+            self.follower.keep(target);
         }
     }
 }
@@ -201,20 +190,9 @@ pub fn floor(senders: usize) -> u32 {
 }
 
 /// The automatic limit for `bytes` sent in `elapsed`: [`AUTO_SPAN`] of that rate, within
-/// `floor..=`[`MAX`].
+/// `floor..=`[`MAX`] (what [`Limiter`]'s follower proposes).
 pub fn auto_target(bytes: u64, elapsed: Duration, floor: u32) -> u32 {
-    let secs = elapsed.as_secs_f64();
-    if secs <= 0.0 {
-        return floor;
-    }
-    let span = bytes as f64 / secs * AUTO_SPAN.as_secs_f64();
-    (span as u64).clamp(u64::from(floor), u64::from(MAX)) as u32
-}
-
-/// Whether a new limit differs from the current one by more than a quarter (no setsockopt
-/// for noise).
-fn changed_enough(current: u32, target: u32) -> bool {
-    target < current - current / 4 || target > current + current / 4
+    span_of_rate(bytes, elapsed, AUTO_SPAN).clamp(u64::from(floor), u64::from(MAX)) as u32
 }
 
 #[cfg(test)]
@@ -241,13 +219,6 @@ mod tests {
         assert_eq!(floor(4), MIN);
         assert_eq!(floor(3), 87_381);
         assert_eq!(floor(10_000), MIN);
-    }
-
-    #[test]
-    fn small_changes_do_not_reset_the_limit() {
-        assert!(!changed_enough(MIN, MIN + MIN / 8));
-        assert!(changed_enough(MIN, MIN * 2));
-        assert!(changed_enough(MIN * 2, MIN));
     }
 
     #[test]
@@ -286,7 +257,7 @@ mod tests {
         };
         let before = read(&sock);
         let off = UnsentLimit::new(UnsentPolicy::Off, 1);
-        let _ = off.start(&sock, Instant::now());
+        assert!(off.start(&sock, Instant::now()).is_none(), "off follows nothing");
         assert_eq!(read(&sock), before, "off leaves the system's setting");
         let r = off.report().expect("a sender started");
         assert_eq!((r.mode.as_str(), r.max_bytes), ("off", 0));
@@ -294,7 +265,7 @@ mod tests {
         let auto = UnsentLimit::new(UnsentPolicy::Auto, 1);
         assert_eq!(auto.report(), None, "no sender, nothing to report");
         let t0 = Instant::now();
-        let mut l = auto.start(&sock, t0);
+        let mut l = auto.start(&sock, t0).expect("auto follows the rate");
         assert_eq!(read(&sock), FLOOR);
         // 50 ms at 160 Gbit/s: 25 µs of it is 500 kB.
         l.observe(&sock, 1_000_000_000, t0 + WINDOW);
@@ -303,8 +274,7 @@ mod tests {
         assert_eq!((r.mode.as_str(), r.max_bytes, r.refused), ("auto", 500_000, 0));
 
         let fixed = UnsentLimit::new(UnsentPolicy::Fixed(65536), 1);
-        let mut l = fixed.start(&sock, t0);
-        l.observe(&sock, 1_000_000_000, t0 + WINDOW);
+        assert!(fixed.start(&sock, t0).is_none(), "a fixed limit does not follow the rate");
         assert_eq!(read(&sock), 65536, "a fixed limit does not follow the rate");
     }
 }
