@@ -360,6 +360,54 @@ fn affinity_binds_each_ends_data_threads() {
     assert!(out.stderr.contains("backwards"), "{}", out.stderr);
 }
 
+/// Without `-A`, a TCP test to a loopback address pairs each stream's two ends on one CPU
+/// (`plan/affinity.rs`): the client proposes its CPUs, both ends bind stream `id`'s thread to
+/// the same one and report it, the text names it; `-A none`, UDP and pools do not pair.
+#[test]
+fn loopback_tests_pair_each_streams_ends_on_one_cpu() {
+    let srv = Server::start(&[]);
+    let cpus_of = |v: &serde_json::Value| -> Vec<u64> {
+        v.as_array()
+            .map_or_else(Vec::new, |a| a.iter().filter_map(serde_json::Value::as_u64).collect())
+    };
+    let doc = client_json(srv.port, &["-P", "3", "-t", "0.5"]);
+    assert_eq!(doc["record"]["outcome"]["status"], "completed");
+    let pair = cpus_of(&doc["record"]["spec"]["pair_cpus"]);
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2 {
+        assert!(
+            pair.len() >= 2,
+            "a machine with two CPUs or more pairs: {}",
+            doc["record"]["spec"]
+        );
+    }
+    let mut distinct = pair.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert_eq!(distinct.len(), pair.len(), "each CPU once: {pair:?}");
+    for end in ["client", "server_results"] {
+        let plane = &doc["record"][end]["cost"]["data_plane"];
+        assert_eq!(cpus_of(&plane["paired_cpus"]), pair, "{end}: {plane}");
+        assert!(plane["unpinned"].is_null(), "{end}: the kernel bound every thread: {plane}");
+        assert!(plane["cpus"].is_null(), "{end}: -A was not given: {plane}");
+    }
+    if !pair.is_empty() {
+        let port = srv.port.to_string();
+        let out = run(&["client", "127.0.0.1", "-p", &port, "-t", "0.3"], Duration::from_secs(15));
+        assert_eq!(out.code, Some(0), "{}", out.stderr);
+        assert!(out.stdout.contains("loopback pairing"), "{}", out.stdout);
+    }
+    for args in [&["-A", "none"][..], &["-u", "-b", "10M"][..], &["-P", "20"][..]] {
+        let mut all = args.to_vec();
+        all.extend(["-t", "0.3"]);
+        let doc = client_json(srv.port, &all);
+        assert_eq!(doc["record"]["outcome"]["status"], "completed", "{args:?}");
+        for end in ["client", "server_results"] {
+            let plane = &doc["record"][end]["cost"]["data_plane"];
+            assert!(plane["paired_cpus"].is_null(), "{args:?} {end}: {plane}");
+        }
+    }
+}
+
 /// Receivers read in their own size, not the sender's writes: by default at least 128 KiB,
 /// or `--read-size`, on both ends and both data planes; the test says so.
 #[test]

@@ -215,6 +215,10 @@ impl ClientConn {
             return Err(unexpected(&msg, "waiting for the server's hello"));
         };
         let caps = negotiate(&capabilities);
+        if !caps.contains(&Capability::PairCpus) {
+            // A placement hint, not a requirement: an older server runs unpaired.
+            self.spec.pair_cpus.clear();
+        }
         if let Some(why) = missing_cap(&self.spec, &caps, &format!("the server ({software})")) {
             return Err(ProtoError::Incompatible(why));
         }

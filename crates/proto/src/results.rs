@@ -331,6 +331,10 @@ pub struct DataPlane {
     /// Data threads whose binding the kernel refused (they ran unpinned).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub unpinned: u32,
+    /// Loopback pairing (`spec.pair_cpus`): the CPUs this end's TCP stream threads ran on,
+    /// stream `id` on `paired_cpus[(id - 1) % len]` at both ends; empty = not paired.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paired_cpus: Vec<u32>,
     /// The unsent-queue limit (`TCP_NOTSENT_LOWAT`) this end's TCP senders used; absent
     /// where the end sent no TCP bulk data, or is older than the limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -236,6 +236,15 @@ pub struct TestSpec {
     /// [`Capability::NotsentLowat`]: crate::wire::Capability::NotsentLowat
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notsent_lowat: Option<u32>,
+    /// Both ends of a loopback test share one kernel: TCP stream `id`'s data thread on each
+    /// end runs on CPU `pair_cpus[(id - 1) % len]`, so a stream's sender and receiver share
+    /// a core (linerate's automatic placement on loopback, `-A none` turns it off). An end
+    /// that cannot bind a thread there leaves it unpinned. Empty = no pairing. A hint, not
+    /// a requirement: a client drops it for a server without [`Capability::PairCpus`].
+    ///
+    /// [`Capability::PairCpus`]: crate::wire::Capability::PairCpus
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pair_cpus: Vec<u32>,
 }
 
 /// Why a [`TestSpec`] is invalid. Messages name the field and the allowed range.
@@ -302,6 +311,7 @@ impl TestSpec {
             dont_fragment: false,
             burst: None,
             notsent_lowat: None,
+            pair_cpus: Vec::new(),
         }
     }
 
@@ -368,14 +378,16 @@ impl TestSpec {
                 format!("0 (the kernel's default) or 1..={MAX_BLOCK_BYTES} bytes"),
             ));
         }
-        if self.server_cpus.len() > MAX_AFFINITY_CPUS
-            || self.server_cpus.iter().any(|c| *c > MAX_AFFINITY_CPU)
+        for (field, cpus) in
+            [("server CPUs (-A)", &self.server_cpus), ("paired CPUs", &self.pair_cpus)]
         {
-            return Err(out_of_range(
-                "server CPUs (-A)",
-                format!("{} CPUs", self.server_cpus.len()),
-                format!("at most {MAX_AFFINITY_CPUS} CPUs numbered 0..={MAX_AFFINITY_CPU}"),
-            ));
+            if cpus.len() > MAX_AFFINITY_CPUS || cpus.iter().any(|c| *c > MAX_AFFINITY_CPU) {
+                return Err(out_of_range(
+                    field,
+                    format!("{} CPUs", cpus.len()),
+                    format!("at most {MAX_AFFINITY_CPUS} CPUs numbered 0..={MAX_AFFINITY_CPU}"),
+                ));
+            }
         }
         if let Some(m) = self.mss_bytes
             && !(88..=65535).contains(&m)

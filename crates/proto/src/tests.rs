@@ -757,3 +757,25 @@ fn held_start_needs_the_capability() {
     let err = client.handle_input(&old, Duration::ZERO).unwrap_err();
     assert!(err.to_string().contains("held_start"), "{err}");
 }
+
+#[test]
+fn cpu_pairing_is_dropped_for_a_server_without_it() {
+    // Pairing is a placement hint: an older server runs the test unpaired, and the request
+    // the client sends (and the spec it then runs) no longer carries it.
+    let spec = TestSpec { pair_cpus: vec![1, 0], ..spec_for(Direction::Upload, 2) };
+    let mut client = ClientConn::new(spec.clone(), "c", Duration::ZERO).expect("spec");
+    client.handle_input(&raw_peer(&[hello(&["tcp"])]), Duration::ZERO).expect("not refused");
+    assert!(client.spec().pair_cpus.is_empty());
+    let request = |c: &mut ClientConn| {
+        let sent = String::from_utf8_lossy(&c.poll_transmit().expect("sent")).into_owned();
+        let at = sent.find("test_request").expect("a test request");
+        sent[at..].to_string()
+    };
+    let sent = request(&mut client);
+    assert!(!sent.contains("pair_cpus"), "{sent}");
+    let mut client = ClientConn::new(spec, "c", Duration::ZERO).expect("spec");
+    client.handle_input(&raw_peer(&[hello(&["tcp", "pair_cpus"])]), Duration::ZERO).expect("ok");
+    assert_eq!(client.spec().pair_cpus, vec![1, 0]);
+    let sent = request(&mut client);
+    assert!(sent.contains("\"pair_cpus\":[1,0]"), "{sent}");
+}

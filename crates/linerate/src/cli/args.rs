@@ -650,8 +650,10 @@ pub struct TestArgs {
     pub threads: crate::plan::threads::Threads,
     /// Bind data threads to CPUs, as iperf3's -A n,m: the client's list, and after a comma
     /// the server's. A list is a CPU, a range or both joined by '+' (0, 0-3, 1+3); an end's
-    /// threads (one per stream, or its pool workers) take its CPUs in turn.
-    #[arg(short = 'A', long = "affinity", value_name = "CPUS[,SERVER_CPUS]", value_parser = affinity)]
+    /// threads (one per stream, or its pool workers) take its CPUs in turn. Without -A, a
+    /// TCP test to a loopback address runs each stream's two ends on one CPU (pairing, named
+    /// in the result); `-A none` leaves every thread to the system's scheduler.
+    #[arg(short = 'A', long = "affinity", value_name = "CPUS[,SERVER_CPUS]|none", value_parser = affinity)]
     pub affinity: Option<crate::plan::affinity::Affinity>,
     /// Label carried into the output and the JSON record.
     #[arg(short = 'T', long = "title", value_name = "TEXT")]

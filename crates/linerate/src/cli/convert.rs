@@ -329,6 +329,7 @@ pub(super) fn default_methodology() -> Plan {
         cport: None,
         threads: crate::plan::threads::Threads::Auto,
         cpus: Vec::new(),
+        pair_on_loopback: true,
         connect_timeout: Duration::from_secs(10),
         output: OutputFormat::Text,
         link: None,
@@ -519,6 +520,7 @@ pub(super) fn client_plan(
         cport: t.cport,
         threads: t.threads,
         cpus: t.affinity.as_ref().map_or_else(Vec::new, |a| a.client.clone()),
+        pair_on_loopback: t.affinity.is_none(),
         connect_timeout: t.connect_timeout,
         output: output(net),
         link: t
@@ -678,6 +680,8 @@ fn test_spec(t: &TestArgs, default_time: Duration) -> Result<TestSpec, String> {
         fq_rate_bps: t.fq_rate.and_then(|r| std::num::NonZeroU64::new(r.bits_per_second())),
         dont_fragment: t.dont_fragment,
         burst: t.bitrate.and_then(|b| b.burst),
+        // Proposed by the client once it knows the server's address (`plan/affinity.rs`).
+        pair_cpus: Vec::new(),
     };
     // With --iperf3 the datagrams carry iperf3's header only (no secret): its minimum.
     let min_udp = if t.iperf3 {

@@ -16,6 +16,25 @@
 //! The client checks its own list against its affinity mask before connecting; the server
 //! checks its part on arrival and refuses a CPU it does not have with its own list in the
 //! message. Pure parsing here; pinning is `sys::pin_current_thread`.
+//!
+//! ## Loopback pairing: the placement linerate chooses when `-A` is not given
+//!
+//! On loopback both ends share one kernel, and where the scheduler puts a stream's sender
+//! and receiver decides its throughput more than anything else: on different cores every
+//! wake-up of the other end is an inter-processor interrupt (costly in a VM) and every byte
+//! is written into one core's cache and read out of another's. Measured on this project's
+//! 2-vCPU machines (docs/PERFORMANCE.md, "Pairing a stream's ends on loopback"), one stream
+//! with both ends on one core moved 1.5–1.6 times the bytes of the scheduler's placement at
+//! half the CPU per byte; with two to eight streams, one core per stream pair was level with
+//! or ahead of it. So when a TCP bulk test goes to a loopback address of a linerate server
+//! and `-A` is not given, the client proposes `spec.pair_cpus` — its allowed CPUs, starting
+//! at the one it runs on (so concurrent tests do not all start on CPU 0) — and on both ends
+//! stream `id`'s thread runs on `pair_cpus[(id - 1) % len]`, keyed by the stream id both
+//! ends know, not by the order of arrival. It is a hint: an end without a CPU of the list
+//! runs that thread unpinned; an older server never sees it. Pools (more than 16 streams),
+//! UDP, request/response tests, fleets and tests under load keep the system's placement.
+//! Each end names the pairing in its result (`cost.data_plane.paired_cpus`), and `-A none`
+//! turns it off, leaving placement to the system as iperf3 does.
 
 /// Most CPUs one side may list.
 pub const MAX_CPUS: usize = 1024;
@@ -34,6 +53,10 @@ pub struct Affinity {
 impl Affinity {
     /// Parses `-A`'s value: `N`, a list `N-M+K`, optionally `,` and the server's list.
     pub fn parse(s: &str) -> Result<Self, String> {
+        if s.trim() == "none" {
+            // Neither end pinned, and no loopback pairing: the system places every thread.
+            return Ok(Self::default());
+        }
         let (client, server) = match s.split_once(',') {
             Some((c, sv)) => (c, Some(sv)),
             None => (s, None),
@@ -83,6 +106,22 @@ pub fn cpu_for(cpus: &[u32], index: usize) -> Option<u32> {
     (!cpus.is_empty()).then(|| cpus[index % cpus.len()])
 }
 
+/// The loopback pairing's CPU list: `allowed` (the client's CPUs) rotated to start at
+/// `now` (the CPU the client runs on), so that tests started at once begin on different
+/// CPUs. None for fewer than two CPUs, where there is nothing to choose.
+pub fn pair_cpus(allowed: &[u32], now: Option<u32>) -> Option<Vec<u32>> {
+    if allowed.len() < 2 {
+        return None;
+    }
+    let at = now.and_then(|c| allowed.iter().position(|a| *a == c)).unwrap_or(0);
+    Some(allowed[at..].iter().chain(&allowed[..at]).copied().collect())
+}
+
+/// The CPU of stream `id` (numbered from 1) under the pairing `pair` (None: not paired).
+pub fn paired_cpu(pair: &[u32], id: u32) -> Option<u32> {
+    (!pair.is_empty()).then(|| pair[(id.max(1) - 1) as usize % pair.len()])
+}
+
 /// The refusal for `cpus` that are not all in `allowed` (an end's affinity mask), naming
 /// them and what the end has; None when they all are, or the mask is unknown.
 pub fn missing_cpus(cpus: &[u32], allowed: Option<&[u32]>, end: &str) -> Option<String> {
@@ -124,6 +163,29 @@ mod tests {
         let a = Affinity::parse("0-2+5,3+1").expect("lists");
         assert_eq!((a.client, a.server), (vec![0, 1, 2, 5], vec![1, 3]));
         assert_eq!(cpu_list("3+3+2"), Ok(vec![2, 3]));
+    }
+
+    #[test]
+    fn none_pins_nothing() {
+        assert_eq!(Affinity::parse("none"), Ok(Affinity::default()));
+    }
+
+    #[test]
+    fn pairing_starts_at_the_current_cpu_and_keys_on_the_stream_id() {
+        assert_eq!(pair_cpus(&[0, 1, 2, 3], Some(2)), Some(vec![2, 3, 0, 1]));
+        assert_eq!(pair_cpus(&[0, 1], None), Some(vec![0, 1]));
+        assert_eq!(
+            pair_cpus(&[4, 6], Some(5)),
+            Some(vec![4, 6]),
+            "not in the mask: from the first"
+        );
+        assert_eq!(pair_cpus(&[3], Some(3)), None, "one CPU: nothing to choose");
+        let pair = [1, 0];
+        assert_eq!(
+            (1..=4).map(|id| paired_cpu(&pair, id)).collect::<Vec<_>>(),
+            [1, 0, 1, 0].map(Some)
+        );
+        assert_eq!(paired_cpu(&[], 1), None);
     }
 
     #[test]

@@ -211,6 +211,7 @@ impl Tier {
             cport: None,
             threads: crate::plan::threads::Threads::Auto,
             cpus: Vec::new(),
+            pair_on_loopback: true,
             connect_timeout: std::time::Duration::from_secs(10),
             output,
             link: self.target.link,

@@ -106,6 +106,10 @@ pub struct ClientPlan {
     /// CPUs this end's data threads are bound to in turn (`-A`, see `plan/affinity.rs`);
     /// empty = not pinned.
     pub cpus: Vec<u32>,
+    /// Whether the client may pair each TCP stream's two ends on one CPU when the server is
+    /// on a loopback address (`plan/affinity.rs`); false once `-A` was given (`-A none`
+    /// included).
+    pub pair_on_loopback: bool,
     /// Limit for each TCP connect.
     pub connect_timeout: Duration,
     /// Output format.

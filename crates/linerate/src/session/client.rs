@@ -142,6 +142,25 @@ impl<'p> ClientRun<'p> {
         Self { plan, gate, record, streams: None, interrupted: false }
     }
 
+    /// The loopback pairing to propose (`plan/affinity.rs`): a TCP bulk test to a loopback
+    /// address, no `-A`, not part of a fleet or a test under load, on a client with two CPUs
+    /// or more.
+    fn pairing(&self, spec: &TestSpec, server: SocketAddr) -> Option<Vec<u32>> {
+        let plan = self.plan;
+        let wanted = plan.pair_on_loopback
+            && plan.cpus.is_empty()
+            && spec.server_cpus.is_empty()
+            && server.ip().is_loopback()
+            && spec.protocol == Protocol::Tcp
+            && spec.rr.is_none()
+            && self.gate.is_none()
+            && plan.under_load.is_none();
+        if !wanted {
+            return None;
+        }
+        crate::plan::affinity::pair_cpus(&sys::allowed_cpus()?, sys::current_cpu())
+    }
+
     fn drive(&mut self, observer: &mut dyn Observer, interrupt: &Interrupt) -> Result<()> {
         let addr_list = resolve(&self.plan.host, self.plan.port, self.plan)?;
         let (stream, server) = connect_any(&addr_list, self.plan)?;
@@ -149,6 +168,7 @@ impl<'p> ClientRun<'p> {
         self.record.remote_address = Some(server.to_string());
         let mut spec = effective_spec(self.plan, &stream, server);
         spec.held_start = self.gate.is_some();
+        spec.pair_cpus = self.pairing(&spec, server).unwrap_or_default();
         self.record.spec = spec.clone();
         let mut ctrl = ControlChannel::new(stream)?;
         let clock = Clock::new();
@@ -210,6 +230,8 @@ impl<'p> ClientRun<'p> {
                     server_software: &server_software,
                 });
                 self.record.server_software = Some(server_software);
+                // Dropped in the handshake for a server that does not pair.
+                self.record.spec.pair_cpus = conn.spec().pair_cpus.clone();
                 let hello = |id| DataHello { cookie, stream_id: id }.encode().to_vec();
                 let spec = conn.spec();
                 self.streams =

@@ -103,8 +103,8 @@ pub struct CostSummary {
 
 /// The data plane in words when it is not the classic one (a thread per stream, autotuned
 /// buffers, the automatic unsent-queue limit): the pool, its busiest worker's share of a
-/// core, a buffer cap with its reason, and an unsent-queue limit the user chose or the kernel
-/// refused.
+/// core, a loopback pairing, a buffer cap with its reason, and an unsent-queue limit the
+/// user chose or the kernel refused.
 pub fn data_plane_phrase(d: &DataPlane) -> Option<String> {
     let mut parts = Vec::new();
     if !d.workers.is_empty() {
@@ -140,6 +140,13 @@ pub fn data_plane_phrase(d: &DataPlane) -> Option<String> {
         parts.push(format!(
             "data threads bound to CPU {} in turn (-A){unpinned}",
             crate::plan::affinity::join(&d.cpus)
+        ));
+    }
+    if !d.paired_cpus.is_empty() {
+        parts.push(format!(
+            "each stream's two ends on one CPU (loopback pairing, CPUs {} in turn; -A none \
+             leaves placement to the system)",
+            crate::plan::affinity::join(&d.paired_cpus)
         ));
     }
     if let Some(cap) = d.buffer_cap {

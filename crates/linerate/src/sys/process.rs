@@ -21,8 +21,18 @@ pub fn pin_current_thread(cpu: u32) -> std::io::Result<()> {
     imp::pin_current_thread(cpu)
 }
 
+/// The CPU the calling thread runs on now; None where the OS does not say.
+pub fn current_cpu() -> Option<u32> {
+    imp::current_cpu()
+}
+
 #[cfg(target_os = "linux")]
 mod imp {
+    pub(super) fn current_cpu() -> Option<u32> {
+        // SAFETY: sched_getcpu takes no arguments and only returns a number or -1.
+        u32::try_from(unsafe { libc::sched_getcpu() }).ok()
+    }
+
     pub(super) fn allowed_cpus() -> Option<Vec<u32>> {
         // SAFETY: an all-zero cpu_set_t is a valid empty set.
         let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
@@ -71,6 +81,10 @@ mod imp {
 
 #[cfg(not(target_os = "linux"))]
 mod imp {
+    pub(super) fn current_cpu() -> Option<u32> {
+        None
+    }
+
     pub(super) fn raise_fd_limit() -> Option<u64> {
         None
     }

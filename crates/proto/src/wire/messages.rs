@@ -54,11 +54,14 @@ pub enum Capability {
     /// A TCP sender's unsent-queue limit chosen by the client (`--notsent-lowat`,
     /// `spec.notsent_lowat`). Without the field every sender uses its own default.
     NotsentLowat,
+    /// Pairs each TCP stream's two ends on one CPU (`spec.pair_cpus`, loopback tests). A
+    /// hint: the client leaves the field out for a server without it.
+    PairCpus,
 }
 
 impl Capability {
     /// Every capability this crate knows, in a stable order.
-    pub const ALL: [Capability; 18] = [
+    pub const ALL: [Capability; 19] = [
         Self::Tcp,
         Self::Reverse,
         Self::Bidir,
@@ -77,6 +80,7 @@ impl Capability {
         Self::DontFragment,
         Self::Burst,
         Self::NotsentLowat,
+        Self::PairCpus,
     ];
 
     /// The wire name.
@@ -100,6 +104,7 @@ impl Capability {
             Self::DontFragment => "dont_fragment",
             Self::Burst => "burst",
             Self::NotsentLowat => "notsent_lowat",
+            Self::PairCpus => "pair_cpus",
         }
     }
 

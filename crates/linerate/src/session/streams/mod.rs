@@ -189,6 +189,11 @@ pub struct StreamSet {
     cpus: Vec<u32>,
     /// Data threads the kernel would not bind (they ran unpinned).
     unpinned: Arc<std::sync::atomic::AtomicU32>,
+    /// Loopback pairing (`spec.pair_cpus`, `plan/affinity.rs`): TCP stream `id`'s thread
+    /// runs on `pair_cpus[(id - 1) % len]`; empty = not paired.
+    pair_cpus: Vec<u32>,
+    /// Stream threads placed by the pairing.
+    paired: u32,
     /// `--crr` on the client: how a transaction connects, and the test's cookie for hellos.
     crr_connect: Option<(crate::traffic::rr_crr::Connector, linerate_proto::wire::Cookie)>,
     /// The channel of the `--crr` stream being added on the server, for its `LocalStream`.
@@ -306,6 +311,8 @@ impl StreamSet {
             pool: None,
             cpus: Vec::new(),
             unpinned: Arc::default(),
+            pair_cpus: spec.pair_cpus.clone(),
+            paired: 0,
             crr_connect: None,
             pending_transactions: None,
         })

@@ -81,6 +81,7 @@ impl StreamSet {
             buffer_cap: self.buffer_cap,
             cpus: self.cpus.clone(),
             unpinned: self.unpinned.load(std::sync::atomic::Ordering::Relaxed),
+            paired_cpus: if self.paired > 0 { self.pair_cpus.clone() } else { Vec::new() },
             notsent_lowat: self.unsent.report(),
         }
     }

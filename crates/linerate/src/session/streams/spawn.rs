@@ -76,7 +76,7 @@ impl StreamSet {
         let thread = std::thread::Builder::new()
             .name(format!("lr-pool-{index}"))
             .stack_size(STREAM_STACK)
-            .spawn(self.pinned(index as usize, body))
+            .spawn(self.pinned(crate::plan::affinity::cpu_for(&self.cpus, index as usize), body))
             .context("cannot start a data-plane worker thread")?;
         Ok(PoolWorker { inbox, thread: Some(thread), figures })
     }
@@ -100,6 +100,7 @@ impl StreamSet {
             (spec.block_bytes as usize, spec.bits_per_second, spec.burst_blocks());
         let read = spec.read_size() as usize;
         let name = format!("lr-{}-{id}", if role == StreamRole::Sender { "tx" } else { "rx" });
+        let cpu = self.bulk_cpu(id);
         let body = move || {
             // Everything a stream needs is ready before the gate opens, so streams released
             // together (a fleet's hosts) reach their first byte together.
@@ -138,7 +139,18 @@ impl StreamSet {
             let elapsed = elapsed.unwrap_or_else(|| start.elapsed());
             clock.finish(&counters, elapsed, result.err());
         };
-        self.spawn_thread(name, body)
+        self.spawn_thread_on(name, cpu, body)
+    }
+
+    /// The CPU of TCP bulk stream `id`'s thread: `-A`'s next CPU, else the loopback
+    /// pairing's CPU for the stream, else none.
+    fn bulk_cpu(&mut self, id: u32) -> Option<u32> {
+        if !self.cpus.is_empty() {
+            return crate::plan::affinity::cpu_for(&self.cpus, self.streams.len());
+        }
+        let cpu = crate::plan::affinity::paired_cpu(&self.pair_cpus, id);
+        self.paired += u32::from(cpu.is_some());
+        cpu
     }
 
     /// A request/response stream's thread (`session::rr_stream`).
@@ -202,21 +214,34 @@ impl StreamSet {
         name: String,
         body: impl FnOnce() + Send + 'static,
     ) -> Result<JoinHandle<()>> {
+        self.spawn_thread_on(
+            name,
+            crate::plan::affinity::cpu_for(&self.cpus, self.streams.len()),
+            body,
+        )
+    }
+
+    /// Starts a data thread named `name`, bound to `cpu` if given.
+    fn spawn_thread_on(
+        &self,
+        name: String,
+        cpu: Option<u32>,
+        body: impl FnOnce() + Send + 'static,
+    ) -> Result<JoinHandle<()>> {
         std::thread::Builder::new()
             .name(name)
             .stack_size(STREAM_STACK)
-            .spawn(self.pinned(self.streams.len(), body))
+            .spawn(self.pinned(cpu, body))
             .context("cannot start a stream thread (too many streams for this host?)")
     }
 
-    /// `body` as data thread number `index` runs it: first bound to that thread's CPU when
-    /// `-A` gave this end CPUs (a refusal is counted in `unpinned`), then the body.
+    /// `body` as a data thread runs it: first bound to `cpu` if given (a refusal is counted
+    /// in `unpinned`), then the body.
     pub(super) fn pinned<F: FnOnce() + Send + 'static>(
         &self,
-        index: usize,
+        cpu: Option<u32>,
         body: F,
     ) -> impl FnOnce() + Send + 'static + use<F> {
-        let cpu = crate::plan::affinity::cpu_for(&self.cpus, index);
         let unpinned = self.unpinned.clone();
         move || {
             if let Some(c) = cpu
