@@ -325,6 +325,11 @@ pub struct DataPlane {
     /// exhaust its kernel's TCP memory (no `-w` was given).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub buffer_cap: Option<BufferCap>,
+    /// `SO_RCVBUF` (bytes asked; Linux grants twice) each TCP bulk receiver of this end set
+    /// because the test ran on loopback without `-w`: short receive queues keep the bytes
+    /// in cache until they are read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loopback_rcvbuf: Option<u64>,
     /// CPUs this end's data threads were bound to in turn (`-A`); empty = not pinned.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cpus: Vec<u32>,

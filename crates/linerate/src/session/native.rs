@@ -287,6 +287,9 @@ impl Session<'_> {
             bail!("refused: {e}");
         }
         streams.set_rtt(self.rtt);
+        if self.local_ip.to_canonical().is_loopback() {
+            streams.set_loopback();
+        }
         streams.record_environment(Some(self.local_ip));
         let mut cookie = [0u8; 16];
         getrandom::getrandom(&mut cookie)

@@ -103,7 +103,7 @@ pub struct CostSummary {
 
 /// The data plane in words when it is not the classic one (a thread per stream, autotuned
 /// buffers, the automatic unsent-queue limit): the pool, its busiest worker's share of a
-/// core, a loopback pairing, a buffer cap with its reason, and an unsent-queue limit the
+/// core, a loopback pairing, loopback or capped buffers with their reason, and an unsent-queue limit the
 /// user chose or the kernel refused.
 pub fn data_plane_phrase(d: &DataPlane) -> Option<String> {
     let mut parts = Vec::new();
@@ -147,6 +147,13 @@ pub fn data_plane_phrase(d: &DataPlane) -> Option<String> {
             "each stream's two ends on one CPU (loopback pairing, CPUs {} in turn; -A none \
              leaves placement to the system)",
             crate::plan::affinity::join(&d.paired_cpus)
+        ));
+    }
+    if let Some(b) = d.loopback_rcvbuf {
+        parts.push(format!(
+            "receive buffers set to {} each, not autotuned: on loopback short queues keep the \
+             bytes in cache; -w overrides",
+            ByteCount(b).iec()
         ));
     }
     if let Some(cap) = d.buffer_cap {

@@ -266,15 +266,20 @@ fn verdict(
                 if facts.is_empty() { String::new() } else { format!(" ({})", facts.join("; ")) };
             // The receiving end's own cap on its buffers for thousands of flows is the cause
             // then, and -w the one remedy (tcp_rmem does not apply to a set SO_RCVBUF).
-            let cap = record
-                .receiving_side(d.flow)
-                .and_then(|r| r.cost.as_ref()?.data_plane.as_ref()?.buffer_cap);
-            let fix = match cap {
-                Some(cap) => format!(
+            let plane =
+                record.receiving_side(d.flow).and_then(|r| r.cost.as_ref()?.data_plane.as_ref());
+            let fix = match (
+                plane.and_then(|p| p.buffer_cap),
+                plane.and_then(|p| p.loopback_rcvbuf),
+            ) {
+                (Some(cap), _) => format!(
                     "the receiver capped each socket's buffers at {} bytes to keep its many flows within net.ipv4.tcp_mem; -w sets them",
                     cap.bytes
                 ),
-                None => "raise -w or the receiver's net.ipv4.tcp_rmem".to_string(),
+                (None, Some(b)) => format!(
+                    "the receiver set each socket's receive buffer to {b} bytes to keep loopback's queues short; -w sets it"
+                ),
+                (None, None) => "raise -w or the receiver's net.ipv4.tcp_rmem".to_string(),
             };
             return make(
                 Limit::ReceiveWindow,
@@ -784,6 +789,13 @@ mod rule_tests {
         let (limit, text) = limit_of(&r);
         assert_eq!(limit, Limit::ReceiveWindow, "{text}");
         assert!(text.contains("capped each socket's buffers at 19456 bytes"), "{text}");
+        assert!(!text.contains("tcp_rmem"), "{text}");
+        let plane = r.server_results.as_mut().and_then(|s| s.cost.as_mut()?.data_plane.as_mut());
+        let plane = plane.expect("plane");
+        (plane.buffer_cap, plane.loopback_rcvbuf) = (None, Some(262_144));
+        let (limit, text) = limit_of(&r);
+        assert_eq!(limit, Limit::ReceiveWindow, "{text}");
+        assert!(text.contains("receive buffer to 262144 bytes to keep loopback's"), "{text}");
         assert!(!text.contains("tcp_rmem"), "{text}");
     }
 
