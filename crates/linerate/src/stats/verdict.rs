@@ -244,14 +244,29 @@ fn verdict(
     });
     // A window the user set (-w) is a limit they imposed, with a known cause: the window rule
     // speaks first then, and a starved end is added to its evidence.
+    // With loopback pairing a stream's sender and receiver take turns on one core by design:
+    // each waits while the other runs, and a receiver that waits leaves its window full.
+    // Neither is the cause then; the core is, and the CPU rules below say so.
+    let paired = paired_loopback(record);
     if let Some(s) = starved::starved_end(record, d.flow) {
         let (summary, why) = starved::explain(&s, cost);
-        evidence.push(why);
-        if record.spec.window_bytes.is_none() {
-            return Verdict { end: Some(s.end), ..make(Limit::Starved, summary, evidence) };
+        if paired {
+            evidence.push(format!(
+                "{}: stream threads waited {:.0}% of the time for a CPU: expected with loopback \
+                 pairing, where a stream's two ends take turns on one core",
+                s.end,
+                s.share * 100.0
+            ));
+        } else {
+            evidence.push(why);
+            if record.spec.window_bytes.is_none() {
+                return Verdict { end: Some(s.end), ..make(Limit::Starved, summary, evidence) };
+            }
         }
     }
-    if let Some((t, rwnd, sndbuf)) = figures {
+    if let Some((t, rwnd, sndbuf)) =
+        figures.filter(|_| !paired || record.spec.window_bytes.is_some())
+    {
         let small_window = t.window_smaller_than_cwnd * 2 > t.streams;
         if rwnd >= LIMITED_SHARE || small_window {
             let rcvbuf = d.receiver.as_ref().and_then(|r| r.recv_buffer_bytes).map(|(_, hi)| hi);
@@ -302,6 +317,14 @@ fn verdict(
         return Verdict { end: Some(end), ..make(Limit::Cpu, v, evidence) };
     }
     if let Some((limit, end, v)) = cpu(cost, &mut evidence) {
+        let v = match (limit, paired) {
+            (Limit::Cpu, true) => format!(
+                "CPU-bound on loopback: each stream's sender and receiver share one core \
+                 (loopback pairing), so the rate is what a core does for both ends of its \
+                 streams ({v}); -A none leaves placement to the scheduler"
+            ),
+            _ => v,
+        };
         return Verdict { end: Some(end), ..make(limit, v, evidence) };
     }
     let cpu_unknown = match process_only(record, d.flow, cost, &mut evidence) {
@@ -521,6 +544,15 @@ fn cpu(cost: &[CostSummary], evidence: &mut Vec<String>) -> Option<(Limit, &'sta
             b.busy_percent
         ),
     ))
+}
+
+/// Whether the run's ends were paired on loopback (`plan/affinity.rs`): the client says so.
+fn paired_loopback(record: &RunRecord) -> bool {
+    record
+        .client
+        .as_ref()
+        .and_then(|c| c.cost.as_ref()?.data_plane.as_ref())
+        .is_some_and(|p| !p.paired_cpus.is_empty())
 }
 
 fn link(record: &RunRecord, d: &DirectionSummary, evidence: &mut Vec<String>) -> Option<String> {
@@ -830,6 +862,35 @@ mod rule_tests {
         shaped.server_results.as_mut().expect("server").cost = None;
         *client_foreign(&mut shaped) = Some(1_130_000);
         assert_eq!(limit_of(&shaped).0, Limit::Path, "{}", limit_of(&shaped).1);
+    }
+
+    /// With loopback pairing a stream's two ends take turns on one core: their waits and the
+    /// full window that follows are the pairing, not the cause; the core is.
+    #[test]
+    fn paired_ends_on_a_saturated_core_are_cpu_bound_not_starved_or_window_bound() {
+        let rwnd = TcpInternals { rwnd_limited_us: Some(800_000), ..healthy() };
+        let mut r = record(rwnd, 60, 100);
+        r.client.as_mut().expect("client").streams[0].thread_wait_us = Some(500_000);
+        let unpaired = summarize(&r).verdicts[0].clone();
+        assert_eq!(unpaired.limit, Limit::Starved, "{}", unpaired.summary);
+        let cost = r.client.as_mut().and_then(|c| c.cost.as_mut()).expect("cost");
+        cost.data_plane =
+            Some(linerate_proto::DataPlane { paired_cpus: vec![1, 0], ..Default::default() });
+        let v = &summarize(&r).verdicts[0];
+        assert_eq!(v.limit, Limit::Cpu, "{}", v.summary);
+        assert!(
+            v.summary.starts_with("CPU-bound on loopback: each stream's sender"),
+            "{}",
+            v.summary
+        );
+        assert!(
+            v.evidence.iter().any(|e| e.contains("expected with loopback pairing")),
+            "{:?}",
+            v.evidence
+        );
+        // A window the user set is still named first.
+        r.spec.window_bytes = Some(16_384);
+        assert_eq!(limit_of(&r).0, Limit::ReceiveWindow);
     }
 
     #[test]
