@@ -557,8 +557,7 @@ mod tests {
     use crate::plan::Iperf3Schema;
     use crate::record::RunRecord;
     use linerate_proto::{
-        Flow, IntervalSample, SideResults, SocketReport, StreamResult, StreamRole, TcpInternals,
-        TestSpec,
+        IntervalSample, SideResults, StreamResult, StreamRole, TcpInternals, TestSpec,
     };
 
     /// A one-stream TCP upload whose sender saw 2 reorderings on a 1500-byte path, with
@@ -573,10 +572,6 @@ mod tests {
             ..TcpInternals::default()
         };
         let stream = |role, samples: usize| StreamResult {
-            id: 1,
-            flow: Flow::ClientToServer,
-            role,
-            bytes: 2_000_000,
             omitted_bytes: if omit_us > 0 { 1_000_000 } else { 0 },
             duration_us: omit_us + 1_000_000,
             omitted_us: omit_us,
@@ -591,15 +586,9 @@ mod tests {
                     rr: None,
                 })
                 .collect(),
-            socket: SocketReport::default(),
             retransmits: Some(0),
             tcp: Some(tcp),
-            thread_cpu: None,
-            thread_wait_us: None,
-            udp_sender: None,
-            udp_receiver: None,
-            error: None,
-            latency: None,
+            ..RunRecord::test_stream(role, 2_000_000)
         };
         let side = |role, samples| SideResults {
             software: "t".into(),

@@ -103,8 +103,8 @@ pub struct CostSummary {
 
 /// The data plane in words when it is not the classic one (a thread per stream, autotuned
 /// buffers, the automatic unsent-queue limit): the pool, its busiest worker's share of a
-/// core, a loopback pairing, loopback or capped buffers with their reason, and an unsent-queue limit the
-/// user chose or the kernel refused.
+/// core, a loopback pairing, loopback or capped buffers with their reason, and an
+/// unsent-queue limit the user chose or the kernel refused.
 pub fn data_plane_phrase(d: &DataPlane) -> Option<String> {
     let mut parts = Vec::new();
     if !d.workers.is_empty() {

@@ -242,14 +242,13 @@ fn verdict(
         ));
         (t, rwnd, sndbuf)
     });
-    // A window the user set (-w) is a limit they imposed, with a known cause: the window rule
-    // speaks first then, and a starved end is added to its evidence.
     // With loopback pairing a stream's sender and receiver take turns on one core by design:
     // each waits while the other runs, and a receiver that waits leaves its window full.
     // Neither is the cause then; the core is, and the CPU rules below say so.
     let paired = paired_loopback(record);
+    // A window the user set (-w) is a limit they imposed, with a known cause: the window rule
+    // speaks first then, and a starved end is added to its evidence.
     if let Some(s) = starved::starved_end(record, d.flow) {
-        let (summary, why) = starved::explain(&s, cost);
         if paired {
             evidence.push(format!(
                 "{}: stream threads waited {:.0}% of the time for a CPU: expected with loopback \
@@ -258,6 +257,7 @@ fn verdict(
                 s.share * 100.0
             ));
         } else {
+            let (summary, why) = starved::explain(&s, cost);
             evidence.push(why);
             if record.spec.window_bytes.is_none() {
                 return Verdict { end: Some(s.end), ..make(Limit::Starved, summary, evidence) };

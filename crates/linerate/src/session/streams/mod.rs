@@ -48,6 +48,11 @@ pub enum End {
 }
 
 impl End {
+    /// How many of `spec`'s streams this end plays `role` on.
+    pub fn streams_in(self, spec: &TestSpec, role: StreamRole) -> usize {
+        spec.stream_plan().iter().filter(|(_, f)| self.role(*f) == role).count()
+    }
+
     /// The role this end plays on a stream flowing `flow`.
     pub fn role(self, flow: Flow) -> StreamRole {
         match (self, flow) {
@@ -262,8 +267,7 @@ impl std::fmt::Debug for StreamSet {
 impl StreamSet {
     /// Prepares the shared state for `spec` as seen from `end`.
     pub fn new(spec: &TestSpec, end: End) -> Result<Self> {
-        let senders =
-            spec.stream_plan().iter().filter(|(_, f)| end.role(*f) == StreamRole::Sender).count();
+        let senders = end.streams_in(spec, StreamRole::Sender);
         let sends = senders > 0;
         let zerocopy = if spec.zerocopy && sends {
             // The file repeats the pattern whole; sends take `block` bytes from its start.
@@ -367,12 +371,7 @@ impl StreamSet {
         if self.spec.protocol != Protocol::Tcp || self.spec.rr.is_some() {
             return;
         }
-        let receivers = self
-            .spec
-            .stream_plan()
-            .iter()
-            .filter(|(_, f)| self.end.role(*f) == StreamRole::Receiver)
-            .count();
+        let receivers = self.end.streams_in(&self.spec, StreamRole::Receiver);
         self.loopback_rcvbuf =
             crate::plan::buffers::loopback_receive_buffer(receivers, self.options.window_bytes);
     }

@@ -48,8 +48,8 @@ impl StreamSet {
             budget: self.budget.clone(),
             zerocopy: self.zerocopy.clone(),
         };
-        let sends = self.budget.is_some()
-            || self.spec.stream_plan().iter().any(|(_, f)| self.end.role(*f) == StreamRole::Sender);
+        let sends =
+            self.budget.is_some() || self.end.streams_in(&self.spec, StreamRole::Sender) > 0;
         let inbox = Arc::new(Inbox::default());
         let figures = Arc::new(Mutex::new(None));
         let (in2, fig2) = (inbox.clone(), figures.clone());
@@ -146,7 +146,7 @@ impl StreamSet {
     /// pairing's CPU for the stream, else none.
     fn bulk_cpu(&mut self, id: u32) -> Option<u32> {
         if !self.cpus.is_empty() {
-            return crate::plan::affinity::cpu_for(&self.cpus, self.streams.len());
+            return self.next_cpu();
         }
         let cpu = crate::plan::affinity::paired_cpu(&self.pair_cpus, id);
         self.paired += u32::from(cpu.is_some());
@@ -214,11 +214,12 @@ impl StreamSet {
         name: String,
         body: impl FnOnce() + Send + 'static,
     ) -> Result<JoinHandle<()>> {
-        self.spawn_thread_on(
-            name,
-            crate::plan::affinity::cpu_for(&self.cpus, self.streams.len()),
-            body,
-        )
+        self.spawn_thread_on(name, self.next_cpu(), body)
+    }
+
+    /// `-A`'s CPU for the next stream's thread (the CPUs in turn), if this end was given any.
+    fn next_cpu(&self) -> Option<u32> {
+        crate::plan::affinity::cpu_for(&self.cpus, self.streams.len())
     }
 
     /// Starts a data thread named `name`, bound to `cpu` if given.
