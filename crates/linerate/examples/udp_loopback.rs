@@ -79,6 +79,7 @@ fn main() -> Result<(), String> {
         epoch,
         quiet: Duration::from_millis(200),
         gro: a.gro,
+        nap: a.rate == 0,
     };
     let run = Duration::from_secs_f64(a.secs);
     let (start, sent, got) = std::thread::scope(|s| {

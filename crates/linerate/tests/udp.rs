@@ -44,6 +44,8 @@ fn paced_udp_arrives_whole_at_the_rate_asked() {
     let per_interval: u64 =
         rx["intervals"].as_array().expect("iv").iter().map(|i| n(&i["udp"], "datagrams")).sum();
     assert_eq!(per_interval, n(&rx["udp_receiver"]["counts"], "received"));
+    assert!(rx["udp_receiver"]["nap_us_max"].is_null(), "a paced receiver never naps: {rx}");
+    assert!(u["nap_us_max"].is_null(), "{u}");
 }
 
 #[test]
@@ -94,6 +96,11 @@ fn gro_by_default_gso_at_every_size_and_every_datagram_accounted() {
         assert_eq!(u["gso"], true, "{args:?}: the sender segments at {size} B: {u}");
         let rx = &streams(&doc, "server_results")[0]["udp_receiver"];
         assert_eq!(rx["gro"], extra.is_none(), "{args:?}");
+        // Unpaced: the receiver batched its wake-ups with naps of at most 200 µs (the
+        // granted buffer, megabytes on loopback, allows the longest at these rates).
+        let nap = rx["nap_us_max"].as_u64().unwrap_or_else(|| panic!("{args:?}: naps: {rx}"));
+        assert!((20..=200).contains(&nap), "{args:?}: {rx}");
+        assert_eq!(u["nap_us_max"], nap, "{args:?}: the direction's longest nap");
         assert!(n(u, "sent") > 10_000, "{args:?}: {u}");
         assert_eq!(n(u, "received") + n(u, "lost"), n(u, "sent"), "{args:?}: {u}");
         assert_eq!(n(u, "duplicates") + n(u, "invalid"), 0, "{args:?}: {u}");

@@ -288,7 +288,7 @@ fn udp_lines(out: &mut dyn Write, u: &crate::stats::udp::UdpSummary) -> std::io:
     )?;
     writeln!(
         out,
-        "UDP {}: jitter {} (RFC 3550), transit variation p99 {} max {}; receiver kernel drops {}; sender burstiness {}; offload: sender GSO {}, receiver GRO {}",
+        "UDP {}: jitter {} (RFC 3550), transit variation p99 {} max {}; receiver kernel drops {}; sender burstiness {}; offload: sender GSO {}, receiver GRO {}{}",
         u.flow.label(),
         ms(u.jitter_ms),
         ms(u.ipdv_p99_ms),
@@ -301,6 +301,10 @@ fn udp_lines(out: &mut dyn Write, u: &crate::stats::udp::UdpSummary) -> std::io:
         u.burstiness.map_or("n/a (unpaced)".into(), |b| format!("{b:.2}x the even rate per ms")),
         if u.gso { "on" } else { "off" },
         if u.gro { "on" } else { "off" },
+        u.nap_us_max.map_or(String::new(), |n| format!(
+            "; receiver wake-ups batched by naps of up to {n} µs (unpaced: arrival times are \
+             quantized by them)"
+        )),
     )
 }
 

@@ -96,6 +96,7 @@ pub(super) fn prepare(setup: UdpStreamSetup) -> (impl FnOnce() + Send + 'static,
                     epoch: s.epoch,
                     quiet: s.quiet,
                     gro: s.gro,
+                    nap: s.bits_per_second == 0,
                 };
                 let r = udp_receive_loop(&s.sock, &s.ctl, &s.counters, &shared, opts);
                 let last = r.as_ref().ok().and_then(|f| f.last);
@@ -162,6 +163,7 @@ impl UdpTrack {
                 let mut r = UdpReceiverResult::new(&f.counts, &f.jitter);
                 r.kernel_drops = f.kernel_drops;
                 r.gro = f.gro;
+                r.nap_us_max = f.nap_max.map(|d| d.as_micros() as u64);
                 r.omitted = UdpCounts::from(&omitted.counts);
                 (None, Some(r))
             }

@@ -79,6 +79,9 @@ pub struct UdpSummary {
     pub gro: bool,
     /// Whether a sender of this direction used UDP segmentation offload (GSO).
     pub gso: bool,
+    /// The longest nap a receiver of this direction took to batch its wake-ups, µs (None =
+    /// none napped; see `traffic::udp::receive`).
+    pub nap_us_max: Option<u64>,
     /// Datagrams the sender's pacer gave up on because it fell behind (CPU).
     pub sender_skipped: u64,
     /// Worst stream's most datagrams in 1 ms over the rate's even share (1.0 = smooth).
@@ -146,6 +149,7 @@ fn settle(
         kernel_drops: rx.iter().map(|(_, r)| r.kernel_drops).sum(),
         gro: rx.iter().any(|(_, r)| r.gro),
         gso: tx.iter().any(|(_, s)| s.gso),
+        nap_us_max: rx.iter().filter_map(|(_, r)| r.nap_us_max).max(),
         sender_skipped: tx.iter().map(|(_, s)| s.skipped).sum(),
         burstiness: burstiness(record, &tx),
         inconsistent: Vec::new(),

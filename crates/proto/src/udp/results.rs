@@ -127,6 +127,11 @@ pub struct UdpReceiverResult {
     pub kernel_drops: Option<u64>,
     /// Whether the receiver used UDP receive offload (GRO).
     pub gro: bool,
+    /// The longest nap, microseconds, the receiver took between reads that drained its
+    /// socket, to batch its wake-ups (unpaced tests only; arrival times are quantized by
+    /// it). None = it never napped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nap_us_max: Option<u64>,
 }
 
 impl UdpReceiverResult {

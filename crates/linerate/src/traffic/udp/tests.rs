@@ -39,6 +39,7 @@ fn recv_opts(dg: usize, epoch: Instant) -> UdpReceiveOptions {
         epoch,
         quiet: Duration::from_millis(100),
         gro: false,
+        nap: false,
     }
 }
 
