@@ -307,6 +307,13 @@ pub fn unix_ms_now() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
+/// Whether `ip` is a loopback address, IPv4-mapped ones (`::ffff:127.0.0.1`, seen on a
+/// dual-stack socket) included: the one test every end uses to decide its loopback rules
+/// (pairing, short receive queues) and the summary its "same host" reading.
+pub fn is_loopback(ip: std::net::IpAddr) -> bool {
+    ip.to_canonical().is_loopback()
+}
+
 /// An address as people write it (and as records store it): IPv4-mapped IPv6 (`[::ffff:10.0.0.1]:5201`, seen on a
 /// dual-stack listener) becomes plain IPv4 (`10.0.0.1:5201`).
 pub fn canonical(addr: std::net::SocketAddr) -> std::net::SocketAddr {
@@ -322,6 +329,20 @@ pub fn canonical(addr: std::net::SocketAddr) -> std::net::SocketAddr {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ipv4_mapped_loopback_is_loopback() {
+        for (ip, want) in [
+            ("127.0.0.1", true),
+            ("127.9.9.9", true),
+            ("::1", true),
+            ("::ffff:127.0.0.1", true),
+            ("::ffff:10.0.0.1", false),
+            ("10.0.0.1", false),
+        ] {
+            assert_eq!(is_loopback(ip.parse().expect("ip")), want, "{ip}");
+        }
+    }
 
     #[test]
     fn a_failed_outcome_stores_its_kind_beside_the_error() {

@@ -434,6 +434,13 @@ fn loopback_receivers_keep_short_queues_unless_w_is_given() {
     let doc = client_json(srv.port, &["-P", "8", "-w", "1M", "-t", "0.3"]);
     assert!(plane(&doc, "server_results")["loopback_rcvbuf"].is_null(), "-w is the user's");
     let port = srv.port.to_string();
+    // An IPv4-mapped loopback address is loopback to the client too (it receives here).
+    let args = ["client", "::ffff:127.0.0.1", "-p", &port, "-R", "-P", "2", "-t", "0.3", "-J"];
+    let out = run(&args, Duration::from_secs(15));
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let doc: serde_json::Value = serde_json::from_str(&out.stdout).expect("json");
+    assert_eq!(plane(&doc, "client")["loopback_rcvbuf"], 1024 * 1024, "{}", plane(&doc, "client"));
+    assert!(!plane(&doc, "client")["paired_cpus"].is_null(), "paired as well");
     let out =
         run(&["client", "127.0.0.1", "-p", &port, "-P", "4", "-t", "0.3"], Duration::from_secs(15));
     assert_eq!(out.code, Some(0), "{}", out.stderr);

@@ -150,7 +150,7 @@ impl<'p> ClientRun<'p> {
         let wanted = plan.pair_on_loopback
             && plan.cpus.is_empty()
             && spec.server_cpus.is_empty()
-            && server.ip().is_loopback()
+            && crate::record::is_loopback(server.ip())
             && spec.protocol == Protocol::Tcp
             && spec.rr.is_none()
             && self.gate.is_none()
@@ -518,7 +518,7 @@ pub(super) fn open_streams(
     set.set_layout(layout);
     set.set_cpus(&plan.cpus, "client").map_err(|e| Failure::new(FailureKind::Usage, e))?;
     ctrl.streams_running(spec.streams as usize);
-    if native.is_some() && server.ip().is_loopback() {
+    if native.is_some() && crate::record::is_loopback(server.ip()) {
         set.set_loopback();
     }
     if let Some(cookie) = native {

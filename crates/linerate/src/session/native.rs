@@ -287,7 +287,7 @@ impl Session<'_> {
             bail!("refused: {e}");
         }
         streams.set_rtt(self.rtt);
-        if self.local_ip.to_canonical().is_loopback() {
+        if crate::record::is_loopback(self.local_ip) {
             streams.set_loopback();
         }
         streams.record_environment(Some(self.local_ip));

@@ -216,7 +216,7 @@ fn same_host(record: &RunRecord) -> bool {
     let loopback = |a: &Option<String>| {
         a.as_deref()
             .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
-            .is_some_and(|a| crate::record::canonical(a).ip().is_loopback())
+            .is_some_and(|a| crate::record::is_loopback(a.ip()))
     };
     loopback(&record.local_address) && loopback(&record.remote_address)
 }
