@@ -408,6 +408,29 @@ fn loopback_tests_pair_each_streams_ends_on_one_cpu() {
     }
 }
 
+/// With the user's buffers and four or more stream pairs per CPU, the receiving end's paired
+/// receivers ask for short scheduler slices (`plan/affinity.rs`); the sending end never does,
+/// nor any end without `-w`.
+#[test]
+fn paired_receivers_with_the_users_buffers_ask_for_short_slices() {
+    let srv = Server::start(&[]);
+    let plane =
+        |doc: &serde_json::Value, end: &str| doc["record"][end]["cost"]["data_plane"].clone();
+    let doc = client_json(srv.port, &["-P", "8", "-w", "800K", "-t", "0.3"]);
+    assert_eq!(doc["record"]["outcome"]["status"], "completed");
+    let pairs = plane(&doc, "client")["paired_cpus"].as_array().map_or(0, Vec::len);
+    assert!(
+        pairs >= 2,
+        "this test needs the pairing (two CPUs or more): {}",
+        plane(&doc, "client")
+    );
+    let want = if 8 >= 4 * pairs { serde_json::json!(500) } else { serde_json::Value::Null };
+    assert_eq!(plane(&doc, "server_results")["receiver_slice_us"], want, "{pairs} CPUs");
+    assert!(plane(&doc, "client")["receiver_slice_us"].is_null(), "the client only sent");
+    let doc = client_json(srv.port, &["-P", "8", "-t", "0.3"]);
+    assert!(plane(&doc, "server_results")["receiver_slice_us"].is_null(), "no -w: short queues");
+}
+
 /// On loopback without `-w`, an end's TCP receivers share a 2 MiB receive budget, 256 KiB to
 /// 1 MiB each (`plan/buffers.rs`), on whichever end receives; the socket shows it, the text
 /// names it, and `-w` leaves the user's buffers alone.

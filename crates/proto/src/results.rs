@@ -340,6 +340,10 @@ pub struct DataPlane {
     /// stream `id` on `paired_cpus[(id - 1) % len]` at both ends; empty = not paired.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub paired_cpus: Vec<u32>,
+    /// The scheduler slice, µs, this end's paired TCP receivers asked for (several pairs per
+    /// CPU with the user's buffers, `plan/affinity.rs`); absent = not asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receiver_slice_us: Option<u64>,
     /// The unsent-queue limit (`TCP_NOTSENT_LOWAT`) this end's TCP senders used; absent
     /// where the end sent no TCP bulk data, or is older than the limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]

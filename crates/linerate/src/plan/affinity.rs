@@ -35,6 +35,22 @@
 //! UDP, request/response tests, fleets and tests under load keep the system's placement.
 //! Each end names the pairing in its result (`cost.data_plane.paired_cpus`), and `-A none`
 //! turns it off, leaving placement to the system as iperf3 does.
+//!
+//! ### Short slices for paired receivers with the user's buffers
+//!
+//! Without `-w` the receivers' queues are kept short (`plan/buffers.rs`), so the bytes are
+//! still cached when read. With the user's buffers (`-w`) a queue may hold megabytes, and
+//! with several pairs on a core a receiver whose batch is ready waits behind the core's
+//! senders for its turn while its bytes go cold. So when at least [`SLICE_PAIRS`] pairs share
+//! each CPU and `-w` is given, each end's paired TCP receivers ask the scheduler for
+//! [`RECEIVER_SLICE`] slices (`sys::set_thread_slice`; Linux 6.12 and later honour it):
+//! a shorter slice than the senders' means an earlier deadline, so a receiver that wakes
+//! runs at once. Measured on 2 vCPUs (interleaved runs, docs/PERFORMANCE.md "Short slices
+//! for paired receivers"): `-P 8 -w 800K` 83.6 against 69.5 Gbit/s, `-w 4M` 87.9 against
+//! 65.3, `-P 16 -w 800K` 76.5 against 64.1, `-w 512K` level; without `-w` level (`-P 8`,
+//! `-P 16`), and with fewer pairs per CPU level or worse (`-P 1 -w 800K` 42.0 against 45.7,
+//! `-P 4 -w 2M` 87.4 against 93.6), hence the two conditions. Each end names it
+//! (`cost.data_plane.receiver_slice_us`).
 
 /// Most CPUs one side may list.
 pub const MAX_CPUS: usize = 1024;
@@ -122,6 +138,23 @@ pub fn paired_cpu(pair: &[u32], id: u32) -> Option<u32> {
     (!pair.is_empty()).then(|| pair[(id.max(1) - 1) as usize % pair.len()])
 }
 
+/// The slice paired receivers ask for (module docs).
+pub const RECEIVER_SLICE: std::time::Duration = std::time::Duration::from_micros(500);
+/// Pairs per CPU from which paired receivers with the user's buffers ask for it.
+pub const SLICE_PAIRS: usize = 4;
+
+/// The slice an end's paired TCP receivers ask for: [`RECEIVER_SLICE`] when `streams`
+/// stream pairs share the pairing's `pair` CPUs [`SLICE_PAIRS`] or more to a CPU and the
+/// user set the buffers (`window_given`); None otherwise (module docs).
+pub fn receiver_slice(
+    pair: &[u32],
+    streams: usize,
+    window_given: bool,
+) -> Option<std::time::Duration> {
+    (!pair.is_empty() && window_given && streams >= SLICE_PAIRS * pair.len())
+        .then_some(RECEIVER_SLICE)
+}
+
 /// The refusal for `cpus` that are not all in `allowed` (an end's affinity mask), naming
 /// them and what the end has; None when they all are, or the mask is unknown.
 pub fn missing_cpus(cpus: &[u32], allowed: Option<&[u32]>, end: &str) -> Option<String> {
@@ -186,6 +219,17 @@ mod tests {
             [1, 0, 1, 0].map(Some)
         );
         assert_eq!(paired_cpu(&[], 1), None);
+    }
+
+    #[test]
+    fn paired_receivers_ask_for_short_slices_with_the_users_buffers_and_four_pairs_a_cpu() {
+        let two = [0, 1];
+        assert_eq!(receiver_slice(&two, 8, true), Some(RECEIVER_SLICE));
+        assert_eq!(receiver_slice(&two, 16, true), Some(RECEIVER_SLICE));
+        assert_eq!(receiver_slice(&two, 7, true), None, "three pairs on a CPU");
+        assert_eq!(receiver_slice(&two, 8, false), None, "short queues do the job");
+        assert_eq!(receiver_slice(&[], 8, true), None, "not paired");
+        assert_eq!(receiver_slice(&[0, 1, 2, 3], 8, true), None, "two pairs a CPU");
     }
 
     #[test]

@@ -149,6 +149,13 @@ pub fn data_plane_phrase(d: &DataPlane) -> Option<String> {
             crate::plan::affinity::join(&d.paired_cpus)
         ));
     }
+    if let Some(us) = d.receiver_slice_us {
+        parts.push(format!(
+            "paired receivers asked for {us} µs scheduler slices (several pairs per CPU with \
+             the user's buffers: a receiver runs as soon as its bytes are ready, while they \
+             are cached)"
+        ));
+    }
     if let Some(b) = d.loopback_rcvbuf {
         parts.push(format!(
             "receive buffers set to {} each, not autotuned: on loopback short queues keep the \

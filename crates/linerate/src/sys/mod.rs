@@ -25,7 +25,9 @@ pub mod term;
 pub mod udp;
 pub mod zerocopy;
 
-pub use process::{allowed_cpus, current_cpu, pin_current_thread, raise_fd_limit};
+pub use process::{
+    allowed_cpus, current_cpu, pin_current_thread, raise_fd_limit, set_thread_slice,
+};
 pub use socket::*;
 pub use term::stderr_columns;
 pub use zerocopy::ZeroCopySource;

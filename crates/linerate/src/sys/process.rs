@@ -21,6 +21,15 @@ pub fn pin_current_thread(cpu: u32) -> std::io::Result<()> {
     imp::pin_current_thread(cpu)
 }
 
+/// Asks the scheduler to give the calling thread time slices of `slice` (Linux 6.12's
+/// custom slices for ordinary threads, `sched_attr.sched_runtime`): a thread asking for a
+/// shorter slice than its neighbours gets an earlier deadline, so it runs soon after it
+/// wakes. Before 6.12 the kernel reads the field only for deadline tasks, so it changes
+/// nothing there. The thread stays an ordinary (`SCHED_OTHER`, nice 0) thread.
+pub fn set_thread_slice(slice: std::time::Duration) -> std::io::Result<()> {
+    imp::set_thread_slice(slice)
+}
+
 /// The CPU the calling thread runs on now; None where the OS does not say.
 pub fn current_cpu() -> Option<u32> {
     imp::current_cpu()
@@ -44,6 +53,48 @@ mod imp {
         let max = 8 * std::mem::size_of_val(&set);
         // SAFETY: `set` was filled by the kernel and every index is below its capacity.
         Some((0..max).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) }).map(|c| c as u32).collect())
+    }
+
+    /// `struct sched_attr` as of its first version (48 bytes, `SCHED_ATTR_SIZE_VER0`).
+    #[repr(C)]
+    struct SchedAttr {
+        size: u32,
+        policy: u32,
+        flags: u64,
+        nice: i32,
+        priority: u32,
+        runtime: u64,
+        deadline: u64,
+        period: u64,
+    }
+
+    pub(super) fn set_thread_slice(slice: std::time::Duration) -> std::io::Result<()> {
+        // Keep the thread's policy and nice value (a user's `nice` or `chrt -b` stays); only
+        // the fair policies have slices.
+        // SAFETY: a plain call on the calling thread (0) with no pointers.
+        let policy = unsafe { libc::sched_getscheduler(0) };
+        if ![libc::SCHED_OTHER, libc::SCHED_BATCH, libc::SCHED_IDLE].contains(&policy) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::Unsupported,
+                "a slice for a thread outside the fair scheduling policies",
+            ));
+        }
+        // SAFETY: as above; on Linux `PRIO_PROCESS` with 0 names the calling thread.
+        let nice = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
+        let attr = SchedAttr {
+            size: std::mem::size_of::<SchedAttr>() as u32,
+            policy: policy as u32,
+            flags: 0,
+            nice,
+            priority: 0,
+            runtime: u64::try_from(slice.as_nanos()).unwrap_or(u64::MAX),
+            deadline: 0,
+            period: 0,
+        };
+        // SAFETY: `attr` is a valid, initialised sched_attr of the size it states, which the
+        // kernel only reads; pid 0 = the calling thread; flags 0.
+        let rc = unsafe { libc::syscall(libc::SYS_sched_setattr, 0, &raw const attr, 0) };
+        if rc == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
     }
 
     pub(super) fn pin_current_thread(cpu: u32) -> std::io::Result<()> {
@@ -96,6 +147,10 @@ mod imp {
     pub(super) fn pin_current_thread(_cpu: u32) -> std::io::Result<()> {
         Err(std::io::Error::new(std::io::ErrorKind::Unsupported, "pinning threads to CPUs"))
     }
+
+    pub(super) fn set_thread_slice(_slice: std::time::Duration) -> std::io::Result<()> {
+        Err(std::io::Error::new(std::io::ErrorKind::Unsupported, "scheduler slices"))
+    }
 }
 
 #[cfg(all(test, target_os = "linux"))]
@@ -106,6 +161,20 @@ mod tests {
         assert!(soft >= 1024, "soft limit {soft}");
         // Idempotent: already at the hard limit.
         assert_eq!(super::raise_fd_limit(), Some(soft));
+    }
+
+    #[test]
+    fn a_thread_may_ask_for_a_short_slice() {
+        let t = std::thread::spawn(|| {
+            // SAFETY: a plain call on the calling thread.
+            unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 3) };
+            let r = super::set_thread_slice(std::time::Duration::from_micros(500));
+            // SAFETY: as above.
+            (r, unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) })
+        });
+        let (r, nice) = t.join().expect("thread");
+        r.expect("sched_setattr with a slice");
+        assert_eq!(nice, 3, "the thread's nice value is kept");
     }
 
     #[test]

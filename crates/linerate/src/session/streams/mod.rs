@@ -201,6 +201,10 @@ pub struct StreamSet {
     pair_cpus: Vec<u32>,
     /// Stream threads placed by the pairing.
     paired: u32,
+    /// The slice paired TCP receivers ask for (`plan::affinity::receiver_slice`).
+    receiver_slice: Option<std::time::Duration>,
+    /// Paired receivers whose slice request the kernel accepted.
+    sliced: Arc<std::sync::atomic::AtomicU32>,
     /// `--crr` on the client: how a transaction connects, and the test's cookie for hellos.
     crr_connect: Option<(crate::traffic::rr_crr::Connector, linerate_proto::wire::Cookie)>,
     /// The channel of the `--crr` stream being added on the server, for its `LocalStream`.
@@ -320,6 +324,12 @@ impl StreamSet {
             unpinned: Arc::default(),
             pair_cpus: spec.pair_cpus.clone(),
             paired: 0,
+            receiver_slice: crate::plan::affinity::receiver_slice(
+                &spec.pair_cpus,
+                spec.stream_plan().len(),
+                spec.window_bytes.is_some(),
+            ),
+            sliced: Arc::default(),
             crr_connect: None,
             pending_transactions: None,
         })

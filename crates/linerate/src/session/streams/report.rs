@@ -83,6 +83,10 @@ impl StreamSet {
             cpus: self.cpus.clone(),
             unpinned: self.unpinned.load(std::sync::atomic::Ordering::Relaxed),
             paired_cpus: if self.paired > 0 { self.pair_cpus.clone() } else { Vec::new() },
+            receiver_slice_us: self
+                .receiver_slice
+                .filter(|_| self.sliced.load(std::sync::atomic::Ordering::Relaxed) > 0)
+                .map(|d| d.as_micros() as u64),
             notsent_lowat: self.unsent.report(),
         }
     }

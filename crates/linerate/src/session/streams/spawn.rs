@@ -101,7 +101,15 @@ impl StreamSet {
         let read = spec.read_size() as usize;
         let name = format!("lr-{}-{id}", if role == StreamRole::Sender { "tx" } else { "rx" });
         let cpu = self.bulk_cpu(id);
+        let paired = cpu.is_some() && self.cpus.is_empty();
+        let slice = self.receiver_slice.filter(|_| paired && role == StreamRole::Receiver);
+        let sliced = self.sliced.clone();
         let body = move || {
+            if let Some(s) = slice
+                && crate::sys::set_thread_slice(s).is_ok()
+            {
+                sliced.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
             // Everything a stream needs is ready before the gate opens, so streams released
             // together (a fleet's hosts) reach their first byte together.
             let buf = match role {
