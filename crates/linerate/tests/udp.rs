@@ -96,11 +96,13 @@ fn gro_by_default_gso_at_every_size_and_every_datagram_accounted() {
         assert_eq!(u["gso"], true, "{args:?}: the sender segments at {size} B: {u}");
         let rx = &streams(&doc, "server_results")[0]["udp_receiver"];
         assert_eq!(rx["gro"], extra.is_none(), "{args:?}");
-        // Unpaced: the receiver batched its wake-ups with naps of at most 200 µs (the
-        // granted buffer, megabytes on loopback, allows the longest at these rates).
-        let nap = rx["nap_us_max"].as_u64().unwrap_or_else(|| panic!("{args:?}: naps: {rx}"));
-        assert!((20..=200).contains(&nap), "{args:?}: {rx}");
-        assert_eq!(u["nap_us_max"], nap, "{args:?}: the direction's longest nap");
+        // Unpaced: a receiver that drained its socket napped, 20–200 µs at a time, and the
+        // direction names its longest nap. One that never drained it (a receiver too slow
+        // for the sender, as on a busy machine) never napped, so the nap may be absent.
+        if let Some(nap) = rx["nap_us_max"].as_u64() {
+            assert!((20..=200).contains(&nap), "{args:?}: {rx}");
+        }
+        assert_eq!(u["nap_us_max"], rx["nap_us_max"], "{args:?}: the direction's longest nap");
         assert!(n(u, "sent") > 10_000, "{args:?}: {u}");
         assert_eq!(n(u, "received") + n(u, "lost"), n(u, "sent"), "{args:?}: {u}");
         assert_eq!(n(u, "duplicates") + n(u, "invalid"), 0, "{args:?}: {u}");
