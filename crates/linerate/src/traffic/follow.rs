@@ -6,14 +6,40 @@
 
 use std::time::{Duration, Instant};
 
+/// A flow's rate measured over windows of [`RateFollower::WINDOW`]: what the followers here
+/// and an unpaced UDP receiver's naps (`udp::receive`) are computed from.
+#[derive(Debug)]
+pub struct RateWindow {
+    start: Instant,
+    bytes_at: u64,
+}
+
+impl RateWindow {
+    /// A window starting `now` at a byte total of 0.
+    pub fn new(now: Instant) -> Self {
+        Self { start: now, bytes_at: 0 }
+    }
+
+    /// Feeds the flow's running byte total; once a window is over, the bytes it carried and
+    /// its length, and the next window starts.
+    pub fn sample(&mut self, total: u64, now: Instant) -> Option<(u64, Duration)> {
+        let elapsed = now.saturating_duration_since(self.start);
+        if elapsed < RateFollower::WINDOW {
+            return None;
+        }
+        let bytes = total.saturating_sub(self.bytes_at);
+        (self.start, self.bytes_at) = (now, total);
+        Some((bytes, elapsed))
+    }
+}
+
 /// Re-measures a flow's rate every [`RateFollower::WINDOW`] and proposes `span` of it.
 #[derive(Debug)]
 pub struct RateFollower {
     span: Duration,
     min: u32,
     max: u32,
-    window_start: Instant,
-    bytes_at: u64,
+    window: RateWindow,
     current: u32,
 }
 
@@ -24,21 +50,16 @@ impl RateFollower {
     /// A follower whose value is `current` now, proposing `span` of the rate within
     /// `min..=max`.
     pub fn new(now: Instant, current: u32, span: Duration, min: u32, max: u32) -> Self {
-        Self { span, min, max, window_start: now, bytes_at: 0, current }
+        Self { span, min, max, window: RateWindow::new(now), current }
     }
 
     /// Feeds the flow's running byte total; once a window is over, the value its rate asks
     /// for if that differs from the current one by more than a quarter. The caller applies
     /// it and then [`RateFollower::keep`]s it.
     pub fn propose(&mut self, total: u64, now: Instant) -> Option<u32> {
-        let elapsed = now.saturating_duration_since(self.window_start);
-        if elapsed < Self::WINDOW {
-            return None;
-        }
-        let target = span_of_rate(total.saturating_sub(self.bytes_at), elapsed, self.span)
+        let (bytes, elapsed) = self.window.sample(total, now)?;
+        let target = span_of_rate(bytes, elapsed, self.span)
             .clamp(u64::from(self.min), u64::from(self.max)) as u32;
-        self.window_start = now;
-        self.bytes_at = total;
         changed_enough(self.current, target).then_some(target)
     }
 

@@ -20,7 +20,7 @@
 //! socket drained, the receiver sleeps for a short *nap* before reading again instead of
 //! blocking: nobody waits on the socket, the sender's kernel path wakes no one, and the next
 //! read takes many packets at once. The nap is an eighth of the receive buffer's worth of
-//! the rate measured over the last [`RateFollower::WINDOW`], at most [`MAX_NAP`] (so the
+//! the rate measured over the last 50 ms (`RateWindow`), at most [`MAX_NAP`] (so the
 //! queue cannot fill during it; UDP charges a packet's whole buffer against `SO_RCVBUF`,
 //! about twice its bytes), and none below [`MIN_NAP`] or before a rate is known. Measured on
 //! loopback at 1472 B: 37.7 → 64 Gbit/s delivered (median of 4 interleaved runs, naps of
@@ -40,7 +40,7 @@ use linerate_proto::udp::{
 
 use super::{HELLO_PREFIX, UdpShared, UdpSnapshot, ensure_timeouts, is_peer_icmp, is_timeout};
 use crate::sys::udp::{self, MAX_BATCH, RecvMeta};
-use crate::traffic::follow::RateFollower;
+use crate::traffic::follow::RateWindow;
 use crate::traffic::{StreamCounters, TrafficControl};
 
 /// How long past `finishing() + quiet` a receiver keeps reading a peer that does not stop.
@@ -112,9 +112,10 @@ pub fn udp_receive_loop(
     let (count, len) =
         if gro { (GRO_BATCH, GRO_BUF) } else { (MAX_BATCH, opts.datagram_bytes.max(MIN_BUF)) };
     let mut bufs = vec![vec![0u8; len]; count];
-    let mut r = Receiver::new(opts.format, opts.epoch, drop_counter);
-    let buffer = crate::sys::socket::socket_facts(sock).recv_buffer_bytes;
-    r.naps = Naps::new(buffer.filter(|_| opts.nap), Instant::now());
+    // Only an unpaced receiver naps, so only it needs its buffer's size.
+    let buffer = opts.nap.then(|| crate::sys::socket::socket_facts(sock).recv_buffer_bytes);
+    let naps = Naps::new(buffer.flatten(), Instant::now());
+    let mut r = Receiver::new(opts.format, opts.epoch, drop_counter, naps);
     let result = r.run(sock, ctl, counters, shared, &mut bufs, opts.quiet);
     r.meminfo_drops = udp::kernel_drops(sock);
     counters.set_bytes(r.bytes);
@@ -134,8 +135,7 @@ pub fn udp_receive_loop(
 struct Naps {
     /// The receive buffer as read back (Linux's doubled figure); None = never nap.
     buffer: Option<u64>,
-    window_start: Instant,
-    bytes_at: u64,
+    window: RateWindow,
     /// The nap the last window's rate asks for (zero = none).
     nap: Duration,
     longest: Option<Duration>,
@@ -143,17 +143,15 @@ struct Naps {
 
 impl Naps {
     fn new(buffer: Option<u64>, now: Instant) -> Self {
-        Self { buffer, window_start: now, bytes_at: 0, nap: Duration::ZERO, longest: None }
+        Self { buffer, window: RateWindow::new(now), nap: Duration::ZERO, longest: None }
     }
 
     /// After a read of `n` of `batch` buffers with `total` bytes received so far: the nap to
     /// take now, if any (only when the read left the socket drained).
     fn after_read(&mut self, n: usize, batch: usize, total: u64, now: Instant) -> Option<Duration> {
         let buffer = self.buffer?;
-        let elapsed = now.saturating_duration_since(self.window_start);
-        if elapsed >= RateFollower::WINDOW {
-            self.nap = nap_for(buffer, total.saturating_sub(self.bytes_at), elapsed);
-            (self.window_start, self.bytes_at) = (now, total);
+        if let Some((bytes, elapsed)) = self.window.sample(total, now) {
+            self.nap = nap_for(buffer, bytes, elapsed);
         }
         if n >= batch || self.nap.is_zero() {
             return None;
@@ -189,7 +187,7 @@ struct Receiver {
 }
 
 impl Receiver {
-    fn new(format: DatagramFormat, epoch: Instant, drop_counter: bool) -> Self {
+    fn new(format: DatagramFormat, epoch: Instant, drop_counter: bool, naps: Naps) -> Self {
         Self {
             format,
             epoch,
@@ -201,7 +199,7 @@ impl Receiver {
             cmsg_drops: None,
             meminfo_drops: None,
             last: None,
-            naps: Naps::new(None, epoch),
+            naps,
         }
     }
 
@@ -330,6 +328,7 @@ impl Receiver {
 #[cfg(test)]
 mod nap_tests {
     use super::*;
+    use crate::traffic::follow::RateFollower;
 
     #[test]
     fn a_nap_lets_an_eighth_of_the_buffer_fill_within_bounds() {
