@@ -12,6 +12,7 @@ mod campaign;
 mod chart_layout;
 mod cli;
 mod client_text;
+mod crowd;
 mod doctor;
 mod environment;
 mod exit;

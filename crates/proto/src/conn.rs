@@ -19,8 +19,11 @@ pub const STREAMS_TIMEOUT: Duration = Duration::from_secs(10);
 /// Extra connect allowance per data connection.
 pub const PER_STREAM_CONNECT: Duration = Duration::from_millis(10);
 /// How long a held start (a fleet) waits for the coordinator's `go` once every stream is
-/// attached: the coordinator waits for its slowest host, and an idle held test holds a slot.
-pub const HELD_TIMEOUT: Duration = Duration::from_secs(30);
+/// attached: the coordinator waits for its slowest host, and an idle held test holds a slot
+/// for nothing (a server that is full may also preempt it after 1 s). Ten seconds is many
+/// times what a fleet's hosts take to become ready on any network worth testing (their setup
+/// runs in parallel), and a fifth of what the server used to give.
+pub const HELD_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long after the requested duration (plus warm-up) a test may run before it is cut.
 pub const RUN_GRACE: Duration = Duration::from_secs(30);
 /// How long a side waits for the peer's results after sending its own.

@@ -47,6 +47,12 @@ pub const DEFAULT_MAX_BLOCK: u32 = 1 << 20;
 /// Default for [`Limits::max_test_memory`]: 64 MiB per test, so the default 16 tests hold
 /// at most 1 GiB. Fits `-P 128` at the default block (48 MiB) and `-P 32 -l 1M` (40 MiB).
 pub const DEFAULT_MAX_TEST_MEMORY: u64 = 64 << 20;
+/// Default for [`Limits::ipv4_prefix`]: every IPv4 address is a client of its own.
+pub const DEFAULT_IPV4_PREFIX: u8 = 32;
+/// Default for [`Limits::ipv6_prefix`]: a /64 is one client. A host or a customer is handed at
+/// least a /64 and may use any address in it, so counting IPv6 addresses one by one would
+/// give one machine an unlimited supply of "addresses".
+pub const DEFAULT_IPV6_PREFIX: u8 = 64;
 /// What one stream costs its end besides its buffers, counted in a test's memory: the
 /// address space of the stream's thread stack (256 KiB in linerate's driver).
 pub const STREAM_OVERHEAD_BYTES: u64 = 256 << 10;
@@ -188,6 +194,20 @@ pub struct Limits {
     pub max_test_memory: u64,
     /// The server's data plane, for [`test_memory`].
     pub layout: StreamLayout,
+    /// Connections not yet part of a test, from all addresses together (being identified or
+    /// in the handshake); `None` = derived from the process's file limit ([`Budgets`]).
+    pub max_connections: Option<u32>,
+    /// Memory all admitted tests may need together ([`test_cost`]); `None` = derived from the
+    /// address-space limit or the machine's memory ([`Budgets`]).
+    pub max_memory: Option<u64>,
+    /// Threads all admitted tests may use together ([`test_cost`]); `None` = derived
+    /// ([`Budgets`]).
+    pub max_threads: Option<u32>,
+    /// Prefix length that makes one IPv4 client for every per-address limit (32: each address).
+    pub ipv4_prefix: u8,
+    /// Prefix length that makes one IPv6 client (64: a /64, the block one host or one
+    /// customer gets, so the addresses inside it are no free supply).
+    pub ipv6_prefix: u8,
 }
 
 impl Default for Limits {
@@ -215,6 +235,11 @@ impl Default for Limits {
             max_block: DEFAULT_MAX_BLOCK,
             max_test_memory: DEFAULT_MAX_TEST_MEMORY,
             layout: StreamLayout::PER_STREAM,
+            max_connections: None,
+            max_memory: None,
+            max_threads: None,
+            ipv4_prefix: DEFAULT_IPV4_PREFIX,
+            ipv6_prefix: DEFAULT_IPV6_PREFIX,
         }
     }
 }
@@ -233,6 +258,8 @@ impl Limits {
             min_rate: 0,
             max_block: crate::spec::MAX_BLOCK_BYTES,
             max_test_memory: u64::MAX,
+            ipv4_prefix: 32,
+            ipv6_prefix: 128,
             ..Self::default()
         }
     }
@@ -620,6 +647,183 @@ fn si(bits: u64) -> String {
     format!("{v:.2} {unit}")
 }
 
+/// The key every per-address limit counts a client by: its address cut to
+/// [`Limits::ipv4_prefix`] or [`Limits::ipv6_prefix`] bits (an IPv4-mapped IPv6 address counts
+/// as the IPv4 address it carries).
+pub fn client_key(ip: std::net::IpAddr, limits: &Limits) -> std::net::IpAddr {
+    use std::net::IpAddr;
+    match ip {
+        IpAddr::V4(a) => {
+            let bits = u32::from(a) & prefix_mask_32(limits.ipv4_prefix);
+            IpAddr::V4(bits.into())
+        }
+        IpAddr::V6(a) => match a.to_ipv4_mapped() {
+            Some(v4) => client_key(IpAddr::V4(v4), limits),
+            None => {
+                let bits = u128::from(a) & prefix_mask_128(limits.ipv6_prefix);
+                IpAddr::V6(bits.into())
+            }
+        },
+    }
+}
+
+fn prefix_mask_32(prefix: u8) -> u32 {
+    match prefix.min(32) {
+        0 => 0,
+        p => u32::MAX << (32 - u32::from(p)),
+    }
+}
+
+fn prefix_mask_128(prefix: u8) -> u128 {
+    match prefix.min(128) {
+        0 => 0,
+        p => u128::MAX << (128 - u32::from(p)),
+    }
+}
+
+/// What an admitted test takes from the server's totals ([`Budgets`]) until it ends.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TestCost {
+    /// Bytes: [`test_memory`] plus [`SESSION_BYTES`].
+    pub memory: u64,
+    /// Threads: one per stream (or pool worker) plus [`SESSION_THREADS`].
+    pub threads: u32,
+    /// File descriptors: one per data connection, [`TRANSACTION_FDS_PER_STREAM`] more per
+    /// `--crr` stream, and the control connection.
+    pub fds: u32,
+}
+
+/// What a test's session costs the server besides its streams: the session thread's stack
+/// (2 MiB of address space), the interval samples of both ends (at most about 2 MiB, see
+/// docs/SECURITY.md) and the control connection's buffers.
+pub const SESSION_BYTES: u64 = 4 << 20;
+/// Threads a test's session uses besides its streams: the session and, for `--crr`, the
+/// router that hands transactions to their streams.
+pub const SESSION_THREADS: u32 = 2;
+/// Transaction connections one `--crr` stream may have open on the server at once besides
+/// its anchor: the one being answered and the next one arriving (the client runs one
+/// transaction at a time per stream).
+pub const TRANSACTION_FDS_PER_STREAM: u32 = 2;
+
+/// What `spec` takes from the server's totals on an end laid out as `layout`.
+pub fn test_cost(spec: &TestSpec, layout: StreamLayout) -> TestCost {
+    let conns = spec.connection_count();
+    let threads = match spec.rr {
+        Some(_) => conns,
+        None => layout.workers_for(conns, spec.protocol).unwrap_or(conns),
+    };
+    let crr = spec.rr.is_some_and(|rr| rr.connect_each);
+    let transactions = if crr { conns.saturating_mul(TRANSACTION_FDS_PER_STREAM) } else { 0 };
+    TestCost {
+        memory: test_memory(spec, layout).saturating_add(SESSION_BYTES),
+        threads: threads.saturating_add(SESSION_THREADS),
+        fds: conns.saturating_add(transactions).saturating_add(1),
+    }
+}
+
+/// File descriptors kept out of every budget: the listener, the UDP port, epoll, standard
+/// streams, the log file and what libraries open.
+pub const FD_RESERVE: u64 = 64;
+/// Address space kept out of the memory budget when it is derived from `RLIMIT_AS`: the
+/// program and its libraries (about 40 MiB), the allocator's arenas (bounded at start; 64 MiB
+/// of address space each), the threads that are not a test's (front door, UDP acceptor, main)
+/// and the results frames being decoded at once.
+pub const ADDRESS_SPACE_RESERVE: u64 = 512 << 20;
+/// The largest derived total of connections not yet part of a test: each costs a file
+/// descriptor, about 1 KiB of state and at most [`crate::wire::MAX_FRAME_HANDSHAKE`] (64 KiB)
+/// of buffered handshake, so 2048 of them hold at most 128 MiB even when every peer claims a
+/// full-size frame and sends nothing more.
+pub const MAX_DERIVED_CONNECTIONS: u64 = 2048;
+
+/// What the machine and the process's resource limits allow, read by the server at start.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Resources {
+    /// `RLIMIT_NOFILE` (after raising the soft limit to the hard one).
+    pub files: u64,
+    /// `RLIMIT_AS`, if set.
+    pub address_space: Option<u64>,
+    /// Physical memory, if known.
+    pub memory: Option<u64>,
+    /// Threads the process may have: the least of `RLIMIT_NPROC` and the kernel's
+    /// `threads-max`, if known.
+    pub threads: Option<u64>,
+}
+
+/// The server's totals, fixed at start: the operator's settings where given, else derived
+/// from [`Resources`] (see [`Budgets::derive`] for each rule and why).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budgets {
+    /// Connections not yet part of a test, from all addresses.
+    pub connections: u32,
+    /// File descriptors admitted tests may hold together.
+    pub fds: u64,
+    /// Bytes admitted tests may need together.
+    pub memory: u64,
+    /// Threads admitted tests may use together.
+    pub threads: u64,
+}
+
+impl Budgets {
+    /// The totals for `limits` on a machine with `r`:
+    /// - connections not yet part of a test: a quarter of the file descriptors (after
+    ///   [`FD_RESERVE`]), at most [`MAX_DERIVED_CONNECTIONS`], at least 16: a crowd of
+    ///   handshakes never takes the descriptors admitted tests need;
+    /// - admitted tests' descriptors: the rest;
+    /// - memory: `RLIMIT_AS` less [`ADDRESS_SPACE_RESERVE`] when set (thread stacks and buffers
+    ///   are address space, and running out of it aborts the process), else half the
+    ///   machine's memory, else unbounded; never under one test's `--max-test-memory`;
+    /// - threads: half of what the process may start (the rest is for the machine's other
+    ///   work and the server's own threads), at least 64; unbounded when unknown.
+    pub fn derive(limits: &Limits, r: Resources) -> Budgets {
+        let files = r.files.saturating_sub(FD_RESERVE);
+        let derived = (files / 4).clamp(16, MAX_DERIVED_CONNECTIONS);
+        let connections = limits.max_connections.map_or(derived, u64::from);
+        let connections = u32::try_from(connections).unwrap_or(u32::MAX);
+        let memory = limits.max_memory.unwrap_or_else(|| {
+            let derived = match (r.address_space, r.memory) {
+                (Some(a), _) => a.saturating_sub(ADDRESS_SPACE_RESERVE),
+                (None, Some(m)) => m / 2,
+                (None, None) => u64::MAX,
+            };
+            derived.max(limits.max_test_memory.saturating_add(SESSION_BYTES))
+        });
+        let threads = limits
+            .max_threads
+            .map(u64::from)
+            .unwrap_or_else(|| r.threads.map_or(u64::MAX, |t| (t / 2).max(64)));
+        Budgets { connections, fds: files.saturating_sub(u64::from(connections)), memory, threads }
+    }
+
+    /// The refusal for a test costing `cost` while admitted tests already take `used`.
+    pub fn refusal(&self, used: TestCost, cost: TestCost) -> Option<Refusal> {
+        let over = |used: u64, more: u64, total: u64| used.saturating_add(more) > total;
+        let why = if over(used.memory, cost.memory, self.memory) {
+            format!(
+                "running tests already need {} of its {} memory budget (--max-memory) and this \
+                 one needs {}",
+                size(used.memory),
+                size(self.memory),
+                size(cost.memory)
+            )
+        } else if over(used.threads.into(), cost.threads.into(), self.threads) {
+            format!(
+                "running tests already use {} of its {} threads (--max-threads) and this one \
+                 needs {}",
+                used.threads, self.threads, cost.threads
+            )
+        } else if over(used.fds.into(), cost.fds.into(), self.fds) {
+            format!(
+                "running tests already hold {} of the {} file descriptors it keeps for tests \
+                 (its open-file limit) and this one needs {}",
+                used.fds, self.fds, cost.fds
+            )
+        } else {
+            return None;
+        };
+        Some(Refusal::new(LimitKind::Busy, format!("server is busy: {why}; try again later")))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -859,5 +1063,73 @@ mod tests {
         let l = Limits { max_tests: 2, ..Limits::default() };
         assert!(l.busy(1).is_none());
         assert!(l.busy(2).expect("busy").message.contains("at most 2 test(s)"));
+    }
+
+    #[test]
+    fn clients_are_counted_by_prefix_ipv6_per_64_by_default() {
+        let l = Limits::default();
+        let key = |s: &str| client_key(s.parse().expect("address"), &l);
+        assert_eq!(key("2001:db8:1:2:aaaa::1"), key("2001:db8:1:2:ffff::9"), "one /64");
+        assert_ne!(key("2001:db8:1:2::1"), key("2001:db8:1:3::1"), "another /64");
+        assert_ne!(key("127.0.0.1"), key("127.0.0.2"), "IPv4: every address");
+        assert_eq!(key("::ffff:127.0.0.1"), key("127.0.0.1"), "mapped = the IPv4 address");
+        let l24 = Limits { ipv4_prefix: 24, ipv6_prefix: 128, ..l };
+        let key24 = |s: &str| client_key(s.parse().expect("address"), &l24);
+        assert_eq!(key24("10.1.2.3"), key24("10.1.2.200"));
+        assert_ne!(key24("2001:db8::1"), key24("2001:db8::2"), "/128: each address");
+        let l0 = Limits { ipv4_prefix: 0, ipv6_prefix: 0, ..l };
+        assert_eq!(client_key("10.1.2.3".parse().expect("a"), &l0).to_string(), "0.0.0.0");
+    }
+
+    #[test]
+    fn budgets_come_from_the_settings_or_the_process_limits() {
+        let l = Limits::default();
+        let r = Resources {
+            files: 20_000,
+            address_space: Some(2 << 30),
+            memory: Some(24 << 30),
+            threads: Some(100_000),
+        };
+        let b = Budgets::derive(&l, r);
+        assert_eq!(b.connections, 2048, "a quarter of 19,936 fds, capped");
+        assert_eq!(b.fds, 19_936 - 2048);
+        assert_eq!(b.memory, (2 << 30) - ADDRESS_SPACE_RESERVE, "RLIMIT_AS wins over RAM");
+        assert_eq!(b.threads, 50_000);
+        let small = Budgets::derive(&l, Resources { files: 1024, ..r });
+        assert_eq!(small.connections, 240, "(1024 - 64) / 4");
+        let no_as = Budgets::derive(&l, Resources { address_space: None, ..r });
+        assert_eq!(no_as.memory, 12 << 30, "half the machine's memory");
+        let tight = Budgets::derive(&l, Resources { address_space: Some(300 << 20), ..r });
+        assert_eq!(tight.memory, l.max_test_memory + SESSION_BYTES, "one test always fits");
+        let set = Limits {
+            max_connections: Some(100),
+            max_memory: Some(1 << 30),
+            max_threads: Some(500),
+            ..l
+        };
+        let b = Budgets::derive(&set, r);
+        assert_eq!((b.connections, b.memory, b.threads), (100, 1 << 30, 500));
+    }
+
+    #[test]
+    fn a_test_costs_its_streams_session_and_transactions_and_budgets_refuse_past_them() {
+        let spec = TestSpec { streams: 8, ..TestSpec::default_tcp() };
+        let c = test_cost(&spec, StreamLayout::PER_STREAM);
+        assert_eq!((c.threads, c.fds), (10, 9));
+        assert_eq!(c.memory, test_memory(&spec, StreamLayout::PER_STREAM) + SESSION_BYTES);
+        let rr =
+            crate::latency::RrSpec { connect_each: true, ..crate::latency::RrSpec::default_rr() };
+        let crr = TestSpec { streams: 4, rr: Some(rr), ..TestSpec::default_tcp() };
+        assert_eq!(test_cost(&crr, StreamLayout::PER_STREAM).fds, 4 + 8 + 1);
+        let b = Budgets { connections: 10, fds: 20, memory: c.memory * 2, threads: 1000 };
+        assert!(b.refusal(TestCost::default(), c).is_none());
+        let r = b.refusal(c, c).map(|r| r.message);
+        assert!(r.is_none(), "two fit exactly: {r:?}");
+        let used = TestCost { memory: c.memory * 2, ..c };
+        let r = b.refusal(used, c).expect("memory full");
+        assert_eq!(r.kind, LimitKind::Busy);
+        assert!(r.message.contains("(--max-memory)"), "{r}");
+        let r = b.refusal(TestCost { fds: 15, ..TestCost::default() }, c).expect("fds");
+        assert!(r.message.contains("file descriptors"), "{r}");
     }
 }

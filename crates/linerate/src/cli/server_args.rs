@@ -96,6 +96,28 @@ pub struct LimitArgs {
     /// 4 KiB per stream [default: 64M].
     #[arg(long = "max-test-memory", value_name = "SIZE", value_parser = size, help_heading = "Limits")]
     pub max_test_memory: Option<ByteCount>,
+    /// Connections not yet part of a test, from all addresses together; when full, a new
+    /// connection takes the place of the oldest from the address holding the most
+    /// [default: a quarter of the open-file limit, at most 2048].
+    #[arg(long = "max-connections", value_name = "N", help_heading = "Limits")]
+    pub max_connections: Option<u32>,
+    /// Memory all running tests may need together (each test's --max-test-memory estimate
+    /// plus 4 MiB) [default: the address-space limit (ulimit -v) less 512 MiB, else half the
+    /// machine's memory].
+    #[arg(long = "max-memory", value_name = "SIZE", value_parser = size, help_heading = "Limits")]
+    pub max_memory: Option<ByteCount>,
+    /// Threads all running tests may use together (a stream or pool worker each, plus 2 per
+    /// test) [default: half of what the process may start].
+    #[arg(long = "max-threads", value_name = "N", help_heading = "Limits")]
+    pub max_threads: Option<u32>,
+    /// IPv4 addresses that share this many leading bits count as one client for every
+    /// per-address limit [default: 32].
+    #[arg(long = "ipv4-prefix", value_name = "BITS", help_heading = "Limits")]
+    pub ipv4_prefix: Option<u8>,
+    /// IPv6 addresses that share this many leading bits count as one client (a /64 is one
+    /// host or customer) [default: 64].
+    #[arg(long = "ipv6-prefix", value_name = "BITS", help_heading = "Limits")]
+    pub ipv6_prefix: Option<u8>,
     /// End a running test when no stream moved a byte for this long (a stopped or silent
     /// peer whose connections stay up); also the window --min-rate is averaged over
     /// [default: 10 s].
@@ -199,6 +221,11 @@ impl LimitArgs {
             allow: self.allow.clone(),
             log_format: self.log_format,
             threads: self.threads,
+            max_connections: self.max_connections,
+            max_memory: self.max_memory.map(|b| SizeItem(Some(b.bytes()))),
+            max_threads: self.max_threads,
+            ipv4_prefix: self.ipv4_prefix,
+            ipv6_prefix: self.ipv6_prefix,
         }
     }
 }

@@ -66,6 +66,16 @@ pub struct ServerSettings {
     pub log_format: Option<LogFormat>,
     /// `--threads`: how the server serves a test's TCP streams.
     pub threads: Option<crate::plan::threads::Threads>,
+    /// `--max-connections`: connections not yet part of a test, all addresses together.
+    pub max_connections: Option<u32>,
+    /// `--max-memory`: memory all admitted tests may need together.
+    pub max_memory: Option<SizeItem>,
+    /// `--max-threads`: threads all admitted tests may use together.
+    pub max_threads: Option<u32>,
+    /// `--ipv4-prefix`: IPv4 addresses sharing this many leading bits are one client.
+    pub ipv4_prefix: Option<u8>,
+    /// `--ipv6-prefix`: IPv6 addresses sharing this many leading bits are one client.
+    pub ipv6_prefix: Option<u8>,
 }
 
 /// How the server writes its log lines.
@@ -209,6 +219,11 @@ impl ServerSettings {
             allow: self.allow.or(fallback.allow),
             log_format: self.log_format.or(fallback.log_format),
             threads: self.threads.or(fallback.threads),
+            max_connections: self.max_connections.or(fallback.max_connections),
+            max_memory: self.max_memory.or(fallback.max_memory),
+            max_threads: self.max_threads.or(fallback.max_threads),
+            ipv4_prefix: self.ipv4_prefix.or(fallback.ipv4_prefix),
+            ipv6_prefix: self.ipv6_prefix.or(fallback.ipv6_prefix),
         }
     }
 
@@ -315,6 +330,42 @@ impl ServerSettings {
             l.max_test_memory = m.0.filter(|m| *m > 0).ok_or_else(|| {
                 "max_test_memory (--max-test-memory) must be more than 0".to_string()
             })?;
+        }
+        self.totals(l)
+    }
+
+    /// The server's totals and what makes one client.
+    fn totals(&self, l: &mut Limits) -> Result<(), String> {
+        if let Some(n) = self.max_connections {
+            if n == 0 {
+                return Err("max_connections (--max-connections) must be at least 1".into());
+            }
+            l.max_connections = Some(n);
+        }
+        if let Some(m) = self.max_memory {
+            let m = m.0.filter(|m| *m >= l.max_test_memory).ok_or_else(|| {
+                "max_memory (--max-memory) must be at least --max-test-memory (one test must fit)"
+                    .to_string()
+            })?;
+            l.max_memory = Some(m);
+        }
+        if let Some(n) = self.max_threads {
+            if n < 4 {
+                return Err("max_threads (--max-threads) must be at least 4".into());
+            }
+            l.max_threads = Some(n);
+        }
+        if let Some(p) = self.ipv4_prefix {
+            if !(8..=32).contains(&p) {
+                return Err("ipv4_prefix (--ipv4-prefix) must be 8..=32".into());
+            }
+            l.ipv4_prefix = p;
+        }
+        if let Some(p) = self.ipv6_prefix {
+            if !(16..=128).contains(&p) {
+                return Err("ipv6_prefix (--ipv6-prefix) must be 16..=128".into());
+            }
+            l.ipv6_prefix = p;
         }
         Ok(())
     }

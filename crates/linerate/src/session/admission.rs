@@ -1,4 +1,5 @@
-//! Per-client-address bookkeeping for the server's limits: connections from one address that
+//! Per-client bookkeeping for the server's limits (a client is an address cut to
+//! `--ipv4-prefix`/`--ipv6-prefix` bits: an IPv6 /64 by default): connections from one address that
 //! are not yet part of a test, the tests (and doctor sessions) it holds, and a token bucket of
 //! new tests per address.
 //!
@@ -29,7 +30,11 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use linerate_proto::limits::client_key;
 use linerate_proto::{LimitKind, Limits, Refusal};
+
+/// How long a client that held a slot without paying for it holds one test at a time.
+pub(crate) const PENALTY: Duration = Duration::from_secs(60);
 
 /// Above this many remembered addresses, idle ones are forgotten.
 const PRUNE_ABOVE: usize = 4096;
@@ -42,8 +47,20 @@ struct Client {
     expected: u32,
     /// Tests and doctor sessions this address holds (running or queued).
     held: u32,
+    /// Connections its running `--crr` tests may have waiting over the pending cap: each
+    /// transaction is a new connection, and a `-P 128` test opens 128 at once.
+    transactions: u32,
     tokens: f64,
     refilled: Instant,
+    /// Until then the client holds one test at a time: a test of its held a slot without
+    /// paying for it ([`Admission::penalize`]).
+    penalty_until: Option<Instant>,
+}
+
+impl Client {
+    fn penalized(&self, now: Instant) -> bool {
+        self.penalty_until.is_some_and(|t| now < t)
+    }
 }
 
 /// Admission state shared by every connection of one server.
@@ -109,6 +126,22 @@ pub(crate) struct Share {
 impl Drop for Share {
     fn drop(&mut self) {
         self.admission.update(self.ip, |c| c.held = c.held.saturating_sub(1));
+    }
+}
+
+/// A running `--crr` test's allowance of transaction connections (see
+/// [`Admission::allow_transactions`]).
+#[derive(Debug)]
+pub(crate) struct Transactions {
+    admission: Arc<Admission>,
+    ip: IpAddr,
+    n: u32,
+}
+
+impl Drop for Transactions {
+    fn drop(&mut self) {
+        let n = self.n;
+        self.admission.update(self.ip, |c| c.transactions = c.transactions.saturating_sub(n));
     }
 }
 
@@ -182,9 +215,10 @@ impl Admission {
     pub(crate) fn open(self: &Arc<Self>, ip: IpAddr) -> Result<Pending, Refusal> {
         let max = self.limits.max_client_connections;
         let admitted = self.update(ip, |c| {
-            let ok = max == 0 || c.pending < max || c.expected > 0;
+            let cap = max.saturating_add(c.transactions);
+            let ok = max == 0 || c.pending < cap || c.expected > 0;
             if ok {
-                if max > 0 && c.pending >= max {
+                if max > 0 && c.pending >= cap {
                     c.expected -= 1;
                 }
                 c.pending += 1;
@@ -211,17 +245,52 @@ impl Admission {
         Expected { admission: self.clone(), ip, n }
     }
 
-    /// Counts one more test (or doctor session) held by `ip`, or says it holds its share.
+    /// A running `--crr` test from `ip` opens a connection per transaction, up to `n` at
+    /// once: until the guard drops (the test ended), `n` more may wait over the pending cap.
+    /// Unlike [`Admission::expect`] this is a standing allowance, bounded by the test's own
+    /// streams and counted in the server's descriptor budget (`TestCost::fds`).
+    pub(crate) fn allow_transactions(self: &Arc<Self>, ip: IpAddr, n: u32) -> Transactions {
+        self.update(ip, |c| c.transactions = c.transactions.saturating_add(n));
+        Transactions { admission: self.clone(), ip, n }
+    }
+
+    /// Counts one more test (or doctor session) held by `ip`, or says it holds its share
+    /// (one test while it is penalized).
     pub(crate) fn take_share(self: &Arc<Self>, ip: IpAddr) -> Result<Share, Refusal> {
         let limits = &self.limits;
-        self.update(ip, |c| match limits.share_refusal(c.held) {
-            Some(r) => Err(r),
-            None => {
-                c.held += 1;
-                Ok(())
+        let now = Instant::now();
+        self.update(ip, |c| {
+            if c.penalized(now) && c.held >= 1 {
+                let left = c.penalty_until.map_or(0.0, |t| (t - now).as_secs_f64().ceil());
+                return Err(Refusal::new(
+                    LimitKind::ClientRate,
+                    format!(
+                        "a test from this address held a slot without moving data (at least half of \
+                         --min-rate), so it may hold one test at a time for {left:.0} s more, and \
+                         it holds one"
+                    ),
+                ));
+            }
+            match limits.share_refusal(c.held) {
+                Some(r) => Err(r),
+                None => {
+                    c.held += 1;
+                    Ok(())
+                }
             }
         })?;
         Ok(Share { admission: self.clone(), ip })
+    }
+
+    /// A test from `ip` held a slot without paying for it (it moved less than half of
+    /// `--min-rate` over the time it held the slot: a held start whose `go` never came,
+    /// streams that never connected, a test that sent next to nothing): for
+    /// [`PENALTY`] the client may hold one test at a time. Without this, a few addresses
+    /// that each cycle their share of such tests keep every slot taken for free; with it,
+    /// they hold one slot each, and a legitimate client that failed once is slowed, not
+    /// refused.
+    pub(crate) fn penalize(&self, ip: IpAddr, now: Instant) {
+        self.update(ip, |c| c.penalty_until = Some(now + PENALTY));
     }
 
     /// Takes one new-test token for `ip`, or says when the next one is due.
@@ -257,18 +326,30 @@ impl Admission {
     }
 
     /// Applies `f` to `ip`'s entry (created full), dropping entries with nothing to remember.
+    /// The entry is the client's: `ip` cut to the configured prefix (`client_key`), so the
+    /// addresses of one IPv6 /64 share one count.
     fn update<R>(&self, ip: IpAddr, f: impl FnOnce(&mut Client) -> R) -> R {
+        let ip = client_key(ip, &self.limits);
         let mut map = self.clients.lock().unwrap_or_else(|e| e.into_inner());
         let cap = f64::from(self.limits.max_client_tests_per_minute);
         let c = map.entry(ip).or_insert_with(|| Client {
             pending: 0,
             expected: 0,
             held: 0,
+            transactions: 0,
             tokens: cap,
             refilled: Instant::now(),
+            penalty_until: None,
         });
         let r = f(c);
-        if c.pending == 0 && c.expected == 0 && c.held == 0 && c.tokens >= cap {
+        let now = Instant::now();
+        if c.pending == 0
+            && c.expected == 0
+            && c.held == 0
+            && c.transactions == 0
+            && c.tokens >= cap
+            && !c.penalized(now)
+        {
             map.remove(&ip);
         }
         if map.len() > PRUNE_ABOVE {
@@ -277,6 +358,8 @@ impl Admission {
                 c.pending > 0
                     || c.expected > 0
                     || c.held > 0
+                    || c.transactions > 0
+                    || c.penalized(now)
                     || c.refilled.elapsed() < Duration::from_secs(60)
             });
         }
@@ -366,5 +449,30 @@ mod tests {
         for _ in 0..1000 {
             a.take_test_token(ip(1), Instant::now()).expect("no cap");
         }
+    }
+
+    #[test]
+    fn one_ipv6_64_is_one_client_for_every_count() {
+        let a = Admission::new(Limits { max_client_connections: 2, ..Limits::default() });
+        let v6 = |last: u16| IpAddr::from([0x2001, 0xdb8, 0, 7, 0, 0, 0, last]);
+        let _p: Vec<_> = (1..=2).map(|i| a.open(v6(i)).expect("two")).collect();
+        assert!(a.open(v6(3)).is_err(), "a third address of the same /64 is over the cap");
+        let other = IpAddr::from([0x2001, 0xdb8, 0, 8, 0, 0, 0, 1]);
+        let _o = a.open(other).expect("another /64 is another client");
+    }
+
+    #[test]
+    fn a_penalized_client_holds_one_test_at_a_time_for_a_while() {
+        let a = Admission::new(Limits { max_tests: 16, ..Limits::default() });
+        let t0 = Instant::now();
+        a.penalize(ip(1), t0);
+        let one = a.take_share(ip(1)).expect("one test");
+        let err = a.take_share(ip(1)).expect_err("only one while penalized");
+        assert!(err.message.contains("one test at a time"), "{err}");
+        let _others: Vec<_> = (0..4).map(|_| a.take_share(ip(2)).expect("others: 4")).collect();
+        drop(one);
+        let _again = a.take_share(ip(1)).expect("its one place is back");
+        a.update(ip(1), |c| c.penalty_until = Some(t0));
+        let _second = a.take_share(ip(1)).expect("the penalty ended: its share is 4 again");
     }
 }

@@ -35,7 +35,7 @@ use crate::session::{Interrupt, Quiet};
 /// The longest the coordinator waits for every host to be ready, counted from the start of
 /// setup; kept below the servers' own wait for `go` ([`linerate_proto::HELD_TIMEOUT`]), so a
 /// server never gives up on a fleet that is still gathering.
-pub const SETUP_LIMIT: Duration = Duration::from_secs(25);
+pub const SETUP_LIMIT: Duration = Duration::from_secs(9);
 
 /// How often the coordinator looks at the interrupt counter while hosts get ready.
 const POLL: Duration = Duration::from_millis(20);

@@ -13,6 +13,7 @@ pub mod doctor;
 mod doctor_echo;
 pub mod fleet;
 pub mod fleet_runs;
+mod front;
 pub mod iperf3;
 pub mod log_limit;
 pub mod matrix;

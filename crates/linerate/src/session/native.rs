@@ -5,6 +5,7 @@
 //! gets here is in `server.rs`.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender, TryRecvError, channel};
 use std::time::{Duration, Instant};
 
@@ -16,14 +17,15 @@ use linerate_proto::wire::{AbortReason, Cookie, DataHello, TRANSACTION_FLAG};
 use linerate_proto::{ProtoError, TestSpec};
 
 use crate::record::canonical;
+use crate::session::front::Greeted;
 use crate::session::pump;
 use crate::session::served::ServedTest;
-use crate::session::server::{Accepted, DataConn, DataSock, Registration, Shared};
-use crate::session::{Clock, ControlChannel, End, SOFTWARE, StreamSet, random_nonce};
+use crate::session::server::{DataConn, DataSock, Registration, Shared};
+use crate::session::{Clock, ControlChannel, End, StreamSet};
 use crate::sys;
 
 struct Session<'a> {
-    t: ServedTest<'a>,
+    t: ServedTest,
     /// The server address the client reached (UDP stream sockets bind to it).
     local_ip: IpAddr,
     /// Round trip of the control connection when it opened.
@@ -47,21 +49,15 @@ struct Waiting {
     position: u32,
 }
 
-pub(crate) fn run_session(c: Accepted, first: [u8; 8], shared: &Shared) {
-    let (stream, peer) = (c.sock, c.peer);
-    let clock = Clock::new();
-    let mut conn = match &shared.access.psk {
-        None => ServerConn::new(SOFTWARE, clock.now()),
-        Some(key) => match random_nonce() {
-            Ok(nonce) => ServerConn::with_psk(SOFTWARE, clock.now(), key.clone(), nonce),
-            Err(e) => return shared.reject(peer, format!("{e:#}")),
-        },
-    };
+/// Serves a control connection the front door greeted and admitted (or queued): acts on its
+/// request, then runs the test.
+pub(crate) fn run_admitted(g: Greeted<ServerConn>, shared: &Arc<Shared>) {
+    let Greeted { sock: stream, machine: mut conn, clock, test, event, unsent } = g;
     let local_ip = stream
         .local_addr()
         .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |a| crate::record::canonical(a).ip());
     let mut s = Session {
-        t: ServedTest::new(shared, peer, c.pending),
+        t: test,
         local_ip,
         rtt: sys::tcp_internals(&stream).map(|t| Duration::from_micros(t.rtt_us.into())),
         cookie: [0; 16],
@@ -71,8 +67,9 @@ pub(crate) fn run_session(c: Accepted, first: [u8; 8], shared: &Shared) {
         echo: None,
     };
     let result = ControlChannel::new(stream).and_then(|mut ctrl| {
-        let r = conn.handle_input(&first, clock.now()).map_err(anyhow::Error::from);
-        let r = r.and_then(|_| s.pump(&mut ctrl, &mut conn, &clock));
+        let r = if unsent.is_empty() { Ok(()) } else { ctrl.send(&unsent) };
+        let r = r.and_then(|()| s.on_event(event, &mut conn, &clock));
+        let r = r.and_then(|()| s.pump(&mut ctrl, &mut conn, &clock));
         if let Err(e) = &r {
             if !matches!(
                 e.downcast_ref::<ProtoError>(),

@@ -14,21 +14,28 @@
 //! however long it asked for.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 use linerate_proto::limits::requested_rate;
+use linerate_proto::limits::{TRANSACTION_FDS_PER_STREAM, TestCost};
 use linerate_proto::{Machine, RUN_GRACE, Refusal, SideResults, TestSpec};
 
-use crate::session::admission::{Expected, Pending, Place, Share, Ticket};
+use crate::session::admission::{Expected, Pending, Place, Share, Ticket, Transactions};
 use crate::session::pump::{self, Turn, Wait};
 use crate::session::server::{Admitted, DoctorSlot, ServerNote, Shared};
 use crate::session::test_log::TestLogLine;
 use crate::session::{Clock, ControlChannel, SOFTWARE, StreamSet};
 
+/// A slot held this briefly costs nothing (a test refused or failed at once): cycling such
+/// tests is bounded by the per-address test rate, 2 a second, so 4 addresses keep at most
+/// 2 slots busy with them.
+const FREE_HOLD: Duration = Duration::from_millis(250);
+
 /// A served test's state.
-pub(crate) struct ServedTest<'a> {
-    pub(crate) shared: &'a Shared,
+pub(crate) struct ServedTest {
+    pub(crate) shared: Arc<Shared>,
     /// Server-local number; 0 until the test is accepted.
     pub(crate) test: u64,
     pub(crate) peer: SocketAddr,
@@ -47,20 +54,35 @@ pub(crate) struct ServedTest<'a> {
     /// One of its address's test places, held from the request to the end.
     share: Option<Share>,
     /// A doctor session's slot.
-    doctor: Option<DoctorSlot<'a>>,
+    doctor: Option<DoctorSlot>,
     /// Lets its data connections past the per-address cap until the test starts.
     expected: Option<Expected>,
+    /// `--crr`: lets its transaction connections past the per-address cap while it runs.
+    transactions: Option<Transactions>,
     /// For the log line: the client's software, its spec and when it was admitted.
     software: String,
     spec: Option<TestSpec>,
     admitted: Instant,
     /// The rate it asked for, counted against `--max-total-bitrate` while it runs.
     rate: u64,
+    /// What it takes from the server's totals while it runs.
+    cost: TestCost,
+    /// Set when a later test preempted it before it started (its slot is that test's now).
+    preempted: Arc<std::sync::atomic::AtomicBool>,
+    /// Its slot, rate and cost were given back (`finish`, or the drop of a test whose
+    /// session never ran).
+    ended: bool,
 }
 
-impl<'a> ServedTest<'a> {
+impl Drop for ServedTest {
+    fn drop(&mut self) {
+        self.end();
+    }
+}
+
+impl ServedTest {
     /// A connection from `peer` that has not asked for a test yet.
-    pub(crate) fn new(shared: &'a Shared, peer: SocketAddr, pending: Pending) -> Self {
+    pub(crate) fn new(shared: Arc<Shared>, peer: SocketAddr, pending: Pending) -> Self {
         Self {
             shared,
             test: 0,
@@ -76,10 +98,22 @@ impl<'a> ServedTest<'a> {
             share: None,
             doctor: None,
             expected: None,
+            transactions: None,
             software: String::new(),
             spec: None,
             admitted: Instant::now(),
             rate: 0,
+            cost: TestCost::default(),
+            preempted: Arc::default(),
+            ended: false,
+        }
+    }
+
+    /// Gives back the admitted test's slot, rate and cost, once.
+    fn end(&mut self) {
+        if self.test != 0 && !std::mem::replace(&mut self.ended, true) {
+            let slot = !self.preempted.load(std::sync::atomic::Ordering::SeqCst);
+            self.shared.end_test(self.test, self.rate, self.cost, slot);
         }
     }
 
@@ -91,14 +125,22 @@ impl<'a> ServedTest<'a> {
         spec: &TestSpec,
         can_queue: bool,
     ) -> Result<Option<Place>, Refusal> {
+        if self.test != 0 {
+            return Ok(None);
+        }
         if self.share.is_none() {
             // A full server says so first: the share matters only while slots are free.
             let share = self.shared.admission.take_share(self.peer.ip());
             self.share = Some(share.map_err(|r| self.shared.busy_now().unwrap_or(r))?);
         }
         match self.shared.admit(spec, self.peer.ip(), &mut self.ticket, can_queue)? {
-            Admitted::Run(test) => {
+            Admitted::Run(test, cost, preempted) => {
                 self.test = test;
+                self.cost = cost;
+                self.preempted = preempted;
+                // The progress floor counts from here: a test pays for its slot from the
+                // moment it takes it, whether or not it has started.
+                self.window = (Instant::now(), 0);
                 self.rate = requested_rate(spec).unwrap_or(0);
                 self.admitted = Instant::now();
                 self.pending = None;
@@ -125,6 +167,10 @@ impl<'a> ServedTest<'a> {
         self.streams = Some(streams);
         let adm = &self.shared.admission;
         self.expected = Some(adm.expect(self.peer.ip(), spec.connection_count()));
+        if spec.rr.is_some_and(|rr| rr.connect_each) {
+            let n = spec.connection_count().saturating_mul(TRANSACTION_FDS_PER_STREAM);
+            self.transactions = Some(adm.allow_transactions(self.peer.ip(), n));
+        }
         (self.software, self.spec) = (client.clone(), Some(spec.clone()));
         (self.shared.notes)(&ServerNote::TestAccepted {
             test: self.test,
@@ -142,10 +188,10 @@ impl<'a> ServedTest<'a> {
     /// Every stream is attached: starts them.
     pub(crate) fn start(&mut self) {
         self.expected = None;
+        self.shared.started(self.test);
         self.note_overlap();
         let now = self.streams.as_mut().map_or_else(Instant::now, StreamSet::start);
         self.progress = (now, 0);
-        self.window = (now, 0);
     }
 
     /// The most other tests running at once, so far.
@@ -207,6 +253,20 @@ impl<'a> ServedTest<'a> {
         Some(results)
     }
 
+    /// True if the test moved at least half of `--min-rate` over the whole time it held its
+    /// slot (the running test's floor, applied from admission to the end); see
+    /// `Admission::penalize` for what a test that did not costs its client.
+    fn paid(&self) -> bool {
+        if self.spec.as_ref().is_some_and(|s| s.rr.is_some()) {
+            // Request/response tests move few bytes by design; what they pay in is
+            // transactions, which the byte floor does not count.
+            return true;
+        }
+        let moved = self.streams.as_ref().map_or(0, StreamSet::total_bytes);
+        let held = self.admitted.elapsed();
+        held < FREE_HOLD || self.shared.admission.limits.progress_refusal(moved, held).is_none()
+    }
+
     /// Ends the test however it went: stops the streams, keeps partial figures and reports.
     pub(crate) fn finish(mut self, result: Result<()>) {
         let overlap = self.note_overlap();
@@ -222,7 +282,10 @@ impl<'a> ServedTest<'a> {
             }
             return;
         }
-        self.shared.end_test(self.rate);
+        self.end();
+        if !self.paid() {
+            self.shared.admission.penalize(self.peer.ip(), Instant::now());
+        }
         let summary = TestLogLine::new(
             std::mem::take(&mut self.software),
             self.spec.take(),
@@ -252,7 +315,7 @@ pub(crate) fn for_peer(mut results: SideResults) -> SideResults {
     results
 }
 
-impl ServedTest<'_> {
+impl ServedTest {
     /// One turn of a server session's loop: flushes the machine's output, stops on shutdown,
     /// waits for control input (or the next sample tick) and feeds it in. Returns false once
     /// the machine has finished. `eager` shortens the wait (while data connections arrive).
@@ -268,6 +331,14 @@ impl ServedTest<'_> {
         {
             pump::flush(ctrl, m);
             bail!("{why}");
+        }
+        if self.preempted.load(std::sync::atomic::Ordering::SeqCst) {
+            bail!(
+                "preempted: every slot of the server was held and this test had held one for \
+                 {:.1} s without starting (its streams never all connected, or a held start's \
+                 go never came); the slot went to a test that was ready to run",
+                self.held()
+            );
         }
         if let Some(set) = &self.streams {
             ctrl.streams_running(set.len());

@@ -1,54 +1,67 @@
 //! The server driver: one listener, many concurrent tests.
 //!
-//! Every accepted connection gets a short-lived thread that reads its first bytes (within
-//! [`CLASSIFY_TIMEOUT`]) to tell a control connection from a data connection, and linerate
-//! from iperf3: linerate connections start with a binary magic (first byte 0x89), iperf3
-//! connections with a 37-byte printable cookie. A control connection becomes a test session on
-//! that thread; a data connection is handed, by its cookie, to the session that owns it. An
-//! iperf3 cookie that no running test owns starts a new iperf3 session (iperf3 data and control
-//! connections look alike; only the cookie tells them apart). Sessions share nothing but the
-//! cookie registries, so tests from different clients are isolated: own streams, own counters,
-//! own results — and unlike iperf3, several iperf3 clients are served at once.
+//! Every accepted connection waits at the front door (`front.rs`: one thread, one epoll set)
+//! until it has proved it is part of a test: its first bytes tell a control connection from a
+//! data connection, and linerate from iperf3 (linerate connections start with a binary magic,
+//! first byte 0x89; iperf3 connections with a 37-byte printable cookie). A data connection is
+//! handed, by its cookie, to the session that owns it; an iperf3 cookie that no running test
+//! owns starts a new iperf3 control connection (iperf3 data and control connections look
+//! alike; only the cookie tells them apart). A control connection's greeting runs on the door
+//! too, and only a test admitted (or queued) gets a thread of its own. Sessions share nothing
+//! but the cookie registries and the totals, so tests from different clients are isolated:
+//! own streams, own counters, own results — and unlike iperf3, several iperf3 clients are
+//! served at once.
 //!
 //! Admission happens in layers, cheapest first, so an abuser spends his resources before the
-//! server spends its own: a per-address cap on unidentified connections before a thread is
-//! started (`admission.rs`), one overall deadline for the first bytes ([`read_by`]), the
-//! protocol's handshake deadline, then the operator's limits, the address's share of tests,
-//! slots and exclusive queue ([`Shared::admit`]) before anything is allocated for a test.
-//! Doctor sessions are admitted the same way ([`Shared::admit_doctor`]): they take a test
-//! token, a share and a slot, and at most a quarter of the slots, so a doctor flood can
-//! neither spend a thread per connection for long nor keep tests out. The native session is
-//! in `native.rs`, the iperf3 one in `iperf3/server.rs`.
+//! server spends its own: per-client and total caps on unidentified connections
+//! (`admission.rs`, `front.rs`; a client is an address cut to a prefix), one overall deadline
+//! for the first bytes, the protocol's handshake deadline, then the operator's limits, the
+//! client's share of tests, slots, the server's totals of memory, threads and descriptors
+//! ([`Budgets`]) and the exclusive queue ([`Shared::admit`]) before anything is allocated for a
+//! test. A full server may preempt a test that has held its slot [`PREEMPT_AFTER`] without
+//! starting. Doctor sessions are admitted the same way ([`Shared::admit_doctor`]): they take a
+//! test token, a share and a slot, and at most a quarter of the slots, so a doctor flood
+//! cannot keep tests out. The native session is in `native.rs`, the iperf3 one in
+//! `iperf3/server.rs`.
 //!
 //! On SIGINT/SIGTERM the accept loop stops, every running session sends `abort` with reason
 //! `server_shutdown` to its client, and the server exits within [`SHUTDOWN_GRACE`].
 
 use std::collections::HashMap;
-use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use linerate_proto::iperf3::COOKIE_LEN;
-use linerate_proto::limits::requested_rate;
-use linerate_proto::wire::{CONTROL_MAGIC, DATA_HELLO_LEN, DATA_MAGIC, DataHello};
+use linerate_proto::limits::{Budgets, Resources, TestCost, requested_rate, test_cost};
 use linerate_proto::{LimitKind, Refusal, SideResults, TestSpec};
 
 use crate::plan::server::Access;
 use crate::plan::{Family, ServerPlan};
 use crate::session::Interrupt;
-use crate::session::admission::{Admission, Pending, Place, Ticket};
+use crate::session::admission::{Admission, Place, Ticket};
+use crate::session::front::FrontDoor;
 use crate::session::log_limit::{LogLimit, Verdict, bounding};
 use crate::session::udp::UdpAcceptor;
 use crate::sys;
 use crate::traffic::socket;
 
-/// How long a new connection has to send its first 8 bytes.
-pub const CLASSIFY_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long an admitted test may hold its slot without starting before a test that finds
+/// every slot held may take it: a test with 128 streams connects them in well under a
+/// second on any path worth testing.
+pub const PREEMPT_AFTER: Duration = Duration::from_secs(1);
+
+/// An admitted test that has not started.
+struct Unstarted {
+    test: u64,
+    since: Instant,
+    /// Set when it is preempted: its session ends it.
+    preempted: Arc<AtomicBool>,
+}
+
 /// How long the server waits for sessions to wind down after a shutdown signal.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
 
@@ -172,6 +185,13 @@ pub(crate) struct Shared {
     udp_unavailable: Option<String>,
     /// The operator's limits and per-address counts.
     pub(crate) admission: Arc<Admission>,
+    /// The server's totals (connections, memory, threads, descriptors), fixed at start.
+    pub(crate) budgets: Budgets,
+    /// What admitted tests take from them now.
+    used: Mutex<TestCost>,
+    /// Admitted tests that have not started yet, oldest first: those a full server may
+    /// preempt ([`Shared::admit`]).
+    unstarted: Mutex<Vec<Unstarted>>,
     /// Who may connect (allow-list, pre-shared key).
     pub(crate) access: Access,
     log_limit: LogLimit,
@@ -191,17 +211,43 @@ impl Shared {
         })
     }
 
-    /// A numbered test that asked for `rate` bit/s in total ended.
-    pub(crate) fn end_test(&self, rate: u64) {
+    /// A numbered test that asked for `rate` bit/s in total and took `cost` ended; `slot`:
+    /// it still held its slot (a preempted test's slot went to the test that preempted it).
+    pub(crate) fn end_test(&self, test: u64, rate: u64, cost: TestCost, slot: bool) {
+        self.started(test);
         self.active_tests.fetch_sub(1, Ordering::SeqCst);
-        self.held_slots.fetch_sub(1, Ordering::SeqCst);
+        if slot {
+            self.held_slots.fetch_sub(1, Ordering::SeqCst);
+        }
         self.committed_bps.fetch_sub(rate, Ordering::SeqCst);
+        self.give_back(cost);
+    }
+
+    /// Gives `cost` back to the server's totals.
+    fn give_back(&self, cost: TestCost) {
+        let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
+        used.memory = used.memory.saturating_sub(cost.memory);
+        used.threads = used.threads.saturating_sub(cost.threads);
+        used.fds = used.fds.saturating_sub(cost.fds);
+    }
+
+    /// Takes `spec`'s cost from the server's totals, or says which total it would exceed.
+    fn take_cost(&self, spec: &TestSpec) -> Result<TestCost, Refusal> {
+        let cost = test_cost(spec, self.admission.limits.layout);
+        let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(r) = self.budgets.refusal(*used, cost) {
+            return Err(r);
+        }
+        used.memory = used.memory.saturating_add(cost.memory);
+        used.threads = used.threads.saturating_add(cost.threads);
+        used.fds = used.fds.saturating_add(cost.fds);
+        Ok(cost)
     }
 
     /// Admits a doctor session from `peer` like a test without a spec: the address's test
     /// token, a slot (never queued: the doctor cannot wait), and one of the doctor places
     /// ([`linerate_proto::Limits::doctor_slots`]). The slot is held until the guard drops.
-    pub(crate) fn admit_doctor(&self, peer: IpAddr) -> Result<DoctorSlot<'_>, Refusal> {
+    pub(crate) fn admit_doctor(self: &Arc<Self>, peer: IpAddr) -> Result<DoctorSlot, Refusal> {
         let adm = &self.admission;
         adm.take_test_token(peer, Instant::now())?;
         let limits = &adm.limits;
@@ -216,7 +262,7 @@ impl Shared {
             let running = running.min(limits.slots());
             return Err(limits.busy(running).unwrap_or_else(|| busy_fallback(running)));
         }
-        Ok(DoctorSlot { shared: self })
+        Ok(DoctorSlot { shared: self.clone() })
     }
 
     /// Counts `spec`'s requested rate against `--max-total-bitrate`, or says why not.
@@ -277,17 +323,33 @@ impl Shared {
             Some(t) => adm.is_next(t),
             None => adm.queue_empty(),
         };
-        let slot = if my_turn { self.take_slot() } else { Err(u32::MAX) };
+        let slot = match (my_turn, adm.limits.exclusive) {
+            (false, _) => Err(u32::MAX),
+            (true, false) => self.take_slot().or_else(|n| self.preempt(now).ok_or(n)),
+            (true, true) => self.take_slot(),
+        };
         match slot {
             Ok(()) => {
+                let cost = match self.take_cost(spec) {
+                    Ok(cost) => cost,
+                    Err(r) => {
+                        self.held_slots.fetch_sub(1, Ordering::SeqCst);
+                        return Err(r);
+                    }
+                };
                 if let Err(r) = self.commit_rate(spec) {
                     self.held_slots.fetch_sub(1, Ordering::SeqCst);
+                    self.give_back(cost);
                     return Err(r);
                 }
                 self.active_tests.fetch_add(1, Ordering::SeqCst);
                 *ticket = None;
                 adm.running(expected_length(spec), now);
-                Ok(Admitted::Run(self.next_test.fetch_add(1, Ordering::SeqCst)))
+                let test = self.next_test.fetch_add(1, Ordering::SeqCst);
+                let preempted = Arc::new(AtomicBool::new(false));
+                let entry = Unstarted { test, since: now, preempted: preempted.clone() };
+                self.unstarted.lock().unwrap_or_else(|e| e.into_inner()).push(entry);
+                Ok(Admitted::Run(test, cost, preempted))
             }
             Err(running) if !adm.limits.exclusive || (ticket.is_none() && !can_queue) => {
                 Err(adm.limits.busy(running).unwrap_or_else(|| busy_fallback(running)))
@@ -322,6 +384,27 @@ impl Shared {
     pub(crate) fn busy_now(&self) -> Option<Refusal> {
         let limits = &self.admission.limits;
         (!limits.exclusive).then(|| limits.busy(self.held_slots.load(Ordering::SeqCst)))?
+    }
+
+    /// Every slot is held: preempts the oldest admitted test that has held its slot for
+    /// [`PREEMPT_AFTER`] without starting (its streams never all connected, or a held start
+    /// whose `go` has not come) and gives its slot to the caller. Such a test moves nothing
+    /// and may hold its slot until its own deadline (the gate's 10 s, the streams' 10 s):
+    /// cycled, tests like it from four addresses kept every other client out. A test that
+    /// runs is never preempted.
+    fn preempt(&self, now: Instant) -> Option<()> {
+        let mut unstarted = self.unstarted.lock().unwrap_or_else(|e| e.into_inner());
+        let i = unstarted
+            .iter()
+            .position(|u| now.saturating_duration_since(u.since) >= PREEMPT_AFTER)?;
+        let victim = unstarted.remove(i);
+        victim.preempted.store(true, Ordering::SeqCst);
+        Some(())
+    }
+
+    /// Test `test` started (or ended): it can no longer be preempted.
+    pub(crate) fn started(&self, test: u64) {
+        self.unstarted.lock().unwrap_or_else(|e| e.into_inner()).retain(|u| u.test != test);
     }
 
     /// Takes a slot, or returns how many tests and doctors hold them.
@@ -379,6 +462,7 @@ impl Server {
 
     /// Serves until `interrupt` fires (or, with `-1`, until the first test ends).
     pub fn run(self, interrupt: &Interrupt, notes: Notes) -> Result<()> {
+        sys::bound_allocator();
         let shared = Arc::new(Shared {
             registry: Mutex::new(HashMap::new()),
             iperf3: Mutex::new(HashMap::new()),
@@ -392,6 +476,9 @@ impl Server {
             committed_bps: AtomicU64::new(0),
             udp_unavailable: self.udp.as_ref().err().cloned(),
             admission: Admission::new(self.plan.limits.clone()),
+            budgets: Budgets::derive(&self.plan.limits, resources()),
+            used: Mutex::new(TestCost::default()),
+            unstarted: Mutex::new(Vec::new()),
             access: self.plan.access.clone(),
             log_limit: LogLimit::new(),
             port: self.local_addr()?.port(),
@@ -407,51 +494,16 @@ impl Server {
             }
             Err(_) => None,
         };
-        let sessions_done = Arc::new(AtomicU64::new(0));
-        let mut handles: Vec<JoinHandle<()>> = Vec::new();
-        let mut accepted: u64 = 0;
+        let mut door = FrontDoor::new(shared.clone(), self.listener, shared.budgets.connections)
+            .context("cannot start the server's front door")?;
         while interrupt.count() == 0 {
-            if self.plan.one_off && sessions_done.load(Ordering::SeqCst) > 0 {
+            if self.plan.one_off && door.done.load(Ordering::SeqCst) > 0 {
                 break;
             }
-            handles.retain(|h| !h.is_finished());
-            match self.listener.accept() {
-                Ok((sock, peer)) => {
-                    accepted += 1;
-                    let seq = accepted;
-                    let peer = crate::record::canonical(peer);
-                    if !shared.access.allows(peer.ip()) {
-                        eprintln_note(&shared, peer, "not in the allow-list (--allow)".into());
-                        continue;
-                    }
-                    let pending = match shared.admission.open(peer.ip()) {
-                        Ok(p) => p,
-                        Err(r) => {
-                            // Dropped unread: a flood from one address costs no thread.
-                            eprintln_note(&shared, peer, r.message);
-                            continue;
-                        }
-                    };
-                    let (conn_shared, done) = (shared.clone(), sessions_done.clone());
-                    let conn = Accepted { sock, peer, seq, pending };
-                    let h = std::thread::Builder::new()
-                        .name("lr-conn".into())
-                        .spawn(move || classify(conn, &conn_shared, &done));
-                    match h {
-                        Ok(h) => handles.push(h),
-                        Err(e) => {
-                            eprintln_note(&shared, peer, format!("cannot start a thread: {e}"))
-                        }
-                    }
-                }
-                Err(e) if is_timeout(&e) => {}
-                Err(e) => {
-                    // Out of fds and the like: back off instead of spinning.
-                    eprintln_note(&shared, unspecified(), format!("accept failed: {e}"));
-                    std::thread::sleep(Duration::from_millis(100));
-                }
-            }
+            door.turn();
         }
+        let handles = std::mem::take(&mut door.sessions);
+        drop(door);
         if interrupt.count() > 0 {
             *shared.signal_name.lock().unwrap_or_else(|e| e.into_inner()) = interrupt.last_name();
             let running = handles.iter().filter(|h| !h.is_finished()).count();
@@ -468,18 +520,6 @@ impl Server {
         }
         Ok(())
     }
-}
-
-fn unspecified() -> SocketAddr {
-    SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0)
-}
-
-fn eprintln_note(shared: &Shared, peer: SocketAddr, reason: String) {
-    shared.reject(peer, reason);
-}
-
-fn is_timeout(e: &std::io::Error) -> bool {
-    matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut)
 }
 
 fn listen(plan: &ServerPlan) -> Result<TcpListener> {
@@ -511,122 +551,6 @@ fn listen_on(addr: SocketAddr, dual: bool) -> Result<TcpListener> {
     Ok(socket::listen(addr, dual)?)
 }
 
-/// A connection just accepted, counted against its address until identified.
-pub(crate) struct Accepted {
-    pub(crate) sock: TcpStream,
-    pub(crate) peer: SocketAddr,
-    /// Its place in accept order.
-    seq: u64,
-    pub(crate) pending: Pending,
-}
-
-/// Reads exactly `buf.len()` bytes, all of them before `deadline`: a peer trickling one byte
-/// at a time cannot stretch the wait, whatever the per-read timeout.
-fn read_by(sock: &mut TcpStream, buf: &mut [u8], deadline: Instant) -> std::io::Result<()> {
-    let mut got = 0;
-    while got < buf.len() {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(std::io::ErrorKind::TimedOut.into());
-        }
-        sock.set_read_timeout(Some(left))?;
-        match sock.read(&mut buf[got..]) {
-            Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
-            Ok(n) => got += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
-}
-
-/// Reads the first bytes of a new connection and routes it.
-fn classify(mut c: Accepted, shared: &Arc<Shared>, done: &AtomicU64) {
-    let deadline = Instant::now() + CLASSIFY_TIMEOUT;
-    let mut first = [0u8; 8];
-    if let Err(e) = read_by(&mut c.sock, &mut first, deadline) {
-        let why = if is_timeout(&e) {
-            format!("sent no hello within {} s", CLASSIFY_TIMEOUT.as_secs())
-        } else {
-            e.to_string()
-        };
-        eprintln_note(shared, c.peer, why);
-        return;
-    }
-    if first == CONTROL_MAGIC {
-        super::native::run_session(c, first, shared);
-        done.fetch_add(1, Ordering::SeqCst);
-    } else if first == DATA_MAGIC {
-        route_data(c, first, deadline, shared);
-    } else if first.iter().all(|b| (0x20..0x7f).contains(b)) {
-        route_iperf3(c, first, deadline, shared, done);
-    } else {
-        eprintln_note(
-            shared,
-            c.peer,
-            format!("neither linerate nor iperf3 (first bytes {first:02x?})"),
-        );
-    }
-}
-
-/// An iperf3 connection: a data stream of a running test if a session owns its cookie, else a
-/// new control connection.
-fn route_iperf3(
-    mut c: Accepted,
-    first: [u8; 8],
-    deadline: Instant,
-    shared: &Shared,
-    done: &AtomicU64,
-) {
-    let mut cookie = [0u8; COOKIE_LEN];
-    cookie[..8].copy_from_slice(&first);
-    if let Err(e) = read_by(&mut c.sock, &mut cookie[8..], deadline) {
-        return eprintln_note(shared, c.peer, format!("incomplete iperf3 cookie: {e}"));
-    }
-    let printable = cookie[..COOKIE_LEN - 1].iter().all(|b| (0x20..0x7f).contains(b));
-    if !printable || cookie[COOKIE_LEN - 1] != 0 {
-        return eprintln_note(
-            shared,
-            c.peer,
-            "neither linerate nor iperf3 (no 36-character cookie and NUL)".into(),
-        );
-    }
-    let owner = shared.iperf3.lock().ok().and_then(|r| r.get(&cookie).cloned());
-    match owner {
-        Some(tx) => {
-            drop(c.pending);
-            let _ = tx.send((c.seq, c.sock));
-        }
-        None if shared.access.psk.is_some() => {
-            // iperf3 cannot answer our challenge: it hears what a busy iperf3 server says.
-            let _ = c.sock.write_all(&[linerate_proto::iperf3::State::AccessDenied.byte()]);
-            let why = "iperf3 client refused: this server requires a pre-shared key (--psk-file)";
-            eprintln_note(shared, c.peer, why.into());
-        }
-        None => {
-            super::iperf3::server::run_session(c.sock, c.peer, c.pending, cookie, shared);
-            done.fetch_add(1, Ordering::SeqCst);
-        }
-    }
-}
-
-fn route_data(mut c: Accepted, first: [u8; 8], deadline: Instant, shared: &Shared) {
-    let mut hello = [0u8; DATA_HELLO_LEN];
-    hello[..8].copy_from_slice(&first);
-    if read_by(&mut c.sock, &mut hello[8..], deadline).is_err() {
-        return eprintln_note(shared, c.peer, "data connection sent an incomplete hello".into());
-    }
-    let Some(h) = DataHello::decode(&hello) else { return };
-    let tx = shared.registry.lock().ok().and_then(|r| r.get(&h.cookie.0).cloned());
-    match tx {
-        Some(tx) => {
-            drop(c.pending);
-            let _ = tx.send((h.stream_id, DataSock::Tcp(c.sock)));
-        }
-        None => eprintln_note(shared, c.peer, "data connection with an unknown test cookie".into()),
-    }
-}
-
 /// Removes a test's cookie from its registry when the session ends, however it ends.
 pub(crate) struct Registration<'a, K: std::hash::Hash + Eq, V> {
     registry: &'a Mutex<HashMap<K, V>>,
@@ -647,23 +571,45 @@ impl<'a, K: std::hash::Hash + Eq + Copy, V> Registration<'a, K, V> {
     }
 }
 
-impl<K: std::hash::Hash + Eq, V> Drop for Registration<'_, K, V> {
-    fn drop(&mut self) {
+impl<K: std::hash::Hash + Eq, V> Registration<'_, K, V> {
+    /// Stops routing: connections presenting the cookie are no longer this session's.
+    pub(crate) fn release(&mut self) {
         if let (Some(c), Ok(mut r)) = (self.cookie.take(), self.registry.lock()) {
             r.remove(&c);
         }
     }
 }
 
-/// A doctor session's slot, given back when dropped.
-pub(crate) struct DoctorSlot<'a> {
-    shared: &'a Shared,
+impl<K: std::hash::Hash + Eq, V> Drop for Registration<'_, K, V> {
+    fn drop(&mut self) {
+        self.release();
+    }
 }
 
-impl Drop for DoctorSlot<'_> {
+/// A doctor session's slot, given back when dropped.
+pub(crate) struct DoctorSlot {
+    shared: Arc<Shared>,
+}
+
+impl Drop for DoctorSlot {
     fn drop(&mut self) {
         self.shared.held_slots.fetch_sub(1, Ordering::SeqCst);
         self.shared.doctors.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// What this process may use: its limits (the open-file limit raised to its hard value
+/// first) and the machine's memory, for [`Budgets::derive`].
+fn resources() -> Resources {
+    let threads = match (sys::soft_limit(sys::Limit::Threads), sys::threads_max()) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    Resources {
+        files: sys::raise_fd_limit().unwrap_or(1024),
+        address_space: sys::soft_limit(sys::Limit::AddressSpace),
+        memory: sys::physical_memory(),
+        threads,
     }
 }
 
@@ -681,8 +627,9 @@ fn expected_length(spec: &TestSpec) -> Option<Duration> {
 /// What [`Shared::admit`] decided.
 #[derive(Debug)]
 pub(crate) enum Admitted {
-    /// Run now, as this test number.
-    Run(u64),
+    /// Run now, as this test number, taking this from the server's totals; the flag is set
+    /// if a later test preempts it before it starts.
+    Run(u64, TestCost, Arc<AtomicBool>),
     /// Wait in the exclusive queue.
     Wait(Place),
 }

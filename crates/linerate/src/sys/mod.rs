@@ -26,7 +26,8 @@ pub mod udp;
 pub mod zerocopy;
 
 pub use process::{
-    allowed_cpus, current_cpu, pin_current_thread, raise_fd_limit, set_thread_slice,
+    Limit, allowed_cpus, bound_allocator, current_cpu, physical_memory, pin_current_thread,
+    raise_fd_limit, set_thread_slice, soft_limit, threads_max,
 };
 pub use socket::*;
 pub use term::stderr_columns;

@@ -9,6 +9,42 @@ pub fn raise_fd_limit() -> Option<u64> {
     imp::raise_fd_limit()
 }
 
+/// Bounds what the C allocator keeps, for a long-running server: at most two arenas (each
+/// reserves 64 MiB of address space; glibc's default of eight per core counts against an
+/// `RLIMIT_AS` cap and keeps freed memory per thread), and blocks of 256 KiB or more mapped on
+/// their own and returned when freed (glibc otherwise raises that threshold after the first
+/// large free, and a 16 MiB results frame then stays in the heap). Measured on the hostile
+/// results-frame test: RSS held after four 16 MiB frames 39 MiB by default, 1.5 MiB with
+/// the threshold, 1.7 MiB with two arenas. A no-op elsewhere.
+pub fn bound_allocator() {
+    imp::bound_allocator();
+}
+
+/// A resource limit's soft value; None when unlimited or unreadable.
+pub fn soft_limit(which: Limit) -> Option<u64> {
+    imp::soft_limit(which)
+}
+
+/// The resource limits [`soft_limit`] reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    /// `RLIMIT_AS`: the process's address space.
+    AddressSpace,
+    /// `RLIMIT_NPROC`: threads and processes of the user.
+    Threads,
+}
+
+/// The machine's physical memory in bytes; None where unknown.
+pub fn physical_memory() -> Option<u64> {
+    imp::physical_memory()
+}
+
+/// The kernel's system-wide cap on threads (`/proc/sys/kernel/threads-max`); None where
+/// unknown.
+pub fn threads_max() -> Option<u64> {
+    std::fs::read_to_string("/proc/sys/kernel/threads-max").ok()?.trim().parse().ok()
+}
+
 /// The CPUs the calling thread may run on (its affinity mask; a new thread inherits its
 /// creator's), ascending; None where unsupported.
 pub fn allowed_cpus() -> Option<Vec<u32>> {
@@ -111,6 +147,37 @@ mod imp {
         if rc == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
     }
 
+    pub(super) fn bound_allocator() {
+        // SAFETY: mallopt takes two integers and changes only the allocator's parameters.
+        unsafe {
+            libc::mallopt(libc::M_ARENA_MAX, 2);
+            libc::mallopt(libc::M_MMAP_THRESHOLD, 256 << 10);
+        }
+    }
+
+    pub(super) fn soft_limit(which: super::Limit) -> Option<u64> {
+        let resource = match which {
+            super::Limit::AddressSpace => libc::RLIMIT_AS,
+            super::Limit::Threads => libc::RLIMIT_NPROC,
+        };
+        let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        // SAFETY: `limit` is a valid, writable `rlimit` for the call.
+        if unsafe { libc::getrlimit(resource, &mut limit) } != 0 {
+            return None;
+        }
+        #[allow(clippy::useless_conversion, reason = "rlim_t is 32 bits on some targets")]
+        let soft = u64::from(limit.rlim_cur);
+        (limit.rlim_cur != libc::RLIM_INFINITY).then_some(soft)
+    }
+
+    pub(super) fn physical_memory() -> Option<u64> {
+        // SAFETY: sysconf takes a name and returns a number; no memory is passed.
+        let (pages, size) =
+            unsafe { (libc::sysconf(libc::_SC_PHYS_PAGES), libc::sysconf(libc::_SC_PAGESIZE)) };
+        let (pages, size) = (u64::try_from(pages).ok()?, u64::try_from(size).ok()?);
+        pages.checked_mul(size)
+    }
+
     pub(super) fn raise_fd_limit() -> Option<u64> {
         let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
         // SAFETY: `limit` is a valid, writable `rlimit` for the call.
@@ -141,6 +208,16 @@ mod imp {
     }
 
     pub(super) fn allowed_cpus() -> Option<Vec<u32>> {
+        None
+    }
+
+    pub(super) fn soft_limit(_which: super::Limit) -> Option<u64> {
+        None
+    }
+
+    pub(super) fn bound_allocator() {}
+
+    pub(super) fn physical_memory() -> Option<u64> {
         None
     }
 

@@ -9,7 +9,8 @@
 //! holds only what iperf3's results format carries (bytes, duration, retransmits, CPU).
 
 use std::io::Write;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::Duration;
 
@@ -24,7 +25,7 @@ use linerate_proto::{LimitKind, ProtoError, Protocol, Refusal, SideResults, Test
 
 use super::{forgive_end_of_test_resets, peer_side, receivers_end_at};
 use crate::record::canonical;
-use crate::session::admission::Pending;
+use crate::session::front::Greeted;
 use crate::session::pump;
 use crate::session::served::ServedTest;
 use crate::session::server::{Iperf3Conn, Registration, ServerNote, Shared};
@@ -37,7 +38,7 @@ use crate::sys;
 const DRAIN_LIMIT: Duration = Duration::from_secs(2);
 
 struct Session<'a> {
-    t: ServedTest<'a>,
+    t: ServedTest,
     request: Option<Iperf3Request>,
     client: String,
     arrivals: Option<Receiver<Iperf3Conn>>,
@@ -53,18 +54,12 @@ struct Session<'a> {
     rtt: Option<Duration>,
 }
 
-/// Serves one iperf3 client whose control connection sent `cookie`.
-pub(crate) fn run_session(
-    stream: TcpStream,
-    peer: SocketAddr,
-    pending: Pending,
-    cookie: [u8; COOKIE_LEN],
-    shared: &Shared,
-) {
-    let clock = Clock::new();
-    let mut m = Iperf3Server::new(clock.now());
+/// Serves an iperf3 control connection the front door greeted and admitted: acts on its
+/// parameters, then runs the test.
+pub(crate) fn run_admitted(g: Greeted<Iperf3Server>, shared: &Arc<Shared>) {
+    let Greeted { sock: stream, machine: mut m, clock, test, event, unsent } = g;
     let mut s = Session {
-        t: ServedTest::new(shared, peer, pending),
+        t: test,
         request: None,
         client: "iperf3".into(),
         arrivals: None,
@@ -79,8 +74,9 @@ pub(crate) fn run_session(
         rtt: sys::tcp_internals(&stream).map(|t| Duration::from_micros(t.rtt_us.into())),
     };
     let result = ControlChannel::new(stream).and_then(|mut ctrl| {
-        let r = m.handle_input(&cookie, clock.now()).map_err(anyhow::Error::from);
-        let r = r.and_then(|_| s.pump(&mut ctrl, &mut m, &clock));
+        let r = if unsent.is_empty() { Ok(()) } else { ctrl.send(&unsent) };
+        let r = r.and_then(|()| s.on_event(event, &mut m, &clock));
+        let r = r.and_then(|()| s.pump(&mut ctrl, &mut m, &clock));
         if let Err(e) = &r {
             if e.downcast_ref::<ProtoError>().is_none() {
                 let started = s.t.streams.as_ref().is_some_and(|st| st.started().is_some());
@@ -101,6 +97,29 @@ pub(crate) fn run_session(
         r
     });
     s.t.finish(result);
+}
+
+/// Admits an iperf3 client's request (an endless `-t 0` test is bounded by `--max-duration`
+/// first), or queues the iperf3 refusal its clients understand and says why. iperf3 has no
+/// way to wait in a queue: an exclusive server that is busy refuses. Called by the front door
+/// before any thread is spent; again (a no-op) by the session.
+pub(crate) fn admit(
+    t: &mut ServedTest,
+    req: &mut Iperf3Request,
+    m: &mut Iperf3Server,
+) -> Result<()> {
+    if req.endless {
+        bound_endless(&mut req.spec, t.shared.admission.limits.max_duration);
+    }
+    if let Err(r) = t.admit(&req.spec, false) {
+        if req.spec.congestion.is_some() && r.kind == LimitKind::NotAllowed {
+            m.refuse(errno::SET_CONGESTION);
+        } else {
+            m.refuse_limit(r.kind, req.client_version.as_deref());
+        }
+        bail!("refused an iperf3 client: {r}");
+    }
+    Ok(())
 }
 
 impl Session<'_> {
@@ -142,7 +161,7 @@ impl Session<'_> {
             self.udp_attached += 1;
             if m.stream_arrived(clock.now())? {
                 // Every stream is attached: the next test from this address may open its own.
-                self.udp_registration = Registration::new(&self.t.shared.iperf3_udp);
+                self.udp_registration.release();
             }
         }
         Ok(())
@@ -203,18 +222,7 @@ impl Session<'_> {
         m: &mut Iperf3Server,
         clock: &Clock,
     ) -> Result<()> {
-        if req.endless {
-            bound_endless(&mut req.spec, self.t.shared.admission.limits.max_duration);
-        }
-        // iperf3 has no way to wait in a queue: an exclusive server that is busy refuses.
-        if let Err(r) = self.t.admit(&req.spec, false) {
-            if req.spec.congestion.is_some() && r.kind == LimitKind::NotAllowed {
-                m.refuse(errno::SET_CONGESTION);
-            } else {
-                m.refuse_limit(r.kind, req.client_version.as_deref());
-            }
-            bail!("refused an iperf3 client: {r}");
-        }
+        admit(&mut self.t, &mut req, m)?;
         let mut streams = match StreamSet::new(&req.spec, End::Server) {
             Ok(s) => s,
             Err(e) => {

@@ -211,8 +211,12 @@ pub struct StreamSet {
     pending_transactions: Option<std::sync::mpsc::SyncSender<TcpStream>>,
 }
 
-/// The most `--crr` transaction connections that may wait for one stream's thread.
-const TRANSACTION_QUEUE: usize = 16;
+/// The most `--crr` transaction connections that may wait for one stream's thread: the
+/// client runs one transaction at a time per stream, so the one being answered and the next
+/// are all a stream ever needs, and the server's descriptor budget counts that many
+/// (`linerate_proto::limits::TRANSACTION_FDS_PER_STREAM`; issue 35: 16 per stream let one
+/// `-P 128` test hold 2,237 descriptors).
+const TRANSACTION_QUEUE: usize = linerate_proto::limits::TRANSACTION_FDS_PER_STREAM as usize - 1;
 
 /// Where a `--crr` test's transaction connections go on the server ([`StreamSet::transaction_routes`]).
 pub struct TransactionRoutes {
