@@ -265,6 +265,29 @@ fn under_load_reports_idle_and_loaded_probes_and_responsiveness() {
     }
 }
 
+/// Issue 35: the server cut the probes under load and the client still printed "Test
+/// complete" (the error only in the JSON). A server that allows three new tests a minute per
+/// address admits the idle probes (request and handshake sessions) and the test, then
+/// refuses both loaded probe sessions: the run fails visibly, exit 3, its figures kept.
+#[test]
+fn a_failed_probe_session_under_load_fails_the_run_and_keeps_its_figures() {
+    let srv = Server::start(&["--max-client-tests-per-minute", "3"]);
+    let port = srv.port.to_string();
+    let args = ["client", "127.0.0.1", "-p", &port, "--under-load", "-t", "3", "--idle-time", "1"];
+    let out = run(&[&args[..], &["-b", "100M", "--no-store"]].concat(), Duration::from_secs(30));
+    assert_eq!(out.code, Some(3), "{out:?}");
+    assert!(!out.stdout.contains("Test complete"), "{}", out.stdout);
+    assert!(out.stdout.contains("Test FAILED: the figures above are partial."), "{}", out.stdout);
+    assert!(out.stdout.contains("receiver (server)"), "the throughput is kept: {}", out.stdout);
+    assert!(out.stdout.contains("  idle  : p50 "), "the idle probes are kept: {}", out.stdout);
+    assert!(
+        out.stderr.contains("the latency probes under load failed")
+            && out.stderr.contains("--max-client-tests-per-minute"),
+        "{}",
+        out.stderr
+    );
+}
+
 /// Client, router and server namespaces; the router's link toward the server is a 20 Mbit/s
 /// tbf with a queue of `limit` bytes. Returns the summary's `under_load` of an upload with
 /// probes beside it (cubic, a loss-based sender that fills whatever queue it meets).

@@ -21,6 +21,7 @@ mod fidelity;
 mod fidelity_client;
 mod fleet;
 mod fleet_history;
+mod hostile_server;
 mod interop;
 mod interop_options;
 mod interop_output;

@@ -18,8 +18,8 @@ use std::time::Duration;
 
 use crate::auth::{ClientKey, NONCE_LEN, Psk};
 use crate::conn::{
-    Core, Deadline, HANDSHAKE_TIMEOUT, HELD_TIMEOUT, Input, check_version, missing_cap, negotiate,
-    run_deadline, streams_deadline, unexpected,
+    Core, Deadline, HANDSHAKE_TIMEOUT, HELD_TIMEOUT, Input, QUEUE_LIMIT, check_version,
+    missing_cap, negotiate, run_deadline, streams_deadline, unexpected,
 };
 use crate::error::ProtoError;
 use crate::machine::{Io, Machine};
@@ -85,6 +85,10 @@ pub struct ClientConn {
     state: State,
     /// The key and our nonce, for a server that requires authentication.
     psk: Option<ClientKey>,
+    /// The longest this client waits in a server's queue, in all.
+    queue_limit: Duration,
+    /// When the server first said `queued` (None: it has not).
+    queued_since: Option<Duration>,
 }
 
 impl ClientConn {
@@ -97,7 +101,17 @@ impl ClientConn {
             core: Core::new(software, None, greeting),
             psk: None,
             state: State::Greeting,
+            queue_limit: QUEUE_LIMIT,
+            queued_since: None,
         })
+    }
+
+    /// Waits at most `limit` in all in an exclusive server's queue (default [`QUEUE_LIMIT`]),
+    /// counted from its first `queued`; and gives up at once when the server's own estimate
+    /// of the wait runs past it.
+    pub fn with_queue_limit(mut self, limit: Duration) -> Self {
+        self.queue_limit = limit;
+        self
     }
 
     /// Answers a server that requires a pre-shared key, with `key` and a fresh random
@@ -238,15 +252,7 @@ impl ClientConn {
 
     fn on_accept(&mut self, msg: Message, now: Duration) -> Result<(), ProtoError> {
         if let Message::Queued { position, wait_ms } = msg {
-            // The server repeats this while we wait; each one restarts the deadline.
-            self.core.io.deadline = Some(Deadline::after(
-                now,
-                HANDSHAKE_TIMEOUT,
-                "waiting in the server's queue (it stopped saying so)",
-            ));
-            let wait = wait_ms.map(Duration::from_millis);
-            self.core.io.emit(ClientEvent::Queued { position, wait });
-            return Ok(());
+            return self.on_queued(position, wait_ms.map(Duration::from_millis), now);
         }
         let Message::TestAccepted { cookie } = msg else {
             return Err(unexpected(&msg, "waiting for the server to accept the test"));
@@ -267,6 +273,39 @@ impl ClientConn {
             server_software: software,
             capabilities: caps,
         });
+        Ok(())
+    }
+
+    /// The server says the test waits in its queue. Each `queued` restarts the silence
+    /// deadline (the server repeats it while we wait), but never the queue's overall limit,
+    /// which runs from the first: a server that says `queued` for ever holds the client only
+    /// until then. An estimate that already runs past the limit ends the wait at once.
+    fn on_queued(
+        &mut self,
+        position: u32,
+        wait: Option<Duration>,
+        now: Duration,
+    ) -> Result<(), ProtoError> {
+        let since = *self.queued_since.get_or_insert(now);
+        let limit = Deadline::queue(since, self.queue_limit, position);
+        limit.check(now)?;
+        if let Some(estimate) = wait.filter(|w| now.saturating_add(*w) > limit.at) {
+            let waited = now.saturating_sub(since);
+            let estimate = Some(estimate);
+            return Err(ProtoError::QueueLimit {
+                position,
+                waited,
+                estimate,
+                limit: self.queue_limit,
+            });
+        }
+        let silence = Deadline::after(
+            now,
+            HANDSHAKE_TIMEOUT,
+            "waiting in the server's queue (it stopped saying so)",
+        );
+        self.core.io.deadline = Some(if silence.at <= limit.at { silence } else { limit });
+        self.core.io.emit(ClientEvent::Queued { position, wait });
         Ok(())
     }
 

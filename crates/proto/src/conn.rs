@@ -28,6 +28,13 @@ pub const HELD_TIMEOUT: Duration = Duration::from_secs(10);
 pub const RUN_GRACE: Duration = Duration::from_secs(30);
 /// How long a side waits for the peer's results after sending its own.
 pub const RESULTS_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a client waits in an exclusive server's queue, in all, unless its driver says
+/// otherwise ([`crate::client::ClientConn::with_queue_limit`]; `--queue-timeout`). Each
+/// `queued` heartbeat restarts only the 5 s silence deadline, never this one, so a server
+/// that says `queued` for ever cannot hold a client for ever. Five minutes: a default
+/// `--queue` of 8 tests of the default 10 s (with their set-up) clears in well under two,
+/// and an interactive user rarely waits longer than this for a test to start.
+pub const QUEUE_LIMIT: Duration = Duration::from_secs(300);
 
 /// One decoded input. Short-lived (one per frame), so a large `Message` (a test spec) is not
 /// worth a box.
@@ -43,21 +50,33 @@ pub(crate) struct Deadline {
     pub at: Duration,
     pub since: Duration,
     pub what: &'static str,
+    /// The queue's overall limit (the test's place, the limit): its expiry is a
+    /// [`ProtoError::QueueLimit`], which the driver explains with the flag to raise.
+    pub queue: Option<(u32, Duration)>,
 }
 
 impl Deadline {
     pub fn after(now: Duration, wait: Duration, what: &'static str) -> Self {
-        Self { at: now.saturating_add(wait), since: now, what }
+        Self { at: now.saturating_add(wait), since: now, what, queue: None }
+    }
+
+    /// The end of a queue's wait that began at `since`, with the test at `position`.
+    pub fn queue(since: Duration, limit: Duration, position: u32) -> Self {
+        let what = "waiting in the server's queue";
+        Self { at: since.saturating_add(limit), since, what, queue: Some((position, limit)) }
     }
 
     pub fn check(&self, now: Duration) -> Result<(), ProtoError> {
-        if now >= self.at {
-            return Err(ProtoError::TimedOut {
-                what: self.what.to_string(),
-                waited: now.saturating_sub(self.since),
-            });
+        if now < self.at {
+            return Ok(());
         }
-        Ok(())
+        let waited = now.saturating_sub(self.since);
+        Err(match self.queue {
+            Some((position, limit)) => {
+                ProtoError::QueueLimit { position, waited, estimate: None, limit }
+            }
+            None => ProtoError::TimedOut { what: self.what.to_string(), waited },
+        })
     }
 }
 

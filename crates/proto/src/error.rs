@@ -59,6 +59,43 @@ pub enum ProtoError {
     /// The test specification is invalid.
     #[error("invalid test: {0}")]
     Spec(#[from] SpecError),
+    /// Waiting in an exclusive server's queue would take (or took) longer than this client
+    /// waits: its limit passed, or the server's own estimate already exceeds what is left.
+    #[error("{}", queue_words(*.position, *.waited, *.estimate, *.limit))]
+    QueueLimit {
+        /// The test's place in the queue when the client gave up (1 = next).
+        position: u32,
+        /// How long the client had waited in the queue.
+        waited: Duration,
+        /// The server's estimate of the wait still ahead, when that is why the client gave up.
+        estimate: Option<Duration>,
+        /// The longest the client waits in a queue.
+        limit: Duration,
+    },
+}
+
+/// The sentence of [`ProtoError::QueueLimit`].
+fn queue_words(
+    position: u32,
+    waited: Duration,
+    estimate: Option<Duration>,
+    limit: Duration,
+) -> String {
+    let secs = |d: Duration| format!("{:.1} s", d.as_secs_f64());
+    match estimate {
+        Some(e) => format!(
+            "the server's queue is too long: position {position}, its estimated wait {} (after {} \
+             waited) exceeds the {} this client waits in a queue",
+            secs(e),
+            secs(waited),
+            secs(limit)
+        ),
+        None => format!(
+            "waited {} in the server's queue (still at position {position}), the longest this \
+             client waits in a queue",
+            secs(waited)
+        ),
+    }
 }
 
 impl ProtoError {
@@ -67,7 +104,10 @@ impl ProtoError {
         match self {
             Self::Garbage(_) | Self::Violation(_) => Blame::Peer,
             Self::Incompatible(_) | Self::Refused(_) => Blame::Incompatible,
-            Self::TimedOut { .. } | Self::Closed(_) | Self::Aborted { .. } => Blame::Network,
+            Self::TimedOut { .. }
+            | Self::Closed(_)
+            | Self::Aborted { .. }
+            | Self::QueueLimit { .. } => Blame::Network,
             Self::Spec(_) => Blame::Local,
         }
     }

@@ -43,7 +43,9 @@ mod doctor_tests;
 #[cfg(test)]
 mod tests;
 
-pub use conn::{HANDSHAKE_TIMEOUT, HELD_TIMEOUT, RESULTS_TIMEOUT, RUN_GRACE, STREAMS_TIMEOUT};
+pub use conn::{
+    HANDSHAKE_TIMEOUT, HELD_TIMEOUT, QUEUE_LIMIT, RESULTS_TIMEOUT, RUN_GRACE, STREAMS_TIMEOUT,
+};
 pub use environment::{CpuEnvironment, Environment, Fact, InterfaceEnvironment};
 pub use error::{Blame, ProtoError};
 pub use limits::{LimitKind, Limits, Refusal, StreamLayout};

@@ -596,6 +596,69 @@ fn queued_client_waits_while_heartbeats_arrive_and_times_out_without_them() {
     assert!(err.to_string().contains("queue"), "{err}");
 }
 
+/// A hostile server that says `queued` every 0.5 s for ever: each heartbeat restarted the
+/// client's only deadline, so it waited for ever. The queue's limit runs from the first
+/// `queued` and no heartbeat moves it.
+#[test]
+fn endless_heartbeats_cannot_hold_a_client_past_its_queue_limit() {
+    let limit = Duration::from_secs(20);
+    let (c, mut s, t0) = pending_request();
+    let mut c = c.with_queue_limit(limit);
+    let mut now = t0;
+    let err = loop {
+        assert!(now <= t0 + limit, "still waiting at {:?}", now - t0);
+        s.queue(3, None).expect("queue");
+        if let Err(e) = c.handle_input(&s.poll_transmit().expect("queued"), now) {
+            break e;
+        }
+        assert!(matches!(c.poll_event(), Some(ClientEvent::Queued { position: 3, wait: None })));
+        assert!(c.poll_timeout().expect("a deadline") <= t0 + limit, "never past the limit");
+        now += Duration::from_millis(500);
+        if let Err(e) = c.handle_timeout(now) {
+            break e;
+        }
+    };
+    assert_eq!(now, t0 + limit, "given up exactly at the limit");
+    assert!(
+        matches!(err, ProtoError::QueueLimit { position: 3, waited, estimate: None, limit: l }
+            if waited == limit && l == limit),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("waited 20.0 s in the server's queue"), "{err}");
+    assert!(c.handle_timeout(now + limit).is_ok(), "a failed machine has no deadline");
+
+    // The server stops saying anything: the limit still ends the wait when it comes first.
+    let (c, mut s, t0) = pending_request();
+    let mut c = c.with_queue_limit(Duration::from_secs(3));
+    s.queue(1, None).expect("queue");
+    c.handle_input(&s.poll_transmit().expect("queued"), t0).expect("client");
+    assert_eq!(c.poll_timeout(), Some(t0 + Duration::from_secs(3)));
+    let err = c.handle_timeout(t0 + Duration::from_secs(3)).expect_err("limit");
+    assert!(matches!(err, ProtoError::QueueLimit { .. }), "{err:?}");
+}
+
+/// The server's own estimate already runs past the limit: the client says so at once
+/// rather than wait for the limit to pass.
+#[test]
+fn a_queue_estimate_past_the_limit_ends_the_wait_at_once() {
+    let (c, mut s, t0) = pending_request();
+    let mut c = c.with_queue_limit(Duration::from_secs(60));
+    s.queue(2, Some(Duration::from_secs(50))).expect("queue");
+    c.handle_input(&s.poll_transmit().expect("queued"), t0).expect("50 s of 60 is fine");
+    let later = t0 + Duration::from_secs(15);
+    s.queue(2, Some(Duration::from_secs(50))).expect("queue");
+    let err = c.handle_input(&s.poll_transmit().expect("queued"), later).expect_err("15 + 50");
+    let ProtoError::QueueLimit { position, waited, estimate, limit } = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(
+        (*position, *waited, *estimate, *limit),
+        (2, Duration::from_secs(15), Some(Duration::from_secs(50)), Duration::from_secs(60))
+    );
+    let words = err.to_string();
+    assert!(words.contains("estimated wait 50.0 s") && words.contains("60.0 s"), "{words}");
+}
+
 #[test]
 fn queue_is_refused_outside_a_pending_request() {
     let mut s = ServerConn::new("s", Duration::ZERO);

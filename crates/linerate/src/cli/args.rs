@@ -698,6 +698,11 @@ pub struct TestArgs {
     /// Give up on each TCP connect after this long.
     #[arg(long = "connect-timeout", value_name = "SECONDS", value_parser = seconds, default_value = "10")]
     pub connect_timeout: Duration,
+    /// The longest to wait, in all, in the queue of a server that runs one test at a time
+    /// (`linerate server --exclusive`); a server whose own estimate of the wait is longer is
+    /// left at once [default: 300].
+    #[arg(long = "queue-timeout", value_name = "SECONDS", value_parser = seconds)]
+    pub queue_timeout: Option<Duration>,
     /// Request/response test (netperf's TCP_RR): each stream sends requests and times every
     /// response; reports transactions/s and latency percentiles instead of a bulk flow.
     #[arg(long = "rr", conflicts_with = "find_max", group = "rr_mode")]

@@ -151,6 +151,7 @@ fn matrix_plan(a: MatrixArgs) -> Result<(ClientPlan, MatrixPlan, MatrixRun), Str
         get_server_output: false,
         iperf3: false,
         connect_timeout: m.connect_timeout,
+        queue_timeout: None,
         rr: m.rr,
         crr: false,
         rr_shape: m.rr_shape,
@@ -331,6 +332,7 @@ pub(super) fn default_methodology() -> Plan {
         cpus: Vec::new(),
         pair_on_loopback: true,
         connect_timeout: Duration::from_secs(10),
+        queue_timeout: linerate_proto::QUEUE_LIMIT,
         output: OutputFormat::Text,
         link: None,
         iperf3: false,
@@ -499,6 +501,9 @@ pub(super) fn client_plan(
     if t.connect_timeout.is_zero() {
         return Err("--connect-timeout must be more than 0 s".into());
     }
+    if t.queue_timeout.is_some_and(|q| q.is_zero()) {
+        return Err("--queue-timeout must be more than 0 s".into());
+    }
     // Refused here, before the host is resolved, as every other flag error; the check in
     // the client repeats it for plans that do not come from flags.
     let layout = t.threads.layout(crate::plan::threads::cores());
@@ -522,6 +527,7 @@ pub(super) fn client_plan(
         cpus: t.affinity.as_ref().map_or_else(Vec::new, |a| a.client.clone()),
         pair_on_loopback: t.affinity.is_none(),
         connect_timeout: t.connect_timeout,
+        queue_timeout: t.queue_timeout.unwrap_or(linerate_proto::QUEUE_LIMIT),
         output: output(net),
         link: t
             .link_speed

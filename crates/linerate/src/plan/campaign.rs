@@ -213,6 +213,7 @@ impl Tier {
             cpus: Vec::new(),
             pair_on_loopback: true,
             connect_timeout: std::time::Duration::from_secs(10),
+            queue_timeout: linerate_proto::QUEUE_LIMIT,
             output,
             link: self.target.link,
             iperf3: false,

@@ -112,6 +112,8 @@ pub struct ClientPlan {
     pub pair_on_loopback: bool,
     /// Limit for each TCP connect.
     pub connect_timeout: Duration,
+    /// The longest to wait, in all, in an exclusive server's queue (`--queue-timeout`).
+    pub queue_timeout: Duration,
     /// Output format.
     pub output: OutputFormat,
     /// The link the user says the path has (`--link-speed`, `--mtu`).

@@ -94,7 +94,7 @@ impl From<&ProtoError> for FailureKind {
             ProtoError::Violation(_) => Self::Violation,
             ProtoError::Incompatible(_) => Self::Incompatible,
             ProtoError::Refused(_) => Self::Refused,
-            ProtoError::TimedOut { .. } => Self::TimedOut,
+            ProtoError::TimedOut { .. } | ProtoError::QueueLimit { .. } => Self::TimedOut,
             ProtoError::Aborted { reason, .. } => match reason {
                 AbortReason::Timeout => Self::TimedOut,
                 AbortReason::ProtocolError => Self::Violation,

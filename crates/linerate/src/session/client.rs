@@ -23,6 +23,7 @@ use crate::session::{
     Clock, ControlChannel, End, Interrupt, LiveEvent, NO_PROGRESS_TIMEOUT, Observer, SOFTWARE,
     StreamSet, random_nonce,
 };
+use crate::stats::integrity;
 use crate::sys;
 use crate::traffic::socket::{self, Bind, SetupError, SocketOptions, Step};
 
@@ -133,13 +134,16 @@ struct ClientRun<'p> {
     record: RunRecord,
     streams: Option<StreamSet>,
     interrupted: bool,
+    /// When the server's results arrived, from this end's start: how long the test took
+    /// here, which bounds the durations the server may report.
+    peer_results_at: Option<Duration>,
 }
 
 impl<'p> ClientRun<'p> {
     fn new(plan: &'p ClientPlan, gate: Option<&'p dyn StartGate>) -> Self {
         let mut record = new_record(plan);
         record.spec.held_start = gate.is_some();
-        Self { plan, gate, record, streams: None, interrupted: false }
+        Self { plan, gate, record, streams: None, interrupted: false, peer_results_at: None }
     }
 
     /// The loopback pairing to propose (`plan/affinity.rs`): a TCP bulk test to a loopback
@@ -172,7 +176,8 @@ impl<'p> ClientRun<'p> {
         self.record.spec = spec.clone();
         let mut ctrl = ControlChannel::new(stream)?;
         let clock = Clock::new();
-        let mut conn = ClientConn::new(spec, SOFTWARE, clock.now())?;
+        let mut conn =
+            ClientConn::new(spec, SOFTWARE, clock.now())?.with_queue_limit(self.plan.queue_timeout);
         if let Some(key) = &self.plan.psk {
             conn = conn.with_psk(key.clone(), random_nonce()?);
         }
@@ -272,6 +277,7 @@ impl<'p> ClientRun<'p> {
                 // A byte-bound UDP test has no stop: the server's results are the end signal.
                 if let Some(s) = &self.streams {
                     s.end_signalled();
+                    self.peer_results_at = s.started().map(|t| t.elapsed());
                 }
                 self.record.server_results = Some(*r);
             }
@@ -362,11 +368,36 @@ impl<'p> ClientRun<'p> {
             }
         }
         self.record.outcome = match result {
-            Ok(()) if self.interrupted => Outcome::Interrupted,
-            Ok(()) => Outcome::Completed,
-            Err(e) => Outcome::failed(explain(&e, self.plan)),
+            Ok(()) => match self.implausible() {
+                Some(f) => Outcome::failed(f),
+                None if self.interrupted => Outcome::Interrupted,
+                None => judged(&self.record),
+            },
+            Err(e) => Outcome::failed(explain(&e, self.plan, self.gate.is_some())),
         };
         self.record
+    }
+
+    /// The refusal of the server's figures when they cannot be true
+    /// (`stats::integrity::check_peer`); they are then dropped from the record, which keeps
+    /// this end's own and the refusal, so no report, history or fleet total counts them.
+    fn implausible(&mut self) -> Option<Failure> {
+        let (local, peer) = (self.record.client.as_ref()?, self.record.server_results.as_ref()?);
+        let span = u64::try_from(self.peer_results_at?.as_micros()).unwrap_or(u64::MAX);
+        let ends = integrity::Ends { peer: "the server", local: "this client" };
+        let why = integrity::check_peer(&self.record.spec, local, peer, span, ends).err()?;
+        self.record.server_results = None;
+        Some(Failure::new(FailureKind::Violation, why))
+    }
+}
+
+/// The outcome of a test whose exchange completed: failed when any stream of either end
+/// failed (a reset stream's figures are missing from the totals, so they are partial), with
+/// how many and why; completed otherwise.
+pub(super) fn judged(record: &RunRecord) -> Outcome {
+    match integrity::failed_streams(record) {
+        Some(why) => Outcome::failed(Failure::new(FailureKind::Network, why)),
+        None => Outcome::Completed,
     }
 }
 
@@ -595,8 +626,8 @@ fn effective_spec(plan: &ClientPlan, ctrl: &TcpStream, server: SocketAddr) -> Te
 }
 
 /// Turns an error into the failure the record keeps: its kind, and the one line the user
-/// sees, with what to try where we know.
-pub(super) fn explain(e: &anyhow::Error, plan: &ClientPlan) -> Failure {
+/// sees, with what to try where we know. `fleet`: the test is one host's of a fleet.
+pub(super) fn explain(e: &anyhow::Error, plan: &ClientPlan, fleet: bool) -> Failure {
     let Failure { kind, message: base } = Failure::of(e);
     let hint = match e.downcast_ref::<ProtoError>() {
         Some(ProtoError::TimedOut { what, .. }) if what.contains("hello") => Some(format!(
@@ -609,6 +640,16 @@ pub(super) fn explain(e: &anyhow::Error, plan: &ClientPlan) -> Failure {
         Some(ProtoError::Closed(_)) => {
             Some("the server process may have exited or crashed; check its log".to_string())
         }
+        // A fleet's host waits no longer than the fleet waits for every host to be ready.
+        Some(ProtoError::QueueLimit { .. }) if fleet => Some(format!(
+            "a fleet waits at most {} s for its hosts to be ready (and at most --queue-timeout \
+             in a queue): run the fleet when this server is idle, or leave it out",
+            super::fleet::SETUP_LIMIT.as_secs()
+        )),
+        Some(ProtoError::QueueLimit { .. }) => Some(format!(
+            "raise --queue-timeout (now {} s) to wait longer, or test when the server is idle",
+            plan.queue_timeout.as_secs_f64()
+        )),
         _ => None,
     };
     match hint {

@@ -236,7 +236,11 @@ pub fn run_fleet(plan: &FleetPlan, interrupt: &Interrupt) -> FleetRun {
             .targets
             .iter()
             .map(|t| {
-                let host_plan = plan.plan_for(t);
+                let mut host_plan = plan.plan_for(t);
+                // Past the setup limit the fleet starts without this host: waiting longer in
+                // a server's queue would only hold the fleet's end (a server that says
+                // `queued` for ever, for as long as --queue-timeout).
+                host_plan.queue_timeout = host_plan.queue_timeout.min(SETUP_LIMIT);
                 let gate = &gate;
                 std::thread::Builder::new().name(format!("fleet {}", t.label)).spawn_scoped(
                     scope,

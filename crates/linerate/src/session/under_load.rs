@@ -28,7 +28,7 @@ use linerate_proto::latency::{MAX_IN_FLIGHT, RrSpec};
 use linerate_proto::{EndCondition, TestSpec};
 
 use crate::plan::{ClientPlan, UnderLoadPlan};
-use crate::record::{Failure, LatencyProbes, Outcome, ProbePhase, RunRecord};
+use crate::record::{Failure, FailureKind, LatencyProbes, Outcome, ProbePhase, RunRecord};
 use crate::session::{Interrupt, LiveEvent, Observer, Quiet, client};
 
 /// How long the probes stop before the test does, so none of them sees the senders' stop.
@@ -77,20 +77,35 @@ pub fn run(plan: &ClientPlan, observer: &mut dyn Observer, interrupt: &Interrupt
                 }
                 std::thread::sleep(Duration::from_millis(20).min(at - Instant::now().min(at)));
             }
-            Some(phase(loaded_plan, interrupt, settle).0)
+            Some(phase(loaded_plan, interrupt, settle))
         });
         let record = client::run(plan, &mut watch, interrupt);
         watch.started = None;
         (record, probes.join().ok().flatten())
     });
-    let loaded = loaded.unwrap_or_else(|| ProbePhase {
-        from_ms: millis(settle),
-        duration_ms: 0,
-        latency: None,
-        intervals: Vec::new(),
-        error: Some("the test did not run long enough to probe it".into()),
-        connect: None,
+    let (loaded, failed) = loaded.unwrap_or_else(|| {
+        let why = "the test did not run long enough to probe it";
+        let phase = ProbePhase {
+            from_ms: millis(settle),
+            duration_ms: 0,
+            latency: None,
+            intervals: Vec::new(),
+            error: Some(why.into()),
+            connect: None,
+        };
+        (phase, Some(Failure::new(FailureKind::Environment, why)))
     });
+    // The test's own figures stand, but the run's answer is its latency under load: a probe
+    // session that failed (cut by the server, refused) leaves that answer partial, and so
+    // the run failed, said in its last line and its exit status, with every figure kept.
+    if let (Some(f), Outcome::Completed) = (failed, &record.outcome) {
+        let why = format!(
+            "the latency probes under load failed: {}; the throughput figures are whole, the \
+             latency under load is partial",
+            f.message
+        );
+        record.outcome = Outcome::failed(Failure::new(f.kind, why));
+    }
     record.probes = Some(Box::new(LatencyProbes { probe, idle, loaded }));
     record
 }
@@ -160,19 +175,22 @@ fn phase(
         stream.map_or_else(Vec::new, |s| s.intervals.iter().filter_map(|i| i.rr).collect());
     let failure = match (&latency, record.outcome.failure()) {
         (_, Some(f)) => Some(f),
-        (None, None) => Some(Failure::new(
-            crate::record::FailureKind::Environment,
-            "the probe stream reported no latency",
-        )),
+        (None, None) => {
+            Some(Failure::new(FailureKind::Environment, "the probe stream reported no latency"))
+        }
         (Some(_), None) => None,
     };
     // Both probe runs failing says more together (an iperf3 server refuses the one it
-    // recognises and closes on the other).
+    // recognises and closes on the other); the handshake probes failing alone fail the
+    // phase too: its connect figures are missing or partial.
     let failure = match (failure, handshakes.as_ref().and_then(|r| r.outcome.failure())) {
         (Some(f), Some(h)) if h.message != f.message => Some(Failure::new(
             f.kind,
             format!("{}; the handshake probes: {}", f.message, h.message),
         )),
+        (None, Some(h)) => {
+            Some(Failure::new(h.kind, format!("the handshake probes: {}", h.message)))
+        }
         (f, _) => f,
     };
     let error = failure.as_ref().map(|f| f.message.clone());

@@ -11,6 +11,7 @@ pub mod environment;
 pub mod fairness;
 pub mod fleet;
 pub mod fleet_compare;
+pub mod integrity;
 pub mod intervals;
 pub mod latency;
 pub mod latency_compare;

@@ -51,7 +51,7 @@ pub fn run(plan: &ClientPlan, observer: &mut dyn Observer, interrupt: &Interrupt
     record.outcome = match result {
         // TEST_END went out early, on the first interrupt, and results were exchanged.
         Ok(()) if interrupt.count() > 0 => Outcome::Interrupted,
-        Ok(()) => Outcome::Completed,
+        Ok(()) => crate::session::client::judged(&record),
         // The native client's hints (`explain`) are about linerate servers: not added here.
         Err(e) => Outcome::failed(Failure::of(&e)),
     };
