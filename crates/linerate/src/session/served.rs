@@ -8,16 +8,19 @@
 //! protocol. Nothing here touches the data path: the watchdog reads the counters the sampler
 //! already keeps.
 //!
-//! The progress deadline: besides the idle timeout (no byte for `--idle-timeout`), every
-//! `--idle-timeout` window of a running test must move at least half of `--min-rate` over
-//! it (`Limits::progress_refusal`), so a peer trickling a byte a second cannot hold a slot
-//! however long it asked for.
+//! The progress deadline: besides the idle timeout (no byte and no answered transaction for
+//! `--idle-timeout`), every `--idle-timeout` window of a running test must move at least half
+//! of `--min-rate` over it (`Limits::progress_refusal`), so a peer trickling a byte a second
+//! cannot hold a slot however long it asked for. Progress is `limits::Progress`: bytes, and
+//! the requests a request/response test's streams answered, each worth
+//! `limits::TRANSACTION_BITS` more, so a latency test moving few bytes by design is not cut
+//! while one whose client asks (almost) nothing still is.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
-use linerate_proto::limits::requested_rate;
+use linerate_proto::limits::{Progress, requested_rate};
 use linerate_proto::{Machine, RUN_GRACE, Refusal, SideResults, TestSpec};
 
 use crate::session::admission::{Expected, Pending, Place, Share, Ticket};
@@ -35,9 +38,10 @@ pub(crate) struct ServedTest<'a> {
     pub(crate) streams: Option<StreamSet>,
     pub(crate) server_results: Option<SideResults>,
     pub(crate) client_results: Option<SideResults>,
-    progress: (Instant, u64),
-    /// Where the current progress window began and the byte count then.
-    window: (Instant, u64),
+    /// When progress was last made, and the count then.
+    progress: (Instant, Progress),
+    /// Where the current progress window began and the count then.
+    window: (Instant, Progress),
     /// The most other tests seen running at once during this one.
     overlap: u32,
     /// Counts this connection against its address until the test is admitted.
@@ -68,8 +72,8 @@ impl<'a> ServedTest<'a> {
             streams: None,
             server_results: None,
             client_results: None,
-            progress: (Instant::now(), 0),
-            window: (Instant::now(), 0),
+            progress: (Instant::now(), Progress::default()),
+            window: (Instant::now(), Progress::default()),
             overlap: 0,
             pending: Some(pending),
             ticket: None,
@@ -144,8 +148,8 @@ impl<'a> ServedTest<'a> {
         self.expected = None;
         self.note_overlap();
         let now = self.streams.as_mut().map_or_else(Instant::now, StreamSet::start);
-        self.progress = (now, 0);
-        self.window = (now, 0);
+        self.progress = (now, Progress::default());
+        self.window = (now, Progress::default());
     }
 
     /// The most other tests running at once, so far.
@@ -168,17 +172,18 @@ impl<'a> ServedTest<'a> {
         let Some(streams) = self.streams.as_mut() else { return Ok(()) };
         let now = Instant::now();
         streams.sample(now, false);
-        let total = streams.total_bytes();
+        let total = streams.progress();
         let limits = &self.shared.admission.limits;
         let ran = streams.started().map_or(Duration::ZERO, |t| now.saturating_duration_since(t));
-        if let Some(r) = limits.bytes_exceeded(total).or(limits.duration_exceeded(ran, RUN_GRACE)) {
+        if let Some(r) =
+            limits.bytes_exceeded(total.bytes).or(limits.duration_exceeded(ran, RUN_GRACE))
+        {
             return Err(r.into());
         }
         let window = now.saturating_duration_since(self.window.0);
         if window >= limits.idle_timeout {
             if !streams.all_done()
-                && let Some(r) =
-                    limits.progress_refusal(total.saturating_sub(self.window.1), window)
+                && let Some(r) = limits.progress_refusal(total.since(self.window.1), window)
             {
                 return Err(r.into());
             }
