@@ -39,6 +39,7 @@ mod report;
 mod report_html;
 mod report_latency;
 mod report_matrix_latency;
+mod rr_server;
 mod server_log;
 mod store;
 mod udp;

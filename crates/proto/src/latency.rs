@@ -33,6 +33,17 @@ pub const MAX_IN_FLIGHT: u32 = 1024;
 pub const MAX_RATE_PER_SECOND: u64 = 10_000_000;
 /// The most streams of a request/response test (each has a thread of its own on both ends).
 pub const MAX_STREAMS: u32 = 1024;
+/// The largest buffer the answering end (the server) holds per stream, for the requests it
+/// reads and again for the responses it writes from (a pattern written as often as the
+/// requests read ask for): 256 KiB, so a stream costs the server at most 512 KiB of buffers
+/// whatever sizes and depth its client chose. Asking for `--in-flight` × `--response-size`
+/// (up to 1 GiB) at once let clients that never read hold 1 GB of a server's memory with 16
+/// tests (issue 35); one buffer of 256 KiB already lets each write fill a loopback socket's
+/// send buffer, so the bound costs a large response a few more system calls, no throughput.
+pub const ANSWER_BUFFER_MAX: u32 = 256 << 10;
+/// The smallest of those buffers: a page's worth, so many 1-byte responses owed at once are
+/// written in 4 KiB writes, not one system call each.
+const ANSWER_BUFFER_MIN: u32 = 4096;
 
 /// What a request/response test exchanges on each stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -74,6 +85,24 @@ impl RrSpec {
     pub fn buffer_bytes(&self) -> u64 {
         let largest = u64::from(self.request_bytes.max(self.response_bytes));
         largest * u64::from(self.in_flight) + largest.max(64 * 1024)
+    }
+
+    /// The answering end's buffers per TCP stream, bytes: (requests are read into, responses
+    /// are written from), each sized for `in_flight` messages within 4 KiB ..=
+    /// [`ANSWER_BUFFER_MAX`]. A UDP stream's are smaller (one datagram each, at most 64 KiB).
+    pub fn answer_buffers(&self) -> (usize, usize) {
+        let size = |message: u32| {
+            let want = u64::from(message) * u64::from(self.in_flight);
+            want.clamp(u64::from(ANSWER_BUFFER_MIN), u64::from(ANSWER_BUFFER_MAX)) as usize
+        };
+        (size(self.request_bytes), size(self.response_bytes))
+    }
+
+    /// Bytes of buffers one stream holds on the answering end: [`Self::answer_buffers`]
+    /// together, at most twice [`ANSWER_BUFFER_MAX`].
+    pub fn answer_buffer_bytes(&self) -> u64 {
+        let (requests, responses) = self.answer_buffers();
+        (requests + responses) as u64
     }
 
     /// A sentence naming the first field out of range, if any.
@@ -191,6 +220,18 @@ impl RrIntervalSample {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_answering_end_holds_at_most_two_bounded_buffers_per_stream() {
+        let one = RrSpec::default_rr();
+        assert_eq!(one.answer_buffers(), (4096, 4096), "1-byte messages: a page each");
+        let deep = RrSpec { in_flight: 16, response_bytes: 1000, ..one };
+        assert_eq!(deep.answer_buffers(), (4096, 16_000));
+        let huge = RrSpec { response_bytes: MAX_MESSAGE_BYTES, in_flight: MAX_IN_FLIGHT, ..one };
+        assert_eq!(huge.answer_buffers(), (4096, ANSWER_BUFFER_MAX as usize));
+        assert_eq!(huge.answer_buffer_bytes(), 4096 + (256 << 10));
+        assert!(huge.buffer_bytes() > 1 << 30, "what the requesting end holds is not bounded");
+    }
 
     #[test]
     fn problems_name_the_flag_and_the_range() {

@@ -61,6 +61,47 @@ pub const STREAM_OVERHEAD_BYTES: u64 = 256 << 10;
 /// streams for 10 s with 1 s intervals took under 20 MiB beside the process's own
 /// (docs/PERFORMANCE.md, "10,000 flows").
 pub const POOLED_STREAM_BYTES: u64 = 4 << 10;
+/// What one answered request/response transaction counts for against `--min-rate`, besides
+/// its request's bytes: 1024 bits, the two minimum Ethernet frames (64 bytes each) that its
+/// request and its response take on a link whatever their payload.
+///
+/// A request/response test (`--rr`, `--crr`, the probes of `--under-load`) measures latency
+/// and moves few bytes by design: `--rr --rr-rate 50` of 1-byte requests moves 400 bit/s, and
+/// the byte floor cut it although every request was answered. Counted as frames it makes
+/// 51.6 kbit/s. A transaction is worth no more, so that the floor still cuts a peer holding a
+/// slot for next to nothing: a transaction costs the client a round trip of two packets, and
+/// at the default floor a running test must answer about 4 a second (half of 8 kbit/s over
+/// 1032 bits); one that answers a request a second, or none, is cut, as a bulk test moving
+/// under 500 bytes a second is.
+pub const TRANSACTION_BITS: u64 = 1024;
+
+/// What a running test has moved, as the server's watchdog weighs it against `--min-rate` and
+/// `--idle-timeout`: bytes on all its streams (both directions), and the request/response
+/// transactions it answered, each worth [`TRANSACTION_BITS`] more.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// Bytes moved, all streams.
+    pub bytes: u64,
+    /// Requests answered (a response written whole), all streams.
+    pub transactions: u64,
+}
+
+impl Progress {
+    /// The bits this progress counts for: 8 per byte and [`TRANSACTION_BITS`] per transaction.
+    pub fn bits(self) -> u64 {
+        self.bytes
+            .saturating_mul(8)
+            .saturating_add(self.transactions.saturating_mul(TRANSACTION_BITS))
+    }
+
+    /// What was moved since `earlier`.
+    pub fn since(self, earlier: Self) -> Self {
+        Self {
+            bytes: self.bytes.saturating_sub(earlier.bytes),
+            transactions: self.transactions.saturating_sub(earlier.transactions),
+        }
+    }
+}
 
 /// How the serving end lays out its data plane, which decides what a test's streams cost it
 /// in memory ([`test_memory`]).
@@ -170,8 +211,8 @@ pub struct Limits {
     pub max_client_connections: u32,
     /// New tests per client address per minute (a token bucket of this size, refilled evenly).
     pub max_client_tests_per_minute: u32,
-    /// A running test in which no stream moves a byte for this long is ended (a silent or
-    /// stopped peer whose connections are still up).
+    /// A running test in which no stream moves a byte or answers a transaction for this long
+    /// is ended (a silent or stopped peer whose connections are still up).
     pub idle_timeout: Duration,
     /// One test at a time; later requests wait in a queue (clients that cannot queue, such
     /// as iperf3, are refused as busy).
@@ -185,8 +226,9 @@ pub struct Limits {
     /// `None` = a quarter of `max_tests` (at least 1), `Some(0)` = no cap. See
     /// [`Limits::tests_per_address`].
     pub max_tests_per_address: Option<u32>,
-    /// Bits per second a test must ask for and keep moving (all streams, both directions);
-    /// 0 = no floor. See [`Limits::progress_refusal`].
+    /// Bits per second a test must ask for and keep moving (all streams, both directions;
+    /// a transaction counts [`TRANSACTION_BITS`]); 0 = no floor. See [`floor_rate`] and
+    /// [`Limits::progress_refusal`].
     pub min_rate: u64,
     /// Largest block (`-l`) a test may ask for, bytes.
     pub max_block: u32,
@@ -336,8 +378,9 @@ impl Limits {
                 LimitKind::Bitrate,
                 format!(
                     "server allows at most {} per test (--max-bitrate), asked for {asked}; \
-                     ask for -b with streams × rate within it",
-                    si(max)
+                     ask for {} with streams × rate within it",
+                    si(max),
+                    pace_flag(spec)
                 ),
             ));
         }
@@ -345,14 +388,20 @@ impl Limits {
     }
 
     fn check_min_rate(&self, spec: &TestSpec) -> Result<(), Refusal> {
-        match requested_rate(spec) {
+        match floor_rate(spec) {
             Some(asked) if asked < self.min_rate => Err(Refusal::new(
                 LimitKind::MinRate,
                 format!(
-                    "server requires tests of at least {} (--min-rate), asked for {}; ask for a \
-                     higher -b (it is per stream)",
+                    "server requires tests of at least {} (--min-rate), asked for {}{}; ask for \
+                     a higher {} (it is per stream)",
                     si(self.min_rate),
-                    si(asked)
+                    si(asked),
+                    if spec.rr.is_some() {
+                        " (each transaction counted as its request's bytes and 1024 bits)"
+                    } else {
+                        ""
+                    },
+                    pace_flag(spec)
                 ),
             )),
             _ => Ok(()),
@@ -391,20 +440,29 @@ impl Limits {
         Ok(())
     }
 
-    /// The refusal for a running test that moved `moved` bytes (all streams, both directions)
-    /// in the last `window`: less than half of [`Limits::min_rate`] over it. Half, because a
-    /// paced sender writes whole blocks: a test paced at the floor whose blocks come at most a
-    /// window apart always moves at least half the floor in any window. None when it kept up.
-    pub fn progress_refusal(&self, moved: u64, window: Duration) -> Option<Refusal> {
+    /// The refusal for a running test that made `moved` progress (all streams, both
+    /// directions, transactions at [`TRANSACTION_BITS`]) in the last `window`: less than half
+    /// of [`Limits::min_rate`] over it. Half, because a paced sender writes whole blocks: a
+    /// test paced at the floor whose blocks come at most a window apart always moves at least
+    /// half the floor in any window. None when it kept up.
+    pub fn progress_refusal(&self, moved: Progress, window: Duration) -> Option<Refusal> {
         let secs = window.as_secs_f64();
         let floor = self.min_rate as f64 * secs / 2.0;
-        (self.min_rate > 0 && secs > 0.0 && (moved as f64 * 8.0) < floor).then(|| {
+        let rate = |bits: u64| si((bits as f64 / secs) as u64);
+        (self.min_rate > 0 && secs > 0.0 && (moved.bits() as f64) < floor).then(|| {
+            let what = match moved.transactions {
+                0 => rate(moved.bits()),
+                n => format!(
+                    "{} and answered {n} transaction(s) ({} with each counted as 1024 bits)",
+                    rate(moved.bytes.saturating_mul(8)),
+                    rate(moved.bits())
+                ),
+            };
             Refusal::new(
                 LimitKind::MinRate,
                 format!(
-                    "the test moved {} in the last {secs:.1} s, under the server's floor of {} \
-                     per test (--min-rate, averaged over --idle-timeout); the test was cut",
-                    si((moved as f64 * 8.0 / secs) as u64),
+                    "the test moved {what} in the last {secs:.1} s, under the server's floor of \
+                     {} per test (--min-rate, averaged over --idle-timeout); the test was cut",
                     si(self.min_rate)
                 ),
             )
@@ -563,8 +621,14 @@ fn bytes_refusal(max: u64) -> Refusal {
 /// The memory a test needs on the server laid out as `layout`: with a thread per stream, its
 /// stream buffers ([`TestSpec::buffer_bytes`]) and [`STREAM_OVERHEAD_BYTES`] per stream; with
 /// a pool, a send block and a read buffer per worker and [`POOLED_STREAM_BYTES`] per stream.
+/// A request/response test's streams have a thread each and the answering end's bounded
+/// buffers ([`crate::latency::RrSpec::answer_buffer_bytes`], at most 512 KiB), whatever the
+/// sizes and depth the client holds itself.
 pub fn test_memory(spec: &TestSpec, layout: StreamLayout) -> u64 {
     let conns = u64::from(spec.connection_count());
+    if let Some(rr) = &spec.rr {
+        return conns.saturating_mul(rr.answer_buffer_bytes() + STREAM_OVERHEAD_BYTES);
+    }
     let per_stream = match layout.workers_for(spec.connection_count(), spec.protocol) {
         Some(_) => POOLED_STREAM_BYTES,
         None => STREAM_OVERHEAD_BYTES,
@@ -621,13 +685,37 @@ fn size(bytes: u64) -> String {
 }
 
 /// The rate a test asks for in total (every stream, both directions), bits per second; None
-/// for an unpaced test.
+/// for an unpaced test (a bulk test without `-b`, a closed-loop request/response test). A
+/// paced request/response test (`--rr-rate`) asks for its requests and responses' bytes.
 pub fn requested_rate(spec: &TestSpec) -> Option<u64> {
-    (spec.bits_per_second > 0).then(|| {
-        spec.bits_per_second
+    let per_stream = match &spec.rr {
+        Some(rr) => rr
+            .rate_per_second
+            .saturating_mul(8 * (u64::from(rr.request_bytes) + u64::from(rr.response_bytes))),
+        None => spec.bits_per_second,
+    };
+    (per_stream > 0).then(|| {
+        per_stream
             .saturating_mul(u64::from(spec.streams))
             .saturating_mul(directions(spec.direction))
     })
+}
+
+/// The rate `--min-rate` weighs a test's request at, bits per second; None for an unpaced
+/// test. [`requested_rate`], except for a paced request/response test: each transaction
+/// counts its request's bytes and [`TRANSACTION_BITS`], exactly what the server counts while
+/// the test runs ([`Progress`]: it reads the requests, and answers them).
+pub fn floor_rate(spec: &TestSpec) -> Option<u64> {
+    let Some(rr) = &spec.rr else { return requested_rate(spec) };
+    let per_transaction = 8 * u64::from(rr.request_bytes) + TRANSACTION_BITS;
+    (rr.rate_per_second > 0).then(|| {
+        rr.rate_per_second.saturating_mul(per_transaction).saturating_mul(u64::from(spec.streams))
+    })
+}
+
+/// The flag that paces `spec`: `-b`, or `--rr-rate` for a request/response test.
+fn pace_flag(spec: &TestSpec) -> &'static str {
+    if spec.rr.is_some() { "--rr-rate" } else { "-b" }
 }
 
 fn directions(d: Direction) -> u64 {
@@ -1030,10 +1118,89 @@ mod tests {
         s.bits_per_second = 0;
         assert_eq!(l.check(&s), Ok(()), "unpaced asks for no particular rate");
         let w = Duration::from_secs(10);
-        assert!(l.progress_refusal(5000, w).is_none(), "half the floor over the window");
-        let r = l.progress_refusal(4999, w).expect("under half");
+        let bytes = |bytes| Progress { bytes, transactions: 0 };
+        assert!(l.progress_refusal(bytes(5000), w).is_none(), "half the floor over the window");
+        let r = l.progress_refusal(bytes(4999), w).expect("under half");
         assert!(r.message.contains("(--min-rate, averaged over --idle-timeout)"), "{r}");
-        assert!(Limits { min_rate: 0, ..l }.progress_refusal(0, w).is_none(), "0 = no floor");
+        assert!(Limits { min_rate: 0, ..l }.progress_refusal(bytes(0), w).is_none(), "no floor");
+    }
+
+    fn rr_spec(rate_per_second: u64, request_bytes: u32) -> TestSpec {
+        let rr = crate::latency::RrSpec {
+            rate_per_second,
+            request_bytes,
+            ..crate::latency::RrSpec::default_rr()
+        };
+        TestSpec { rr: Some(rr), ..spec() }
+    }
+
+    #[test]
+    fn transactions_count_against_the_floor_at_admission_and_while_running() {
+        let l = Limits::default();
+        // 1-byte requests: 8 + 1024 bits each.
+        assert_eq!(floor_rate(&rr_spec(50, 1)), Some(51_600));
+        assert_eq!(l.check(&rr_spec(50, 1)), Ok(()), "--rr-rate 50 of 1 byte");
+        assert_eq!(l.check(&rr_spec(8, 1)), Ok(()), "8 × 1032 bits");
+        let r = l.check(&rr_spec(7, 1)).unwrap_err();
+        assert_eq!(r.kind, LimitKind::MinRate);
+        assert!(
+            r.message.starts_with(
+                "server requires tests of at least 8.00 kbit/s (--min-rate), asked for 7.22 kbit/s \
+                 (each transaction counted as its request's bytes and 1024 bits); ask for a \
+                 higher --rr-rate"
+            ),
+            "{r}"
+        );
+        let four = TestSpec { streams: 4, ..rr_spec(2, 1) };
+        assert_eq!(floor_rate(&four), Some(8256), "the rate is per stream");
+        assert_eq!(l.check(&rr_spec(0, 1)), Ok(()), "a closed loop asks for no rate");
+        assert_eq!(floor_rate(&rr_spec(0, 1)), None);
+        // Running: 50 transactions a second for 10 s clear half the floor; 3 a second do not.
+        let w = Duration::from_secs(10);
+        let ran = |transactions: u64| Progress { bytes: transactions, transactions };
+        assert!(l.progress_refusal(ran(500), w).is_none());
+        assert!(l.progress_refusal(ran(39), w).is_none(), "39 × 1032 bits ≥ 40 kbit");
+        let r = l.progress_refusal(ran(30), w).expect("3 a second");
+        assert!(
+            r.message.starts_with(
+                "the test moved 24 bit/s and answered 30 transaction(s) (3.10 kbit/s with each \
+                 counted as 1024 bits) in the last 10.0 s"
+            ),
+            "{r}"
+        );
+        assert!(l.progress_refusal(ran(0), w).is_some(), "nothing answered");
+        let now = Progress { bytes: 100, transactions: 7 };
+        assert_eq!(now.since(ran(5)), Progress { bytes: 95, transactions: 2 });
+        assert_eq!(now.bits(), 800 + 7 * 1024);
+    }
+
+    #[test]
+    fn a_paced_request_response_test_asks_for_its_bytes_under_rate_caps() {
+        let mut s = rr_spec(1000, 100);
+        if let Some(rr) = s.rr.as_mut() {
+            rr.response_bytes = 400;
+        }
+        s.streams = 2;
+        assert_eq!(requested_rate(&s), Some(8_000_000), "2 × 1000/s × 500 bytes");
+        let l = Limits { max_bitrate: Some(4_000_000), ..Limits::default() };
+        let r = l.check(&s).unwrap_err();
+        assert!(r.message.contains("asked for 8.00 Mbit/s; ask for --rr-rate"), "{r}");
+        assert_eq!(Limits { max_bitrate: Some(8_000_000), ..l.clone() }.check(&s), Ok(()));
+        assert_eq!(requested_rate(&rr_spec(0, 1)), None, "a closed loop is unpaced");
+    }
+
+    #[test]
+    fn request_response_tests_count_the_answering_ends_bounded_buffers() {
+        let rr = crate::latency::RrSpec {
+            response_bytes: 1 << 20,
+            in_flight: 60,
+            ..crate::latency::RrSpec::default_rr()
+        };
+        let s = TestSpec { streams: 4, rr: Some(rr), ..spec() };
+        // 4 × (4 KiB + 256 KiB + 256 KiB of stack), not 4 × 61 MiB.
+        assert_eq!(test_memory(&s, StreamLayout::PER_STREAM), 4 * ((4 << 10) + (512 << 10)));
+        assert_eq!(Limits::default().check(&s), Ok(()));
+        assert!(buffer_memory(&s, StreamLayout::PER_STREAM) > 200 << 20, "the client's own");
     }
 
     #[test]

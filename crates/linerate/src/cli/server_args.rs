@@ -84,8 +84,9 @@ pub struct LimitArgs {
     #[arg(long = "max-tests-per-address", value_name = "N", help_heading = "Limits")]
     pub max_tests_per_address: Option<u32>,
     /// Lowest rate a test may ask for (-b × streams) and must keep moving: a running test
-    /// that moves less than half of it over an --idle-timeout window is ended
-    /// [default: 8k; 0 = no floor].
+    /// that moves less than half of it over an --idle-timeout window is ended. Each request a
+    /// request/response test (--rr, --crr) has answered counts 1024 bits besides its bytes,
+    /// at admission (--rr-rate) and while it runs [default: 8k; 0 = no floor].
     #[arg(long = "min-rate", value_name = "RATE", value_parser = rate, help_heading = "Limits")]
     pub min_rate: Option<Bitrate>,
     /// Largest block (-l) a test may ask for [default: 1M; at most 64M].
@@ -93,7 +94,8 @@ pub struct LimitArgs {
     pub max_block: Option<ByteCount>,
     /// Most memory one test may need on the server: with a thread per stream its stream
     /// buffers plus 256 KiB per stream, with a pool (--threads) two blocks per worker plus
-    /// 4 KiB per stream [default: 64M].
+    /// 4 KiB per stream; a request/response stream's buffers are at most 512 KiB
+    /// [default: 64M].
     #[arg(long = "max-test-memory", value_name = "SIZE", value_parser = size, help_heading = "Limits")]
     pub max_test_memory: Option<ByteCount>,
     /// Connections not yet part of a test, from all addresses together; when full, a new
@@ -118,9 +120,9 @@ pub struct LimitArgs {
     /// host or customer) [default: 64].
     #[arg(long = "ipv6-prefix", value_name = "BITS", help_heading = "Limits")]
     pub ipv6_prefix: Option<u8>,
-    /// End a running test when no stream moved a byte for this long (a stopped or silent
-    /// peer whose connections stay up); also the window --min-rate is averaged over
-    /// [default: 10 s].
+    /// End a running test when no stream moved a byte or answered a request for this long (a
+    /// stopped or silent peer whose connections stay up); also the window --min-rate is
+    /// averaged over [default: 10 s].
     #[arg(long = "idle-timeout", value_name = "SECONDS", value_parser = seconds, help_heading = "Limits")]
     pub idle_timeout: Option<Duration>,
     /// Shortest sampling interval (-i) a test may ask for; -i 0 (no interval reports) is

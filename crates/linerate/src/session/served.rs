@@ -8,18 +8,20 @@
 //! protocol. Nothing here touches the data path: the watchdog reads the counters the sampler
 //! already keeps.
 //!
-//! The progress deadline: besides the idle timeout (no byte for `--idle-timeout`), every
-//! `--idle-timeout` window of a running test must move at least half of `--min-rate` over
-//! it (`Limits::progress_refusal`), so a peer trickling a byte a second cannot hold a slot
-//! however long it asked for.
+//! The progress deadline: besides the idle timeout (no byte and no answered transaction for
+//! `--idle-timeout`), every `--idle-timeout` window of a running test must move at least half
+//! of `--min-rate` over it (`Limits::progress_refusal`), so a peer trickling a byte a second
+//! cannot hold a slot however long it asked for. Progress is `limits::Progress`: bytes, and
+//! the requests a request/response test's streams answered, each worth
+//! `limits::TRANSACTION_BITS` more, so a latency test moving few bytes by design is not cut
+//! while one whose client asks (almost) nothing still is.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
-use linerate_proto::limits::requested_rate;
-use linerate_proto::limits::{TRANSACTION_FDS_PER_STREAM, TestCost};
+use linerate_proto::limits::{Progress, TRANSACTION_FDS_PER_STREAM, TestCost, requested_rate};
 use linerate_proto::{Machine, RUN_GRACE, Refusal, SideResults, TestSpec};
 
 use crate::session::admission::{Expected, Pending, Place, Share, Ticket, Transactions};
@@ -42,9 +44,10 @@ pub(crate) struct ServedTest {
     pub(crate) streams: Option<StreamSet>,
     pub(crate) server_results: Option<SideResults>,
     pub(crate) client_results: Option<SideResults>,
-    progress: (Instant, u64),
-    /// Where the current progress window began and the byte count then.
-    window: (Instant, u64),
+    /// When progress was last made, and the count then.
+    progress: (Instant, Progress),
+    /// Where the current progress window began and the count then.
+    window: (Instant, Progress),
     /// The most other tests seen running at once during this one.
     overlap: u32,
     /// Counts this connection against its address until the test is admitted.
@@ -90,8 +93,8 @@ impl ServedTest {
             streams: None,
             server_results: None,
             client_results: None,
-            progress: (Instant::now(), 0),
-            window: (Instant::now(), 0),
+            progress: (Instant::now(), Progress::default()),
+            window: (Instant::now(), Progress::default()),
             overlap: 0,
             pending: Some(pending),
             ticket: None,
@@ -140,7 +143,7 @@ impl ServedTest {
                 self.preempted = preempted;
                 // The progress floor counts from here: a test pays for its slot from the
                 // moment it takes it, whether or not it has started.
-                self.window = (Instant::now(), 0);
+                self.window = (Instant::now(), Progress::default());
                 self.rate = requested_rate(spec).unwrap_or(0);
                 self.admitted = Instant::now();
                 self.pending = None;
@@ -191,7 +194,7 @@ impl ServedTest {
         self.shared.started(self.test);
         self.note_overlap();
         let now = self.streams.as_mut().map_or_else(Instant::now, StreamSet::start);
-        self.progress = (now, 0);
+        self.progress = (now, Progress::default());
     }
 
     /// The most other tests running at once, so far.
@@ -214,17 +217,18 @@ impl ServedTest {
         let Some(streams) = self.streams.as_mut() else { return Ok(()) };
         let now = Instant::now();
         streams.sample(now, false);
-        let total = streams.total_bytes();
+        let total = streams.progress();
         let limits = &self.shared.admission.limits;
         let ran = streams.started().map_or(Duration::ZERO, |t| now.saturating_duration_since(t));
-        if let Some(r) = limits.bytes_exceeded(total).or(limits.duration_exceeded(ran, RUN_GRACE)) {
+        if let Some(r) =
+            limits.bytes_exceeded(total.bytes).or(limits.duration_exceeded(ran, RUN_GRACE))
+        {
             return Err(r.into());
         }
         let window = now.saturating_duration_since(self.window.0);
         if window >= limits.idle_timeout {
             if !streams.all_done()
-                && let Some(r) =
-                    limits.progress_refusal(total.saturating_sub(self.window.1), window)
+                && let Some(r) = limits.progress_refusal(total.since(self.window.1), window)
             {
                 return Err(r.into());
             }
@@ -257,12 +261,7 @@ impl ServedTest {
     /// slot (the running test's floor, applied from admission to the end); see
     /// `Admission::penalize` for what a test that did not costs its client.
     fn paid(&self) -> bool {
-        if self.spec.as_ref().is_some_and(|s| s.rr.is_some()) {
-            // Request/response tests move few bytes by design; what they pay in is
-            // transactions, which the byte floor does not count.
-            return true;
-        }
-        let moved = self.streams.as_ref().map_or(0, StreamSet::total_bytes);
+        let moved = self.streams.as_ref().map_or(Progress::default(), StreamSet::progress);
         let held = self.admitted.elapsed();
         held < FREE_HOLD || self.shared.admission.limits.progress_refusal(moved, held).is_none()
     }

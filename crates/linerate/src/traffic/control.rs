@@ -10,6 +10,9 @@ use linerate_proto::ProcessCpu;
 #[derive(Debug, Default)]
 pub struct StreamCounters {
     bytes: AtomicU64,
+    /// Requests the answering end of a request/response stream answered (its response
+    /// written whole): the server's watchdog counts them as progress (`limits::Progress`).
+    transactions: AtomicU64,
     /// Microseconds from test start when the stream finished, plus one (0 = still running).
     end_us_plus_one: AtomicU64,
     error: Mutex<Option<String>>,
@@ -49,6 +52,16 @@ impl StreamCounters {
     /// Bytes moved so far.
     pub fn bytes(&self) -> u64 {
         self.bytes.load(Ordering::Relaxed)
+    }
+
+    /// Publishes the running count of requests answered (single writer, as for bytes).
+    pub fn set_transactions(&self, total: u64) {
+        self.transactions.store(total, Ordering::Relaxed);
+    }
+
+    /// Requests answered so far (0 on every stream that answers none).
+    pub fn transactions(&self) -> u64 {
+        self.transactions.load(Ordering::Relaxed)
     }
 
     /// Marks the stream finished `elapsed` after the test start, with an optional error.

@@ -301,6 +301,13 @@ impl Schedule {
 
 /// The server's side of one stream: answers every whole request with a response until the
 /// client closes its side. Returns when the last request arrived (None if none did).
+///
+/// Its buffers are bounded whatever the client asked for (`RrSpec::answer_buffers`, at most
+/// 256 KiB each): the bytes owed are written from one pattern as many times as they need, so
+/// a client that asks for 1 MiB responses 1024 at a time and never reads them holds 256 KiB
+/// of the server's memory, not 1 GiB (what `--max-test-memory` counts: `limits::test_memory`).
+/// Each request counts as answered once its response is written whole, for the server's
+/// watchdog (`StreamCounters::transactions`).
 pub fn answer_loop(
     mut sock: &TcpStream,
     ctl: &TrafficControl,
@@ -308,9 +315,10 @@ pub fn answer_loop(
     rr: RrSpec,
 ) -> Result<Option<Instant>, String> {
     let (req, resp) = (rr.request_bytes as usize, rr.response_bytes as usize);
-    let responses = crate::traffic::pattern(resp * rr.in_flight as usize);
-    let mut buf = vec![0u8; (req * rr.in_flight as usize).clamp(4096, READ_LIMIT)];
-    let (mut partial, mut got, mut last) = (0usize, 0u64, None);
+    let (read_size, pattern_size) = rr.answer_buffers();
+    let responses = crate::traffic::pattern(pattern_size);
+    let mut buf = vec![0u8; read_size];
+    let (mut partial, mut got, mut answered, mut last) = (0usize, 0u64, 0u64, None);
     loop {
         match sock.read(&mut buf) {
             Ok(0) => return Ok(last),
@@ -319,13 +327,16 @@ pub fn answer_loop(
                 got += n as u64;
                 counters.set_bytes(got);
                 partial += n;
-                let mut owed = (partial / req) * resp;
+                let requests = partial / req;
                 partial %= req;
+                let mut owed = requests * resp;
                 while owed > 0 {
                     let chunk = owed.min(responses.len());
                     write_all(sock, &responses[..chunk], ctl)?;
                     owed -= chunk;
                 }
+                answered += requests as u64;
+                counters.set_transactions(answered);
             }
             Err(e) if is_timeout(&e) || e.kind() == ErrorKind::Interrupted => {
                 if ctl.aborted() {

@@ -130,7 +130,9 @@ fn transact(
 
 /// The server's side of one `--crr` stream: answers each transaction connection handed over
 /// on `incoming` (its hello already read), until the client closes the stream's `anchor`.
-/// Returns when the last request arrived (None if none did).
+/// Returns when the last request arrived (None if none did). Requests are read and responses
+/// written through bounded buffers (`RrSpec::answer_buffers`), and each transaction answered
+/// is counted for the server's watchdog.
 pub fn crr_answer_loop(
     mut anchor: &TcpStream,
     incoming: &Receiver<TcpStream>,
@@ -139,16 +141,19 @@ pub fn crr_answer_loop(
     rr: RrSpec,
 ) -> Result<Option<Instant>, String> {
     anchor.set_nonblocking(true).map_err(|e| format!("cannot poll the stream: {e}"))?;
-    let response = crate::traffic::pattern(rr.response_bytes as usize);
-    let mut request = vec![0u8; rr.request_bytes as usize];
-    let (mut got, mut last) = (0u64, None);
+    let (read_size, pattern_size) = rr.answer_buffers();
+    let mut buffers =
+        Buffers { request: vec![0u8; read_size], response: crate::traffic::pattern(pattern_size) };
+    let (mut got, mut answered, mut last) = (0u64, 0u64, None);
     loop {
         match incoming.recv_timeout(Duration::from_millis(20)) {
             // A transaction that fails (its client gone) costs only itself.
             Ok(sock) => {
-                if answer(&sock, &mut request, &response).is_ok() {
+                if answer(&sock, rr, &mut buffers).is_ok() {
                     got += rr.request_bytes as u64;
+                    answered += 1;
                     counters.set_bytes(got);
+                    counters.set_transactions(answered);
                     last = Some(Instant::now());
                 }
                 continue;
@@ -171,11 +176,28 @@ pub fn crr_answer_loop(
     }
 }
 
-/// Reads one request, writes the response and closes (the server closes first).
-fn answer(mut sock: &TcpStream, request: &mut [u8], response: &[u8]) -> std::io::Result<()> {
+/// The answering end's buffers: requests are read into one, responses written from the other.
+struct Buffers {
+    request: Vec<u8>,
+    response: Vec<u8>,
+}
+
+/// Reads one request, writes the response and closes (the server closes first); a message
+/// larger than its buffer is read or written in pieces.
+fn answer(mut sock: &TcpStream, rr: RrSpec, b: &mut Buffers) -> std::io::Result<()> {
     sock.set_read_timeout(Some(TRANSACTION_TIMEOUT))?;
     sock.set_write_timeout(Some(TRANSACTION_TIMEOUT))?;
-    sock.read_exact(request)?;
-    sock.write_all(response)?;
+    let mut left = rr.request_bytes as usize;
+    while left > 0 {
+        let n = left.min(b.request.len());
+        sock.read_exact(&mut b.request[..n])?;
+        left -= n;
+    }
+    let mut left = rr.response_bytes as usize;
+    while left > 0 {
+        let n = left.min(b.response.len());
+        sock.write_all(&b.response[..n])?;
+        left -= n;
+    }
     sock.shutdown(Shutdown::Write)
 }

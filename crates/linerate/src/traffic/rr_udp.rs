@@ -120,7 +120,9 @@ pub fn udp_request_loop(
 
 /// The server's side of one UDP stream: answers every request of this test with a response
 /// that starts with the request's header, until the test is finishing and the socket has
-/// been quiet for `quiet`. Returns when the last request arrived (None if none did).
+/// been quiet for `quiet`. Returns when the last request arrived (None if none did). Its two
+/// buffers hold a datagram each (at most 64 KiB, within `RrSpec::answer_buffers`); each
+/// response sent counts as a transaction answered, for the server's watchdog.
 pub fn udp_answer_loop(
     sock: &UdpSocket,
     ctl: &TrafficControl,
@@ -132,7 +134,7 @@ pub fn udp_answer_loop(
     let mut buf = vec![0u8; (rr.request_bytes as usize).clamp(2048, DATAGRAM_LIMIT)];
     let mut response = crate::traffic::pattern(rr.response_bytes as usize);
     let header = format.header_bytes();
-    let (mut got, mut last) = (0u64, None);
+    let (mut got, mut answered, mut last) = (0u64, 0u64, None);
     loop {
         match sock.recv(&mut buf) {
             Ok(n) => {
@@ -144,7 +146,10 @@ pub fn udp_answer_loop(
                 counters.set_bytes(got);
                 response[..header].copy_from_slice(&buf[..header]);
                 match sock.send(&response) {
-                    Ok(_) => {}
+                    Ok(_) => {
+                        answered += 1;
+                        counters.set_transactions(answered);
+                    }
                     Err(e) if transient(&e) => {}
                     Err(e) => return Err(format!("send failed: {e}")),
                 }

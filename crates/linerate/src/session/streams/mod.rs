@@ -30,6 +30,7 @@ use crate::traffic::socket::{self, SocketOptions, TcpData, UdpData};
 use crate::traffic::unsent::{UnsentLimit, UnsentPolicy};
 use crate::traffic::{ByteBudget, StartGate, StreamCounters, TrafficControl};
 use linerate_proto::latency::RrSpec;
+use linerate_proto::limits::Progress;
 use linerate_proto::samples::{SampleLog, samples_per_stream};
 use linerate_proto::udp::{DatagramFormat, SeqWidth};
 
@@ -657,6 +658,12 @@ impl StreamSet {
     /// Total bytes moved by all local streams (for progress watchdogs).
     pub fn total_bytes(&self) -> u64 {
         self.streams.iter().map(|s| s.counters.bytes()).sum()
+    }
+
+    /// Bytes moved and requests answered by all local streams, for the server's watchdog.
+    pub fn progress(&self) -> Progress {
+        let transactions = self.streams.iter().map(|s| s.counters.transactions()).sum();
+        Progress { bytes: self.total_bytes(), transactions }
     }
 
     /// When the next interval sample (or the warm-up boundary) is due.
