@@ -32,7 +32,7 @@ fn secs(s: u64) -> Duration {
 }
 
 /// A TCP connection to the server from `src`, a loopback address of its own.
-fn connect_from(src: IpAddr, port: u16) -> TcpStream {
+pub(crate) fn connect_from(src: IpAddr, port: u16) -> TcpStream {
     let s =
         socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("socket");
     s.bind(&SocketAddr::new(src, 0).into()).expect("bind a loopback source");

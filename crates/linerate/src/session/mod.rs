@@ -13,6 +13,8 @@ pub mod doctor;
 mod doctor_echo;
 pub mod fleet;
 pub mod fleet_runs;
+mod frame_budget;
+pub(crate) mod heap;
 pub mod iperf3;
 pub mod log_limit;
 pub mod matrix;

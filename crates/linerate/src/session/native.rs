@@ -16,6 +16,7 @@ use linerate_proto::wire::{AbortReason, Cookie, DataHello, TRANSACTION_FLAG};
 use linerate_proto::{ProtoError, TestSpec};
 
 use crate::record::canonical;
+use crate::session::frame_budget::server_side;
 use crate::session::pump;
 use crate::session::served::ServedTest;
 use crate::session::server::{Accepted, DataConn, DataSock, Registration, Shared};
@@ -70,7 +71,7 @@ pub(crate) fn run_session(c: Accepted, first: [u8; 8], shared: &Shared) {
         waiting: None,
         echo: None,
     };
-    let result = ControlChannel::new(stream).and_then(|mut ctrl| {
+    let result = ControlChannel::new(stream).map(server_side).and_then(|mut ctrl| {
         let r = conn.handle_input(&first, clock.now()).map_err(anyhow::Error::from);
         let r = r.and_then(|_| s.pump(&mut ctrl, &mut conn, &clock));
         if let Err(e) = &r {

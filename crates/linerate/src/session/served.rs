@@ -21,6 +21,7 @@ use linerate_proto::limits::requested_rate;
 use linerate_proto::{Machine, RUN_GRACE, Refusal, SideResults, TestSpec};
 
 use crate::session::admission::{Expected, Pending, Place, Share, Ticket};
+use crate::session::frame_budget::{FrameGate, Gate};
 use crate::session::pump::{self, Turn, Wait};
 use crate::session::server::{Admitted, DoctorSlot, ServerNote, Shared};
 use crate::session::test_log::TestLogLine;
@@ -56,6 +57,8 @@ pub(crate) struct ServedTest<'a> {
     admitted: Instant,
     /// The rate it asked for, counted against `--max-total-bitrate` while it runs.
     rate: u64,
+    /// Memory for the client's large results frame, from the server's frame budget.
+    frames: FrameGate<'a>,
 }
 
 impl<'a> ServedTest<'a> {
@@ -80,6 +83,7 @@ impl<'a> ServedTest<'a> {
             spec: None,
             admitted: Instant::now(),
             rate: 0,
+            frames: FrameGate::new(&shared.frames),
         }
     }
 
@@ -207,8 +211,14 @@ impl<'a> ServedTest<'a> {
         Some(results)
     }
 
-    /// Ends the test however it went: stops the streams, keeps partial figures and reports.
-    pub(crate) fn finish(mut self, result: Result<()>) {
+    /// Ends the test however it went: stops the streams, keeps partial figures and reports;
+    /// then what the session freed goes back to the system (`heap.rs`).
+    pub(crate) fn finish(self, result: Result<()>) {
+        self.end(result);
+        crate::session::heap::after_session();
+    }
+
+    fn end(mut self, result: Result<()>) {
         let overlap = self.note_overlap();
         if let Some(s) = self.streams.as_mut() {
             s.abort();
@@ -256,8 +266,11 @@ impl ServedTest<'_> {
     /// One turn of a server session's loop: flushes the machine's output, stops on shutdown,
     /// waits for control input (or the next sample tick) and feeds it in. Returns false once
     /// the machine has finished. `eager` shortens the wait (while data connections arrive).
+    ///
+    /// A large results frame is read only while it holds memory from the server's frame
+    /// budget (`frame_budget.rs`); while it waits, the turn leaves the connection unread.
     pub(crate) fn turn(
-        &self,
+        &mut self,
         ctrl: &mut ControlChannel,
         m: &mut impl Machine,
         clock: &Clock,
@@ -273,8 +286,23 @@ impl ServedTest<'_> {
             ctrl.streams_running(set.len());
         }
         let tick = self.streams.as_ref().and_then(StreamSet::next_tick);
-        let cap = Duration::from_millis(if eager { 5 } else { 50 });
+        let gate = self.frames.check(m, clock.now())?;
+        let cap = Duration::from_millis(match gate {
+            // A granted frame may have been decoded already: its events come first.
+            Gate::Granted => 0,
+            // Memory frees when another session's frame is decoded: look again soon.
+            Gate::Wait => 10,
+            Gate::Open if eager => 5,
+            Gate::Open => 50,
+        });
         let wait = Wait { tick, deadlines: &[], cap };
-        Ok(pump::turn(ctrl, clock, m, wait, None)? != Turn::Finished)
+        let turned = if gate == Gate::Wait {
+            pump::pause(ctrl, clock, m, wait).map_err(|e| {
+                e.context("the client's results frame was waiting for the server's frame memory")
+            })?
+        } else {
+            pump::turn(ctrl, clock, m, wait, None)?
+        };
+        Ok(turned != Turn::Finished)
     }
 }

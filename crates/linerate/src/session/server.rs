@@ -42,6 +42,7 @@ use crate::plan::server::Access;
 use crate::plan::{Family, ServerPlan};
 use crate::session::Interrupt;
 use crate::session::admission::{Admission, Pending, Place, Ticket};
+use crate::session::frame_budget::{FrameBudget, SERVER_FRAME_MEMORY};
 use crate::session::log_limit::{LogLimit, Verdict, bounding};
 use crate::session::udp::UdpAcceptor;
 use crate::sys;
@@ -180,6 +181,8 @@ pub(crate) struct Shared {
     pub(crate) notes: NoteSink,
     /// Notes as log text (`--get-server-output`).
     pub(crate) note_text: NoteText,
+    /// Memory for clients' large results frames (`frame_budget.rs`).
+    pub(crate) frames: FrameBudget,
 }
 
 impl Shared {
@@ -397,6 +400,7 @@ impl Server {
             port: self.local_addr()?.port(),
             notes: bounding(notes.sink),
             note_text: notes.text,
+            frames: FrameBudget::new(SERVER_FRAME_MEMORY),
         });
         (shared.notes)(&ServerNote::Listening { addr: self.local_addr()? });
         let udp_stop = Arc::new(AtomicBool::new(false));

@@ -25,6 +25,7 @@ use linerate_proto::{LimitKind, ProtoError, Protocol, Refusal, SideResults, Test
 use super::{forgive_end_of_test_resets, peer_side, receivers_end_at};
 use crate::record::canonical;
 use crate::session::admission::Pending;
+use crate::session::frame_budget::server_side;
 use crate::session::pump;
 use crate::session::served::ServedTest;
 use crate::session::server::{Iperf3Conn, Registration, ServerNote, Shared};
@@ -78,7 +79,7 @@ pub(crate) fn run_session(
             .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |a| canonical(a).ip()),
         rtt: sys::tcp_internals(&stream).map(|t| Duration::from_micros(t.rtt_us.into())),
     };
-    let result = ControlChannel::new(stream).and_then(|mut ctrl| {
+    let result = ControlChannel::new(stream).map(server_side).and_then(|mut ctrl| {
         let r = m.handle_input(&cookie, clock.now()).map_err(anyhow::Error::from);
         let r = r.and_then(|_| s.pump(&mut ctrl, &mut m, &clock));
         if let Err(e) = &r {
