@@ -201,10 +201,10 @@ impl<'a> FrameGate<'a> {
                 Ok(Gate::Granted)
             }
             Err(_) if since.elapsed() >= MAX_WAIT => bail!(
-                "the server's memory for large frames ({}) stayed busy with other clients' \
-                 results for {} s, so this test's {} results frame was refused; run the test \
-                 again, or with fewer streams or a longer -i for smaller results (largest \
-                 frame: {})",
+                "the server's frame memory ({}, for clients' large results frames) stayed busy \
+                 with other clients' results for {} s, so this test's {} results frame was \
+                 refused; run the test again, or with fewer streams or a longer -i for smaller \
+                 results (largest frame: {})",
                 size_u64(self.budget.total()),
                 MAX_WAIT.as_secs(),
                 size(frame.len),
