@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use crate::error::ProtoError;
-use crate::machine::Io;
+use crate::machine::{Io, LargeFrame};
 use crate::results::SideResults;
 use crate::spec::{Direction, Protocol, TestSpec};
 use crate::wire::{
@@ -98,6 +98,15 @@ impl Wire {
 
     pub fn set_max_frame(&mut self, max: u32) {
         self.decoder.set_max_frame(max);
+    }
+
+    /// The frame decoder, for its large-frame grants.
+    pub fn decoder(&mut self) -> &mut FrameDecoder {
+        &mut self.decoder
+    }
+
+    pub fn large_frame(&self) -> Option<LargeFrame> {
+        self.decoder.large_frame()
     }
 
     pub fn next_input(&mut self) -> Result<Option<Input>, ProtoError> {

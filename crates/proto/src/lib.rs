@@ -49,7 +49,7 @@ pub use conn::{
 pub use environment::{CpuEnvironment, Environment, Fact, InterfaceEnvironment};
 pub use error::{Blame, ProtoError};
 pub use limits::{LimitKind, Limits, Refusal, StreamLayout};
-pub use machine::Machine;
+pub use machine::{LargeFrame, Machine};
 pub use results::{
     BufferCap, CostSample, CpuTimes, CycleSource, DataPlane, HostCost, IntervalSample, MemoryUse,
     NotsentLowat, ProcessCpu, SideResults, SocketReport, StreamResult, StreamRole, SystemCpu,

@@ -813,10 +813,11 @@ pub fn test_cost(spec: &TestSpec, layout: StreamLayout) -> TestCost {
 /// streams, the log file and what libraries open.
 pub const FD_RESERVE: u64 = 64;
 /// Address space kept out of the memory budget when it is derived from `RLIMIT_AS`: the
-/// program and its libraries (about 40 MiB), the allocator's arenas (bounded at start; 64 MiB
-/// of address space each), the threads that are not a test's (front door, UDP acceptor, main)
-/// and the results frames being decoded at once.
-pub const ADDRESS_SPACE_RESERVE: u64 = 512 << 20;
+/// program and its libraries (about 40 MiB), the allocator's arenas (one per core, at most
+/// eight, 64 MiB of address space each: 512 MiB), the threads that are not a test's (front
+/// door, UDP acceptor, main), the waiting connections and the results frames being decoded
+/// at once (96 MiB).
+pub const ADDRESS_SPACE_RESERVE: u64 = 768 << 20;
 /// The largest derived total of connections not yet part of a test: each costs a file
 /// descriptor, about 1 KiB of state and at most [`crate::wire::MAX_FRAME_HANDSHAKE`] (64 KiB)
 /// of buffered handshake, so 2048 of them hold at most 128 MiB even when every peer claims a

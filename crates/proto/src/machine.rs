@@ -54,6 +54,16 @@ impl<E> Io<E> {
     }
 }
 
+/// A frame over the size a machine buffers unasked, whose length header has arrived
+/// ([`Machine::large_frame`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LargeFrame {
+    /// The frame's declared length in bytes (within the cap in force).
+    pub len: u32,
+    /// [`Machine::grant_frame`] was called for it: its body is being buffered.
+    pub granted: bool,
+}
+
 /// A sans-IO control machine: bytes and time in, bytes, events and deadlines out.
 ///
 /// A driver loops: write [`Machine::poll_transmit`]; stop once [`Machine::is_finished`];
@@ -128,5 +138,24 @@ pub trait Machine {
     /// The next event for the driver.
     fn poll_event(&mut self) -> Option<Self::Event> {
         self.io_mut().events.pop_front()
+    }
+
+    /// The frame at the front of the input when it is larger than this machine buffers
+    /// unasked (the server machines: [`crate::wire::GRANT_ABOVE`]). Until the driver calls
+    /// [`Machine::grant_frame`], the machine neither reserves room for its body nor decodes
+    /// it, and the driver should stop reading: a server gives large frames memory from one
+    /// shared budget ([`crate::wire::frame_memory`]), so that many peers sending large
+    /// frames at once cannot take more than it. Machines that buffer every frame return
+    /// None.
+    fn large_frame(&self) -> Option<LargeFrame> {
+        None
+    }
+
+    /// Lets the frame [`Machine::large_frame`] names be buffered and decoded (the driver
+    /// reserved its memory), and runs it at once if all of it is already buffered (its events
+    /// are then queued; an error leaves the machine failed, as from
+    /// [`Machine::handle_input`]). Its grant ends when it is decoded.
+    fn grant_frame(&mut self, _now: Duration) -> Result<(), ProtoError> {
+        Ok(())
     }
 }

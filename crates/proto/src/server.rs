@@ -30,10 +30,12 @@ use crate::conn::{
     run_deadline, streams_deadline, unexpected,
 };
 use crate::error::ProtoError;
-use crate::machine::{Io, Machine};
+use crate::machine::{Io, LargeFrame, Machine};
 use crate::results::SideResults;
 use crate::spec::TestSpec;
-use crate::wire::{AbortReason, Capability, Cookie, MAX_FRAME_RESULTS, Message, StopReason};
+use crate::wire::{
+    AbortReason, Capability, Cookie, GRANT_ABOVE, MAX_FRAME_RESULTS, Message, StopReason,
+};
 
 /// What the server driver must act on. One event per request or message, taken at once, so
 /// the test spec it carries is not worth a box.
@@ -148,13 +150,11 @@ impl ServerConn {
             "waiting for the client's hello and test request",
         );
         let auth_nonce = auth.as_ref().map(|(_, n)| to_hex(n));
-        Self {
-            auth,
-            core: Core::new(software, auth_nonce, greeting),
-            state: State::Greeting,
-            spec: None,
-            can_queue: false,
-        }
+        let mut core = Core::new(software, auth_nonce, greeting);
+        // A results frame larger than the handshake cap waits for the driver's grant (its
+        // memory, from the server's shared frame budget) before it is buffered.
+        core.wire.decoder().grant_above(GRANT_ABOVE);
+        Self { auth, core, state: State::Greeting, spec: None, can_queue: false }
     }
 
     /// The accepted spec, once there is one.
@@ -457,6 +457,16 @@ impl Machine for ServerConn {
     fn absorb(&mut self, bytes: &[u8], now: Duration) -> Result<(), ProtoError> {
         self.core.wire.push(bytes);
         self.drain_input(now)
+    }
+
+    /// A results frame over [`GRANT_ABOVE`] bytes once the test is accepted.
+    fn large_frame(&self) -> Option<LargeFrame> {
+        self.core.wire.large_frame().filter(|_| !self.core.failed())
+    }
+
+    fn grant_frame(&mut self, now: Duration) -> Result<(), ProtoError> {
+        self.core.wire.decoder().grant();
+        self.handle_input(&[], now)
     }
 
     fn on_close(&mut self) -> Result<(), ProtoError> {

@@ -104,7 +104,7 @@ pub struct LimitArgs {
     #[arg(long = "max-connections", value_name = "N", help_heading = "Limits")]
     pub max_connections: Option<u32>,
     /// Memory all running tests may need together (each test's --max-test-memory estimate
-    /// plus 4 MiB) [default: the address-space limit (ulimit -v) less 512 MiB, else half the
+    /// plus 4 MiB) [default: the address-space limit (ulimit -v) less 768 MiB, else half the
     /// machine's memory].
     #[arg(long = "max-memory", value_name = "SIZE", value_parser = size, help_heading = "Limits")]
     pub max_memory: Option<ByteCount>,

@@ -28,6 +28,7 @@ pub(super) fn note_sink(format: OutputFormat, text: TextOptions) -> NoteSink {
 }
 
 pub fn run(plan: &ServerPlan) -> Result<ExitCode> {
+    crate::session::heap::tune_for_server();
     let interrupt = Interrupt::install()?;
     super::output::open_logfile(&plan.text)?;
     let server = Server::bind(plan)?;

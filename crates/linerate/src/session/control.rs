@@ -37,12 +37,14 @@ pub struct ControlChannel {
     early: Vec<u8>,
     /// The peer closed its side while a send waited.
     early_eof: bool,
+    /// Most bytes kept in `early`: past it a send waits only for room to write.
+    early_max: usize,
     /// How long the peer may be silent before the kernel declares it dead.
     dead_after: std::cell::Cell<Duration>,
 }
 
-/// Most bytes kept from the peer while a send waits: more means the peer is not a linerate or
-/// iperf3 end (none sends that much unasked).
+/// Most bytes a client keeps from its server while a send waits: more means the peer is not a
+/// linerate or iperf3 end (none sends that much unasked).
 const EARLY_MAX: usize = 256 << 20;
 
 /// Writes to the control connection may block at most this long (the peer must keep reading).
@@ -60,8 +62,19 @@ impl ControlChannel {
             buf: vec![0u8; 64 * 1024],
             early: Vec::new(),
             early_eof: false,
+            early_max: EARLY_MAX,
             dead_after: std::cell::Cell::new(liveness::CONTROL_DEAD_AFTER),
         })
+    }
+
+    /// A server's side: while a send waits, at most `max` bytes from the peer are kept, then
+    /// the send waits only for room to write (the peer's TCP window holds the rest). A client
+    /// keeps reading what its server sends, so the two never wait for each other; and what a
+    /// peer sends while the server sends stays within the memory the server gives it (its
+    /// large frames wait for the frame budget, `frame_budget.rs`).
+    pub fn keep_early_at_most(mut self, max: usize) -> Self {
+        self.early_max = max;
+        self
     }
 
     /// The test's `streams` streams are running: with more than
@@ -101,9 +114,12 @@ impl ControlChannel {
             if progress.elapsed() > WRITE_TIMEOUT {
                 return Err(std::io::Error::from(ErrorKind::TimedOut)).context(what);
             }
-            let (readable, writable) =
-                crate::sys::wait_readable_or_writable(&self.stream, Duration::from_millis(100))
-                    .context(what)?;
+            let nap = Duration::from_millis(100);
+            let (readable, writable) = if self.early.len() >= self.early_max {
+                (false, crate::sys::wait_writable(&self.stream, nap).context(what)?)
+            } else {
+                crate::sys::wait_readable_or_writable(&self.stream, nap).context(what)?
+            };
             if readable && !self.early_eof {
                 self.stream.set_nonblocking(true).context(what)?;
                 let got = (&self.stream).read(&mut self.buf);

@@ -17,6 +17,7 @@ use linerate_proto::wire::{AbortReason, Cookie, DataHello, TRANSACTION_FLAG};
 use linerate_proto::{ProtoError, TestSpec};
 
 use crate::record::canonical;
+use crate::session::frame_budget::server_side;
 use crate::session::front::Greeted;
 use crate::session::pump;
 use crate::session::served::ServedTest;
@@ -66,7 +67,7 @@ pub(crate) fn run_admitted(g: Greeted<ServerConn>, shared: &Arc<Shared>) {
         waiting: None,
         echo: None,
     };
-    let result = ControlChannel::new(stream).and_then(|mut ctrl| {
+    let result = ControlChannel::new(stream).map(server_side).and_then(|mut ctrl| {
         let r = if unsent.is_empty() { Ok(()) } else { ctrl.send(&unsent) };
         let r = r.and_then(|()| s.on_event(event, &mut conn, &clock));
         let r = r.and_then(|()| s.pump(&mut ctrl, &mut conn, &clock));

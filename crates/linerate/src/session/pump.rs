@@ -72,15 +72,9 @@ pub(crate) fn turn<M: Machine>(
     wait: Wait<'_>,
     first: Option<&mut FirstBytes>,
 ) -> Result<Turn> {
-    if let Some(bytes) = m.poll_transmit() {
-        ctrl.send(&bytes)?;
-    }
-    if m.is_finished() {
+    let Some(deadlines) = flush_and_deadlines(ctrl, clock, m, wait)? else {
         return Ok(Turn::Finished);
-    }
-    let mut deadlines = Vec::with_capacity(wait.deadlines.len() + 1);
-    deadlines.extend_from_slice(wait.deadlines);
-    deadlines.push(m.poll_timeout().map(|t| clock.instant(t)));
+    };
     let closed = match wait_for_input(ctrl, wait.tick, &deadlines, wait.cap)? {
         Recv::Data(bytes) => {
             if let Some(f) = first {
@@ -97,6 +91,48 @@ pub(crate) fn turn<M: Machine>(
     };
     m.handle_timeout(clock.now())?;
     Ok(if closed { Turn::Closed } else { Turn::Going })
+}
+
+/// A turn that leaves the control connection unread, because the machine's large frame waits
+/// for memory (`session/frame_budget.rs`; TCP's flow control holds the peer meanwhile):
+/// flushes the machine's output, sleeps until the earliest of its deadline, the caller's
+/// instants, the tick and the cap, and checks the deadline.
+pub(crate) fn pause<M: Machine>(
+    ctrl: &mut ControlChannel,
+    clock: &Clock,
+    m: &mut M,
+    wait: Wait<'_>,
+) -> Result<Turn> {
+    let Some(deadlines) = flush_and_deadlines(ctrl, clock, m, wait)? else {
+        return Ok(Turn::Finished);
+    };
+    let mut nap = crate::session::wait_until(&deadlines, wait.cap);
+    if let Some(tick) = wait.tick {
+        nap = nap.min(tick.saturating_duration_since(Instant::now()));
+    }
+    std::thread::sleep(nap);
+    m.handle_timeout(clock.now())?;
+    Ok(Turn::Going)
+}
+
+/// A turn's start: flushes the machine's output; None once it finished, else the instants
+/// the turn may wait until (the caller's and the machine's deadline).
+fn flush_and_deadlines<M: Machine>(
+    ctrl: &mut ControlChannel,
+    clock: &Clock,
+    m: &mut M,
+    wait: Wait<'_>,
+) -> Result<Option<Vec<Option<Instant>>>> {
+    if let Some(bytes) = m.poll_transmit() {
+        ctrl.send(&bytes)?;
+    }
+    if m.is_finished() {
+        return Ok(None);
+    }
+    let mut deadlines = Vec::with_capacity(wait.deadlines.len() + 1);
+    deadlines.extend_from_slice(wait.deadlines);
+    deadlines.push(m.poll_timeout().map(|t| clock.instant(t)));
+    Ok(Some(deadlines))
 }
 
 /// Turns until the machine has an event; None if it finished or the peer closed first.

@@ -25,6 +25,7 @@ use linerate_proto::limits::{Progress, TRANSACTION_FDS_PER_STREAM, TestCost, req
 use linerate_proto::{Machine, RUN_GRACE, Refusal, SideResults, TestSpec};
 
 use crate::session::admission::{Expected, Pending, Place, Share, Ticket, Transactions};
+use crate::session::frame_budget::{FrameGate, Gate};
 use crate::session::pump::{self, Turn, Wait};
 use crate::session::server::{Admitted, DoctorSlot, ServerNote, Shared};
 use crate::session::test_log::TestLogLine;
@@ -75,6 +76,8 @@ pub(crate) struct ServedTest {
     /// Its slot, rate and cost were given back (`finish`, or the drop of a test whose
     /// session never ran).
     ended: bool,
+    /// Memory for the client's large results frame, from the server's frame budget.
+    frames: FrameGate,
 }
 
 impl Drop for ServedTest {
@@ -86,6 +89,7 @@ impl Drop for ServedTest {
 impl ServedTest {
     /// A connection from `peer` that has not asked for a test yet.
     pub(crate) fn new(shared: Arc<Shared>, peer: SocketAddr, pending: Pending) -> Self {
+        let shared_frames = shared.frames.clone();
         Self {
             shared,
             test: 0,
@@ -106,6 +110,7 @@ impl ServedTest {
             spec: None,
             admitted: Instant::now(),
             rate: 0,
+            frames: FrameGate::new(shared_frames),
             cost: TestCost::default(),
             preempted: Arc::default(),
             ended: false,
@@ -266,8 +271,14 @@ impl ServedTest {
         held < FREE_HOLD || self.shared.admission.limits.progress_refusal(moved, held).is_none()
     }
 
-    /// Ends the test however it went: stops the streams, keeps partial figures and reports.
-    pub(crate) fn finish(mut self, result: Result<()>) {
+    /// Ends the test however it went: stops the streams, keeps partial figures and reports;
+    /// then what the session freed goes back to the system (`heap.rs`).
+    pub(crate) fn finish(self, result: Result<()>) {
+        self.conclude(result);
+        crate::session::heap::after_session();
+    }
+
+    fn conclude(mut self, result: Result<()>) {
         let overlap = self.note_overlap();
         if let Some(s) = self.streams.as_mut() {
             s.abort();
@@ -318,8 +329,11 @@ impl ServedTest {
     /// One turn of a server session's loop: flushes the machine's output, stops on shutdown,
     /// waits for control input (or the next sample tick) and feeds it in. Returns false once
     /// the machine has finished. `eager` shortens the wait (while data connections arrive).
+    ///
+    /// A large results frame is read only while it holds memory from the server's frame
+    /// budget (`frame_budget.rs`); while it waits, the turn leaves the connection unread.
     pub(crate) fn turn(
-        &self,
+        &mut self,
         ctrl: &mut ControlChannel,
         m: &mut impl Machine,
         clock: &Clock,
@@ -343,8 +357,23 @@ impl ServedTest {
             ctrl.streams_running(set.len());
         }
         let tick = self.streams.as_ref().and_then(StreamSet::next_tick);
-        let cap = Duration::from_millis(if eager { 5 } else { 50 });
+        let gate = self.frames.check(m, clock.now())?;
+        let cap = Duration::from_millis(match gate {
+            // A granted frame may have been decoded already: its events come first.
+            Gate::Granted => 0,
+            // Memory frees when another session's frame is decoded: look again soon.
+            Gate::Wait => 10,
+            Gate::Open if eager => 5,
+            Gate::Open => 50,
+        });
         let wait = Wait { tick, deadlines: &[], cap };
-        Ok(pump::turn(ctrl, clock, m, wait, None)? != Turn::Finished)
+        let turned = if gate == Gate::Wait {
+            pump::pause(ctrl, clock, m, wait).map_err(|e| {
+                e.context("the client's results frame was waiting for the server's frame memory")
+            })?
+        } else {
+            pump::turn(ctrl, clock, m, wait, None)?
+        };
+        Ok(turned != Turn::Finished)
     }
 }

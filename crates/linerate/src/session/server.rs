@@ -43,6 +43,7 @@ use crate::plan::server::Access;
 use crate::plan::{Family, ServerPlan};
 use crate::session::Interrupt;
 use crate::session::admission::{Admission, Place, Ticket};
+use crate::session::frame_budget::{FrameBudget, SERVER_FRAME_MEMORY};
 use crate::session::front::FrontDoor;
 use crate::session::log_limit::{LogLimit, Verdict, bounding};
 use crate::session::udp::UdpAcceptor;
@@ -200,6 +201,8 @@ pub(crate) struct Shared {
     pub(crate) notes: NoteSink,
     /// Notes as log text (`--get-server-output`).
     pub(crate) note_text: NoteText,
+    /// Memory for clients' large results frames (`frame_budget.rs`).
+    pub(crate) frames: Arc<FrameBudget>,
 }
 
 impl Shared {
@@ -462,7 +465,6 @@ impl Server {
 
     /// Serves until `interrupt` fires (or, with `-1`, until the first test ends).
     pub fn run(self, interrupt: &Interrupt, notes: Notes) -> Result<()> {
-        sys::bound_allocator();
         let shared = Arc::new(Shared {
             registry: Mutex::new(HashMap::new()),
             iperf3: Mutex::new(HashMap::new()),
@@ -484,6 +486,7 @@ impl Server {
             port: self.local_addr()?.port(),
             notes: bounding(notes.sink),
             note_text: notes.text,
+            frames: Arc::new(FrameBudget::new(SERVER_FRAME_MEMORY)),
         });
         (shared.notes)(&ServerNote::Listening { addr: self.local_addr()? });
         let udp_stop = Arc::new(AtomicBool::new(false));

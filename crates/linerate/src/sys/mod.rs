@@ -1,7 +1,7 @@
 //! Thin wrappers around system calls: socket options and TCP_INFO (`socket`), type of service
 //! and pacing caps (`qos`), stdout redirection and local time text (`stdio`), the UDP fast
 //! path (`udp`: batched calls, offloads, drop counters), zero-copy sending (`zerocopy`), readiness sets (`epoll`), process
-//! limits (`process`) and the terminal (`term`).
+//! limits (`process`), the terminal (`term`) and the allocator's knobs (`alloc`).
 //!
 //! This is the only part of linerate that may contain raw libc calls. Each function is one or
 //! a few system calls and reports what the kernel actually did or granted; when the running
@@ -16,6 +16,7 @@
 use std::fmt;
 use std::io;
 
+pub mod alloc;
 pub mod epoll;
 pub mod process;
 pub mod qos;
@@ -26,8 +27,8 @@ pub mod udp;
 pub mod zerocopy;
 
 pub use process::{
-    Limit, allowed_cpus, bound_allocator, current_cpu, physical_memory, pin_current_thread,
-    raise_fd_limit, set_thread_slice, soft_limit, threads_max,
+    Limit, allowed_cpus, current_cpu, physical_memory, pin_current_thread, raise_fd_limit,
+    set_thread_slice, soft_limit, threads_max,
 };
 pub use socket::*;
 pub use term::stderr_columns;

@@ -9,17 +9,6 @@ pub fn raise_fd_limit() -> Option<u64> {
     imp::raise_fd_limit()
 }
 
-/// Bounds what the C allocator keeps, for a long-running server: at most two arenas (each
-/// reserves 64 MiB of address space; glibc's default of eight per core counts against an
-/// `RLIMIT_AS` cap and keeps freed memory per thread), and blocks of 256 KiB or more mapped on
-/// their own and returned when freed (glibc otherwise raises that threshold after the first
-/// large free, and a 16 MiB results frame then stays in the heap). Measured on the hostile
-/// results-frame test: RSS held after four 16 MiB frames 39 MiB by default, 1.5 MiB with
-/// the threshold, 1.7 MiB with two arenas. A no-op elsewhere.
-pub fn bound_allocator() {
-    imp::bound_allocator();
-}
-
 /// A resource limit's soft value; None when unlimited or unreadable.
 pub fn soft_limit(which: Limit) -> Option<u64> {
     imp::soft_limit(which)
@@ -147,14 +136,6 @@ mod imp {
         if rc == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
     }
 
-    pub(super) fn bound_allocator() {
-        // SAFETY: mallopt takes two integers and changes only the allocator's parameters.
-        unsafe {
-            libc::mallopt(libc::M_ARENA_MAX, 2);
-            libc::mallopt(libc::M_MMAP_THRESHOLD, 256 << 10);
-        }
-    }
-
     pub(super) fn soft_limit(which: super::Limit) -> Option<u64> {
         let resource = match which {
             super::Limit::AddressSpace => libc::RLIMIT_AS,
@@ -214,8 +195,6 @@ mod imp {
     pub(super) fn soft_limit(_which: super::Limit) -> Option<u64> {
         None
     }
-
-    pub(super) fn bound_allocator() {}
 
     pub(super) fn physical_memory() -> Option<u64> {
         None

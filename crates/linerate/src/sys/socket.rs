@@ -92,6 +92,11 @@ pub fn wait_readable_or_writable(
     poll_one(sock, libc::POLLIN | libc::POLLOUT, timeout)
 }
 
+/// Waits up to `timeout` until `sock` is writable (an error or hang-up counts as writable).
+pub fn wait_writable(sock: &impl AsFd, timeout: std::time::Duration) -> io::Result<bool> {
+    poll_one(sock, libc::POLLOUT, timeout).map(|(_, writable)| writable)
+}
+
 /// Waits up to `timeout`, to the nanosecond (ppoll(2)), until `sock` is readable; an error or
 /// hang-up counts as readable, so the next read reports it. Unlike a read timeout
 /// (`SO_RCVTIMEO`, which the kernel counts in scheduler ticks: 4 ms steps at HZ=250, rounded

@@ -207,10 +207,12 @@ impl Iperf3Client {
 
     /// Takes the server's results frame if complete; false if more bytes are needed.
     fn take_results(&mut self) -> Result<bool, ProtoError> {
-        let Some(body) = take_frame(&mut self.inbuf, MAX_RESULTS_JSON, "results")? else {
+        let Some(results) =
+            take_frame(&mut self.inbuf, MAX_RESULTS_JSON, "results", Iperf3Results::parse)?
+        else {
             return Ok(false);
         };
-        let results = Iperf3Results::parse(&body).map_err(ProtoError::Violation)?;
+        let results = results.map_err(ProtoError::Violation)?;
         self.phase = Phase::AwaitDisplay;
         self.io.emit(Iperf3Event::PeerResults(Box::new(results)));
         Ok(true)

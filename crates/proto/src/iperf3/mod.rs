@@ -55,12 +55,9 @@ pub fn make_cookie(random: &[u8; 36]) -> [u8; COOKIE_LEN] {
     c
 }
 
-/// Takes one length-prefixed JSON frame if complete; the length is checked before buffering.
-pub(crate) fn take_frame(
-    inbuf: &mut Vec<u8>,
-    max: u32,
-    what: &str,
-) -> Result<Option<Vec<u8>>, ProtoError> {
+/// The length in the header of a length-prefixed JSON frame at the front of `inbuf`, checked
+/// against `max` (before anything is buffered for it); None until the header arrived.
+pub(crate) fn frame_len(inbuf: &[u8], max: u32, what: &str) -> Result<Option<u32>, ProtoError> {
     let Some(head) = inbuf.get(..4) else { return Ok(None) };
     let len = u32::from_be_bytes([head[0], head[1], head[2], head[3]]);
     if len == 0 || len > max {
@@ -68,13 +65,31 @@ pub(crate) fn take_frame(
             "iperf3 {what} length {len} is out of range 1..={max}"
         )));
     }
+    Ok(Some(len))
+}
+
+/// Takes one length-prefixed JSON frame if complete, read in place by `read`. Room for exactly
+/// the frame is reserved once (growing by doubling would hold up to twice it), and a large
+/// frame's room is not kept after it.
+pub(crate) fn take_frame<T>(
+    inbuf: &mut Vec<u8>,
+    max: u32,
+    what: &str,
+    read: impl FnOnce(&[u8]) -> T,
+) -> Result<Option<T>, ProtoError> {
+    let Some(len) = frame_len(inbuf, max, what)? else { return Ok(None) };
     let total = 4 + len as usize;
     if inbuf.len() < total {
+        inbuf.reserve_exact(total - inbuf.len());
         return Ok(None);
     }
-    let body = inbuf[4..total].to_vec();
+    let got = read(&inbuf[4..total]);
     inbuf.drain(..total);
-    Ok(Some(body))
+    let keep = crate::wire::GRANT_ABOVE as usize;
+    if inbuf.capacity() > keep && inbuf.len() <= keep {
+        inbuf.shrink_to(keep);
+    }
+    Ok(Some(got))
 }
 
 /// iperf3's state bytes (signed on the wire).

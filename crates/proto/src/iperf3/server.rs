@@ -21,11 +21,11 @@ use crate::conn::{Deadline, HANDSHAKE_TIMEOUT, RESULTS_TIMEOUT, run_deadline, st
 use crate::error::ProtoError;
 use crate::iperf3::{
     COOKIE_LEN, Iperf3Request, Iperf3Results, MAX_PARAMS_JSON, MAX_RESULTS_JSON, ServerError,
-    State, request_from_params, take_frame,
+    State, frame_len, request_from_params, take_frame,
 };
-use crate::machine::{Io, Machine};
+use crate::machine::{Io, LargeFrame, Machine};
 use crate::spec::TestSpec;
-use crate::wire::AbortReason;
+use crate::wire::{AbortReason, GRANT_ABOVE};
 
 /// What the driver must act on.
 #[derive(Debug, Clone, PartialEq)]
@@ -64,6 +64,8 @@ pub struct Iperf3Server {
     cookie: Option<[u8; COOKIE_LEN]>,
     spec: Option<TestSpec>,
     inbuf: Vec<u8>,
+    /// The driver granted the client's large results frame its memory.
+    granted: bool,
     ours: Option<String>,
     io: Io<Iperf3ServerEvent>,
 }
@@ -76,6 +78,7 @@ impl Iperf3Server {
             cookie: None,
             spec: None,
             inbuf: Vec::new(),
+            granted: false,
             ours: None,
             io: Io::new(
                 Vec::new(),
@@ -223,11 +226,13 @@ impl Iperf3Server {
     }
 
     fn take_params(&mut self) -> Result<bool, ProtoError> {
-        let Some(body) = take_frame(&mut self.inbuf, MAX_PARAMS_JSON, "parameters")? else {
+        let Some(request) =
+            take_frame(&mut self.inbuf, MAX_PARAMS_JSON, "parameters", request_from_params)?
+        else {
             return Ok(false);
         };
         self.io.deadline = None;
-        match request_from_params(&body) {
+        match request {
             Ok(req) => {
                 self.spec = Some(req.spec.clone());
                 self.phase = Phase::Deciding;
@@ -242,10 +247,16 @@ impl Iperf3Server {
     }
 
     fn take_results(&mut self) -> Result<bool, ProtoError> {
-        let Some(body) = take_frame(&mut self.inbuf, MAX_RESULTS_JSON, "results")? else {
+        if self.large_frame().is_some_and(|f| !f.granted) {
+            return Ok(false);
+        }
+        let Some(theirs) =
+            take_frame(&mut self.inbuf, MAX_RESULTS_JSON, "results", Iperf3Results::parse)?
+        else {
             return Ok(false);
         };
-        let theirs = Iperf3Results::parse(&body).map_err(ProtoError::Violation)?;
+        self.granted = false;
+        let theirs = theirs.map_err(ProtoError::Violation)?;
         self.io.emit(Iperf3ServerEvent::PeerResults(Box::new(theirs)));
         let ours = self.ours.take().unwrap_or_default();
         let len = u32::try_from(ours.len()).unwrap_or(u32::MAX);
@@ -301,6 +312,21 @@ impl Machine for Iperf3Server {
     fn absorb(&mut self, bytes: &[u8], now: Duration) -> Result<(), ProtoError> {
         self.inbuf.extend_from_slice(bytes);
         self.drain(now)
+    }
+
+    /// The client's results once they are asked for, when over [`GRANT_ABOVE`] bytes: like
+    /// the native server's, they wait for the driver's grant of their memory.
+    fn large_frame(&self) -> Option<LargeFrame> {
+        if self.phase != Phase::AwaitPeerResults {
+            return None;
+        }
+        let len = frame_len(&self.inbuf, MAX_RESULTS_JSON, "results").ok().flatten()?;
+        (len > GRANT_ABOVE).then_some(LargeFrame { len, granted: self.granted })
+    }
+
+    fn grant_frame(&mut self, now: Duration) -> Result<(), ProtoError> {
+        self.granted = self.large_frame().is_some();
+        self.handle_input(&[], now)
     }
 
     fn on_close(&mut self) -> Result<(), ProtoError> {
@@ -360,6 +386,44 @@ mod tests {
         assert!(s.handle_timeout(HANDSHAKE_TIMEOUT * 10).is_ok());
         assert!(s.handle_eof().is_ok());
         assert!(s.handle_input(b"x", Duration::ZERO).is_err(), "input after failure is refused");
+    }
+
+    /// A server that sent TEST_END's answer and asked for the client's results.
+    fn awaiting_results() -> Iperf3Server {
+        let mut s = Iperf3Server::new(T0);
+        let mut input = b"inbretlqnvzocagns4n3hlbnjlx45hdgaoe7\0".to_vec();
+        input.extend(frame(br#"{"tcp":true,"time":2,"parallel":1,"len":131072}"#));
+        s.handle_input(&input, T0).expect("request");
+        s.accept(T0).expect("accept");
+        assert_eq!(s.stream_arrived(T0), Ok(true));
+        s.handle_input(&[4], T0).expect("TEST_END");
+        s.exchange_results("{}".into(), T0).expect("exchange");
+        let _ = (events(&mut s), s.poll_transmit());
+        s
+    }
+
+    #[test]
+    fn large_results_wait_for_the_drivers_grant_and_small_ones_do_not() {
+        let theirs = |pad: usize| {
+            let json = format!(
+                r#"{{"cpu_util_total":1,"cpu_util_user":0,"cpu_util_system":1,"sender_has_retransmits":0,"streams":[]{}}}"#,
+                " ".repeat(pad)
+            );
+            frame(json.as_bytes())
+        };
+        let mut s = awaiting_results();
+        assert_eq!(s.large_frame(), None);
+        s.handle_input(&theirs(1000), T0).expect("small results");
+        assert!(matches!(&events(&mut s)[..], [Iperf3ServerEvent::PeerResults(_)]));
+        let mut s = awaiting_results();
+        let big = theirs(1 << 20);
+        s.handle_input(&big, T0).expect("buffered");
+        let len = big.len() as u32 - 4;
+        assert_eq!(s.large_frame(), Some(LargeFrame { len, granted: false }));
+        assert!(events(&mut s).is_empty(), "not decoded before the grant");
+        s.grant_frame(T0).expect("granted: decoded at once, all of it being there");
+        assert!(matches!(&events(&mut s)[..], [Iperf3ServerEvent::PeerResults(_)]));
+        assert_eq!(s.large_frame(), None);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 
 use crate::bounded::Bounds;
 use crate::error::ProtoError;
+use crate::machine::LargeFrame;
 use crate::wire::Message;
 
 /// First 8 bytes of every control connection, in both directions.
@@ -24,6 +25,20 @@ pub const MAX_FRAME_ITEMS: usize = 65536;
 /// Memory one decoded frame may take, as a multiple of the frame cap in force: 32 MiB for a
 /// results frame, 128 KiB before a test is accepted (see [`crate::bounded`]).
 pub const FRAME_BUDGET_PER_BYTE: usize = 2;
+
+/// Frames above this many bytes wait for a grant on a server ([`crate::Machine::large_frame`]):
+/// the handshake cap, which every connection may buffer before it is even accepted.
+pub const GRANT_ABOVE: u32 = MAX_FRAME_HANDSHAKE;
+
+/// What receiving and decoding a frame of `len` bytes may take at most: the frame itself,
+/// plus its decoding bound of four times its length (the decoding budget of
+/// [`FRAME_BUDGET_PER_BYTE`] times the frame, half again while a list reallocates, and
+/// serde_json's copy of one escaped string). A 16 MiB results frame: 80 MiB. What a server
+/// reserves from its shared frame memory before buffering a large frame; iperf3's results
+/// (decoded within the same budget per byte) cost the same.
+pub fn frame_memory(len: u32) -> u64 {
+    u64::from(len) * (1 + 2 * FRAME_BUDGET_PER_BYTE as u64)
+}
 
 /// What decoding one frame may take while frames of up to `max_frame` bytes are accepted.
 pub fn frame_bounds(max_frame: u32) -> Bounds {
@@ -61,17 +76,54 @@ pub struct FrameDecoder {
     buf: Vec<u8>,
     preamble_done: bool,
     max_frame: u32,
+    /// Frames above this size wait for [`FrameDecoder::grant`] (None: none waits).
+    grant_above: Option<u32>,
+    /// The frame at the front was granted.
+    granted: bool,
 }
 
 impl FrameDecoder {
     /// A decoder expecting a preamble first, with the handshake frame cap.
     pub fn new() -> Self {
-        Self { buf: Vec::new(), preamble_done: false, max_frame: MAX_FRAME_HANDSHAKE }
+        Self {
+            buf: Vec::new(),
+            preamble_done: false,
+            max_frame: MAX_FRAME_HANDSHAKE,
+            grant_above: None,
+            granted: false,
+        }
     }
 
     /// Changes the largest frame accepted from now on.
     pub fn set_max_frame(&mut self, max: u32) {
         self.max_frame = max;
+    }
+
+    /// From now on, a frame larger than `above` bytes is neither given room nor decoded until
+    /// [`FrameDecoder::grant`] (see [`crate::Machine::large_frame`]).
+    pub fn grant_above(&mut self, above: u32) {
+        self.grant_above = Some(above);
+    }
+
+    /// The frame at the front when its header arrived, it is within the cap and larger than
+    /// [`FrameDecoder::grant_above`] allows unasked.
+    pub fn large_frame(&self) -> Option<LargeFrame> {
+        let above = self.grant_above?;
+        let len = self.front_len().filter(|&len| len > above && len <= self.max_frame)?;
+        Some(LargeFrame { len, granted: self.granted })
+    }
+
+    /// Lets the large frame at the front be buffered and decoded.
+    pub fn grant(&mut self) {
+        if self.large_frame().is_some() {
+            self.granted = true;
+        }
+    }
+
+    /// The length header of the frame at the front, once it arrived.
+    fn front_len(&self) -> Option<u32> {
+        let head = self.buf.get(..4).filter(|_| self.preamble_done)?;
+        Some(u32::from_be_bytes([head[0], head[1], head[2], head[3]]))
     }
 
     /// Appends received bytes. Buffering is bounded: callers poll after each push, and a
@@ -108,15 +160,17 @@ impl FrameDecoder {
         if !self.preamble_done {
             return Err(ProtoError::Violation("frame before preamble".into()));
         }
-        if self.buf.len() < 4 {
-            return Ok(None);
-        }
-        let len = u32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]);
+        let Some(len) = self.front_len() else { return Ok(None) };
         if len > self.max_frame {
             return Err(ProtoError::Garbage(format!(
                 "frame length {len} exceeds the cap of {} bytes",
                 self.max_frame
             )));
+        }
+        if self.large_frame().is_some_and(|f| !f.granted) {
+            // Neither room nor decoding before the driver reserved the memory: it stops
+            // reading meanwhile, so what is buffered is what one read brought.
+            return Ok(None);
         }
         let total = 4 + len as usize;
         if self.buf.len() < total {
@@ -126,6 +180,7 @@ impl FrameDecoder {
         }
         let msg = super::decode::decode(&self.buf[4..total], frame_bounds(self.max_frame));
         self.buf.drain(..total);
+        self.granted = false;
         // A large frame's buffer is not kept for the rest of the connection.
         let keep = MAX_FRAME_HANDSHAKE as usize;
         if self.buf.capacity() > keep && self.buf.len() <= keep {
@@ -195,6 +250,49 @@ mod tests {
         d.push(&0x7fff_fff0u32.to_be_bytes());
         let err = d.poll_frame().unwrap_err();
         assert!(matches!(err, ProtoError::Garbage(ref m) if m.contains("exceeds")), "{err}");
+    }
+
+    /// `{"type":"start"}` padded with whitespace to `len` bytes of JSON, as a frame.
+    fn padded_start(len: usize) -> Vec<u8> {
+        let body = format!("{{\"type\":\"start\"{}}}", " ".repeat(len - 16));
+        [(body.len() as u32).to_be_bytes().as_slice(), body.as_bytes()].concat()
+    }
+
+    #[test]
+    fn a_large_frame_waits_for_its_grant_before_room_is_made_or_it_is_decoded() {
+        let mut d = ready_decoder();
+        d.set_max_frame(MAX_FRAME_RESULTS);
+        d.grant_above(GRANT_ABOVE);
+        d.push(&padded_start(GRANT_ABOVE as usize));
+        assert_eq!(d.poll_frame(), Ok(Some(Message::Start)), "up to the threshold: no grant");
+        assert_eq!(d.large_frame(), None);
+        let big = padded_start(1 << 20);
+        d.push(&big[..4096]);
+        assert_eq!(d.poll_frame(), Ok(None));
+        assert_eq!(d.large_frame(), Some(LargeFrame { len: 1 << 20, granted: false }));
+        assert!(d.buf.capacity() < 1 << 19, "no room made before the grant");
+        d.push(&big[4096..]);
+        assert_eq!(d.poll_frame(), Ok(None), "even whole, it is not decoded before the grant");
+        d.grant();
+        assert_eq!(d.large_frame(), Some(LargeFrame { len: 1 << 20, granted: true }));
+        assert_eq!(d.poll_frame(), Ok(Some(Message::Start)));
+        assert_eq!(d.large_frame(), None);
+        d.push(&big);
+        assert_eq!(d.large_frame().map(|f| f.granted), Some(false), "a grant is for one frame");
+    }
+
+    #[test]
+    fn without_grants_every_frame_within_the_cap_is_decoded() {
+        let mut d = ready_decoder();
+        d.set_max_frame(MAX_FRAME_RESULTS);
+        d.push(&padded_start(1 << 20));
+        assert_eq!(d.large_frame(), None);
+        assert_eq!(d.poll_frame(), Ok(Some(Message::Start)));
+    }
+
+    #[test]
+    fn frame_memory_is_the_frame_and_four_times_it_for_decoding() {
+        assert_eq!(frame_memory(MAX_FRAME_RESULTS), 80 << 20);
     }
 
     #[test]

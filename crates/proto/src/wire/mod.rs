@@ -25,9 +25,9 @@ mod probe;
 
 pub use data::{Cookie, DATA_HELLO_LEN, DataHello, TRANSACTION_FLAG};
 pub use frame::{
-    CONTROL_MAGIC, DATA_MAGIC, FRAME_BUDGET_PER_BYTE, FrameDecoder, MAX_FRAME_HANDSHAKE,
-    MAX_FRAME_ITEMS, MAX_FRAME_RESULTS, MAX_FRAME_STRING, PREAMBLE_LEN, PROTOCOL_VERSION,
-    encode_frame, frame_bounds, preamble,
+    CONTROL_MAGIC, DATA_MAGIC, FRAME_BUDGET_PER_BYTE, FrameDecoder, GRANT_ABOVE,
+    MAX_FRAME_HANDSHAKE, MAX_FRAME_ITEMS, MAX_FRAME_RESULTS, MAX_FRAME_STRING, PREAMBLE_LEN,
+    PROTOCOL_VERSION, encode_frame, frame_bounds, frame_memory, preamble,
 };
 pub use messages::{AbortReason, Capability, Message, StopReason};
 pub use probe::{ECHO_LEN, PROBE_MIN_LEN, decode_echo, echo_for, encode_probe};

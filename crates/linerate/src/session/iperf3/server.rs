@@ -25,6 +25,7 @@ use linerate_proto::{LimitKind, ProtoError, Protocol, Refusal, SideResults, Test
 
 use super::{forgive_end_of_test_resets, peer_side, receivers_end_at};
 use crate::record::canonical;
+use crate::session::frame_budget::server_side;
 use crate::session::front::Greeted;
 use crate::session::pump;
 use crate::session::served::ServedTest;
@@ -73,7 +74,7 @@ pub(crate) fn run_admitted(g: Greeted<Iperf3Server>, shared: &Arc<Shared>) {
             .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |a| canonical(a).ip()),
         rtt: sys::tcp_internals(&stream).map(|t| Duration::from_micros(t.rtt_us.into())),
     };
-    let result = ControlChannel::new(stream).and_then(|mut ctrl| {
+    let result = ControlChannel::new(stream).map(server_side).and_then(|mut ctrl| {
         let r = if unsent.is_empty() { Ok(()) } else { ctrl.send(&unsent) };
         let r = r.and_then(|()| s.on_event(event, &mut m, &clock));
         let r = r.and_then(|()| s.pump(&mut ctrl, &mut m, &clock));
