@@ -558,3 +558,25 @@ fn csv_rows(csv: &str) -> Vec<Vec<String>> {
         .map(|l| l.split(',').map(String::from).collect())
         .collect()
 }
+
+/// Issue 30: the stand-alone scaling curve is a grid like a matrix, so three fleet runs in a
+/// row that measure no host stop it (before, it ran all six against servers that were gone).
+#[test]
+fn a_scaling_curve_stops_after_three_fleet_runs_that_measured_no_host() {
+    // Nothing listens on this port: every host is refused at once.
+    let port = crate::util::free_port();
+    let (a, b) = (format!("127.0.0.1:{port}"), format!("127.0.0.2:{port}"));
+    let out = crate::util::run(
+        &["fleet", &a, &b, "--scale", "1,2", "--repeat", "3", "-t", "0.2", "--no-store"],
+        std::time::Duration::from_secs(60),
+    );
+    assert_eq!(out.code, Some(3), "{}", out.stderr);
+    let runs = out.stderr.lines().filter(|l| l.starts_with('[')).count();
+    assert_eq!(runs, 3, "three fleet runs, then the stop: {}", out.stderr);
+    assert!(
+        out.stderr.contains("3 fleet runs in a row measured no host")
+            && out.stderr.contains("stopping the curve"),
+        "{}",
+        out.stderr
+    );
+}

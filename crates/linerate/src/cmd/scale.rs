@@ -13,17 +13,18 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use super::failed::{group_failure_kind, interrupted};
-use super::fleet::{host_records, placed, render_stored};
+use super::fleet::{host_records, render_stored};
 use super::fleet_stored::{Attempt, Hosts, summarize_attempt};
-use super::scale_resume::{self, Opened, Walk};
+use super::scale_resume::{self, Opened};
 use crate::plan::fleet::FleetPlan;
 use crate::plan::{OutputFormat, ReportFormat};
 use crate::record::Failure;
+use crate::record::RunRecord;
 use crate::report::fleet as render;
 use crate::report::fleet_report::{FleetReport, FleetRun, HostRun};
 use crate::report::notice::{Notice, Stored};
-use crate::session::{Interrupt, fleet};
-use crate::stats::fleet::FleetSummary;
+use crate::session::Interrupt;
+use crate::session::fleet_runs::{self, CurveProgress};
 use crate::stats::scaling::{ScaleSummary, summarize_scaling};
 use crate::store::{GroupRow, Store};
 
@@ -49,39 +50,54 @@ pub fn run(plan: &FleetPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     let console = super::console(text);
     let Opened { mut runs, group, plan, earlier } = scale_resume::open(plan, interrupt, &console)?;
     let plan = &plan;
-    let mut walk = Walk::new(plan, &earlier);
     if text {
         let out = &mut std::io::stdout();
         render::render_scale_start(plan, plan.order().len(), out)?;
         render::render_scale_rounds(plan, group.filter(|_| plan.resume.is_some()), out)?;
     }
-    let mut done: Vec<FleetRun> = earlier.into_iter().map(stored_run).collect();
+    // Whole earlier fleet runs are not run again; partial ones are (a fleet run is one
+    // measurement of its k hosts at one instant) and stay listed as partial runs.
+    let index = |k: usize| plan.scale.iter().position(|&s| s == k).unwrap_or(0);
+    let prior: Vec<(usize, u32, RunRecord)> = earlier
+        .iter()
+        .filter(|a| scale_resume::whole(a.hosts, a.records.iter().map(|(_, r)| r)))
+        .flat_map(|a| a.records.iter().map(move |(_, r)| (index(a.hosts), a.repetition, r.clone())))
+        .collect();
+    let done = std::cell::RefCell::new(earlier.into_iter().map(stored_run).collect::<Vec<_>>());
     let mut ran = 0;
-    while interrupt.count() == 0 {
-        let so_far: Vec<(usize, &FleetSummary)> =
-            done.iter().map(|r| (r.hosts_in_run, &r.summary)).collect();
-        let Some((k, rep)) = walk.next(plan, &so_far) else { break };
-        let records = placed(fleet::run_fleet(&plan.first(k), interrupt).hosts);
-        for (_, record) in &records {
-            runs.keep(format!("k={k}"), rep, record);
-        }
-        let run = fleet_run(k, rep, records, &[]);
-        let line = render::scale_progress_line(walk.position(), (k, rep), &run.summary);
-        let _ = writeln!(std::io::stderr(), "{line}");
-        done.push(run);
-        ran += 1;
-        if plan.stop_after.is_some_and(|n| ran >= n) {
-            interrupt.trigger();
-        }
-    }
-    let is_whole = |&(k, rep): &(usize, u32)| {
+    let outcome = fleet_runs::run_curve_from(
+        plan,
+        prior,
+        interrupt,
+        &mut |p: CurveProgress<'_>| {
+            let done = done.borrow();
+            if let (Some(_), Some(run)) = (p.finished, done.last()) {
+                let line =
+                    render::scale_progress_line(p.position, (p.hosts, p.repetition), &run.summary);
+                let _ = writeln!(std::io::stderr(), "{line}");
+            }
+        },
+        &mut |k, rep, records| {
+            for (_, record) in records {
+                runs.keep(format!("k={k}"), rep, record);
+            }
+            done.borrow_mut().push(fleet_run(k, rep, records.to_vec(), &[]));
+            ran += 1;
+            if plan.stop_after.is_some_and(|n| ran >= n) {
+                interrupt.trigger();
+            }
+        },
+    );
+    let done = done.into_inner();
+    let is_whole = |&(cell, rep): &(usize, u32)| {
         done.iter().any(|r| {
-            (r.hosts_in_run, r.repetition) == (k, rep)
+            (index(r.hosts_in_run), r.repetition) == (cell, rep)
                 && scale_resume::whole(r.hosts_in_run, r.hosts.iter().map(|h| &h.record))
         })
     };
-    let partial = walk.planned().iter().filter(|p| !is_whole(p)).count();
-    let complete = interrupt.count() == 0 && partial == 0;
+    let (planned, stopped) = (outcome.planned, outcome.stopped);
+    let partial = planned.iter().filter(|p| !is_whole(p)).count();
+    let complete = interrupt.count() == 0 && partial == 0 && stopped.is_none();
     if let (Some(s), Some(g), true) = (runs.store.as_mut(), group, complete) {
         s.finish_group(g)?;
     }
@@ -108,8 +124,9 @@ pub fn run(plan: &FleetPlan, interrupt: &Interrupt) -> Result<ExitCode> {
         let records = done.iter().flat_map(|r| r.hosts.iter().map(|h| &h.record));
         let kind = group_failure_kind(records);
         let why = format!(
-            "{partial} of {} fleet runs were partial (a host not measured; left out of its point)",
-            walk.planned().len()
+            "{partial} of {} fleet runs were partial (a host not measured; left out of its point){}",
+            planned.len(),
+            stopped.map(|s| format!("; {s}")).unwrap_or_default()
         );
         return Err(Failure::new(kind, why).into());
     }

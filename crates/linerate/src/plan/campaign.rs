@@ -159,9 +159,9 @@ impl Tier {
             repeat: self.matrix.repeat,
             seed,
             each_address: false,
-            // A campaign's own rounds and resume govern its tiers.
-            until_ci: None,
-            max_repeat: self.matrix.repeat,
+            // The curve is a grid (`session::grid`) like a matrix tier: the same rounds.
+            until_ci: self.matrix.until_ci_fraction,
+            max_repeat: self.matrix.max_repeat,
             resume: None,
             stop_after: None,
         })

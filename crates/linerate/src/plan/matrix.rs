@@ -217,10 +217,16 @@ impl MatrixPlan {
 
     /// The order of one round: each of `cells` `times` times, shuffled with `round`'s seed.
     pub fn round(&self, cells: &[usize], times: u32, round: u64) -> Vec<usize> {
-        let order: Vec<usize> =
-            cells.iter().flat_map(|&c| std::iter::repeat_n(c, times as usize)).collect();
-        shuffled(order, round_seed(self.seed, round))
+        round_order(self.seed, cells, times, round)
     }
+}
+
+/// The order of round `round` of a grid whose first round was shuffled with `seed`: each of
+/// `cells` `times` times, shuffled with the round's seed (`session::grid`).
+pub fn round_order(seed: u64, cells: &[usize], times: u32, round: u64) -> Vec<usize> {
+    let order: Vec<usize> =
+        cells.iter().flat_map(|&c| std::iter::repeat_n(c, times as usize)).collect();
+    shuffled(order, round_seed(seed, round))
 }
 
 /// The order seed of round `round` of a run whose first round was shuffled with `seed`.

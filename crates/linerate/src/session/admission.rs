@@ -282,9 +282,9 @@ impl Admission {
         Ok(Share { admission: self.clone(), ip })
     }
 
-    /// A test from `ip` held a slot without paying for it (it moved less than half of
-    /// `--min-rate` over the time it held the slot: a held start whose `go` never came,
-    /// streams that never connected, a test that sent next to nothing): for
+    /// A test from `ip` held a slot without paying for it (it never started — a held start
+    /// whose `go` never came, streams that never connected — or the watchdog cut it for
+    /// moving less than half of `--min-rate`): for
     /// [`PENALTY`] the client may hold one test at a time. Without this, a few addresses
     /// that each cycle their share of such tests keep every slot taken for free; with it,
     /// they hold one slot each, and a legitimate client that failed once is slowed, not

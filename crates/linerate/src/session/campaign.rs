@@ -127,7 +127,11 @@ pub fn run_campaign(
         let earlier = prior.next().unwrap_or_default();
         if interrupt.count() > 0 {
             let why = format!("not started: interrupted by {}", interrupt.last_name());
-            out.tiers.push(MatrixOutcome { runs: earlier, stopped: Some(why) });
+            out.tiers.push(MatrixOutcome {
+                runs: earlier,
+                planned: Vec::new(),
+                stopped: Some(why),
+            });
             continue;
         }
         let tier_seed = CampaignPlan::tier_seed(seed, i);

@@ -1,17 +1,21 @@
 //! Fleet runs one after another: each host run as a record that carries its place in the
-//! fleet (label, measured start), and a campaign's fleet tier — the scaling curve (or one host
-//! count) `repeat` times in the plan's seeded order, skipping the fleet runs an earlier,
-//! interrupted attempt completed.
+//! fleet (label, measured start), and a scaling curve — a campaign's fleet tier or `fleet
+//! --scale` — as a grid (`grid.rs`) whose cells are the host counts: each `repeat` times in the
+//! seeded order, `--until-ci` rounds, skipping the fleet runs an earlier, interrupted attempt
+//! completed.
 //!
 //! A fleet run in which no host was measured says nothing of the fleet; after
-//! [`MAX_FAILURES_IN_A_ROW`] of them the tier stops (its servers are gone), as a matrix does.
-//! Prints nothing: progress goes to a callback.
+//! `grid::MAX_FAILURES_IN_A_ROW` of them the curve stops (its servers are gone), as a matrix
+//! does. Prints nothing: progress goes to a callback.
 
 use crate::plan::fleet::FleetPlan;
 use crate::record::{FleetPlace, Outcome, RunRecord};
 use crate::session::Interrupt;
 use crate::session::fleet::{HostRun, run_fleet};
-use crate::session::matrix::{MAX_FAILURES_IN_A_ROW, MatrixOutcome};
+use crate::session::grid::{Executor, Grid, MAX_ATTEMPTS_PER_RUN, Slot};
+use crate::session::matrix::MatrixOutcome;
+use crate::stats::fleet::{FleetSummary, HostInput, summarize_fleet};
+use crate::stats::scaling::pending_counts;
 
 /// Each host's record with its place in the fleet (label, measured start), labelled.
 pub fn placed(hosts: Vec<HostRun>) -> Vec<(String, RunRecord)> {
@@ -44,12 +48,70 @@ pub struct CurveProgress<'a> {
     pub repetition: u32,
     /// After the run: each host's label and record (before it: None).
     pub finished: Option<&'a Hosts>,
+    /// Fleet runs finished this time (after the run: this one included) and planned so far.
+    pub position: (usize, usize),
 }
 
-/// Runs `plan`'s curve (every host count of `plan.scale`, `plan.repeat` times) after
-/// `prior`: the host runs (index of the host count in `plan.scale`, repetition, record) of the
-/// fleet runs an earlier attempt completed, which are not run again. The outcome's runs start
-/// with `prior`, then every host run of each new fleet run; `each` sees each new fleet run.
+/// A scaling curve as a grid's executor: cell i is the fleet run of the first
+/// `plan.scale[i]` hosts.
+struct Curve<'a> {
+    plan: &'a FleetPlan,
+}
+
+impl Executor for Curve<'_> {
+    type Run = Vec<(String, RunRecord)>;
+
+    fn run(&mut self, slot: Slot, interrupt: &Interrupt) -> Self::Run {
+        placed(run_fleet(&self.plan.first(self.plan.scale[slot.cell]), interrupt).hosts)
+    }
+
+    /// A fleet run in which no host was measured says nothing of the fleet.
+    fn failure(&self, run: &Self::Run) -> Option<String> {
+        if run.iter().any(|(_, r)| r.outcome == Outcome::Completed) {
+            return None;
+        }
+        let first = run.iter().find_map(|(label, r)| match &r.outcome {
+            Outcome::Failed { error, .. } => Some(format!("{label}: {error}")),
+            _ => None,
+        });
+        Some(first.unwrap_or_else(|| "no host completed".into()))
+    }
+
+    /// With `--until-ci`: the host counts whose total's interval is still too wide
+    /// (`stats::scaling::pending_counts`).
+    fn pending(&self, runs: &[(Slot, Self::Run)]) -> Vec<usize> {
+        let Some(target) = self.plan.until_ci else { return Vec::new() };
+        let scale = &self.plan.scale;
+        let fleets: Vec<(usize, FleetSummary)> = runs
+            .iter()
+            .map(|(slot, hosts)| {
+                let k = scale[slot.cell];
+                let inputs: Vec<HostInput<'_>> = hosts
+                    .iter()
+                    .map(|(label, r)| HostInput { label, ..HostInput::placed(r) })
+                    .collect();
+                let mut summary = summarize_fleet(&inputs);
+                summary.hosts_planned = summary.hosts_planned.max(k);
+                (k, summary)
+            })
+            .collect();
+        let bounds = (self.plan.max_repeat as usize, MAX_ATTEMPTS_PER_RUN);
+        let pending = pending_counts(&fleets, scale, target, bounds);
+        (0..scale.len()).filter(|i| pending.contains(&scale[*i])).collect()
+    }
+
+    fn stop_message(&self, failures: u32, last: &str) -> String {
+        format!(
+            "{failures} fleet runs in a row measured no host (last: {last}); stopping the curve"
+        )
+    }
+}
+
+/// Runs `plan`'s curve (every host count of `plan.scale`, `plan.repeat` times, then with
+/// `--until-ci` further rounds) as a grid (`grid.rs`) after `prior`: the host runs (index of
+/// the host count in `plan.scale`, repetition, record) of the fleet runs an earlier attempt
+/// completed, which are not run again. The outcome's runs start with `prior`, then every host
+/// run of each new fleet run; `each` sees each new fleet run.
 pub fn run_curve_from(
     plan: &FleetPlan,
     prior: Vec<(usize, u32, RunRecord)>,
@@ -57,37 +119,36 @@ pub fn run_curve_from(
     progress: &mut dyn FnMut(CurveProgress<'_>),
     each: &mut dyn FnMut(usize, u32, &Hosts),
 ) -> MatrixOutcome {
-    let done: std::collections::HashSet<(usize, u32)> =
-        prior.iter().map(|(c, r, _)| (*c, *r)).collect();
-    let mut out = MatrixOutcome { runs: prior, stopped: None };
-    let mut failures = 0u32;
-    for (k, rep) in plan.order() {
-        let index = plan.scale.iter().position(|&s| s == k).unwrap_or(0);
-        if done.contains(&(index, rep)) {
-            continue;
-        }
-        if interrupt.count() > 0 {
-            out.stopped = Some(format!("interrupted by {}", interrupt.last_name()));
-            break;
-        }
-        progress(CurveProgress { hosts: k, repetition: rep, finished: None });
-        let records = placed(run_fleet(&plan.first(k), interrupt).hosts);
-        each(k, rep, &records);
-        progress(CurveProgress { hosts: k, repetition: rep, finished: Some(&records) });
-        let measured = records.iter().any(|(_, r)| r.outcome == Outcome::Completed);
-        let first_error = records.iter().find_map(|(label, r)| match &r.outcome {
-            Outcome::Failed { error, .. } => Some(format!("{label}: {error}")),
-            _ => None,
-        });
-        failures = if measured { 0 } else { failures + 1 };
-        out.runs.extend(records.into_iter().map(|(_, r)| (index, rep, r)));
-        if failures >= MAX_FAILURES_IN_A_ROW {
-            out.stopped = Some(format!(
-                "{failures} fleet runs in a row measured no host (last: {}); stopping the tier",
-                first_error.unwrap_or_else(|| "no host completed".into())
-            ));
-            break;
+    let grid = Grid { cells: plan.scale.len(), repeat: plan.repeat, seed: plan.seed };
+    let mut earlier: Vec<(Slot, Vec<(String, RunRecord)>)> = Vec::new();
+    for (cell, repetition, record) in prior {
+        let slot = Slot { cell, repetition };
+        let label = record.fleet.as_ref().map(|f| f.label.clone()).unwrap_or_default();
+        match earlier.iter_mut().find(|(s, _)| *s == slot) {
+            Some((_, hosts)) => hosts.push((label, record)),
+            None => earlier.push((slot, vec![(label, record)])),
         }
     }
-    out
+    let scale = &plan.scale;
+    let out = grid.run(
+        &mut Curve { plan },
+        earlier,
+        interrupt,
+        &mut |p| {
+            progress(CurveProgress {
+                hosts: scale[p.slot.cell],
+                repetition: p.slot.repetition,
+                finished: p.finished.map(Vec::as_slice),
+                position: (p.done, p.planned),
+            })
+        },
+        &mut |slot, hosts| each(scale[slot.cell], slot.repetition, hosts),
+    );
+    let runs = out
+        .runs
+        .into_iter()
+        .flat_map(|(s, hosts)| hosts.into_iter().map(move |(_, r)| (s.cell, s.repetition, r)))
+        .collect();
+    let planned = out.planned.iter().map(|s| (s.cell, s.repetition)).collect();
+    MatrixOutcome { runs, planned, stopped: out.stopped }
 }

@@ -1,28 +1,25 @@
-//! Runs a matrix: every cell's repetitions in the plan's shuffled order, then (with
-//! `--until-ci`) further rounds for the cells whose confidence interval is still too wide.
-//!
-//! Each run is a normal client test (`session::client::run`) with the cell's settings. A
-//! failed run is kept and counted, not retried silently; three failures in a row stop the
-//! matrix (the server is probably gone). Ctrl-C stops after the current run, keeping every
-//! completed one. Progress goes to a callback; this module prints nothing.
+//! Runs a matrix: a grid (`grid.rs`) whose cells are the matrix's cells and whose run is
+//! one client test with the cell's settings (`session::client::run`). The grid walks every
+//! cell's repetitions in the plan's shuffled order, then (with `--until-ci`) further rounds for
+//! the cells whose confidence interval is still too wide; a failed run is kept and counted,
+//! three in a row stop the matrix (the server is probably gone); Ctrl-C stops after the
+//! current run, keeping every completed one. Progress goes to a callback; this module prints
+//! nothing.
 //!
 //! A matrix can be resumed ([`run_matrix_from`]): given the runs that already completed, the
 //! same seeded order is walked and those (cell, repetition) pairs are skipped, so the runs
 //! left are the ones the interrupted matrix had not reached.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::plan::ClientPlan;
 use crate::plan::matrix::{Cell, MatrixPlan};
 use crate::record::{Outcome, RunRecord};
+use crate::session::grid::{self, Executor, Grid, Slot};
 use crate::session::{Interrupt, Quiet, client};
 use crate::stats::matrix::summarize_matrix;
 
-/// Consecutive failed runs after which the matrix stops.
-pub const MAX_FAILURES_IN_A_ROW: u32 = 3;
-/// With `--until-ci`: attempts a cell may make per run it may have (`max_repeat`), failed and
-/// interrupted ones included, before it is given up on.
-pub const MAX_ATTEMPTS_PER_RUN: usize = 2;
+pub use crate::session::grid::{MAX_ATTEMPTS_PER_RUN, MAX_FAILURES_IN_A_ROW};
 
 /// Where the matrix is, for a progress line: told before each run and after it.
 #[derive(Debug, Clone)]
@@ -46,6 +43,9 @@ pub struct Progress<'a> {
 pub struct MatrixOutcome {
     /// Every finished run: (cell index, repetition, record), in the order run.
     pub runs: Vec<(usize, u32, RunRecord)>,
+    /// Every (cell index, repetition) the walk planned, in order, resumed ones included:
+    /// what a complete run of the grid ran.
+    pub planned: Vec<(usize, u32)>,
     /// Why it stopped early, if it did.
     pub stopped: Option<String>,
 }
@@ -61,6 +61,36 @@ pub fn run_matrix(
     run_matrix_from(base, plan, Vec::new(), interrupt, progress, each)
 }
 
+/// A matrix's cells as a grid's executor: one client test per run.
+struct Cells<'a> {
+    base: &'a ClientPlan,
+    plan: &'a MatrixPlan,
+    cells: Vec<Cell>,
+}
+
+impl Executor for Cells<'_> {
+    type Run = RunRecord;
+
+    fn run(&mut self, slot: Slot, interrupt: &Interrupt) -> RunRecord {
+        client::run(&self.plan.cell_plan(self.base, &self.cells[slot.cell]), &mut Quiet, interrupt)
+    }
+
+    fn failure(&self, run: &RunRecord) -> Option<String> {
+        match &run.outcome {
+            Outcome::Failed { error, .. } => Some(error.clone()),
+            _ => None,
+        }
+    }
+
+    fn pending(&self, runs: &[(Slot, RunRecord)]) -> Vec<usize> {
+        pending_cells(self.plan, &self.cells, runs.iter().map(|(s, r)| (s.cell, r)))
+    }
+
+    fn stop_message(&self, failures: u32, last: &str) -> String {
+        format!("{failures} runs in a row failed (last: {last}); stopping the matrix")
+    }
+}
+
 /// [`run_matrix`] after `prior` (cell index, repetition, record: completed runs of an earlier,
 /// interrupted attempt at the same plan and seed), which are not run again. The outcome's runs
 /// start with `prior`; `each` sees only the new ones.
@@ -73,64 +103,31 @@ pub fn run_matrix_from(
     each: &mut dyn FnMut(&Cell, u32, &RunRecord),
 ) -> MatrixOutcome {
     let cells = plan.cells();
-    let all: Vec<usize> = cells.iter().map(|c| c.index).collect();
-    let mut order = plan.round(&all, plan.repeat, 0);
-    let done: std::collections::HashSet<(usize, u32)> =
-        prior.iter().map(|(c, r, _)| (*c, *r)).collect();
-    let mut out = MatrixOutcome { runs: prior, stopped: None };
-    let mut reps = vec![0u32; cells.len()];
-    let (mut failures, mut round, mut next, mut skipped) = (0u32, 0u64, 0usize, 0usize);
-    let started = Instant::now();
-    loop {
-        if next == order.len() {
-            let pending = pending_cells(plan, &cells, &out.runs);
-            if pending.is_empty() {
-                break;
-            }
-            round += 1;
-            order.extend(plan.round(&pending, 1, round));
-        }
-        if interrupt.count() > 0 {
-            out.stopped = Some(format!("interrupted by {}", interrupt.last_name()));
-            break;
-        }
-        let cell = &cells[order[next]];
-        reps[cell.index] += 1;
-        if done.contains(&(cell.index, reps[cell.index])) {
-            (next, skipped) = (next + 1, skipped + 1);
-            continue;
-        }
-        let ran = (next - skipped) as u32;
-        let left = (order.len() - next).saturating_sub(done.len() - skipped) as u32;
-        let eta = |ran: u32, left: u32| (ran > 0).then(|| started.elapsed() / ran * left);
-        let at = |done, eta, finished| Progress {
-            done,
-            planned: order.len(),
-            cell,
-            repetition: reps[cell.index],
-            eta,
-            finished,
-        };
-        progress(at(next, eta(ran, left), None));
-        let record = client::run(&plan.cell_plan(base, cell), &mut Quiet, interrupt);
-        each(cell, reps[cell.index], &record);
-        progress(at(next + 1, eta(ran + 1, left.saturating_sub(1)), Some(&record)));
-        failures = if matches!(record.outcome, Outcome::Failed { .. }) { failures + 1 } else { 0 };
-        let error = match &record.outcome {
-            Outcome::Failed { error, .. } => Some(error.clone()),
-            _ => None,
-        };
-        out.runs.push((cell.index, reps[cell.index], record));
-        next += 1;
-        if failures >= MAX_FAILURES_IN_A_ROW {
-            out.stopped = Some(format!(
-                "{failures} runs in a row failed (last: {}); stopping the matrix",
-                error.unwrap_or_default()
-            ));
-            break;
-        }
+    let grid = Grid { cells: cells.len(), repeat: plan.repeat, seed: plan.seed };
+    let prior =
+        prior.into_iter().map(|(c, r, run)| (Slot { cell: c, repetition: r }, run)).collect();
+    let mut exec = Cells { base, plan, cells: cells.clone() };
+    let out = grid.run(
+        &mut exec,
+        prior,
+        interrupt,
+        &mut |p: grid::Progress<'_, RunRecord>| {
+            progress(Progress {
+                done: p.done,
+                planned: p.planned,
+                cell: &cells[p.slot.cell],
+                repetition: p.slot.repetition,
+                eta: p.eta,
+                finished: p.finished,
+            })
+        },
+        &mut |slot, run| each(&cells[slot.cell], slot.repetition, run),
+    );
+    MatrixOutcome {
+        runs: out.runs.into_iter().map(|(s, r)| (s.cell, s.repetition, r)).collect(),
+        planned: out.planned.iter().map(|s| (s.cell, s.repetition)).collect(),
+        stopped: out.stopped,
     }
-    out
 }
 
 /// With `--until-ci`: cells whose 95 % interval is still wider than the target and that have
@@ -138,13 +135,13 @@ pub fn run_matrix_from(
 /// every figure, `stats::matrix`): a failed or interrupted run says nothing about the cell's
 /// rate. So that a cell whose runs keep failing cannot go on for ever, a cell stops after
 /// `MAX_ATTEMPTS_PER_RUN` attempts per run it may have.
-fn pending_cells(
+fn pending_cells<'a>(
     plan: &MatrixPlan,
     cells: &[Cell],
-    runs: &[(usize, u32, RunRecord)],
+    runs: impl Iterator<Item = (usize, &'a RunRecord)>,
 ) -> Vec<usize> {
     let Some(target) = plan.until_ci else { return Vec::new() };
-    let runs: Vec<(usize, RunRecord)> = runs.iter().map(|(c, _, r)| (*c, r.clone())).collect();
+    let runs: Vec<(usize, RunRecord)> = runs.map(|(c, r)| (c, r.clone())).collect();
     let max = plan.max_repeat as usize;
     summarize_matrix(cells, &runs, Some(target))
         .cells
@@ -196,12 +193,8 @@ mod tests {
 
     fn pending(max_repeat: u32, outcomes: &[(u64, Outcome)]) -> bool {
         let p = plan(max_repeat);
-        let runs: Vec<_> = outcomes
-            .iter()
-            .enumerate()
-            .map(|(i, (b, o))| (0, i as u32 + 1, run(*b, o.clone())))
-            .collect();
-        pending_cells(&p, &p.cells(), &runs) == [0]
+        let runs: Vec<_> = outcomes.iter().map(|(b, o)| (0, run(*b, o.clone()))).collect();
+        pending_cells(&p, &p.cells(), runs.iter().map(|(c, r)| (*c, r))) == [0]
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub mod fleet;
 pub mod fleet_runs;
 mod frame_budget;
 mod front;
+pub mod grid;
 pub(crate) mod heap;
 pub mod iperf3;
 pub mod log_limit;

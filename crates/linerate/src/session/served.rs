@@ -71,6 +71,8 @@ pub(crate) struct ServedTest {
     rate: u64,
     /// What it takes from the server's totals while it runs.
     cost: TestCost,
+    /// The watchdog ended it for moving too little (or nothing).
+    starved: bool,
     /// Set when a later test preempted it before it started (its slot is that test's now).
     preempted: Arc<std::sync::atomic::AtomicBool>,
     /// Its slot, rate and cost were given back (`finish`, or the drop of a test whose
@@ -112,6 +114,7 @@ impl ServedTest {
             rate: 0,
             frames: FrameGate::new(shared_frames),
             cost: TestCost::default(),
+            starved: false,
             preempted: Arc::default(),
             ended: false,
         }
@@ -235,6 +238,7 @@ impl ServedTest {
             if !streams.all_done()
                 && let Some(r) = limits.progress_refusal(total.since(self.window.1), window)
             {
+                self.starved = true;
                 return Err(r.into());
             }
             self.window = (now, total);
@@ -243,6 +247,7 @@ impl ServedTest {
             self.progress = (now, total);
         } else if !streams.all_done() && now.duration_since(self.progress.0) >= limits.idle_timeout
         {
+            self.starved = true;
             bail!(
                 "no data moved on any stream for {:.1} s (--idle-timeout)",
                 limits.idle_timeout.as_secs_f64()
@@ -262,13 +267,15 @@ impl ServedTest {
         Some(results)
     }
 
-    /// True if the test moved at least half of `--min-rate` over the whole time it held its
-    /// slot (the running test's floor, applied from admission to the end); see
-    /// `Admission::penalize` for what a test that did not costs its client.
+    /// False if the test held its slot without paying for it: it never started (a held start
+    /// whose `go` never came, streams that never all connected, a preempted test) and held
+    /// its slot [`FREE_HOLD`] or longer, or the watchdog cut it for moving too little or
+    /// nothing (the floor counts from admission). A test that ran and ended otherwise paid,
+    /// whatever its rate: what it moved while running is the watchdog's business. See
+    /// `Admission::penalize` for what an unpaid hold costs its client.
     fn paid(&self) -> bool {
-        let moved = self.streams.as_ref().map_or(Progress::default(), StreamSet::progress);
-        let held = self.admitted.elapsed();
-        held < FREE_HOLD || self.shared.admission.limits.progress_refusal(moved, held).is_none()
+        let started = self.streams.as_ref().is_some_and(|s| s.started().is_some());
+        !self.starved && (started || self.admitted.elapsed() < FREE_HOLD)
     }
 
     /// Ends the test however it went: stops the streams, keeps partial figures and reports;

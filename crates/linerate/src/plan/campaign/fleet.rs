@@ -125,11 +125,5 @@ fn refuse_matrix_keys(name: &str, s: &Settings) -> Result<(), String> {
              per value"
         ));
     }
-    if s.until_ci.is_some() {
-        return Err(format!(
-            "tier {name:?} is a fleet: until_ci is not supported for fleet tiers; set the runs \
-             per host count with repeat and drop until_ci"
-        ));
-    }
     Ok(())
 }

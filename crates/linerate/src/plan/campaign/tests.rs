@@ -269,6 +269,18 @@ fn fleet_tiers_take_the_fleet_commands_targets_and_scales() {
     assert_eq!(runs, [3, 2, 4], "curve done; 3 of listed, all and single left");
 }
 
+/// Issue 30: a fleet tier's curve is a grid like a matrix tier, so `until_ci` reaches it.
+#[test]
+fn a_fleet_tiers_curve_takes_the_tiers_until_ci_and_max_repeat() {
+    let text =
+        FLEET.replace("[tiers.curve]\n", "[tiers.curve]\nuntil_ci = \"5%\"\nmax_repeat = 6\n");
+    let p = ok(&text);
+    let f = p.tiers[0].fleet_plan(7, OutputFormat::Text, StorePlan::default()).expect("plan");
+    assert_eq!((f.until_ci, f.max_repeat), (Some(0.05), 6));
+    let plain = p.tiers[1].fleet_plan(7, OutputFormat::Text, StorePlan::default()).expect("plan");
+    assert_eq!(plain.until_ci, None, "a tier without until_ci runs its first round only");
+}
+
 #[test]
 fn a_fleet_tier_reads_a_targets_file_through_the_callers_reader() {
     let text = "[tiers.f]\ntargets = \"vms.txt\"\nfleet = [\"vm0\"]\nscale = \"2..3\"\n";
@@ -306,7 +318,6 @@ fn bad_fleet_tiers_are_refused_with_what_to_write_instead() {
             "\"3\" is not a host count from 1 to 2",
         ),
         ("[tiers.f]\nfleet = [\"a\", \"b\"]\nscale = []\n", "empty list"),
-        ("[tiers.f]\nfleet = [\"a\"]\nuntil_ci = 5\n", "until_ci is not supported for fleet"),
         ("[tiers.f]\nfleet = [\"a\"]\niperf3 = true\n", "unknown key \"iperf3\" in [tiers.f]"),
         ("[tiers.f]\nfleet = [\"a\"]\nfind_max = true\n", "unknown key \"find_max\""),
         ("[tiers.f]\nfleet = [\"a\"]\nscales = \"1..1\"\n", "did you mean \"scale\"?"),
