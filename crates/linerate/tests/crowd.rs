@@ -472,3 +472,28 @@ fn a_crr_test_with_128_streams_runs_whole_within_three_descriptors_a_stream() {
     let budget = (idle + 128 * 3 + 16) as u64;
     assert!(peak <= budget, "the server held {peak} descriptors, budget {budget}");
 }
+
+/// The server's totals are checked at admission like its per-test limits: with
+/// `--max-memory 8M`, one default test (its stream buffers and stacks plus 4 MiB for its
+/// session) fits and a second at the same time is refused, naming the flag.
+#[test]
+fn a_test_past_the_servers_memory_budget_is_refused_naming_the_flag() {
+    let _serial = crate::util::exclusive();
+    let srv = crate::util::Server::start(&["--max-test-memory", "8M", "--max-memory", "8M"]);
+    let port = srv.port.to_string();
+    let first = {
+        let port = port.clone();
+        std::thread::spawn(move || {
+            run(&["client", "127.0.0.1", "-p", &port, "-t", "3", "-J"], Duration::from_secs(30))
+        })
+    };
+    assert!(srv.wait_for_log("accepted", Duration::from_secs(10)), "{}", srv.log());
+    let second = run(
+        &["client", "127.0.0.1", "-p", &port, "-B", "127.0.0.2", "-t", "1"],
+        Duration::from_secs(30),
+    );
+    assert_eq!(second.code, Some(3), "{}", second.stderr);
+    assert!(second.stderr.contains("memory budget (--max-memory)"), "{}", second.stderr);
+    let first = first.join().expect("first client");
+    assert_eq!(first.code, Some(0), "the first test ran: {}", first.stderr);
+}
