@@ -3,11 +3,10 @@
 //!
 //! **Attempts.** A curve stores each host run as cell `k=K` with its repetition. A resumed
 //! curve runs a (k, repetition) again when its earlier attempt was partial (a host not
-//! measured or interrupted), so one (k, repetition) can hold several attempts; each attempt
-//! stored its k hosts one after the other. They are told apart in stored order: a run opens
-//! a new attempt when the last one of its (k, repetition) already has k runs or has its label.
-//! An attempt with fewer than k stored runs (the process was killed while storing it) stays
-//! partial: it is planned as k hosts, not read as a smaller fleet.
+//! measured or interrupted), so one (k, repetition) can hold several attempts, told apart by
+//! the one rule a campaign's fleet tier uses too (`stats::fleet::split_attempts`). An attempt
+//! with fewer than k stored runs (the process was killed while storing it) stays partial: it
+//! is planned as k hosts, not read as a smaller fleet.
 //!
 //! Reads only; never writes the history.
 
@@ -16,7 +15,7 @@ use serde_json::Value;
 
 use super::fleet::{labelled, stored_label};
 use crate::record::RunRecord;
-use crate::stats::fleet::{FleetSummary, summarize_fleet};
+use crate::stats::fleet::{FleetSummary, split_attempts, summarize_fleet};
 use crate::store::Store;
 
 /// Each host's label and run, in one fleet run.
@@ -60,24 +59,26 @@ pub(super) fn fleet_hosts(store: &Store, id: i64) -> Result<Hosts> {
 
 /// Every fleet run of a curve, in the order their first host was stored.
 pub(super) fn curve_attempts(store: &Store, id: i64) -> Result<Vec<Attempt>> {
-    let mut attempts: Vec<Attempt> = Vec::new();
+    let mut runs: Vec<(usize, u32, i64, String, RunRecord)> = Vec::new();
     for (run, meta, record) in store.group_runs(id)? {
         let k = meta.cell.as_deref().and_then(|c| c.strip_prefix("k=")?.parse().ok());
         let (Some(k), Some(rep)) = (k, meta.repetition) else { continue };
-        let label = stored_label(&record);
-        let open = attempts.iter_mut().rev().find(|a| a.hosts == k && a.repetition == rep);
-        match open {
-            Some(a) if a.records.len() < k && !a.records.iter().any(|(l, _)| *l == label) => {
-                a.records.push((label, record));
-                a.ids.push(run);
-            }
-            _ => attempts.push(Attempt {
+        runs.push((k, rep, run, stored_label(&record), record));
+    }
+    let split =
+        split_attempts(runs.iter().map(|(k, rep, _, label, _)| ((*k, *rep), *k, label.as_str())));
+    let mut attempts: Vec<Attempt> = Vec::new();
+    for (n, (k, rep, run, label, record)) in split.into_iter().zip(runs) {
+        if n == attempts.len() {
+            attempts.push(Attempt {
                 hosts: k,
                 repetition: rep,
-                records: vec![(label, record)],
-                ids: vec![run],
-            }),
+                records: Vec::new(),
+                ids: Vec::new(),
+            });
         }
+        attempts[n].records.push((label, record));
+        attempts[n].ids.push(run);
     }
     Ok(attempts)
 }

@@ -5,10 +5,10 @@
 //!
 //! **Attempts.** A fleet run is stored as one run per host, all under the same host count and
 //! repetition. A resumed campaign runs a fleet run again when an earlier attempt did not
-//! measure every host, so a (host count, repetition) may hold several attempts: in stored
-//! order, an attempt ends where a host label comes round again. The first attempt that
-//! measured every host is the one that counts (a resume keeps it), else the last one; earlier
-//! attempts count only as failed runs.
+//! measure every host, so a (host count, repetition) may hold several attempts, told apart by
+//! the one rule of `stats::fleet::split_attempts` (resume and reports alike). The first
+//! attempt that measured every host is the one that counts (a resume keeps it), else the last
+//! one; earlier attempts count only as failed runs.
 //!
 //! Pure functions over records.
 
@@ -18,7 +18,7 @@ use serde::Serialize;
 use crate::plan::campaign::TierFleet;
 use crate::record::{Outcome, RunRecord};
 use crate::stats::campaign::{TierPlace, TierSummary};
-use crate::stats::fleet::{FleetSummary, HostInput, summarize_fleet};
+use crate::stats::fleet::{FleetSummary, HostInput, split_attempts, summarize_fleet};
 use crate::stats::matrix::MatrixSummary;
 use crate::stats::scaling::{ScaleSummary, summarize_scaling};
 use crate::stats::verdict::tcp_goodput_bits_per_second;
@@ -101,22 +101,20 @@ fn label(r: &RunRecord) -> &str {
     HostInput::placed(r).label
 }
 
-/// The attempts in `runs` (host-count index, repetition, record), in stored order.
-pub fn attempts(runs: &[(usize, u32, RunRecord)]) -> Vec<Attempt<'_>> {
-    let mut out: Vec<Attempt<'_>> = Vec::new();
-    for (at, (index, repetition, record)) in runs.iter().enumerate() {
-        let current =
-            out.iter_mut().rev().find(|a| (a.index, a.repetition) == (*index, *repetition));
-        match current {
-            Some(a) if !a.records.iter().any(|(_, r)| label(r) == label(record)) => {
-                a.records.push((at, record));
-            }
-            _ => out.push(Attempt {
-                index: *index,
-                repetition: *repetition,
-                records: vec![(at, record)],
-            }),
+/// The attempts in `runs` (host-count index, repetition, record), in stored order, by the one
+/// rule ([`crate::stats::fleet::split_attempts`]); `counts` are the tier's host counts.
+pub fn attempts<'a>(runs: &'a [(usize, u32, RunRecord)], counts: &[usize]) -> Vec<Attempt<'a>> {
+    let of = runs.iter().map(|(index, repetition, record)| {
+        ((*index, *repetition), counts.get(*index).copied().unwrap_or(0), label(record))
+    });
+    let mut out: Vec<Attempt<'a>> = Vec::new();
+    for (at, (n, (index, repetition, record))) in
+        split_attempts(of).into_iter().zip(runs).enumerate()
+    {
+        if n == out.len() {
+            out.push(Attempt { index: *index, repetition: *repetition, records: Vec::new() });
         }
+        out[n].records.push((at, record));
     }
     out
 }
@@ -129,7 +127,7 @@ pub fn completed_fleet_runs(
 ) -> Vec<(usize, u32, RunRecord)> {
     let counts = shape.counts();
     let mut out: Vec<(usize, u32, RunRecord)> = Vec::new();
-    for a in attempts(runs) {
+    for a in attempts(runs, &counts) {
         let hosts = counts.get(a.index).copied().unwrap_or(0);
         let already = out.iter().any(|(i, r, _)| (*i, *r) == (a.index, a.repetition));
         if a.whole(hosts) && !already {
@@ -142,7 +140,7 @@ pub fn completed_fleet_runs(
 /// The figures of a fleet tier from its stored runs.
 pub fn fleet_figures(shape: &FleetShape, runs: &[(usize, u32, RunRecord)]) -> FleetTierFigures {
     let counts = shape.counts();
-    let all = attempts(runs);
+    let all = attempts(runs, &counts);
     let mut chosen: Vec<FleetTierRun> = Vec::new();
     let mut keys: Vec<(usize, u32)> = all.iter().map(|a| (a.index, a.repetition)).collect();
     keys.sort_unstable();

@@ -40,7 +40,7 @@ const SHAPE: FleetShape = FleetShape { targets: 2, scale: Vec::new() };
 fn an_attempt_ends_where_a_host_label_comes_round_again() {
     let runs = curve_runs();
     let shape: Vec<(usize, u32, usize)> =
-        attempts(&runs).iter().map(|a| (a.index, a.repetition, a.records.len())).collect();
+        attempts(&runs, &[1, 2]).iter().map(|a| (a.index, a.repetition, a.records.len())).collect();
     assert_eq!(shape, [(1, 1, 2), (0, 1, 1), (1, 1, 2)]);
 }
 

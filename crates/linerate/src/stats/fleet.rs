@@ -318,6 +318,41 @@ fn sample_bytes(s: &linerate_proto::StreamResult) -> f64 {
     s.intervals.iter().map(|i| i.bytes as f64).sum()
 }
 
+/// Where a host run belongs, for [`split_attempts`]: its fleet run's key (host count or its
+/// index, repetition), the hosts that fleet run planned, and the host's label.
+pub type AttemptOf<'a> = ((usize, u32), usize, &'a str);
+
+/// The one rule that tells a curve's fleet runs apart in the history (`fleet --scale` and a
+/// campaign's fleet tier; resume and reports alike). A fleet run is stored as one run per
+/// host, all under one (host count, repetition); a resume runs a (host count, repetition)
+/// again when an earlier attempt did not measure every host, so one key may hold several
+/// attempts, each stored host after host. In stored order, a host run joins the newest
+/// attempt of its key unless that attempt already holds as many runs as hosts were planned,
+/// or a run with the same label; then it opens a new attempt. Returns each run's attempt
+/// number (0, 1, … in the order attempts open). An attempt with fewer runs than planned (the
+/// process was killed while storing it) stays one partial attempt.
+pub fn split_attempts<'a>(runs: impl IntoIterator<Item = AttemptOf<'a>>) -> Vec<usize> {
+    let mut open: Vec<((usize, u32), usize, Vec<&'a str>)> = Vec::new();
+    let mut out = Vec::new();
+    for (key, hosts, label) in runs {
+        let newest = open.iter().rposition(|(k, _, _)| *k == key);
+        let joins = newest.filter(|&a| {
+            let (_, planned, labels) = &open[a];
+            labels.len() < (*planned).max(1) && !labels.contains(&label)
+        });
+        let at = match joins {
+            Some(a) => a,
+            None => {
+                open.push((key, hosts, Vec::new()));
+                open.len() - 1
+            }
+        };
+        open[at].2.push(label);
+        out.push(at);
+    }
+    out
+}
+
 /// The fleet's figures.
 pub fn summarize_fleet(hosts: &[HostInput<'_>]) -> FleetSummary {
     let measured: Vec<HostInput<'_>> =

@@ -145,3 +145,17 @@ fn a_named_link_gives_its_goodput_and_none_is_invented() {
     // 1448 payload bytes per 1538 on the wire (IPv4, Ethernet framing).
     assert!((goodput - 1e9 * 1448.0 / 1538.0).abs() < 1.0, "{goodput}");
 }
+
+#[test]
+fn attempts_split_where_a_fleet_run_is_full_or_a_label_comes_round_again() {
+    let k2 = |rep: u32, label: &'static str| ((2, rep), 2, label);
+    // Two whole attempts of (2, 1), then (2, 2) with one host stored (killed) and a new
+    // attempt of (2, 2).
+    let runs = [k2(1, "a"), k2(1, "b"), k2(1, "a"), k2(1, "b"), k2(2, "a"), k2(2, "a"), k2(2, "b")];
+    assert_eq!(super::split_attempts(runs), [0, 0, 1, 1, 2, 3, 3]);
+    // The cap: a third host of a 2-host fleet run opens a new attempt, whatever its label.
+    assert_eq!(super::split_attempts([k2(1, "a"), k2(1, "b"), k2(1, "c")]), [0, 0, 1]);
+    // Other keys interleaved do not close an attempt.
+    let runs = [k2(1, "a"), ((1, 1), 1, "a"), k2(1, "b")];
+    assert_eq!(super::split_attempts(runs), [0, 1, 0]);
+}
