@@ -133,6 +133,8 @@ pub(crate) struct FrontDoor {
     accepted: u64,
     /// The listener is out of the epoll set until then (accept failed: out of descriptors).
     paused_until: Option<Instant>,
+    /// When deadlines were last swept.
+    swept: Instant,
     scratch: Vec<u8>,
     /// Sessions started, joined at shutdown.
     pub(crate) sessions: Vec<JoinHandle<()>>,
@@ -160,6 +162,7 @@ impl FrontDoor {
             next_token: LISTENER + 1,
             accepted: 0,
             paused_until: None,
+            swept: Instant::now(),
             scratch: vec![0u8; READ_CHUNK],
             sessions: Vec::new(),
             done: Arc::new(AtomicU64::new(0)),
@@ -185,7 +188,13 @@ impl FrontDoor {
                 self.serve(r.token, r.events);
             }
         }
-        self.sweep(Instant::now());
+        // At most once a tick: under a flood of readiness events a sweep per event would
+        // spend the door's time walking every waiting connection.
+        let now = Instant::now();
+        if now.duration_since(self.swept) >= TICK {
+            self.swept = now;
+            self.sweep(now);
+        }
     }
 
     fn accept_batch(&mut self) {
