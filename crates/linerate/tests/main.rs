@@ -11,6 +11,7 @@ mod attacks;
 mod campaign;
 mod chart_layout;
 mod cli;
+mod cli_parse;
 mod client_text;
 mod crowd;
 mod doctor;
