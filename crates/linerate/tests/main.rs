@@ -14,6 +14,7 @@ mod cli;
 mod cli_parse;
 mod client_text;
 mod crowd;
+mod docs;
 mod doctor;
 mod environment;
 mod exit;
