@@ -110,6 +110,13 @@ fn a_negative_value_is_refused_by_its_own_parser() {
     }
 }
 
+/// A flag whose value may be left out keeps a following `-4` a flag.
+#[test]
+fn an_optional_value_leaves_a_following_flag_alone() {
+    let m = parse(["linerate", "matrix", "h", "--resume", "-4", "-t", "1"]);
+    assert!(matches!(m, Ok(Plan::Matrix(c, _, _)) if c.family == linerate::plan::Family::V4));
+}
+
 /// clap's own integer parser answered `0.5` with "invalid digit found in string".
 #[test]
 fn a_whole_number_flag_says_what_it_takes() {

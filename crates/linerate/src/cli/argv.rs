@@ -57,10 +57,12 @@ fn cluster_without_s(cmd: &Command, token: &str) -> Option<String> {
 }
 
 /// Every value may be a negative number: `-t -1` is then a duration its parser refuses
-/// ("cannot be negative"), not a missing value followed by the flag `-1` (`--one-off`).
+/// ("cannot be negative"), not a missing value followed by the flag `-1` (`--one-off`). Not
+/// a value that may be left out (`--resume [GROUP]`): `--resume -4` is the flag `-4`.
 pub(super) fn negative_values(cmd: Command) -> Command {
     cmd.mut_args(|a| {
-        if a.get_action().takes_values() && !a.is_positional() {
+        let required = a.get_num_args().is_none_or(|n| n.min_values() > 0);
+        if a.get_action().takes_values() && !a.is_positional() && required {
             a.allow_negative_numbers(true)
         } else {
             a
