@@ -53,11 +53,7 @@ fn main() -> ExitCode {
     match linerate::cmd::execute(plan) {
         Ok(code) => code,
         Err(err) => {
-            let broken_pipe = err.chain().any(|c| {
-                c.downcast_ref::<std::io::Error>()
-                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-            });
-            if broken_pipe {
+            if closed_stdout(&err) {
                 return ExitCode::SUCCESS;
             }
             let status = Status::of(&err);
@@ -72,11 +68,44 @@ fn main() -> ExitCode {
     }
 }
 
+/// The reader of our output went away (`linerate show 35 -J | head -1`): not an error, as in
+/// ripgrep; the reader had what it wanted. Found in every form a writer hands it back: an I/O
+/// error, one wrapping another (`io::Error::other`), or serde_json's, which keeps the I/O
+/// error inside it and names it by its kind only.
+fn closed_stdout(err: &anyhow::Error) -> bool {
+    fn broken(e: &(dyn std::error::Error + 'static)) -> bool {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            return io.kind() == std::io::ErrorKind::BrokenPipe
+                || io.get_ref().is_some_and(|inner| broken(inner));
+        }
+        e.downcast_ref::<serde_json::Error>()
+            .is_some_and(|j| j.io_error_kind() == Some(std::io::ErrorKind::BrokenPipe))
+    }
+    err.chain().any(broken)
+}
+
 #[cfg(test)]
 mod tests {
     use linerate::record::Failure;
 
     use super::*;
+
+    #[test]
+    fn a_closed_pipe_is_found_in_every_wrapping() {
+        let pipe = || std::io::Error::from(std::io::ErrorKind::BrokenPipe);
+        let json = || serde_json::Error::io(pipe());
+        for err in [
+            anyhow::Error::new(pipe()),
+            anyhow::Error::new(pipe()).context("writing"),
+            anyhow::Error::new(std::io::Error::other(json())),
+            anyhow::Error::new(json()).context("writing the document"),
+        ] {
+            assert!(closed_stdout(&err), "{err:#}");
+        }
+        let other = std::io::Error::other(serde_json::Error::io(std::io::ErrorKind::Other.into()));
+        assert!(!closed_stdout(&anyhow::Error::new(other)));
+        assert!(!closed_stdout(&anyhow::anyhow!("Broken pipe")), "only a typed error counts");
+    }
 
     #[test]
     fn typed_errors_map_to_their_status_through_contexts() {

@@ -244,9 +244,15 @@ impl fmt::Display for UnitError {
             Self::Empty { what, input } => {
                 write!(f, "invalid {what} {input:?}: the value is empty; {}", what.hint())
             }
+            // `-t -1` reads "a duration cannot be negative", `+5` that no sign is written.
+            Self::Signed { what, input } if input.trim_start().starts_with('-') => write!(
+                f,
+                "invalid {what} {input:?}: a {what} cannot be negative; remove the sign and {}",
+                what.hint()
+            ),
             Self::Signed { what, input } => write!(
                 f,
-                "invalid {what} {input:?}: a sign is not allowed (values are never negative); \
+                "invalid {what} {input:?}: a sign is not allowed (a {what} is never negative); \
                  remove the sign and {}",
                 what.hint()
             ),

@@ -181,3 +181,32 @@ fn readme_and_help_speak_to_a_newcomer() {
     let line = help.lines().find(|l| l.trim_start().starts_with("linerate  ")).expect(&help);
     assert!(line.contains("default methodology"), "{line}");
 }
+
+/// `linerate -s` is `linerate server` with every server flag (`--max-streams`, `--exclusive`
+/// and `--log-format` were "unexpected argument"): a limit given after `-s` holds.
+#[test]
+fn iperf_style_server_takes_the_server_flags() {
+    let srv = crate::util::Server::start_raw(&[
+        "-s",
+        "-p",
+        "0",
+        "-B",
+        "127.0.0.1",
+        "--max-streams",
+        "1",
+        "--exclusive",
+        "--log-format",
+        "json",
+    ]);
+    let port = srv.port.to_string();
+    let client = |streams: &str| {
+        let args = ["client", "127.0.0.1", "-p", &port, "-P", streams, "-t", "0.3", "--no-store"];
+        run(&args, Duration::from_secs(20))
+    };
+    let refused = client("2");
+    assert_eq!(refused.code, Some(3), "{}", refused.stderr);
+    assert!(refused.stderr.contains("--max-streams"), "{}", refused.stderr);
+    let one = client("1");
+    assert_eq!(one.code, Some(0), "{}", one.stderr);
+    assert!(srv.log().lines().any(|l| l.starts_with('{')), "JSON log lines: {}", srv.log());
+}

@@ -118,3 +118,87 @@ fn help_and_man_page_list_the_exit_statuses() {
         }
     }
 }
+
+/// Runs `linerate <args>` with its standard output a pipe whose reader is already closed, as
+/// `| head -1` leaves it once it has its line; bounded by `limit`.
+fn into_closed_pipe(args: &[&str], limit: Duration) -> (Option<i32>, String) {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two new descriptors into `fds`, each then owned by one OwnedFd.
+    let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
+    assert_eq!(rc, 0, "pipe2: {}", std::io::Error::last_os_error());
+    let (reader, writer) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    drop(reader);
+    let mut child = std::process::Command::new(crate::util::bin())
+        .env("XDG_DATA_HOME", crate::util::data_home())
+        .args(args)
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn linerate");
+    let start = std::time::Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("output");
+    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// A reader that closed its end of the pipe (`linerate generate bash | head -1`) ends the
+/// output quietly with 0, as ripgrep does: `generate` panicked (exit 101) and `show -J` said
+/// "Broken pipe" (exit 3).
+#[test]
+fn a_closed_stdout_ends_quietly_with_0() {
+    let d = test_dir("closed-pipe");
+    let db = d.join("h.sqlite").to_string_lossy().into_owned();
+    let srv = Server::start(&[]);
+    let port = srv.port.to_string();
+    let stored = run(
+        &["client", "127.0.0.1", "-p", &port, "-t", "0.2", "--db", &db],
+        Duration::from_secs(20),
+    );
+    assert_eq!(stored.code, Some(0), "{}", stored.stderr);
+    let cases: [&[&str]; 14] = [
+        &["generate", "bash"],
+        &["generate", "zsh"],
+        &["generate", "fish"],
+        &["generate", "man"],
+        &["show", "last", "-J", "--db", &db],
+        &["show", "last", "--db", &db],
+        &["history", "-J", "--db", &db],
+        &["history", "--db", &db],
+        &["report", "last", "--format", "json", "--db", &db],
+        &["report", "last", "--format", "html", "--db", &db],
+        &["report", "last", "--format", "csv", "--db", &db],
+        &["report", "last", "--db", &db],
+        &["--help"],
+        &["client", "127.0.0.1", "-p", &port, "-t", "0.2", "-J", "--no-store"],
+    ];
+    for args in cases {
+        let (code, stderr) = into_closed_pipe(args, Duration::from_secs(20));
+        assert_eq!(code, Some(0), "{args:?}: {stderr}");
+        assert!(stderr.is_empty(), "{args:?} ends quietly: {stderr}");
+    }
+}
+
+/// A usage error found once the client starts (`-6` to an IPv4 address) exits 2 and is not
+/// stored: it was kept in the history as a failed run, though no test ran.
+#[test]
+fn a_usage_error_is_not_stored_as_a_run() {
+    let d = test_dir("usage-unstored");
+    let db = d.join("h.sqlite");
+    let db_s = db.to_string_lossy().into_owned();
+    let port = free_port().to_string();
+    let out =
+        run(&["client", "127.0.0.1", "-6", "-p", &port, "--db", &db_s], Duration::from_secs(10));
+    assert_eq!(out.code, Some(2), "{}", out.stderr);
+    assert!(out.stderr.contains("-4/-6"), "{}", out.stderr);
+    assert!(!out.stderr.contains("recorded as run"), "{}", out.stderr);
+    let store = linerate::store::Store::open(&db).expect("history");
+    let runs = store.list(&linerate::store::ListFilter::default()).expect("list");
+    assert!(runs.is_empty(), "nothing stored: {} run(s)", runs.len());
+}

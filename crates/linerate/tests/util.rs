@@ -100,6 +100,12 @@ impl Server {
         Self::spawn(&["server", "-p", &port.to_string()])
     }
 
+    /// Starts `linerate <args>` as written (e.g. iperf's `-s -p 0 ...`) and waits for its
+    /// "listening" line.
+    pub fn start_raw(args: &[&str]) -> Server {
+        Self::spawn(args)
+    }
+
     fn spawn(args: &[&str]) -> Server {
         let mut child = Command::new(bin())
             .env("XDG_DATA_HOME", data_home())

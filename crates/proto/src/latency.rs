@@ -24,6 +24,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::histogram::DurationHistogram;
+use crate::spec::{MAX_UDP_DATAGRAM, MIN_UDP_DATAGRAM, Protocol};
 
 /// The largest request or response: 1 MiB.
 pub const MAX_MESSAGE_BYTES: u32 = 1 << 20;
@@ -105,11 +106,21 @@ impl RrSpec {
         (requests + responses) as u64
     }
 
-    /// A sentence naming the first field out of range, if any.
-    pub fn problem(&self) -> Option<String> {
+    /// A sentence naming the first field out of range for a test over `protocol`, if any:
+    /// a message is 1 byte to 1 MiB over TCP, a datagram with linerate's header over UDP,
+    /// and the range quoted is the one of the test's protocol.
+    pub fn problem(&self, protocol: Protocol) -> Option<String> {
+        let (least, most, why) = match protocol {
+            Protocol::Tcp => (1, MAX_MESSAGE_BYTES, String::new()),
+            Protocol::Udp => (
+                MIN_UDP_DATAGRAM,
+                MAX_UDP_DATAGRAM,
+                format!(" over UDP (each datagram carries a {MIN_UDP_DATAGRAM}-byte header)"),
+            ),
+        };
         let size = |name: &str, v: u32| {
-            (!(1..=MAX_MESSAGE_BYTES).contains(&v)).then(|| {
-                format!("{name} = {v} is out of range; allowed: 1..={MAX_MESSAGE_BYTES} bytes")
+            (!(least..=most).contains(&v)).then(|| {
+                format!("{name} = {v} is out of range; allowed{why}: {least}..={most} bytes")
             })
         };
         size("request size (--request-size)", self.request_bytes)
@@ -235,15 +246,30 @@ mod tests {
 
     #[test]
     fn problems_name_the_flag_and_the_range() {
-        assert_eq!(RrSpec::default_rr().problem(), None);
+        let tcp = Protocol::Tcp;
+        assert_eq!(RrSpec::default_rr().problem(tcp), None);
         let bad = RrSpec { request_bytes: 0, ..RrSpec::default_rr() };
-        assert!(bad.problem().unwrap().contains("--request-size"));
+        assert!(bad.problem(tcp).unwrap().contains("--request-size"));
         let bad = RrSpec { response_bytes: MAX_MESSAGE_BYTES + 1, ..RrSpec::default_rr() };
-        assert!(bad.problem().unwrap().contains("--response-size"));
+        assert!(bad.problem(tcp).unwrap().contains("--response-size"));
         let bad = RrSpec { in_flight: 0, ..RrSpec::default_rr() };
-        assert!(bad.problem().unwrap().contains("--in-flight"));
+        assert!(bad.problem(tcp).unwrap().contains("--in-flight"));
         let bad = RrSpec { rate_per_second: MAX_RATE_PER_SECOND + 1, ..RrSpec::default_rr() };
-        assert!(bad.problem().unwrap().contains("--rr-rate"));
+        assert!(bad.problem(tcp).unwrap().contains("--rr-rate"));
+    }
+
+    /// `--rr -u --request-size 0` quoted TCP's 1..=1048576: each protocol quotes its own.
+    #[test]
+    fn a_size_out_of_range_quotes_the_range_of_the_tests_protocol() {
+        let zero = RrSpec { request_bytes: 0, ..RrSpec::default_rr() };
+        let udp = zero.problem(Protocol::Udp).expect("0 bytes");
+        assert!(udp.contains("--request-size") && udp.contains("24..=65507"), "{udp}");
+        assert!(!udp.contains("1048576"), "{udp}");
+        let tcp = zero.problem(Protocol::Tcp).expect("0 bytes");
+        assert!(tcp.contains("1..=1048576"), "{tcp}");
+        let big = RrSpec { request_bytes: 24, response_bytes: 65_508, ..RrSpec::default_rr() };
+        assert!(big.problem(Protocol::Udp).expect("too big").contains("--response-size"));
+        assert_eq!(big.problem(Protocol::Tcp), None);
     }
 
     #[test]

@@ -433,7 +433,7 @@ impl TestSpec {
     /// A request/response test: its sizes, and the bulk-flow settings that make no sense
     /// with it (each named, with what to use instead).
     fn validate_rr(&self, rr: &crate::latency::RrSpec) -> Result<(), SpecError> {
-        if let Some(reason) = rr.problem() {
+        if let Some(reason) = rr.problem(self.protocol) {
             return Err(SpecError::BadText { field: "request/response (--rr)", reason });
         }
         let max = crate::latency::MAX_STREAMS;
@@ -449,21 +449,6 @@ impl TestSpec {
                 field: "request/response (--crr)",
                 reason: "--crr opens a TCP connection per transaction; drop -u".into(),
             });
-        }
-        if self.protocol == Protocol::Udp {
-            let sizes =
-                [("--request-size", rr.request_bytes), ("--response-size", rr.response_bytes)];
-            if let Some((flag, v)) =
-                sizes.iter().find(|(_, v)| !(MIN_UDP_DATAGRAM..=MAX_UDP_DATAGRAM).contains(v))
-            {
-                return Err(out_of_range(
-                    "UDP request/response size",
-                    format!("{flag} {v}"),
-                    format!(
-                        "{MIN_UDP_DATAGRAM}..={MAX_UDP_DATAGRAM} bytes (each datagram carries a {MIN_UDP_DATAGRAM}-byte header)"
-                    ),
-                ));
-            }
         }
         let conflicts = [
             (

@@ -83,7 +83,7 @@ pub enum Command {
         #[arg(long = "server", visible_alias = "target", value_name = "HOST:PORT")]
         server: Option<String>,
         /// Only runs of this matrix or search (its group id).
-        #[arg(long = "group", value_name = "ID")]
+        #[arg(long = "group", value_name = "ID", value_parser = count::<i64>)]
         group: Option<i64>,
         /// Only runs that failed, each with its error.
         #[arg(long = "failed", conflicts_with = "completed")]
@@ -328,7 +328,7 @@ pub struct MatrixArgs {
     pub net: NetArgs,
     /// Streams per direction to try (axis), e.g. 1,2,4,8.
     #[arg(short = 'P', long = "parallel", value_name = "N,...", value_delimiter = ',',
-          value_parser = clap::value_parser!(u32).range(1..=linerate_proto::spec::MAX_STREAMS as i64))]
+          value_parser = |s: &str| whole::<u32>(s, 1..=u64::from(linerate_proto::spec::MAX_STREAMS)))]
     pub parallel: Vec<u32>,
     /// Socket buffer sizes to try (axis): `default` (autotuning) or a size, e.g. default,800k.
     #[arg(short = 'w', long = "window", value_name = "SIZE,...", value_delimiter = ',', value_parser = optional_size)]
@@ -344,7 +344,7 @@ pub struct MatrixArgs {
     pub direction: Vec<DirectionArg>,
     /// Runs per cell [with --until-ci: the first round].
     #[arg(long = "repeat", value_name = "N", default_value_t = 3,
-          value_parser = clap::value_parser!(u32).range(1..=1000))]
+          value_parser = |s: &str| whole::<u32>(s, 1..=1000))]
     pub repeat: u32,
     /// Repeat each cell until its 95 % confidence interval is within this share of the mean
     /// (e.g. 5%), up to --max-repeat runs; only completed runs count.
@@ -352,17 +352,17 @@ pub struct MatrixArgs {
     pub until_ci: Option<f64>,
     /// With --until-ci: the most completed runs per cell.
     #[arg(long = "max-repeat", value_name = "N", default_value_t = 10, requires = "until_ci",
-          value_parser = clap::value_parser!(u32).range(2..=1000))]
+          value_parser = |s: &str| whole::<u32>(s, 2..=1000))]
     pub max_repeat: u32,
     /// Seed of the random run order [default: random, printed].
-    #[arg(long = "seed", value_name = "N")]
+    #[arg(long = "seed", value_name = "N", value_parser = count::<u64>)]
     pub seed: Option<u64>,
     /// Continue the newest unfinished matrix with these settings (or matrix mN): completed
     /// runs are kept, failed and missing ones are run in the stored order.
     #[arg(long = "resume", value_name = "mN", num_args = 0..=1, value_parser = matrix_ref)]
     pub resume: Option<Option<i64>>,
     /// Stop after N runs as if interrupted (for testing --resume).
-    #[arg(long = "stop-after", value_name = "N", hide = true)]
+    #[arg(long = "stop-after", value_name = "N", hide = true, value_parser = count::<usize>)]
     pub stop_after: Option<usize>,
     #[command(flatten)]
     pub test: MatrixTestArgs,
@@ -380,7 +380,7 @@ pub struct CampaignArgs {
     pub file: std::path::PathBuf,
     /// Continue the newest unfinished run of this campaign (or the campaign group GROUP):
     /// completed runs are kept, failed and missing ones are run.
-    #[arg(long = "resume", value_name = "GROUP", num_args = 0..=1)]
+    #[arg(long = "resume", value_name = "GROUP", num_args = 0..=1, value_parser = count::<i64>)]
     pub resume: Option<Option<i64>>,
     #[command(flatten)]
     pub store: StoreArgs,
@@ -388,7 +388,7 @@ pub struct CampaignArgs {
     #[arg(short = 'J', long = "json")]
     pub json: bool,
     /// Stop after N runs as if interrupted (for testing --resume).
-    #[arg(long = "stop-after", value_name = "N", hide = true)]
+    #[arg(long = "stop-after", value_name = "N", hide = true, value_parser = count::<usize>)]
     pub stop_after: Option<usize>,
 }
 
@@ -425,7 +425,7 @@ pub struct MatrixTestArgs {
     pub link_speed: Option<Bitrate>,
     /// The path's IP MTU, with --link-speed.
     #[arg(long = "mtu", value_name = "BYTES", default_value_t = 1500, requires = "link_speed",
-          value_parser = clap::value_parser!(u32).range(576..=65536))]
+          value_parser = |s: &str| whole::<u32>(s, 576..=65536))]
     pub mtu: u32,
     /// Every cell a request/response test (netperf's TCP_RR): cells are judged by their
     /// transactions/s (mean ± 95 % CI across repetitions) and latency, not a bit rate.
@@ -447,12 +447,14 @@ pub struct RrShapeArgs {
     pub response_size: Option<ByteCount>,
     /// With --rr: transactions outstanding per stream (closed loop: always this many; open
     /// loop: at most this many) [default: 1].
-    #[arg(long = "in-flight", value_name = "N", requires = "rr_mode")]
+    #[arg(long = "in-flight", value_name = "N", requires = "rr_mode", value_parser = count::<u32>)]
     pub in_flight: Option<u32>,
-    /// With --rr: open loop at this many requests per second per stream, each latency
-    /// measured from the request's intended send time (coordinated omission corrected);
-    /// without it, a closed loop as fast as responses allow.
-    #[arg(long = "rr-rate", value_name = "PER_SECOND", requires = "rr_mode")]
+    /// With --rr: open loop at this many requests per second per stream (a whole number, up
+    /// to 10000000), each latency measured from the request's intended send time
+    /// (coordinated omission corrected); without it (or 0), a closed loop as fast as
+    /// responses allow.
+    #[arg(long = "rr-rate", value_name = "PER_SECOND", requires = "rr_mode",
+          value_parser = |s: &str| whole::<u64>(s, 0..=linerate_proto::latency::MAX_RATE_PER_SECOND))]
     pub rr_rate: Option<u64>,
 }
 
@@ -500,7 +502,7 @@ impl From<DirectionArg> for linerate_proto::Direction {
 pub struct NetArgs {
     /// Server port [default: 5201]. A client may instead write it in the host, as HOST:PORT
     /// or [IPv6]:PORT, but not both ways.
-    #[arg(short = 'p', long = "port", value_name = "PORT")]
+    #[arg(short = 'p', long = "port", value_name = "PORT", value_parser = count::<u16>)]
     pub port: Option<u16>,
     /// Local address to bind (server: listen only there; client: send from there).
     #[arg(short = 'B', long = "bind", value_name = "ADDR")]
@@ -562,14 +564,15 @@ pub struct TestArgs {
     pub bytes: Option<ByteCount>,
     /// Send this many blocks (of -l bytes; UDP: datagrams) per direction instead, as
     /// iperf3's -k.
-    #[arg(short = 'k', long = "blockcount", value_name = "BLOCKS", conflicts_with_all = ["time", "bytes"])]
+    #[arg(short = 'k', long = "blockcount", value_name = "BLOCKS", conflicts_with_all = ["time", "bytes"],
+          value_parser = count::<u64>)]
     pub blocks: Option<u64>,
     /// Seconds between interval reports; 0 turns them off.
     #[arg(short = 'i', long = "interval", value_name = "SECONDS", value_parser = seconds, default_value = "1")]
     pub interval: Duration,
     /// Parallel streams (per direction).
     #[arg(short = 'P', long = "parallel", value_name = "N", default_value_t = 1,
-          value_parser = clap::value_parser!(u32).range(1..=linerate_proto::spec::MAX_STREAMS as i64))]
+          value_parser = |s: &str| whole::<u32>(s, 1..=u64::from(linerate_proto::spec::MAX_STREAMS)))]
     pub parallel: u32,
     /// Socket buffer size (SO_SNDBUF and SO_RCVBUF) on both ends; the granted size is reported.
     #[arg(short = 'w', long = "window", value_name = "SIZE", value_parser = size)]
@@ -609,7 +612,7 @@ pub struct TestArgs {
     #[arg(short = 'b', long = "bitrate", value_name = "RATE[/BURST]", value_parser = bitrate)]
     pub bitrate: Option<RateArg>,
     /// TCP maximum segment size (set before connecting).
-    #[arg(short = 'M', long = "mss", visible_alias = "set-mss", value_name = "BYTES")]
+    #[arg(short = 'M', long = "mss", visible_alias = "set-mss", value_name = "BYTES", value_parser = count::<u32>)]
     pub mss: Option<u32>,
     /// Disable Nagle's algorithm (TCP_NODELAY) on data sockets.
     #[arg(short = 'N', long = "no-delay")]
@@ -641,7 +644,7 @@ pub struct TestArgs {
     #[arg(long = "dont-fragment", requires = "udp")]
     pub dont_fragment: bool,
     /// Local port of the first data stream (stream i uses PORT + i - 1).
-    #[arg(long = "cport", value_name = "PORT")]
+    #[arg(long = "cport", value_name = "PORT", value_parser = count::<u16>)]
     pub cport: Option<u16>,
     /// How this end serves its TCP streams: `auto` (a thread each up to 16 streams, above
     /// that one pool worker per core multiplexing them with epoll), `stream` (always a thread
@@ -666,9 +669,11 @@ pub struct TestArgs {
     pub link_speed: Option<Bitrate>,
     /// The path's IP MTU, with --link-speed.
     #[arg(long = "mtu", value_name = "BYTES", default_value_t = 1500, requires = "link_speed",
-          value_parser = clap::value_parser!(u32).range(576..=65536))]
+          value_parser = |s: &str| whole::<u32>(s, 576..=65536))]
     pub mtu: u32,
-    /// The server is an iperf3 server (3.12 or later): speak its protocol. TCP only for now.
+    /// The server is an iperf3 server (3.12 or later): speak its protocol, for TCP and UDP
+    /// (-u) bulk tests; not --rr, --crr or --under-load, which need a linerate server
+    /// (docs/IPERF3.md).
     #[arg(long = "iperf3")]
     pub iperf3: bool,
     /// With -u: search for the highest rate whose loss stays within --loss (RFC 2544 style):
@@ -719,8 +724,9 @@ pub struct TestArgs {
     /// and loaded latency, the added delay and a responsiveness figure (RPM).
     #[arg(long = "under-load", conflicts_with_all = ["rr", "crr", "find_max", "iperf3", "bytes"])]
     pub under_load: bool,
-    /// With --under-load: probes per second (an open loop) [default: 100].
-    #[arg(long = "probe-rate", value_name = "PER_SECOND", requires = "under_load")]
+    /// With --under-load: probes per second (an open loop; 1 to 10000) [default: 100].
+    #[arg(long = "probe-rate", value_name = "PER_SECOND", requires = "under_load",
+          value_parser = |s: &str| whole::<u64>(s, 1..=10_000))]
     pub probe_rate: Option<u64>,
     /// With --under-load: seconds of probes on the idle path before the test [default: 2].
     #[arg(long = "idle-time", value_name = "SECONDS", value_parser = seconds, requires = "under_load")]
@@ -774,6 +780,51 @@ pub(super) fn percent(s: &str) -> Result<f64, String> {
         return Err(format!("{s} is outside 0..100 %"));
     }
     Ok(v)
+}
+
+/// Integer types a flag may hold, with their largest value.
+pub(super) trait Whole: TryFrom<u64> {
+    /// The largest value, as a `u64`.
+    const MAX: u64;
+}
+
+macro_rules! whole_types {
+    ($($t:ty),*) => { $(impl Whole for $t { const MAX: u64 = <$t>::MAX as u64; })* };
+}
+whole_types!(u8, u16, u32, u64, usize, i64);
+
+/// A whole number within `range` (a count, a port, requests per second): clap's own parser
+/// answers `0.5` and `-1` with "invalid digit found in string"; this says what is accepted.
+pub(super) fn whole<T: Whole>(s: &str, range: std::ops::RangeInclusive<u64>) -> Result<T, String> {
+    let (low, high) = (*range.start(), (*range.end()).min(T::MAX));
+    // "0 or more" rather than a bound of ten digits or more that no one means to reach.
+    let accepted = if high == T::MAX && high >= u64::from(u32::MAX) {
+        format!("give a whole number, {low} or more")
+    } else {
+        format!("give a whole number from {low} to {high}")
+    };
+    let t = s.trim();
+    let n = match t.parse::<u64>() {
+        Ok(n) => n,
+        Err(_) if t.starts_with('-') => return Err(format!("{s} is negative: {accepted}")),
+        Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => u64::MAX,
+        Err(_) if t.parse::<f64>().is_ok_and(f64::is_finite) => {
+            return Err(format!("{s} is not a whole number: {accepted}"));
+        }
+        Err(_) => return Err(format!("{s:?} is not a number: {accepted}")),
+    };
+    if n < low {
+        return Err(format!("{s} is too small: {accepted}"));
+    }
+    T::try_from(n)
+        .ok()
+        .filter(|_| n <= high)
+        .ok_or_else(|| format!("{s} is too large: at most {high}"))
+}
+
+/// A whole number, 0 up to what `T` holds.
+pub(super) fn count<T: Whole>(s: &str) -> Result<T, String> {
+    whole(s, 0..=T::MAX)
 }
 
 pub(super) fn affinity(s: &str) -> Result<crate::plan::affinity::Affinity, String> {

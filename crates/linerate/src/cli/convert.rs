@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use linerate_proto::{Direction, EndCondition, Limits, Protocol, TestSpec};
+use linerate_proto::{Direction, EndCondition, Protocol, TestSpec};
 
 use super::server_args::Policy;
 use crate::cli::args::{
@@ -372,23 +372,10 @@ fn compat_plan(c: CompatArgs) -> Result<Plan, String> {
                     add -c HOST (or use `linerate client HOST`)"
             .into());
     }
-    if c.server && (c.test.text.format.is_some() || c.test.text.verbose) {
-        return Err("-f and -V shape a client's output; a server logs each test in one \
-                    line (-J for JSON lines)"
-            .into());
-    }
     if c.server {
-        let settings = crate::plan::server::ServerSettings {
-            psk_file: c.net.psk_file.clone(),
-            ..Default::default()
-        };
-        let policy =
-            Policy { limits: Limits::default(), access: settings.access()?, json_log: false };
-        let plan = server_plan(&c.net, c.one_off, policy)?;
-        return Ok(Plan::Server(crate::plan::ServerPlan {
-            text: log_options(&c.test.text.log),
-            ..plan
-        }));
+        // `parse` reads `linerate -s ARGS` as `linerate server ARGS`; `-s` after `--` is no
+        // switch.
+        return Err("-s runs a server: write it before `--`, or use `linerate server`".into());
     }
     match c.client {
         Some(host) => {
@@ -574,12 +561,8 @@ fn under_load_plan(
         return Ok(None);
     }
     let default = crate::plan::UnderLoadPlan::DEFAULT;
+    // 1..=10000, checked by the flag's parser.
     let probes_per_second = t.probe_rate.unwrap_or(default.probes_per_second);
-    if !(1..=10_000).contains(&probes_per_second) {
-        return Err(format!(
-            "--probe-rate {probes_per_second} is out of range: 1..=10000 per second"
-        ));
-    }
     let idle = t.idle_time.unwrap_or(default.idle);
     if idle < Duration::from_millis(500) || idle > Duration::from_secs(600) {
         return Err("--idle-time must be from 0.5 s to 600 s".into());

@@ -22,14 +22,14 @@ pub struct FleetArgs {
     pub scale: Option<String>,
     /// With --scale: runs per host count.
     #[arg(long = "repeat", value_name = "N", default_value_t = 1, requires = "scale",
-          value_parser = clap::value_parser!(u32).range(1..=100))]
+          value_parser = |s: &str| super::args::whole::<u32>(s, 1..=100))]
     pub repeat: u32,
     /// Every target name that resolves to several addresses (a Kubernetes headless service,
     /// round-robin DNS) becomes one target per address, labelled NAME/ADDRESS.
     #[arg(long = "each-address")]
     pub each_address: bool,
     /// With --scale: the seed of the run order [default: random, printed].
-    #[arg(long = "seed", value_name = "N", requires = "scale")]
+    #[arg(long = "seed", value_name = "N", requires = "scale", value_parser = super::args::count::<u64>)]
     pub seed: Option<u64>,
     /// With --scale: repeat each host count until the 95 % confidence interval of its total
     /// is within this share of the mean (e.g. 5%), up to --max-repeat runs; only fleet runs
@@ -39,7 +39,7 @@ pub struct FleetArgs {
     pub until_ci: Option<f64>,
     /// With --until-ci: the most whole fleet runs per host count.
     #[arg(long = "max-repeat", value_name = "N", default_value_t = 10, requires = "until_ci",
-          value_parser = clap::value_parser!(u32).range(2..=1000))]
+          value_parser = |s: &str| super::args::whole::<u32>(s, 2..=1000))]
     pub max_repeat: u32,
     /// With --scale: continue the newest unfinished scaling curve with these settings (or
     /// fleet fN): fleet runs in which every host was measured are kept, the rest run in the
@@ -47,7 +47,7 @@ pub struct FleetArgs {
     #[arg(long = "resume", value_name = "fN", num_args = 0..=1, value_parser = fleet_ref)]
     pub resume: Option<Option<i64>>,
     /// Stop after N fleet runs as if interrupted (for testing --resume).
-    #[arg(long = "stop-after", value_name = "N", hide = true)]
+    #[arg(long = "stop-after", value_name = "N", hide = true, value_parser = super::args::count::<usize>)]
     pub stop_after: Option<usize>,
     #[command(flatten)]
     pub net: NetArgs,

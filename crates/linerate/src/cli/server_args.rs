@@ -12,7 +12,7 @@ use linerate_proto::limits::{
     DEFAULT_MAX_TESTS, DEFAULT_MIN_INTERVAL, DEFAULT_MIN_RATE, DEFAULT_QUEUE,
 };
 
-use super::args::{DirectionArg, ProtocolArg, rate, seconds, size};
+use super::args::{DirectionArg, ProtocolArg, count, rate, seconds, size};
 use crate::plan::campaign_de::{DirectionItem, ProtocolItem, Rate, Seconds, SizeItem};
 use crate::plan::server::{Access, IpNet, LogFormat, ServerSettings, parse_config};
 
@@ -36,10 +36,10 @@ pub struct LimitArgs {
     #[arg(long = "config", value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Tests running at once; more are refused as busy [default: 16].
-    #[arg(long = "max-tests", value_name = "N", help_heading = "Limits")]
+    #[arg(long = "max-tests", value_name = "N", help_heading = "Limits", value_parser = count::<u32>)]
     pub max_tests: Option<u32>,
     /// Streams per direction a test may ask for (-P) [default: 128].
-    #[arg(long = "max-streams", value_name = "N", help_heading = "Limits")]
+    #[arg(long = "max-streams", value_name = "N", help_heading = "Limits", value_parser = count::<u32>)]
     pub max_streams: Option<u32>,
     /// Longest test (duration plus warm-up) [default: 3600 s].
     #[arg(long = "max-duration", value_name = "SECONDS", value_parser = seconds, help_heading = "Limits")]
@@ -74,14 +74,14 @@ pub struct LimitArgs {
     pub allow_directions: Option<Vec<DirectionArg>>,
     /// Connections from one address not yet part of a test (being identified or in the
     /// handshake); more are closed unread [default: 32; 0 = no cap].
-    #[arg(long = "max-client-connections", value_name = "N", help_heading = "Limits")]
+    #[arg(long = "max-client-connections", value_name = "N", help_heading = "Limits", value_parser = count::<u32>)]
     pub max_client_connections: Option<u32>,
     /// New tests per minute from one address [default: 120; 0 = no cap].
-    #[arg(long = "max-client-tests-per-minute", value_name = "N", help_heading = "Limits")]
+    #[arg(long = "max-client-tests-per-minute", value_name = "N", help_heading = "Limits", value_parser = count::<u32>)]
     pub max_client_tests_per_minute: Option<u32>,
     /// Tests (and doctor sessions) one client address may hold at once, running or queued
     /// [default: a quarter of --max-tests, at least 1; 0 = no cap].
-    #[arg(long = "max-tests-per-address", value_name = "N", help_heading = "Limits")]
+    #[arg(long = "max-tests-per-address", value_name = "N", help_heading = "Limits", value_parser = count::<u32>)]
     pub max_tests_per_address: Option<u32>,
     /// Lowest rate a test may ask for (-b × streams) and must keep moving: a running test
     /// that moves less than half of it over an --idle-timeout window is ended. Each request a
@@ -101,7 +101,7 @@ pub struct LimitArgs {
     /// Connections not yet part of a test, from all addresses together; when full, a new
     /// connection takes the place of the oldest from the address holding the most
     /// [default: a quarter of the open-file limit, at most 2048].
-    #[arg(long = "max-connections", value_name = "N", help_heading = "Limits")]
+    #[arg(long = "max-connections", value_name = "N", help_heading = "Limits", value_parser = count::<u32>)]
     pub max_connections: Option<u32>,
     /// Memory all running tests may need together (each test's --max-test-memory estimate
     /// plus 4 MiB) [default: the address-space limit (ulimit -v) less 768 MiB, else half the
@@ -110,15 +110,15 @@ pub struct LimitArgs {
     pub max_memory: Option<ByteCount>,
     /// Threads all running tests may use together (a stream or pool worker each, plus 2 per
     /// test) [default: half of what the process may start].
-    #[arg(long = "max-threads", value_name = "N", help_heading = "Limits")]
+    #[arg(long = "max-threads", value_name = "N", help_heading = "Limits", value_parser = count::<u32>)]
     pub max_threads: Option<u32>,
     /// IPv4 addresses that share this many leading bits count as one client for every
     /// per-address limit [default: 32].
-    #[arg(long = "ipv4-prefix", value_name = "BITS", help_heading = "Limits")]
+    #[arg(long = "ipv4-prefix", value_name = "BITS", help_heading = "Limits", value_parser = count::<u8>)]
     pub ipv4_prefix: Option<u8>,
     /// IPv6 addresses that share this many leading bits count as one client (a /64 is one
     /// host or customer) [default: 64].
-    #[arg(long = "ipv6-prefix", value_name = "BITS", help_heading = "Limits")]
+    #[arg(long = "ipv6-prefix", value_name = "BITS", help_heading = "Limits", value_parser = count::<u8>)]
     pub ipv6_prefix: Option<u8>,
     /// End a running test when no stream moved a byte or answered a request for this long (a
     /// stopped or silent peer whose connections stay up); also the window --min-rate is
@@ -139,7 +139,7 @@ pub struct LimitArgs {
     #[arg(long = "exclusive", help_heading = "Admission")]
     pub exclusive: bool,
     /// With --exclusive: how many requests may wait; more are refused [default: 8].
-    #[arg(long = "queue", value_name = "N", help_heading = "Admission")]
+    #[arg(long = "queue", value_name = "N", help_heading = "Admission", value_parser = count::<u32>)]
     pub queue: Option<u32>,
     /// Only clients in these networks may connect, e.g. 127.0.0.0/8,::1,192.0.2.0/24;
     /// others are closed unread [default: everyone].

@@ -5,7 +5,7 @@
 //! runs tests.
 
 use crate::plan::StorePlan;
-use crate::record::RunRecord;
+use crate::record::{FailureKind, RunRecord};
 use crate::report::notice::{Console, Notice};
 use crate::store::spill::{self, Unstored, UnstoredRuns};
 use crate::store::{RunMeta, Store};
@@ -23,15 +23,20 @@ pub fn open(plan: &StorePlan, console: &Console) -> Option<Store> {
 }
 
 /// Stores `record` in the history of `plan`: `Ok(Some(id))` once stored, `Ok(None)` when no
-/// history was asked for (`--no-store`). When one was asked for but could not be opened
-/// (`store` is None) or refused the run, the run's `-J` document is saved to a file and
-/// [`Unstored`] says where: the command prints its results, then returns it as its error.
+/// history was asked for (`--no-store`) or the run failed on the user's input (a usage
+/// error: `-6` to an IPv4 address; nothing was measured, and the error says what to change).
+/// When a history was asked for but could not be opened (`store` is None) or refused the run,
+/// the run's `-J` document is saved to a file and [`Unstored`] says where: the command prints
+/// its results, then returns it as its error.
 pub fn keep(
     store: &mut Option<Store>,
     plan: &StorePlan,
     record: &RunRecord,
     meta: &RunMeta,
 ) -> Result<Option<i64>, Unstored> {
+    if record.outcome.failure().is_some_and(|f| f.kind == FailureKind::Usage) {
+        return Ok(None);
+    }
     let why = match store.as_mut() {
         None if plan.path.is_none() => return Ok(None),
         None => "the history could not be opened (see the warning above)".to_string(),
@@ -157,6 +162,27 @@ mod tests {
         let plan = StorePlan { path: None, labels: vec![] };
         let kept = keep(&mut None, &plan, &record(), &RunMeta::test(vec![]));
         assert!(matches!(kept, Ok(None)));
+    }
+
+    #[test]
+    fn a_run_failed_on_the_users_input_is_not_kept() {
+        let d = dir("usage");
+        let plan = StorePlan { path: Some(d.join("h.sqlite")), labels: vec![] };
+        let mut store = Some(Store::open(plan.path.as_ref().expect("path")).expect("open"));
+        let mut usage = record();
+        usage.outcome = crate::record::Outcome::failed(crate::record::Failure::usage(
+            "host has no address of the requested family (-4/-6)".to_string(),
+        ));
+        let kept = keep(&mut store, &plan, &usage, &RunMeta::test(vec![]));
+        assert!(matches!(kept, Ok(None)), "{kept:?}");
+        let mut refused = usage.clone();
+        refused.outcome = crate::record::Outcome::failed(crate::record::Failure::new(
+            FailureKind::Refused,
+            "busy",
+        ));
+        let kept = keep(&mut store, &plan, &refused, &RunMeta::test(vec![]));
+        assert!(matches!(kept, Ok(Some(_))), "a failed test is kept: {kept:?}");
+        let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]
