@@ -314,6 +314,12 @@ pub fn verdict_words(id: &str) -> (String, String) {
             "path".into(),
             "none of the other limits, so the link, a shaper or the peer (by elimination)".into(),
         ),
+        "loopback" => (
+            "loopback".into(),
+            "on loopback, none of the other limits: no link or shaper there, so this host's \
+             kernel and scheduler (by elimination)"
+                .into(),
+        ),
         "receiver_buffer" => (
             "receiver buffer".into(),
             "UDP datagrams overflowed the receiving host's socket buffer".into(),

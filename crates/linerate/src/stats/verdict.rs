@@ -32,10 +32,17 @@
 //!    nor the path can be named as the limit (an end that barely worked is not held back by a
 //!    busy core: the rules go on);
 //! 8. **link**: `--link-speed` was given and the receiver got ≥ 90 % of the theoretical TCP
-//!    goodput of that link;
+//!    goodput of that link — not on loopback, which has no link (the declaration is in the
+//!    evidence and a warning then);
 //! 9. **congestion/loss**: ≥ 1 % of the bytes sent were retransmissions;
 //! 10. otherwise **path**: none of the above, so the network path (link, shaper, peer) is the
-//!     likely limit.
+//!     likely limit — but a path verdict needs a path: on loopback (both control addresses
+//!     loopback) there is none, and the host's CPU is all that moves the bytes. There, a
+//!     machine ≥ 90 % busy whose other processes used ≥ 10 % of a core (and at least as much as
+//!     the end's own process) is a **busy host**
+//!     (the test competed for the only resource it has; rule 7's "own work ≥ 50 %" is for an
+//!     end a link may hold back, and on loopback none does), and otherwise the verdict is
+//!     **loopback**: no limit found, and none to blame beyond this host's kernel.
 //!
 //! No verdict without figures: a failed run gets none (its figures are partial or absent), nor
 //! does a direction neither end reported.
@@ -78,6 +85,8 @@ pub enum Limit {
     CongestionLoss,
     /// The network path, by elimination.
     Path,
+    /// On loopback, none of the limits: no link or shaper there, only this host's kernel.
+    Loopback,
     /// UDP: the receiving host's socket buffer overflowed.
     ReceiverBuffer,
     /// UDP: datagrams were lost between the hosts.
@@ -246,6 +255,7 @@ fn verdict(
     // each waits while the other runs, and a receiver that waits leaves its window full.
     // Neither is the cause then; the core is, and the CPU rules below say so.
     let paired = paired_loopback(record);
+    let loopback = record.on_loopback();
     // A window the user set (-w) is a limit they imposed, with a known cause: the window rule
     // speaks first then, and a starved end is added to its evidence.
     if let Some(s) = starved::starved_end(record, d.flow) {
@@ -349,14 +359,31 @@ fn verdict(
             evidence,
         );
     }
+    if loopback && let Some((end, v)) = loopback_contention(cost) {
+        return Verdict { end: Some(end), ..make(Limit::ForeignLoad, v, evidence) };
+    }
     let why = match (tcp, record.spec.protocol) {
         (_, Protocol::Udp) => " (UDP: no loss to speak of, sender not CPU-bound)",
         (None, _) => " (no TCP internals from the sender: limits not checked)",
         _ => "",
     };
-    let summary = match cpu_unknown {
+    let cpu = cpu_unknown.map(|c| format!(", but {c}"));
+    if loopback {
+        return make(
+            Limit::Loopback,
+            format!(
+                "loopback, no limit found: not {}window, buffer or loss limited{why}{}; there \
+                 is no link or shaper on loopback, so this host's kernel and scheduler set the \
+                 rate",
+                if cpu.is_some() { "" } else { "CPU, " },
+                cpu.unwrap_or_default()
+            ),
+            evidence,
+        );
+    }
+    let summary = match cpu {
         Some(cpu) => format!(
-            "path-bound: not window, buffer or loss limited{why}, but {cpu}; the link, a shaper, \
+            "path-bound: not window, buffer or loss limited{why}{cpu}; the link, a shaper, \
              the peer or its CPU set the rate"
         ),
         None => format!(
@@ -499,9 +526,6 @@ fn cpu(cost: &[CostSummary], evidence: &mut Vec<String>) -> Option<(Limit, &'sta
         |c: &CostSummary| c.busiest.is_some_and(|b| b.busy_percent >= CPU_SATURATED_PERCENT);
     let own = |c: &CostSummary| c.process_percent_of_core.unwrap_or(0.0);
     let foreign = |c: &CostSummary| c.foreign_percent_of_core.unwrap_or(0.0);
-    let crowded = |c: &CostSummary| {
-        foreign(c) >= crate::stats::cost::FOREIGN_WARN_PERCENT && foreign(c) >= own(c)
-    };
     // An end whose own work could have saturated its busiest core: CPU-bound, unless other
     // processes used as much CPU there (then the core's saturation is not this end's alone).
     let working = |c: &&CostSummary| saturated(c) && own(c) >= CPU_OWN_WORK_PERCENT;
@@ -546,6 +570,40 @@ fn cpu(cost: &[CostSummary], evidence: &mut Vec<String>) -> Option<(Limit, &'sta
     ))
 }
 
+/// Other processes used at least 10 % of a core on an end's machine, and at least as much as
+/// the end's own process: the end competed with them for CPU (rules 7 and 10).
+fn crowded(c: &CostSummary) -> bool {
+    let foreign = c.foreign_percent_of_core.unwrap_or(0.0);
+    foreign >= crate::stats::cost::FOREIGN_WARN_PERCENT
+        && foreign >= c.process_percent_of_core.unwrap_or(0.0)
+}
+
+/// On loopback (rule 10): a machine with no idle CPU left (≥ 90 % busy) whose other processes
+/// used ≥ 10 % of a core and at least as much as the end's own process. The CPU is all that moves loopback's bytes, so the test competed for
+/// its one resource: a busy host, named on the end with the most foreign load (the client on
+/// a tie: both ends are one machine).
+fn loopback_contention(cost: &[CostSummary]) -> Option<(&'static str, String)> {
+    let foreign = |c: &CostSummary| c.foreign_percent_of_core.unwrap_or(0.0);
+    let c = cost
+        .iter()
+        .filter(|c| c.machine.is_some_and(|m| m.busy_percent >= CPU_SATURATED_PERCENT))
+        .filter(|c| crowded(c))
+        .rev()
+        .max_by(|a, b| foreign(a).total_cmp(&foreign(b)))?;
+    Some((
+        c.end,
+        format!(
+            "busy host: on loopback the CPU is the whole path, and the machine was {:.0}% busy \
+             while other processes used {:.0}% of a core and the {end} itself {:.0}%: the test \
+             competed for CPU, so what limits it cannot be told; rerun on a quiet machine",
+            c.machine.map_or(0.0, |m| m.busy_percent),
+            foreign(c),
+            c.process_percent_of_core.unwrap_or(0.0),
+            end = c.end
+        ),
+    ))
+}
+
 /// Whether the run's ends were paired on loopback (`plan/affinity.rs`): the client says so.
 fn paired_loopback(record: &RunRecord) -> bool {
     record
@@ -556,9 +614,8 @@ fn paired_loopback(record: &RunRecord) -> bool {
 }
 
 fn link(record: &RunRecord, d: &DirectionSummary, evidence: &mut Vec<String>) -> Option<String> {
+    let max = declared_goodput(record)?;
     let l = record.link.as_ref()?;
-    let ipv6 = record.remote_address.as_deref().is_some_and(|a| a.starts_with('['));
-    let max = tcp_goodput_bits_per_second(l, ipv6)?;
     let got = d.receiver.as_ref()?.figures.bits_per_second?;
     let ratio = got / max;
     evidence.push(format!(
@@ -568,23 +625,30 @@ fn link(record: &RunRecord, d: &DirectionSummary, evidence: &mut Vec<String>) ->
         crate::units::format_bits_per_second(max),
         ratio * 100.0
     ));
-    // Above the theoretical maximum the assumption is wrong, not the verdict: link_warning says so.
-    (LINK_REACHED..=1.01)
-        .contains(&ratio)
+    // Above the theoretical maximum the assumption is wrong, not the verdict: link_warning says
+    // so. On loopback no link carried the bytes, whatever was declared: no link verdict.
+    ((LINK_REACHED..=1.01).contains(&ratio) && !record.on_loopback())
         .then(|| format!("link-bound: {:.1}% of the link's theoretical TCP goodput", ratio * 100.0))
 }
 
-/// A warning when the measurement beats the assumed link's theoretical maximum.
 /// The theoretical TCP goodput of the link the user declared for `record`, if any.
 pub fn declared_goodput(record: &RunRecord) -> Option<f64> {
     let ipv6 = record.remote_address.as_deref().is_some_and(|a| a.starts_with('['));
     tcp_goodput_bits_per_second(record.link.as_ref()?, ipv6)
 }
 
+/// A warning when the measurement beats the assumed link's theoretical maximum, or when the
+/// test ran on loopback, where no link carried the bytes.
 pub fn link_warning(record: &RunRecord, directions: &[DirectionSummary]) -> Option<String> {
     let l = record.link.as_ref()?;
-    let ipv6 = record.remote_address.as_deref().is_some_and(|a| a.starts_with('['));
-    let max = tcp_goodput_bits_per_second(l, ipv6)?;
+    let max = declared_goodput(record)?;
+    if record.on_loopback() {
+        return Some(format!(
+            "--link-speed {} was declared, but the test ran on loopback, where no link carries \
+             the bytes: the figures are this host's, not that link's",
+            crate::units::format_bits_per_second(l.bits_per_second as f64)
+        ));
+    }
     let over = directions
         .iter()
         .filter_map(|d| d.receiver.as_ref()?.figures.bits_per_second)
@@ -970,6 +1034,57 @@ mod rule_tests {
         assert!(summarize(&r).warnings.iter().any(|w| w.contains("path MTU larger")));
         r.link = Some(LinkAssumption { bits_per_second: 40_000_000_000, mtu_bytes: 1500 });
         assert_eq!(limit_of(&r).0, Limit::Path, "a quarter of the link is not link-bound");
+    }
+
+    /// The issue's case: a loopback run while other processes kept 1.2 cores busy was called
+    /// "path-bound: … the link, a shaper or the peer set the rate" — on loopback there is
+    /// neither. A full machine with other work on it is a busy host; a quiet one with no
+    /// limit found says so without blaming a link; off loopback the path verdict stands.
+    #[test]
+    fn on_loopback_no_link_or_shaper_is_blamed() {
+        let on_loopback = |mut r: RunRecord| {
+            r.local_address = Some("127.0.0.1:40000".into());
+            r.remote_address = Some("127.0.0.1:5201".into());
+            r
+        };
+        let (limit, text) = limit_of(&on_loopback(record(healthy(), 30, 40)));
+        assert_eq!(limit, Limit::Loopback, "{text}");
+        assert!(!text.contains("link, a shaper"), "{text}");
+        assert!(text.contains("no link or shaper on loopback"), "{text}");
+        // The issue's shape: the test's own process at 12 % of a core, others at 59 %, both
+        // cores busy; nothing saturated by the test itself.
+        let busy = |mut r: RunRecord| {
+            for side in [r.client.as_mut(), r.server_results.as_mut()].into_iter().flatten() {
+                let cost = side.cost.as_mut().expect("cost");
+                cost.foreign_us = Some(590_000);
+                let all = &mut cost.system.as_mut().expect("system").all;
+                (all.system_us, all.idle_us) = (1_990_000, 10_000);
+            }
+            r
+        };
+        let v = &summarize(&on_loopback(busy(record(healthy(), 12, 100)))).verdicts[0];
+        assert_eq!(v.id(), "foreign_load(client)", "{}", v.summary);
+        assert!(v.summary.contains("other processes used 59% of a core"), "{}", v.summary);
+        assert!(v.summary.contains("client itself 12%"), "{}", v.summary);
+        // Below the foreign-load threshold nothing competed: no limit found, as above.
+        let mut quiet = on_loopback(busy(record(healthy(), 12, 100)));
+        for side in [quiet.client.as_mut(), quiet.server_results.as_mut()].into_iter().flatten() {
+            side.cost.as_mut().expect("cost").foreign_us = Some(50_000);
+        }
+        assert_eq!(limit_of(&quiet).0, Limit::Loopback, "{}", limit_of(&quiet).1);
+        // Off loopback a busy machine whose test barely worked is still read as the path (a
+        // shaped link on a busy machine: the link holds the test back, not the CPU).
+        let (limit, text) = limit_of(&busy(record(healthy(), 12, 100)));
+        assert_eq!(limit, Limit::Path, "{text}");
+        // A declared link on loopback: no link verdict, and a warning that none was measured.
+        let mut r = on_loopback(record(healthy(), 30, 40));
+        r.link = Some(LinkAssumption { bits_per_second: 10_700_000_000, mtu_bytes: 1500 });
+        assert_eq!(limit_of(&r).0, Limit::Loopback, "{}", limit_of(&r).1);
+        let warnings = summarize(&r).warnings;
+        assert!(
+            warnings.iter().any(|w| w.contains("ran on loopback, where no link")),
+            "{warnings:?}"
+        );
     }
 
     #[test]
