@@ -65,6 +65,15 @@ const CPU_SATURATED_PERCENT: f64 = 90.0;
 /// An end must itself use this much of a core before a busy core is blamed on it.
 const CPU_OWN_WORK_PERCENT: f64 = 50.0;
 const LINK_REACHED: f64 = 0.90;
+/// Above this share of a declared link's theoretical TCP goodput the measurement beat the
+/// link it is said to have crossed: the declaration is wrong, not the link fast (1 % for
+/// rounding and a shaper's lighter framing, docs/METHODOLOGY.md).
+pub const LINK_MAX_SHARE: f64 = 1.01;
+/// What a rate above [`LINK_MAX_SHARE`] of a declared link means: one sentence for every
+/// finding that reads a rate against a declared link (a run's warning, a matrix's and a
+/// campaign's findings).
+pub const BEYOND_LINK: &str = "more than that link can carry: the declared link is wrong (its \
+     speed or MTU) or the test did not cross it (loopback has no link; another route)";
 const LOSS_SHARE: f64 = 0.01;
 
 /// The kind of limit.
@@ -627,7 +636,7 @@ fn link(record: &RunRecord, d: &DirectionSummary, evidence: &mut Vec<String>) ->
     ));
     // Above the theoretical maximum the assumption is wrong, not the verdict: link_warning says
     // so. On loopback no link carried the bytes, whatever was declared: no link verdict.
-    ((LINK_REACHED..=1.01).contains(&ratio) && !record.on_loopback())
+    ((LINK_REACHED..=LINK_MAX_SHARE).contains(&ratio) && !record.on_loopback())
         .then(|| format!("link-bound: {:.1}% of the link's theoretical TCP goodput", ratio * 100.0))
 }
 
@@ -652,9 +661,9 @@ pub fn link_warning(record: &RunRecord, directions: &[DirectionSummary]) -> Opti
     let over = directions
         .iter()
         .filter_map(|d| d.receiver.as_ref()?.figures.bits_per_second)
-        .find(|got| *got > max * 1.01)?;
+        .find(|got| *got > max * LINK_MAX_SHARE)?;
     Some(format!(
-        "measured {} but a {} link at MTU {} carries at most {}: is the path MTU larger than assumed (--mtu), or the link faster?",
+        "measured {} but a {} link at MTU {} carries at most {}: {BEYOND_LINK}",
         crate::units::format_bits_per_second(over),
         crate::units::format_bits_per_second(l.bits_per_second as f64),
         l.mtu_bytes,
@@ -1031,7 +1040,7 @@ mod rule_tests {
         assert_eq!(limit, Limit::Link, "10 of 10.07 Gbit/s: {text}");
         r.link = Some(LinkAssumption { bits_per_second: 1_000_000_000, mtu_bytes: 1500 });
         assert_eq!(limit_of(&r).0, Limit::Path, "10x the link: the assumption is wrong");
-        assert!(summarize(&r).warnings.iter().any(|w| w.contains("path MTU larger")));
+        assert!(summarize(&r).warnings.iter().any(|w| w.contains("more than that link can carry")));
         r.link = Some(LinkAssumption { bits_per_second: 40_000_000_000, mtu_bytes: 1500 });
         assert_eq!(limit_of(&r).0, Limit::Path, "a quarter of the link is not link-bound");
     }
