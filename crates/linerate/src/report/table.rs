@@ -261,7 +261,10 @@ pub fn verdict_words(id: &str) -> (String, String) {
     };
     let end_name = end.map_or("an end".to_string(), |e| format!("the {e}"));
     let (word, meaning): (String, String) = match kind {
-        "pacing_target" => ("pacing target".into(), "the senders reached the -b rate asked".into()),
+        "pacing_target" => (
+            "pacing target".into(),
+            "the senders' pacing (-b) set the rate: reached within 2 %, or overshot".into(),
+        ),
         "receive_window" => (
             "receive window".into(),
             "the receiver's advertised window held the sender back (raise -w or tcp_rmem)".into(),
