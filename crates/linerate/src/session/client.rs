@@ -145,17 +145,16 @@ impl<'p> ClientRun<'p> {
         Self { plan, gate, record, streams: None, interrupted: false, peer_results_at: None }
     }
 
-    /// The loopback pairing to propose (`plan/affinity.rs`): a TCP bulk test to a loopback
-    /// address, no `-A`, not part of a fleet or a test under load, on a client with two CPUs
-    /// or more.
+    /// The loopback pairing to propose (`plan/affinity.rs`): a TCP bulk test or a
+    /// request/response test (`--rr`, TCP or UDP; not `--crr`) to a loopback address, no
+    /// `-A`, not part of a fleet or a test under load, on a client with two CPUs or more.
     fn pairing(&self, spec: &TestSpec, server: SocketAddr) -> Option<Vec<u32>> {
         let plan = self.plan;
         let wanted = plan.pair_on_loopback
             && plan.cpus.is_empty()
             && spec.server_cpus.is_empty()
             && crate::record::is_loopback(server.ip())
-            && spec.protocol == Protocol::Tcp
-            && spec.rr.is_none()
+            && crate::plan::affinity::pairs(spec)
             && self.gate.is_none()
             && plan.under_load.is_none();
         if !wanted {
