@@ -291,6 +291,17 @@ impl RunRecord {
         out
     }
 
+    /// Whether the test ran over loopback: both control addresses are loopback ones. Then
+    /// there is no link, shaper or remote peer to blame for a rate, only this host.
+    pub fn on_loopback(&self) -> bool {
+        let loopback = |a: &Option<String>| {
+            a.as_deref()
+                .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
+                .is_some_and(|a| is_loopback(a.ip()))
+        };
+        loopback(&self.local_address) && loopback(&self.remote_address)
+    }
+
     /// The final TCP internals of one direction's sending streams, from whichever end sent.
     pub fn sender_tcp(&self, flow: Flow) -> Vec<TcpInternals> {
         self.all_streams()

@@ -319,6 +319,35 @@ fn an_interrupted_run_enters_no_figure_and_every_view_agrees_on_n() {
     }
 }
 
+/// Issue 34: `compare` listed cells in the order their first runs happened to come in the
+/// matrix's random order (P=1 w=800k, P=4 w=4M, P=2 …). It lists them in the plan's order,
+/// the order the report's table has, whatever order they ran in.
+#[test]
+fn compare_lists_cells_in_the_plans_order() {
+    let _serial = crate::util::exclusive();
+    let (srv, db) = (Server::start(&[]), history("compare-order"));
+    let _ = std::fs::remove_file(&db);
+    let (db_s, port) = (db.to_string_lossy().into_owned(), srv.port.to_string());
+    let args = ["matrix", "127.0.0.1", "-p", &port, "-i", "0", "-t", "0.2", "--db", &db_s];
+    let axes = ["--parallel", "1,4,2", "--repeat", "2", "--seed", "5", "-J"];
+    let out = run(&[&args[..], &axes[..]].concat(), Duration::from_secs(60));
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stderr, out.stdout);
+    let ran: Vec<u64> = cell_order(&out.json());
+    let compared = run(&["compare", "m1", "m1", "--db", &db_s, "-J"], Duration::from_secs(30));
+    assert_eq!(compared.code, Some(0), "{}", compared.stderr);
+    let rows: Vec<String> = compared
+        .json()
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| r["cell"].as_str().expect("cell").to_string())
+        .collect();
+    assert_eq!(rows, ["P=1", "P=4", "P=2"], "the runs came in the order of cells {ran:?}");
+    let text = run(&["compare", "m1", "m1", "--db", &db_s], Duration::from_secs(30)).stdout;
+    let at = |cell: &str| text.find(&format!("\n{cell} ")).unwrap_or_else(|| panic!("{text}"));
+    assert!(at("P=1") < at("P=4") && at("P=4") < at("P=2"), "{text}");
+}
+
 /// `matrix --window 1M,8K`: the 8K cell's rate is orders of magnitude below the other's and
 /// the table still shows it with three significant figures, never as 0.00.
 #[test]

@@ -113,14 +113,30 @@ fn gro_by_default_gso_at_every_size_and_every_datagram_accounted() {
     assert_eq!(out.code, Some(2), "--no-gro without -u: {}", out.stderr);
 }
 
+/// Issue 34: `-u` on loopback sent 65,507-byte datagrams at 1.05 Mbit/s — 5 in 2 s — reached
+/// 1.31 Mbit/s (+25 %) and said "pacing target reached". The default datagram fits the path
+/// MTU and leaves the paced stream 100 datagrams a second; the verdict says "reached" only
+/// within 2 % of the rate asked.
 #[test]
-fn default_datagram_fits_the_path_mtu() {
+fn default_udp_sends_enough_datagrams_to_reach_its_rate() {
     let srv = Server::start(&[]);
-    let doc = client_json(srv.port, &["-u", "-t", "0.5"]);
-    // Loopback's MTU is 65536: the largest IPv4 datagram, 65507 bytes, fits unfragmented.
-    assert_eq!(doc["record"]["spec"]["block_bytes"], 65507);
+    let doc = client_json(srv.port, &["-u", "-t", "1"]);
     assert_eq!(doc["record"]["spec"]["bits_per_second"], 1 << 20, "default rate 1 Mbit/s");
-    assert_eq!(n(udp(&doc, 0), "datagram_bytes"), 65507);
+    // 1,048,576 bit/s ÷ 8 ÷ 100 a second.
+    assert_eq!(doc["record"]["spec"]["block_bytes"], 1310);
+    let u = udp(&doc, 0);
+    assert_eq!(n(u, "datagram_bytes"), 1310);
+    assert!(n(u, "sent") >= 100, "{u}");
+    let rate = doc["summary"]["directions"][0]["sender"]["bits_per_second"].as_f64().expect("r");
+    let miss = rate / f64::from(1 << 20) - 1.0;
+    let v = &doc["summary"]["verdicts"][0];
+    let text = v["summary"].as_str().expect("summary");
+    println!("FIGURE udp_default_rate_miss_percent = {:.2}", miss * 100.0);
+    assert!(miss.abs() <= 0.02, "{rate} bit/s: {text}");
+    assert!(text.starts_with("pacing target reached"), "{text}");
+    // Fast enough for 100 a second of the largest: loopback's MTU (65536) is the bound.
+    let doc = client_json(srv.port, &["-u", "-b", "1G", "-t", "0.5"]);
+    assert_eq!(doc["record"]["spec"]["block_bytes"], 65507);
 }
 
 #[test]
@@ -155,7 +171,8 @@ fn text_output_shows_udp_accounting() {
         Duration::from_secs(30),
     );
     assert_eq!(out.code, Some(0), "{}", out.stderr);
-    assert!(out.stdout.contains("UDP C->S: 65507 B datagrams: sent"), "{}", out.stdout);
+    // 10 Mbit/s ÷ 8 ÷ 100 a second.
+    assert!(out.stdout.contains("UDP C->S: 12500 B datagrams: sent"), "{}", out.stdout);
     assert!(out.stdout.contains("lost 0 (0.000%)"), "{}", out.stdout);
     assert!(out.stdout.contains("jitter"), "{}", out.stdout);
     // The client prints its own interval lines: with -R it is the receiver.

@@ -578,7 +578,8 @@ pub struct TestArgs {
     #[arg(short = 'w', long = "window", value_name = "SIZE", value_parser = size)]
     pub window: Option<ByteCount>,
     /// Bytes per write/read call [default: 128K]; with -u, bytes per datagram [default: the
-    /// largest that fits the path MTU unfragmented, e.g. 1472 on Ethernet].
+    /// largest that fits the path MTU unfragmented, e.g. 1472 on Ethernet, and leaves -b 100
+    /// datagrams a second: 1310 at the default 1M].
     #[arg(short = 'l', long = "length", value_name = "SIZE", value_parser = size)]
     pub length: Option<ByteCount>,
     /// Bytes per read call on TCP receivers, independent of -l [default: the larger of -l and

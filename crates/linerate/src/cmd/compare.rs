@@ -235,7 +235,7 @@ fn cells(store: &Store, r: Stored) -> Result<Vec<Cell>> {
             Ok(vec![Cell::new("run".into(), &rec)])
         }
         Stored::Group(id) => {
-            store
+            let group = store
                 .group(id)?
                 .ok_or_else(|| Failure::usage(format!("no group {id} in the history")))?;
             let mut cells: Vec<Cell> = Vec::new();
@@ -252,6 +252,13 @@ fn cells(store: &Store, r: Stored) -> Result<Vec<Cell>> {
                     }
                     None => cells.push(Cell::new(name, &rec)),
                 }
+            }
+            // The plan's order, as the report's tables list cells; the runs came in the
+            // matrix's random order. A cell the plan does not name (a history changed outside
+            // linerate) goes last, in the order it ran.
+            if let Some(order) = super::source::planned_cell_names(&group) {
+                let place = |c: &Cell| order.iter().position(|n| same_cell(n, &c.name));
+                cells.sort_by_key(|c| place(c).unwrap_or(usize::MAX));
             }
             Ok(cells)
         }

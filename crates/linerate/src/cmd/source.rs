@@ -100,14 +100,8 @@ fn matrix_param<'a>(params: &'a Value, key: &str) -> &'a Value {
 /// The cells of a stored matrix: the cartesian product of its axes when every label reads
 /// back, else one cell per distinct stored cell label, in the order they ran.
 fn matrix_cells(params: &Value, runs: &StoredRuns) -> Vec<Cell> {
-    let axes: Option<Vec<Vec<AxisValue>>> =
-        matrix_param(params, "axes").as_array().and_then(|axes| {
-            axes.iter()
-                .map(|a| a.as_array()?.iter().map(|l| AxisValue::from_label(l.as_str()?)).collect())
-                .collect()
-        });
-    if let Some(axes) = axes {
-        return cells_of(&axes);
+    if let Some(cells) = planned_matrix_cells(params) {
+        return cells;
     }
     let mut labels: Vec<&str> = Vec::new();
     for (_, meta, _) in runs {
@@ -124,6 +118,46 @@ fn matrix_cells(params: &Value, runs: &StoredRuns) -> Vec<Cell> {
             values: l.split_whitespace().filter_map(AxisValue::from_label).collect(),
         })
         .collect()
+}
+
+/// The cartesian product of a stored matrix's axes; None when a label does not read back.
+fn planned_matrix_cells(params: &Value) -> Option<Vec<Cell>> {
+    let axes: Vec<Vec<AxisValue>> = matrix_param(params, "axes")
+        .as_array()?
+        .iter()
+        .map(|a| a.as_array()?.iter().map(|l| AxisValue::from_label(l.as_str()?)).collect())
+        .collect::<Option<_>>()?;
+    Some(cells_of(&axes))
+}
+
+/// A stored campaign's tiers, from its parsed plan.
+fn campaign_tiers(group: &GroupRow) -> Result<Vec<Tier>> {
+    serde_json::from_value(group.params["plan"]["tiers"].clone())
+        .with_context(|| format!("campaign group {}: its stored plan cannot be read", group.id))
+}
+
+/// The cell names of a stored matrix or campaign in its plan's order, as its runs store them
+/// (`P=4 w=800k`; a campaign's `TIER/CELL`, tiers in file order, a fleet tier's `k=K`): the
+/// order in which `compare` lists cells, as the report's tables do. None for other groups
+/// and for plans that do not read back.
+pub(super) fn planned_cell_names(group: &GroupRow) -> Option<Vec<String>> {
+    let labels = |cells: Vec<Cell>| cells.iter().map(Cell::label).collect::<Vec<_>>();
+    match group.kind.as_str() {
+        "matrix" => planned_matrix_cells(&group.params).map(labels),
+        "campaign" => {
+            let seed = group.params["seed"].as_u64().unwrap_or(0);
+            let tiers = campaign_tiers(group).ok()?;
+            let names = tiers.iter().enumerate().flat_map(|(i, tier)| {
+                let cells = match &tier.fleet {
+                    Some(f) => f.counts().iter().map(|k| format!("k={k}")).collect(),
+                    None => labels(tier.matrix_plan(CampaignPlan::tier_seed(seed, i)).cells()),
+                };
+                cells.into_iter().map(move |c| format!("{}/{c}", tier.name))
+            });
+            Some(names.collect())
+        }
+        _ => None,
+    }
 }
 
 /// A campaign tier's stored runs (`TIER/CELL`) matched to its cells (a fleet tier's: `k=K`).
@@ -184,8 +218,7 @@ fn stored_matrix(group: &GroupRow, runs: StoredRuns) -> Result<Source> {
 }
 
 fn stored_campaign(group: &GroupRow, runs: StoredRuns) -> Result<Source> {
-    let tiers: Vec<Tier> = serde_json::from_value(group.params["plan"]["tiers"].clone())
-        .with_context(|| format!("campaign group {}: its stored plan cannot be read", group.id))?;
+    let tiers = campaign_tiers(group)?;
     let seed = group.params["seed"].as_u64();
     let mut inputs = Vec::new();
     for (i, tier) in tiers.iter().enumerate() {

@@ -12,7 +12,7 @@ use std::io::Write;
 
 use crate::report::latency;
 use crate::report::model::{Report, ReportKind};
-use crate::report::table::{Table, cell_table};
+use crate::report::table::{RateUnit, Table, cell_table};
 use crate::stats::campaign::TierSummary;
 use crate::stats::matrix::MatrixSummary;
 use crate::units::format_bits_per_second;
@@ -79,14 +79,16 @@ pub fn md_escape(s: &str) -> String {
     out
 }
 
-/// A matrix's cell table, findings and why it stopped early.
+/// A matrix's cell table (rates in `unit`, or the table's own), findings and why it stopped
+/// early.
 pub fn write_matrix(
     style: Style,
     summary: &MatrixSummary,
+    unit: Option<RateUnit>,
     stopped: Option<&str>,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
-    style.table(&cell_table(summary), out)?;
+    style.table(&cell_table(summary, unit), out)?;
     style.list("Findings", &summary.findings, out)?;
     if let Some(why) = stopped {
         let why = escape(why);
@@ -97,9 +99,14 @@ pub fn write_matrix(
 
 /// A tier's body: its cell table, or a fleet tier's fleet figures (in Markdown as a block of
 /// the same text); then its findings and why it stopped early.
-pub fn write_tier(style: Style, t: &TierSummary, out: &mut dyn Write) -> std::io::Result<()> {
+pub fn write_tier(
+    style: Style,
+    t: &TierSummary,
+    unit: RateUnit,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
     let Some(fleet) = &t.fleet else {
-        return write_matrix(style, &t.summary, t.stopped.as_deref(), out);
+        return write_matrix(style, &t.summary, Some(unit), t.stopped.as_deref(), out);
     };
     let mut text = Vec::new();
     crate::report::campaign_fleet::write_text(fleet, &mut text)?;
@@ -128,10 +135,21 @@ pub fn tier_heading(kind: ReportKind, t: &TierSummary) -> String {
     format!("{tier}{}: {}{link}", t.name, t.server)
 }
 
-/// The cross-tier table: each tier's best cell against its link's goodput.
-pub fn campaign_table(tiers: &[TierSummary]) -> Table {
-    let mut t = Table::new(&["tier", "server", "best cell", ">mean", ">link goodput", ">share"]);
-    let rate = |v: Option<f64>| v.map_or("n/a".into(), format_bits_per_second);
+/// The one rate unit of a report's tables: its tiers' cell tables and the campaign summary
+/// (one unit per column, and the same in every table, so tiers read side by side).
+pub fn report_unit(tiers: &[TierSummary]) -> RateUnit {
+    RateUnit::of(
+        tiers.iter().map(|t| &t.summary),
+        tiers.iter().filter_map(|t| t.link_goodput_bits_per_second),
+    )
+}
+
+/// The cross-tier table: each tier's best cell against its link's goodput, in `unit`.
+pub fn campaign_table(tiers: &[TierSummary], unit: RateUnit) -> Table {
+    let (mean, goodput) =
+        (format!(">mean ({})", unit.name), format!(">link goodput ({})", unit.name));
+    let mut t = Table::new(&["tier", "server", "best cell", &mean, &goodput, ">share"]);
+    let rate = |v: Option<f64>| v.map_or("n/a".into(), |v| unit.one(v));
     for s in tiers {
         t.rows.push(vec![
             s.name.clone(),
@@ -169,14 +187,15 @@ pub fn write_campaign(
     findings: &[String],
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
+    let unit = report_unit(tiers);
     for t in tiers {
         writeln!(out)?;
         style.heading(2, &tier_heading(ReportKind::Campaign, t), out)?;
-        write_tier(style, t, out)?;
+        write_tier(style, t, unit, out)?;
     }
     writeln!(out)?;
     style.heading(2, "Campaign summary (best cell per tier, received)", out)?;
-    style.table(&campaign_table(tiers), out)?;
+    style.table(&campaign_table(tiers, unit), out)?;
     let incomplete: Vec<String> = tiers.iter().filter_map(incomplete_tier).collect();
     if !incomplete.is_empty() {
         style.list("Tiers that did not complete", &incomplete, out)?;
@@ -210,13 +229,14 @@ pub fn write_report(style: Style, r: &Report, out: &mut dyn Write) -> std::io::R
     match r.kind {
         ReportKind::Campaign => write_campaign(style, &r.tiers, &r.findings, out)?,
         ReportKind::Run | ReportKind::Matrix => {
+            let unit = report_unit(&r.tiers);
             for (i, t) in r.tiers.iter().enumerate() {
                 writeln!(out)?;
                 style.heading(2, &tier_heading(r.kind, t), out)?;
                 let run = r.single_run(i);
                 let latency_only = run.is_some_and(latency::replaces_throughput);
                 if !latency_only {
-                    write_matrix(style, &t.summary, t.stopped.as_deref(), out)?;
+                    write_matrix(style, &t.summary, Some(unit), t.stopped.as_deref(), out)?;
                 }
                 for s in run.map(latency::sections).unwrap_or_default() {
                     writeln!(out)?;

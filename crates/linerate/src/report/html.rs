@@ -9,7 +9,7 @@
 use std::io::Write;
 
 use crate::report::charts::{Chart, report_charts};
-use crate::report::document::{campaign_table, tier_heading};
+use crate::report::document::{campaign_table, report_unit, tier_heading};
 use crate::report::latency;
 use crate::report::model::{Report, ReportKind};
 use crate::report::table::{cell_table, html_escape};
@@ -84,6 +84,7 @@ pub fn write_charts(charts: &[Chart], out: &mut dyn Write) -> std::io::Result<()
 /// The whole report as one HTML file.
 pub fn write(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     write_head(&format!("linerate report: {}", r.title), &r.facts(), out)?;
+    let unit = report_unit(&r.tiers);
     for (i, t) in r.tiers.iter().enumerate() {
         writeln!(out, "<h2>{}</h2>", html_escape(&tier_heading(r.kind, t)))?;
         let run = r.single_run(i);
@@ -94,7 +95,7 @@ pub fn write(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
                 writeln!(out, "<pre>{}</pre>", html_escape(&String::from_utf8_lossy(&text)))?;
             }
             None if run.is_some_and(latency::replaces_throughput) => {}
-            None => cell_table(&t.summary).write_html(out)?,
+            None => cell_table(&t.summary, Some(unit)).write_html(out)?,
         }
         for s in run.map(latency::sections).unwrap_or_default() {
             writeln!(out, "<h3>{}</h3>", html_escape(&s.heading))?;
@@ -112,7 +113,7 @@ pub fn write(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     }
     if r.kind == ReportKind::Campaign {
         writeln!(out, "<h2>Campaign summary (best cell per tier, received)</h2>")?;
-        campaign_table(&r.tiers).write_html(out)?;
+        campaign_table(&r.tiers, unit).write_html(out)?;
         write_list("Findings across tiers", &r.findings, "findings", out)?;
     }
     write_charts(&report_charts(r), out)?;

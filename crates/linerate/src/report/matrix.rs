@@ -53,6 +53,7 @@ pub fn render_text(
     crate::report::document::write_matrix(
         crate::report::document::Style::Text,
         summary,
+        None,
         stopped,
         out,
     )

@@ -9,7 +9,7 @@ use std::io::Write;
 
 use crate::stats::matrix::{CellSummary, MatrixSummary};
 use crate::units::peer_text::escape;
-use crate::units::{ByteCount, format_bits_per_second, rate_unit, three_figures};
+use crate::units::{ByteCount, three_figures};
 
 /// A table of already formatted cells.
 #[derive(Debug, Clone, PartialEq)]
@@ -139,82 +139,72 @@ pub fn html_escape(s: &str) -> String {
     out
 }
 
-/// How a table writes its rates: all in one unit when every figure keeps three significant
-/// figures in it without growing past five integer digits, else each with its own unit (a
-/// 21 Gbit/s cell next to a 984 kbit/s one). No figure is ever rounded away to 0.00.
+/// The one unit of a table's rate columns, named in a heading: every rate column of a table
+/// has one unit, and a report's tables (a campaign's tiers, and its summary) share it, so two
+/// figures side by side are read in one unit — never `18724.09` in one tier's table beside
+/// `25.10` in the next. No figure is ever rounded away to 0.00 (small ones keep three
+/// significant figures as decimals: `0.984`), and none grows past five integer digits.
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Rates {
-    /// One unit for the whole table, named in the first column's heading.
-    Shared(&'static str, f64),
-    /// Every figure with its unit.
-    Each,
+pub struct RateUnit {
+    /// `Gbit/s`, `Mbit/s`, `kbit/s` or `bit/s`.
+    pub name: &'static str,
+    scale: f64,
 }
 
 /// Shared units a table may use, largest first.
 const TABLE_UNITS: [(&str, f64); 4] =
     [("Gbit/s", 1e9), ("Mbit/s", 1e6), ("kbit/s", 1e3), ("bit/s", 1.0)];
 
-/// The largest unit in which the smallest figure is still at least 1 (so two decimals keep
-/// three significant figures), unless the largest figure would then need six or more digits.
-fn rates_of(summary: &MatrixSummary) -> Rates {
-    let figures: Vec<f64> = summary
-        .cells
-        .iter()
-        .filter_map(|c| c.bits_per_second.as_ref())
-        .flat_map(|s| [s.min, s.max, s.median, s.mean])
-        .filter(|v| *v > 0.0)
-        .collect();
-    let (Some(low), Some(high)) =
-        (figures.iter().copied().reduce(f64::min), figures.iter().copied().reduce(f64::max))
-    else {
+impl RateUnit {
+    /// The unit for the rates of these summaries' tables: the largest in which the smallest
+    /// figure is still at least 1 (two decimals keep three significant figures), or a larger
+    /// one while a figure (a confidence interval's half-width too) would need six or more
+    /// integer digits; `extra` are further figures the tables show (a campaign's link
+    /// goodputs).
+    pub fn of<'a>(
+        summaries: impl IntoIterator<Item = &'a MatrixSummary>,
+        extra: impl IntoIterator<Item = f64>,
+    ) -> Self {
+        let stats: Vec<_> = summaries
+            .into_iter()
+            .flat_map(|s| &s.cells)
+            .filter_map(|c| c.bits_per_second.as_ref())
+            .collect();
+        let figures: Vec<f64> = stats
+            .iter()
+            .flat_map(|s| [s.min, s.max, s.median, s.mean])
+            .chain(extra)
+            .filter(|v| *v > 0.0)
+            .collect();
+        let half_widths = stats.iter().filter_map(|s| s.ci95_half_width);
+        let low = figures.iter().copied().reduce(f64::min);
+        let high = figures.iter().copied().chain(half_widths).reduce(f64::max);
         // Nothing measured: the usual unit.
-        return Rates::Shared(TABLE_UNITS[0].0, TABLE_UNITS[0].1);
-    };
-    let (name, scale) =
-        TABLE_UNITS.into_iter().find(|(_, scale)| low >= *scale).unwrap_or(TABLE_UNITS[3]);
-    if high / scale >= 1e5 { Rates::Each } else { Rates::Shared(name, scale) }
-}
-
-impl Rates {
-    /// One figure.
-    fn one(self, v: f64) -> String {
-        match self {
-            Rates::Shared(_, scale) => three_figures(v / scale),
-            Rates::Each => format_bits_per_second(v),
+        let mut i = low.map_or(0, |low| {
+            TABLE_UNITS.iter().position(|(_, scale)| low >= *scale).unwrap_or(TABLE_UNITS.len() - 1)
+        });
+        while i > 0 && high.is_some_and(|h| h / TABLE_UNITS[i].1 >= 1e5) {
+            i -= 1;
         }
+        RateUnit { name: TABLE_UNITS[i].0, scale: TABLE_UNITS[i].1 }
     }
 
-    /// `lo–hi`, the unit once when both share it.
+    /// One figure, without the unit.
+    pub fn one(self, v: f64) -> String {
+        three_figures(v / self.scale)
+    }
+
+    /// `lo–hi`.
     fn range(self, lo: f64, hi: f64) -> String {
-        match self {
-            Rates::Shared(..) => format!("{}–{}", self.one(lo), self.one(hi)),
-            Rates::Each if rate_unit(lo) == rate_unit(hi) => {
-                let (unit, scale) = rate_unit(hi);
-                format!("{}–{} {unit}", number_of(lo, scale), number_of(hi, scale))
-            }
-            Rates::Each => format!("{}–{}", self.one(lo), self.one(hi)),
-        }
+        format!("{}–{}", self.one(lo), self.one(hi))
     }
 
-    /// `mean ± half-width`, the half-width in the mean's unit with three figures.
+    /// `mean ± half-width`.
     fn mean_ci(self, mean: f64, half: Option<f64>) -> String {
-        let Some(h) = half else { return self.one(mean) };
-        match self {
-            Rates::Shared(_, scale) => format!("{} ± {}", self.one(mean), three_figures(h / scale)),
-            Rates::Each => {
-                let (unit, scale) = rate_unit(mean);
-                format!("{} ± {} {unit}", number_of(mean, scale), three_figures(h / scale))
-            }
+        match half {
+            Some(h) => format!("{} ± {}", self.one(mean), self.one(h)),
+            None => self.one(mean),
         }
-    }
-}
-
-/// The number `format_bits_per_second` writes for `v` in a unit of `scale` bit/s.
-fn number_of(v: f64, scale: f64) -> String {
-    let text = format_bits_per_second(v);
-    match text.split_once(' ') {
-        Some((n, _)) if rate_unit(v).1 == scale => n.to_string(),
-        _ => three_figures(v / scale),
     }
 }
 
@@ -222,20 +212,19 @@ fn percent(v: Option<f64>) -> String {
     v.map_or("n/a".into(), |v| format!("{v:.0}%"))
 }
 
-/// One row per cell (request/response cells: `report::latency::cell_table`): received rate over the runs (in the table's unit) (range, median, mean with its 95 %
-/// interval, CV), both ends' CPU, the larger peak RSS, retransmits per run, UDP loss when any
-/// cell has it, fairness when any cell has two or more streams, and the prevailing verdict.
-pub fn cell_table(summary: &MatrixSummary) -> Table {
+/// One row per cell (request/response cells: `report::latency::cell_table`): received rate
+/// over the runs in `unit` (range, median, mean with its 95 % interval, CV), both ends' CPU,
+/// the larger peak RSS, retransmits per run, UDP loss when any cell has it, fairness when any
+/// cell has two or more streams, and the prevailing verdict. `unit`: the report's
+/// ([`RateUnit::of`] over all its tables), or None for this table's own.
+pub fn cell_table(summary: &MatrixSummary, unit: Option<RateUnit>) -> Table {
     if summary.cells.iter().any(|c| c.latency.is_some()) {
         return crate::report::latency::cell_table(summary);
     }
     let udp = summary.cells.iter().any(|c| c.loss_percent.is_some());
     let fair = summary.cells.iter().any(|c| c.fairness.is_some());
-    let rates = rates_of(summary);
-    let first = match rates {
-        Rates::Shared(unit, _) => format!("cell ({unit} received)"),
-        Rates::Each => "cell (received)".to_string(),
-    };
+    let rates = unit.unwrap_or_else(|| RateUnit::of([summary], []));
+    let first = format!("cell ({} received)", rates.name);
     let mut header = vec![
         first.as_str(),
         ">n",
@@ -272,7 +261,10 @@ pub fn verdict_words(id: &str) -> (String, String) {
     };
     let end_name = end.map_or("an end".to_string(), |e| format!("the {e}"));
     let (word, meaning): (String, String) = match kind {
-        "pacing_target" => ("pacing target".into(), "the senders reached the -b rate asked".into()),
+        "pacing_target" => (
+            "pacing target".into(),
+            "the senders' pacing (-b) set the rate: reached within 2 %, or overshot".into(),
+        ),
         "receive_window" => (
             "receive window".into(),
             "the receiver's advertised window held the sender back (raise -w or tcp_rmem)".into(),
@@ -314,6 +306,12 @@ pub fn verdict_words(id: &str) -> (String, String) {
             "path".into(),
             "none of the other limits, so the link, a shaper or the peer (by elimination)".into(),
         ),
+        "loopback" => (
+            "loopback".into(),
+            "on loopback, none of the other limits: no link or shaper there, so this host's \
+             kernel and scheduler (by elimination)"
+                .into(),
+        ),
         "receiver_buffer" => (
             "receiver buffer".into(),
             "UDP datagrams overflowed the receiving host's socket buffer".into(),
@@ -353,7 +351,7 @@ fn not_counted(c: &CellSummary) -> String {
     parts.join(", ")
 }
 
-fn cell_row(c: &CellSummary, rates: Rates, udp: bool, fair: bool) -> Vec<String> {
+fn cell_row(c: &CellSummary, rates: RateUnit, udp: bool, fair: bool) -> Vec<String> {
     let s = c.bits_per_second.as_ref();
     let na = || "n/a".to_string();
     let not_counted = not_counted(c);
@@ -434,40 +432,73 @@ mod tests {
 
     #[test]
     fn the_rate_unit_fits_the_figures_and_missing_ones_say_n_a() {
-        let slow = cell_table(&summary(vec![1.5e6, 2.5e6]));
+        let slow = cell_table(&summary(vec![1.5e6, 2.5e6]), None);
         assert_eq!(slow.header[0], "cell (Mbit/s received)");
         assert_eq!(slow.rows[0][2], "1.50–2.50");
         assert_eq!(slow.rows[0][7], "n/a", "server CPU not measured");
         assert_eq!(slow.rows[0][6], "12%");
         assert_eq!(slow.rows[0][8], "3.00 MiB");
-        let fast = cell_table(&summary(vec![9.4e9]));
+        let fast = cell_table(&summary(vec![9.4e9]), None);
         assert_eq!(fast.header[0], "cell (Gbit/s received)");
         assert_eq!(fast.rows[0][3], "9.40");
-        let none = cell_table(&summary(vec![]));
+        let none = cell_table(&summary(vec![]), None);
         assert_eq!(none.rows[0][1], "0");
         assert_eq!(none.rows[0].last().map(String::as_str), Some("no completed run"));
     }
 
     #[test]
-    fn a_small_cell_keeps_three_figures_next_to_fast_ones() {
+    fn a_small_cell_keeps_three_figures_next_to_fast_ones_in_one_unit() {
         // `matrix --window 800k,8K,1M`: the 8K cell got 984 kbit/s, the others 20 Gbit/s.
+        // One unit for the column: the smallest that keeps 21.5 Gbit/s within five digits.
         let mut t = summary(vec![21.3e9, 21.5e9]);
         let mut small = summary(vec![984e3, 990e3]).cells.remove(0);
         small.label = "P=1 w=8K".into();
         t.cells.push(small);
-        let table = cell_table(&t);
-        assert_eq!(table.header[0], "cell (received)", "no unit fits both");
-        assert_eq!(table.rows[1][2], "984–990 kbit/s");
-        assert_eq!(table.rows[1][3], "987 kbit/s");
-        assert!(table.rows[1][4].starts_with("987 ± ") && table.rows[1][4].ends_with(" kbit/s"));
-        assert_eq!(table.rows[0][2], "21.3–21.5 Gbit/s");
+        let table = cell_table(&t, None);
+        assert_eq!(table.header[0], "cell (Mbit/s received)");
+        assert_eq!(table.rows[1][2], "0.984–0.990");
+        assert_eq!(table.rows[1][3], "0.987");
+        assert_eq!(table.rows[0][2], "21300.00–21500.00");
         // Within five decades a shared unit still fits, with figures below 1 kept.
         let mut t = summary(vec![2.5e9, 2.6e9]);
         t.cells.push(summary(vec![150e6, 150e6]).cells.remove(0));
-        let table = cell_table(&t);
+        let table = cell_table(&t, None);
         assert_eq!(table.header[0], "cell (Mbit/s received)");
         assert_eq!((table.rows[0][3].as_str(), table.rows[1][3].as_str()), ("2550.00", "150.00"));
         assert_eq!(table.rows[1][4], "150.00 ± 0", "identical runs: a zero half-width");
+    }
+
+    /// Issue 34: `18724.09–61397.01 … 40060.55 ± 271105.40` in one tier's table (Mbit/s),
+    /// Gbit/s in the others. Every rate column has one unit, no figure — a half-width either —
+    /// past five integer digits, and a report's tables share the unit.
+    #[test]
+    fn every_rate_column_has_one_unit_shared_by_a_reports_tables() {
+        let every_figure_fits = |t: &Table| {
+            for row in &t.rows {
+                for cell in &row[2..5] {
+                    for n in cell.split(['–', '±', ' ']).filter(|n| !n.is_empty()) {
+                        let v: f64 = n.parse().unwrap_or_else(|_| panic!("{cell}: a bare number"));
+                        assert!(v < 1e5, "{cell}: more than five integer digits");
+                    }
+                }
+            }
+        };
+        // Two runs 18.7 and 61.4 Gbit/s (a half-width of 271 Gbit/s) beside a slow cell.
+        let mut tier = summary(vec![18.724e9, 61.397e9]);
+        tier.cells.push(summary(vec![800e6, 810e6]).cells.remove(0));
+        let own = cell_table(&tier, None);
+        every_figure_fits(&own);
+        assert_eq!(own.header[0], "cell (Gbit/s received)");
+        assert_eq!(own.rows[0][2], "18.72–61.40");
+        // A campaign: the other tier's table uses the shared unit too.
+        let other = summary(vec![25.1e9, 25.3e9]);
+        let unit = RateUnit::of([&tier, &other], []);
+        for t in [&tier, &other] {
+            let table = cell_table(t, Some(unit));
+            assert_eq!(table.header[0], "cell (Gbit/s received)");
+            every_figure_fits(&table);
+        }
+        assert_eq!(cell_table(&other, Some(unit)).rows[0][3], "25.20");
     }
 
     #[test]
@@ -477,7 +508,7 @@ mod tests {
         let mut other = summary(vec![8e9]).cells.remove(0);
         other.limit = Some("receive_window".into());
         t.cells.push(other);
-        let table = cell_table(&t);
+        let table = cell_table(&t, None);
         let verdicts: Vec<&str> =
             table.rows.iter().map(|r| r.last().expect("v").as_str()).collect();
         assert_eq!(verdicts, ["client CPU", "receive window"]);

@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow};
 use linerate_proto::client::{ClientConn, ClientEvent};
-use linerate_proto::spec::{MAX_UDP_DATAGRAM, MIN_UDP_DATAGRAM};
 use linerate_proto::udp::DatagramFormat;
 use linerate_proto::wire::{DataHello, StopReason};
 use linerate_proto::{Machine, ProtoError, Protocol, TestSpec};
@@ -146,17 +145,16 @@ impl<'p> ClientRun<'p> {
         Self { plan, gate, record, streams: None, interrupted: false, peer_results_at: None }
     }
 
-    /// The loopback pairing to propose (`plan/affinity.rs`): a TCP bulk test to a loopback
-    /// address, no `-A`, not part of a fleet or a test under load, on a client with two CPUs
-    /// or more.
+    /// The loopback pairing to propose (`plan/affinity.rs`): a TCP bulk test or a
+    /// request/response test (`--rr`, TCP or UDP; not `--crr`) to a loopback address, no
+    /// `-A`, not part of a fleet or a test under load, on a client with two CPUs or more.
     fn pairing(&self, spec: &TestSpec, server: SocketAddr) -> Option<Vec<u32>> {
         let plan = self.plan;
         let wanted = plan.pair_on_loopback
             && plan.cpus.is_empty()
             && spec.server_cpus.is_empty()
             && crate::record::is_loopback(server.ip())
-            && spec.protocol == Protocol::Tcp
-            && spec.rr.is_none()
+            && crate::plan::affinity::pairs(spec)
             && self.gate.is_none()
             && plan.under_load.is_none();
         if !wanted {
@@ -614,15 +612,17 @@ fn transaction_connector(
 }
 
 /// The spec as run: with `-u` and no `-l`, datagrams sized to the control connection's path
-/// MTU (minus IP and UDP headers), so they are never fragmented.
+/// MTU (minus IP and UDP headers), so they are never fragmented, and small enough for the
+/// pacing rate to send enough of them (`plan::auto_udp_datagram` says why); with the path
+/// MTU unknown, from a 1500-byte IPv4 MTU's.
 fn effective_spec(plan: &ClientPlan, ctrl: &TcpStream, server: SocketAddr) -> TestSpec {
-    match plan.udp_length_auto.then(|| sys::path_mtu(ctrl, server.is_ipv6())).flatten() {
-        Some(mtu) => {
-            let headers = if server.is_ipv6() { 48 } else { 28 };
-            plan.sized(mtu.saturating_sub(headers).clamp(MIN_UDP_DATAGRAM, MAX_UDP_DATAGRAM))
-        }
-        None => plan.spec.clone(),
+    if !plan.udp_length_auto {
+        return plan.spec.clone();
     }
+    let headers = if server.is_ipv6() { 48 } else { 28 };
+    let payload = sys::path_mtu(ctrl, server.is_ipv6())
+        .map_or(crate::plan::DEFAULT_UDP_DATAGRAM, |mtu| mtu.saturating_sub(headers));
+    plan.sized(crate::plan::auto_udp_datagram(payload, plan.spec.bits_per_second))
 }
 
 /// Turns an error into the failure the record keeps: its kind, and the one line the user

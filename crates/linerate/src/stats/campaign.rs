@@ -13,7 +13,7 @@ use crate::plan::matrix::Cell;
 use crate::record::{LinkAssumption, RunRecord};
 use crate::stats::campaign_fleet::{FleetShape, FleetTierFigures, summarize_fleet_place};
 use crate::stats::matrix::{MatrixSummary, summarize_matrix};
-use crate::stats::verdict::tcp_goodput_bits_per_second;
+use crate::stats::verdict::{BEYOND_LINK, LINK_MAX_SHARE, tcp_goodput_bits_per_second};
 use crate::units::format_bits_per_second;
 
 /// One tier, summarised.
@@ -133,7 +133,10 @@ pub fn cross_tier_findings(tiers: &[TierSummary]) -> Vec<String> {
         else {
             continue;
         };
-        let verdict = if share >= 0.95 {
+        // A rate above the link is a finding about the declaration, never a pass.
+        let verdict = if share > LINK_MAX_SHARE {
+            BEYOND_LINK
+        } else if share >= 0.95 {
             "the link delivers what it should"
         } else if share >= 0.8 {
             "close, but below what the link can carry"
@@ -170,4 +173,34 @@ pub fn cross_tier_findings(tiers: &[TierSummary]) -> Vec<String> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tier whose best cell reached `share` of a declared 10 Gbit/s link.
+    fn tier(share: f64) -> TierSummary {
+        let link = LinkAssumption { bits_per_second: 10_000_000_000, mtu_bytes: 1500 };
+        let place =
+            TierPlace { name: "lo".into(), server: "127.0.0.1:5201".into(), link: Some(link) };
+        let mut t = summarize_place(place, false, &[], None, &[], None);
+        let goodput = t.link_goodput_bits_per_second.expect("goodput");
+        (t.best_cell, t.best_bits_per_second) = (Some("P=1".into()), Some(goodput * share));
+        t.share_of_link_goodput = Some(share);
+        t
+    }
+
+    /// Issue 34: "best 69.1 Gbit/s … is 744.3 % of the TCP goodput of a 10.0 Gbit/s link …
+    /// the link delivers what it should". Above the link it is a finding about the
+    /// declaration, not a pass; at 97 % it still is one.
+    #[test]
+    fn a_rate_above_the_declared_link_is_not_a_pass() {
+        let f = cross_tier_findings(&[tier(7.443)]).join("\n");
+        assert!(f.contains("is 744.3% of the TCP goodput"), "{f}");
+        assert!(!f.contains("delivers what it should"), "{f}");
+        assert!(f.contains("more than that link can carry: the declared link is wrong"), "{f}");
+        let f = cross_tier_findings(&[tier(0.97)]).join("\n");
+        assert!(f.contains("the link delivers what it should"), "{f}");
+    }
 }

@@ -404,6 +404,14 @@ fn link_finding(measured: &[&CellSummary]) -> Option<String> {
     let shares: Vec<(&CellSummary, f64)> =
         measured.iter().filter_map(|c| Some((*c, c.link_share?))).collect();
     let (best, top) = shares.iter().max_by(|a, b| a.1.total_cmp(&b.1)).copied()?;
+    if top > crate::stats::verdict::LINK_MAX_SHARE {
+        return Some(format!(
+            "link: {} reached {:.0}% of the declared link's theoretical TCP goodput, {}",
+            best.label,
+            top * 100.0,
+            crate::stats::verdict::BEYOND_LINK
+        ));
+    }
     Some(match shares.iter().find(|(_, s)| *s >= LINK_NEAR) {
         Some((c, s)) => format!(
             "link: {} already reaches {:.0}% of the declared link's theoretical TCP goodput",
@@ -557,6 +565,23 @@ mod tests {
         assert!((hi - (s.mean + s.ci95_half_width.expect("h"))).abs() < 1.0);
         let tight = describe(&[9.4e9, 9.5e9, 9.45e9]).map(rate_interval).expect("stats");
         assert!(tight.ci95.expect("interval").0 > 9e9, "untouched when positive");
+    }
+
+    /// Issue 34: 744 % of a declared 10 Gbit/s link (a loopback run) "reaches" it. A rate the
+    /// link cannot carry says the declaration is wrong; below the link the reading stands.
+    #[test]
+    fn a_rate_above_the_declared_link_is_a_finding_not_a_pass() {
+        let p = AxisValue::Parallel;
+        let with_share = |index, share| CellSummary {
+            link_share: Some(share),
+            ..cell(index, vec![p(index as u32 + 1)], vec![9e9, 9.1e9])
+        };
+        let all = findings(&[with_share(0, 0.95), with_share(1, 7.443)]).join("\n");
+        assert!(all.contains("link: P=2 reached 744% of the declared link's"), "{all}");
+        assert!(all.contains("more than that link can carry"), "{all}");
+        assert!(!all.contains("link: P=1 already reaches"), "{all}");
+        let all = findings(&[with_share(0, 0.95), with_share(1, 1.005)]).join("\n");
+        assert!(all.contains("link: P=1 already reaches 95%"), "{all}");
     }
 
     #[test]

@@ -213,12 +213,7 @@ fn same_host(record: &RunRecord) -> bool {
     if let (Some(a), Some(b)) = (id(record.client.as_ref()), id(record.server_results.as_ref())) {
         return a == b;
     }
-    let loopback = |a: &Option<String>| {
-        a.as_deref()
-            .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
-            .is_some_and(|a| crate::record::is_loopback(a.ip()))
-    };
-    loopback(&record.local_address) && loopback(&record.remote_address)
+    record.on_loopback()
 }
 
 /// Streams whose sender moved nothing while others did: the aggregate hides starvation.

@@ -27,6 +27,21 @@
 //! **Rating.** The draft defines no bands. linerate's, stated with the figure so nobody takes
 //! them for Apple's: low below 300 RPM (round trips over 200 ms), medium to 1000 RPM (60 ms),
 //! high above.
+//!
+//! **Finding.** One sentence on what the load did, derived from the rating so the two never
+//! disagree (a "bufferbloat" beside "high" would leave the reader to pick one). The added
+//! median is the evidence that a queue filled (more than 5 ms and more than the idle median);
+//! the rating says whether that queue hurt: *bufferbloat* only when a queue filled **and** the
+//! rating is medium or low; a queue that filled while round trips stayed under 60 ms (high)
+//! is named with its figures but not called bufferbloat; a low or medium rating without an
+//! added delay is the idle path's own round trip, said so, not blamed on a queue.
+//!
+//! **Queue estimate.** The added median delay times the rate reached, per direction: a round
+//! trip crosses each direction's queue once, so with `--bidir` the added delay is the sum of
+//! both queues' delays. Which share each queue added cannot be told from the round trip, so
+//! the estimate takes an even split: the added delay over the number of directions, times the
+//! rates summed (the added delay times the directions' mean rate). Two equal queues are then
+//! estimated exactly, where delay × the summed rates counted each twice.
 
 use linerate_proto::StreamRole;
 use linerate_proto::histogram::DurationHistogram;
@@ -154,29 +169,52 @@ pub fn phase_intervals(phase: &ProbePhase) -> Vec<(f64, f64, &RrIntervalSample)>
 /// that filled: bufferbloat, as far as this test can tell.
 pub const BLOAT_NS: i64 = 5_000_000;
 
-/// The sentence on the added delay: a bloated queue, or latency that held.
-fn finding(idle: &PhaseFigures, loaded: &PhaseFigures, queue: Option<u64>) -> Option<String> {
+/// The sentence on what the load did, derived from the responsiveness `rating` (module docs,
+/// "Finding"): bufferbloat only when a queue filled and the rating is not high.
+fn finding(
+    idle: &PhaseFigures,
+    loaded: &PhaseFigures,
+    queue: Option<u64>,
+    rpm: Option<&Responsiveness>,
+) -> Option<String> {
     let (i, l) = (idle.p50_ns? as i64, loaded.p50_ns? as i64);
     let added = l - i;
     let ms = |ns: i64| ns as f64 / 1e6;
-    Some(if added > BLOAT_NS.max(i) {
-        format!(
-            "the load filled a queue on the path (bufferbloat): the median probe took {:.1} ms instead of {:.3} ms idle, +{:.1} ms{}; a shorter queue or AQM at the bottleneck would keep it near idle",
+    let queued = queue.map_or(String::new(), |q| {
+        format!(", about {} queued at the rate reached", crate::units::ByteCount(q).iec())
+    });
+    let rated = rpm.map_or(String::new(), |r| format!(" ({:.0} RPM, {})", r.rpm, r.rating));
+    let high = rpm.is_none_or(|r| r.rating == "high");
+    Some(match (added > BLOAT_NS.max(i), high) {
+        (true, false) => format!(
+            "the load filled a queue on the path (bufferbloat){rated}: the median probe took \
+             {:.1} ms instead of {:.3} ms idle, +{:.1} ms{queued}; a shorter queue or AQM at the \
+             bottleneck would keep it near idle",
+            ms(l),
+            ms(i),
+            ms(added)
+        ),
+        (true, true) => format!(
+            "a queue filled under load, but round trips stayed short{rated}: the median probe \
+             took {:.1} ms instead of {:.3} ms idle, +{:.1} ms{queued}; round trips under \
+             {:.0} ms rate high in linerate's bands: a queue that did not cost responsiveness",
             ms(l),
             ms(i),
             ms(added),
-            queue.map_or(String::new(), |q| format!(
-                ", about {} KiB queued at the rate reached",
-                q / 1024
-            ))
-        )
-    } else {
-        format!(
-            "latency held under load: the median probe took {:.3} ms, {:+.3} ms from idle (less than {} ms or the idle median itself): no bloated queue on the path",
+            60_000.0 / HIGH_RPM
+        ),
+        (false, high) => format!(
+            "latency held under load{rated}: the median probe took {:.3} ms, {:+.3} ms from idle \
+             (less than {} ms or the idle median itself): no bloated queue on the path{}",
             ms(l),
             ms(added),
-            BLOAT_NS / 1_000_000
-        )
+            BLOAT_NS / 1_000_000,
+            if high {
+                String::new()
+            } else {
+                format!("; the rating is the idle path's own round trip ({:.3} ms)", ms(i))
+            }
+        ),
     })
 }
 
@@ -242,10 +280,15 @@ fn confidence(intervals: &[RrIntervalSample]) -> &'static str {
     if sd <= SDT * mean { "high" } else { "medium" }
 }
 
+/// Below this many round trips per minute (round trips over 200 ms) the rating is low.
+const LOW_RPM: f64 = 300.0;
+/// Up to this many (round trips of 60 ms or more) it is medium; above, high.
+const HIGH_RPM: f64 = 1000.0;
+
 fn rating(rpm: f64) -> &'static str {
     match rpm {
-        r if r < 300.0 => "low",
-        r if r <= 1000.0 => "medium",
+        r if r < LOW_RPM => "low",
+        r if r <= HIGH_RPM => "medium",
         _ => "high",
     }
 }
@@ -262,11 +305,14 @@ pub fn summarize_under_load(
         Some(l as i64 - i as i64)
     };
     let added_p50_ns = added(|f| f.p50_ns);
-    let received: f64 =
-        directions.iter().filter_map(|d| d.receiver.as_ref()?.figures.bits_per_second).sum();
+    // A round trip crosses each direction's queue once: an even split of the added delay
+    // over the directions (module docs, "Queue estimate").
+    let rates: Vec<f64> =
+        directions.iter().filter_map(|d| d.receiver.as_ref()?.figures.bits_per_second).collect();
+    let mean_rate = rates.iter().sum::<f64>() / rates.len().max(1) as f64;
     let queue_bytes = added_p50_ns
-        .filter(|a| *a > 0 && received > 0.0)
-        .map(|a| (a as f64 / 1e9 * received / 8.0) as u64);
+        .filter(|a| *a > 0 && mean_rate > 0.0)
+        .map(|a| (a as f64 / 1e9 * mean_rate / 8.0) as u64);
     let conns = loaded_connections(record, &p.loaded);
     let responsiveness = loaded.as_ref().and_then(|l| {
         let http_ms = l.trimmed_mean_ns? as f64 / 1e6;
@@ -285,7 +331,10 @@ pub fn summarize_under_load(
             confidence: confidence(&p.loaded.intervals),
         })
     });
-    let finding = idle.as_ref().zip(loaded.as_ref()).and_then(|(i, l)| finding(i, l, queue_bytes));
+    let finding = idle
+        .as_ref()
+        .zip(loaded.as_ref())
+        .and_then(|(i, l)| finding(i, l, queue_bytes, responsiveness.as_ref()));
     Some(UnderLoadSummary {
         finding,
         probes_per_second: p.probe.rate_per_second,
@@ -341,6 +390,82 @@ mod tests {
         assert_eq!(times(&phase(7000, 2)), [(0.0, 4.0), (4.0, 7.0)], "merged: 4 s each");
         assert_eq!(times(&phase(2000, 4)), [(0.0, 0.5), (0.5, 1.0), (1.0, 1.5), (1.5, 2.0)]);
         assert!(times(&phase(0, 3)).is_empty() && times(&phase(2000, 0)).is_empty());
+    }
+
+    /// The under-load fixture (a loopback upload) with its probes' medians set to `idle_ms`
+    /// and `loaded_ms`, no handshake probes and no loaded-connection samples: the RPM is then
+    /// the loaded probes' alone.
+    fn probed(record: &str, idle_ms: f64, loaded_ms: f64) -> UnderLoadSummary {
+        let doc: serde_json::Value =
+            serde_json::from_str(include_str!("../../tests/fixtures/reports/under-load.json"))
+                .expect("fixture");
+        let from: RunRecord = serde_json::from_value(doc["record"].clone()).expect("record");
+        let mut r: RunRecord = serde_json::from_str(record).expect("record");
+        let mut probes = from.probes.expect("probes");
+        for (phase, ms) in [(&mut probes.idle, idle_ms), (&mut probes.loaded, loaded_ms)] {
+            let l = phase.latency.as_mut().expect("latency");
+            l.histogram = DurationHistogram::new();
+            l.histogram.record_ns((ms * 1e6) as u64, 200);
+            phase.connect = None;
+        }
+        r.probes = Some(probes);
+        for s in [r.client.as_mut(), r.server_results.as_mut()].into_iter().flatten() {
+            s.streams.iter_mut().flat_map(|s| &mut s.intervals).for_each(|i| i.tcp = None);
+        }
+        crate::stats::summarize(&r).under_load.expect("under load")
+    }
+
+    const UPLOAD: &str = include_str!("../../tests/fixtures/records/tcp_upload.json");
+
+    /// Issue 34: with bbr a 38 ms loaded delay was "bufferbloat" beside "1073 RPM (high)".
+    /// The finding follows the rating: a queue that left round trips short is named, not
+    /// called bufferbloat; one that made them long is.
+    #[test]
+    fn the_finding_never_contradicts_the_rating() {
+        for (idle, loaded, rating, bloat) in [
+            (0.2, 38.0, "high", false),
+            (0.2, 6.0, "high", false),
+            (0.2, 150.0, "medium", true),
+            (0.2, 400.0, "low", true),
+            (0.1, 0.12, "high", false),
+            // A long idle path with no queue: low, and said to be the path's own round trip.
+            (250.0, 251.0, "low", false),
+        ] {
+            let u = probed(UPLOAD, idle, loaded);
+            let (r, f) = (u.responsiveness.expect("rpm"), u.finding.expect("finding"));
+            assert_eq!(r.rating, rating, "{loaded} ms: {f}");
+            assert_eq!(f.contains("bufferbloat"), bloat, "{loaded} ms, {}: {f}", r.rating);
+            assert!(f.contains(&format!("RPM, {rating})")), "{f}");
+        }
+        let f = probed(UPLOAD, 0.2, 38.0).finding.expect("finding");
+        assert!(f.starts_with("a queue filled under load, but round trips stayed short"), "{f}");
+        let long = probed(UPLOAD, 250.0, 251.0);
+        let idle_ms = long.idle.and_then(|i| i.p50_ns).expect("idle") as f64 / 1e6;
+        let f = long.finding.expect("finding");
+        assert!(f.contains(&format!("the idle path's own round trip ({idle_ms:.3} ms)")), "{f}");
+    }
+
+    /// Issue 34: `--bidir` through two queues estimated 1.61 MiB, twice the truth: one round
+    /// trip crosses both, so the added delay is split between the directions.
+    #[test]
+    fn a_bidir_queue_estimate_counts_each_queue_once() {
+        for (record, directions) in
+            [(UPLOAD, 1.0), (include_str!("../../tests/fixtures/records/tcp_bidir.json"), 2.0)]
+        {
+            let u = probed(record, 0.2, 12.2);
+            let r: RunRecord = serde_json::from_str(record).expect("record");
+            let rates: Vec<f64> = crate::stats::summarize(&r)
+                .directions
+                .iter()
+                .filter_map(|d| d.receiver.as_ref()?.figures.bits_per_second)
+                .collect();
+            assert_eq!(rates.len() as f64, directions);
+            let added = u.added_p50_ns.expect("added") as f64 / 1e9;
+            // Two equal queues of 6 ms each: each holds 6 ms of its direction's rate.
+            let truth: f64 = rates.iter().map(|r| added / directions * r / 8.0).sum();
+            let got = u.queue_bytes.expect("queue") as f64;
+            assert!((got - truth).abs() <= truth * 0.01, "{got} vs {truth} ({directions} dirs)");
+        }
     }
 
     #[test]

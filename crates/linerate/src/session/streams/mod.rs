@@ -477,7 +477,8 @@ impl StreamSet {
         };
         let setup = self.rr_setup(rr, counters.clone(), recorder.clone());
         let name = format!("lr-u{}-{id}", if role == StreamRole::Sender { "rq" } else { "rs" });
-        let thread = self.spawn_thread(name, rr_stream::udp_body(setup, sock, framing))?;
+        let cpu = self.stream_cpu(id);
+        let thread = self.spawn_thread_on(name, cpu, rr_stream::udp_body(setup, sock, framing))?;
         let socket = socket_report(probe.local_addr(), probe.peer_addr(), granted);
         let mut stream =
             LocalStream::new(id, flow, role, counters, Probe::Udp, socket, Some(thread));

@@ -100,7 +100,7 @@ impl StreamSet {
             (spec.block_bytes as usize, spec.bits_per_second, spec.burst_blocks());
         let read = spec.read_size() as usize;
         let name = format!("lr-{}-{id}", if role == StreamRole::Sender { "tx" } else { "rx" });
-        let cpu = self.bulk_cpu(id);
+        let cpu = self.stream_cpu(id);
         let paired = cpu.is_some() && self.cpus.is_empty();
         let slice = self.receiver_slice.filter(|_| paired && role == StreamRole::Receiver);
         let sliced = self.sliced.clone();
@@ -150,9 +150,9 @@ impl StreamSet {
         self.spawn_thread_on(name, cpu, body)
     }
 
-    /// The CPU of TCP bulk stream `id`'s thread: `-A`'s next CPU, else the loopback
-    /// pairing's CPU for the stream, else none.
-    fn bulk_cpu(&mut self, id: u32) -> Option<u32> {
+    /// The CPU of stream `id`'s thread (TCP bulk, request/response): `-A`'s next CPU, else
+    /// the loopback pairing's CPU for the stream, else none.
+    pub(super) fn stream_cpu(&mut self, id: u32) -> Option<u32> {
         if !self.cpus.is_empty() {
             return self.next_cpu();
         }
@@ -196,7 +196,8 @@ impl StreamSet {
         }
         let body = rr_stream::tcp_body(setup, sock);
         let name = format!("lr-{}-{id}", if role == StreamRole::Sender { "rq" } else { "rs" });
-        self.spawn_thread(name, body)
+        let cpu = self.stream_cpu(id);
+        self.spawn_thread_on(name, cpu, body)
     }
 
     pub(super) fn rr_setup(
@@ -231,7 +232,7 @@ impl StreamSet {
     }
 
     /// Starts a data thread named `name`, bound to `cpu` if given.
-    fn spawn_thread_on(
+    pub(super) fn spawn_thread_on(
         &self,
         name: String,
         cpu: Option<u32>,
