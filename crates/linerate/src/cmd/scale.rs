@@ -52,7 +52,7 @@ pub fn run(plan: &FleetPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     let plan = &plan;
     if text {
         let out = &mut std::io::stdout();
-        render::render_scale_start(plan, plan.order().len(), out)?;
+        render::render_scale_start(plan, plan.first_round_runs(), out)?;
         render::render_scale_rounds(plan, group.filter(|_| plan.resume.is_some()), out)?;
     }
     // Whole earlier fleet runs are not run again; partial ones are (a fleet run is one

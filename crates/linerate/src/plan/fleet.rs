@@ -59,19 +59,10 @@ impl FleetPlan {
         FleetPlan { targets: self.targets[..k.min(self.targets.len())].to_vec(), ..self.clone() }
     }
 
-    /// The runs of a scaling curve: every (host count, repetition) pair, in a random order the
-    /// seed reproduces (like a matrix: a machine's slow drift spreads over every point).
-    pub fn order(&self) -> Vec<(usize, u32)> {
-        let pairs: Vec<(usize, u32)> =
-            self.scale.iter().flat_map(|&k| (1..=self.repeat).map(move |r| (k, r))).collect();
-        crate::plan::matrix::shuffled(pairs, self.seed)
-    }
-
-    /// With `--until-ci`, the host counts of a further round (`round` ≥ 1) in a random order
-    /// the seed and the round reproduce, as a matrix's rounds are.
-    pub fn round(&self, counts: &[usize], round: u64) -> Vec<usize> {
-        let seed = crate::plan::matrix::round_seed(self.seed, round);
-        crate::plan::matrix::shuffled(counts.to_vec(), seed)
+    /// Fleet runs in the first round of a scaling curve: every host count `repeat` times (the
+    /// order is the grid's, `session::grid`).
+    pub fn first_round_runs(&self) -> usize {
+        self.scale.len() * self.repeat as usize
     }
 
     /// The client plan for one target.

@@ -214,11 +214,6 @@ impl MatrixPlan {
     pub fn cells(&self) -> Vec<Cell> {
         cells_of(&self.axes)
     }
-
-    /// The order of one round: each of `cells` `times` times, shuffled with `round`'s seed.
-    pub fn round(&self, cells: &[usize], times: u32, round: u64) -> Vec<usize> {
-        round_order(self.seed, cells, times, round)
-    }
 }
 
 /// The order of round `round` of a grid whose first round was shuffled with `seed`: each of
@@ -293,13 +288,13 @@ mod tests {
     fn rounds_run_every_cell_the_right_number_of_times_in_a_seeded_order() {
         let p = plan();
         let all: Vec<usize> = (0..6).collect();
-        let order = p.round(&all, 3, 0);
+        let order = round_order(p.seed, &all, 3, 0);
         assert_eq!(order.len(), 18);
         for c in 0..6 {
             assert_eq!(order.iter().filter(|&&x| x == c).count(), 3);
         }
-        assert_eq!(order, p.round(&all, 3, 0), "same seed, same order");
-        assert_ne!(order, p.round(&all, 3, 1), "another round, another order");
+        assert_eq!(order, round_order(p.seed, &all, 3, 0), "same seed, same order");
+        assert_ne!(order, round_order(p.seed, &all, 3, 1), "another round, another order");
         let sorted: Vec<usize> = all.iter().flat_map(|&c| [c, c, c]).collect();
         assert_ne!(order, sorted, "shuffled");
     }
