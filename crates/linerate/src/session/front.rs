@@ -574,8 +574,9 @@ impl Conn {
                     ServerEvent::EnvironmentRequested { .. } => "refused a doctor",
                     _ => "refused",
                 };
-                test.finish(Err(anyhow::anyhow!("{what}: {r}")));
-                self.closing()
+                // Not admitted: nothing to end but the log line (no `finish`, whose heap trim
+                // is for a session that ran, not for the door's thread on every refusal).
+                self.farewell(shared, format!("{what}: {r}"))
             }
         }
     }
@@ -605,8 +606,7 @@ impl Conn {
             Ok(()) => Next::Iperf3(Box::new((test, Iperf3ServerEvent::TestRequested(Ok(request))))),
             Err(e) => {
                 self.out.extend(m.poll_transmit().unwrap_or_default());
-                test.finish(Err(e));
-                self.closing()
+                self.farewell(shared, format!("{e:#}"))
             }
         }
     }

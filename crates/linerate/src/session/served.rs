@@ -151,9 +151,9 @@ impl ServedTest {
                 self.preempted = preempted;
                 // The progress floor counts from here: a test pays for its slot from the
                 // moment it takes it, whether or not it has started.
-                self.window = (Instant::now(), Progress::default());
-                self.rate = requested_rate(spec).unwrap_or(0);
                 self.admitted = Instant::now();
+                self.window = (self.admitted, Progress::default());
+                self.rate = requested_rate(spec).unwrap_or(0);
                 self.pending = None;
                 Ok(None)
             }
