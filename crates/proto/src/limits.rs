@@ -781,6 +781,26 @@ pub struct TestCost {
     pub fds: u32,
 }
 
+impl TestCost {
+    /// Both costs together (each figure saturating).
+    pub fn plus(self, other: TestCost) -> TestCost {
+        TestCost {
+            memory: self.memory.saturating_add(other.memory),
+            threads: self.threads.saturating_add(other.threads),
+            fds: self.fds.saturating_add(other.fds),
+        }
+    }
+
+    /// This cost less `other` (each figure at least 0).
+    pub fn minus(self, other: TestCost) -> TestCost {
+        TestCost {
+            memory: self.memory.saturating_sub(other.memory),
+            threads: self.threads.saturating_sub(other.threads),
+            fds: self.fds.saturating_sub(other.fds),
+        }
+    }
+}
+
 /// What a test's session costs the server besides its streams: the session thread's stack
 /// (2 MiB of address space), the interval samples of both ends (at most about 2 MiB, see
 /// docs/SECURITY.md) and the control connection's buffers.
@@ -885,8 +905,8 @@ impl Budgets {
 
     /// The refusal for a test costing `cost` while admitted tests already take `used`.
     pub fn refusal(&self, used: TestCost, cost: TestCost) -> Option<Refusal> {
-        let over = |used: u64, more: u64, total: u64| used.saturating_add(more) > total;
-        let why = if over(used.memory, cost.memory, self.memory) {
+        let after = used.plus(cost);
+        let why = if after.memory > self.memory {
             format!(
                 "running tests already need {} of its {} memory budget (--max-memory) and this \
                  one needs {}",
@@ -894,13 +914,13 @@ impl Budgets {
                 size(self.memory),
                 size(cost.memory)
             )
-        } else if over(used.threads.into(), cost.threads.into(), self.threads) {
+        } else if u64::from(after.threads) > self.threads {
             format!(
                 "running tests already use {} of its {} threads (--max-threads) and this one \
                  needs {}",
                 used.threads, self.threads, cost.threads
             )
-        } else if over(used.fds.into(), cost.fds.into(), self.fds) {
+        } else if u64::from(after.fds) > self.fds {
             format!(
                 "running tests already hold {} of the {} file descriptors it keeps for tests \
                  (its open-file limit) and this one needs {}",

@@ -229,9 +229,7 @@ impl Shared {
     /// Gives `cost` back to the server's totals.
     fn give_back(&self, cost: TestCost) {
         let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
-        used.memory = used.memory.saturating_sub(cost.memory);
-        used.threads = used.threads.saturating_sub(cost.threads);
-        used.fds = used.fds.saturating_sub(cost.fds);
+        *used = used.minus(cost);
     }
 
     /// Takes `spec`'s cost from the server's totals, or says which total it would exceed.
@@ -241,9 +239,7 @@ impl Shared {
         if let Some(r) = self.budgets.refusal(*used, cost) {
             return Err(r);
         }
-        used.memory = used.memory.saturating_add(cost.memory);
-        used.threads = used.threads.saturating_add(cost.threads);
-        used.fds = used.fds.saturating_add(cost.fds);
+        *used = used.plus(cost);
         Ok(cost)
     }
 
