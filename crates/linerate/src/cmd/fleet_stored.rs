@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use super::fleet::{labelled, stored_label};
 use crate::record::RunRecord;
-use crate::stats::fleet::{FleetSummary, split_attempts, summarize_fleet};
+use crate::stats::fleet::{FleetSummary, split_attempts, summarize_planned};
 use crate::store::Store;
 
 /// Each host's label and run, in one fleet run.
@@ -47,9 +47,7 @@ pub(super) fn is_curve(params: &Value) -> bool {
 
 /// The figures of one fleet run of a curve: planned as its k hosts, however many were stored.
 pub(super) fn summarize_attempt(hosts: usize, records: &Hosts) -> FleetSummary {
-    let mut summary = summarize_fleet(&labelled(records));
-    summary.hosts_planned = summary.hosts_planned.max(hosts);
-    summary
+    summarize_planned(hosts, &labelled(records))
 }
 
 /// Every host run of a single fleet, labelled.

@@ -14,7 +14,7 @@ use crate::session::Interrupt;
 use crate::session::fleet::{HostRun, run_fleet};
 use crate::session::grid::{Executor, Grid, MAX_ATTEMPTS_PER_RUN, Slot};
 use crate::session::matrix::MatrixOutcome;
-use crate::stats::fleet::{FleetSummary, HostInput, summarize_fleet};
+use crate::stats::fleet::{FleetSummary, HostInput, summarize_planned};
 use crate::stats::scaling::pending_counts;
 
 /// Each host's record with its place in the fleet (label, measured start), labelled.
@@ -90,9 +90,7 @@ impl Executor for Curve<'_> {
                     .iter()
                     .map(|(label, r)| HostInput { label, ..HostInput::placed(r) })
                     .collect();
-                let mut summary = summarize_fleet(&inputs);
-                summary.hosts_planned = summary.hosts_planned.max(k);
-                (k, summary)
+                (k, summarize_planned(k, &inputs))
             })
             .collect();
         let bounds = (self.plan.max_repeat as usize, MAX_ATTEMPTS_PER_RUN);

@@ -18,7 +18,7 @@ use serde::Serialize;
 use crate::plan::campaign::TierFleet;
 use crate::record::{Outcome, RunRecord};
 use crate::stats::campaign::{TierPlace, TierSummary};
-use crate::stats::fleet::{FleetSummary, HostInput, split_attempts, summarize_fleet};
+use crate::stats::fleet::{FleetSummary, HostInput, split_attempts, summarize_planned};
 use crate::stats::matrix::MatrixSummary;
 use crate::stats::scaling::{ScaleSummary, summarize_scaling};
 use crate::stats::verdict::tcp_goodput_bits_per_second;
@@ -152,9 +152,7 @@ pub fn fleet_figures(shape: &FleetShape, runs: &[(usize, u32, RunRecord)]) -> Fl
         let Some(pick) = of.iter().find(|a| a.whole(hosts)).or(of.last()) else { continue };
         let inputs: Vec<HostInput<'_>> =
             pick.records.iter().map(|(_, r)| HostInput::placed(r)).collect();
-        let mut summary = summarize_fleet(&inputs);
-        // Hosts of the run that never got a record (an interrupted store) are still planned.
-        summary.hosts_planned = summary.hosts_planned.max(hosts);
+        let summary = summarize_planned(hosts, &inputs);
         chosen.push(FleetTierRun { hosts, repetition, attempts: of.len(), summary });
     }
     let curve =

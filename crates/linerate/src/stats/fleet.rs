@@ -353,6 +353,15 @@ pub fn split_attempts<'a>(runs: impl IntoIterator<Item = AttemptOf<'a>>) -> Vec<
     out
 }
 
+/// The figures of one fleet run planned as `planned` hosts, however many records it has: a
+/// host whose record was never stored (an interrupted store) still counts as planned, so the
+/// run reads as partial, not as a smaller fleet.
+pub fn summarize_planned(planned: usize, hosts: &[HostInput<'_>]) -> FleetSummary {
+    let mut summary = summarize_fleet(hosts);
+    summary.hosts_planned = summary.hosts_planned.max(planned);
+    summary
+}
+
 /// The fleet's figures.
 pub fn summarize_fleet(hosts: &[HostInput<'_>]) -> FleetSummary {
     let measured: Vec<HostInput<'_>> =
