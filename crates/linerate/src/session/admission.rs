@@ -103,62 +103,35 @@ pub(crate) struct Place {
     pub(crate) wait: Option<Duration>,
 }
 
-/// A connection counted against its address until it becomes part of a test or closes.
+/// A count a client's entry holds until the guard drops: `n` of the field `count` picks. The
+/// one shape of [`Pending`], [`Share`], [`Expected`] and [`Transactions`].
 #[derive(Debug)]
-pub(crate) struct Pending {
+pub(crate) struct Held {
     admission: Arc<Admission>,
     ip: IpAddr,
+    n: u32,
+    count: fn(&mut Client) -> &mut u32,
 }
 
-impl Drop for Pending {
+impl Drop for Held {
     fn drop(&mut self) {
-        self.admission.update(self.ip, |c| c.pending = c.pending.saturating_sub(1));
+        let (n, count) = (self.n, self.count);
+        self.admission.update(self.ip, |c| {
+            let field = count(c);
+            *field = field.saturating_sub(n);
+        });
     }
 }
 
-/// One test or doctor session held by an address; dropping it gives the place back.
-#[derive(Debug)]
-pub(crate) struct Share {
-    admission: Arc<Admission>,
-    ip: IpAddr,
-}
-
-impl Drop for Share {
-    fn drop(&mut self) {
-        self.admission.update(self.ip, |c| c.held = c.held.saturating_sub(1));
-    }
-}
-
+/// A connection counted against its client until it becomes part of a test or closes.
+pub(crate) type Pending = Held;
+/// One test or doctor session held by a client; dropping it gives the place back.
+pub(crate) type Share = Held;
 /// A running `--crr` test's allowance of transaction connections (see
 /// [`Admission::allow_transactions`]).
-#[derive(Debug)]
-pub(crate) struct Transactions {
-    admission: Arc<Admission>,
-    ip: IpAddr,
-    n: u32,
-}
-
-impl Drop for Transactions {
-    fn drop(&mut self) {
-        let n = self.n;
-        self.admission.update(self.ip, |c| c.transactions = c.transactions.saturating_sub(n));
-    }
-}
-
+pub(crate) type Transactions = Held;
 /// Data connections an admitted test still awaits (see [`Admission::expect`]).
-#[derive(Debug)]
-pub(crate) struct Expected {
-    admission: Arc<Admission>,
-    ip: IpAddr,
-    n: u32,
-}
-
-impl Drop for Expected {
-    fn drop(&mut self) {
-        let n = self.n;
-        self.admission.update(self.ip, |c| c.expected = c.expected.saturating_sub(n));
-    }
-}
+pub(crate) type Expected = Held;
 
 impl Admission {
     pub(crate) fn new(limits: Limits) -> Arc<Self> {
@@ -234,7 +207,7 @@ impl Admission {
                 ),
             ));
         }
-        Ok(Pending { admission: self.clone(), ip })
+        Ok(self.held(ip, 1, |c| &mut c.pending))
     }
 
     /// An admitted test from `ip` will open `n` data connections: until the guard drops (the
@@ -242,7 +215,7 @@ impl Admission {
     /// each using one up.
     pub(crate) fn expect(self: &Arc<Self>, ip: IpAddr, n: u32) -> Expected {
         self.update(ip, |c| c.expected = c.expected.saturating_add(n));
-        Expected { admission: self.clone(), ip, n }
+        self.held(ip, n, |c| &mut c.expected)
     }
 
     /// A running `--crr` test from `ip` opens a connection per transaction, up to `n` at
@@ -251,7 +224,7 @@ impl Admission {
     /// streams and counted in the server's descriptor budget (`TestCost::fds`).
     pub(crate) fn allow_transactions(self: &Arc<Self>, ip: IpAddr, n: u32) -> Transactions {
         self.update(ip, |c| c.transactions = c.transactions.saturating_add(n));
-        Transactions { admission: self.clone(), ip, n }
+        self.held(ip, n, |c| &mut c.transactions)
     }
 
     /// Counts one more test (or doctor session) held by `ip`, or says it holds its share
@@ -279,7 +252,7 @@ impl Admission {
                 }
             }
         })?;
-        Ok(Share { admission: self.clone(), ip })
+        Ok(self.held(ip, 1, |c| &mut c.held))
     }
 
     /// A test from `ip` held a slot without paying for it (it never started — a held start
@@ -323,6 +296,11 @@ impl Admission {
                 ),
             )),
         }
+    }
+
+    /// The guard that gives back `n` of `ip`'s `count` when it drops (counted already).
+    fn held(self: &Arc<Self>, ip: IpAddr, n: u32, count: fn(&mut Client) -> &mut u32) -> Held {
+        Held { admission: self.clone(), ip, n, count }
     }
 
     /// Applies `f` to `ip`'s entry (created full), dropping entries with nothing to remember.
