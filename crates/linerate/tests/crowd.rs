@@ -156,34 +156,36 @@ fn threads_and_rss(pid: u32) -> (u64, u64) {
     (status_field(pid, "Threads:"), status_field(pid, "VmRSS:"))
 }
 
-#[test]
-fn two_hundred_addresses_of_silent_greetings_neither_crash_the_server_nor_keep_tests_out() {
-    let _serial = crate::util::exclusive();
+/// Raises this process's open-file limit to what a crowd needs, or fails saying so.
+fn enough_files() {
     let fds = raise_fd_limit();
     let need = (ADDRESSES * PER_ADDRESS + 500) as u64;
     assert!(fds >= need, "this test needs {need} open files, have {fds}");
-    let mut srv = limited_server(&[]);
-    let pid = srv.child.id();
-    let port = srv.port.to_string();
-    let warm =
-        run(&["client", "127.0.0.1", "-p", &port, "-t", "0.3", "-J"], Duration::from_secs(20));
+}
+
+/// Measures the server `pid` idle, sends the crowd from `sources` to `target` (its threads
+/// in `netns`, if given), runs the legitimate tests with `client` meanwhile, then stops the
+/// crowd. Prints the figures as `crowd_{tag}_…` and asserts what every crowd must leave
+/// true: the server up (`up`), ≥ 9 of 10 legitimate tests served, threads and RSS within the
+/// door's budget. Returns what the crowd saw.
+fn under_crowd(
+    tag: &str,
+    (pid, target): (u32, SocketAddr),
+    (sources, netns): (Vec<IpAddr>, Option<String>),
+    mut client: impl FnMut() -> Output,
+    up: impl FnOnce() -> bool,
+) -> Arc<Crowd> {
+    let warm = client();
     assert_eq!(warm.code, Some(0), "{}", warm.stderr);
     std::thread::sleep(Duration::from_millis(300));
     let (idle_threads, idle_rss) = threads_and_rss(pid);
-    let sources = (0..ADDRESSES)
-        .map(|i| IpAddr::V4(Ipv4Addr::new(127, 1, (i / 250) as u8, 1 + (i % 250) as u8)))
-        .collect();
     let stop = Arc::new(AtomicBool::new(false));
-    let target = SocketAddr::from(([127, 0, 0, 1], srv.port));
-    let (seen, attackers) = crowd(target, sources, PER_ADDRESS, stop.clone(), None);
+    let (seen, attackers) = crowd(target, sources, PER_ADDRESS, stop.clone(), netns);
     std::thread::sleep(Duration::from_secs(3));
     let mut peak = threads_and_rss(pid);
     let t0 = Instant::now();
     let ok = legitimate(|| {
-        let out = run(
-            &["client", "127.0.0.1", "-p", &port, "-B", "127.0.0.2", "-t", "1", "-J"],
-            Duration::from_secs(30),
-        );
+        let out = client();
         let now = threads_and_rss(pid);
         peak = (peak.0.max(now.0), peak.1.max(now.1));
         out
@@ -191,22 +193,41 @@ fn two_hundred_addresses_of_silent_greetings_neither_crash_the_server_nor_keep_t
     let took = t0.elapsed();
     stop.store(true, Ordering::SeqCst);
     attackers.into_iter().for_each(|h| h.join().expect("attacker"));
-    let up = alive(&mut srv);
-    figure("crowd_v4_legit_success", format!("{ok}/{LEGIT}"));
-    figure("crowd_v4_connections_opened", seen.opened.load(Ordering::Relaxed));
-    figure("crowd_v4_connections_closed_by_server", seen.closed.load(Ordering::Relaxed));
-    figure("crowd_v4_threads_idle_peak", format!("{idle_threads} {}", peak.0));
-    figure("crowd_v4_rss_growth_peak_kib", peak.1.saturating_sub(idle_rss));
-    figure("crowd_v4_legit_tests_took_s", format!("{:.1}", took.as_secs_f64()));
-    assert!(up, "the server is still running: {}", srv.log());
+    figure(&format!("crowd_{tag}_legit_success"), format!("{ok}/{LEGIT}"));
+    figure(&format!("crowd_{tag}_connections_opened"), seen.opened.load(Ordering::Relaxed));
+    let closed = seen.closed.load(Ordering::Relaxed);
+    figure(&format!("crowd_{tag}_connections_closed_by_server"), closed);
+    figure(&format!("crowd_{tag}_threads_idle_peak"), format!("{idle_threads} {}", peak.0));
+    figure(&format!("crowd_{tag}_rss_growth_peak_kib"), peak.1.saturating_sub(idle_rss));
+    figure(&format!("crowd_{tag}_legit_tests_took_s"), format!("{:.1}", took.as_secs_f64()));
+    assert!(up(), "the server is still running");
     assert!(ok >= LEGIT_GOAL, "{ok} of {LEGIT} legitimate tests completed");
+    assert!(peak.0 <= idle_threads + EXTRA_THREADS, "threads {idle_threads} -> {}", peak.0);
+    let growth = peak.1.saturating_sub(idle_rss);
+    assert!(growth < DOOR_RSS_KIB, "RSS grew {growth} KiB during the crowd");
+    seen
+}
+
+#[test]
+fn two_hundred_addresses_of_silent_greetings_neither_crash_the_server_nor_keep_tests_out() {
+    let _serial = crate::util::exclusive();
+    enough_files();
+    let mut srv = limited_server(&[]);
+    let port = srv.port.to_string();
+    let sources = (0..ADDRESSES)
+        .map(|i| IpAddr::V4(Ipv4Addr::new(127, 1, (i / 250) as u8, 1 + (i % 250) as u8)))
+        .collect();
+    let target = SocketAddr::from(([127, 0, 0, 1], srv.port));
+    let client = || {
+        let args = ["client", "127.0.0.1", "-p", &port, "-B", "127.0.0.2", "-t", "1", "-J"];
+        run(&args, Duration::from_secs(30))
+    };
+    let pid = srv.child.id();
+    let seen = under_crowd("v4", (pid, target), (sources, None), client, || alive(&mut srv));
     assert!(
         seen.opened.load(Ordering::Relaxed) >= (ADDRESSES * PER_ADDRESS) as u64,
         "the crowd reached its full size"
     );
-    assert!(peak.0 <= idle_threads + EXTRA_THREADS, "threads {idle_threads} -> {}", peak.0);
-    let growth = peak.1.saturating_sub(idle_rss);
-    assert!(growth < DOOR_RSS_KIB, "RSS grew {growth} KiB during the crowd");
     let log = srv.log();
     assert!(log.contains("(--max-connections)"), "the total cap was reached and said so");
 }
@@ -220,9 +241,7 @@ fn two_hundred_addresses_of_one_ipv6_64_count_as_one_client() {
     if !namespaces_available() {
         return;
     }
-    let fds = raise_fd_limit();
-    let need = (ADDRESSES * PER_ADDRESS + 500) as u64;
-    assert!(fds >= need, "this test needs {need} open files, have {fds}");
+    enough_files();
     let ns = Netns::new("crowd6");
     let server_ip = "fd35:0:0:1::1";
     ip(&["-n", &ns.0, "addr", "add", &format!("{server_ip}/128"), "dev", "lo"]);
@@ -231,7 +250,7 @@ fn two_hundred_addresses_of_one_ipv6_64_count_as_one_client() {
     let mut child = spawn_in(&ns.0, &["server", "-p", port]);
     let pid = child.id();
     let listening = wait_listening(&mut child);
-    let server = KillOnDrop(child);
+    let mut server = KillOnDrop(child);
     assert!(listening, "the server in the namespace did not start");
     let capped = std::process::Command::new("prlimit")
         .args(["--pid", &pid.to_string(), "--as=2147483648"])
@@ -240,38 +259,12 @@ fn two_hundred_addresses_of_one_ipv6_64_count_as_one_client() {
     assert!(capped, "prlimit could not cap the server's address space");
     let client =
         || run_in(&ns.0, &["client", server_ip, "-p", port, "-B", server_ip, "-t", "1", "-J"]);
-    let warm = client();
-    assert_eq!(warm.code, Some(0), "{}", warm.stderr);
-    std::thread::sleep(Duration::from_millis(300));
-    let (idle_threads, idle_rss) = threads_and_rss(pid);
     let sources = (0..ADDRESSES)
         .map(|i| IpAddr::V6(Ipv6Addr::new(0xfd35, 0, 0, 2, 0, 0, 0x35, 1 + i as u16)))
         .collect();
-    let stop = Arc::new(AtomicBool::new(false));
     let target = SocketAddr::new(server_ip.parse().expect("address"), 40035);
-    let (seen, attackers) = crowd(target, sources, PER_ADDRESS, stop.clone(), Some(ns.0.clone()));
-    std::thread::sleep(Duration::from_secs(3));
-    let mut peak = threads_and_rss(pid);
-    let ok = legitimate(|| {
-        let out = client();
-        let now = threads_and_rss(pid);
-        peak = (peak.0.max(now.0), peak.1.max(now.1));
-        out
-    });
-    stop.store(true, Ordering::SeqCst);
-    attackers.into_iter().for_each(|h| h.join().expect("attacker"));
-    let mut server = server;
-    let up = server.0.try_wait().ok().flatten().is_none();
-    figure("crowd_v6_legit_success", format!("{ok}/{LEGIT}"));
-    figure("crowd_v6_connections_opened", seen.opened.load(Ordering::Relaxed));
-    figure("crowd_v6_connections_closed_by_server", seen.closed.load(Ordering::Relaxed));
-    figure("crowd_v6_threads_idle_peak", format!("{idle_threads} {}", peak.0));
-    figure("crowd_v6_rss_growth_peak_kib", peak.1.saturating_sub(idle_rss));
-    assert!(up, "the server is still running");
-    assert!(ok >= LEGIT_GOAL, "{ok} of {LEGIT} legitimate tests completed");
-    assert!(peak.0 <= idle_threads + EXTRA_THREADS, "threads {idle_threads} -> {}", peak.0);
-    let growth = peak.1.saturating_sub(idle_rss);
-    assert!(growth < DOOR_RSS_KIB, "RSS grew {growth} KiB during the crowd");
+    let up = || server.0.try_wait().ok().flatten().is_none();
+    let seen = under_crowd("v6", (pid, target), (sources, Some(ns.0.clone())), client, up);
     // One client: its connections past 32 are closed unread, so the crowd's opens are
     // mostly refused ones — many more than the 6400 it holds at once elsewhere.
     assert!(seen.closed.load(Ordering::Relaxed) > (ADDRESSES * PER_ADDRESS) as u64 / 2);
