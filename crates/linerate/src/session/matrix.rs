@@ -65,7 +65,7 @@ pub fn run_matrix(
 struct Cells<'a> {
     base: &'a ClientPlan,
     plan: &'a MatrixPlan,
-    cells: Vec<Cell>,
+    cells: &'a [Cell],
 }
 
 impl Executor for Cells<'_> {
@@ -83,7 +83,7 @@ impl Executor for Cells<'_> {
     }
 
     fn pending(&self, runs: &[(Slot, RunRecord)]) -> Vec<usize> {
-        pending_cells(self.plan, &self.cells, runs.iter().map(|(s, r)| (s.cell, r)))
+        pending_cells(self.plan, self.cells, runs.iter().map(|(s, r)| (s.cell, r)))
     }
 
     fn stop_message(&self, failures: u32, last: &str) -> String {
@@ -106,7 +106,7 @@ pub fn run_matrix_from(
     let grid = Grid { cells: cells.len(), repeat: plan.repeat, seed: plan.seed };
     let prior =
         prior.into_iter().map(|(c, r, run)| (Slot { cell: c, repetition: r }, run)).collect();
-    let mut exec = Cells { base, plan, cells: cells.clone() };
+    let mut exec = Cells { base, plan, cells: &cells };
     let out = grid.run(
         &mut exec,
         prior,
