@@ -12,14 +12,13 @@ use anyhow::Result;
 use linerate_proto::Environment;
 
 use super::compare::{ALPHA, name};
-use super::fleet::labelled;
-use super::fleet_stored::{Hosts, curve_attempts, fleet_hosts, is_curve, summarize_attempt};
+use super::source::{load_from, stored_fleet_shape};
 use crate::record::{Failure, Outcome, RunRecord};
 use crate::report::fleet_compare::{FleetCompareDocument, FleetCompared, render};
+use crate::report::model::{Report, build};
 use crate::stats::environment::end_changes;
-use crate::stats::fleet::{FleetSummary, summarize_fleet};
+use crate::stats::fleet::summarize_fleet;
 use crate::stats::fleet_compare::{compare_curves, compare_fleets};
-use crate::stats::scaling::summarize_scaling;
 use crate::stats::settings::setting_changes;
 use crate::store::{Store, Stored};
 
@@ -35,7 +34,7 @@ fn kind_of(store: &Store, r: Stored) -> Result<Kind> {
     let Stored::Group(id) = r else { return Ok(Kind::Other("a run")) };
     let Some(g) = store.group(id)? else { return Ok(Kind::Other("a group")) };
     Ok(match g.kind.as_str() {
-        "fleet" if is_curve(&g.params) => Kind::Curve,
+        "fleet" if !stored_fleet_shape(&g).scale.is_empty() => Kind::Curve,
         "fleet" => Kind::Fleet,
         "matrix" => Kind::Other("a matrix"),
         "campaign" => Kind::Other("a campaign"),
@@ -81,17 +80,19 @@ pub(super) fn run(
         );
         return Err(Failure::usage(why).into());
     }
-    let (Stored::Group(ga), Stored::Group(gb)) = (a, b) else { unreachable!("fleets are groups") };
-    let (ha, hb, compared) = if ka == Kind::Curve {
-        let (ha, ca) = curve(store, ga)?;
-        let (hb, cb) = curve(store, gb)?;
-        (ha, hb, FleetCompared::Scale(compare_curves(&ca, &cb, ALPHA)))
-    } else {
-        let (ha, hb) = (fleet_hosts(store, ga)?, fleet_hosts(store, gb)?);
-        let (sa, sb) = (summary(&ha), summary(&hb));
-        (ha, hb, FleetCompared::Fleet(compare_fleets(&sa, &sb, ALPHA)))
+    let (ra, rb) = (build(load_from(store, a)?), build(load_from(store, b)?));
+    let (Some(fa), Some(fb)) = (ra.fleet(), rb.fleet()) else {
+        unreachable!("fleet groups make fleet reports")
     };
-    let (settings, environment) = match (first_measured(&ha), first_measured(&hb)) {
+    let compared = if ka == Kind::Curve {
+        FleetCompared::Scale(compare_curves(&fa.curve, &fb.curve, ALPHA))
+    } else {
+        let empty = || summarize_fleet(&[]);
+        let (sa, sb) =
+            [fa, fb].map(|f| f.runs.first().map_or_else(empty, |r| r.summary.clone())).into();
+        FleetCompared::Fleet(compare_fleets(&sa, &sb, ALPHA))
+    };
+    let (settings, environment) = match (first_measured(&ra), first_measured(&rb)) {
         (Some(x), Some(y)) => {
             let settings = setting_changes(x, y).into_iter().filter(|c| c.key != "server");
             let env = end_changes("coordinator", client_env(x), client_env(y));
@@ -106,21 +107,9 @@ pub(super) fn run(
     Ok(Some(ExitCode::SUCCESS))
 }
 
-fn summary(hosts: &Hosts) -> FleetSummary {
-    summarize_fleet(&labelled(hosts))
-}
-
-/// A curve's host runs (all of them, for the settings) and its figures.
-fn curve(store: &Store, id: i64) -> Result<(Hosts, crate::stats::scaling::ScaleSummary)> {
-    let attempts = curve_attempts(store, id)?;
-    let runs: Vec<(usize, FleetSummary)> =
-        attempts.iter().map(|a| (a.hosts, summarize_attempt(a.hosts, &a.records))).collect();
-    let hosts = attempts.into_iter().flat_map(|a| a.records).collect();
-    Ok((hosts, summarize_scaling(&runs)))
-}
-
-fn first_measured(hosts: &Hosts) -> Option<&RunRecord> {
-    hosts.iter().map(|(_, r)| r).find(|r| r.outcome == Outcome::Completed)
+/// The first host run of a fleet report that was measured (for the settings it ran with).
+fn first_measured(r: &Report) -> Option<&RunRecord> {
+    r.runs.iter().map(|r| &r.record).find(|r| r.outcome == Outcome::Completed)
 }
 
 fn client_env(r: &RunRecord) -> Option<&Environment> {

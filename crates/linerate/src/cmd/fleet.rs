@@ -12,15 +12,14 @@ use serde_json::json;
 
 use super::failed::{group_failure_kind, interrupted};
 use super::keep::{self, GroupRuns};
+use crate::plan::OutputFormat;
 use crate::plan::fleet::FleetPlan;
-use crate::plan::{CsvKind, HistoryRef, OutputFormat, ReportFormat};
 use crate::record::{Failure, FailureKind, RunRecord};
 use crate::report::fleet::FleetMeta;
-use crate::report::fleet_report::{FleetReport, FleetRun, HostRun};
 use crate::report::notice::{self, Notice};
 use crate::session::{Interrupt, fleet};
 use crate::stats::fleet::{FleetSummary, HostInput, summarize_fleet};
-use crate::store::{RunKind, Store, Stored};
+use crate::store::{RunKind, Store};
 
 /// File descriptors a fleet host costs the coordinator: its control connection and each data
 /// connection, plus a few for the probes each run opens.
@@ -111,12 +110,6 @@ pub(super) fn all_completed<'a>(records: impl IntoIterator<Item = &'a RunRecord>
     records.into_iter().all(|r| r.outcome == crate::record::Outcome::Completed)
 }
 
-/// A stored host run's label: its place in the fleet (every fleet run stores one), else its
-/// server.
-pub(super) fn stored_label(record: &RunRecord) -> String {
-    record.fleet.as_ref().map_or_else(|| record.server.clone(), |f| f.label.clone())
-}
-
 /// A fleet's figures in text or as its `linerate.fleet` JSON document.
 fn write_fleet(
     summary: &FleetSummary,
@@ -181,75 +174,4 @@ pub(super) fn check_descriptors(plan: &FleetPlan) -> Result<()> {
         return Err(Failure::new(FailureKind::Environment, why).into());
     }
     Ok(())
-}
-
-/// The report of a stored fleet (`linerate report fN`) in any format, or None when `which`
-/// is not a fleet.
-pub(super) fn stored_report(
-    store: &Store,
-    which: HistoryRef,
-    format: ReportFormat,
-) -> Result<Option<Vec<u8>>> {
-    let Stored::Group(id) = store.resolve(which, false)? else { return Ok(None) };
-    let Some(group) = store.group(id)?.filter(|g| g.kind == "fleet") else { return Ok(None) };
-    if super::fleet_stored::is_curve(&group.params) {
-        return super::scale::stored_report(store, &group, format).map(Some);
-    }
-    let hosts: Vec<HostRun> = store
-        .group_runs(id)?
-        .into_iter()
-        .map(|(run, _, record)| HostRun { label: stored_label(&record), id: Some(run), record })
-        .collect();
-    let summary = summarize_fleet(&inputs(hosts.iter().map(|h| (h.label.as_str(), &h.record))));
-    let run = FleetRun { hosts_in_run: summary.hosts_planned, repetition: 1, hosts, summary };
-    let mut buf = Vec::new();
-    render_stored(&FleetReport::fleet(id, group.finished, run), format, &mut buf)?;
-    Ok(Some(buf))
-}
-
-/// A stored fleet or curve in any format.
-pub(super) fn render_stored(
-    report: &FleetReport,
-    format: ReportFormat,
-    out: &mut dyn Write,
-) -> Result<()> {
-    use crate::report::document::Style;
-    use crate::report::fleet_report::write_document;
-    match format {
-        ReportFormat::Text => write_document(Style::Text, report, out)?,
-        ReportFormat::Json => stored_json(report, out)?,
-        ReportFormat::Markdown => write_document(Style::Markdown, report, out)?,
-        ReportFormat::Csv(CsvKind::Cells) => crate::report::csv::write_fleet(report, out)?,
-        ReportFormat::Csv(CsvKind::Intervals) => {
-            crate::report::csv::write_fleet_intervals(report, out)?
-        }
-        ReportFormat::Html => crate::report::fleet_html::write(report, out)?,
-    }
-    Ok(())
-}
-
-/// A stored fleet's `linerate.fleet` document, or a curve's `linerate.fleet_scale`.
-fn stored_json(report: &FleetReport, out: &mut dyn Write) -> std::io::Result<()> {
-    match (&report.curve, report.runs.first()) {
-        (Some(curve), _) => super::scale::write_curve_json(
-            curve,
-            &report.runs,
-            (Some(report.group), report.seed),
-            out,
-        ),
-        (None, Some(run)) => {
-            let meta = FleetMeta { group: Some(report.group), start_note: None };
-            crate::report::fleet::render_json(&run.summary, &host_records(run), meta, out)
-        }
-        (None, None) => {
-            let empty = summarize_fleet(&[]);
-            let meta = FleetMeta { group: Some(report.group), start_note: None };
-            crate::report::fleet::render_json(&empty, &[], meta, out)
-        }
-    }
-}
-
-/// Each host's label and run.
-pub(super) fn host_records(run: &FleetRun) -> Vec<(&str, &RunRecord)> {
-    run.hosts.iter().map(|h| (h.label.as_str(), &h.record)).collect()
 }

@@ -1,4 +1,4 @@
-//! `linerate report`: reads a stored run, matrix or campaign from the history, or a saved JSON
+//! `linerate report`: reads a stored run, matrix, campaign or fleet from the history, or a saved JSON
 //! document (`source.rs`), and writes the report in the chosen format to stdout or a file.
 //! A file is written whole or not at all (a temporary file renamed into place), so a failed
 //! report never leaves half a file where the last good one was.
@@ -16,12 +16,6 @@ use crate::report::model::build;
 
 /// Runs `linerate report`.
 pub fn run(plan: &ReportPlan) -> Result<ExitCode> {
-    if let ReportSource::History { db, which } = &plan.source {
-        let store = super::history::open_existing(db)?;
-        if let Some(buf) = super::fleet::stored_report(&store, *which, plan.format)? {
-            return emit(plan, &buf);
-        }
-    }
     let source = match &plan.source {
         ReportSource::History { db, which } => load(db, *which)?,
         // A file the user named that does not read as a report is the user's to fix.

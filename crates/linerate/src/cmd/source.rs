@@ -1,4 +1,4 @@
-//! Report sources: a stored run, matrix or campaign from the history, or a saved JSON
+//! Report sources: a stored run, matrix, campaign or fleet from the history, or a saved JSON
 //! document, turned into a `report::model::Source` (used by `report` and `compare --html`).
 //!
 //! Stored groups keep how their cells were made: a matrix its axes (as labels), a campaign its
@@ -76,9 +76,10 @@ pub fn load_from(store: &Store, which: Stored) -> Result<Source> {
             match group.kind.as_str() {
                 "campaign" => stored_campaign(&group, runs),
                 "matrix" => stored_matrix(&group, runs),
+                "fleet" => stored_fleet(&group, runs),
                 other => Err(Failure::usage(format!(
-                    "group {id} is a {other} group; `linerate report` reads runs, matrices and \
-                     campaigns (list its runs with `linerate history --group {id}`)"
+                    "group {id} is a {other} group; `linerate report` reads runs, matrices, \
+                     campaigns and fleets (list its runs with `linerate history --group {id}`)"
                 ))
                 .into()),
             }
@@ -215,6 +216,77 @@ fn stored_matrix(group: &GroupRow, runs: StoredRuns) -> Result<Source> {
             fleet: None,
         }],
     })
+}
+
+/// The plan a fleet group was stored with: under `"plan"` (since resuming), or the params
+/// themselves (groups stored before).
+pub(super) fn stored_fleet_plan(params: &Value) -> &Value {
+    if params["plan"].is_object() { &params["plan"] } else { params }
+}
+
+/// The targets and host counts of a stored fleet group.
+pub(super) fn stored_fleet_shape(group: &GroupRow) -> FleetShape {
+    let plan = stored_fleet_plan(&group.params);
+    let scale: Vec<usize> = serde_json::from_value(plan["scale"].clone()).unwrap_or_default();
+    FleetShape { targets: plan["targets"].as_array().map_or(0, Vec::len), scale }
+}
+
+/// A stored fleet or scaling curve: one fleet tier of its host runs, a curve's stored as cell
+/// `k=K` with their repetition.
+fn stored_fleet(group: &GroupRow, runs: StoredRuns) -> Result<Source> {
+    let mut shape = stored_fleet_shape(group);
+    shape.targets = shape.targets.max(if shape.scale.is_empty() { runs.len() } else { 0 });
+    let mut inputs = Vec::new();
+    for (id, meta, record) in runs {
+        let cell = match shape.scale.is_empty() {
+            true => 0,
+            false => {
+                let k = meta.cell.as_deref().and_then(|c| c.strip_prefix("k=")?.parse().ok());
+                let at = k.and_then(|k: usize| shape.scale.iter().position(|&s| s == k));
+                at.with_context(|| {
+                    format!(
+                        "run {id} of fleet f{} is of cell {:?}, which its stored host counts do \
+                         not have: the history was changed outside linerate",
+                        group.id, meta.cell
+                    )
+                })?
+            }
+        };
+        let repetition = meta.repetition.unwrap_or(1);
+        inputs.push(InputRun { cell, repetition, id: Some(id), record });
+    }
+    let seed = group.params["seed"].as_u64();
+    Ok(fleet_source((Some(group.id), seed), group.finished, shape, inputs))
+}
+
+/// A fleet or scaling curve as a report source: one fleet tier named after its group (`fN`).
+pub(super) fn fleet_source(
+    (group, seed): (Option<i64>, Option<u64>),
+    finished: bool,
+    shape: FleetShape,
+    runs: Vec<InputRun>,
+) -> Source {
+    let name = group.map_or_else(|| "fleet".to_string(), |g| format!("f{g}"));
+    let what = if shape.scale.is_empty() { "fleet" } else { "scaling curve" };
+    let first = runs.first().map(|r| &r.record);
+    let server = first.map_or_else(|| "n/a".to_string(), |r| r.server.clone());
+    Source {
+        kind: ReportKind::Fleet,
+        title: format!("{what} {name}"),
+        name: None,
+        seed,
+        group,
+        finished,
+        tiers: vec![TierInput {
+            ipv6: is_ipv6(&server),
+            place: TierPlace { name, server, link: first.and_then(|r| r.link) },
+            cells: Vec::new(),
+            until_ci: None,
+            stopped: None,
+            runs,
+            fleet: Some(shape),
+        }],
+    }
 }
 
 fn stored_campaign(group: &GroupRow, runs: StoredRuns) -> Result<Source> {

@@ -24,11 +24,11 @@ pub fn write_text(f: &FleetTierFigures, out: &mut dyn Write) -> std::io::Result<
             "Scaling curve over the first {} of {}, {}:",
             counts.join(", "),
             count_of(f.targets as u64, "target"),
-            count_of(f.runs.len() as u64, "fleet run"),
+            count_of(f.counted().count() as u64, "fleet run"),
         )?;
         return render_scale_text(&f.curve, out);
     }
-    for r in &f.runs {
+    for r in f.counted() {
         let again = match r.attempts {
             1 => String::new(),
             n => format!(", the attempt that counts of {n}"),
@@ -37,8 +37,9 @@ pub fn write_text(f: &FleetTierFigures, out: &mut dyn Write) -> std::io::Result<
         render_text(&r.summary, None, out)?;
         writeln!(out)?;
     }
-    if f.runs.len() > 1 {
-        writeln!(out, "Totals over the {} fleet runs:", f.runs.len())?;
+    let counted = f.counted().count();
+    if counted > 1 {
+        writeln!(out, "Totals over the {counted} fleet runs:")?;
         render_scale_text(&f.curve, out)?;
     }
     Ok(())

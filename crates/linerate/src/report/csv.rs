@@ -15,8 +15,9 @@ use linerate_proto::{Direction, Protocol, StreamRole};
 use crate::plan::CsvKind;
 use crate::plan::matrix::AxisValue;
 use crate::record::RunRecord;
-use crate::report::fleet_report::{FleetReport, flow_spread, outcome_word};
-use crate::report::model::{Report, Series, series_of};
+use crate::report::fleet::{flow_spread, outcome_word, run_hosts};
+use crate::report::model::{Report, Series};
+use crate::stats::campaign_fleet::FleetTierFigures;
 use crate::stats::fleet::{FleetDirection, HostFigures};
 use crate::stats::matrix::CellSummary;
 
@@ -100,9 +101,10 @@ pub const INTERVAL_COLUMNS: [&str; 21] = [
 
 /// Writes the report as CSV of the given layout.
 pub fn write(report: &Report, kind: CsvKind, out: &mut dyn Write) -> std::io::Result<()> {
-    match kind {
-        CsvKind::Cells => cells(report, out),
-        CsvKind::Intervals => intervals(report, out),
+    match (kind, report.fleet()) {
+        (CsvKind::Cells, Some(f)) => write_fleet(report, f, out),
+        (CsvKind::Cells, None) => cells(report, out),
+        (CsvKind::Intervals, _) => intervals(report, out),
     }
 }
 
@@ -335,32 +337,6 @@ fn interval_rows(place: &RunPlace<'_>, s: &Series, out: &mut dyn Write) -> std::
     Ok(())
 }
 
-/// A fleet's or curve's `--csv-kind intervals`: the intervals layout with `tier` the fleet
-/// (`fN`), `cell` the host's label (in a curve `k=K LABEL`) and the fleet run's repetition.
-pub fn write_fleet_intervals(report: &FleetReport, out: &mut dyn Write) -> std::io::Result<()> {
-    line(out, &INTERVAL_COLUMNS.map(String::from))?;
-    let tier = format!("f{}", report.group);
-    for run in &report.runs {
-        for host in &run.hosts {
-            let cell = match report.curve {
-                Some(_) => format!("k={} {}", run.hosts_in_run, host.label),
-                None => host.label.clone(),
-            };
-            let place = RunPlace {
-                id: host.id,
-                tier: &tier,
-                cell: &cell,
-                repetition: run.repetition,
-                record: &host.record,
-            };
-            for s in series_of(0, &host.record) {
-                interval_rows(&place, &s, out)?;
-            }
-        }
-    }
-    Ok(())
-}
-
 /// Columns of a fleet's or scaling curve's CSV (`report fN --format csv`), in order.
 pub const FLEET_COLUMNS: [&str; 29] = [
     "fleet",
@@ -396,23 +372,25 @@ pub const FLEET_COLUMNS: [&str; 29] = [
 
 /// A fleet or scaling curve as CSV: one row per host per direction of every fleet run, and one
 /// row (no direction, no figures) per host that was not measured.
-pub fn write_fleet(report: &FleetReport, out: &mut dyn Write) -> std::io::Result<()> {
+fn write_fleet(report: &Report, f: &FleetTierFigures, out: &mut dyn Write) -> std::io::Result<()> {
     line(out, &FLEET_COLUMNS.map(String::from))?;
-    for run in &report.runs {
+    let fleet = report.tiers.first().map_or("", |t| t.name.as_str());
+    for run in &f.runs {
         let s = &run.summary;
         let skew = |f: fn(&crate::stats::fleet::Skew) -> f64| fixed(s.skew.as_ref().map(f), 6);
         let shared = fixed(s.window.map(|(from, to)| to - from), 6);
-        for host in &run.hosts {
+        let ids = run.records.iter().map(|&i| report.runs.get(i).and_then(|r| r.id));
+        for ((label, record), id) in run_hosts(report, run).into_iter().zip(ids) {
             let lead = vec![
-                format!("f{}", report.group),
-                run.hosts_in_run.to_string(),
+                fleet.to_string(),
+                run.hosts.to_string(),
                 run.repetition.to_string(),
-                host.label.clone(),
-                host.record.server.clone(),
-                opt(host.id),
-                outcome_word(&host.record).to_string(),
+                label.to_string(),
+                record.server.clone(),
+                opt(id),
+                outcome_word(record).to_string(),
             ];
-            let why = s.not_measured.iter().find(|(l, _)| *l == host.label).map(|(_, w)| w);
+            let why = s.not_measured.iter().find(|(l, _)| *l == label).map(|(_, w)| w);
             if let Some(why) = why {
                 let mut row = lead.clone();
                 row.push(why.clone());
@@ -421,7 +399,7 @@ pub fn write_fleet(report: &FleetReport, out: &mut dyn Write) -> std::io::Result
                 continue;
             }
             for d in &s.directions {
-                let Some(h) = d.hosts.iter().find(|h| h.label == host.label) else { continue };
+                let Some(h) = d.hosts.iter().find(|h| h.label == label) else { continue };
                 let mut row = lead.clone();
                 row.push(String::new());
                 row.extend(host_fields(d, h));

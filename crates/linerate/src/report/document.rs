@@ -228,6 +228,11 @@ pub fn write_report(style: Style, r: &Report, out: &mut dyn Write) -> std::io::R
     write_head(style, &r.title, &r.facts(), out)?;
     match r.kind {
         ReportKind::Campaign => write_campaign(style, &r.tiers, &r.findings, out)?,
+        ReportKind::Fleet => {
+            if let Some(f) = r.fleet() {
+                crate::report::fleet::write_report_body(style, f, out)?;
+            }
+        }
         ReportKind::Run | ReportKind::Matrix => {
             let unit = report_unit(&r.tiers);
             for (i, t) in r.tiers.iter().enumerate() {

@@ -5,7 +5,11 @@
 //! flows, retransmits and what limited it), the spread across hosts and flows and the
 //! outliers; then the hosts that were not measured and why; last the totals. One function
 //! per section serves text and Markdown (`document::Style`), and the HTML page
-//! (`fleet_html`) reuses its tables and sentences.
+//! (`html`) reuses its tables and sentences.
+//!
+//! A stored fleet or curve is a report like any other (`model::ReportKind::Fleet`, one fleet
+//! tier, rendered by `report::render`); its body and JSON document are written here from the
+//! model, and the live `fleet` command writes the same JSON from the same figures.
 
 use std::io::Write;
 
@@ -13,10 +17,13 @@ use linerate_proto::{Direction, EndCondition, Flow};
 use serde::Serialize;
 
 use crate::plan::fleet::FleetPlan;
-use crate::record::{RunRecord, SCHEMA_VERSION};
+use crate::record::{Outcome, RunRecord, SCHEMA_VERSION};
 use crate::report::document::{Style, md_escape};
+use crate::report::model::Report;
 use crate::report::table::{Table, verdict_words};
+use crate::stats::campaign_fleet::{FleetRun, FleetTierFigures};
 use crate::stats::fleet::{FleetDirection, FleetSummary, Spread};
+use crate::stats::fleet::{HostFigures, HostInput, summarize_fleet};
 use crate::stats::scaling::{PLATEAU, ScaleDirection, ScaleSummary};
 use crate::units::peer_text::escape;
 use crate::units::{ByteCount, count_of, format_bits_per_second, rate_unit, three_figures};
@@ -598,4 +605,67 @@ pub fn render_scale_json(
     });
     serde_json::to_writer_pretty(&mut *out, &doc).map_err(std::io::Error::other)?;
     writeln!(out)
+}
+
+/// A fleet report's body in text or Markdown: a curve's tables, or a single fleet's sections.
+pub fn write_report_body(
+    style: Style,
+    f: &FleetTierFigures,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    if !f.scale.is_empty() {
+        return write_scale_body(style, &f.curve, out);
+    }
+    if let Some(run) = f.runs.first() {
+        writeln!(out)?;
+        write_fleet_body(style, &run.summary, None, out)?;
+    }
+    Ok(())
+}
+
+/// Each host's label and run, of one fleet run of a fleet report.
+pub fn run_hosts<'a>(r: &'a Report, run: &FleetRun) -> Vec<(&'a str, &'a RunRecord)> {
+    let records = run.records.iter().filter_map(|&i| r.runs.get(i)).map(|x| &x.record);
+    records.map(|record| (HostInput::placed(record).label, record)).collect()
+}
+
+/// A fleet report's JSON: a single fleet's `linerate.fleet` document, a curve's
+/// `linerate.fleet_scale`, as the live command writes them.
+pub fn render_report_json(
+    r: &Report,
+    f: &FleetTierFigures,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    if f.scale.is_empty() {
+        let meta = FleetMeta { group: r.group, start_note: None };
+        return match f.runs.first() {
+            Some(run) => render_json(&run.summary, &run_hosts(r, run), meta, out),
+            None => render_json(&summarize_fleet(&[]), &[], meta, out),
+        };
+    }
+    let docs: Vec<ScaleRunDocument<'_>> = f
+        .runs
+        .iter()
+        .map(|run| ScaleRunDocument {
+            hosts: run.hosts,
+            repetition: run.repetition,
+            summary: run.summary.clone(),
+            records: run_hosts(r, run),
+        })
+        .collect();
+    render_scale_json(&f.curve, &docs, (r.group, r.seed), out)
+}
+
+/// The spread of a host's own flows (mean, σ, min–max, CV, Jain); None without flows.
+pub fn flow_spread(h: &HostFigures) -> Option<Spread> {
+    Spread::of(&h.flows)
+}
+
+/// How a host's outcome is written: `completed`, `interrupted`, `failed`.
+pub fn outcome_word(record: &RunRecord) -> &'static str {
+    match record.outcome {
+        Outcome::Completed => "completed",
+        Outcome::Interrupted => "interrupted",
+        Outcome::Failed { .. } => "failed",
+    }
 }

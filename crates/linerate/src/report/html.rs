@@ -3,16 +3,24 @@
 //! attachment or an archive years later. Exact values show on hover through SVG `<title>`s.
 //!
 //! Sections: the facts (date, hosts, settings), per tier the cell table (`report::table`) and
-//! findings, the cross-tier table of a campaign, the charts, then warnings. Must not compute
+//! findings (a fleet tier: its fleet runs' tables or its scaling curve), the cross-tier table
+//! of a campaign, the charts, then warnings. Must not compute
 //! figures; every text is HTML-escaped.
 
 use std::io::Write;
 
 use crate::report::charts::{Chart, report_charts};
 use crate::report::document::{campaign_table, report_unit, tier_heading};
+use crate::report::fleet::{
+    WHOLE_TEST_NOTE, flow_words, host_table, jain_text, not_measured_lines, not_measured_title,
+    outlier_sentence, outside_sentence, plateau_sentence, scale_table, start_sentence, total_lines,
+};
 use crate::report::latency;
 use crate::report::model::{Report, ReportKind};
-use crate::report::table::{cell_table, html_escape};
+use crate::report::table::{Table, cell_table, html_escape};
+use crate::stats::campaign_fleet::{FleetRun, FleetTierFigures};
+use crate::stats::fleet::{FleetDirection, FleetSummary, OUTLIER_SHARE, Spread};
+use crate::units::{count_of, format_bits_per_second, three_figures};
 
 /// The page's style: charts span the page (their text scales with it: ≥ 12 px from 1000 px
 /// wide), and print on landscape pages, one chart never split across two.
@@ -84,16 +92,15 @@ pub fn write_charts(charts: &[Chart], out: &mut dyn Write) -> std::io::Result<()
 /// The whole report as one HTML file.
 pub fn write(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     write_head(&format!("linerate report: {}", r.title), &r.facts(), out)?;
+    if let Some(f) = r.fleet() {
+        write_fleet_tier(f, out)?;
+    }
     let unit = report_unit(&r.tiers);
-    for (i, t) in r.tiers.iter().enumerate() {
+    for (i, t) in r.tiers.iter().enumerate().filter(|_| r.kind != ReportKind::Fleet) {
         writeln!(out, "<h2>{}</h2>", html_escape(&tier_heading(r.kind, t)))?;
         let run = r.single_run(i);
         match &t.fleet {
-            Some(fleet) => {
-                let mut text = Vec::new();
-                crate::report::campaign_fleet::write_text(fleet, &mut text)?;
-                writeln!(out, "<pre>{}</pre>", html_escape(&String::from_utf8_lossy(&text)))?;
-            }
+            Some(fleet) => write_fleet_tier(fleet, out)?,
             None if run.is_some_and(latency::replaces_throughput) => {}
             None => cell_table(&t.summary, Some(unit)).write_html(out)?,
         }
@@ -121,6 +128,97 @@ pub fn write(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
         write_list("Warnings", &r.warnings, "warn", out)?;
     }
     writeln!(out, "</body>\n</html>")
+}
+
+/// A fleet's figures (a fleet report's, a campaign's fleet tier's): a curve's table per
+/// direction and where its total stops rising; else each fleet run that counts with its
+/// start, totals, per direction the host table, the spread across hosts and flows and the
+/// outliers, and the hosts not measured.
+fn write_fleet_tier(f: &FleetTierFigures, out: &mut dyn Write) -> std::io::Result<()> {
+    if !f.scale.is_empty() {
+        for d in &f.curve.directions {
+            writeln!(out, "<h2>Scaling, data {}</h2>", html_escape(flow_words(d.flow)))?;
+            scale_table(d).write_html(out)?;
+            paragraph(&plateau_sentence(d), out)?;
+        }
+        if f.curve.directions.is_empty() {
+            paragraph("Scaling: n/a (no fleet run completed)", out)?;
+        }
+        return Ok(());
+    }
+    let counted: Vec<&FleetRun> = f.counted().collect();
+    if counted.is_empty() {
+        paragraph("No host runs are stored in this fleet.", out)?;
+    }
+    for run in &counted {
+        if counted.len() > 1 {
+            let hosts = count_of(run.hosts as u64, "host");
+            writeln!(out, "<h2>Fleet run {} ({hosts})</h2>", run.repetition)?;
+        }
+        write_fleet_run(&run.summary, out)?;
+    }
+    Ok(())
+}
+
+/// The spread of the hosts' rates and of every flow's: n, mean, σ, CV, min–max, Jain.
+fn spread_table(d: &FleetDirection) -> Table {
+    let mut t = Table::new(&["across", ">n", ">mean", ">σ", ">CV", ">min–max", ">Jain"]);
+    let row = |what: &str, s: Option<&Spread>, none: &str| -> Vec<String> {
+        let Some(s) = s else {
+            let mut r = vec![what.to_string(), "0".into(), format!("n/a ({none})")];
+            r.resize(7, "n/a".into());
+            return r;
+        };
+        let one =
+            |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or(format!("n/a (n={})", s.n), f);
+        vec![
+            what.to_string(),
+            s.n.to_string(),
+            format_bits_per_second(s.mean),
+            one(s.stddev, &format_bits_per_second),
+            one(s.cv, &|cv| format!("{}%", three_figures(cv * 100.0))),
+            format!("{}–{}", format_bits_per_second(s.min), format_bits_per_second(s.max)),
+            jain_text(s),
+        ]
+    };
+    t.rows.push(row("hosts", d.across_hosts.as_ref(), "no host measured"));
+    t.rows.push(row("flows", d.across_flows.as_ref(), "no flow reported"));
+    t
+}
+
+fn paragraph(text: &str, out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(out, "<p>{}</p>", html_escape(text))
+}
+
+/// One fleet run's sections.
+fn write_fleet_run(s: &FleetSummary, out: &mut dyn Write) -> std::io::Result<()> {
+    paragraph(&start_sentence(s), out)?;
+    writeln!(out, "<h2>Totals</h2>")?;
+    writeln!(out, "<ul class=\"findings\">")?;
+    for line in total_lines(s) {
+        writeln!(out, "<li>{}</li>", html_escape(&line))?;
+    }
+    writeln!(out, "</ul>")?;
+    for d in &s.directions {
+        writeln!(out, "<h2>Data {}</h2>", html_escape(flow_words(d.flow)))?;
+        host_table(d).write_html(out)?;
+        if d.hosts.iter().any(|h| h.whole_test) {
+            paragraph(WHOLE_TEST_NOTE, out)?;
+        }
+        writeln!(out, "<h3>Spread across hosts and flows</h3>")?;
+        spread_table(d).write_html(out)?;
+        if let Some(line) = outside_sentence(s, d) {
+            paragraph(&line, out)?;
+        }
+        let outliers: Vec<String> = d.outliers.iter().map(outlier_sentence).collect();
+        let title =
+            format!("Outliers (more than {:.0}% from the median host)", OUTLIER_SHARE * 100.0);
+        write_list(&title, &outliers, "findings", out)?;
+    }
+    if !s.not_measured.is_empty() {
+        write_list(&not_measured_title(s), &not_measured_lines(s), "warn", out)?;
+    }
+    Ok(())
 }
 
 /// `linerate compare A B --html FILE`: both reports' facts, the comparison table, and both

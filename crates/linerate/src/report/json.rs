@@ -150,8 +150,9 @@ pub fn render_search(
     writeln!(out)
 }
 
-/// The report's JSON document: a run's `linerate.run`, a matrix's `linerate.matrix` or a
-/// campaign's `linerate.campaign` document (docs/JSON.md), exactly as the live commands write
+/// The report's JSON document: a run's `linerate.run`, a matrix's `linerate.matrix`, a
+/// campaign's `linerate.campaign` or a fleet's `linerate.fleet` (`linerate.fleet_scale`)
+/// document (docs/JSON.md), exactly as the live commands write
 /// them, so a saved report reads back with `linerate report FILE.json`.
 pub fn render_report(
     report: &crate::report::model::Report,
@@ -196,5 +197,9 @@ pub fn render_report(
             };
             crate::report::campaign::render_json(meta, &tiers, &report.findings, out)
         }
+        ReportKind::Fleet => match report.fleet() {
+            Some(f) => crate::report::fleet::render_report_json(report, f, out),
+            None => Err(std::io::Error::other("a fleet report without its fleet (a bug)")),
+        },
     }
 }

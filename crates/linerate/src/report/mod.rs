@@ -14,8 +14,6 @@ pub mod document;
 pub mod environment;
 pub mod fleet;
 pub mod fleet_compare;
-pub mod fleet_html;
-pub mod fleet_report;
 pub mod history;
 pub mod html;
 pub mod iperf3_json;

@@ -16,9 +16,9 @@ use serde::Serialize;
 use crate::plan::matrix::{AxisValue, Cell};
 use crate::record::{Outcome, RunRecord};
 use crate::report::history::utc;
-use crate::report::text::describe_spec_without;
+use crate::report::text::{describe_spec, describe_spec_without};
 use crate::stats::campaign::{TierPlace, TierSummary, cross_tier_findings, summarize_place};
-use crate::stats::campaign_fleet::{FleetShape, summarize_fleet_place};
+use crate::stats::campaign_fleet::{FleetRun, FleetShape, FleetTierFigures, summarize_fleet_place};
 use crate::stats::{Summary, summarize};
 
 /// What the report is about.
@@ -31,6 +31,8 @@ pub enum ReportKind {
     Matrix,
     /// Tiers of matrices.
     Campaign,
+    /// A fleet or a fleet's scaling curve: one fleet tier.
+    Fleet,
 }
 
 /// One run as it enters a report.
@@ -185,17 +187,31 @@ impl Report {
 
     /// The facts a report opens with: date, hosts, settings, seed, runs.
     pub fn facts(&self) -> Vec<(&'static str, String)> {
+        let none = if self.kind == ReportKind::Fleet {
+            "n/a (no host runs stored)"
+        } else {
+            "n/a (no runs)"
+        };
         let mut facts = vec![
-            ("Date (UTC)", self.date.clone().unwrap_or_else(|| "n/a (no runs)".into())),
+            ("Date (UTC)", self.date.clone().unwrap_or_else(|| none.into())),
             ("Hosts", self.hosts.clone()),
             ("Settings", self.settings.clone()),
         ];
+        let done = if self.finished { "yes" } else { "no: see the warnings" };
+        if let Some(fleet) = self.fleet() {
+            facts.extend(fleet_facts(fleet, self.seed, done));
+            return facts;
+        }
         if let Some(seed) = self.seed {
             facts.push(("Order seed", seed.to_string()));
         }
-        let done = if self.finished { "yes" } else { "no: see the warnings" };
         facts.push(("Runs", format!("{} (every planned run completed: {done})", self.run_count())));
         facts
+    }
+
+    /// A fleet report's figures: its one fleet tier's.
+    pub fn fleet(&self) -> Option<&FleetTierFigures> {
+        (self.kind == ReportKind::Fleet).then(|| self.tiers.first()?.fleet.as_ref())?
     }
 
     /// `12 completed`, and the stored runs not counted in any figure: `12 completed; not
@@ -219,11 +235,17 @@ impl Report {
         }
     }
 
-    /// The label of a run's cell (in a fleet tier, its host count: `k=K`).
+    /// The label of a run's cell: in a campaign's fleet tier its host count (`k=K`); in a
+    /// fleet report its host's label (in a curve `k=K LABEL`).
     pub fn cell_label(&self, run: &ReportRun) -> String {
         let tier = &self.tiers[run.tier];
         if let Some(f) = &tier.fleet {
-            return f.shape().counts().get(run.cell).map_or(String::new(), |k| format!("k={k}"));
+            let k = f.shape().counts().get(run.cell).map_or(String::new(), |k| format!("k={k}"));
+            if self.kind != ReportKind::Fleet {
+                return k;
+            }
+            let label = crate::stats::fleet::HostInput::placed(&run.record).label;
+            return if f.scale.is_empty() { label.to_string() } else { format!("{k} {label}") };
         }
         tier.summary.cells.get(run.cell).map_or(String::new(), |c| c.label.clone())
     }
@@ -346,6 +368,77 @@ impl Report {
     }
 }
 
+/// A fleet's facts after date, hosts and settings: a curve's host counts, seed and fleet runs,
+/// a single fleet's hosts measured.
+fn fleet_facts(f: &FleetTierFigures, seed: Option<u64>, done: &str) -> Vec<(&'static str, String)> {
+    let partial = |r: &FleetRun| !r.whole();
+    if f.scale.is_empty() {
+        let Some(run) = f.runs.first() else {
+            return vec![("Measured", "n/a (no host runs stored)".into())];
+        };
+        let s = &run.summary;
+        let others = if partial(run) { " (the others: see Not measured)" } else { "" };
+        return vec![(
+            "Measured",
+            format!("{} of {} hosts{others}", s.hosts_measured, s.hosts_planned),
+        )];
+    }
+    let mut counts: Vec<usize> = f.runs.iter().map(|r| r.hosts).collect();
+    counts.sort_unstable();
+    counts.dedup();
+    let counts: Vec<String> = counts.iter().map(usize::to_string).collect();
+    let mut facts = vec![("Host counts", counts.join(", "))];
+    if let Some(seed) = seed {
+        facts.push(("Order seed", seed.to_string()));
+    }
+    let n = f.runs.iter().filter(|r| partial(r)).count();
+    let stored = f.runs.len();
+    facts.push((
+        "Fleet runs",
+        format!("{stored} stored, {n} partial (every planned run completed: {done})"),
+    ));
+    facts
+}
+
+/// A fleet's targets in words, from its largest fleet run (a curve's k-th run has the first k):
+/// `a (127.0.0.1:5201, linerate 0.1.0), b (…)`.
+fn fleet_hosts(f: &FleetTierFigures, runs: &[ReportRun]) -> String {
+    let Some(largest) = f.runs.iter().max_by_key(|r| r.records.len()) else {
+        return "n/a (no host runs stored)".into();
+    };
+    let hosts: Vec<String> = largest
+        .records
+        .iter()
+        .filter_map(|&i| runs.get(i))
+        .map(|r| {
+            let software = r.record.server_software.as_deref().unwrap_or("server software unknown");
+            let label = r.record.fleet.as_ref().map_or("", |p| p.label.as_str());
+            format!("{label} ({}, {software})", r.record.server)
+        })
+        .collect();
+    if hosts.is_empty() { "n/a (no host runs stored)".into() } else { hosts.join(", ") }
+}
+
+/// What the reader of a fleet report must know: for a curve, each partial fleet run's hosts
+/// that were not measured and why (a single fleet lists them in its own section).
+fn fleet_warnings(f: &FleetTierFigures) -> Vec<String> {
+    if f.scale.is_empty() {
+        return Vec::new();
+    }
+    f.runs
+        .iter()
+        .flat_map(|r| {
+            r.summary.not_measured.iter().map(move |(label, why)| {
+                format!(
+                    "{} hosts, run {}: {label} not measured ({why}); the run is left out of its \
+                     point",
+                    r.hosts, r.repetition
+                )
+            })
+        })
+        .collect()
+}
+
 /// Computes the report.
 pub fn build(source: Source) -> Report {
     let until_ci = source.tiers.first().and_then(|t| t.until_ci);
@@ -393,6 +486,23 @@ pub fn build(source: Source) -> Report {
         if source.kind == ReportKind::Campaign { cross_tier_findings(&tiers) } else { Vec::new() };
     let series = runs.iter().enumerate().flat_map(|(i, r)| series_of(i, &r.record)).collect();
     let first = runs.iter().min_by_key(|r| r.record.started_unix_ms);
+    // A fleet's hosts are named by their labels, its test is every host's, and its warnings
+    // are its partial fleet runs (a failed host is one of those, not a failed run).
+    let fleet =
+        tiers.first().and_then(|t| t.fleet.as_ref()).filter(|_| source.kind == ReportKind::Fleet);
+    let (hosts, settings, warnings) = match fleet {
+        Some(f) => (
+            fleet_hosts(f, &runs),
+            runs.first()
+                .map_or("n/a (no host runs stored)".into(), |r| describe_spec(&r.record.spec)),
+            fleet_warnings(f),
+        ),
+        None => (
+            hosts(&runs),
+            first.map_or("no runs".into(), |r| settings(&r.record, &tiers)),
+            warnings(&runs, &tiers),
+        ),
+    };
     Report {
         kind: source.kind,
         title: source.title,
@@ -402,9 +512,9 @@ pub fn build(source: Source) -> Report {
         group: source.group,
         finished: source.finished,
         date: first.map(|r| utc(r.record.started_unix_ms)),
-        hosts: hosts(&runs),
-        settings: first.map_or("no runs".into(), |r| settings(&r.record, &tiers)),
-        warnings: warnings(&runs, &tiers),
+        hosts,
+        settings,
+        warnings,
         tiers,
         findings,
         runs,

@@ -45,17 +45,34 @@ impl FleetShape {
     }
 }
 
-/// One fleet run of the tier.
+/// One fleet run: one attempt at one (host count, repetition). The one fleet run type of a
+/// fleet, a scaling curve and a campaign's fleet tier, live and stored alike.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct FleetTierRun {
+pub struct FleetRun {
     /// Hosts in it.
     pub hosts: usize,
     /// Its repetition.
     pub repetition: u32,
-    /// Attempts stored for it (more than 1 after a resume ran it again).
+    /// Which attempt at its (host count, repetition) it is, from 1.
+    pub attempt: usize,
+    /// Attempts stored for its (host count, repetition) (more than 1 after a resume ran it
+    /// again).
     pub attempts: usize,
+    /// Whether it is the attempt that counts for its (host count, repetition): the first that
+    /// measured every host (a resume keeps it), else the last one.
+    pub counts: bool,
+    /// Its host runs: their places in the runs the figures were made from, in stored order.
+    #[serde(skip)]
+    pub records: Vec<usize>,
     /// Its figures.
     pub summary: FleetSummary,
+}
+
+impl FleetRun {
+    /// True when every host it planned was measured.
+    pub fn whole(&self) -> bool {
+        self.summary.hosts_measured == self.summary.hosts_planned
+    }
 }
 
 /// A fleet tier's figures.
@@ -65,9 +82,10 @@ pub struct FleetTierFigures {
     pub targets: usize,
     /// The scaling curve's host counts; empty: every target together.
     pub scale: Vec<usize>,
-    /// Every fleet run, by host count then repetition.
-    pub runs: Vec<FleetTierRun>,
-    /// The totals per host count (one point without a scale), and where they stop rising.
+    /// Every fleet run (every attempt), in the order they were stored.
+    pub runs: Vec<FleetRun>,
+    /// The totals per host count (one point without a scale), and where they stop rising:
+    /// partial runs are counted as such at their point, never in its totals.
     pub curve: ScaleSummary,
 }
 
@@ -76,24 +94,10 @@ impl FleetTierFigures {
     pub fn shape(&self) -> FleetShape {
         FleetShape { targets: self.targets, scale: self.scale.clone() }
     }
-}
 
-/// One attempt at a fleet run: its host runs, in stored order.
-#[derive(Debug)]
-pub struct Attempt<'a> {
-    /// Index of its host count.
-    pub index: usize,
-    /// Its repetition.
-    pub repetition: u32,
-    /// Its host runs (with their place in `runs`).
-    pub records: Vec<(usize, &'a RunRecord)>,
-}
-
-impl Attempt<'_> {
-    /// True when every one of `hosts` hosts completed.
-    fn whole(&self, hosts: usize) -> bool {
-        self.records.len() == hosts
-            && self.records.iter().all(|(_, r)| r.outcome == Outcome::Completed)
+    /// The fleet runs that count, one per (host count, repetition), in stored order.
+    pub fn counted(&self) -> impl Iterator<Item = &FleetRun> {
+        self.runs.iter().filter(|r| r.counts)
     }
 }
 
@@ -101,22 +105,47 @@ fn label(r: &RunRecord) -> &str {
     HostInput::placed(r).label
 }
 
-/// The attempts in `runs` (host-count index, repetition, record), in stored order, by the one
-/// rule ([`crate::stats::fleet::split_attempts`]); `counts` are the tier's host counts.
-pub fn attempts<'a>(runs: &'a [(usize, u32, RunRecord)], counts: &[usize]) -> Vec<Attempt<'a>> {
-    let of = runs.iter().map(|(index, repetition, record)| {
-        ((*index, *repetition), counts.get(*index).copied().unwrap_or(0), label(record))
-    });
-    let mut out: Vec<Attempt<'a>> = Vec::new();
-    for (at, (n, (index, repetition, record))) in
-        split_attempts(of).into_iter().zip(runs).enumerate()
-    {
+/// Every fleet run (attempt) in `runs` (host-count index, repetition, record), in stored
+/// order, by the one rule ([`crate::stats::fleet::split_attempts`]), with its figures;
+/// `shape` gives the host counts.
+pub fn fleet_runs(shape: &FleetShape, runs: &[(usize, u32, RunRecord)]) -> Vec<FleetRun> {
+    let counts = shape.counts();
+    let planned = |index: usize| counts.get(index).copied().unwrap_or(0);
+    let of = runs
+        .iter()
+        .map(|(index, repetition, record)| ((*index, *repetition), planned(*index), label(record)));
+    let mut out: Vec<(usize, FleetRun)> = Vec::new();
+    for (at, (n, (index, repetition, _))) in split_attempts(of).into_iter().zip(runs).enumerate() {
         if n == out.len() {
-            out.push(Attempt { index: *index, repetition: *repetition, records: Vec::new() });
+            let run = FleetRun {
+                hosts: planned(*index),
+                repetition: *repetition,
+                attempt: 1,
+                attempts: 1,
+                counts: false,
+                records: Vec::new(),
+                summary: summarize_planned(0, &[]),
+            };
+            out.push((*index, run));
         }
-        out[n].records.push((at, record));
+        out[n].1.records.push(at);
     }
-    out
+    for (_, run) in &mut out {
+        let inputs: Vec<HostInput<'_>> =
+            run.records.iter().map(|&i| HostInput::placed(&runs[i].2)).collect();
+        run.summary = summarize_planned(run.hosts, &inputs);
+    }
+    // Number the attempts of each key, and mark the one that counts.
+    for i in 0..out.len() {
+        let key = |j: usize| (out[j].0, out[j].1.repetition);
+        let same: Vec<usize> = (0..out.len()).filter(|&j| key(j) == key(i)).collect();
+        let pick = same.iter().copied().find(|&j| out[j].1.whole()).or(same.last().copied());
+        let run = &mut out[i].1;
+        run.attempt = 1 + same.iter().position(|&j| j == i).unwrap_or(0);
+        run.attempts = same.len();
+        run.counts = pick == Some(i);
+    }
+    out.into_iter().map(|(_, r)| r).collect()
 }
 
 /// The host runs of the fleet runs that are done (every host measured: not run again on
@@ -125,39 +154,16 @@ pub fn completed_fleet_runs(
     shape: &FleetShape,
     runs: &[(usize, u32, RunRecord)],
 ) -> Vec<(usize, u32, RunRecord)> {
-    let counts = shape.counts();
-    let mut out: Vec<(usize, u32, RunRecord)> = Vec::new();
-    for a in attempts(runs, &counts) {
-        let hosts = counts.get(a.index).copied().unwrap_or(0);
-        let already = out.iter().any(|(i, r, _)| (*i, *r) == (a.index, a.repetition));
-        if a.whole(hosts) && !already {
-            out.extend(a.records.iter().map(|(_, r)| (a.index, a.repetition, (*r).clone())));
-        }
-    }
-    out
+    let kept = fleet_runs(shape, runs).into_iter().filter(|r| r.counts && r.whole());
+    kept.flat_map(|r| r.records).map(|i| runs[i].clone()).collect()
 }
 
 /// The figures of a fleet tier from its stored runs.
 pub fn fleet_figures(shape: &FleetShape, runs: &[(usize, u32, RunRecord)]) -> FleetTierFigures {
-    let counts = shape.counts();
-    let all = attempts(runs, &counts);
-    let mut chosen: Vec<FleetTierRun> = Vec::new();
-    let mut keys: Vec<(usize, u32)> = all.iter().map(|a| (a.index, a.repetition)).collect();
-    keys.sort_unstable();
-    keys.dedup();
-    for (index, repetition) in keys {
-        let hosts = counts.get(index).copied().unwrap_or(0);
-        let of: Vec<&Attempt<'_>> =
-            all.iter().filter(|a| (a.index, a.repetition) == (index, repetition)).collect();
-        let Some(pick) = of.iter().find(|a| a.whole(hosts)).or(of.last()) else { continue };
-        let inputs: Vec<HostInput<'_>> =
-            pick.records.iter().map(|(_, r)| HostInput::placed(r)).collect();
-        let summary = summarize_planned(hosts, &inputs);
-        chosen.push(FleetTierRun { hosts, repetition, attempts: of.len(), summary });
-    }
+    let runs = fleet_runs(shape, runs);
     let curve =
-        summarize_scaling(&chosen.iter().map(|r| (r.hosts, r.summary.clone())).collect::<Vec<_>>());
-    FleetTierFigures { targets: shape.targets, scale: shape.scale.clone(), runs: chosen, curve }
+        summarize_scaling(&runs.iter().map(|r| (r.hosts, r.summary.clone())).collect::<Vec<_>>());
+    FleetTierFigures { targets: shape.targets, scale: shape.scale.clone(), runs, curve }
 }
 
 /// [`crate::stats::campaign::summarize_place`] for a fleet tier: its fleet figures, its best
@@ -180,7 +186,7 @@ pub fn summarize_fleet_place(
         .max_by(|a, b| a.2.total_cmp(&b.2));
     let goodput = place.link.and_then(|l| tcp_goodput_bits_per_second(&l, ipv6));
     let best_rate = best.map(|(_, _, r)| r);
-    let kept: usize = figures.runs.iter().map(|r| r.summary.hosts_measured).sum();
+    let kept: usize = figures.counted().map(|r| r.summary.hosts_measured).sum();
     TierSummary {
         name: place.name,
         server: place.server,
@@ -242,7 +248,7 @@ fn findings(f: &FleetTierFigures) -> Vec<String> {
         ));
         // A curve's text is its table: name the outliers at its top here. Without a scale,
         // each run's text names its own.
-        let runs = f.runs.iter().filter(|r| r.hosts == top.hosts && !f.scale.is_empty());
+        let runs = f.counted().filter(|r| r.hosts == top.hosts && !f.scale.is_empty());
         for r in runs {
             let dir = r.summary.directions.iter().find(|x| x.flow == d.flow);
             for o in dir.map(|x| &x.outliers[..]).unwrap_or_default() {

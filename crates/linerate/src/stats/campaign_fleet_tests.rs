@@ -38,10 +38,21 @@ const SHAPE: FleetShape = FleetShape { targets: 2, scale: Vec::new() };
 
 #[test]
 fn an_attempt_ends_where_a_host_label_comes_round_again() {
-    let runs = curve_runs();
-    let shape: Vec<(usize, u32, usize)> =
-        attempts(&runs, &[1, 2]).iter().map(|a| (a.index, a.repetition, a.records.len())).collect();
-    assert_eq!(shape, [(1, 1, 2), (0, 1, 1), (1, 1, 2)]);
+    let mut runs = curve_runs();
+    // k=2 repetition 2 cut short after one stored host: one partial attempt of 2 hosts.
+    runs.push((1, 2, host("b", 1.0)));
+    let curve = FleetShape { targets: 2, scale: vec![1, 2] };
+    let got = fleet_runs(&curve, &runs);
+    let keys: Vec<_> = got.iter().map(|r| (r.hosts, r.repetition, r.records.clone())).collect();
+    assert_eq!(keys, [(2, 1, vec![0, 1]), (1, 1, vec![2]), (2, 1, vec![3, 4]), (2, 2, vec![5])]);
+    let attempts: Vec<_> = got.iter().map(|r| (r.attempt, r.attempts, r.counts)).collect();
+    assert_eq!(attempts, [(1, 2, false), (1, 1, true), (2, 2, true), (1, 1, true)]);
+    let last = &got[3].summary;
+    assert_eq!(
+        (last.hosts_planned, last.hosts_measured),
+        (2, 1),
+        "planned as k, not a smaller fleet"
+    );
 }
 
 #[test]
@@ -65,11 +76,11 @@ fn the_figures_count_the_whole_attempt_and_the_curve_finds_its_points() {
     let curve = FleetShape { targets: 2, scale: vec![1, 2] };
     let f = fleet_figures(&curve, &curve_runs());
     let runs: Vec<(usize, u32, usize, usize)> = f
-        .runs
-        .iter()
+        .counted()
         .map(|r| (r.hosts, r.repetition, r.attempts, r.summary.hosts_measured))
         .collect();
     assert_eq!(runs, [(1, 1, 1, 1), (2, 1, 2, 2)]);
+    assert_eq!(f.runs.len(), 3, "the partial attempt is listed too");
     let d = &f.curve.directions[0];
     let hosts: Vec<usize> = d.points.iter().map(|p| p.hosts).collect();
     assert_eq!(hosts, [1, 2]);

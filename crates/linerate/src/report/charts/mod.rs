@@ -27,8 +27,8 @@ mod rr_time;
 mod svg;
 mod time;
 
-use crate::report::fleet_report::FleetReport;
 use crate::report::model::{Report, ReportKind, ReportRun};
+use crate::stats::campaign_fleet::FleetTierFigures;
 use crate::stats::matrix::CellSummary;
 
 /// One drawn chart.
@@ -73,8 +73,9 @@ pub fn report_charts(report: &Report) -> Vec<Chart> {
         let prefix =
             if report.tiers.len() > 1 { format!("{}: ", tier.name) } else { String::new() };
         let cells = &tier.summary.cells[..];
-        if tier.fleet.is_some() {
-            continue; // a fleet tier's figures are its text; its runs are no matrix cells
+        if let Some(f) = &tier.fleet {
+            out.extend(fleet_charts(f, &context));
+            continue; // a fleet tier's runs are no matrix cells
         }
         if report.kind != ReportKind::Run && cells.iter().any(|c| c.latency.is_some()) {
             // Request/response cells: their bytes are requests, their answer this chart.
@@ -117,15 +118,19 @@ pub fn report_charts(report: &Report) -> Vec<Chart> {
     out
 }
 
-/// Every chart of a stored fleet: per direction how fairly the hosts shared; of a scaling
-/// curve, the total against the number of hosts.
-pub fn fleet_charts(report: &FleetReport) -> Vec<Chart> {
-    let context = report.context();
-    match (&report.curve, report.runs.first()) {
-        (Some(curve), _) if !curve.directions.is_empty() => vec![fleet::scaling(curve, &context)],
-        (None, Some(run)) => {
-            run.summary.directions.iter().map(|d| fleet::fairness(d, &context)).collect()
-        }
+/// The charts of a fleet tier: of a scaling curve, the total against the number of hosts;
+/// of a single fleet run, per direction how fairly the hosts shared.
+fn fleet_charts(f: &FleetTierFigures, context: &[String]) -> Vec<Chart> {
+    if !f.scale.is_empty() {
+        let curve = &f.curve;
+        return if curve.directions.is_empty() {
+            Vec::new()
+        } else {
+            vec![fleet::scaling(curve, context)]
+        };
+    }
+    match f.counted().collect::<Vec<_>>()[..] {
+        [run] => run.summary.directions.iter().map(|d| fleet::fairness(d, context)).collect(),
         _ => Vec::new(),
     }
 }
@@ -140,7 +145,7 @@ fn compare_cells(r: &Report) -> Vec<CellSummary> {
             c.label = match r.kind {
                 ReportKind::Campaign => format!("{}/{}", t.name, c.label),
                 ReportKind::Run => "run".into(),
-                ReportKind::Matrix => c.label,
+                ReportKind::Matrix | ReportKind::Fleet => c.label,
             };
             out.push(c);
         }
