@@ -635,19 +635,6 @@ impl Bitrate {
         format_u64(self.0, 1000, &SI_RATE_UNITS)
     }
 
-    /// The rate of `bytes` transferred over `dur`, rounded to the nearest
-    /// bit/s and saturating at `u64::MAX`; `None` if `dur` is zero.
-    #[must_use]
-    pub fn from_bytes_over(bytes: ByteCount, dur: Duration) -> Option<Bitrate> {
-        let nanos = dur.as_nanos();
-        if nanos == 0 {
-            return None;
-        }
-        // At most 1.5·10^29, far below u128::MAX.
-        let bit_nanos = u128::from(bytes.0) * 8 * 1_000_000_000;
-        let bps = (bit_nanos + nanos / 2) / nanos;
-        Some(Bitrate(u64::try_from(bps).unwrap_or(u64::MAX)))
-    }
 }
 
 impl fmt::Display for Bitrate {
@@ -1042,31 +1029,6 @@ mod tests {
         }
         assert!(format_bits_per_second(f64::MAX).ends_with(" Ybit/s"));
         assert_eq!(format_bits_per_second(f64::MIN_POSITIVE), "0 bit/s");
-    }
-
-    /// Rates from byte counts and durations; zero duration gives `None`.
-    #[test]
-    fn from_bytes_over() {
-        assert_eq!(Bitrate::from_bytes_over(ByteCount(1_000), Duration::ZERO), None);
-        assert_eq!(Bitrate::from_bytes_over(ByteCount(0), Duration::ZERO), None);
-        let one_sec = Duration::from_secs(1);
-        assert_eq!(
-            Bitrate::from_bytes_over(ByteCount(125_000_000), one_sec),
-            Some(Bitrate(1_000_000_000))
-        );
-        assert_eq!(Bitrate::from_bytes_over(ByteCount(0), one_sec), Some(Bitrate(0)));
-        assert_eq!(
-            Bitrate::from_bytes_over(ByteCount(1), Duration::from_secs(3)),
-            Some(Bitrate(3))
-        );
-        assert_eq!(
-            Bitrate::from_bytes_over(ByteCount(1), Duration::from_millis(100)),
-            Some(Bitrate(80))
-        );
-        let max = Bitrate::from_bytes_over(ByteCount(u64::MAX), Duration::from_nanos(1));
-        assert_eq!(max, Some(Bitrate(u64::MAX)));
-        let slow = Bitrate::from_bytes_over(ByteCount(u64::MAX), Duration::MAX);
-        assert_eq!(slow, Some(Bitrate(8)));
     }
 
     /// A spread of `u64` values: powers of 2 and 10 and their neighbours,

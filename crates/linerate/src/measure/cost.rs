@@ -40,17 +40,11 @@ pub struct CostMeter {
 }
 
 impl CostMeter {
-    /// Starts measuring now. Call it on the thread that then starts the stream threads, so a
-    /// hardware cycle counter (where there is one) covers them.
-    /// `peer_program` names the peer's process (e.g. "iperf3") so that, on one machine, its
-    /// work is not counted as foreign load.
-    pub fn start(now: Instant, peer_program: Option<&str>) -> Self {
-        Self::prepare(peer_program).start(now)
-    }
-
-    /// The slow half of [`CostMeter::start`]: the scan of every process's CPU time (tens of
-    /// milliseconds on a loaded machine), done ahead of a start that must be quick (a fleet's
-    /// held start). Foreign load is then counted from here, a little before the window.
+    /// The slow half of starting a meter (then [`PreparedMeter::start`]): the scan of every
+    /// process's CPU time (tens of milliseconds on a loaded machine), done ahead of a start that
+    /// must be quick (a fleet's held start). Foreign load is then counted from here, a little
+    /// before the window. `peer_program` names the peer's process (e.g. "iperf3") so that, on
+    /// one machine, its work is not counted as foreign load.
     pub fn prepare(peer_program: Option<&str>) -> PreparedMeter {
         let own: Vec<String> =
             [Some(OWN_NAME), peer_program].into_iter().flatten().map(String::from).collect();
@@ -68,7 +62,8 @@ pub struct PreparedMeter {
 }
 
 impl PreparedMeter {
-    /// Starts measuring now (see [`CostMeter::start`]).
+    /// Starts measuring now. Call it on the thread that then starts the stream threads, so a
+    /// hardware cycle counter (where there is one) covers them.
     pub fn start(self, now: Instant) -> CostMeter {
         let PreparedMeter { own, foreign0 } = self;
         // The cheap snapshots last, so the CPU deltas cover the same span as the window.
@@ -311,7 +306,7 @@ mod tests {
     #[test]
     fn meter_reports_busy_work_on_this_host() {
         let t0 = Instant::now();
-        let mut m = CostMeter::start(t0, None);
+        let mut m = CostMeter::prepare(None).start(t0);
         let mut x = 0u64;
         // Burn 80 ms of this thread's own CPU (not wall time: on a loaded machine the thread
         // may get a fraction of the wall clock), bounded at 10 s of wall time.

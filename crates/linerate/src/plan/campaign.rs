@@ -262,7 +262,8 @@ impl fmt::Display for CampaignError {
 impl std::error::Error for CampaignError {}
 
 /// Parses a campaign. `file` names it in errors; `default_name` is used without `name`. A
-/// fleet tier's `targets` file is refused: use [`parse_with`] to read those.
+/// fleet tier's `targets` file is refused: use [`parse_with`] to read those. (The tests'.)
+#[cfg_attr(linerate_private, allow(dead_code))]
 pub fn parse(text: &str, file: &str, default_name: &str) -> Result<CampaignPlan, CampaignError> {
     let unread = |_: &str| Err("targets files are read by `linerate campaign` only".to_string());
     parse_with(text, file, default_name, &unread)

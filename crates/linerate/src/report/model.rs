@@ -175,11 +175,6 @@ pub struct Report {
 }
 
 impl Report {
-    /// The runs of one cell of one tier.
-    pub fn cell_runs(&self, tier: usize, cell: usize) -> impl Iterator<Item = &ReportRun> {
-        self.runs.iter().filter(move |r| r.tier == tier && r.cell == cell)
-    }
-
     /// A single run's report: the run of tier `tier`; None in a matrix or campaign.
     pub fn single_run(&self, tier: usize) -> Option<&ReportRun> {
         (self.kind == ReportKind::Run).then(|| self.runs.iter().find(|r| r.tier == tier))?

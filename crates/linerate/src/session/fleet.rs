@@ -58,8 +58,6 @@ pub struct HostRun {
 pub struct FleetRun {
     /// One per target, in the plan's order.
     pub hosts: Vec<HostRun>,
-    /// From the first connect to the go (None: no host was ready, nothing started).
-    pub setup: Option<Duration>,
     /// Why the gate opened without every host (a deadline or an interrupt), if it did.
     pub gate_note: Option<String>,
 }
@@ -230,7 +228,6 @@ pub fn expanded(plan: &FleetPlan) -> Result<Vec<Target>, String> {
 /// Runs the fleet: every target's session at once, held at the gate, released together.
 pub fn run_fleet(plan: &FleetPlan, interrupt: &Interrupt) -> FleetRun {
     let gate = Gate::new(plan.targets.len());
-    let setup_began = Instant::now();
     let (results, (go, gate_note)) = std::thread::scope(|scope| {
         let handles: Vec<_> = plan
             .targets
@@ -286,7 +283,7 @@ pub fn run_fleet(plan: &FleetPlan, interrupt: &Interrupt) -> FleetRun {
             }
         })
         .collect();
-    FleetRun { hosts, setup: go.map(|g| g.duration_since(setup_began)), gate_note }
+    FleetRun { hosts, gate_note }
 }
 
 fn failed_record(plan: &FleetPlan, t: &Target, why: String) -> RunRecord {

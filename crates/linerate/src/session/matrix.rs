@@ -19,7 +19,7 @@ use crate::session::grid::{self, Executor, Grid, Slot};
 use crate::session::{Interrupt, Quiet, client};
 use crate::stats::matrix::summarize_matrix;
 
-pub use crate::session::grid::{MAX_ATTEMPTS_PER_RUN, MAX_FAILURES_IN_A_ROW};
+pub use crate::session::grid::MAX_ATTEMPTS_PER_RUN;
 
 /// Where the matrix is, for a progress line: told before each run and after it.
 #[derive(Debug, Clone)]
@@ -48,17 +48,6 @@ pub struct MatrixOutcome {
     pub planned: Vec<(usize, u32)>,
     /// Why it stopped early, if it did.
     pub stopped: Option<String>,
-}
-
-/// Runs `plan` against `base`'s server. `each` sees every finished run (to store it).
-pub fn run_matrix(
-    base: &ClientPlan,
-    plan: &MatrixPlan,
-    interrupt: &Interrupt,
-    progress: &mut dyn FnMut(Progress<'_>),
-    each: &mut dyn FnMut(&Cell, u32, &RunRecord),
-) -> MatrixOutcome {
-    run_matrix_from(base, plan, Vec::new(), interrupt, progress, each)
 }
 
 /// A matrix's cells as a grid's executor: one client test per run.
@@ -91,7 +80,7 @@ impl Executor for Cells<'_> {
     }
 }
 
-/// [`run_matrix`] after `prior` (cell index, repetition, record: completed runs of an earlier,
+/// Runs `plan` against `base`'s server after `prior` (cell index, repetition, record: completed runs of an earlier,
 /// interrupted attempt at the same plan and seed), which are not run again. The outcome's runs
 /// start with `prior`; `each` sees only the new ones.
 pub fn run_matrix_from(

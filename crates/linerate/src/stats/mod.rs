@@ -26,6 +26,6 @@ pub mod udp;
 pub mod under_load;
 pub mod verdict;
 
-pub use cost::{CostSummary, CpuBreakdown, cost_summary, cost_warnings};
+pub use cost::{CostSummary, cost_summary, cost_warnings};
 pub use summary::{DirectionSummary, Figures, SideFigures, StreamSummary, Summary, summarize};
-pub use verdict::{Limit, Verdict};
+pub use verdict::Verdict;

@@ -150,20 +150,6 @@ impl fmt::Display for StoreError {
 
 impl std::error::Error for StoreError {}
 
-impl StoreError {
-    /// True for what the file is (not ours, newer, not SQLite, damaged), as against what the
-    /// system could not do: a refused file is left as it was, and looking again will not help.
-    pub fn is_refusal(&self) -> bool {
-        matches!(
-            self,
-            StoreError::NewerSchema { .. }
-                | StoreError::NotLinerate { .. }
-                | StoreError::NotSqlite { .. }
-                | StoreError::Corrupt { .. }
-        )
-    }
-}
-
 /// The directory holding `path` (`.` for a bare file name).
 fn folder(path: &Path) -> &Path {
     path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."))

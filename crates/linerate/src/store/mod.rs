@@ -36,7 +36,6 @@ use crate::record::RunRecord;
 
 pub use error::StoreError;
 pub use open::Access;
-pub use schema::{APPLICATION_ID, STORE_SCHEMA_VERSION};
 
 /// Kinds a group may have (`begin_group`'s `kind`).
 pub const GROUP_KINDS: [&str; 4] = ["matrix", "campaign", "find_max", "fleet"];
@@ -223,6 +222,7 @@ impl Store {
     }
 
     /// A history that lives in memory only and is gone when dropped (tests).
+    #[cfg_attr(linerate_private, allow(dead_code))]
     pub fn open_in_memory() -> Result<Store> {
         Ok(Store { conn: open::open_memory()?, path: PathBuf::from(":memory:") })
     }

@@ -121,12 +121,3 @@ pub fn planned_runs(store: &Store, id: i64) -> Result<Vec<PlannedRun>> {
     Ok(runs)
 }
 
-/// The completed runs of group `id`: (cell name, repetition, record), the first of each
-/// (cell, repetition) pair; runs without a cell or repetition are not part of the plan.
-pub fn completed_runs(store: &Store, id: i64) -> Result<Vec<(String, u32, RunRecord)>> {
-    Ok(planned_runs(store, id)?
-        .into_iter()
-        .filter(|r| r.kept)
-        .map(|r| (r.cell, r.repetition, r.record))
-        .collect())
-}

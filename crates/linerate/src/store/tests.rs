@@ -186,7 +186,7 @@ fn a_file_store_survives_reopening_and_is_set_up_as_documented() {
     let raw = Connection::open(db.path()).expect("raw");
     let app: i32 = raw.query_row("PRAGMA application_id", [], |r| r.get(0)).expect("id");
     let ver: u32 = raw.query_row("PRAGMA user_version", [], |r| r.get(0)).expect("ver");
-    assert_eq!((app, ver), (APPLICATION_ID, STORE_SCHEMA_VERSION));
+    assert_eq!((app, ver), (super::schema::APPLICATION_ID, super::schema::STORE_SCHEMA_VERSION));
 }
 
 #[test]

@@ -12,17 +12,13 @@ use super::invalid_input;
 ///
 /// The file holds `pattern` repeated from offset 0 and its length is a whole
 /// number of patterns, so byte `i` of the file is `pattern[i % pattern.len()]`.
-/// [`send`](Self::send) always starts at offset 0; to make a continuous stream
-/// (byte `i` of the stream is `pattern[i % pattern.len()]`) even after short
-/// sends, use [`send_continuing`](Self::send_continuing).
+/// [`send`](Self::send) always starts at offset 0.
 #[derive(Debug)]
 pub struct ZeroCopySource {
     /// The memory-backed file holding the pattern.
     fd: OwnedFd,
-    /// File length in bytes; at least 1 and a multiple of `pattern_len`.
+    /// File length in bytes; at least 1 and a multiple of the pattern's length.
     len: usize,
-    /// Length of the repeated pattern; at least 1.
-    pattern_len: usize,
 }
 
 impl ZeroCopySource {
@@ -47,7 +43,7 @@ impl ZeroCopySource {
             )));
         }
         let fd = imp::pattern_file(len, pattern)?;
-        Ok(Self { fd, len, pattern_len: pattern.len() })
+        Ok(Self { fd, len })
     }
 
     /// Sends up to `max` bytes (at most the file length) from the start of the
@@ -61,29 +57,8 @@ impl ZeroCopySource {
         self.send_from(sock.as_fd(), 0, max)
     }
 
-    /// Continues a stream of the repeated pattern of which `stream_pos` bytes
-    /// have already been sent: sends from the file offset where the pattern
-    /// continues (`stream_pos % pattern.len()`), up to `max` bytes and at most
-    /// to the end of the file. The receiver then sees byte `i` of the stream
-    /// equal to `pattern[i % pattern.len()]`, however short each send was.
-    /// Return value and errors are as for [`send`](Self::send).
-    pub fn send_continuing(
-        &self,
-        sock: &impl AsFd,
-        stream_pos: u64,
-        max: usize,
-    ) -> io::Result<usize> {
-        // The remainder is below `pattern_len`, which is a usize, so it fits.
-        let offset = usize::try_from(stream_pos % self.pattern_len as u64).unwrap_or(0);
-        self.send_from(sock.as_fd(), offset, max)
-    }
-
-    /// Length of the file in bytes (the most one send can take).
-    pub fn file_len(&self) -> usize {
-        self.len
-    }
-
     /// Whether this OS supports zero-copy sending from a memory-backed file.
+    #[cfg(test)]
     pub fn is_supported() -> bool {
         imp::zero_copy_supported()
     }
@@ -140,6 +115,7 @@ mod imp {
         Ok(OwnedFd::from(file))
     }
 
+    #[cfg(test)]
     pub(super) fn zero_copy_supported() -> bool {
         // memfd_create and sendfile from a memfd arrived together (Linux 3.17).
         !matches!(memfd(), Err(e) if e.kind() == io::ErrorKind::Unsupported)
@@ -185,6 +161,8 @@ mod imp {
         Err(unsupported(format_args!("zero-copy sending from a memory-backed file")))
     }
 
+    #[cfg(test)]
+    #[cfg(test)]
     pub(super) fn zero_copy_supported() -> bool {
         false
     }

@@ -23,7 +23,7 @@
 //! On a real link the queue must still hold enough to keep TCP busy until the writer wakes:
 //! 128 KiB last 10 µs at 100 Gbit/s, about one thread wake-up. So the automatic limit follows
 //! the sender's own rate: the floor to start, then [`AUTO_SPAN`] of the rate measured over
-//! [`WINDOW`], at most [`MAX`]. The span is short because on loopback every step up cost
+//! [`RateFollower::WINDOW`], at most [`MAX`]. The span is short because on loopback every step up cost
 //! throughput (a 100 µs span, about 580 KB for one 46 Gbit/s stream, was slower than 128 KiB
 //! on most lines in interleaved runs); 25 µs keeps loopback at the floor up to 42 Gbit/s per
 //! stream and gives a 100 Gbit/s stream 312 KB, about 12 µs to refill after its wake-up.
@@ -48,7 +48,7 @@ use std::time::{Duration, Instant};
 
 use linerate_proto::NotsentLowat;
 
-use super::follow::{RateFollower, span_of_rate};
+use super::follow::RateFollower;
 
 /// The automatic limit's floor for one or two streams.
 pub const FLOOR: u32 = 128 * 1024;
@@ -60,8 +60,6 @@ pub const END_BUDGET: u32 = 256 * 1024;
 pub const MAX: u32 = 4 * 1024 * 1024;
 /// How much of the sender's rate the automatic limit holds.
 pub const AUTO_SPAN: Duration = Duration::from_micros(25);
-/// How often the automatic limit re-measures the rate.
-pub const WINDOW: Duration = RateFollower::WINDOW;
 
 /// What the client asked for (`spec.notsent_lowat`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -164,7 +162,7 @@ impl UnsentLimit {
     }
 }
 
-/// One sender thread's automatic limit: re-measures its rate every [`WINDOW`].
+/// One sender thread's automatic limit: re-measures its rate every [`RateFollower::WINDOW`].
 #[derive(Debug)]
 pub struct Limiter<'a> {
     limit: &'a UnsentLimit,
@@ -190,9 +188,10 @@ pub fn floor(senders: usize) -> u32 {
 }
 
 /// The automatic limit for `bytes` sent in `elapsed`: [`AUTO_SPAN`] of that rate, within
-/// `floor..=`[`MAX`] (what [`Limiter`]'s follower proposes).
-pub fn auto_target(bytes: u64, elapsed: Duration, floor: u32) -> u32 {
-    span_of_rate(bytes, elapsed, AUTO_SPAN).clamp(u64::from(floor), u64::from(MAX)) as u32
+/// `floor..=`[`MAX`] (what [`Limiter`]'s follower proposes; the tests' statement of the rule).
+#[cfg(test)]
+fn auto_target(bytes: u64, elapsed: Duration, floor: u32) -> u32 {
+    super::follow::span_of_rate(bytes, elapsed, AUTO_SPAN).clamp(u64::from(floor), u64::from(MAX)) as u32
 }
 
 #[cfg(test)]
@@ -268,7 +267,7 @@ mod tests {
         let mut l = auto.start(&sock, t0).expect("auto follows the rate");
         assert_eq!(read(&sock), FLOOR);
         // 50 ms at 160 Gbit/s: 25 µs of it is 500 kB.
-        l.observe(&sock, 1_000_000_000, t0 + WINDOW);
+        l.observe(&sock, 1_000_000_000, t0 + RateFollower::WINDOW);
         assert_eq!(read(&sock), 500_000);
         let r = auto.report().expect("report");
         assert_eq!((r.mode.as_str(), r.max_bytes, r.refused), ("auto", 500_000, 0));

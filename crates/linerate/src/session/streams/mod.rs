@@ -561,6 +561,7 @@ impl StreamSet {
     }
 
     /// True when no stream was added.
+    #[cfg_attr(linerate_private, allow(dead_code))]
     pub fn is_empty(&self) -> bool {
         self.streams.is_empty()
     }
