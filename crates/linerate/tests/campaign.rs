@@ -88,7 +88,7 @@ fn campaign_of_two_tiers_runs_each_matrix_into_one_finished_group() {
     let store = Store::open(&db).expect("history");
     let g = store.group(doc["group"].as_i64().expect("group")).expect("read").expect("group");
     assert_eq!((g.kind.as_str(), g.finished), ("campaign", true));
-    assert_eq!(g.params["plan"]["name"], "loopback-pair");
+    assert_eq!(g.params.plan_json()["name"], "loopback-pair");
     let runs = store.group_runs(g.id).expect("runs");
     assert_eq!(runs.len(), 8);
     for (_, meta, _) in &runs {

@@ -14,7 +14,7 @@
 use std::path::{Path, PathBuf};
 
 use linerate::record::RunRecord;
-use linerate::store::{RunKind, RunMeta, Store};
+use linerate::store::{GroupKind, GroupParams, RunKind, RunMeta, Store};
 use serde_json::{Value, json};
 
 use crate::report::{fixture, report};
@@ -25,7 +25,8 @@ pub fn store_matrix(store: &mut Store, file: &str) -> i64 {
     let doc: Value =
         serde_json::from_str(&std::fs::read_to_string(fixture(file)).expect("fixture"))
             .expect("JSON");
-    let group = store.begin_group("matrix", None, &json!({ "seed": doc["seed"] })).expect("group");
+    let params = GroupParams::read(json!({ "seed": doc["seed"] })).expect("params");
+    let group = store.begin_group(GroupKind::Matrix, None, &params).expect("group");
     let cells = doc["summary"]["cells"].as_array().expect("cells");
     for run in doc["runs"].as_array().expect("runs") {
         let record: RunRecord = serde_json::from_value(run["record"].clone()).expect("record");
@@ -55,8 +56,8 @@ pub fn store_fleet(store: &mut Store, file: &str) -> i64 {
         k.dedup();
         k
     });
-    let params = json!({ "scale": scale, "seed": doc["seed"] });
-    let group = store.begin_group("fleet", None, &params).expect("group");
+    let params = GroupParams::read(json!({ "scale": scale, "seed": doc["seed"] })).expect("params");
+    let group = store.begin_group(GroupKind::Fleet, None, &params).expect("group");
     let runs: Vec<(Option<u64>, u64, &Value)> = match curve {
         Some(runs) => runs
             .iter()

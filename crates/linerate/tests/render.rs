@@ -15,7 +15,7 @@ use linerate::session::server::ServerNote;
 use linerate::session::test_log::TestLogLine;
 use linerate::session::{IntervalRow, LiveEvent, Observer};
 use linerate::stats::doctor::{DoctorReport, RemoteFacts, diagnose};
-use linerate::store::{ListFilter, RunKind, RunMeta, Store};
+use linerate::store::{GroupKind, GroupParams, ListFilter, RunKind, RunMeta, Store};
 use linerate_proto::{Environment, Fact};
 
 /// The fixtures, in the order they ran: TCP upload with two streams, download (-R), bidir, UDP
@@ -142,7 +142,8 @@ fn put(store: &mut Store, name: &str, (kind, group): (RunKind, Option<i64>), cel
 fn history() -> Store {
     let mut store = Store::open_in_memory().expect("an in-memory history");
     let mut group = |kind: &str, name| {
-        store.begin_group(kind, name, &serde_json::json!({})).map(Some).expect("group")
+        let params = GroupParams::read(serde_json::json!({})).expect("params");
+        store.begin_group(GroupKind::of(kind), name, &params).map(Some).expect("group")
     };
     let (matrix, campaign, search) =
         (group("matrix", None), group("campaign", Some("lab")), group("find_max", None));

@@ -595,3 +595,61 @@ fn assert_saved_instead(stderr: &str) {
     assert_eq!(doc["kind"], "linerate.run", "{}", path.display());
     let _ = std::fs::remove_file(path);
 }
+
+/// A history an earlier release wrote (tests/fixtures/stores/README.md: commit 98db5eb, group
+/// parameters in both of its layouts) reads with this build: every group reports in every
+/// format with the figures its runs hold, lists and compares, and the file is left as it was.
+#[test]
+fn a_history_written_by_an_earlier_release_reads_whole_and_stays_unchanged() {
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/stores/history-98db5eb.sqlite");
+    let before = std::fs::read(&fixture).expect("fixture");
+    let db = db_path("earlier-release");
+    std::fs::write(&db, &before).expect("copy");
+    let json = |which: &str| -> Value {
+        serde_json::from_str(&ok(&["report", which, "--db", &db, "-f", "json"]).stdout)
+            .expect("json")
+    };
+    // m1: a matrix of layout 1, 2 × 2 cells, 2 runs each.
+    let m1 = json("m1");
+    let cells = m1["summary"]["cells"].as_array().expect("cells");
+    let labels: Vec<&str> = cells.iter().filter_map(|c| c["label"].as_str()).collect();
+    assert_eq!(labels, ["P=1 w=128K", "P=1 w=256k", "P=2 w=128K", "P=2 w=256k"], "its words kept");
+    assert!(cells.iter().all(|c| c["runs"] == 2), "{m1}");
+    // c2: a campaign of layout 1, two tiers of 2 cells × 2 runs.
+    let c2 = json("c2");
+    let tiers: Vec<&str> =
+        c2["tiers"].as_array().expect("tiers").iter().filter_map(|t| t["name"].as_str()).collect();
+    assert_eq!(tiers, ["first", "second"]);
+    assert_eq!(c2["tiers"][1]["runs"].as_array().map(Vec::len), Some(4));
+    // f3: a fleet of layout 0 (its targets at the top of the params), both hosts measured.
+    let f3 = json("f3");
+    assert_eq!(f3["kind"], "linerate.fleet");
+    let s = &f3["summary"];
+    assert_eq!((s["hosts_planned"].as_u64(), s["hosts_measured"].as_u64()), (Some(2), Some(2)));
+    let hosts = s["directions"][0]["hosts"].as_array().expect("hosts");
+    let labels: Vec<&str> = hosts.iter().filter_map(|h| h["label"].as_str()).collect();
+    assert_eq!(labels, ["a", "b"]);
+    // f4: a scaling curve of layout 0: three host counts, two whole runs each.
+    let f4 = json("f4");
+    let points = f4["summary"]["directions"][0]["points"].as_array().expect("points");
+    let shape: Vec<(u64, usize)> = points
+        .iter()
+        .map(|p| (p["hosts"].as_u64().expect("k"), p["totals"].as_array().map_or(0, Vec::len)))
+        .collect();
+    assert_eq!(shape, [(1, 2), (2, 2), (3, 2)]);
+    for which in ["1", "m1", "c2", "f3", "f4"] {
+        for format in ["text", "md", "csv", "html"] {
+            let out = ok(&["report", which, "--db", &db, "-f", format]);
+            assert!(out.stdout.len() > 200, "report {which} -f {format}: {}", out.stdout);
+        }
+    }
+    let listed = ok(&["history", "--db", &db]).stdout;
+    assert!(listed.contains("find-max 5") && listed.contains("f4 k=3"), "{listed}");
+    let fleets = ok(&["compare", "f3", "f3", "--db", &db]).stdout;
+    assert!(fleets.contains("Fleet f3 (A) against fleet f3 (B)"), "{fleets}");
+    let curves = ok(&["compare", "f4", "f4", "--db", &db]).stdout;
+    assert!(curves.contains("Scaling curve f4 (A)"), "{curves}");
+    ok(&["compare", "m1", "m1", "--db", &db]);
+    assert_eq!(std::fs::read(&db).expect("read back"), before, "reading changed the history");
+}

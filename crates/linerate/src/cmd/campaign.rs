@@ -22,7 +22,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::failed::{group_failure_kind, interrupted};
 use super::keep::{self, GroupRuns};
@@ -38,7 +38,7 @@ use crate::session::preflight::{self, Check};
 use crate::stats::campaign::{TierSummary, cross_tier_findings, summarize_tier};
 use crate::stats::campaign_fleet::{FleetShape, completed_fleet_runs};
 use crate::store::resume::{self, Resumable};
-use crate::store::{RunKind, Store};
+use crate::store::{GroupKind, GroupParams, RunKind, Store};
 
 /// Runs of an earlier attempt, per tier: (cell index, repetition, record).
 type Prior = Vec<Vec<(usize, u32, RunRecord)>>;
@@ -163,7 +163,7 @@ fn resume_group(
     let plan_json = serde_json::to_value(&c.plan)?;
     let s = store.context("--resume needs the history, which cannot be opened")?;
     let resumable = Resumable {
-        kind: "campaign",
+        kind: GroupKind::Campaign,
         plan: &plan_json,
         name: Some(&c.plan.name),
         fix: "restore the campaign file",
@@ -176,8 +176,8 @@ fn resume_group(
 
 /// A new group for the campaign, if there is a history.
 fn begin_group(c: &CampaignRun, store: Option<&mut Store>) -> Option<i64> {
-    let params = json!({ "plan": serde_json::to_value(&c.plan).ok()?, "seed": c.seed });
-    store?.begin_group("campaign", Some(&c.plan.name), &params).ok()
+    let params = GroupParams::new(&c.plan, Some(c.seed)).ok()?;
+    store?.begin_group(GroupKind::Campaign, Some(&c.plan.name), &params).ok()
 }
 
 /// Resolves and greets the server (of `bases[i]`; a fleet tier: every target) of every tier

@@ -100,7 +100,9 @@ fn find_max(plan: &ClientPlan, search_plan: SearchPlan, interrupt: &Interrupt) -
     let mut store = keep::open(&plan.store, &console);
     let mut unstored = Vec::new();
     let params = serde_json::json!({ "max_loss": search_plan.max_loss, "start_bits_per_second": search_plan.start_bits_per_second, "spec": plan.spec });
-    let group = store.as_mut().and_then(|s| s.begin_group("find_max", None, &params).ok());
+    let params = crate::store::GroupParams::new(&params, None)?;
+    let kind = crate::store::GroupKind::FindMax;
+    let group = store.as_mut().and_then(|s| s.begin_group(kind, None, &params).ok());
     let mut out = std::io::stdout().lock();
     let text = plan.output == OutputFormat::Text;
     if text {

@@ -148,12 +148,10 @@ pub(super) fn same_cell(a: &str, b: &str) -> bool {
 pub(super) fn name(store: &Store, r: Stored) -> String {
     match r {
         Stored::Run(id) => id.to_string(),
-        Stored::Group(id) => match store.group(id).ok().flatten().map(|g| g.kind) {
-            Some(k) if k == "campaign" => format!("c{id}"),
-            Some(k) if k == "fleet" => format!("f{id}"),
-            Some(k) if k == "find_max" => format!("find-max {id}"),
-            _ => format!("m{id}"),
-        },
+        Stored::Group(id) => {
+            let kind = store.group(id).ok().flatten().map(|g| g.kind);
+            kind.unwrap_or(crate::store::GroupKind::Matrix).reference(id)
+        }
     }
 }
 

@@ -20,30 +20,27 @@ use crate::stats::environment::end_changes;
 use crate::stats::fleet::summarize_fleet;
 use crate::stats::fleet_compare::{compare_curves, compare_fleets};
 use crate::stats::settings::setting_changes;
-use crate::store::{Store, Stored};
+use crate::store::{GroupKind, Store, Stored};
 
 /// What a stored reference is, for deciding and for the errors.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Kind {
     Fleet,
     Curve,
-    Other(&'static str),
+    Other(String),
 }
 
 fn kind_of(store: &Store, r: Stored) -> Result<Kind> {
-    let Stored::Group(id) = r else { return Ok(Kind::Other("a run")) };
-    let Some(g) = store.group(id)? else { return Ok(Kind::Other("a group")) };
-    Ok(match g.kind.as_str() {
-        "fleet" if !stored_fleet_shape(&g).scale.is_empty() => Kind::Curve,
-        "fleet" => Kind::Fleet,
-        "matrix" => Kind::Other("a matrix"),
-        "campaign" => Kind::Other("a campaign"),
-        "find_max" => Kind::Other("a find-max search"),
-        _ => Kind::Other("a group"),
+    let Stored::Group(id) = r else { return Ok(Kind::Other("a run".into())) };
+    let Some(g) = store.group(id)? else { return Ok(Kind::Other("a group".into())) };
+    Ok(match g.kind {
+        GroupKind::Fleet if !stored_fleet_shape(&g).scale.is_empty() => Kind::Curve,
+        GroupKind::Fleet => Kind::Fleet,
+        other => Kind::Other(other.noun()),
     })
 }
 
-fn words(k: Kind) -> &'static str {
+fn words(k: &Kind) -> &str {
     match k {
         Kind::Fleet => "a fleet",
         Kind::Curve => "a fleet scaling curve",
@@ -59,8 +56,8 @@ pub(super) fn run(
     html: bool,
 ) -> Result<Option<ExitCode>> {
     let (ka, kb) = (kind_of(store, a)?, kind_of(store, b)?);
-    let fleet = |k| matches!(k, Kind::Fleet | Kind::Curve);
-    if !fleet(ka) && !fleet(kb) {
+    let fleet = |k: &Kind| matches!(k, Kind::Fleet | Kind::Curve);
+    if !fleet(&ka) && !fleet(&kb) {
         return Ok(None);
     }
     let (na, nb) = (name(store, a), name(store, b));
@@ -68,8 +65,8 @@ pub(super) fn run(
         let why = format!(
             "{na} is {} and {nb} is {}: compare a fleet with a fleet and a scaling curve with a \
              scaling curve (`linerate history` lists them)",
-            words(ka),
-            words(kb)
+            words(&ka),
+            words(&kb)
         );
         return Err(Failure::usage(why).into());
     }

@@ -8,18 +8,17 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use serde_json::json;
 
 use super::failed::{group_failure_kind, interrupted};
 use super::keep::{self, GroupRuns};
 use crate::plan::OutputFormat;
-use crate::plan::fleet::FleetPlan;
+use crate::plan::fleet::{FleetIdentity, FleetPlan};
 use crate::record::{Failure, FailureKind, RunRecord};
 use crate::report::fleet::FleetMeta;
 use crate::report::notice::{self, Notice};
 use crate::session::{Interrupt, fleet};
 use crate::stats::fleet::{FleetSummary, HostInput, summarize_fleet};
-use crate::store::{RunKind, Store};
+use crate::store::{GroupKind, GroupParams, RunKind, Store};
 
 /// File descriptors a fleet host costs the coordinator: its control connection and each data
 /// connection, plus a few for the probes each run opens.
@@ -81,9 +80,9 @@ pub(super) fn open_group<'a>(
     console: &'a crate::report::notice::Console,
 ) -> Result<(GroupRuns<'a>, Option<i64>)> {
     let mut store = keep::open(&plan.base.store, console);
-    let params = json!({ "plan": identity(plan), "seed": plan.seed });
+    let params = GroupParams::new(&FleetIdentity::of(plan), Some(plan.seed))?;
     let group = match store.as_mut() {
-        Some(s) => Some(s.begin_group("fleet", None, &params)?),
+        Some(s) => Some(s.begin_group(GroupKind::Fleet, None, &params)?),
         None => None,
     };
     Ok((group_runs(store, group, plan, (interrupt, console)), group))
@@ -138,24 +137,6 @@ pub(super) fn inputs<'a>(
 /// `inputs` of labelled records.
 pub(super) fn labelled(records: &[(String, RunRecord)]) -> Vec<HostInput<'_>> {
     inputs(records.iter().map(|(l, r)| (l.as_str(), r)))
-}
-
-/// What identifies a fleet for `--resume` (stored under `"plan"`, the seed beside it):
-/// everything that shapes its runs but the seed.
-pub(super) fn identity(plan: &FleetPlan) -> serde_json::Value {
-    let targets: Vec<serde_json::Value> = plan
-        .targets
-        .iter()
-        .map(|t| json!({ "host": t.host, "port": t.port, "label": t.label }))
-        .collect();
-    json!({
-        "targets": targets,
-        "spec": plan.base.spec,
-        "scale": plan.scale,
-        "repeat": plan.repeat,
-        "until_ci": plan.until_ci,
-        "max_repeat": plan.max_repeat,
-    })
 }
 
 /// Refuses a fleet the open-files limit cannot hold, before any connection is made.

@@ -12,18 +12,18 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::failed::{group_failure_kind, interrupted, last_failure};
 use super::keep::{self, GroupRuns};
-use crate::plan::matrix::{AxisValue, Cell, MatrixPlan, MatrixRun};
+use crate::plan::matrix::{Cell, MatrixIdentity, MatrixPlan, MatrixRun};
 use crate::plan::{ClientPlan, OutputFormat};
 use crate::record::{Failure, Outcome, RunRecord};
 use crate::report::notice::{Notice, Stored};
 use crate::session::{self, Interrupt};
 use crate::stats;
 use crate::store::resume::{self, Resumable};
-use crate::store::{RunKind, Store};
+use crate::store::{GroupKind, GroupParams, RunKind, Store};
 
 /// Runs of earlier attempts: (cell index, repetition, record).
 type Prior = Vec<(usize, u32, RunRecord)>;
@@ -126,42 +126,11 @@ pub fn run(
     Ok(ExitCode::SUCCESS)
 }
 
-/// What identifies a matrix for `--resume`: everything that shapes its runs but the seed.
-fn identity(base: &ClientPlan, plan: &MatrixPlan) -> Value {
-    let axes: Vec<Vec<String>> =
-        plan.axes.iter().map(|a| a.iter().map(|v| v.label()).collect()).collect();
-    json!({
-        "host": base.host,
-        "port": base.port,
-        "axes": axes,
-        "repeat": plan.repeat,
-        "until_ci": plan.until_ci,
-        "max_repeat": plan.max_repeat,
-        "udp_bits_per_second": plan.udp_rate,
-        "length_given": plan.length_given,
-        "spec": base.spec,
-    })
-}
-
-/// The axes of a stored identity, each value with the words it was stored with.
-fn stored_axes(identity: &Value) -> Option<Vec<Vec<AxisValue>>> {
-    identity["axes"]
-        .as_array()?
-        .iter()
-        .map(|a| a.as_array()?.iter().map(|l| AxisValue::from_label(l.as_str()?)).collect())
-        .collect()
-}
-
-/// An identity with its axes' sizes written canonically: a matrix stored with `w=250K` (as
-/// versions before the user's words were kept wrote `256k`) is the same matrix as `w=256k`.
+/// A stored identity with its sizes written canonically (`MatrixIdentity::canonical`), for
+/// comparing plans; an identity that does not read is compared as it is.
 fn canonical_identity(identity: &Value) -> Value {
-    let mut v = identity.clone();
-    if let Some(axes) = stored_axes(identity) {
-        let labels: Vec<Vec<String>> =
-            axes.iter().map(|a| a.iter().map(|v| v.canonical().label()).collect()).collect();
-        v["axes"] = json!(labels);
-    }
-    v
+    let typed = serde_json::from_value::<MatrixIdentity>(identity.clone());
+    typed.ok().and_then(|i| serde_json::to_value(i.canonical()).ok()).unwrap_or(identity.clone())
 }
 
 /// A new group (if there is a history), or the group to resume with its seed and runs.
@@ -171,15 +140,17 @@ fn start_or_resume(
     how: &MatrixRun,
     store: &mut Option<Store>,
 ) -> Result<(Option<i64>, MatrixPlan, Earlier)> {
-    let identity = identity(base, plan);
+    let identity = MatrixIdentity::of(base, plan);
     let Some(which) = how.resume else {
-        let params = json!({ "plan": identity, "seed": plan.seed });
-        let group = store.as_mut().and_then(|s| s.begin_group("matrix", None, &params).ok());
+        let params = GroupParams::new(&identity, Some(plan.seed))?;
+        let group =
+            store.as_mut().and_then(|s| s.begin_group(GroupKind::Matrix, None, &params).ok());
         return Ok((group, plan.clone(), Earlier::default()));
     };
     let s = store.as_ref().context("--resume needs the history, which cannot be opened")?;
+    let identity = serde_json::to_value(&identity)?;
     let resumable = Resumable {
-        kind: "matrix",
+        kind: GroupKind::Matrix,
         plan: &identity,
         name: None,
         fix: "repeat the original command line (host, port, axes, --repeat, test flags)",
@@ -188,7 +159,8 @@ fn start_or_resume(
     let g = resume::find_open_group(s, which, &resumable)?;
     // The group's cells keep the words they were stored with (`w=256k`), however they were
     // written this time.
-    let axes = stored_axes(&g.params["plan"]).unwrap_or_else(|| plan.axes.clone());
+    let stored = g.params.plan::<MatrixIdentity>().ok().and_then(|i| i.axes);
+    let axes = stored.unwrap_or_else(|| plan.axes.clone());
     let plan = MatrixPlan { seed: resume::stored_seed(&g)?, axes, ..plan.clone() };
     let cells = plan.cells();
     let mut earlier = Earlier::default();

@@ -36,10 +36,10 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 
 use super::failed::{group_failure_kind, interrupted};
-use super::fleet::{group_runs, identity, labelled, open_group};
+use super::fleet::{group_runs, labelled, open_group};
 use super::keep::{self, GroupRuns};
 use super::source::{fleet_source, load_from};
-use crate::plan::fleet::FleetPlan;
+use crate::plan::fleet::{FleetIdentity, FleetPlan};
 use crate::plan::{OutputFormat, ReportFormat};
 use crate::record::{Failure, RunRecord};
 use crate::report::fleet as render;
@@ -49,6 +49,7 @@ use crate::session::Interrupt;
 use crate::session::fleet_runs::{self, CurveProgress};
 use crate::stats::campaign_fleet::{FleetShape, completed_fleet_runs};
 use crate::stats::fleet::{FleetSummary, summarize_planned};
+use crate::store::GroupKind;
 use crate::store::resume::{self, Resumable};
 
 /// Runs the scaling curve.
@@ -162,9 +163,9 @@ fn open<'a>(
     };
     let store = keep::open(&plan.base.store, console)
         .context("--resume needs the history, which cannot be opened")?;
-    let wanted = identity(plan);
+    let wanted = serde_json::to_value(FleetIdentity::of(plan))?;
     let resumable = Resumable {
-        kind: "fleet",
+        kind: GroupKind::Fleet,
         plan: &wanted,
         name: None,
         fix: "repeat the original command line (targets, --scale, --repeat, --until-ci, test \

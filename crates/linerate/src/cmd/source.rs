@@ -14,13 +14,14 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::plan::HistoryRef;
-use crate::plan::campaign::{CampaignPlan, Tier};
-use crate::plan::matrix::{AxisValue, Cell, cells_of};
+use crate::plan::campaign::{CampaignPlan, StoredCampaign, Tier};
+use crate::plan::fleet::FleetIdentity;
+use crate::plan::matrix::{AxisValue, Cell, MatrixIdentity, cells_of};
 use crate::record::{Failure, LinkAssumption, Outcome, RunRecord};
 use crate::report::model::{InputRun, ReportKind, Source, TierInput};
 use crate::stats::campaign::{TierPlace, tier_server};
 use crate::stats::campaign_fleet::FleetShape;
-use crate::store::{GroupRow, RunMeta, Store, Stored};
+use crate::store::{GroupKind, GroupRow, RunMeta, Store, Stored};
 
 fn is_ipv6(server: &str) -> bool {
     server.starts_with('[')
@@ -73,13 +74,14 @@ pub fn load_from(store: &Store, which: Stored) -> Result<Source> {
                 ))
             })?;
             let runs = store.group_runs(id)?;
-            match group.kind.as_str() {
-                "campaign" => stored_campaign(&group, runs),
-                "matrix" => stored_matrix(&group, runs),
-                "fleet" => stored_fleet(&group, runs),
+            match &group.kind {
+                GroupKind::Campaign => stored_campaign(&group, runs),
+                GroupKind::Matrix => stored_matrix(&group, runs),
+                GroupKind::Fleet => stored_fleet(&group, runs),
                 other => Err(Failure::usage(format!(
-                    "group {id} is a {other} group; `linerate report` reads runs, matrices, \
-                     campaigns and fleets (list its runs with `linerate history --group {id}`)"
+                    "group {id} is {}; `linerate report` reads runs, matrices, campaigns and \
+                     fleets (list its runs with `linerate history --group {id}`)",
+                    other.noun()
                 ))
                 .into()),
             }
@@ -91,18 +93,26 @@ type StoredRuns = Vec<(i64, RunMeta, RunRecord)>;
 
 const UNFINISHED: &str = "not finished: interrupted, or stopped after failed runs";
 
-/// A stored matrix's setting: under `plan` (groups stored since `matrix --resume`, see
-/// `cmd::matrix`) or at the top of the params (older groups).
-fn matrix_param<'a>(params: &'a Value, key: &str) -> &'a Value {
-    let planned = &params["plan"][key];
-    if planned.is_null() { &params[key] } else { planned }
+/// A stored matrix's identity (what it ran); its defaults where the stored plan does not read.
+fn matrix_identity(group: &GroupRow) -> MatrixIdentity {
+    group.params.plan().unwrap_or(MatrixIdentity {
+        host: None,
+        port: None,
+        axes: None,
+        repeat: 0,
+        until_ci: None,
+        max_repeat: None,
+        udp_bits_per_second: None,
+        length_given: false,
+        spec: None,
+    })
 }
 
 /// The cells of a stored matrix: the cartesian product of its axes when every label reads
 /// back, else one cell per distinct stored cell label, in the order they ran.
-fn matrix_cells(params: &Value, runs: &StoredRuns) -> Vec<Cell> {
-    if let Some(cells) = planned_matrix_cells(params) {
-        return cells;
+fn matrix_cells(identity: &MatrixIdentity, runs: &StoredRuns) -> Vec<Cell> {
+    if let Some(axes) = &identity.axes {
+        return cells_of(axes);
     }
     let mut labels: Vec<&str> = Vec::new();
     for (_, meta, _) in runs {
@@ -121,20 +131,13 @@ fn matrix_cells(params: &Value, runs: &StoredRuns) -> Vec<Cell> {
         .collect()
 }
 
-/// The cartesian product of a stored matrix's axes; None when a label does not read back.
-fn planned_matrix_cells(params: &Value) -> Option<Vec<Cell>> {
-    let axes: Vec<Vec<AxisValue>> = matrix_param(params, "axes")
-        .as_array()?
-        .iter()
-        .map(|a| a.as_array()?.iter().map(|l| AxisValue::from_label(l.as_str()?)).collect())
-        .collect::<Option<_>>()?;
-    Some(cells_of(&axes))
-}
-
 /// A stored campaign's tiers, from its parsed plan.
 fn campaign_tiers(group: &GroupRow) -> Result<Vec<Tier>> {
-    serde_json::from_value(group.params["plan"]["tiers"].clone())
-        .with_context(|| format!("campaign group {}: its stored plan cannot be read", group.id))
+    let plan: StoredCampaign = group
+        .params
+        .plan()
+        .with_context(|| format!("campaign group {}: its stored plan cannot be read", group.id))?;
+    Ok(plan.tiers)
 }
 
 /// The cell names of a stored matrix or campaign in its plan's order, as its runs store them
@@ -143,10 +146,10 @@ fn campaign_tiers(group: &GroupRow) -> Result<Vec<Tier>> {
 /// and for plans that do not read back.
 pub(super) fn planned_cell_names(group: &GroupRow) -> Option<Vec<String>> {
     let labels = |cells: Vec<Cell>| cells.iter().map(Cell::label).collect::<Vec<_>>();
-    match group.kind.as_str() {
-        "matrix" => planned_matrix_cells(&group.params).map(labels),
-        "campaign" => {
-            let seed = group.params["seed"].as_u64().unwrap_or(0);
+    match group.kind {
+        GroupKind::Matrix => matrix_identity(group).axes.map(|axes| labels(cells_of(&axes))),
+        GroupKind::Campaign => {
+            let seed = group.params.seed.unwrap_or(0);
             let tiers = campaign_tiers(group).ok()?;
             let names = tiers.iter().enumerate().flat_map(|(i, tier)| {
                 let cells = match &tier.fleet {
@@ -192,7 +195,8 @@ fn matched_runs(
 }
 
 fn stored_matrix(group: &GroupRow, runs: StoredRuns) -> Result<Source> {
-    let cells = matrix_cells(&group.params, &runs);
+    let identity = matrix_identity(group);
+    let cells = matrix_cells(&identity, &runs);
     let inputs = matched_runs(&runs, group.id, "", |label| {
         Some(cells.iter().find(|c| c.is_named(label))?.index)
     })?;
@@ -203,14 +207,14 @@ fn stored_matrix(group: &GroupRow, runs: StoredRuns) -> Result<Source> {
         kind: ReportKind::Matrix,
         title: title.clone(),
         name: group.name.clone(),
-        seed: group.params["seed"].as_u64(),
+        seed: group.params.seed,
         group: Some(group.id),
         finished: group.finished,
         tiers: vec![TierInput {
             ipv6: is_ipv6(&server),
             place: TierPlace { name: title, server, link: first.and_then(|r| r.link) },
             cells,
-            until_ci: matrix_param(&group.params, "until_ci").as_f64(),
+            until_ci: identity.until_ci,
             stopped: (!group.finished).then(|| UNFINISHED.to_string()),
             runs: inputs,
             fleet: None,
@@ -218,17 +222,11 @@ fn stored_matrix(group: &GroupRow, runs: StoredRuns) -> Result<Source> {
     })
 }
 
-/// The plan a fleet group was stored with: under `"plan"` (since resuming), or the params
-/// themselves (groups stored before).
-pub(super) fn stored_fleet_plan(params: &Value) -> &Value {
-    if params["plan"].is_object() { &params["plan"] } else { params }
-}
-
-/// The targets and host counts of a stored fleet group.
+/// The targets and host counts of a stored fleet group (none where its plan does not read).
 pub(super) fn stored_fleet_shape(group: &GroupRow) -> FleetShape {
-    let plan = stored_fleet_plan(&group.params);
-    let scale: Vec<usize> = serde_json::from_value(plan["scale"].clone()).unwrap_or_default();
-    FleetShape { targets: plan["targets"].as_array().map_or(0, Vec::len), scale }
+    let plan: Option<FleetIdentity> = group.params.plan().ok();
+    let (targets, scale) = plan.map_or((0, Vec::new()), |p| (p.targets.len(), p.scale));
+    FleetShape { targets, scale }
 }
 
 /// A stored fleet or scaling curve: one fleet tier of its host runs, a curve's stored as cell
@@ -241,8 +239,8 @@ fn stored_fleet(group: &GroupRow, runs: StoredRuns) -> Result<Source> {
         let cell = match shape.scale.is_empty() {
             true => 0,
             false => {
-                let k = meta.cell.as_deref().and_then(|c| c.strip_prefix("k=")?.parse().ok());
-                let at = k.and_then(|k: usize| shape.scale.iter().position(|&s| s == k));
+                let named = |k: &usize| meta.cell.as_deref() == Some(&format!("k={k}"));
+                let at = shape.scale.iter().position(named);
                 at.with_context(|| {
                     format!(
                         "run {id} of fleet f{} is of cell {:?}, which its stored host counts do \
@@ -255,7 +253,7 @@ fn stored_fleet(group: &GroupRow, runs: StoredRuns) -> Result<Source> {
         let repetition = meta.repetition.unwrap_or(1);
         inputs.push(InputRun { cell, repetition, id: Some(id), record });
     }
-    let seed = group.params["seed"].as_u64();
+    let seed = group.params.seed;
     Ok(fleet_source((Some(group.id), seed), group.finished, shape, inputs))
 }
 
@@ -291,7 +289,7 @@ pub(super) fn fleet_source(
 
 fn stored_campaign(group: &GroupRow, runs: StoredRuns) -> Result<Source> {
     let tiers = campaign_tiers(group)?;
-    let seed = group.params["seed"].as_u64();
+    let seed = group.params.seed;
     let mut inputs = Vec::new();
     for (i, tier) in tiers.iter().enumerate() {
         let m = tier.matrix_plan(CampaignPlan::tier_seed(seed.unwrap_or(0), i));

@@ -73,6 +73,14 @@ pub struct CampaignRun {
     pub stop_after: Option<usize>,
 }
 
+/// A campaign as a group's plan stores it (`store::GroupParams`): what a report rebuilds its
+/// tiers from. (The whole `CampaignPlan` is stored; only its tiers are read back.)
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct StoredCampaign {
+    /// The tiers, in file order.
+    pub tiers: Vec<Tier>,
+}
+
 /// One tier: a target and the matrix to run against it, or a fleet of targets and the one
 /// test each gets (the matrix's single cell).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -53,6 +53,45 @@ pub struct FleetPlan {
     pub stop_after: Option<usize>,
 }
 
+/// What identifies a fleet in the history (a group's plan, `store::GroupParams`): everything
+/// that shapes its runs but the order seed. Keys older releases did not store read as their
+/// defaults.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct FleetIdentity {
+    /// The servers, in order.
+    #[serde(default)]
+    pub targets: Vec<Target>,
+    /// The test every target got.
+    #[serde(default)]
+    pub spec: Option<linerate_proto::TestSpec>,
+    /// `--scale`: the host counts of a curve; empty: a single fleet.
+    #[serde(default)]
+    pub scale: Vec<usize>,
+    /// `--repeat`.
+    #[serde(default)]
+    pub repeat: u32,
+    /// `--until-ci`.
+    #[serde(default)]
+    pub until_ci: Option<f64>,
+    /// `--max-repeat`.
+    #[serde(default)]
+    pub max_repeat: Option<u32>,
+}
+
+impl FleetIdentity {
+    /// The identity of `plan`.
+    pub fn of(plan: &FleetPlan) -> Self {
+        FleetIdentity {
+            targets: plan.targets.clone(),
+            spec: Some(plan.base.spec.clone()),
+            scale: plan.scale.clone(),
+            repeat: plan.repeat,
+            until_ci: plan.until_ci,
+            max_repeat: Some(plan.max_repeat),
+        }
+    }
+}
+
 impl FleetPlan {
     /// The fleet of the first `k` targets.
     pub fn first(&self, k: usize) -> FleetPlan {

@@ -170,6 +170,96 @@ pub struct MatrixRun {
     pub stop_after: Option<usize>,
 }
 
+/// What identifies a matrix in the history (a group's plan, `store::GroupParams`): everything
+/// that shapes its runs but the order seed. `--resume` continues only a group with the same
+/// identity; a report rebuilds the cells from its axes. Keys older releases did not store read
+/// as their defaults.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MatrixIdentity {
+    /// The server's host.
+    #[serde(default)]
+    pub host: Option<String>,
+    /// The server's port.
+    #[serde(default)]
+    pub port: Option<u16>,
+    /// The axes, each value stored as its label in the user's words (`w=256k`); None when a
+    /// stored label is of no axis value this build knows.
+    #[serde(default, with = "axis_labels")]
+    pub axes: Option<Vec<Vec<AxisValue>>>,
+    /// Runs per cell.
+    #[serde(default)]
+    pub repeat: u32,
+    /// `--until-ci`.
+    #[serde(default)]
+    pub until_ci: Option<f64>,
+    /// `--max-repeat`.
+    #[serde(default)]
+    pub max_repeat: Option<u32>,
+    /// Pacing of UDP cells.
+    #[serde(default)]
+    pub udp_bits_per_second: Option<u64>,
+    /// `-l` was given.
+    #[serde(default)]
+    pub length_given: bool,
+    /// The base test.
+    #[serde(default)]
+    pub spec: Option<TestSpec>,
+}
+
+impl MatrixIdentity {
+    /// The identity of `plan` run against `base`'s server.
+    pub fn of(base: &ClientPlan, plan: &MatrixPlan) -> Self {
+        MatrixIdentity {
+            host: Some(base.host.clone()),
+            port: Some(base.port),
+            axes: Some(plan.axes.clone()),
+            repeat: plan.repeat,
+            until_ci: plan.until_ci,
+            max_repeat: Some(plan.max_repeat),
+            udp_bits_per_second: Some(plan.udp_rate),
+            length_given: plan.length_given,
+            spec: Some(base.spec.clone()),
+        }
+    }
+
+    /// The same identity with sizes written canonically: a matrix stored with `w=250K` (as
+    /// versions before the user's words were kept wrote `256k`) is the same matrix as `w=256k`.
+    pub fn canonical(mut self) -> Self {
+        if let Some(axes) = &mut self.axes {
+            for v in axes.iter_mut().flatten() {
+                *v = v.canonical();
+            }
+        }
+        self
+    }
+}
+
+/// A matrix's axes as stored: each value by its label, so the user's words for sizes stay.
+mod axis_labels {
+    use super::AxisValue;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(
+        axes: &Option<Vec<Vec<AxisValue>>>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        let labels: Option<Vec<Vec<String>>> =
+            axes.as_ref().map(|a| a.iter().map(|a| a.iter().map(AxisValue::label).collect()).collect());
+        serde::Serialize::serialize(&labels, s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Vec<Vec<AxisValue>>>, D::Error> {
+        let labels = Option::<Vec<Vec<String>>>::deserialize(d)?;
+        Ok(labels.and_then(|axes| {
+            axes.iter()
+                .map(|a| a.iter().map(|l| AxisValue::from_label(l)).collect::<Option<Vec<_>>>())
+                .collect()
+        }))
+    }
+}
+
 /// What to run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MatrixPlan {

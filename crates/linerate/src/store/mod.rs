@@ -14,6 +14,7 @@
 //! not recognise as a linerate history of a version it reads (see [`schema`]).
 
 mod error;
+mod group;
 mod open;
 mod query;
 pub mod resume;
@@ -35,10 +36,8 @@ use crate::plan::HistoryRef;
 use crate::record::RunRecord;
 
 pub use error::StoreError;
+pub use group::{GroupKind, GroupParams};
 pub use open::Access;
-
-/// Kinds a group may have (`begin_group`'s `kind`).
-pub const GROUP_KINDS: [&str; 4] = ["matrix", "campaign", "find_max", "fleet"];
 
 /// What produced a stored run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -144,14 +143,14 @@ pub struct RunRow {
 pub struct GroupRow {
     /// Group id, never reused.
     pub id: i64,
-    /// One of [`GROUP_KINDS`].
-    pub kind: String,
+    /// What it is.
+    pub kind: GroupKind,
     /// The user's name for it, if any.
     pub name: Option<String>,
     /// When it began, milliseconds since the Unix epoch.
     pub started_unix_ms: u64,
-    /// The plan it ran, as the caller described it.
-    pub params: serde_json::Value,
+    /// The plan it ran and its order seed.
+    pub params: GroupParams,
     /// True once [`Store::finish_group`] was called; false for a group that was interrupted.
     pub finished: bool,
 }
@@ -232,21 +231,19 @@ impl Store {
         &self.path
     }
 
-    /// Starts a group of `kind` (one of [`GROUP_KINDS`]) running the plan `params`; returns
-    /// its id for [`RunMeta::group`].
+    /// Starts a group of `kind` running the plan `params`; returns its id for
+    /// [`RunMeta::group`].
     pub fn begin_group(
         &mut self,
-        kind: &str,
+        kind: GroupKind,
         name: Option<&str>,
-        params: &serde_json::Value,
+        params: &GroupParams,
     ) -> Result<i64> {
-        if !GROUP_KINDS.contains(&kind) {
-            anyhow::bail!(
-                "cannot record a group of kind {kind:?}: the history knows {GROUP_KINDS:?} \
-                 (a bug in linerate)"
-            );
+        if let GroupKind::Unknown(word) = &kind {
+            anyhow::bail!("cannot record a group of kind {word:?}: a bug in linerate");
         }
-        let params = serde_json::to_string(params)?;
+        let kind = kind.as_str();
+        let params = serde_json::to_string(&params.to_json())?;
         self.conn
             .execute(
                 "INSERT INTO groups (kind, name, started_unix_ms, params_json) VALUES (?1, ?2, ?3, ?4)",

@@ -11,7 +11,7 @@ use linerate_proto::{Direction, Protocol};
 use rusqlite::types::Type;
 use rusqlite::{Connection, Row, ToSql, Transaction, params};
 
-use super::{GroupRow, ListFilter, RunKind, RunMeta, RunRow, StoreError};
+use super::{GroupKind, GroupParams, GroupRow, ListFilter, RunKind, RunMeta, RunRow, StoreError};
 use crate::record::{Outcome, RunRecord, SCHEMA_VERSION};
 
 /// Stores one run (`json` is `record` serialized) and its labels; the caller commits.
@@ -302,16 +302,19 @@ pub(super) fn raw_group(r: &Row<'_>) -> rusqlite::Result<RawGroup> {
 impl RawGroup {
     /// The group, or an error naming it.
     pub(super) fn decode(self) -> Result<GroupRow> {
-        let params = serde_json::from_str(&self.params_json).map_err(|e| {
-            anyhow::anyhow!(
-                "group {}: stored parameters cannot be read ({e}); the row was changed outside \
-                 linerate, its runs are unaffected",
-                self.id
-            )
-        })?;
+        let params = serde_json::from_str(&self.params_json)
+            .map_err(anyhow::Error::from)
+            .and_then(GroupParams::read)
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "group {}: stored parameters cannot be read ({e:#}); the row was changed \
+                     outside linerate or by a newer one, its runs are unaffected",
+                    self.id
+                )
+            })?;
         Ok(GroupRow {
             id: self.id,
-            kind: self.kind,
+            kind: GroupKind::of(&self.kind),
             name: self.name,
             started_unix_ms: self.started_unix_ms,
             params,

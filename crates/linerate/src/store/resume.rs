@@ -11,15 +11,15 @@
 use anyhow::{Context, Result};
 use serde_json::Value;
 
-use super::{GroupRow, Store};
+use super::{GroupKind, GroupRow, Store};
 use crate::record::{Failure, Outcome, RunRecord};
 
 /// What is being resumed, for finding its group and for the errors.
 #[derive(Debug)]
 pub struct Resumable<'a> {
-    /// The group kind ("matrix", "campaign").
-    pub kind: &'a str,
-    /// The plan as stored under `"plan"` in the group's params.
+    /// The group kind.
+    pub kind: GroupKind,
+    /// The plan as a group's params store it (`GroupParams::plan_json`).
     pub plan: &'a Value,
     /// The group's name, when plans have names (campaigns): an open group of that name with
     /// another plan means the plan was edited since.
@@ -34,7 +34,7 @@ pub struct Resumable<'a> {
 impl Resumable<'_> {
     /// Whether `g` ran this plan.
     fn ran(&self, g: &GroupRow) -> bool {
-        (self.canonical)(&g.params["plan"]) == (self.canonical)(self.plan)
+        (self.canonical)(g.params.plan_json()) == (self.canonical)(self.plan)
     }
 }
 
@@ -91,7 +91,7 @@ fn changed(g: &GroupRow, r: &Resumable<'_>) -> String {
 
 /// The order seed stored with group `g`.
 pub fn stored_seed(g: &GroupRow) -> Result<u64> {
-    g.params["seed"].as_u64().with_context(|| format!("group {} has no stored seed", g.id))
+    g.params.seed.with_context(|| format!("group {} has no stored seed", g.id))
 }
 
 /// A stored run of a group's plan.

@@ -97,7 +97,7 @@ fn err_text(r: Result<impl std::fmt::Debug>) -> String {
 fn a_run_round_trips_with_its_meta_and_labels() {
     let mut s = Store::open_in_memory().expect("open");
     let g =
-        s.begin_group("matrix", Some("windows"), &serde_json::json!({"P": [1, 4]})).expect("group");
+        s.begin_group(GroupKind::Matrix, Some("windows"), &params(serde_json::json!({"P": [1, 4]}))).expect("group");
     let rec = record("lab-b:5201", 1_700_000_000_000, 4);
     let m = RunMeta {
         kind: RunKind::MatrixCell,
@@ -192,7 +192,7 @@ fn a_file_store_survives_reopening_and_is_set_up_as_documented() {
 #[test]
 fn list_filters_by_label_server_and_group_newest_first() {
     let mut s = Store::open_in_memory().expect("open");
-    let g = s.begin_group("campaign", None, &serde_json::json!({})).expect("group");
+    let g = s.begin_group(GroupKind::Campaign, None, &params(serde_json::json!({}))).expect("group");
     let mut add = |server: &str, started: u64, labels: &[&str], group: Option<i64>| {
         let m = RunMeta { group, ..meta(labels) };
         s.insert_run(&record(server, started, 1), &m).expect("insert")
@@ -241,9 +241,9 @@ fn list_filters_by_outcome_and_names_each_failure() {
 #[test]
 fn groups_record_their_runs_and_whether_they_finished() {
     let mut s = Store::open_in_memory().expect("open");
-    let params = serde_json::json!({"streams": [1, 2, 4], "repetitions": 3});
-    let m = s.begin_group("matrix", Some("P sweep"), &params).expect("matrix");
-    let f = s.begin_group("find_max", None, &serde_json::json!(null)).expect("find_max");
+    let plan = serde_json::json!({"streams": [1, 2, 4], "repetitions": 3});
+    let m = s.begin_group(GroupKind::Matrix, Some("P sweep"), &params(plan.clone())).expect("matrix");
+    let f = s.begin_group(GroupKind::FindMax, None, &params(serde_json::json!({}))).expect("find_max");
     let runs: Vec<i64> = (1..=3)
         .map(|p| {
             let meta = RunMeta {
@@ -260,8 +260,8 @@ fn groups_record_their_runs_and_whether_they_finished() {
     s.finish_group(m).expect("finishing twice is harmless");
     let g = s.group(m).expect("read").expect("present");
     assert_eq!(
-        (g.kind.as_str(), g.name.as_deref(), &g.params, g.finished),
-        ("matrix", Some("P sweep"), &params, true)
+        (g.kind.as_str(), g.name.as_deref(), g.params.plan_json(), g.finished),
+        ("matrix", Some("P sweep"), &plan, true)
     );
     assert!(!s.group(f).expect("read").expect("present").finished, "never finished = interrupted");
     assert_eq!(s.groups(10).expect("groups").iter().map(|g| g.id).collect::<Vec<_>>(), vec![f, m]);
@@ -276,8 +276,9 @@ fn groups_record_their_runs_and_whether_they_finished() {
 #[test]
 fn group_mistakes_are_refused_and_store_nothing() {
     let mut s = Store::open_in_memory().expect("open");
-    let e = err_text(s.begin_group("sweep", None, &serde_json::json!({})));
-    assert!(e.contains("\"sweep\"") && e.contains("find_max"), "{e}");
+    let sweep = GroupKind::of("sweep");
+    let e = err_text(s.begin_group(sweep, None, &params(serde_json::json!({}))));
+    assert!(e.contains("\"sweep\"") && e.contains("a bug"), "{e}");
     let e = err_text(s.finish_group(9));
     assert!(e.contains("group 9 does not exist"), "{e}");
     let m = RunMeta { group: Some(9), ..meta(&["x"]) };
@@ -420,7 +421,7 @@ fn a_corrupted_database_is_named_as_such() {
 #[test]
 fn an_unreadable_record_is_reported_for_its_run_alone() {
     let mut s = Store::open_in_memory().expect("open");
-    let g = s.begin_group("campaign", None, &serde_json::json!({})).expect("group");
+    let g = s.begin_group(GroupKind::Campaign, None, &params(serde_json::json!({}))).expect("group");
     let in_group = RunMeta { group: Some(g), ..meta(&[]) };
     let bad = s.insert_run(&record("h:1", 1, 1), &in_group).expect("insert");
     let good = s.insert_run(&record("h:1", 2, 1), &in_group).expect("insert");
@@ -483,3 +484,8 @@ fn the_default_path_follows_xdg_then_home() {
 }
 
 mod opening;
+
+/// Group parameters of `plan` with no seed.
+fn params(plan: serde_json::Value) -> GroupParams {
+    GroupParams::new(&plan, None).expect("params")
+}
