@@ -20,10 +20,12 @@ fn campaign(args: &[&str]) -> Output {
     run(&all, Duration::from_secs(120))
 }
 
+/// Two tiers on loopback; the first names its port as the CLI takes it (`HOST:PORT`), the
+/// second with `port =`.
 fn two_tiers(a: u16, b: u16) -> String {
     format!(
         "name = \"loopback-pair\"\n\n[defaults]\nparallel = [1, 2]\nrepeat = 2\ntime = 0.3\n\n\
-         [tiers.first]\nhost = \"127.0.0.1\"\nport = {a}\n\n\
+         [tiers.first]\nhost = \"127.0.0.1:{a}\"\n\n\
          [tiers.second]\nhost = \"127.0.0.1\"\nport = {b}\nlink_speed = \"100G\"\n"
     )
 }
@@ -190,6 +192,15 @@ fn campaign_preflight_stops_before_any_run_naming_each_unreachable_tier_and_why(
     ] {
         assert!(out.stderr.contains(expected), "{expected}:\n{}", out.stderr);
     }
+    // A list, a server a line, and one short error line after it (it was one long line).
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(lines.iter().filter(|l| l.starts_with("pre-flight: tier ")).count(), 3, "{lines:?}");
+    assert!(lines.iter().all(|l| l.chars().count() < 400), "{lines:?}");
+    let last = lines.last().expect("the error line");
+    assert!(
+        last.contains("pre-flight: 3 servers were not reached (listed above); no run was made"),
+        "{last}"
+    );
     assert!(!out.stderr.contains("\"first\""), "tier 1 answered: {}", out.stderr);
     assert!(!out.stderr.contains("[1/"), "no run: {}", out.stderr);
     // Nothing was stored: not a run, not an empty campaign group.

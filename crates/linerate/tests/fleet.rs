@@ -580,3 +580,20 @@ fn a_scaling_curve_stops_after_three_fleet_runs_that_measured_no_host() {
         out.stderr
     );
 }
+
+/// A targets file with several bad lines names each with its number, a line that is not UTF-8
+/// text too (it used to name the first bad line only, and no line for a non-UTF-8 byte).
+#[test]
+fn a_targets_file_names_every_bad_line() {
+    let dir = crate::util::test_dir("fleet-targets-file");
+    let file = dir.join("hosts.txt");
+    std::fs::write(&file, b"127.0.0.1:5201=a\nvm2:http\n# fine\nv\xffm3\n=nameless\n")
+        .expect("write");
+    let path = file.to_str().expect("utf-8 path");
+    let out =
+        crate::util::run(&["fleet", "--targets", path, "--no-store"], Duration::from_secs(10));
+    assert_eq!(out.code, Some(2), "{}", out.stderr);
+    for says in ["line 2:", "line 4: byte 2 is not UTF-8 text", "line 5:"] {
+        assert!(out.stderr.contains(says), "{says}: {}", out.stderr);
+    }
+}

@@ -419,3 +419,19 @@ fn a_campaign_tier_on_an_iperf3_server_passes_the_preflight_and_runs() {
     assert!(out.stdout.contains(&answered), "{}", out.stdout);
     assert!(out.stderr.contains("[1/1] tier 1/1 iperf: "), "the run followed: {}", out.stderr);
 }
+
+/// A fleet host that is an iperf3 server is not measured, and the message says why in one
+/// clean sentence (it had a run of 20 spaces in it).
+#[test]
+fn a_fleet_host_running_iperf3_is_named_in_one_clean_sentence() {
+    let Some(srv) = Iperf3Server::start() else { return };
+    let target = format!("127.0.0.1:{}=x", srv.port);
+    let out = run(&["fleet", &target, "-t", "0.5", "--no-store"], Duration::from_secs(30));
+    assert_eq!(out.code, Some(3), "{}\n{}", out.stdout, out.stderr);
+    let said = format!("{}{}", out.stdout, out.stderr);
+    let want = "x: the server speaks iperf3's protocol, which cannot hold a start for a fleet: run \
+                `linerate server` on every fleet host";
+    assert!(said.contains(want), "{said}");
+    let line = said.lines().find(|l| l.contains("x: the server")).expect("the host's line");
+    assert!(!line.trim_start().contains("  "), "no run of spaces: {line:?}");
+}

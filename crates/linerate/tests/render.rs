@@ -388,7 +388,8 @@ fn campaign_preflight_and_the_tiers_that_did_not_complete() {
     let checked: Vec<_> =
         plan.tiers.iter().zip(&checks).enumerate().map(|(i, (t, c))| (i, t, c)).collect();
     let mut text = written(|out| report::campaign::render_preflight(&checked[..2], out));
-    text += &report::campaign::preflight_failure(&checked, 3, Path::new("three.toml"));
+    let unreached = report::campaign::preflight_unreached(&checked, 3);
+    text += &report::campaign::preflight_failure(&unreached, Path::new("three.toml"));
     text += "\n";
     let failed = || record("tcp_failed");
     let summaries = [

@@ -202,7 +202,7 @@ fn campaign_run(a: CampaignArgs) -> Result<CampaignRun, String> {
     let dir = a.file.parent().map(std::path::Path::to_path_buf).unwrap_or_default();
     let read = |name: &str| {
         let path = dir.join(name);
-        std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+        std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))
     };
     let plan = campaign::parse_with(&text, &a.file.display().to_string(), &stem, &read)
         .map_err(|e| e.to_string())?;
@@ -409,7 +409,7 @@ fn doctor_plan(a: DoctorArgs) -> Result<DoctorPlan, String> {
     }
     let (host, port) = match &a.host {
         Some(h) => {
-            let (name, port) = super::host::host_port(h, a.net.port)?;
+            let (name, port) = crate::plan::host::host_port(h, a.net.port, "-p")?;
             (Some(name), port)
         }
         None => (None, a.net.port.unwrap_or(crate::plan::DEFAULT_PORT)),
@@ -499,7 +499,7 @@ pub(super) fn client_plan(
     }
     let under_load = under_load_plan(t, &spec)?;
     let psk = net.psk_file.as_deref().map(crate::plan::server::read_psk).transpose()?;
-    let (host, port) = super::host::host_port(&host, net.port)?;
+    let (host, port) = crate::plan::host::host_port(&host, net.port, "-p")?;
     Ok(ClientPlan {
         text: text_options(&t.text),
         repeating_payload: t.repeating_payload,

@@ -63,7 +63,7 @@ pub(super) fn fleet_plan(a: FleetArgs) -> Result<FleetPlan, String> {
     let mut targets: Vec<Target> =
         a.targets.iter().map(|t| parse_target(t, port)).collect::<Result<_, _>>()?;
     if let Some(path) = &a.targets_file {
-        let text = std::fs::read_to_string(path)
+        let text = std::fs::read(path)
             .map_err(|e| format!("cannot read the targets file {}: {e}", path.display()))?;
         let more =
             parse_targets_file(&text, port).map_err(|e| format!("{}: {e}", path.display()))?;

@@ -11,7 +11,6 @@ mod args;
 mod argv;
 mod convert;
 mod fleet_args;
-mod host;
 mod server_args;
 mod tos;
 

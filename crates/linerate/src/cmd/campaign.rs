@@ -217,7 +217,9 @@ fn preflight(c: &CampaignRun, bases: &[ClientPlan], done: &[usize], text: bool) 
             .filter(|(n, (_, _, at))| !uses[..*n].iter().any(|(_, _, a)| a == at))
             .map(|(_, (i, t, at))| (*i, *t, &checks[*at]))
             .collect();
-        let what = render::preflight_failure(&first, c.plan.tiers.len(), &c.file);
+        let unreached = render::preflight_unreached(&first, c.plan.tiers.len());
+        render::write_unreached(&unreached, &mut std::io::stderr().lock())?;
+        let what = render::preflight_failure(&unreached, &c.file);
         return Err(Failure::new(why.kind(), what).into());
     }
     if text {

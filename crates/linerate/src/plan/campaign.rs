@@ -323,14 +323,19 @@ fn resolve(name: &str, s: &Settings, read: ReadTargets<'_>) -> Result<Tier, Stri
         ));
     }
     let fleet = fleet::resolve(name, s, read)?;
-    let host = match &fleet {
-        Some(_) => String::new(),
-        None => s.host.clone().filter(|h| !h.trim().is_empty()).ok_or_else(|| {
-            format!(
-                "tier {name:?} has no host; add host = \"ADDRESS\" (or a fleet: fleet = \
-                 [\"HOST\", ...]) to [tiers.{name}] or [defaults]"
-            )
-        })?,
+    // A tier's host is read as the client's is: `HOST`, `HOST:PORT`, `[v6]:PORT`.
+    let (host, port) = match &fleet {
+        Some(_) => (String::new(), s.port.unwrap_or(DEFAULT_PORT)),
+        None => {
+            let host = s.host.clone().filter(|h| !h.trim().is_empty()).ok_or_else(|| {
+                format!(
+                    "tier {name:?} has no host; add host = \"ADDRESS\" (or a fleet: fleet = \
+                     [\"HOST\", ...]) to [tiers.{name}] or [defaults]"
+                )
+            })?;
+            crate::plan::host::host_port(host.trim(), s.port, "port =")
+                .map_err(|e| format!("tier {name:?}, host = {host:?}: {e}"))?
+        }
     };
     let mtu = s.mtu.unwrap_or(DEFAULT_MTU);
     if !(576..=65536).contains(&mtu) {
@@ -358,7 +363,7 @@ fn resolve(name: &str, s: &Settings, read: ReadTargets<'_>) -> Result<Tier, Stri
         name: name.to_string(),
         target: Target {
             host,
-            port: s.port.unwrap_or(DEFAULT_PORT),
+            port,
             link: s
                 .link_speed
                 .filter(|l| l.0 > 0)

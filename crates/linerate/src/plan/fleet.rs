@@ -123,7 +123,8 @@ pub fn parse_target(text: &str, default_port: u16) -> Result<Target, String> {
     if addr.is_empty() {
         return Err(format!("fleet target {text:?} names no host; write HOST[:PORT][=LABEL]"));
     }
-    let (host, port) = split_host_port(addr)?;
+    let (host, port) = crate::plan::host::split_host_port(addr)
+        .map_err(|e| format!("fleet target {e}"))?;
     let label = match label {
         Some("") => {
             return Err(format!("fleet target {text:?} has an empty label after '='"));
@@ -135,39 +136,6 @@ pub fn parse_target(text: &str, default_port: u16) -> Result<Target, String> {
         None => addr.to_string(),
     };
     Ok(Target { host, port: port.unwrap_or(default_port), label })
-}
-
-/// `host`, `host:port`, `[v6]`, `[v6]:port` or a bare IPv6 literal (no port).
-fn split_host_port(addr: &str) -> Result<(String, Option<u16>), String> {
-    let port = |p: &str| {
-        p.parse::<u16>().ok().filter(|p| *p > 0).map(Some).ok_or_else(|| {
-            format!("fleet target {addr:?}: port {p:?} is not a number from 1 to 65535")
-        })
-    };
-    if let Some(rest) = addr.strip_prefix('[') {
-        let (host, after) = rest
-            .split_once(']')
-            .ok_or_else(|| format!("fleet target {addr:?}: '[' without a closing ']'"))?;
-        return match after {
-            "" => Ok((host.to_string(), None)),
-            p => match p.strip_prefix(':') {
-                Some(p) => Ok((host.to_string(), port(p)?)),
-                None => Err(format!("fleet target {addr:?}: expected ':PORT' after ']'")),
-            },
-        };
-    }
-    match addr.matches(':').count() {
-        0 => Ok((addr.to_string(), None)),
-        1 => {
-            let (h, p) = addr.split_once(':').expect("one colon");
-            if h.is_empty() {
-                return Err(format!("fleet target {addr:?} names no host before ':'"));
-            }
-            Ok((h.to_string(), port(p)?))
-        }
-        // Several colons and no brackets: an IPv6 literal, which cannot carry a port.
-        _ => Ok((addr.to_string(), None)),
-    }
 }
 
 /// Parses `--scale`: host counts as `1,2,4,8,16`, a range `1..16`, or both (`1,2..4,8`);
@@ -198,17 +166,43 @@ pub fn parse_scale(text: &str, targets: usize) -> Result<Vec<usize>, String> {
     Ok(out)
 }
 
-/// Parses a targets file: one target per line, blank lines and `#` comments skipped.
-pub fn parse_targets_file(text: &str, default_port: u16) -> Result<Vec<Target>, String> {
+/// Parses a targets file: one target per line, blank lines and `#` comments skipped. Every
+/// bad line is named with its number (the first ten, then how many more), a line that is not
+/// UTF-8 text too: a file is fixed in one pass, not one error at a time.
+pub fn parse_targets_file(bytes: &[u8], default_port: u16) -> Result<Vec<Target>, String> {
+    const SHOWN: usize = 10;
     let mut out = Vec::new();
-    for (n, line) in text.lines().enumerate() {
+    let mut errors = Vec::new();
+    for (n, line) in bytes.split(|&b| b == b'\n').enumerate() {
+        let line = match std::str::from_utf8(line) {
+            Ok(line) => line,
+            Err(e) => {
+                errors.push(format!(
+                    "line {}: byte {} is not UTF-8 text (save the file as UTF-8)",
+                    n + 1,
+                    e.valid_up_to() + 1
+                ));
+                continue;
+            }
+        };
         let line = line.split('#').next().unwrap_or("").trim();
         if line.is_empty() {
             continue;
         }
-        out.push(parse_target(line, default_port).map_err(|e| format!("line {}: {e}", n + 1))?);
+        match parse_target(line, default_port) {
+            Ok(t) => out.push(t),
+            Err(e) => errors.push(format!("line {}: {e}", n + 1)),
+        }
     }
-    Ok(out)
+    if errors.is_empty() {
+        return Ok(out);
+    }
+    let more = errors.len().saturating_sub(SHOWN);
+    errors.truncate(SHOWN);
+    if more > 0 {
+        errors.push(format!("and {more} more bad line(s)"));
+    }
+    Err(errors.join("; "))
 }
 
 /// Every target whose host resolves (`resolve`) to several addresses, as one target per
@@ -308,10 +302,19 @@ mod tests {
 
     #[test]
     fn files_skip_comments_and_name_the_line() {
-        let ok = parse_targets_file("# fleet\nvm1\n\n vm2:7000=b # second\n", 5201);
+        let ok = parse_targets_file(b"# fleet\nvm1\n\n vm2:7000=b # second\r\n", 5201);
         assert_eq!(ok, Ok(vec![t("vm1", 5201, "vm1"), t("vm2", 7000, "b")]));
-        let e = parse_targets_file("vm1\nvm2:x\n", 5201).unwrap_err();
+        let e = parse_targets_file(b"vm1\nvm2:x\n", 5201).unwrap_err();
         assert!(e.starts_with("line 2:"), "{e}");
+        // Every bad line, each with its number; a byte that is not UTF-8 too.
+        let e = parse_targets_file(b"vm1\nvm2:x\nvm3\nv\xffm4\n=x\n", 5201).unwrap_err();
+        for says in ["line 2:", "line 4: byte 2 is not UTF-8", "line 5:"] {
+            assert!(e.contains(says), "{says}: {e}");
+        }
+        let many: Vec<u8> = "h:x\n".repeat(13).into_bytes();
+        let e = parse_targets_file(&many, 5201).unwrap_err();
+        assert!(e.contains("line 10:") && !e.contains("line 11:"), "{e}");
+        assert!(e.ends_with("and 3 more bad line(s)"), "{e}");
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub mod buffers;
 pub mod campaign;
 pub mod campaign_de;
 pub mod fleet;
+pub mod host;
 pub mod matrix;
 pub mod pmtu;
 pub mod schedule;

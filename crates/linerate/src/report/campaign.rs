@@ -79,10 +79,10 @@ pub fn render_preflight(checked: &[Checked<'_>], out: &mut dyn Write) -> std::io
     writeln!(out, "Pre-flight: every server answered: {}", who.join(", "))
 }
 
-/// Why the campaign stops before its first run: each tier (of `tiers`) whose server was not
-/// reached, why, and what to do (`file`: the campaign file).
-pub fn preflight_failure(checked: &[Checked<'_>], tiers: usize, file: &Path) -> String {
-    let failures: Vec<String> = checked
+/// Each server the pre-flight did not reach (of a tier of `tiers`), with why:
+/// `pre-flight: tier 2/4 "b" at host:5201 refused the connection (…)`.
+pub fn preflight_unreached(checked: &[Checked<'_>], tiers: usize) -> Vec<String> {
+    checked
         .iter()
         .filter_map(|(i, tier, check)| {
             let (why, detail) = check.result.as_ref().err()?;
@@ -97,19 +97,40 @@ pub fn preflight_failure(checked: &[Checked<'_>], tiers: usize, file: &Path) -> 
                 Unreached::Rejected => "turned the hello down",
             };
             Some(format!(
-                "tier {}/{tiers} \"{}\" at {} {what} ({detail})",
+                "pre-flight: tier {}/{tiers} \"{}\" at {} {what} ({detail})",
                 i + 1,
                 tier.name,
                 check.server
             ))
         })
-        .collect();
+        .collect()
+}
+
+/// Why the campaign stops before its first run, in one line: the one server not reached, or
+/// how many (each on a line of its own above, [`write_unreached`]: a list, not one line of
+/// thousands of characters), then what to do (`file`: the campaign file).
+pub fn preflight_failure(unreached: &[String], file: &Path) -> String {
+    let what = match unreached {
+        [one] => one.clone(),
+        many => format!("pre-flight: {} servers were not reached (listed above)", many.len()),
+    };
     format!(
-        "pre-flight: {}; no run was made: fix the tier's host or port in {} or start its \
-         server, then run the campaign again",
-        failures.join("; "),
+        "{what}; no run was made: fix the tier's host or port in {} or start its server, then \
+         run the campaign again",
         file.display()
     )
+}
+
+/// The servers not reached, a line each (escaped: a detail may quote the peer), when there is
+/// more than one.
+pub fn write_unreached(unreached: &[String], out: &mut dyn Write) -> std::io::Result<()> {
+    if unreached.len() < 2 {
+        return Ok(());
+    }
+    for line in unreached {
+        writeln!(out, "{}", crate::units::peer_text::escape(line))?;
+    }
+    Ok(())
 }
 
 /// Every tier's table and findings, then the summary across tiers.

@@ -298,12 +298,18 @@ pub fn outside_sentence(summary: &FleetSummary, d: &FleetDirection) -> Option<St
     let (bytes, (before, after)) = d.outside_window_bytes.zip(summary.unshared_seconds)?;
     let share =
         d.outside_window_share.map_or(String::new(), |x| format!(", {} of all", percent(x)));
+    // Only the spans there were: a window that opens at the first host's start has none
+    // before it (no "0 s before it").
+    let spans: Vec<String> = [(before, "before it"), (after, "after it")]
+        .into_iter()
+        .filter(|(secs, _)| *secs >= 0.0005)
+        .map(|(secs, when)| format!("the {} s {when}", three_figures(secs)))
+        .collect();
+    let when = if spans.is_empty() { "at its edges".to_string() } else { spans.join(" and ") };
+    let when = if spans.is_empty() { when } else { format!("in {when}") };
     Some(format!(
-        "outside the shared window (apart, as -O is): {}{share}, in the {} s before it and the \
-         {} s after it",
+        "outside the shared window (apart, as -O is): {}{share}, {when}",
         ByteCount(bytes as u64).iec(),
-        three_figures(before),
-        three_figures(after),
     ))
 }
 
@@ -667,5 +673,23 @@ pub fn outcome_word(record: &RunRecord) -> &'static str {
         Outcome::Completed => "completed",
         Outcome::Interrupted => "interrupted",
         Outcome::Failed { .. } => "failed",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_outside_the_window_name_only_the_spans_there_were() {
+        let mut s = FleetSummary::even_for_tests(Flow::ClientToServer, 2, 1e9);
+        s.directions[0].outside_window_bytes = Some(1_048_576.0);
+        let line = |s: &FleetSummary| outside_sentence(s, &s.directions[0]).expect("a line");
+        s.unshared_seconds = Some((0.0, 0.2));
+        assert_eq!(line(&s), "outside the shared window (apart, as -O is): 1.00 MiB, in the 0.200 s after it");
+        s.unshared_seconds = Some((0.05, 0.2));
+        assert!(line(&s).ends_with("in the 0.0500 s before it and the 0.200 s after it"), "{}", line(&s));
+        s.unshared_seconds = Some((0.0, 0.0));
+        assert!(line(&s).ends_with(", at its edges"), "{}", line(&s));
     }
 }

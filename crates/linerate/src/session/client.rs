@@ -78,7 +78,8 @@ pub fn run_gated(
     }
     let iperf3 = result.as_ref().err().is_some_and(|e| e.downcast_ref::<PeerIsIperf3>().is_some());
     if iperf3 && gate.is_some() {
-        let why = "the server speaks iperf3's protocol, which cannot hold a start for a fleet:                    run `linerate server` on every fleet host";
+        let why = "the server speaks iperf3's protocol, which cannot hold a start for a fleet: \
+                   run `linerate server` on every fleet host";
         return run.into_record(Err(Failure::new(FailureKind::Incompatible, why).into()));
     }
     if iperf3 {

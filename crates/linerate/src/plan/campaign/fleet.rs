@@ -42,7 +42,7 @@ impl TierFleet {
 }
 
 /// Reads a targets file named in a campaign file: its text, or why it cannot be read.
-pub type ReadTargets<'a> = &'a dyn Fn(&str) -> Result<String, String>;
+pub type ReadTargets<'a> = &'a dyn Fn(&str) -> Result<Vec<u8>, String>;
 
 /// A tier's own keys over `[defaults]`, where a tier's own `host` outranks a `fleet` (or
 /// `targets`, `scale`) from `[defaults]`, and its own `fleet` outranks a default `host`: a

@@ -122,6 +122,25 @@ length = ["128K", 1000]
 }
 
 #[test]
+fn a_tier_host_is_read_as_the_client_reads_its_host() {
+    let p = ok(r#"
+[tiers.a]
+host = "127.0.0.1:5301"
+[tiers.b]
+host = "[::1]:7000"
+[tiers.c]
+host = "fd00::2"
+port = 6000
+"#);
+    let at: Vec<(&str, u16)> = p.tiers.iter().map(|t| (t.target.host.as_str(), t.target.port)).collect();
+    assert_eq!(at, [("127.0.0.1", 5301), ("::1", 7000), ("fd00::2", 6000)]);
+    let e = err("[tiers.a]\nhost = \"127.0.0.1:5301\"\nport = 5302\n");
+    assert!(e.contains("tier \"a\"") && e.contains("given twice") && e.contains("port ="), "{e}");
+    let e = err("[tiers.a]\nhost = \"127.0.0.1:http\"\n");
+    assert!(e.contains("not a port"), "{e}");
+}
+
+#[test]
 fn an_unknown_key_names_the_table_and_the_likely_key() {
     let e = err("[tiers.localhost]\nhost = \"127.0.0.1\"\nparalel = [1, 2]\n");
     assert_eq!(
@@ -201,7 +220,7 @@ fn edit_distance_counts_single_edits() {
 #[test]
 fn every_example_campaign_parses() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
-    let read = |name: &str| std::fs::read_to_string(root.join(name)).map_err(|e| e.to_string());
+    let read = |name: &str| std::fs::read(root.join(name)).map_err(|e| e.to_string());
     let mut seen = 0;
     for entry in std::fs::read_dir(&root).expect("examples/") {
         let path = entry.expect("entry").path();
@@ -285,7 +304,7 @@ fn a_fleet_tiers_curve_takes_the_tiers_until_ci_and_max_repeat() {
 fn a_fleet_tier_reads_a_targets_file_through_the_callers_reader() {
     let text = "[tiers.f]\ntargets = \"vms.txt\"\nfleet = [\"vm0\"]\nscale = \"2..3\"\n";
     let read = |name: &str| match name {
-        "vms.txt" => Ok("# the VMs\nvm1\nvm2:5202=second\n".to_string()),
+        "vms.txt" => Ok(b"# the VMs\nvm1\nvm2:5202=second\n".to_vec()),
         other => Err(format!("no file {other}")),
     };
     let p = parse_with(text, "plan.toml", "plan", &read).unwrap_or_else(|e| panic!("{e}"));
@@ -294,7 +313,7 @@ fn a_fleet_tier_reads_a_targets_file_through_the_callers_reader() {
     assert_eq!(labels, ["vm0", "vm1", "second"]);
     let e = err(text);
     assert!(e.contains("targets = \"vms.txt\"") && e.contains("read by"), "{e}");
-    let bad = |name: &str| Ok(format!("vm1\n{name}:x\n"));
+    let bad = |name: &str| Ok(format!("vm1\n{name}:x\n").into_bytes());
     let e = parse_with(text, "plan.toml", "plan", &bad).expect_err("bad line").to_string();
     assert!(e.contains("targets file vms.txt, line 2:") && e.contains("1 to 65535"), "{e}");
 }
