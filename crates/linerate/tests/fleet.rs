@@ -186,6 +186,16 @@ fn sixteen_hosts_share_a_shaped_link_fairly_and_a_slow_one_is_named() {
     let slow =
         d["outliers"].as_array().expect("o").iter().find(|o| o["label"] == "vm16").expect("vm16");
     assert!(f(&slow["against_median_percent"]) < -50.0, "{slow}");
+    // Its reason is what sets it apart: its own verdict only when most other hosts gave
+    // another (a verdict every host gave explains none of them).
+    let reason = slow["reason"].as_str().expect("a reason");
+    let hosts = d["hosts"].as_array().expect("hosts");
+    let limit = |label: &str| hosts.iter().find(|h| h["label"] == label).map(|h| &h["limit"]);
+    let sharing =
+        hosts.iter().filter(|h| h["label"] != "vm16" && Some(&h["limit"]) == limit("vm16")).count();
+    if slow["limit_summary"].as_str() == Some(reason) {
+        assert!(sharing * 2 <= 15, "{reason} is the verdict of {sharing} other hosts");
+    }
     let total = f(&d["total_bits_per_second"]);
     assert!((total / goodput - 1.0).abs() < 0.05, "the others fill the link: {total}");
 }

@@ -419,3 +419,25 @@ fn a_campaign_tier_of_request_response_cells_runs_rr_tests() {
     assert_eq!(out.code, Some(2), "{}", out.stderr);
     assert!(out.stderr.contains("request_sise"), "the unknown key is named: {}", out.stderr);
 }
+
+/// A fleet of request/response tests reads as one: its transactions and latency, never a byte
+/// table with "limited by n/a" or a total in kbit/s (its bytes are requests).
+#[test]
+fn a_request_response_fleet_is_read_by_its_transactions_not_its_bytes() {
+    let _x = crate::util::exclusive();
+    let (a, b) = (Server::start(&[]), Server::start(&[]));
+    let targets = [format!("127.0.0.1:{}=a", a.port), format!("127.0.0.1:{}=b", b.port)];
+    for mode in ["--rr", "--crr"] {
+        let args = ["fleet", &targets[0], &targets[1], mode, "-t", "1", "--no-store"];
+        let out = run(&args, Duration::from_secs(60));
+        assert_eq!(out.code, Some(0), "{mode}: {}", out.stderr);
+        let text = &out.stdout;
+        assert!(text.contains("request/response ("), "{mode}: {text}");
+        assert!(text.contains("Transactions (request/response):"), "{mode}: {text}");
+        let total = text.lines().find(|l| l.starts_with("Fleet total")).expect("a total line");
+        assert!(total.contains("transactions per second over 2 of 2 hosts"), "{mode}: {total}");
+        for bulk in ["Data to the hosts", "limited by", "bit/s", "has no verdict"] {
+            assert!(!text.contains(bulk), "{mode}: {bulk:?} in\n{text}");
+        }
+    }
+}

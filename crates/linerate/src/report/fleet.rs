@@ -200,10 +200,16 @@ pub fn spread_line(what: &str, s: &Spread) -> String {
 /// The first line of a fleet run: what is about to happen.
 pub fn render_start(plan: &FleetPlan, out: &mut dyn Write) -> std::io::Result<()> {
     let spec = &plan.base.spec;
-    let how = match spec.direction {
-        Direction::Upload => "upload (this host sends)",
-        Direction::Download => "download (-R: the hosts send)",
-        Direction::Bidirectional => "both ways (--bidir)",
+    let how = match (&spec.rr, spec.direction) {
+        (Some(rr), _) => format!(
+            "request/response ({}: {}-byte requests, {}-byte responses)",
+            if rr.connect_each { "--crr, a connection each" } else { "--rr" },
+            rr.request_bytes,
+            rr.response_bytes
+        ),
+        (None, Direction::Upload) => "upload (this host sends)".into(),
+        (None, Direction::Download) => "download (-R: the hosts send)".into(),
+        (None, Direction::Bidirectional) => "both ways (--bidir)".into(),
     };
     let length = match spec.end {
         EndCondition::Duration { duration_ms } => {
@@ -274,7 +280,7 @@ pub fn start_sentence(summary: &FleetSummary) -> String {
 /// What a host far from the median got, and what limited it.
 pub fn outlier_sentence(o: &crate::stats::fleet::Outlier) -> String {
     let more = if o.against_median_percent < 0.0 { "less" } else { "more" };
-    let why = o.limit_summary.as_deref().unwrap_or("its run has no verdict");
+    let why = &o.reason;
     format!(
         "outlier: {} got {}% {more} than the median host: {why}",
         o.label,
@@ -332,6 +338,17 @@ pub fn total_lines(summary: &FleetSummary) -> Vec<String> {
             summary.coordinator_peak_rss_bytes.map_or("n/a".into(), |b| ByteCount(b).iec()),
         ));
     }
+    if let Some(l) = &summary.latency {
+        lines.push(format!(
+            "Fleet total: {:.0} transactions per second over {} of {} hosts, p50 {}, p99 {}",
+            l.transactions_per_second,
+            l.hosts.len(),
+            summary.hosts_planned,
+            l.p50_ns.map_or("n/a".into(), crate::units::format_latency_ns),
+            l.p99_ns.map_or("n/a".into(), crate::units::format_latency_ns),
+        ));
+        return lines;
+    }
     for d in &summary.directions {
         lines.push(format!(
             "Fleet total {}: {} over {} of {} hosts{}",
@@ -366,7 +383,10 @@ pub fn write_fleet_body(
         }
     }
     paragraph(style, &start_sentence(summary), out)?;
-    for d in &summary.directions {
+    // A fleet of request/response tests is read by its transactions and latency: its bytes
+    // are requests, its rate no throughput (no byte table, no verdict, no bit/s total).
+    let bulk = if summary.latency.is_some() { &[][..] } else { &summary.directions[..] };
+    for d in bulk {
         section(style, &format!("Data {}", flow_words(d.flow)), out)?;
         style.table(&host_table(d), out)?;
         if style == Style::Markdown {

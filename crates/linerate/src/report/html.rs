@@ -12,7 +12,8 @@ use std::io::Write;
 use crate::report::charts::{Chart, report_charts};
 use crate::report::document::{campaign_table, report_unit, tier_heading};
 use crate::report::fleet::{
-    WHOLE_TEST_NOTE, flow_words, host_table, jain_text, not_measured_lines, not_measured_title,
+    WHOLE_TEST_NOTE, flow_words, host_table, jain_text, latency_table, latency_total,
+    not_measured_lines, not_measured_title,
     outlier_sentence, outside_sentence, plateau_sentence, scale_table, start_sentence, total_lines,
 };
 use crate::report::latency;
@@ -199,7 +200,14 @@ fn write_fleet_run(s: &FleetSummary, out: &mut dyn Write) -> std::io::Result<()>
         writeln!(out, "<li>{}</li>", html_escape(&line))?;
     }
     writeln!(out, "</ul>")?;
-    for d in &s.directions {
+    if let Some(l) = &s.latency {
+        writeln!(out, "<h2>Transactions (request/response)</h2>")?;
+        latency_table(l).write_html(out)?;
+        paragraph(&latency_total(l), out)?;
+    }
+    // A request/response fleet's bytes are requests: no byte table (`report::fleet`).
+    let bulk = if s.latency.is_some() { &[][..] } else { &s.directions[..] };
+    for d in bulk {
         writeln!(out, "<h2>Data {}</h2>", html_escape(flow_words(d.flow)))?;
         host_table(d).write_html(out)?;
         if d.hosts.iter().any(|h| h.whole_test) {

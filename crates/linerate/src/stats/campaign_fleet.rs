@@ -254,11 +254,11 @@ fn findings(f: &FleetTierFigures) -> Vec<String> {
             for o in dir.map(|x| &x.outliers[..]).unwrap_or_default() {
                 let more = if o.against_median_percent < 0.0 { "less" } else { "more" };
                 out.push(format!(
-                    "data {flow}, run {}: {} got {:.0}% {more} than the median host{}",
+                    "data {flow}, run {}: {} got {:.0}% {more} than the median host: {}",
                     r.repetition,
                     o.label,
                     o.against_median_percent.abs(),
-                    o.limit_summary.as_deref().map_or(String::new(), |w| format!(": {w}"))
+                    o.reason
                 ));
             }
         }

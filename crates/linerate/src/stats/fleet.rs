@@ -15,9 +15,12 @@
 //! and Jain's index ((Σx)²/(n·Σx²): 1 when all are equal, 1/n when one took everything).
 //!
 //! **Outliers.** A host more than [`OUTLIER_SHARE`] away from the median of the hosts is
-//! named, with what its own run's verdict says limited it. The median, not the mean: one
-//! slow host drags the mean down, and with few hosts every other host would then look
-//! "high" and be named too.
+//! named. The median, not the mean: one slow host drags the mean down, and with few hosts
+//! every other host would then look "high" and be named too. Its reason must be what sets it
+//! apart from the other hosts ([`outlier_reason`]): its own run's verdict when most other
+//! hosts' runs gave another; else a figure far from every other host's (retransmits, its
+//! server's CPU); else "no cause found", saying which verdict it shares. A verdict every host
+//! gave ("starved" on a busy coordinator) explains none of them.
 //!
 //! Pure; no I/O.
 
@@ -136,6 +139,9 @@ pub struct Outlier {
     pub against_median_percent: f64,
     /// What its own verdict says limited it.
     pub limit_summary: Option<String>,
+    /// Why it stands apart, from evidence that tells it from the other hosts
+    /// ([`outlier_reason`]).
+    pub reason: String,
 }
 
 /// One direction of a fleet.
@@ -491,6 +497,7 @@ fn direction(flow: Flow, placed: &[Placed<'_>], window: Option<(f64, f64)>) -> F
                 label: h.label.clone(),
                 against_median_percent: (h.bits_per_second - m) / m * 100.0,
                 limit_summary: h.limit_summary.clone(),
+                reason: outlier_reason(h, &hosts),
             })
             .collect(),
         _ => Vec::new(),
@@ -565,6 +572,55 @@ fn host_figures(flow: Flow, p: &Placed<'_>, window: Option<(f64, f64)>) -> HostF
         server_cpu_percent: server.and_then(|c| c.process_percent_of_core),
         server_peak_rss_bytes: server.and_then(|c| c.peak_rss_bytes),
         outside_window_bytes,
+    }
+}
+
+/// Retransmits this many times every other host's most (and at least [`RETRANSMITS_APART`])
+/// set a host apart: its path dropped packets theirs did not.
+const RETRANSMITS_FACTOR: u64 = 10;
+/// The fewest retransmits that can set a host apart.
+const RETRANSMITS_APART: u64 = 100;
+
+/// Why outlier `h` stands apart from the other `hosts`, from evidence that tells it from them:
+/// its own verdict when most others gave another; its retransmits when they are
+/// [`RETRANSMITS_FACTOR`] times every other host's; its server at a full core when every other
+/// server used under half of one; else "no cause found", naming the verdict it shares.
+pub fn outlier_reason(h: &HostFigures, hosts: &[HostFigures]) -> String {
+    let others: Vec<&HostFigures> = hosts.iter().filter(|o| o.label != h.label).collect();
+    let sharing = others.iter().filter(|o| o.limit.is_some() && o.limit == h.limit).count();
+    if let (Some(summary), true) = (&h.limit_summary, sharing * 2 <= others.len()) {
+        return summary.clone();
+    }
+    let retr: Vec<u64> = others.iter().filter_map(|o| o.retransmits).collect();
+    if let (Some(r), Some(&most), Some(&least)) =
+        (h.retransmits, retr.iter().max(), retr.iter().min())
+        && retr.len() == others.len()
+        && r >= RETRANSMITS_APART
+        && r >= RETRANSMITS_FACTOR * most.max(1)
+    {
+        return format!(
+            "{r} retransmits against {least}–{most} on the other hosts: its path dropped \
+             packets theirs did not"
+        );
+    }
+    let cpu: Vec<f64> = others.iter().filter_map(|o| o.server_cpu_percent).collect();
+    if let (Some(c), Some(most)) = (h.server_cpu_percent, cpu.iter().copied().reduce(f64::max))
+        && cpu.len() == others.len()
+        && c >= 90.0
+        && most < 50.0
+    {
+        return format!(
+            "its server used {c:.0}% of a core, every other host's at most {most:.0}%: its \
+             server was the limit"
+        );
+    }
+    match &h.limit_summary {
+        Some(summary) => format!(
+            "no cause found: its run's verdict ({summary}) is that of {sharing} of the other {} \
+             hosts too, and no figure sets it apart",
+            others.len()
+        ),
+        None => "no cause found: its run gave no verdict, and no figure sets it apart".into(),
     }
 }
 

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::{HostInput, summarize_fleet};
+use super::{HostFigures, HostInput, outlier_reason, summarize_fleet};
 use crate::record::{Failure, FailureKind, Outcome, RunRecord};
 
 /// The upload fixture (two streams, 2 s, 0.5 s samples), its receivers' bytes scaled.
@@ -50,6 +50,7 @@ fn totals_shares_spread_and_the_outlier() {
     assert_eq!(d.outliers.len(), 1, "{:?}", d.outliers);
     assert_eq!(d.outliers[0].label, "c");
     assert!((d.outliers[0].against_median_percent + 50.0).abs() < 1.0);
+    assert!(!d.outliers[0].reason.is_empty(), "every outlier says why");
     // The window rate of an even host agrees with its whole-test figure within the skew.
     let whole = d.hosts[0].whole_test_bits_per_second.expect("whole");
     assert!((ra / whole - 1.0).abs() < 0.02, "{ra} vs {whole}");
@@ -158,4 +159,46 @@ fn attempts_split_where_a_fleet_run_is_full_or_a_label_comes_round_again() {
     // Other keys interleaved do not close an attempt.
     let runs = [k2(1, "a"), ((1, 1), 1, "a"), k2(1, "b")];
     assert_eq!(super::split_attempts(runs), [0, 1, 0]);
+}
+
+/// Hosts for the outlier rule: `a`..`d` at 60 Mbit/s, `slow` at 20; each with a verdict id,
+/// retransmits and server CPU.
+fn hosts_with(slow: (&str, u64, f64), others: (&str, u64, f64)) -> Vec<HostFigures> {
+    let host = |label: &str, rate: f64, (limit, retr, cpu): (&str, u64, f64)| HostFigures {
+        retransmits: Some(retr),
+        limit: Some(limit.to_string()),
+        limit_summary: Some(format!("{limit}: its words")),
+        server_cpu_percent: Some(cpu),
+        ..HostFigures::for_tests(label, rate, vec![rate])
+    };
+    let mut out: Vec<HostFigures> =
+        ["a", "b", "c", "d"].iter().map(|l| host(l, 60e6, others)).collect();
+    out.push(host("slow", 20e6, slow));
+    out
+}
+
+#[test]
+fn an_outliers_reason_is_what_sets_it_apart_from_the_other_hosts() {
+    let reason = |hosts: &[HostFigures]| outlier_reason(&hosts[4], hosts);
+    // Every host "starved" (a busy coordinator): that verdict explains none of them; its
+    // 5,613 retransmits against 26–49 do.
+    let mut hosts = hosts_with(("starved", 5613, 20.0), ("starved", 49, 20.0));
+    hosts[0].retransmits = Some(26);
+    assert_eq!(
+        reason(&hosts),
+        "5613 retransmits against 26–49 on the other hosts: its path dropped packets theirs did not"
+    );
+    // Its own verdict, when the others gave another one.
+    let hosts = hosts_with(("path", 40, 20.0), ("starved", 40, 20.0));
+    assert_eq!(reason(&hosts), "path: its words");
+    // Its server at a full core, every other under half of one.
+    let hosts = hosts_with(("starved", 40, 99.0), ("starved", 40, 30.0));
+    assert!(reason(&hosts).starts_with("its server used 99% of a core"), "{}", reason(&hosts));
+    // Nothing sets it apart: said, with the verdict it shares.
+    let hosts = hosts_with(("starved", 40, 20.0), ("starved", 40, 20.0));
+    assert_eq!(
+        reason(&hosts),
+        "no cause found: its run's verdict (starved: its words) is that of 4 of the other 4 hosts \
+         too, and no figure sets it apart"
+    );
 }
