@@ -113,7 +113,10 @@ pub fn run(plan: &FleetPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     let unstored = runs.unstored();
     let mut out = std::io::stdout().lock();
     match (text, report.fleet()) {
-        (true, Some(f)) => render::render_scale_text(&f.curve, &mut out)?,
+        (true, Some(f)) => {
+            render::render_scale_text(&f.curve, &mut out)?;
+            render::render_warnings(&report.warnings, &mut out)?;
+        }
         _ => crate::report::render(&report, ReportFormat::Json, &mut out)?,
     }
     out.flush()?;

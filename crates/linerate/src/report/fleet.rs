@@ -495,8 +495,17 @@ pub fn result(summary: &FleetSummary) -> String {
         .iter()
         .map(|d| format!("{} {}", d.flow.label(), format_bits_per_second(d.total_bits_per_second)))
         .collect();
+    let contended: Vec<&str> = summary
+        .directions
+        .iter()
+        .flat_map(|d| &d.hosts)
+        .filter(|h| h.limit.as_deref().is_some_and(crate::stats::scaling::cpu_contended))
+        .map(|h| h.label.as_str())
+        .collect();
     if summary.hosts_measured < summary.hosts_planned {
         format!("partial: {} of {} hosts measured", summary.hosts_measured, summary.hosts_planned)
+    } else if !contended.is_empty() {
+        format!("{} (CPU-contended: {})", totals.join(", "), contended.join(", "))
     } else if totals.is_empty() {
         "no figures".to_string()
     } else {
@@ -507,6 +516,15 @@ pub fn result(summary: &FleetSummary) -> String {
 /// The scaling curve as a table per direction, ending with where the total stops rising.
 pub fn render_scale_text(curve: &ScaleSummary, out: &mut dyn Write) -> std::io::Result<()> {
     write_scale_body(Style::Text, curve, out)
+}
+
+/// A live curve's warnings (hosts not measured, CPU-contended runs), as its report lists them.
+pub fn render_warnings(warnings: &[String], out: &mut dyn Write) -> std::io::Result<()> {
+    if warnings.is_empty() {
+        return Ok(());
+    }
+    writeln!(out)?;
+    Style::Text.list("Warnings", warnings, out)
 }
 
 /// One direction's curve in one unit: per host count the runs, the mean total with its 95 %
@@ -537,6 +555,9 @@ pub fn scale_table(d: &ScaleDirection) -> Table {
         if p.partial_runs > 0 {
             runs.push_str(&format!(" (+{} partial)", p.partial_runs));
         }
+        if p.contended_runs > 0 {
+            runs.push_str(&format!(" ({} CPU-contended)", p.contended_runs));
+        }
         t.rows.push(vec![
             p.hosts.to_string(),
             runs,
@@ -547,6 +568,25 @@ pub fn scale_table(d: &ScaleDirection) -> Table {
         ]);
     }
     t
+}
+
+/// The points whose runs include one a host's CPU set (`stats::scaling::cpu_contended`),
+/// said under the table: their totals, spread and interval hold what a CPU allowed.
+pub fn contended_sentence(d: &ScaleDirection) -> Option<String> {
+    let points: Vec<String> = d
+        .points
+        .iter()
+        .filter(|p| p.contended_runs > 0)
+        .map(|p| format!("{} ({} of {} runs)", count_of(p.hosts as u64, "host"), p.contended_runs, p.totals.len()))
+        .collect();
+    (!points.is_empty()).then(|| {
+        format!(
+            "CPU-contended: at {}, a host's own run says its CPU, not the path, set its rate \
+             (starved for a CPU, or a busy host); those totals are in the point and may hold \
+             it down: rerun on quiet hosts (each host's run is in the warnings)",
+            points.join(", ")
+        )
+    })
 }
 
 /// Where one direction's total stops rising, in a sentence.
@@ -582,6 +622,9 @@ pub fn write_scale_body(
         style.table(&scale_table(d), out)?;
         if style == Style::Markdown {
             writeln!(out)?;
+        }
+        if let Some(note) = contended_sentence(d) {
+            paragraph(style, &note, out)?;
         }
         paragraph(style, &plateau_sentence(d), out)?;
     }
@@ -711,5 +754,39 @@ mod tests {
         assert!(line(&s).ends_with("in the 0.0500 s before it and the 0.200 s after it"), "{}", line(&s));
         s.unshared_seconds = Some((0.0, 0.0));
         assert!(line(&s).ends_with(", at its edges"), "{}", line(&s));
+    }
+}
+
+#[cfg(test)]
+mod contended_tests {
+    use super::*;
+    use crate::stats::fleet::HostFigures;
+    use crate::stats::scaling::summarize_scaling;
+
+    #[test]
+    fn a_point_holding_a_cpu_contended_run_says_so() {
+        let fleet = |rate: f64, limit: &str| {
+            let mut s = FleetSummary::even_for_tests(Flow::ClientToServer, 2, rate);
+            s.directions[0].hosts[1] = HostFigures {
+                limit: Some(limit.into()),
+                ..s.directions[0].hosts[1].clone()
+            };
+            s
+        };
+        let runs = [
+            (2, fleet(950e6, "path")),
+            (2, fleet(569e6, "starved(server)")),
+            (1, fleet(500e6, "path")),
+        ];
+        let curve = summarize_scaling(&runs);
+        let d = &curve.directions[0];
+        let counts: Vec<(usize, usize)> = d.points.iter().map(|p| (p.hosts, p.contended_runs)).collect();
+        assert_eq!(counts, [(1, 0), (2, 1)]);
+        let table = scale_table(d);
+        assert_eq!(table.rows[1][1], "2 (1 CPU-contended)");
+        let note = contended_sentence(d).expect("a note");
+        assert!(note.contains("at 2 hosts (1 of 2 runs)"), "{note}");
+        assert_eq!(contended_sentence(&summarize_scaling(&runs[..1]).directions[0]), None);
+        assert!(result(&runs[1].1).ends_with("(CPU-contended: h1)"), "{}", result(&runs[1].1));
     }
 }

@@ -12,7 +12,7 @@ use std::io::Write;
 use crate::report::charts::{Chart, report_charts};
 use crate::report::document::{campaign_table, report_unit, tier_heading};
 use crate::report::fleet::{
-    WHOLE_TEST_NOTE, flow_words, host_table, jain_text, latency_table, latency_total,
+    WHOLE_TEST_NOTE, contended_sentence, flow_words, host_table, jain_text, latency_table, latency_total,
     not_measured_lines, not_measured_title,
     outlier_sentence, outside_sentence, plateau_sentence, scale_table, start_sentence, total_lines,
 };
@@ -140,6 +140,9 @@ fn write_fleet_tier(f: &FleetTierFigures, out: &mut dyn Write) -> std::io::Resul
         for d in &f.curve.directions {
             writeln!(out, "<h2>Scaling, data {}</h2>", html_escape(flow_words(d.flow)))?;
             scale_table(d).write_html(out)?;
+            if let Some(note) = contended_sentence(d) {
+                paragraph(&note, out)?;
+            }
             paragraph(&plateau_sentence(d), out)?;
         }
         if f.curve.directions.is_empty() {

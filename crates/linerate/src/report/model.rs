@@ -18,6 +18,7 @@ use crate::record::{Outcome, RunRecord};
 use crate::report::history::utc;
 use crate::report::text::{describe_spec, describe_spec_without};
 use crate::stats::campaign::{TierPlace, TierSummary, cross_tier_findings, summarize_place};
+use crate::stats::scaling::cpu_contended;
 use crate::stats::campaign_fleet::{FleetRun, FleetShape, FleetTierFigures, summarize_fleet_place};
 use crate::stats::{Summary, summarize};
 
@@ -420,7 +421,8 @@ fn fleet_warnings(f: &FleetTierFigures) -> Vec<String> {
     if f.scale.is_empty() {
         return Vec::new();
     }
-    f.runs
+    let mut out: Vec<String> = f
+        .runs
         .iter()
         .flat_map(|r| {
             r.summary.not_measured.iter().map(move |(label, why)| {
@@ -431,7 +433,23 @@ fn fleet_warnings(f: &FleetTierFigures) -> Vec<String> {
                 )
             })
         })
-        .collect()
+        .collect();
+    // A host whose CPU set its rate: its run stays in the point, which says so.
+    for r in f.runs.iter().filter(|r| r.whole()) {
+        for d in &r.summary.directions {
+            for h in d.hosts.iter().filter(|h| h.limit.as_deref().is_some_and(cpu_contended)) {
+                out.push(format!(
+                    "{} hosts, run {}: {}'s run was CPU-contended ({}); the run's total is in its \
+                     point",
+                    r.hosts,
+                    r.repetition,
+                    h.label,
+                    h.limit_summary.as_deref().unwrap_or("no words")
+                ));
+            }
+        }
+    }
+    out
 }
 
 /// Computes the report.

@@ -301,6 +301,20 @@ fn end_of(p: &Placed<'_>) -> Option<f64> {
     Some(start + last as f64 / 1e6)
 }
 
+/// When a host's receivers' first interval samples end (the latest), seconds after the go.
+fn first_sample_end(p: &Placed<'_>) -> Option<f64> {
+    let start = p.input.started?.as_secs_f64();
+    let ends = p.receivers.iter().map(|s| s.intervals.first().map(|i| i.end_us));
+    Some(start + ends.collect::<Option<Vec<u64>>>()?.into_iter().max()? as f64 / 1e6)
+}
+
+/// When a host's receivers' last interval samples start (the earliest), seconds after the go.
+fn last_sample_start(p: &Placed<'_>) -> Option<f64> {
+    let start = p.input.started?.as_secs_f64();
+    let starts = p.receivers.iter().map(|s| s.intervals.last().map(|i| i.start_us));
+    Some(start + starts.collect::<Option<Vec<u64>>>()?.into_iter().min()? as f64 / 1e6)
+}
+
 /// Bytes a stream received between `from` and `to` seconds after its host's start, from its
 /// interval samples (linear inside a sample). None without samples.
 fn bytes_between(s: &linerate_proto::StreamResult, from: f64, to: f64) -> Option<f64> {
@@ -436,7 +450,20 @@ pub fn summarize_fleet(hosts: &[HostInput<'_>]) -> FleetSummary {
     let window = skew.and_then(|_| {
         let from = starts.iter().copied().fold(f64::MIN, f64::max) + omit;
         let to = ends.iter().copied().fold(f64::MAX, f64::min);
-        (to > from).then_some((from, to))
+        // Inside every host's first and last interval sample: a receiver's first sample holds
+        // what crossed the link before its clock started, its last the tail its flows drained
+        // after the senders stopped; spread evenly over the sample (as `bytes_between` must),
+        // either put bytes at instants the link was carrying other hosts' (a 1 s fleet through a
+        // 956 Mbit/s link read 969). Where that leaves no window (too few samples), the edges
+        // stay.
+        let all = placed.iter().flat_map(|(_, p)| p);
+        let inner_from = all.clone().filter_map(first_sample_end).fold(from, f64::max);
+        let inner_to = all.filter_map(last_sample_start).fold(to, f64::min);
+        if inner_to > inner_from {
+            Some((inner_from, inner_to))
+        } else {
+            (to > from).then_some((from, to))
+        }
     });
     let link = link_goodput(&measured);
     let directions = placed

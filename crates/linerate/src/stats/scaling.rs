@@ -32,6 +32,16 @@ pub struct ScalePoint {
     pub jain_mean: Option<f64>,
     /// Repetitions left out because a host was not measured.
     pub partial_runs: usize,
+    /// Of the repetitions in `totals`, those in which a host's own run says its CPU, not the
+    /// path, set its rate ([`cpu_contended`]): the point holds them, and says so.
+    pub contended_runs: usize,
+}
+
+/// Whether a host's verdict id says the CPU set its rate — its threads starved for a CPU, or
+/// other processes kept its host busy (`starved(…)`, `foreign_load(…)`): such a run measured
+/// the host's share of a CPU, not the fleet's path.
+pub fn cpu_contended(limit: &str) -> bool {
+    limit.starts_with("starved") || limit.starts_with("foreign_load")
 }
 
 /// The curve of one direction.
@@ -94,6 +104,10 @@ fn point(flow: Flow, k: usize, runs: &[(usize, FleetSummary)]) -> ScalePoint {
     let dirs: Vec<_> =
         whole.iter().filter_map(|s| s.directions.iter().find(|d| d.flow == flow)).collect();
     let totals: Vec<f64> = dirs.iter().map(|d| d.total_bits_per_second).collect();
+    let contended_runs = dirs
+        .iter()
+        .filter(|d| d.hosts.iter().any(|h| h.limit.as_deref().is_some_and(cpu_contended)))
+        .count();
     let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
     let per_host: Vec<f64> =
         dirs.iter().filter_map(|d| Some(d.across_hosts.as_ref()?.mean)).collect();
@@ -105,6 +119,7 @@ fn point(flow: Flow, k: usize, runs: &[(usize, FleetSummary)]) -> ScalePoint {
         per_host_mean: mean(&per_host),
         jain_mean: mean(&jains),
         partial_runs: of_k.len() - whole.len(),
+        contended_runs,
     }
 }
 
