@@ -16,6 +16,7 @@ use crate::plan::fleet::{FleetIdentity, FleetPlan};
 use crate::record::{Failure, FailureKind, RunRecord};
 use crate::report::fleet::FleetMeta;
 use crate::report::notice::{self, Notice};
+use crate::session::fleet_runs::{self, Ran};
 use crate::session::{Interrupt, fleet};
 use crate::stats::fleet::{FleetSummary, HostInput, summarize_fleet};
 use crate::store::{GroupKind, GroupParams, RunKind, Store};
@@ -38,11 +39,15 @@ pub fn run(plan: &FleetPlan, interrupt: &Interrupt) -> Result<ExitCode> {
         crate::report::fleet::render_start(plan, &mut std::io::stdout())?;
     }
     let (mut runs, group) = open_group(plan, interrupt, &console)?;
-    let run = fleet::run_fleet(plan, interrupt);
-    let records = placed(run.hosts);
-    for (label, record) in &records {
-        runs.keep(label.clone(), 1, record);
-    }
+    // A single fleet is the grid of one cell: every target, once.
+    let mut ran = None;
+    fleet_runs::run_curve_from(plan, Vec::new(), interrupt, &mut |_| {}, &mut |_, _, r| {
+        for (label, record) in &r.hosts {
+            runs.keep(label.clone(), 1, record);
+        }
+        ran = Some(r.clone());
+    });
+    let Ran { hosts: records, gate_note } = ran.unwrap_or(Ran { hosts: Vec::new(), gate_note: None });
     if let (Some(s), Some(g), true) =
         (runs.store.as_mut(), group, all_completed(records.iter().map(|(_, r)| r)))
     {
@@ -51,7 +56,7 @@ pub fn run(plan: &FleetPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     let unstored = runs.unstored();
     let summary = summarize_fleet(&labelled(&records));
     let mut out = std::io::stdout().lock();
-    let meta = FleetMeta { group, start_note: run.gate_note.as_deref() };
+    let meta = FleetMeta { group, start_note: gate_note.as_deref() };
     write_fleet(&summary, &records, meta, text, &mut out)?;
     out.flush()?;
     if let Some(g) = group {
@@ -101,8 +106,6 @@ pub(super) fn group_runs<'a>(
     runs.wanted = plan.base.store.path.clone();
     runs
 }
-
-pub(super) use crate::session::fleet_runs::placed;
 
 /// True when every host's test completed.
 pub(super) fn all_completed<'a>(records: impl IntoIterator<Item = &'a RunRecord>) -> bool {

@@ -84,7 +84,8 @@ pub fn run(plan: &FleetPlan, interrupt: &Interrupt) -> Result<ExitCode> {
                 let _ = writeln!(std::io::stderr(), "{line}");
             }
         },
-        &mut |k, rep, records| {
+        &mut |k, rep, fleet_run| {
+            let records = &fleet_run.hosts;
             for (_, record) in records {
                 runs.keep(format!("k={k}"), rep, record);
                 let run =

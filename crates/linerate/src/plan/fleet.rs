@@ -98,6 +98,12 @@ impl FleetPlan {
         FleetPlan { targets: self.targets[..k.min(self.targets.len())].to_vec(), ..self.clone() }
     }
 
+    /// The host counts it runs: a curve's `--scale`, or every target at once (a single fleet:
+    /// a grid of one cell).
+    pub fn counts(&self) -> Vec<usize> {
+        if self.scale.is_empty() { vec![self.targets.len()] } else { self.scale.clone() }
+    }
+
     /// Fleet runs in the first round of a scaling curve: every host count `repeat` times (the
     /// order is the grid's, `session::grid`).
     pub fn first_round_runs(&self) -> usize {

@@ -167,9 +167,9 @@ pub fn run_campaign(
                         p.finished.map(Finished::Fleet),
                     )
                 },
-                &mut |hosts, repetition, records| {
+                &mut |hosts, repetition, ran| {
                     ran_here.set(ran_here.get() + 1);
-                    each(tier, Ran::Fleet { hosts, repetition, records });
+                    each(tier, Ran::Fleet { hosts, repetition, records: &ran.hosts });
                 },
             ),
             None => run_matrix_from(

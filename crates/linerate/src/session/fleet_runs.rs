@@ -1,8 +1,8 @@
 //! Fleet runs one after another: each host run as a record that carries its place in the
-//! fleet (label, measured start), and a scaling curve — a campaign's fleet tier or `fleet
-//! --scale` — as a grid (`grid.rs`) whose cells are the host counts: each `repeat` times in the
-//! seeded order, `--until-ci` rounds, skipping the fleet runs an earlier, interrupted attempt
-//! completed.
+//! fleet (label, measured start), as a grid (`grid.rs`) whose cells are the host counts — a
+//! scaling curve's (`fleet --scale`, a campaign's fleet tier) each `repeat` times in the seeded
+//! order, with `--until-ci` rounds, skipping the fleet runs an earlier, interrupted attempt
+//! completed; a single fleet is the grid of one cell, every target once.
 //!
 //! A fleet run in which no host was measured says nothing of the fleet; after
 //! `grid::MAX_FAILURES_IN_A_ROW` of them the curve stops (its servers are gone), as a matrix
@@ -39,6 +39,16 @@ pub fn placed(hosts: Vec<HostRun>) -> Vec<(String, RunRecord)> {
 /// Each host's label and record, in one fleet run.
 pub type Hosts = [(String, RunRecord)];
 
+/// One fleet run: each host's label and record, and why its start went ahead without every
+/// host, if it did.
+#[derive(Debug, Clone)]
+pub struct Ran {
+    /// Each host's label and record, in the targets' order.
+    pub hosts: Vec<(String, RunRecord)>,
+    /// The gate's note (a deadline, an interrupt), if the start did not wait for every host.
+    pub gate_note: Option<String>,
+}
+
 /// Before and after each fleet run of a curve.
 #[derive(Debug, Clone, Copy)]
 pub struct CurveProgress<'a> {
@@ -52,21 +62,24 @@ pub struct CurveProgress<'a> {
     pub position: (usize, usize),
 }
 
-/// A scaling curve as a grid's executor: cell i is the fleet run of the first
-/// `plan.scale[i]` hosts.
+/// Fleet runs as a grid's executor: cell i is the fleet run of the first `counts[i]` hosts
+/// (a scaling curve's host counts; a single fleet's one count, every target).
 struct Curve<'a> {
     plan: &'a FleetPlan,
+    counts: Vec<usize>,
 }
 
 impl Executor for Curve<'_> {
-    type Run = Vec<(String, RunRecord)>;
+    type Run = Ran;
 
     fn run(&mut self, slot: Slot, interrupt: &Interrupt) -> Self::Run {
-        placed(run_fleet(&self.plan.first(self.plan.scale[slot.cell]), interrupt).hosts)
+        let run = run_fleet(&self.plan.first(self.counts[slot.cell]), interrupt);
+        Ran { hosts: placed(run.hosts), gate_note: run.gate_note }
     }
 
     /// A fleet run in which no host was measured says nothing of the fleet.
     fn failure(&self, run: &Self::Run) -> Option<String> {
+        let run = &run.hosts;
         if run.iter().any(|(_, r)| r.outcome == Outcome::Completed) {
             return None;
         }
@@ -81,12 +94,13 @@ impl Executor for Curve<'_> {
     /// (`stats::scaling::pending_counts`).
     fn pending(&self, runs: &[(Slot, Self::Run)]) -> Vec<usize> {
         let Some(target) = self.plan.until_ci else { return Vec::new() };
-        let scale = &self.plan.scale;
+        let scale = &self.counts;
         let fleets: Vec<(usize, FleetSummary)> = runs
             .iter()
-            .map(|(slot, hosts)| {
+            .map(|(slot, ran)| {
                 let k = scale[slot.cell];
-                let inputs: Vec<HostInput<'_>> = hosts
+                let inputs: Vec<HostInput<'_>> = ran
+                    .hosts
                     .iter()
                     .map(|(label, r)| HostInput { label, ..HostInput::placed(r) })
                     .collect();
@@ -115,37 +129,38 @@ pub fn run_curve_from(
     prior: Vec<(usize, u32, RunRecord)>,
     interrupt: &Interrupt,
     progress: &mut dyn FnMut(CurveProgress<'_>),
-    each: &mut dyn FnMut(usize, u32, &Hosts),
+    each: &mut dyn FnMut(usize, u32, &Ran),
 ) -> MatrixOutcome {
-    let grid = Grid { cells: plan.scale.len(), repeat: plan.repeat, seed: plan.seed };
-    let mut earlier: Vec<(Slot, Vec<(String, RunRecord)>)> = Vec::new();
+    let counts = plan.counts();
+    let grid = Grid { cells: counts.len(), repeat: plan.repeat, seed: plan.seed };
+    let mut earlier: Vec<(Slot, Ran)> = Vec::new();
     for (cell, repetition, record) in prior {
         let slot = Slot { cell, repetition };
         let label = record.fleet.as_ref().map(|f| f.label.clone()).unwrap_or_default();
         match earlier.iter_mut().find(|(s, _)| *s == slot) {
-            Some((_, hosts)) => hosts.push((label, record)),
-            None => earlier.push((slot, vec![(label, record)])),
+            Some((_, ran)) => ran.hosts.push((label, record)),
+            None => earlier.push((slot, Ran { hosts: vec![(label, record)], gate_note: None })),
         }
     }
-    let scale = &plan.scale;
+    let mut exec = Curve { plan, counts: counts.clone() };
     let out = grid.run(
-        &mut Curve { plan },
+        &mut exec,
         earlier,
         interrupt,
         &mut |p| {
             progress(CurveProgress {
-                hosts: scale[p.slot.cell],
+                hosts: counts[p.slot.cell],
                 repetition: p.slot.repetition,
-                finished: p.finished.map(Vec::as_slice),
+                finished: p.finished.map(|r| r.hosts.as_slice()),
                 position: (p.done, p.planned),
             })
         },
-        &mut |slot, hosts| each(scale[slot.cell], slot.repetition, hosts),
+        &mut |slot, ran| each(counts[slot.cell], slot.repetition, ran),
     );
     let runs = out
         .runs
         .into_iter()
-        .flat_map(|(s, hosts)| hosts.into_iter().map(move |(_, r)| (s.cell, s.repetition, r)))
+        .flat_map(|(s, ran)| ran.hosts.into_iter().map(move |(_, r)| (s.cell, s.repetition, r)))
         .collect();
     let planned = out.planned.iter().map(|s| (s.cell, s.repetition)).collect();
     MatrixOutcome { runs, planned, stopped: out.stopped }
