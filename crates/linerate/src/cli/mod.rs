@@ -11,6 +11,7 @@ mod args;
 mod argv;
 mod convert;
 mod fleet_args;
+mod repeat;
 mod server_args;
 mod tos;
 
@@ -49,5 +50,5 @@ where
 
 /// The clap command, for the parser and for generated docs (man page, completions).
 pub fn command() -> clap::Command {
-    argv::negative_values(Cli::command())
+    repeat::for_curves(argv::negative_values(Cli::command()))
 }
