@@ -11,6 +11,7 @@ mod args;
 mod argv;
 mod convert;
 mod fleet_args;
+mod generate;
 mod repeat;
 mod server_args;
 mod tos;
@@ -21,6 +22,7 @@ use clap::error::ErrorKind;
 use clap::{CommandFactory, FromArgMatches};
 
 pub use args::Cli;
+pub use generate::generated;
 
 use crate::plan::Plan;
 
