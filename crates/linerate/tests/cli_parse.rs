@@ -137,3 +137,106 @@ fn a_udp_request_size_out_of_range_quotes_the_udp_range() {
     let err = error(&["linerate", "client", "h", "--rr", "-u", "--request-size", "0"]);
     assert!(err.contains("24..=65507") && !err.contains("1048576"), "{err}");
 }
+
+/// The command lines of every repeated experiment, before the flags under test: a matrix and
+/// a scaling curve, and with `campaign` a campaign (its rounds are in its file; it takes the
+/// resume flags only).
+fn experiments(campaign: bool) -> Vec<Vec<&'static str>> {
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/dc-interconnect.toml");
+    let mut lines = vec![
+        vec!["linerate", "matrix", "h", "-P", "1,2"],
+        vec!["linerate", "fleet", "a", "b", "--scale", "1,2"],
+    ];
+    if campaign {
+        lines.push(vec!["linerate", "campaign", file]);
+    }
+    lines
+}
+
+/// What `line` and `flags` parse into, in words every command shares: the rounds of its plan
+/// (`repeat until_ci max_repeat seed`, None for a campaign) and its resume (`resume
+/// stop_after`); or its error's first line (the usage line after it names the command).
+fn outcome(line: &[&str], flags: &[&str]) -> Result<(Option<String>, String), String> {
+    let rounds = |r: u32, u: Option<f64>, m: u32, s: u64| Some(format!("{r} {u:?} {m} {s}"));
+    let argv = line.iter().chain(flags).copied();
+    match parse(argv) {
+        Ok(Plan::Matrix(_, m, r)) => Ok((
+            rounds(m.repeat, m.until_ci, m.max_repeat, m.seed),
+            format!("{:?} {:?}", r.resume, r.stop_after),
+        )),
+        Ok(Plan::Fleet(f)) => Ok((
+            rounds(f.repeat, f.until_ci, f.max_repeat, f.seed),
+            format!("{:?} {:?}", f.resume, f.stop_after),
+        )),
+        Ok(Plan::Campaign(c)) => Ok((None, format!("{:?} {:?}", c.resume, c.stop_after))),
+        Ok(other) => panic!("{flags:?}: {other:?}"),
+        Err(e) => Err(e.to_string().lines().next().unwrap_or_default().to_string()),
+    }
+}
+
+/// `--repeat`, `--until-ci`, `--max-repeat`, `--seed` and `--resume` are one flag group: a
+/// matrix and a scaling curve read them into the same rounds and refuse the same values with
+/// the same words, and a campaign's `--resume` is theirs.
+#[test]
+fn every_repeated_experiment_reads_its_rounds_and_resume_alike() {
+    // A history path is enough: parsing does not open it.
+    let db = ["--db", "/nonexistent/linerate-test/history.sqlite"];
+    let rounds: &[&[&str]] = &[
+        &["--repeat", "2", "--until-ci", "5%", "--max-repeat", "4", "--seed", "9"],
+        &["--repeat", "12", "--until-ci", "5", "--seed", "0"],
+        &["--repeat", "0"],
+        &["--repeat", "1001"],
+        &["--repeat", "1.5"],
+        &["--until-ci", "101"],
+        &["--until-ci", "x"],
+        &["--max-repeat", "4"],
+        &["--until-ci", "5", "--max-repeat", "1"],
+        &["--seed", "-1"],
+    ];
+    for flags in rounds {
+        let flags = [flags, &db[..]].concat();
+        let read: Vec<_> = experiments(false).iter().map(|l| outcome(l, &flags)).collect();
+        assert_eq!(read[0], read[1], "{flags:?}: a matrix and a curve read otherwise");
+    }
+    let resume: &[&[&str]] = &[
+        &["--resume"],
+        &["--resume", "3", "--stop-after", "2"],
+        &["--resume", "x"],
+        &["--resume", "0"],
+        &["--resume", "--stop-after", "-1"],
+    ];
+    let with_db = resume.iter().map(|f| [f, &db[..]].concat());
+    for flags in with_db.chain([vec!["--resume", "--no-store"], vec!["--resume"]]) {
+        let read: Vec<_> = experiments(true)
+            .iter()
+            .map(|l| outcome(l, &flags).map(|(_, resume)| resume))
+            .collect();
+        assert!(read.iter().all(|r| *r == read[0]), "{flags:?} read otherwise: {read:?}");
+    }
+    // What the rounds became, and what the refusals say.
+    let matrix = &experiments(false)[0];
+    let said = |flags: &[&str]| outcome(matrix, &[flags, &db[..]].concat());
+    let first = said(rounds[0]).expect("parses");
+    assert_eq!(first, (Some("2 Some(0.05) 4 9".into()), "None None".into()));
+    let capped = said(rounds[1]).expect("parses").0.expect("rounds");
+    assert_eq!(capped, "12 Some(0.05) 12 0", "--max-repeat is never below --repeat");
+    for (flags, words) in [
+        (rounds[2], "give a whole number from 1 to 1000"),
+        (rounds[7], "the following required arguments were not provided"),
+        (resume[2], "m3 (a matrix), f3 (a fleet or scaling curve) or c3 (a campaign)"),
+    ] {
+        let e = said(flags).expect_err("refused");
+        assert!(e.contains(words), "{flags:?}: {e}");
+    }
+    let e = outcome(matrix, &["--resume", "--no-store"]).expect_err("refused");
+    assert!(e.contains("drop --no-store"), "{e}");
+    // Each refuses another kind's group, naming its own letter.
+    let lines = experiments(true);
+    for (line, other, own) in [(0, "f3", "m3"), (1, "m3", "f3"), (2, "m3", "c3")] {
+        let e = outcome(&lines[line], &[&["--resume", other][..], &db].concat()).expect_err(other);
+        assert!(e.contains(&format!("{other} is not a")) && e.ends_with(own), "{e}");
+    }
+    // A single fleet has no rounds: they need --scale.
+    let e = outcome(&["linerate", "fleet", "a", "b"], &["--repeat", "2"]).expect_err("no --scale");
+    assert!(e.contains("required arguments"), "{e}");
+}

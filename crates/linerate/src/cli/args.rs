@@ -342,28 +342,8 @@ pub struct MatrixArgs {
     /// Directions to try (axis): send (client sends), recv (-R), bidir.
     #[arg(long = "direction", value_name = "D,...", value_delimiter = ',', value_enum)]
     pub direction: Vec<DirectionArg>,
-    /// Runs per cell [with --until-ci: the first round].
-    #[arg(long = "repeat", value_name = "N", default_value_t = 3,
-          value_parser = |s: &str| whole::<u32>(s, 1..=1000))]
-    pub repeat: u32,
-    /// Repeat each cell until its 95 % confidence interval is within this share of the mean
-    /// (e.g. 5%), up to --max-repeat runs; only completed runs count.
-    #[arg(long = "until-ci", value_name = "PERCENT", value_parser = percent)]
-    pub until_ci: Option<f64>,
-    /// With --until-ci: the most completed runs per cell.
-    #[arg(long = "max-repeat", value_name = "N", default_value_t = 10, requires = "until_ci",
-          value_parser = |s: &str| whole::<u32>(s, 2..=1000))]
-    pub max_repeat: u32,
-    /// Seed of the random run order [default: random, printed].
-    #[arg(long = "seed", value_name = "N", value_parser = count::<u64>)]
-    pub seed: Option<u64>,
-    /// Continue the newest unfinished matrix with these settings (or matrix mN): completed
-    /// runs are kept, failed and missing ones are run in the stored order.
-    #[arg(long = "resume", value_name = "mN", num_args = 0..=1, value_parser = matrix_ref)]
-    pub resume: Option<Option<i64>>,
-    /// Stop after N runs as if interrupted (for testing --resume).
-    #[arg(long = "stop-after", value_name = "N", hide = true, value_parser = count::<usize>)]
-    pub stop_after: Option<usize>,
+    #[command(flatten)]
+    pub rounds: super::repeat::RoundsArgs,
     #[command(flatten)]
     pub test: MatrixTestArgs,
     #[command(flatten)]
@@ -378,18 +358,13 @@ pub struct CampaignArgs {
     /// The campaign file (TOML).
     #[arg(value_name = "FILE")]
     pub file: std::path::PathBuf,
-    /// Continue the newest unfinished run of this campaign (or the campaign group GROUP):
-    /// completed runs are kept, failed and missing ones are run.
-    #[arg(long = "resume", value_name = "GROUP", num_args = 0..=1, value_parser = count::<i64>)]
-    pub resume: Option<Option<i64>>,
+    #[command(flatten)]
+    pub resume: super::repeat::ResumeArgs,
     #[command(flatten)]
     pub store: StoreArgs,
     /// One JSON document with every tier at the end.
     #[arg(short = 'J', long = "json")]
     pub json: bool,
-    /// Stop after N runs as if interrupted (for testing --resume).
-    #[arg(long = "stop-after", value_name = "N", hide = true, value_parser = count::<usize>)]
-    pub stop_after: Option<usize>,
 }
 
 /// The test flags that apply to every cell of a matrix (the axes set the rest).
@@ -885,15 +860,4 @@ fn bitrate(s: &str) -> Result<RateArg, String> {
 
 pub(super) fn rate(s: &str) -> Result<Bitrate, String> {
     units::parse_rate(s).map_err(|e| e.to_string())
-}
-
-/// A matrix group: `m3` as `linerate history` shows it, or the bare group number.
-fn matrix_ref(s: &str) -> Result<i64, String> {
-    let digits = s.strip_prefix('m').unwrap_or(s);
-    match digits.parse::<i64>() {
-        Ok(n) if n > 0 => Ok(n),
-        _ => {
-            Err(format!("{s:?} is not a matrix; write it as `linerate history` shows it, e.g. m3"))
-        }
-    }
 }

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use linerate_proto::{Direction, EndCondition, Protocol, TestSpec};
 
+use super::repeat::{CAMPAIGN, MATRIX, Rounds};
 use super::server_args::Policy;
 use crate::cli::args::{
     CampaignArgs, Cli, Command, CompatArgs, CsvKindArg, DbArgs, DoctorArgs, GateArgs, GenerateWhat,
@@ -98,16 +99,13 @@ pub(super) fn to_plan(cli: Cli) -> Result<Plan, String> {
 }
 
 fn matrix_plan(a: MatrixArgs) -> Result<(ClientPlan, MatrixPlan, MatrixRun), String> {
-    if a.resume.is_some() && a.store.no_store {
-        return Err("--resume reads the matrix's runs from the history: drop --no-store".into());
-    }
     if a.net.json_stream {
         return Err("--json-stream follows one test's intervals; a matrix writes one document \
                     at the end: use -J (or linerate report mN --format json afterwards)"
             .into());
     }
     let m = &a.test;
-    if m.rr && a.until_ci.is_some() {
+    if m.rr && a.rounds.until_ci.is_some() {
         return Err("--until-ci repeats cells until their bit rate's interval is narrow enough; \
                     with --rr, give --repeat instead"
             .into());
@@ -174,12 +172,14 @@ fn matrix_plan(a: MatrixArgs) -> Result<(ClientPlan, MatrixPlan, MatrixRun), Str
         a.protocol.iter().map(|p| AxisValue::Protocol((*p).into())).collect(),
         a.direction.iter().map(|d| AxisValue::Direction((*d).into())).collect(),
     ];
+    let resume = a.rounds.resume.group(MATRIX, a.store.no_store, base.store.path.is_some())?;
+    let Rounds { repeat, until_ci, max_repeat, seed } = a.rounds.rounds();
     let plan = MatrixPlan {
         axes,
-        repeat: a.repeat,
-        until_ci: a.until_ci.map(|p| p / 100.0),
-        max_repeat: a.max_repeat.max(a.repeat),
-        seed: a.seed.unwrap_or_else(random_seed),
+        repeat,
+        until_ci,
+        max_repeat,
+        seed,
         udp_rate: a.test.bitrate.map_or(DEFAULT_UDP_RATE, |b| b.bits_per_second()),
         length_given: false,
     };
@@ -188,10 +188,7 @@ fn matrix_plan(a: MatrixArgs) -> Result<(ClientPlan, MatrixPlan, MatrixRun), Str
         let spec = plan.cell_plan(&base, &cell).spec;
         spec.validate().map_err(|e| format!("cell {}: {e}", cell.label()))?;
     }
-    if a.resume.is_some() && base.store.path.is_none() {
-        return Err("--resume needs the history: set XDG_DATA_HOME or HOME, or give --db".into());
-    }
-    Ok((base, plan, MatrixRun { resume: a.resume, stop_after: a.stop_after }))
+    Ok((base, plan, MatrixRun { resume, stop_after: a.rounds.resume.stop_after }))
 }
 
 fn campaign_run(a: CampaignArgs) -> Result<CampaignRun, String> {
@@ -206,22 +203,17 @@ fn campaign_run(a: CampaignArgs) -> Result<CampaignRun, String> {
     };
     let plan = campaign::parse_with(&text, &a.file.display().to_string(), &stem, &read)
         .map_err(|e| e.to_string())?;
-    if a.resume.is_some() && a.store.no_store {
-        return Err("--resume reads the campaign's runs from the history: drop --no-store".into());
-    }
     let store = store_plan(&a.store);
-    if a.resume.is_some() && store.path.is_none() {
-        return Err("--resume needs the history: set XDG_DATA_HOME or HOME, or give --db".into());
-    }
+    let resume = a.resume.group(CAMPAIGN, a.store.no_store, store.path.is_some())?;
     Ok(CampaignRun {
         seed: plan.seed.unwrap_or_else(random_seed),
         plan,
         file: a.file,
-        resume: a.resume,
+        resume,
         store,
         db_given: a.store.db,
         output: if a.json { OutputFormat::Json } else { OutputFormat::Text },
-        stop_after: a.stop_after,
+        stop_after: a.resume.stop_after,
     })
 }
 

@@ -3,6 +3,7 @@
 use clap::Args;
 
 use super::args::{NetArgs, StoreArgs, TestArgs};
+use super::repeat::{CURVE, Rounds};
 use crate::plan::OutputFormat;
 use crate::plan::fleet::{FleetPlan, Target, check_targets, parse_target, parse_targets_file};
 
@@ -17,38 +18,18 @@ pub struct FleetArgs {
     #[arg(long = "targets", value_name = "FILE")]
     pub targets_file: Option<std::path::PathBuf>,
     /// A scaling curve: run the fleet with the first k targets for each k, e.g. 1,2,4,8,16 or
-    /// 1..16, in a random order, with statistics per k and where the total stops rising.
+    /// 1..16, in a random order, with statistics per k and where the total stops rising;
+    /// --repeat, --until-ci, --seed and --resume shape its rounds.
     #[arg(long = "scale", value_name = "K,...|A..B")]
     pub scale: Option<String>,
-    /// With --scale: runs per host count.
-    #[arg(long = "repeat", value_name = "N", default_value_t = 1, requires = "scale",
-          value_parser = |s: &str| super::args::whole::<u32>(s, 1..=100))]
-    pub repeat: u32,
     /// Every target name that resolves to several addresses (a Kubernetes headless service,
     /// round-robin DNS) becomes one target per address, labelled NAME/ADDRESS.
     #[arg(long = "each-address")]
     pub each_address: bool,
-    /// With --scale: the seed of the run order [default: random, printed].
-    #[arg(long = "seed", value_name = "N", requires = "scale", value_parser = super::args::count::<u64>)]
-    pub seed: Option<u64>,
-    /// With --scale: repeat each host count until the 95 % confidence interval of its total
-    /// is within this share of the mean (e.g. 5%), up to --max-repeat runs; only fleet runs
-    /// in which every host was measured count.
-    #[arg(long = "until-ci", value_name = "PERCENT", value_parser = super::args::percent,
-          requires = "scale")]
-    pub until_ci: Option<f64>,
-    /// With --until-ci: the most whole fleet runs per host count.
-    #[arg(long = "max-repeat", value_name = "N", default_value_t = 10, requires = "until_ci",
-          value_parser = |s: &str| super::args::whole::<u32>(s, 2..=1000))]
-    pub max_repeat: u32,
-    /// With --scale: continue the newest unfinished scaling curve with these settings (or
-    /// fleet fN): fleet runs in which every host was measured are kept, the rest run in the
-    /// stored order.
-    #[arg(long = "resume", value_name = "fN", num_args = 0..=1, value_parser = fleet_ref)]
-    pub resume: Option<Option<i64>>,
-    /// Stop after N fleet runs as if interrupted (for testing --resume).
-    #[arg(long = "stop-after", value_name = "N", hide = true, value_parser = super::args::count::<usize>)]
-    pub stop_after: Option<usize>,
+    // A scaling curve's rounds and resume: the flags every repeated experiment shares, made
+    // to need --scale, with one run per host count by default (`repeat::for_curves`).
+    #[command(flatten)]
+    pub rounds: super::repeat::RoundsArgs,
     #[command(flatten)]
     pub net: NetArgs,
     #[command(flatten)]
@@ -116,45 +97,25 @@ pub(super) fn fleet_plan(a: FleetArgs) -> Result<FleetPlan, String> {
         None => Vec::new(),
     };
     let base = super::convert::with_store(base, &a.store);
-    check_resume(&a, &base)?;
+    let resume = &a.rounds.resume;
+    if resume.resume.is_some() && a.scale.is_none() {
+        return Err("--resume continues a scaling curve (--scale): a single fleet run measures \
+                    every host at one instant, so nothing of an interrupted one can be kept; \
+                    run it again without --resume"
+            .into());
+    }
+    let resume = resume.group(CURVE, a.store.no_store, base.store.path.is_some())?;
+    let Rounds { repeat, until_ci, max_repeat, seed } = a.rounds.rounds();
     Ok(FleetPlan {
         targets,
         base,
         scale,
-        repeat: a.repeat,
-        seed: a.seed.unwrap_or_else(super::convert::random_seed),
+        repeat,
+        seed,
         each_address: a.each_address,
-        until_ci: a.until_ci.map(|p| p / 100.0),
-        max_repeat: a.max_repeat.max(a.repeat),
-        resume: a.resume,
-        stop_after: a.stop_after,
+        until_ci,
+        max_repeat,
+        resume,
+        stop_after: a.rounds.resume.stop_after,
     })
-}
-
-/// Refuses `--resume` where there is nothing to continue. A single fleet (no `--scale`) is
-/// one measurement of every host at one instant: no part of an interrupted one can be kept,
-/// so it is run again, as a new fleet, without `--resume`.
-fn check_resume(a: &FleetArgs, base: &crate::plan::ClientPlan) -> Result<(), String> {
-    if a.resume.is_none() {
-        return Ok(());
-    }
-    if a.scale.is_none() {
-        return Err("--resume continues a scaling curve (--scale): a single fleet run measures                     every host at one instant, so nothing of an interrupted one can be kept;                     run it again without --resume"
-            .into());
-    }
-    if a.store.no_store {
-        return Err("--resume reads the curve's runs from the history: drop --no-store".into());
-    }
-    if base.store.path.is_none() {
-        return Err("--resume needs the history: set XDG_DATA_HOME or HOME, or give --db".into());
-    }
-    Ok(())
-}
-
-/// `fN` or `N`: a stored fleet's group.
-fn fleet_ref(s: &str) -> Result<i64, String> {
-    match s.strip_prefix('f').unwrap_or(s).parse::<i64>() {
-        Ok(n) if n > 0 => Ok(n),
-        _ => Err(format!("{s:?} is not a fleet; write it as `linerate history` shows it, e.g. f3")),
-    }
 }

@@ -11,6 +11,8 @@ mod args;
 mod argv;
 mod convert;
 mod fleet_args;
+mod generate;
+mod repeat;
 mod server_args;
 mod tos;
 
@@ -20,6 +22,7 @@ use clap::error::ErrorKind;
 use clap::{CommandFactory, FromArgMatches};
 
 pub use args::Cli;
+pub use generate::generated;
 
 use crate::plan::Plan;
 
@@ -49,5 +52,5 @@ where
 
 /// The clap command, for the parser and for generated docs (man page, completions).
 pub fn command() -> clap::Command {
-    argv::negative_values(Cli::command())
+    repeat::for_curves(argv::negative_values(Cli::command()))
 }

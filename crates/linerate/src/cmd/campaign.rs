@@ -82,7 +82,7 @@ pub fn run(c: &CampaignRun, interrupt: &Interrupt) -> Result<ExitCode> {
             super::fleet::check_descriptors(&fleet)?;
         }
     }
-    preflight(c, &bases, &done_per_tier, text)?;
+    preflight(c, &bases, &done_per_tier, text, &console)?;
     let group = group.or_else(|| begin_group(c, store.as_mut()));
     let mut events = |e: CampaignEvent<'_>| match e {
         CampaignEvent::Run(p) => console.progress(&p.into()),
@@ -183,7 +183,13 @@ fn begin_group(c: &CampaignRun, store: Option<&mut Store>) -> Option<i64> {
 /// Resolves and greets the server (of `bases[i]`; a fleet tier: every target) of every tier
 /// with runs left (`done[i]` runs of tier `i` completed earlier); stops the campaign before
 /// its first run if one is not reached.
-fn preflight(c: &CampaignRun, bases: &[ClientPlan], done: &[usize], text: bool) -> Result<()> {
+fn preflight(
+    c: &CampaignRun,
+    bases: &[ClientPlan],
+    done: &[usize],
+    text: bool,
+    console: &Console,
+) -> Result<()> {
     // Each distinct server is greeted once; `uses` says which check answers for which tier.
     let mut uses: Vec<(usize, &Tier, usize)> = Vec::new();
     let mut plans: Vec<ClientPlan> = Vec::new();
@@ -218,7 +224,7 @@ fn preflight(c: &CampaignRun, bases: &[ClientPlan], done: &[usize], text: bool) 
             .map(|(_, (i, t, at))| (*i, *t, &checks[*at]))
             .collect();
         let unreached = render::preflight_unreached(&first, c.plan.tiers.len());
-        render::write_unreached(&unreached, &mut std::io::stderr().lock())?;
+        console.show(&Notice::Unreached(&unreached));
         let what = render::preflight_failure(&unreached, &c.file);
         return Err(Failure::new(why.kind(), what).into());
     }

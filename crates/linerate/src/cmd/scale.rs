@@ -78,11 +78,8 @@ pub fn run(plan: &FleetPlan, interrupt: &Interrupt) -> Result<ExitCode> {
         prior,
         interrupt,
         &mut |p: CurveProgress<'_>| {
-            if let (Some(_), Some(summary)) = (p.finished, last.borrow().as_ref()) {
-                let line =
-                    render::scale_progress_line(p.position, (p.hosts, p.repetition), summary);
-                let _ = writeln!(std::io::stderr(), "{line}");
-            }
+            let summary = last.borrow();
+            console.progress(&render::curve_progress(&p, p.finished.and(summary.as_ref())));
         },
         &mut |k, rep, fleet_run| {
             let records = &fleet_run.hosts;
@@ -99,6 +96,7 @@ pub fn run(plan: &FleetPlan, interrupt: &Interrupt) -> Result<ExitCode> {
             }
         },
     );
+    console.end_progress();
     let mut report = build(fleet_source((group, Some(plan.seed)), false, shape, all.into_inner()));
     let Some(f) = report.fleet() else { unreachable!("a fleet source makes a fleet report") };
     let whole = |&(cell, rep): &(usize, u32)| {

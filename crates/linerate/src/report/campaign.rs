@@ -107,8 +107,8 @@ pub fn preflight_unreached(checked: &[Checked<'_>], tiers: usize) -> Vec<String>
 }
 
 /// Why the campaign stops before its first run, in one line: the one server not reached, or
-/// how many (each on a line of its own above, [`write_unreached`]: a list, not one line of
-/// thousands of characters), then what to do (`file`: the campaign file).
+/// how many (each on a line of its own above, [`super::notice::Notice::Unreached`]: a list,
+/// not one line of thousands of characters), then what to do (`file`: the campaign file).
 pub fn preflight_failure(unreached: &[String], file: &Path) -> String {
     let what = match unreached {
         [one] => one.clone(),
@@ -119,18 +119,6 @@ pub fn preflight_failure(unreached: &[String], file: &Path) -> String {
          run the campaign again",
         file.display()
     )
-}
-
-/// The servers not reached, a line each (escaped: a detail may quote the peer), when there is
-/// more than one.
-pub fn write_unreached(unreached: &[String], out: &mut dyn Write) -> std::io::Result<()> {
-    if unreached.len() < 2 {
-        return Ok(());
-    }
-    for line in unreached {
-        writeln!(out, "{}", crate::units::peer_text::escape(line))?;
-    }
-    Ok(())
 }
 
 /// Every tier's table and findings, then the summary across tiers.

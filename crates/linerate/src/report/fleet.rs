@@ -479,13 +479,22 @@ pub fn render_scale_rounds(
     }
 }
 
-/// One line per finished fleet run of a curve (stderr), so long curves show progress.
-pub fn scale_progress_line(
-    (done, of): (usize, usize),
-    (hosts, rep): (usize, u32),
-    summary: &FleetSummary,
-) -> String {
-    format!("[{done}/{of}] {} (run {rep}): {}", count_of(hosts as u64, "host"), result(summary))
+/// Where a curve is, for the command's `Console` (a bar on a terminal; in a log, one line per
+/// finished fleet run: `[3/8] 2 hosts (run 1): upload 1.88 Gbit/s`): before a run `summary`
+/// is None, after it the run's figures.
+pub fn curve_progress(
+    p: &crate::session::fleet_runs::CurveProgress<'_>,
+    summary: Option<&FleetSummary>,
+) -> super::progress::Progress {
+    super::progress::Progress {
+        done: p.position.0,
+        planned: p.position.1,
+        tier: None,
+        cell: count_of(p.hosts as u64, "host"),
+        repetition: p.repetition,
+        eta: None,
+        finished: summary.map(result),
+    }
 }
 
 /// What a fleet run gave, in a few words: each direction's total, or that it was partial.

@@ -58,6 +58,9 @@ pub enum Notice<'a> {
         /// The tier that runs next, if there is one.
         next: Option<&'a str>,
     },
+    /// A campaign's pre-flight did not reach these servers, a line each (shown when there is
+    /// more than one; the error that stops the campaign names a single one itself).
+    Unreached(&'a [String]),
     /// A stored matrix did not complete: how to run the rest.
     MatrixIncomplete {
         /// Its group (`mN`).
@@ -102,7 +105,8 @@ impl Notice<'_> {
         match self {
             Notice::HistoryUnavailable(_)
             | Notice::RunNotStored(_)
-            | Notice::TierStopped { .. } => Kind::Warning,
+            | Notice::TierStopped { .. }
+            | Notice::Unreached(_) => Kind::Warning,
             Notice::Stored(_)
             | Notice::HtmlWritten(_)
             | Notice::DefaultJob { .. }
@@ -111,7 +115,7 @@ impl Notice<'_> {
         }
     }
 
-    /// The notice as its one line (warnings marked `warning:`).
+    /// The notice as its one line (warnings marked `warning:`), or the lines of a list.
     pub fn render(&self, out: &mut dyn Write) -> std::io::Result<()> {
         match self {
             Notice::HistoryUnavailable(e) => {
@@ -166,6 +170,11 @@ impl Notice<'_> {
                     index + 1
                 )
             }
+            // Escaped: a server's detail may quote the peer.
+            Notice::Unreached(lines) if lines.len() > 1 => {
+                lines.iter().try_for_each(|l| writeln!(out, "{}", crate::units::peer_text::escape(l)))
+            }
+            Notice::Unreached(_) => Ok(()),
             Notice::MatrixIncomplete { group } => writeln!(
                 out,
                 "The matrix did not complete: its completed runs are stored; run the rest with \

@@ -210,10 +210,10 @@ fn probe(
     wait: Duration,
 ) -> Result<Probe> {
     if let Err(e) = udp.send(&encode_probe(cookie, seq, payload)) {
-        return match e.raw_os_error() {
-            Some(libc::EMSGSIZE) => Ok(Probe::TooBig),
-            _ => Err(e).context("cannot send a probe"),
-        };
+        if crate::sys::too_big(&e) {
+            return Ok(Probe::TooBig);
+        }
+        return Err(e).context("cannot send a probe");
     }
     let end = Instant::now() + wait;
     let mut buf = [0u8; 64];
@@ -224,7 +224,7 @@ fn probe(
                 return Ok(Probe::Echoed);
             }
             Ok(_) => {}
-            Err(e) if e.raw_os_error() == Some(libc::EMSGSIZE) => return Ok(Probe::TooBig),
+            Err(e) if crate::sys::too_big(&e) => return Ok(Probe::TooBig),
             Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
                 bail!("the server's echo port refused the probes (it closed)")
             }

@@ -160,6 +160,12 @@ pub fn set_pmtu_probe(sock: &impl AsFd, ipv6: bool) -> io::Result<()> {
     imp::set_pmtu_probe(sock.as_fd(), ipv6)
 }
 
+/// Whether a datagram was refused for being larger than the path lets through (`EMSGSIZE`,
+/// on send or, after an ICMP "too big", on receive): a path-MTU probe's answer, not a fault.
+pub fn too_big(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::EMSGSIZE)
+}
+
 #[cfg(test)]
 /// The window scales a connected TCP socket agreed on in its handshake; None where unsupported,
 /// not TCP, or not connected.
