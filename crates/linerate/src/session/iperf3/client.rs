@@ -18,14 +18,12 @@ use linerate_proto::{EndCondition, Machine, Protocol, SideResults};
 
 use super::{forgive_end_of_test_resets, peer_side, receivers_end_at};
 use crate::plan::ClientPlan;
-use crate::record::{Failure, FailureKind, Outcome, RunRecord};
+use crate::record::{End, Failure, FailureKind, Outcome, RunRecord};
 use crate::session::client::{
     LoopState, check_progress, connect_any, new_record, open_streams, resolve,
 };
 use crate::session::pump::{self, Turn, Wait};
-use crate::session::{
-    Clock, ControlChannel, End, Interrupt, LiveEvent, Observer, SOFTWARE, StreamSet,
-};
+use crate::session::{Clock, ControlChannel, Interrupt, LiveEvent, Observer, SOFTWARE, StreamSet};
 use crate::sys;
 
 /// How long local receivers may take to see the server close its data connections.

@@ -11,7 +11,7 @@ use linerate_proto::{
     HostCost, ProcessCpu, Protocol, SideResults, SocketReport, StreamResult, StreamRole, TestSpec,
 };
 
-use crate::session::End;
+use crate::record::End;
 
 /// iperf3 servers close data connections at the end, often with a reset: not a failure.
 pub(crate) fn forgive_end_of_test_resets(side: &mut SideResults) {

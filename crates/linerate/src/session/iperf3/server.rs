@@ -24,6 +24,7 @@ use linerate_proto::udp::{DatagramFormat, SeqWidth};
 use linerate_proto::{LimitKind, ProtoError, Protocol, Refusal, SideResults, TestSpec};
 
 use super::{forgive_end_of_test_resets, peer_side, receivers_end_at};
+use crate::record::End;
 use crate::record::canonical;
 use crate::session::frame_budget::server_side;
 use crate::session::front::Greeted;
@@ -32,7 +33,7 @@ use crate::session::served::ServedTest;
 use crate::session::server::{Iperf3Conn, Registration, ServerNote, Shared};
 use crate::session::test_log::TestLogLine;
 use crate::session::udp::accept_stream;
-use crate::session::{Clock, ControlChannel, End, StreamSet};
+use crate::session::{Clock, ControlChannel, StreamSet};
 use crate::sys;
 
 /// How long receivers may take to notice the end (their socket poll is 250 ms).
@@ -233,7 +234,7 @@ impl Session<'_> {
         };
         streams.set_peer_program("iperf3");
         streams.set_layout(self.t.shared.admission.limits.layout);
-        if let Err(e) = streams.set_cpus(&req.spec.server_cpus, "server") {
+        if let Err(e) = streams.set_cpus(&req.spec.server_cpus) {
             // "unable to set CPU affinity: Invalid argument", as sched_setaffinity says.
             m.refuse(ServerError::with(errno::AFFINITY, errno::os::EINVAL));
             bail!("refused an iperf3 client: {e}");

@@ -20,6 +20,7 @@ use linerate_proto::{
 
 use crate::measure::cost::{CostMeter, PreparedMeter};
 use crate::plan::threads::{self, Threads};
+use crate::record::End;
 
 use crate::session::rr_stream;
 use crate::session::udp_stream::{self, UdpStreamSetup, UdpTrack};
@@ -38,32 +39,6 @@ mod report;
 mod spawn;
 pub(in crate::session) use report::ThreadClock;
 use report::socket_report;
-
-/// Which end of the test this process is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum End {
-    /// The end that asked for the test.
-    Client,
-    /// The end that serves it.
-    Server,
-}
-
-impl End {
-    /// How many of `spec`'s streams this end plays `role` on.
-    pub fn streams_in(self, spec: &TestSpec, role: StreamRole) -> usize {
-        spec.stream_plan().iter().filter(|(_, f)| self.role(*f) == role).count()
-    }
-
-    /// The role this end plays on a stream flowing `flow`.
-    pub fn role(self, flow: Flow) -> StreamRole {
-        match (self, flow) {
-            (End::Client, Flow::ClientToServer) | (End::Server, Flow::ServerToClient) => {
-                StreamRole::Sender
-            }
-            _ => StreamRole::Receiver,
-        }
-    }
-}
 
 /// Socket timeout that lets blocked stream threads notice stop/abort.
 const POLL_TIMEOUT: Duration = Duration::from_millis(250);
@@ -368,10 +343,10 @@ impl StreamSet {
 
     /// Binds this end's data threads to `cpus` in turn (`-A`; see `plan/affinity.rs`), before
     /// the first stream is added. Refuses CPUs outside this process's affinity mask, naming
-    /// them and the ones it has; `end` (`client`, `server`) is for that message.
-    pub fn set_cpus(&mut self, cpus: &[u32], end: &str) -> std::result::Result<(), String> {
+    /// them and the ones it has.
+    pub fn set_cpus(&mut self, cpus: &[u32]) -> std::result::Result<(), String> {
         let allowed = crate::sys::allowed_cpus();
-        if let Some(e) = crate::plan::affinity::missing_cpus(cpus, allowed.as_deref(), end) {
+        if let Some(e) = crate::plan::affinity::missing_cpus(cpus, allowed.as_deref(), self.end) {
             return Err(e);
         }
         self.cpus = cpus.to_vec();
