@@ -23,7 +23,7 @@ use linerate_proto::iperf3::{
 use linerate_proto::udp::{DatagramFormat, SeqWidth};
 use linerate_proto::{LimitKind, ProtoError, Protocol, Refusal, SideResults, TestSpec};
 
-use super::{forgive_end_of_test_resets, peer_side, receivers_end_at};
+use super::{end_of_test_close, peer_side, receivers_end_at};
 use crate::record::End;
 use crate::record::canonical;
 use crate::session::frame_budget::server_side;
@@ -282,10 +282,10 @@ impl Session<'_> {
     fn end_streams(&mut self) -> Result<String> {
         let streams = self.t.streams.as_mut().context("TEST_END before the streams")?;
         let test_end = streams.started().map(|t| t.elapsed());
+        streams.forgive(end_of_test_close);
         streams.finish();
         streams.wait_done(DRAIN_LIMIT);
         let mut side = self.t.take_results().context("TEST_END before the streams")?;
-        forgive_end_of_test_resets(&mut side);
         if let Some(at) = test_end {
             receivers_end_at(&mut side, at);
         }

@@ -29,7 +29,7 @@ use crate::traffic::pool::{Inbox, PoolStream, WorkerFigures};
 use crate::traffic::rr::RrRecorder;
 use crate::traffic::socket::{self, SocketOptions, TcpData, UdpData};
 use crate::traffic::unsent::{UnsentLimit, UnsentPolicy};
-use crate::traffic::{ByteBudget, StartGate, StreamCounters, TrafficControl};
+use crate::traffic::{ByteBudget, LoopError, StartGate, StreamCounters, TrafficControl};
 use linerate_proto::latency::RrSpec;
 use linerate_proto::limits::Progress;
 use linerate_proto::samples::{SampleLog, samples_per_stream};
@@ -39,6 +39,9 @@ mod report;
 mod spawn;
 pub(in crate::session) use report::ThreadClock;
 use report::socket_report;
+
+/// Which stream errors are not failures: given this end's role on the stream and its error.
+pub type Forgiven = fn(StreamRole, &LoopError) -> bool;
 
 /// Socket timeout that lets blocked stream threads notice stop/abort.
 const POLL_TIMEOUT: Duration = Duration::from_millis(250);
@@ -155,6 +158,8 @@ pub struct StreamSet {
     /// The cost meter's slow half, done ahead of the start ([`StreamSet::prepare`]).
     prepared: Option<PreparedMeter>,
     peer_program: Option<&'static str>,
+    /// Which streams' errors the results leave out, as not failures ([`StreamSet::forgive`]).
+    forgiven: Option<Forgiven>,
     /// Time base of UDP datagram timestamps.
     epoch: Instant,
     /// How long UDP receivers keep listening after the end, for datagrams still in flight.
@@ -294,6 +299,7 @@ impl StreamSet {
             cost: None,
             prepared: None,
             peer_program: None,
+            forgiven: None,
             epoch: Instant::now(),
             udp_quiet: UDP_QUIET_MIN,
             datagrams: DatagramFormat::iperf3(SeqWidth::Bits64),
@@ -528,6 +534,13 @@ impl StreamSet {
     /// as foreign load.
     pub fn set_peer_program(&mut self, name: &'static str) {
         self.peer_program = Some(name);
+    }
+
+    /// From now on the results leave out each stream error `forgiven` says is not a failure
+    /// (an iperf3 peer's reset once the test ended: `session::iperf3`). Decided on the typed
+    /// error, at the moment the result is written.
+    pub fn forgive(&mut self, forgiven: Forgiven) {
+        self.forgiven = Some(forgiven);
     }
 
     /// Number of streams added so far.
