@@ -95,8 +95,8 @@ fn main() -> Result<(), String> {
         let _ = ctl.finish_at.set(Instant::now());
         (start, sent, r.join())
     });
-    let sent = sent?;
-    let got = got.map_err(|_| "receiver panicked".to_string())??;
+    let sent = sent.map_err(|e| e.to_string())?;
+    let got = got.map_err(|_| "receiver panicked".to_string())?.map_err(|e| e.to_string())?;
     let secs = ctl.stopped_at().unwrap_or(start + run).duration_since(start).as_secs_f64();
     let c = got.counts;
     let lost = sent.datagrams.saturating_sub(c.received);

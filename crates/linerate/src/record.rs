@@ -5,12 +5,14 @@
 //! the record stays the single source of truth. Bump [`SCHEMA_VERSION`] on any incompatible
 //! change and document it in docs/JSON.md.
 
+mod end;
 mod failure;
 
 use serde::{Deserialize, Serialize};
 
 use linerate_proto::{Flow, SideResults, StreamResult, StreamRole, TcpInternals, TestSpec};
 
+pub use end::End;
 pub use failure::{Failure, FailureKind};
 
 /// Version of the record (and of the JSON document around it).
@@ -19,8 +21,8 @@ pub const SCHEMA_VERSION: u32 = 1;
 /// A thread of one end's data plane, as [`RunRecord::data_threads`] gives it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DataThread {
-    /// `client` or `server`.
-    pub end: &'static str,
+    /// The end it ran on.
+    pub end: End,
     /// A stream's own thread, or a pool worker.
     pub what: ThreadKind,
     /// The stream's role; None for a worker, which may send and receive.
@@ -237,9 +239,14 @@ impl RunRecord {
         }
     }
 
-    /// Every stream result of both ends, with the end's name (`client`, `server`).
-    pub fn all_streams(&self) -> impl Iterator<Item = (&'static str, &StreamResult)> {
-        [("client", self.client.as_ref()), ("server", self.server_results.as_ref())]
+    /// Each end's results, client first; None for an end that sent none.
+    pub fn sides(&self) -> [(End, Option<&SideResults>); 2] {
+        [(End::Client, self.client.as_ref()), (End::Server, self.server_results.as_ref())]
+    }
+
+    /// Every stream result of both ends, with its end.
+    pub fn all_streams(&self) -> impl Iterator<Item = (End, &StreamResult)> {
+        self.sides()
             .into_iter()
             .filter_map(|(end, r)| Some((end, r?)))
             .flat_map(|(end, r)| r.streams.iter().map(move |s| (end, s)))
@@ -259,9 +266,7 @@ impl RunRecord {
     /// workers (which may serve both directions) where it pooled.
     pub fn data_threads(&self, flow: Flow) -> Vec<DataThread> {
         let mut out = Vec::new();
-        for (end, side) in
-            [("client", self.client.as_ref()), ("server", self.server_results.as_ref())]
-        {
+        for (end, side) in self.sides() {
             let Some(side) = side else { continue };
             let workers =
                 side.cost.as_ref().and_then(|c| c.data_plane.as_ref()).map(|d| &d.workers);

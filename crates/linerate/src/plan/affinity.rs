@@ -64,6 +64,8 @@
 //! `-P 4 -w 2M` 87.4 against 93.6), hence the two conditions. Each end names it
 //! (`cost.data_plane.receiver_slice_us`).
 
+use crate::record::End;
+
 /// Most CPUs one side may list.
 pub const MAX_CPUS: usize = 1024;
 /// Highest CPU number accepted.
@@ -179,7 +181,7 @@ pub fn receiver_slice(
 
 /// The refusal for `cpus` that are not all in `allowed` (an end's affinity mask), naming
 /// them and what the end has; None when they all are, or the mask is unknown.
-pub fn missing_cpus(cpus: &[u32], allowed: Option<&[u32]>, end: &str) -> Option<String> {
+pub fn missing_cpus(cpus: &[u32], allowed: Option<&[u32]>, end: End) -> Option<String> {
     let allowed = allowed?;
     let missing: Vec<u32> = cpus.iter().copied().filter(|c| !allowed.contains(c)).collect();
     (!missing.is_empty()).then(|| {
@@ -270,9 +272,9 @@ mod tests {
             (0..5).map(|i| cpu_for(&[2, 5], i)).collect::<Vec<_>>(),
             [2, 5, 2, 5, 2].map(Some)
         );
-        assert_eq!(missing_cpus(&[0, 1], Some(&[0, 1]), "client"), None);
-        assert_eq!(missing_cpus(&[7], None, "client"), None);
-        let e = missing_cpus(&[1, 7, 8], Some(&[0, 1]), "server").expect("missing");
+        assert_eq!(missing_cpus(&[0, 1], Some(&[0, 1]), End::Client), None);
+        assert_eq!(missing_cpus(&[7], None, End::Client), None);
+        let e = missing_cpus(&[1, 7, 8], Some(&[0, 1]), End::Server).expect("missing");
         assert!(e.contains("CPU 7-8 on the server") && e.contains("CPUs 0-1 only"), "{e}");
         assert_eq!(join(&[0, 1, 2, 5, 7, 8]), "0-2+5+7-8");
     }

@@ -45,8 +45,8 @@ pub fn render(heading: &str, received: &Environment, out: &mut dyn Write) -> std
 
 /// Both ends' environments under a shown run (`linerate show`), or why one is missing.
 pub fn render_ends(record: &RunRecord, out: &mut dyn Write) -> std::io::Result<()> {
-    for (end, side) in [("client", &record.client), ("server", &record.server_results)] {
-        match side.as_ref().and_then(|s| s.environment.as_deref()) {
+    for (end, side) in record.sides() {
+        match side.and_then(|s| s.environment.as_deref()) {
             Some(e) => render(&format!("Environment ({end})"), e, out)?,
             None => writeln!(out, "Environment ({end}): not recorded")?,
         }

@@ -35,7 +35,7 @@ use linerate_proto::{
 };
 
 use crate::plan::Iperf3Schema;
-use crate::record::{Outcome, RunRecord};
+use crate::record::{End, Outcome, RunRecord};
 use crate::stats::udp::{UdpSummary, summarize_udp, udp_stream};
 use crate::stats::{DirectionSummary, Figures, SideFigures, summarize};
 
@@ -93,17 +93,17 @@ pub fn document(record: &RunRecord, schema: Iperf3Schema) -> Value {
         end.insert(name(d.flow, "sum_sent"), sent);
         end.insert(name(d.flow, "sum_received"), received);
     }
-    let cpu = |end: &str| summary.cost.iter().find(|c| c.end == end);
+    let cpu = |end: End| summary.cost.iter().find(|c| c.end == end);
     let pct = |v: Option<f64>| json!(v.unwrap_or(0.0));
     end.insert(
         "cpu_utilization_percent".into(),
         json!({
-            "host_total": pct(cpu("client").and_then(|c| c.process_percent_of_core)),
-            "host_user": pct(cpu("client").and_then(|c| c.process_user_percent_of_core)),
-            "host_system": pct(cpu("client").and_then(|c| c.process_system_percent_of_core)),
-            "remote_total": pct(cpu("server").and_then(|c| c.process_percent_of_core)),
-            "remote_user": pct(cpu("server").and_then(|c| c.process_user_percent_of_core)),
-            "remote_system": pct(cpu("server").and_then(|c| c.process_system_percent_of_core)),
+            "host_total": pct(cpu(End::Client).and_then(|c| c.process_percent_of_core)),
+            "host_user": pct(cpu(End::Client).and_then(|c| c.process_user_percent_of_core)),
+            "host_system": pct(cpu(End::Client).and_then(|c| c.process_system_percent_of_core)),
+            "remote_total": pct(cpu(End::Server).and_then(|c| c.process_percent_of_core)),
+            "remote_user": pct(cpu(End::Server).and_then(|c| c.process_user_percent_of_core)),
+            "remote_system": pct(cpu(End::Server).and_then(|c| c.process_system_percent_of_core)),
         }),
     );
     if let Some(cc) = congestion(&summary.directions, true) {

@@ -128,8 +128,8 @@ pub struct Point {
 pub struct Series {
     /// Index into [`Report::runs`].
     pub run: usize,
-    /// `client` or `server`.
-    pub end: &'static str,
+    /// The end that reported it.
+    pub end: crate::record::End,
     /// Stream id.
     pub stream: u32,
     /// Which way its data went.
@@ -335,7 +335,8 @@ pub struct RunTotal {
 impl Report {
     /// The client's request/response streams of run `run`: each with its interval samples.
     pub fn rr_series(&self, run: usize) -> Vec<&Series> {
-        let of_run = self.series.iter().filter(|s| s.run == run && s.end == "client");
+        let of_run =
+            self.series.iter().filter(|s| s.run == run && s.end == crate::record::End::Client);
         of_run.filter(|s| s.points.iter().any(|p| p.rr.is_some())).collect()
     }
 

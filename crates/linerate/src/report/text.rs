@@ -13,7 +13,7 @@ use std::io::Write;
 use linerate_proto::{Direction, EndCondition, Flow, Protocol, StreamRole, TestSpec};
 
 use crate::plan::search::{SearchAnswer, SearchPlan, Trial};
-use crate::record::{Outcome, RunRecord};
+use crate::record::{End, Outcome, RunRecord};
 use crate::session::server::ServerNote;
 use crate::stats::{CostSummary, Figures, SideFigures, summarize};
 use crate::units::peer_text::{escape, escape_lines, every_string};
@@ -608,7 +608,8 @@ pub fn render_server_note(note: &ServerNote, out: &mut dyn Write) -> std::io::Re
                 summary.seconds
             )?;
             // Names of other processes on this host: for the operator only, never the client.
-            let busy = server.as_ref().and_then(|s| crate::stats::cost::cost_summary("server", s));
+            let busy =
+                server.as_ref().and_then(|s| crate::stats::cost::cost_summary(End::Server, s));
             match busy.and_then(|c| Some((c.foreign_percent_of_core?, c.foreign_top))) {
                 Some((f, top))
                     if f >= crate::stats::cost::FOREIGN_WARN_PERCENT && !top.is_empty() =>

@@ -6,14 +6,14 @@ use std::io::Write;
 
 use linerate_proto::{SocketReport, StreamResult, StreamRole};
 
-use crate::record::RunRecord;
+use crate::record::{End, RunRecord};
 use crate::units::peer_text::escape;
 use crate::units::scale::Scale;
 
 /// Writes the verbose part of a client run's text.
 pub fn render(record: &RunRecord, scale: Scale, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out, "Streams (verbose):")?;
-    for (end, side) in [("client", &record.client), ("server", &record.server_results)] {
+    for (end, side) in record.sides() {
         let Some(side) = side else {
             writeln!(out, "  {end}: no figures reported")?;
             continue;
@@ -26,7 +26,7 @@ pub fn render(record: &RunRecord, scale: Scale, out: &mut dyn Write) -> std::io:
 }
 
 fn stream_line(
-    end: &str,
+    end: End,
     s: &StreamResult,
     scale: Scale,
     out: &mut dyn Write,

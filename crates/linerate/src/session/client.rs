@@ -15,11 +15,11 @@ use linerate_proto::wire::{DataHello, StopReason};
 use linerate_proto::{Machine, ProtoError, Protocol, TestSpec};
 
 use crate::plan::ClientPlan;
-use crate::record::{Failure, FailureKind, Outcome, RunRecord, SCHEMA_VERSION, unix_ms_now};
+use crate::record::{End, Failure, FailureKind, Outcome, RunRecord, SCHEMA_VERSION, unix_ms_now};
 use crate::session::pump::{self, FirstBytes, Turn, Wait};
 use crate::session::udp::{Handshake, connect_stream};
 use crate::session::{
-    Clock, ControlChannel, End, Interrupt, LiveEvent, NO_PROGRESS_TIMEOUT, Observer, SOFTWARE,
+    Clock, ControlChannel, Interrupt, LiveEvent, NO_PROGRESS_TIMEOUT, Observer, SOFTWARE,
     StreamSet, random_nonce,
 };
 use crate::stats::integrity;
@@ -546,7 +546,7 @@ pub(super) fn open_streams(
         return Err(Failure::new(FailureKind::Usage, r.message).into());
     }
     set.set_layout(layout);
-    set.set_cpus(&plan.cpus, "client").map_err(|e| Failure::new(FailureKind::Usage, e))?;
+    set.set_cpus(&plan.cpus).map_err(|e| Failure::new(FailureKind::Usage, e))?;
     ctrl.streams_running(spec.streams as usize);
     if native.is_some() && crate::record::is_loopback(server.ip()) {
         set.set_loopback();

@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 
 pub use control::{ControlChannel, Recv};
 pub use signals::Interrupt;
-pub use streams::{End, IntervalRow, StreamSet};
+pub use streams::{IntervalRow, StreamSet};
 
 /// The software string both ends send in their hello.
 pub const SOFTWARE: &str = concat!("linerate ", env!("CARGO_PKG_VERSION"));

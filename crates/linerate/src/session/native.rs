@@ -16,13 +16,14 @@ use linerate_proto::udp::DatagramFormat;
 use linerate_proto::wire::{AbortReason, Cookie, DataHello, TRANSACTION_FLAG};
 use linerate_proto::{ProtoError, TestSpec};
 
+use crate::record::End;
 use crate::record::canonical;
 use crate::session::frame_budget::server_side;
 use crate::session::front::Greeted;
 use crate::session::pump;
 use crate::session::served::ServedTest;
 use crate::session::server::{DataConn, DataSock, Registration, Shared};
-use crate::session::{Clock, ControlChannel, End, StreamSet};
+use crate::session::{Clock, ControlChannel, StreamSet};
 use crate::sys;
 
 struct Session<'a> {
@@ -280,7 +281,7 @@ impl Session<'_> {
             }
         };
         streams.set_layout(self.t.shared.admission.limits.layout);
-        if let Err(e) = streams.set_cpus(&spec.server_cpus, "server") {
+        if let Err(e) = streams.set_cpus(&spec.server_cpus) {
             conn.refuse(&e);
             bail!("refused: {e}");
         }

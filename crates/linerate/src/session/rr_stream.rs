@@ -14,7 +14,7 @@ use linerate_proto::udp::DatagramFormat;
 
 use super::streams::ThreadClock;
 use crate::traffic::rr::{self, RequestOptions, RrRecorder};
-use crate::traffic::{StartGate, StreamCounters, TrafficControl, rr_crr, rr_udp};
+use crate::traffic::{LoopError, StartGate, StreamCounters, TrafficControl, rr_crr, rr_udp};
 
 /// Everything a request/response stream thread needs besides its socket.
 pub(super) struct RrSetup {
@@ -96,7 +96,7 @@ pub(super) fn udp_body(
 /// if none completed) with the thread's CPU and wait.
 fn run(
     s: &RrSetup,
-    body: impl FnOnce(Instant, Option<&RrRecorder>) -> Result<Option<Instant>, String>,
+    body: impl FnOnce(Instant, Option<&RrRecorder>) -> Result<Option<Instant>, LoopError>,
 ) {
     let clock = ThreadClock::now();
     let Some(start) = s.gate.wait() else { return };

@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use linerate_proto::{CpuTimes, DataPlane, HostCost, SideResults};
 
+use crate::record::End;
 use crate::units::ByteCount;
 
 /// Foreign load above this share of one core earns a warning (shared machines: an unseen hog
@@ -55,8 +56,8 @@ impl CpuBreakdown {
 /// One end's cost figures.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CostSummary {
-    /// `client` or `server`.
-    pub end: &'static str,
+    /// Whose cost it is.
+    pub end: End,
     /// The measurement window, seconds.
     pub window_seconds: f64,
     /// Process CPU in % of one core, and its user and system parts.
@@ -192,7 +193,7 @@ pub fn data_plane_phrase(d: &DataPlane) -> Option<String> {
 }
 
 /// The cost summary of one end, if it reported cost at all.
-pub fn cost_summary(end: &'static str, side: &SideResults) -> Option<CostSummary> {
+pub fn cost_summary(end: End, side: &SideResults) -> Option<CostSummary> {
     let c: &HostCost = side.cost.as_ref()?;
     let window = c.window_us as f64;
     let of_core = |us: u64| (window > 0.0).then(|| us as f64 * 100.0 / window);
@@ -237,8 +238,8 @@ pub fn cost_warnings(s: &CostSummary, same_host: bool) -> Vec<String> {
         // A server names them only in its operator's log: a client learns the share alone.
         let who = match (s.foreign_top.is_empty(), s.end) {
             (false, _) => format!(" ({})", s.foreign_top.join(", ")),
-            (true, "server") if same_host => " (the same machine as the client)".into(),
-            (true, "server") => " (the server's log names them)".to_string(),
+            (true, End::Server) if same_host => " (the same machine as the client)".into(),
+            (true, End::Server) => " (the server's log names them)".to_string(),
             (true, _) => String::new(),
         };
         w.push(format!(
@@ -304,7 +305,7 @@ mod tests {
             }),
             ..Default::default()
         };
-        let s = cost_summary("client", &side(cost)).expect("summary");
+        let s = cost_summary(End::Client, &side(cost)).expect("summary");
         assert_eq!(s.process_percent_of_core, Some(100.0));
         assert_eq!(s.process_system_percent_of_core, Some(95.0));
         assert_eq!(s.cores_busy, Some(1.5));
@@ -321,7 +322,7 @@ mod tests {
         assert_eq!(w.len(), 1);
         assert!(w[0].contains("20% of a core") && w[0].contains("hog (7)"), "{}", w[0]);
         // A server sends no names (they stay in its log): the share, and where to look.
-        let server = CostSummary { end: "server", foreign_top: vec![], ..s };
+        let server = CostSummary { end: End::Server, foreign_top: vec![], ..s };
         let w = cost_warnings(&server, false);
         assert!(w[0].contains("20% of a core on the server host"), "{}", w[0]);
         assert!(w[0].contains("the server's log names them"), "{}", w[0]);
@@ -330,13 +331,15 @@ mod tests {
 
     #[test]
     fn missing_figures_stay_missing() {
-        let s =
-            cost_summary("server", &side(HostCost { concurrent_tests: 2, ..Default::default() }))
-                .expect("summary");
+        let s = cost_summary(
+            End::Server,
+            &side(HostCost { concurrent_tests: 2, ..Default::default() }),
+        )
+        .expect("summary");
         assert_eq!(s.process_percent_of_core, None);
         assert_eq!(s.cores_busy, None);
         assert_eq!(s.cycles_per_bit, None);
         assert!(cost_warnings(&s, false)[0].contains("2 other test(s)"));
-        assert!(cost_summary("x", &SideResults::default()).is_none());
+        assert!(cost_summary(End::Client, &SideResults::default()).is_none());
     }
 }

@@ -24,10 +24,10 @@ pub struct EnvChange {
     pub after: String,
 }
 
-/// The changes of one end (`client` or `server`).
+/// The changes of one end (`client` or `server`; a fleet's `coordinator`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct EndChanges {
-    /// `client` or `server`.
+    /// The end's name as the comparison prints it: `client`, `server` or `coordinator`.
     pub end: String,
     /// Changed facts, in a stable order (empty = the same).
     pub changes: Vec<EnvChange>,

@@ -29,7 +29,7 @@ use std::time::Duration;
 use linerate_proto::{Flow, StreamRole};
 use serde::Serialize;
 
-use crate::record::{Outcome, RunRecord};
+use crate::record::{End, Outcome, RunRecord};
 use crate::stats::fairness::jain_index;
 use crate::stats::sample::describe;
 use crate::stats::{Summary, summarize};
@@ -481,10 +481,10 @@ pub fn summarize_fleet(hosts: &[HostInput<'_>]) -> FleetSummary {
     let largest = |v: Option<f64>, x: f64| Some(v.map_or(x, |m: f64| m.max(x)));
     let coordinator_cpu_percent = summaries
         .iter()
-        .filter_map(|s| end_cost(s, "client")?.process_percent_of_core)
+        .filter_map(|s| end_cost(s, End::Client)?.process_percent_of_core)
         .fold(None, largest);
     let coordinator_peak_rss_bytes =
-        summaries.iter().filter_map(|s| end_cost(s, "client")?.peak_rss_bytes).max();
+        summaries.iter().filter_map(|s| end_cost(s, End::Client)?.peak_rss_bytes).max();
     let latency = fleet_latency(&measured, &summaries);
     FleetSummary {
         latency,
@@ -501,7 +501,7 @@ pub fn summarize_fleet(hosts: &[HostInput<'_>]) -> FleetSummary {
 }
 
 /// One end's cost figures in a run's summary.
-fn end_cost<'s>(summary: &'s Summary, end: &str) -> Option<&'s crate::stats::cost::CostSummary> {
+fn end_cost(summary: &Summary, end: End) -> Option<&crate::stats::cost::CostSummary> {
     summary.cost.iter().find(|c| c.end == end)
 }
 
@@ -563,7 +563,7 @@ fn host_figures(flow: Flow, p: &Placed<'_>, window: Option<(f64, f64)>) -> HostF
     let dir = summary.directions.iter().find(|d| d.flow == flow);
     let whole = dir.and_then(|d| d.receiver.as_ref()?.figures.bits_per_second);
     let verdict = summary.verdicts.iter().find(|v| v.flow == flow);
-    let server = end_cost(summary, "server");
+    let server = end_cost(summary, End::Server);
     // Each receiver's bytes in the shared window, and the window's length.
     let windowed: Option<(Vec<f64>, f64)> =
         window.zip(p.input.started).and_then(|((from, to), s)| {

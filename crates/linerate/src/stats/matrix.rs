@@ -8,7 +8,7 @@
 use serde::Serialize;
 
 use crate::plan::matrix::{AxisValue, Cell};
-use crate::record::{Outcome, RunRecord};
+use crate::record::{End, Outcome, RunRecord};
 use crate::stats::compare::{Comparison, compare};
 use crate::stats::sample::{SampleStats, ci_within, describe};
 use crate::stats::summarize;
@@ -133,7 +133,7 @@ fn cell_summary<'a>(
         }
         fairness.extend(crate::stats::fairness::run_fairness(&s));
         for c in &s.cost {
-            let v = if c.end == "client" { &mut ccpu } else { &mut scpu };
+            let v = if c.end == End::Client { &mut ccpu } else { &mut scpu };
             v.extend(c.process_percent_of_core);
             rss = rss.max(c.peak_rss_bytes);
         }

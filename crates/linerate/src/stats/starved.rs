@@ -31,7 +31,7 @@
 
 use linerate_proto::Flow;
 
-use crate::record::RunRecord;
+use crate::record::{End, RunRecord};
 use crate::stats::CostSummary;
 use crate::stats::cost::FOREIGN_WARN_PERCENT;
 
@@ -41,8 +41,8 @@ pub const STARVED_WAIT_SHARE: f64 = 0.25;
 /// An end's stream threads of one direction waited for a CPU.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Starved {
-    /// `client` or `server`.
-    pub end: &'static str,
+    /// The end whose threads waited.
+    pub end: End,
     /// Waiting time over wall time, 0..1 (summed over the end's threads of the direction).
     pub share: f64,
     /// Summed wall time of those threads, microseconds.
@@ -52,7 +52,7 @@ pub struct Starved {
 /// Each end's wait share for `flow`, where its threads reported a run delay.
 pub fn waits(record: &RunRecord, flow: Flow) -> Vec<Starved> {
     let threads = record.data_threads(flow);
-    ["client", "server"]
+    End::BOTH
         .into_iter()
         .filter_map(|end| {
             let (wall_us, wait_us) = threads

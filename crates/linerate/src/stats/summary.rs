@@ -4,7 +4,7 @@ use serde::Serialize;
 
 use linerate_proto::{Flow, SideResults, StreamResult, StreamRole};
 
-use crate::record::RunRecord;
+use crate::record::{End, RunRecord};
 
 /// Bytes over time, with the derived rate (None when the time is zero: nothing to divide by).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -36,8 +36,8 @@ impl Figures {
 /// One end's view of one direction.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SideFigures {
-    /// `client` or `server`.
-    pub end: &'static str,
+    /// Whose view it is.
+    pub end: End,
     /// Sum over the direction's streams.
     #[serde(flatten)]
     pub figures: Figures,
@@ -118,8 +118,7 @@ pub struct Summary {
 
 /// Computes the summary of a run from both ends' raw results.
 pub fn summarize(record: &RunRecord) -> Summary {
-    let sides: [(&'static str, Option<&SideResults>); 2] =
-        [("client", record.client.as_ref()), ("server", record.server_results.as_ref())];
+    let sides = record.sides();
     let mut flows: Vec<Flow> = record.spec.stream_plan().iter().map(|(_, f)| *f).collect();
     flows.dedup();
     let mut directions: Vec<DirectionSummary> = flows
@@ -164,7 +163,7 @@ pub fn summarize(record: &RunRecord) -> Summary {
         d.jain = crate::stats::fairness::jain_index(&rates);
     }
     let cost: Vec<crate::stats::CostSummary> =
-        sides.iter().filter_map(|(end, r)| crate::stats::cost_summary(end, (*r)?)).collect();
+        sides.iter().filter_map(|(end, r)| crate::stats::cost_summary(*end, (*r)?)).collect();
     let mut warnings: Vec<String> = idle_stream_warning(&streams).into_iter().collect();
     let one_machine = same_host(record);
     warnings.extend(cost.iter().flat_map(|c| crate::stats::cost_warnings(c, one_machine)));
@@ -232,7 +231,7 @@ fn idle_stream_warning(streams: &[StreamSummary]) -> Option<String> {
 }
 
 fn side_figures(
-    sides: &[(&'static str, Option<&SideResults>)],
+    sides: &[(End, Option<&SideResults>)],
     flow: Flow,
     role: StreamRole,
 ) -> Option<SideFigures> {
@@ -244,7 +243,7 @@ fn side_figures(
         }
         let retransmits = streams.iter().map(|s| s.retransmits).sum::<Option<u64>>();
         Some(SideFigures {
-            end,
+            end: *end,
             figures: Figures::of_streams(streams.iter().copied()),
             streams: streams.len(),
             retransmits: if role == StreamRole::Sender { retransmits } else { None },
@@ -333,17 +332,17 @@ mod tests {
         assert_eq!(s.directions.len(), 2);
         let upd = &s.directions[0];
         let snd = upd.sender.as_ref().expect("sender");
-        assert_eq!(snd.end, "client");
+        assert_eq!(snd.end, End::Client);
         assert_eq!(snd.figures.bytes, 1_800_000);
         assert!((snd.figures.seconds - 1.8).abs() < 1e-9);
         assert_eq!(snd.figures.bits_per_second, Some(1_800_000.0 * 8.0 / 1.8));
         assert_eq!(snd.retransmits, Some(3));
         assert_eq!(snd.send_buffer_bytes, Some((1000, 2000)));
         let rcv = upd.receiver.as_ref().expect("receiver");
-        assert_eq!(rcv.end, "server");
+        assert_eq!(rcv.end, End::Server);
         assert_eq!(rcv.retransmits, None);
         let downd = &s.directions[1];
-        assert_eq!(downd.sender.as_ref().map(|x| x.end), Some("server"));
+        assert_eq!(downd.sender.as_ref().map(|x| x.end), Some(End::Server));
         assert_eq!(s.streams.len(), 4, "stream 4 appears with no figures");
         assert_eq!(s.streams[3].sender, None);
         assert!(s.warnings.is_empty(), "stream 4 has no sender figures at all: not idle");

@@ -57,7 +57,7 @@ use serde::Serialize;
 
 use linerate_proto::{Flow, Protocol, StreamRole, TestSpec};
 
-use crate::record::{LinkAssumption, Outcome, RunRecord};
+use crate::record::{End, LinkAssumption, Outcome, RunRecord};
 use crate::stats::starved;
 use crate::stats::udp::{UdpSummary, udp_verdict};
 use crate::stats::{CostSummary, DirectionSummary};
@@ -120,7 +120,7 @@ pub struct Verdict {
     /// What limited it.
     pub limit: Limit,
     /// For `cpu`, `foreign_load` and `starved`: the end (`client`, `server`) whose CPU or host is meant.
-    pub end: Option<&'static str>,
+    pub end: Option<End>,
     /// One sentence.
     pub summary: String,
     /// The numbers behind it.
@@ -412,7 +412,7 @@ fn verdict(
 /// per-thread figures) says.
 enum ProcessOnly {
     /// Its process used at least 90 % of a core for every thread it can run: one is saturated.
-    Bound(&'static str, String),
+    Bound(End, String),
     /// It used 90 % of a core or more, not enough to prove a saturated thread.
     Unknown(String),
 }
@@ -428,7 +428,7 @@ fn process_only(
     evidence: &mut Vec<String>,
 ) -> Option<ProcessOnly> {
     let threads = record.data_threads(flow);
-    let measured = |end: &str| threads.iter().any(|t| t.end == end && t.cpu.is_some());
+    let measured = |end: End| threads.iter().any(|t| t.end == end && t.cpu.is_some());
     let own = |c: &CostSummary| c.process_percent_of_core.unwrap_or(0.0);
     let c = cost
         .iter()
@@ -501,7 +501,7 @@ fn pacing(spec: &TestSpec, d: &DirectionSummary) -> Option<Pacing> {
 /// rate it sent is its own limit, not the path's.
 fn sender_behind(u: &UdpSummary, d: &DirectionSummary, target_bps: u64) -> Option<String> {
     let share = crate::stats::udp::sender_skipped_share(u)?;
-    let end = d.sender.as_ref().map_or("sender", |s| s.end);
+    let end = d.sender.as_ref().map_or("sender", |s| s.end.as_str());
     let sent = d.sender.as_ref().and_then(|s| s.figures.bits_per_second);
     let of = match (sent, target_bps) {
         (Some(r), t) if t > 0 => format!(
@@ -522,7 +522,7 @@ fn sender_behind(u: &UdpSummary, d: &DirectionSummary, target_bps: u64) -> Optio
 
 /// The busiest stream thread of either end, if it used ≥ 90 % of a core: its end and the
 /// sentence.
-fn busy_thread(record: &RunRecord, flow: Flow) -> Option<(&'static str, String)> {
+fn busy_thread(record: &RunRecord, flow: Flow) -> Option<(End, String)> {
     let (t, cpu, pct) = record
         .data_threads(flow)
         .into_iter()
@@ -546,7 +546,7 @@ fn busy_thread(record: &RunRecord, flow: Flow) -> Option<(&'static str, String)>
 
 /// A saturated core: CPU-bound on the end whose own process kept it busy, or a busy host when
 /// other processes used as much CPU as the end did.
-fn cpu(cost: &[CostSummary], evidence: &mut Vec<String>) -> Option<(Limit, &'static str, String)> {
+fn cpu(cost: &[CostSummary], evidence: &mut Vec<String>) -> Option<(Limit, End, String)> {
     for c in cost {
         if let (Some(b), Some(cpu)) = (&c.busiest, c.busiest_cpu) {
             evidence.push(format!(
@@ -620,7 +620,7 @@ fn crowded(c: &CostSummary) -> bool {
 /// used ≥ 10 % of a core and at least as much as the end's own process. The CPU is all that moves loopback's bytes, so the test competed for
 /// its one resource: a busy host, named on the end with the most foreign load (the client on
 /// a tie: both ends are one machine).
-fn loopback_contention(cost: &[CostSummary]) -> Option<(&'static str, String)> {
+fn loopback_contention(cost: &[CostSummary]) -> Option<(End, String)> {
     let foreign = |c: &CostSummary| c.foreign_percent_of_core.unwrap_or(0.0);
     let c = cost
         .iter()
@@ -974,7 +974,7 @@ mod rule_tests {
         }
         *client_foreign(&mut r) = Some(1_190_000);
         let v = &summarize(&r).verdicts[0];
-        assert_eq!((v.limit, v.end), (Limit::ForeignLoad, Some("client")), "{}", v.summary);
+        assert_eq!((v.limit, v.end), (Limit::ForeignLoad, Some(End::Client)), "{}", v.summary);
         assert!(!v.summary.contains("bottleneck"), "{}", v.summary);
         assert!(v.summary.contains("other processes used 119% of a core"), "{}", v.summary);
         assert_eq!(v.id(), "foreign_load(client)");

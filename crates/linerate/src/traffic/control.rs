@@ -6,6 +6,8 @@ use std::time::{Duration, Instant};
 
 use linerate_proto::ProcessCpu;
 
+use crate::traffic::LoopError;
+
 /// Progress of one stream, written by its thread and read by the sampler.
 #[derive(Debug, Default)]
 pub struct StreamCounters {
@@ -15,7 +17,7 @@ pub struct StreamCounters {
     transactions: AtomicU64,
     /// Microseconds from test start when the stream finished, plus one (0 = still running).
     end_us_plus_one: AtomicU64,
-    error: Mutex<Option<String>>,
+    error: Mutex<Option<LoopError>>,
     thread_cpu: Mutex<Option<ProcessCpu>>,
     /// Microseconds the thread waited for a CPU, plus one (0 = not known).
     thread_wait_us_plus_one: AtomicU64,
@@ -65,7 +67,7 @@ impl StreamCounters {
     }
 
     /// Marks the stream finished `elapsed` after the test start, with an optional error.
-    pub fn finish(&self, elapsed: Duration, error: Option<String>) {
+    pub fn finish(&self, elapsed: Duration, error: Option<LoopError>) {
         if let Some(e) = error
             && let Ok(mut slot) = self.error.lock()
         {
@@ -83,9 +85,18 @@ impl StreamCounters {
         }
     }
 
-    /// Why the stream failed, if it did.
+    /// Why the stream failed, if it did, in the words its result gives (the tests' view).
+    #[cfg(test)]
     pub fn error(&self) -> Option<String> {
-        self.error.lock().ok().and_then(|e| e.clone())
+        self.error_unless(|_| false)
+    }
+
+    /// Why the stream failed, in words, unless `forgiven` says its error is not a failure
+    /// (an iperf3 peer's reset at the end of the test). One look at the error, so the words
+    /// and the decision are about the same one.
+    pub fn error_unless(&self, forgiven: impl Fn(&LoopError) -> bool) -> Option<String> {
+        let slot = self.error.lock().ok()?;
+        slot.as_ref().filter(|e| !forgiven(e)).map(LoopError::to_string)
     }
 
     /// Records the CPU the stream's thread used while moving data.
@@ -261,7 +272,7 @@ mod tests {
         let c = StreamCounters::default();
         assert_eq!(c.end(), None);
         c.set_bytes(42);
-        c.finish(Duration::from_micros(0), Some("reset".into()));
+        c.finish(Duration::from_micros(0), Some(LoopError::Failed("reset".into())));
         assert_eq!(c.end(), Some(Duration::ZERO));
         assert_eq!(c.bytes(), 42);
         assert_eq!(c.error().as_deref(), Some("reset"));

@@ -15,6 +15,7 @@
 //! offloads from `sys::udp`.
 
 mod control;
+mod error;
 mod follow;
 pub mod pool;
 pub mod rr;
@@ -26,6 +27,7 @@ mod udp;
 pub mod unsent;
 
 pub use control::{ByteBudget, StartGate, StreamCounters, TrafficControl};
+pub use error::LoopError;
 pub use tcp::{SendOptions, receive_loop, send_loop};
 pub use udp::{
     UdpReceiveFinal, UdpReceiveOptions, UdpSendFinal, UdpSendOptions, UdpShared, UdpSnapshot,

@@ -42,7 +42,7 @@ use linerate_proto::StreamRole;
 use crate::sys::ZeroCopySource;
 use crate::sys::epoll::{self, Epoll};
 use crate::traffic::tcp::WakeBatcher;
-use crate::traffic::{ByteBudget, StreamCounters, TrafficControl};
+use crate::traffic::{ByteBudget, LoopError, StreamCounters, TrafficControl};
 
 /// System calls one ready socket gets per turn before the worker moves on.
 pub const OPS_PER_TURN: usize = 8;
@@ -134,8 +134,8 @@ enum Step {
     Wait,
     /// A paced sender is ahead: resume at this instant.
     Due(Instant),
-    /// The stream ended, with an error text if it failed.
-    End(Result<(), String>),
+    /// The stream ended, with why if it failed.
+    End(Result<(), LoopError>),
 }
 
 /// Serves streams from `inbox` from `start` until every one has ended (or the test is
@@ -153,7 +153,7 @@ pub fn worker_loop(
         Ok(e) => e,
         Err(e) => {
             // Without a readiness set no stream can move: each says why.
-            let why = format!("cannot create an epoll set for the data plane: {e}");
+            let why = LoopError::io("cannot create an epoll set for the data plane", e);
             let mut n = 0;
             for s in inbox.take() {
                 s.counters.finish(start.elapsed(), Some(why.clone()));
@@ -168,7 +168,7 @@ pub fn worker_loop(
             w.take(s);
         }
         if ctl.aborted() {
-            w.end_all(|_| true, || Err("aborted".into()));
+            w.end_all(|_| true, || Err(LoopError::Aborted));
             return w.slots.len() as u32;
         }
         if let Some(at) = ctl.finishing() {
@@ -199,7 +199,7 @@ pub fn worker_loop(
         let n = match w.ep.wait(wait) {
             Ok(n) => n,
             Err(e) => {
-                let why = format!("waiting for socket readiness failed: {e}");
+                let why = LoopError::io("waiting for socket readiness failed", e);
                 w.end_all(|_| true, || Err(why.clone()));
                 return w.slots.len() as u32;
             }
@@ -258,7 +258,7 @@ impl Worker<'_> {
         });
         self.live += 1;
         if let Err(e) = setup {
-            self.end(i, Err(format!("cannot watch the socket: {e}")));
+            self.end(i, Err(LoopError::io("cannot watch the socket", e)));
         }
     }
 
@@ -293,7 +293,7 @@ impl Worker<'_> {
     }
 
     /// Ends every live stream `which` selects, with `why`'s outcome.
-    fn end_all(&mut self, which: impl Fn(&Slot) -> bool, why: impl Fn() -> Result<(), String>) {
+    fn end_all(&mut self, which: impl Fn(&Slot) -> bool, why: impl Fn() -> Result<(), LoopError>) {
         for i in 0..self.slots.len() {
             if !self.slots[i].done && which(&self.slots[i]) {
                 self.end(i, why());
@@ -302,7 +302,7 @@ impl Worker<'_> {
     }
 
     /// Ends a live stream: its time, its error, and for a sender the shut write side.
-    fn end(&mut self, i: usize, r: Result<(), String>) {
+    fn end(&mut self, i: usize, r: Result<(), LoopError>) {
         let slot = &mut self.slots[i];
         if slot.done {
             return;
@@ -357,9 +357,7 @@ fn send_turn(
             None => (&*sock).write(&buf[..slot.left.min(buf.len())]),
         };
         match r {
-            Ok(0) => {
-                return Step::End(Err("the peer stopped accepting data (write returned 0)".into()));
-            }
+            Ok(0) => return Step::End(Err(super::tcp::stopped_accepting())),
             Ok(n) => {
                 slot.left -= n;
                 slot.moved += n as u64;
@@ -373,7 +371,7 @@ fn send_turn(
                 };
             }
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) => return Step::End(super::tcp::send_failed(&e, ctl)),
+            Err(e) => return Step::End(super::tcp::send_failed(e, ctl)),
         }
     }
     Step::Wait
@@ -395,7 +393,7 @@ fn receive_turn(slot: &mut Slot, buf: &mut [u8]) -> Step {
             }
             Err(e) if e.kind() == ErrorKind::WouldBlock => return Step::Wait,
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) => return Step::End(Err(format!("receive failed: {e}"))),
+            Err(e) => return Step::End(Err(LoopError::io("receive failed", e))),
         }
     }
     Step::Wait

@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use linerate_proto::histogram::DurationHistogram;
 use linerate_proto::latency::{CrrPhases, LatencyResult, RrIntervalSample, RrSpec};
 
-use crate::traffic::{StreamCounters, TrafficControl};
+use crate::traffic::{LoopError, StreamCounters, TrafficControl};
 
 /// How long a stopped client waits for the responses still outstanding; what has not arrived
 /// by then is counted as unanswered.
@@ -178,7 +178,7 @@ pub fn request_loop(
     counters: &StreamCounters,
     opts: RequestOptions,
     rec: &RrRecorder,
-) -> Result<Option<Instant>, String> {
+) -> Result<Option<Instant>, LoopError> {
     let rr = opts.rr;
     let (req, resp, most) = (rr.request_bytes as usize, rr.response_bytes as usize, rr.in_flight);
     let requests = crate::traffic::pattern(req * most as usize);
@@ -202,35 +202,37 @@ pub fn request_loop(
             return Ok(last);
         }
         if ctl.aborted() {
-            return Err("aborted".into());
+            return Err(LoopError::Aborted);
         }
         // An open loop waits for a response only until the next request is due (a stopped
         // one for a slice); a closed loop blocks in the read, up to the socket's timeout.
         if rr.open_loop() {
             let wait = if ctl.stopping() { WAIT_SLICE } else { schedule.wait(now) };
             let readable = crate::sys::wait_readable(sock, wait)
-                .map_err(|e| format!("waiting for a response failed: {e}"))?;
+                .map_err(LoopError::doing("waiting for a response failed"))?;
             if !readable {
                 continue;
             }
         }
         let n = match sock.read(&mut buf) {
             Ok(0) => {
-                return Err(format!(
+                return Err(LoopError::Failed(format!(
                     "the server closed the connection with {} request(s) unanswered",
                     outstanding.len()
-                ));
+                )));
             }
             Ok(n) => n,
             Err(e) if is_timeout(&e) || e.kind() == ErrorKind::Interrupted => continue,
-            Err(e) => return Err(format!("receive failed: {e}")),
+            Err(e) => return Err(LoopError::io("receive failed", e)),
         };
         let now = Instant::now();
         partial += n;
         let done = partial / resp;
         partial %= resp;
         if done > outstanding.len() {
-            return Err("the server sent more responses than there were requests".into());
+            return Err(LoopError::Failed(
+                "the server sent more responses than there were requests".into(),
+            ));
         }
         rec.completed(now, outstanding.drain(..done), now >= opts.measured_from);
         if done > 0 {
@@ -313,7 +315,7 @@ pub fn answer_loop(
     ctl: &TrafficControl,
     counters: &StreamCounters,
     rr: RrSpec,
-) -> Result<Option<Instant>, String> {
+) -> Result<Option<Instant>, LoopError> {
     let (req, resp) = (rr.request_bytes as usize, rr.response_bytes as usize);
     let (read_size, pattern_size) = rr.answer_buffers();
     let responses = crate::traffic::pattern(pattern_size);
@@ -340,29 +342,29 @@ pub fn answer_loop(
             }
             Err(e) if is_timeout(&e) || e.kind() == ErrorKind::Interrupted => {
                 if ctl.aborted() {
-                    return Err("aborted".into());
+                    return Err(LoopError::Aborted);
                 }
                 if ctl.finishing().is_some() {
                     return Ok(last);
                 }
             }
-            Err(e) => return Err(format!("receive failed: {e}")),
+            Err(e) => return Err(LoopError::io("receive failed", e)),
         }
     }
 }
 
 /// Writes all of `data`, riding out the socket's short timeouts until an abort.
-fn write_all(mut sock: &TcpStream, mut data: &[u8], ctl: &TrafficControl) -> Result<(), String> {
+fn write_all(mut sock: &TcpStream, mut data: &[u8], ctl: &TrafficControl) -> Result<(), LoopError> {
     while !data.is_empty() {
         match sock.write(data) {
-            Ok(0) => return Err("the peer stopped accepting data (write returned 0)".into()),
+            Ok(0) => return Err(crate::traffic::tcp::stopped_accepting()),
             Ok(n) => data = &data[n..],
             Err(e) if is_timeout(&e) || e.kind() == ErrorKind::Interrupted => {
                 if ctl.aborted() {
-                    return Err("aborted".into());
+                    return Err(LoopError::Aborted);
                 }
             }
-            Err(e) => return Err(format!("send failed: {e}")),
+            Err(e) => return Err(LoopError::io("send failed", e)),
         }
     }
     Ok(())

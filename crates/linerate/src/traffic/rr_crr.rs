@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use linerate_proto::latency::RrSpec;
 
 use crate::traffic::rr::{RequestOptions, RrRecorder, Schedule, WAIT_SLICE};
-use crate::traffic::{StreamCounters, TrafficControl};
+use crate::traffic::{LoopError, StreamCounters, TrafficControl};
 
 /// Opens one transaction's connection to the server with the test's socket options.
 pub type Connector = Arc<dyn Fn() -> std::io::Result<TcpStream> + Send + Sync>;
@@ -51,7 +51,7 @@ pub fn crr_loop(
     hello: &[u8],
     connect: &Connector,
     rec: &RrRecorder,
-) -> Result<Option<Instant>, String> {
+) -> Result<Option<Instant>, LoopError> {
     let rr = opts.rr;
     let mut message = hello.to_vec();
     message.extend(crate::traffic::pattern(rr.request_bytes as usize));
@@ -68,7 +68,7 @@ pub fn crr_loop(
             continue;
         };
         let t0 = Instant::now();
-        let sock = connect().map_err(|e| format!("a transaction could not connect: {e}"))?;
+        let sock = connect().map_err(LoopError::doing("a transaction could not connect"))?;
         let t1 = Instant::now();
         match transact(&sock, &message, rr.response_bytes as usize, &mut buf) {
             Ok([t2, t3, t4]) => {
@@ -98,30 +98,32 @@ fn transact(
     message: &[u8],
     response: usize,
     buf: &mut [u8],
-) -> Result<[Instant; 3], String> {
-    let set = |r: std::io::Result<()>| r.map_err(|e| format!("cannot set a timeout: {e}"));
+) -> Result<[Instant; 3], LoopError> {
+    let set = |r: std::io::Result<()>| r.map_err(LoopError::doing("cannot set a timeout"));
     set(sock.set_read_timeout(Some(TRANSACTION_TIMEOUT)))?;
     set(sock.set_write_timeout(Some(TRANSACTION_TIMEOUT)))?;
-    sock.write_all(message).map_err(|e| format!("sending a request failed: {e}"))?;
+    sock.write_all(message).map_err(LoopError::doing("sending a request failed"))?;
     let (mut got, mut first) = (0usize, None);
     let room = buf.len();
     while got < response {
         match sock.read(&mut buf[..(response - got).min(room)]) {
             Ok(0) => {
-                return Err(format!("the server closed after {got} of {response} response bytes"));
+                return Err(LoopError::Failed(format!(
+                    "the server closed after {got} of {response} response bytes"
+                )));
             }
             Ok(n) => {
                 first.get_or_insert_with(Instant::now);
                 got += n;
             }
-            Err(e) => return Err(format!("receiving a response failed: {e}")),
+            Err(e) => return Err(LoopError::io("receiving a response failed", e)),
         }
     }
     let done = Instant::now();
     match sock.read(buf) {
         Ok(0) => {}
-        Ok(_) => return Err("the server sent more than the response".into()),
-        Err(e) => return Err(format!("waiting for the server's close failed: {e}")),
+        Ok(_) => return Err(LoopError::Failed("the server sent more than the response".into())),
+        Err(e) => return Err(LoopError::io("waiting for the server's close failed", e)),
     }
     let fin = Instant::now();
     let _ = sock.shutdown(Shutdown::Both);
@@ -139,8 +141,8 @@ pub fn crr_answer_loop(
     ctl: &TrafficControl,
     counters: &StreamCounters,
     rr: RrSpec,
-) -> Result<Option<Instant>, String> {
-    anchor.set_nonblocking(true).map_err(|e| format!("cannot poll the stream: {e}"))?;
+) -> Result<Option<Instant>, LoopError> {
+    anchor.set_nonblocking(true).map_err(LoopError::doing("cannot poll the stream"))?;
     let (read_size, pattern_size) = rr.answer_buffers();
     let mut buffers =
         Buffers { request: vec![0u8; read_size], response: crate::traffic::pattern(pattern_size) };
@@ -165,10 +167,10 @@ pub fn crr_answer_loop(
             Ok(0) => return Ok(last),
             Ok(_) => {}
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {}
-            Err(e) => return Err(format!("the stream's connection failed: {e}")),
+            Err(e) => return Err(LoopError::io("the stream's connection failed", e)),
         }
         if ctl.aborted() {
-            return Err("aborted".into());
+            return Err(LoopError::Aborted);
         }
         if ctl.finishing().is_some() {
             return Ok(last);

@@ -22,7 +22,7 @@ use linerate_proto::latency::RrSpec;
 use linerate_proto::udp::{DatagramFormat, DatagramHeader, Decoded};
 
 use crate::traffic::rr::{RequestOptions, RrRecorder, Schedule, WAIT_SLICE};
-use crate::traffic::{StreamCounters, TrafficControl};
+use crate::traffic::{LoopError, StreamCounters, TrafficControl};
 
 /// A request unanswered this long is lost.
 pub const LOSS_TIMEOUT: Duration = Duration::from_secs(1);
@@ -50,7 +50,7 @@ pub fn udp_request_loop(
     counters: &StreamCounters,
     opts: UdpRequestOptions,
     rec: &RrRecorder,
-) -> Result<Option<Instant>, String> {
+) -> Result<Option<Instant>, LoopError> {
     let rr = opts.rr.rr;
     let mut request = crate::traffic::pattern(rr.request_bytes as usize);
     let mut buf = vec![0u8; (rr.response_bytes as usize).clamp(2048, DATAGRAM_LIMIT)];
@@ -62,7 +62,7 @@ pub fn udp_request_loop(
     loop {
         let now = Instant::now();
         if ctl.aborted() {
-            return Err("aborted".into());
+            return Err(LoopError::Aborted);
         }
         if !ctl.stopping() {
             let room = rr.in_flight - outstanding.len() as u32;
@@ -71,13 +71,15 @@ pub fn udp_request_loop(
                 seq += 1;
                 let h =
                     DatagramHeader { send_time: now.saturating_duration_since(opts.epoch), seq };
-                opts.format.encode(&h, &mut request).map_err(|e| e.to_string())?;
+                opts.format
+                    .encode(&h, &mut request)
+                    .map_err(|e| LoopError::Failed(e.to_string()))?;
                 match sock.send(&request) {
                     Ok(n) => written += n as u64,
                     // A full buffer or an ICMP error for an earlier datagram: this request is
                     // not on its way; it will time out as lost.
                     Err(e) if transient(&e) => {}
-                    Err(e) => return Err(format!("send failed: {e}")),
+                    Err(e) => return Err(LoopError::io("send failed", e)),
                 }
                 outstanding.push_back((seq, from));
             }
@@ -100,14 +102,14 @@ pub fn udp_request_loop(
             wait = wait.min(at.saturating_duration_since(now));
         }
         let readable = crate::sys::wait_readable(sock, wait)
-            .map_err(|e| format!("waiting for a response failed: {e}"))?;
+            .map_err(LoopError::doing("waiting for a response failed"))?;
         if !readable {
             continue;
         }
         let n = match sock.recv(&mut buf) {
             Ok(n) => n,
             Err(e) if transient(&e) => continue,
-            Err(e) => return Err(format!("receive failed: {e}")),
+            Err(e) => return Err(LoopError::io("receive failed", e)),
         };
         let now = Instant::now();
         let Decoded::Ours(h) = opts.format.decode(&buf[..n]) else { continue };
@@ -130,7 +132,7 @@ pub fn udp_answer_loop(
     rr: RrSpec,
     format: DatagramFormat,
     quiet: Duration,
-) -> Result<Option<Instant>, String> {
+) -> Result<Option<Instant>, LoopError> {
     let mut buf = vec![0u8; (rr.request_bytes as usize).clamp(2048, DATAGRAM_LIMIT)];
     let mut response = crate::traffic::pattern(rr.response_bytes as usize);
     let header = format.header_bytes();
@@ -151,12 +153,12 @@ pub fn udp_answer_loop(
                         counters.set_transactions(answered);
                     }
                     Err(e) if transient(&e) => {}
-                    Err(e) => return Err(format!("send failed: {e}")),
+                    Err(e) => return Err(LoopError::io("send failed", e)),
                 }
             }
             Err(e) if transient(&e) => {
                 if ctl.aborted() {
-                    return Err("aborted".into());
+                    return Err(LoopError::Aborted);
                 }
                 if let Some(end) = ctl.finishing() {
                     let since = last.map_or(end, |l: Instant| l.max(end));
@@ -165,7 +167,7 @@ pub fn udp_answer_loop(
                     }
                 }
             }
-            Err(e) => return Err(format!("receive failed: {e}")),
+            Err(e) => return Err(LoopError::io("receive failed", e)),
         }
     }
 }

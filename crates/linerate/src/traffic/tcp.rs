@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use crate::sys::ZeroCopySource;
 use crate::traffic::follow::RateFollower;
 use crate::traffic::unsent::UnsentLimit;
-use crate::traffic::{ByteBudget, StreamCounters, TrafficControl};
+use crate::traffic::{ByteBudget, LoopError, StreamCounters, TrafficControl};
 
 /// How a sender sends.
 #[derive(Debug, Clone, Copy)]
@@ -37,8 +37,8 @@ pub struct SendOptions<'a> {
     pub unsent: Option<&'a UnsentLimit>,
 }
 
-/// Sends until told to stop or the budget is spent. Returns an error text if the stream
-/// failed; the caller records it and shuts the write side down.
+/// Sends until told to stop or the budget is spent. Returns why if the stream failed; the
+/// caller records it and shuts the write side down.
 pub fn send_loop(
     mut sock: &TcpStream,
     start: Instant,
@@ -46,7 +46,7 @@ pub fn send_loop(
     counters: &StreamCounters,
     opts: SendOptions<'_>,
     buf: &[u8],
-) -> Result<(), String> {
+) -> Result<(), LoopError> {
     let mut sent: u64 = 0;
     let mut limiter = opts.unsent.and_then(|u| u.start(sock, Instant::now()));
     counters.first_byte_moves();
@@ -66,7 +66,7 @@ pub fn send_loop(
                 None => sock.write(&buf[..left.min(buf.len())]),
             };
             match r {
-                Ok(0) => return Err("the peer stopped accepting data (write returned 0)".into()),
+                Ok(0) => return Err(stopped_accepting()),
                 Ok(n) => {
                     left -= n;
                     sent += n as u64;
@@ -77,14 +77,14 @@ pub fn send_loop(
                 }
                 Err(e) if is_timeout(&e) => {
                     if ctl.aborted() {
-                        return Err("aborted".into());
+                        return Err(LoopError::Aborted);
                     }
                     if ctl.stopping() && opts.budget.is_none() {
                         return Ok(());
                     }
                 }
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) => return send_failed(&e, ctl),
+                Err(e) => return send_failed(e, ctl),
             }
         }
     }
@@ -95,15 +95,16 @@ pub fn send_loop(
 /// after this sender was told to stop took away only bytes past the end of the test: not a
 /// failure. iperf3 servers close their data connections as soon as TEST_END arrives, often
 /// with a reset while a write is still blocked; any other error, or one before the stop, is.
-pub(crate) fn send_failed(e: &std::io::Error, ctl: &TrafficControl) -> Result<(), String> {
-    let peer_closed = matches!(
-        e.kind(),
-        ErrorKind::ConnectionReset | ErrorKind::BrokenPipe | ErrorKind::ConnectionAborted
-    );
-    if peer_closed && ctl.stopped_at().is_some() && !ctl.aborted() {
-        return Ok(());
+pub(crate) fn send_failed(e: std::io::Error, ctl: &TrafficControl) -> Result<(), LoopError> {
+    match LoopError::io("send failed", e) {
+        LoopError::PeerClosed { .. } if ctl.stopped_at().is_some() && !ctl.aborted() => Ok(()),
+        e => Err(e),
     }
-    Err(format!("send failed: {e}"))
+}
+
+/// A write that took no bytes: the peer no longer accepts data.
+pub(crate) fn stopped_accepting() -> LoopError {
+    LoopError::Failed("the peer stopped accepting data (write returned 0)".into())
 }
 
 /// Receives until end-of-stream (the peer's sender finished), until the socket is quiet after
@@ -114,7 +115,7 @@ pub fn receive_loop(
     ctl: &TrafficControl,
     counters: &StreamCounters,
     buf: &mut [u8],
-) -> Result<Option<Instant>, String> {
+) -> Result<Option<Instant>, LoopError> {
     let mut got: u64 = 0;
     let mut last = None;
     let mut batcher = WakeBatcher::new(Instant::now());
@@ -133,7 +134,7 @@ pub fn receive_loop(
             }
             Err(e) if is_timeout(&e) => {
                 if ctl.aborted() {
-                    return Err("aborted".into());
+                    return Err(LoopError::Aborted);
                 }
                 if let Some(end) = ctl.finishing() {
                     // Bytes below the low-water mark may still sit in the buffer; they were
@@ -145,7 +146,7 @@ pub fn receive_loop(
                 }
             }
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) => return Err(format!("receive failed: {e}")),
+            Err(e) => return Err(LoopError::io("receive failed", e)),
         }
     }
 }
@@ -328,7 +329,7 @@ mod tests {
             }
             let closed = Instant::now();
             drop(rx);
-            let r = sender.join().expect("join");
+            let r = sender.join().expect("join").map_err(|e| e.to_string());
             (r, closed.elapsed())
         })
     }

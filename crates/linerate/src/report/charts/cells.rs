@@ -11,6 +11,7 @@ use super::svg::{MUTED, Stroke, colour, dash};
 use super::time::flow_words;
 use super::{Chart, run_name};
 use crate::plan::matrix::AxisValue;
+use crate::record::End;
 use crate::report::model::Report;
 use crate::stats::campaign::TierSummary;
 use crate::stats::matrix::CellSummary;
@@ -229,7 +230,7 @@ fn bar_rows(labels: &[String], sets: &[Vec<(Option<f64>, String, String)>]) -> V
 /// The process CPU of each end, in cores, per Gbit/s received.
 pub fn cpu_per_gbit(cells: &[CellSummary], prefix: &str, context: &[String]) -> Chart {
     let labels: Vec<String> = cells.iter().map(|c| c.label.clone()).collect();
-    let set = |end: &str, cpu: fn(&CellSummary) -> Option<f64>| -> Vec<_> {
+    let set = |end: End, cpu: fn(&CellSummary) -> Option<f64>| -> Vec<_> {
         cells
             .iter()
             .map(|c| {
@@ -251,7 +252,8 @@ pub fn cpu_per_gbit(cells: &[CellSummary], prefix: &str, context: &[String]) -> 
             })
             .collect()
     };
-    let sets = [set("client", |c| c.client_cpu_percent), set("server", |c| c.server_cpu_percent)];
+    let sets =
+        [set(End::Client, |c| c.client_cpu_percent), set(End::Server, |c| c.server_cpu_percent)];
     let title = format!("{prefix}CPU per Gbit/s received");
     let chart = Rows {
         heading: heading(&title, context),

@@ -16,16 +16,14 @@ use linerate_proto::iperf3::{
 };
 use linerate_proto::{EndCondition, Machine, Protocol, SideResults};
 
-use super::{forgive_end_of_test_resets, peer_side, receivers_end_at};
+use super::{end_of_test_close, peer_side, receivers_end_at};
 use crate::plan::ClientPlan;
-use crate::record::{Failure, FailureKind, Outcome, RunRecord};
+use crate::record::{End, Failure, FailureKind, Outcome, RunRecord};
 use crate::session::client::{
     LoopState, check_progress, connect_any, new_record, open_streams, resolve,
 };
 use crate::session::pump::{self, Turn, Wait};
-use crate::session::{
-    Clock, ControlChannel, End, Interrupt, LiveEvent, Observer, SOFTWARE, StreamSet,
-};
+use crate::session::{Clock, ControlChannel, Interrupt, LiveEvent, Observer, SOFTWARE, StreamSet};
 use crate::sys;
 
 /// How long local receivers may take to see the server close its data connections.
@@ -36,17 +34,13 @@ pub fn run(plan: &ClientPlan, observer: &mut dyn Observer, interrupt: &Interrupt
     let mut record = new_record(plan);
     record.server_software = Some("iperf3".into());
     let mut streams = None;
-    let mut ended = false;
-    let result = drive(plan, &mut record, &mut streams, &mut ended, observer, interrupt);
+    let result = drive(plan, &mut record, &mut streams, observer, interrupt);
     if let Some(s) = streams.as_mut()
         && record.client.is_none()
         && s.started().is_some()
     {
         s.abort();
         record.client = Some(s.results(SOFTWARE, 0));
-    }
-    if ended && let Some(c) = record.client.as_mut() {
-        forgive_end_of_test_resets(c);
     }
     record.outcome = match result {
         // TEST_END went out early, on the first interrupt, and results were exchanged.
@@ -58,12 +52,10 @@ pub fn run(plan: &ClientPlan, observer: &mut dyn Observer, interrupt: &Interrupt
     record
 }
 
-#[allow(clippy::too_many_arguments)]
 fn drive(
     plan: &ClientPlan,
     record: &mut RunRecord,
     streams: &mut Option<StreamSet>,
-    ended: &mut bool,
     observer: &mut dyn Observer,
     interrupt: &Interrupt,
 ) -> Result<()> {
@@ -94,6 +86,8 @@ fn drive(
     let clock = Clock::new();
     let mut conn = Iperf3Client::new(spec.clone(), cookie, params, clock.now());
     let mut st = LoopState::default();
+    // The client signalled the end (its time, bytes or an interrupt).
+    let mut ended = false;
     // UDP upload: when TEST_END goes out after the senders stopped (see `udp_end_wait`).
     let mut test_end_at: Option<Instant> = None;
     // When TEST_END went, from the streams' start: where an iperf3 receiver's time ends.
@@ -169,7 +163,7 @@ fn drive(
                 conn.test_end(clock.now());
             }
             let Some(s) = streams.as_mut() else { continue };
-            if s.started().is_none() || *ended {
+            if s.started().is_none() || ended {
                 continue;
             }
             let rows = s.sample(Instant::now(), false);
@@ -178,7 +172,10 @@ fn drive(
             }
             check_progress(s, &mut st, Instant::now())?;
             if interrupt.count() > 0 || end_reached(&spec, s, &st) {
-                *ended = true;
+                ended = true;
+                // From here the server may reset its streams: our receivers' results say so
+                // only if it was not the end (`end_of_test_close`).
+                s.forgive(end_of_test_close);
                 s.end_signalled();
                 if udp_upload(&spec) {
                     // The path's own round trip: the smoothed one of a quiet control
@@ -196,7 +193,7 @@ fn drive(
         }
     })();
     if result.is_err() {
-        if interrupt.count() > 0 && !*ended {
+        if interrupt.count() > 0 && !ended {
             let why = format!("interrupted by {} before the test ended", interrupt.last_name());
             return Err(Failure::new(FailureKind::Interrupted, why).into());
         }

@@ -11,17 +11,16 @@ use linerate_proto::{
     HostCost, ProcessCpu, Protocol, SideResults, SocketReport, StreamResult, StreamRole, TestSpec,
 };
 
-use crate::session::End;
+use crate::record::End;
+use crate::traffic::LoopError;
 
-/// iperf3 servers close data connections at the end, often with a reset: not a failure.
-pub(crate) fn forgive_end_of_test_resets(side: &mut SideResults) {
-    for st in &mut side.streams {
-        if st.role == StreamRole::Receiver
-            && st.error.as_deref().is_some_and(|e| e.contains("reset") || e == "aborted")
-        {
-            st.error = None;
-        }
-    }
+/// Whether a stream's error, once the test ended, is the end and not a failure: iperf3 ends
+/// close their data connections at the end, often with a reset, and a receiver still
+/// waiting when the session stops its streams is aborted. A sender's error, or a receiver's
+/// that is neither (a timeout, an unreachable host), stays a failure. For
+/// [`crate::session::StreamSet::forgive`], once the end of the test was signalled.
+pub(crate) fn end_of_test_close(role: StreamRole, e: &LoopError) -> bool {
+    role == StreamRole::Receiver && matches!(e, LoopError::Aborted | LoopError::PeerClosed { .. })
 }
 
 /// An iperf3 server's receivers count until TEST_END, the client's clock: a receiver's time
@@ -146,4 +145,106 @@ fn with_omitted(total: i64, omitted: Option<i64>) -> (u64, u64) {
     let total = u64::try_from(total).unwrap_or(0);
     let omitted = omitted.and_then(|o| u64::try_from(o).ok()).unwrap_or(0);
     (total, omitted.min(total))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{self, Write};
+    use std::net::{TcpListener, TcpStream};
+    use std::time::Duration;
+
+    use linerate_proto::Direction;
+
+    use super::*;
+    use crate::session::StreamSet;
+    use crate::traffic::socket::TcpData;
+    use crate::traffic::{StreamCounters, TrafficControl, receive_loop};
+
+    fn os(n: i32) -> io::Error {
+        io::Error::from_raw_os_error(n)
+    }
+
+    #[test]
+    fn a_receivers_reset_or_abort_is_the_end_other_errors_are_failures() {
+        let reset = LoopError::io("receive failed", os(libc::ECONNRESET));
+        assert!(end_of_test_close(StreamRole::Receiver, &reset));
+        assert!(end_of_test_close(StreamRole::Receiver, &LoopError::Aborted));
+        for other in [
+            LoopError::io("receive failed", os(libc::ETIMEDOUT)),
+            LoopError::io("receive failed", os(libc::EHOSTUNREACH)),
+            LoopError::io("waiting for socket readiness failed", os(libc::EBADF)),
+            LoopError::Failed("the peer stopped accepting data (write returned 0)".into()),
+        ] {
+            assert!(!end_of_test_close(StreamRole::Receiver, &other), "{other}");
+        }
+        // A sender decides a reset itself (after the stop it is no error: `traffic::tcp`);
+        // one it reports failed before the stop.
+        assert!(!end_of_test_close(StreamRole::Sender, &reset));
+        assert!(!end_of_test_close(StreamRole::Sender, &LoopError::Aborted));
+    }
+
+    /// A connected pair on loopback: (ours, the peer's).
+    fn pair() -> (TcpStream, TcpStream) {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+        let peer = TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
+        let (ours, _) = listener.accept().expect("accept");
+        ours.set_read_timeout(Some(Duration::from_millis(250))).expect("timeout");
+        (ours, peer)
+    }
+
+    /// The peer sends a byte and closes with `SO_LINGER` 0: a reset, as an iperf3 server may
+    /// close its data connections at the end.
+    fn reset(mut peer: TcpStream) {
+        peer.write_all(b"x").expect("write");
+        socket2::SockRef::from(&peer).set_linger(Some(Duration::ZERO)).expect("linger");
+        drop(peer);
+    }
+
+    /// A real reset under a real receive loop: forgiven for a receiver at the end of an
+    /// iperf3 test, and otherwise reported in the words results always gave.
+    #[test]
+    fn a_real_reset_under_a_receiver_is_forgiven_at_the_end() {
+        let (rx, tx) = pair();
+        reset(tx);
+        let (ctl, c) = (TrafficControl::default(), StreamCounters::default());
+        let mut buf = vec![0u8; 4096];
+        let e = receive_loop(&rx, &ctl, &c, &mut buf).expect_err("the reset ends the loop");
+        assert!(matches!(e, LoopError::PeerClosed { .. }), "{e:?}");
+        let words = e.to_string();
+        assert!(words.starts_with("receive failed: Connection reset by peer"), "{words}");
+        c.finish(Duration::ZERO, Some(e));
+        assert_eq!(c.error_unless(|e| end_of_test_close(StreamRole::Receiver, e)), None);
+        let kept = c.error_unless(|e| end_of_test_close(StreamRole::Sender, e));
+        assert_eq!(kept.as_deref(), Some(words.as_str()));
+        assert_eq!(c.error(), Some(words));
+    }
+
+    /// The stream set applies the decision where a result is written: a download receiver
+    /// whose iperf3 server reset the connection reports no error once the client signalled
+    /// the end (`forgive`), and the reset in its usual words when it did not.
+    #[test]
+    fn a_stream_set_leaves_out_a_forgiven_reset_and_keeps_it_otherwise() {
+        for forgiving in [true, false] {
+            let spec =
+                TestSpec { direction: Direction::Download, streams: 1, ..TestSpec::default_tcp() };
+            let mut set = StreamSet::new(&spec, End::Client).expect("stream set");
+            let (ours, theirs) = pair();
+            set.add(1, TcpData { stream: ours, granted: Default::default() }).expect("add");
+            if forgiving {
+                set.forgive(end_of_test_close);
+            }
+            set.start();
+            reset(theirs);
+            assert!(set.wait_done(Duration::from_secs(5)), "the reset ends the receiver");
+            let side = set.results("test", 0);
+            let error = side.streams[0].error.as_deref();
+            assert_eq!(side.streams[0].role, StreamRole::Receiver);
+            if forgiving {
+                assert_eq!(error, None, "forgiven at the end of an iperf3 test");
+            } else {
+                let e = error.expect("a reset during the test is a failure");
+                assert!(e.starts_with("receive failed: Connection reset by peer"), "{e}");
+            }
+        }
+    }
 }

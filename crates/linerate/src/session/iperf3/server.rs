@@ -23,7 +23,8 @@ use linerate_proto::iperf3::{
 use linerate_proto::udp::{DatagramFormat, SeqWidth};
 use linerate_proto::{LimitKind, ProtoError, Protocol, Refusal, SideResults, TestSpec};
 
-use super::{forgive_end_of_test_resets, peer_side, receivers_end_at};
+use super::{end_of_test_close, peer_side, receivers_end_at};
+use crate::record::End;
 use crate::record::canonical;
 use crate::session::frame_budget::server_side;
 use crate::session::front::Greeted;
@@ -32,7 +33,7 @@ use crate::session::served::ServedTest;
 use crate::session::server::{Iperf3Conn, Registration, ServerNote, Shared};
 use crate::session::test_log::TestLogLine;
 use crate::session::udp::accept_stream;
-use crate::session::{Clock, ControlChannel, End, StreamSet};
+use crate::session::{Clock, ControlChannel, StreamSet};
 use crate::sys;
 
 /// How long receivers may take to notice the end (their socket poll is 250 ms).
@@ -233,7 +234,7 @@ impl Session<'_> {
         };
         streams.set_peer_program("iperf3");
         streams.set_layout(self.t.shared.admission.limits.layout);
-        if let Err(e) = streams.set_cpus(&req.spec.server_cpus, "server") {
+        if let Err(e) = streams.set_cpus(&req.spec.server_cpus) {
             // "unable to set CPU affinity: Invalid argument", as sched_setaffinity says.
             m.refuse(ServerError::with(errno::AFFINITY, errno::os::EINVAL));
             bail!("refused an iperf3 client: {e}");
@@ -281,10 +282,10 @@ impl Session<'_> {
     fn end_streams(&mut self) -> Result<String> {
         let streams = self.t.streams.as_mut().context("TEST_END before the streams")?;
         let test_end = streams.started().map(|t| t.elapsed());
+        streams.forgive(end_of_test_close);
         streams.finish();
         streams.wait_done(DRAIN_LIMIT);
         let mut side = self.t.take_results().context("TEST_END before the streams")?;
-        forgive_end_of_test_resets(&mut side);
         if let Some(at) = test_end {
             receivers_end_at(&mut side, at);
         }

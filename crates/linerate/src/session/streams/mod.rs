@@ -20,6 +20,7 @@ use linerate_proto::{
 
 use crate::measure::cost::{CostMeter, PreparedMeter};
 use crate::plan::threads::{self, Threads};
+use crate::record::End;
 
 use crate::session::rr_stream;
 use crate::session::udp_stream::{self, UdpStreamSetup, UdpTrack};
@@ -28,7 +29,7 @@ use crate::traffic::pool::{Inbox, PoolStream, WorkerFigures};
 use crate::traffic::rr::RrRecorder;
 use crate::traffic::socket::{self, SocketOptions, TcpData, UdpData};
 use crate::traffic::unsent::{UnsentLimit, UnsentPolicy};
-use crate::traffic::{ByteBudget, StartGate, StreamCounters, TrafficControl};
+use crate::traffic::{ByteBudget, LoopError, StartGate, StreamCounters, TrafficControl};
 use linerate_proto::latency::RrSpec;
 use linerate_proto::limits::Progress;
 use linerate_proto::samples::{SampleLog, samples_per_stream};
@@ -39,31 +40,8 @@ mod spawn;
 pub(in crate::session) use report::ThreadClock;
 use report::socket_report;
 
-/// Which end of the test this process is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum End {
-    /// The end that asked for the test.
-    Client,
-    /// The end that serves it.
-    Server,
-}
-
-impl End {
-    /// How many of `spec`'s streams this end plays `role` on.
-    pub fn streams_in(self, spec: &TestSpec, role: StreamRole) -> usize {
-        spec.stream_plan().iter().filter(|(_, f)| self.role(*f) == role).count()
-    }
-
-    /// The role this end plays on a stream flowing `flow`.
-    pub fn role(self, flow: Flow) -> StreamRole {
-        match (self, flow) {
-            (End::Client, Flow::ClientToServer) | (End::Server, Flow::ServerToClient) => {
-                StreamRole::Sender
-            }
-            _ => StreamRole::Receiver,
-        }
-    }
-}
+/// Which stream errors are not failures: given this end's role on the stream and its error.
+pub type Forgiven = fn(StreamRole, &LoopError) -> bool;
 
 /// Socket timeout that lets blocked stream threads notice stop/abort.
 const POLL_TIMEOUT: Duration = Duration::from_millis(250);
@@ -180,6 +158,8 @@ pub struct StreamSet {
     /// The cost meter's slow half, done ahead of the start ([`StreamSet::prepare`]).
     prepared: Option<PreparedMeter>,
     peer_program: Option<&'static str>,
+    /// Which streams' errors the results leave out, as not failures ([`StreamSet::forgive`]).
+    forgiven: Option<Forgiven>,
     /// Time base of UDP datagram timestamps.
     epoch: Instant,
     /// How long UDP receivers keep listening after the end, for datagrams still in flight.
@@ -319,6 +299,7 @@ impl StreamSet {
             cost: None,
             prepared: None,
             peer_program: None,
+            forgiven: None,
             epoch: Instant::now(),
             udp_quiet: UDP_QUIET_MIN,
             datagrams: DatagramFormat::iperf3(SeqWidth::Bits64),
@@ -368,10 +349,10 @@ impl StreamSet {
 
     /// Binds this end's data threads to `cpus` in turn (`-A`; see `plan/affinity.rs`), before
     /// the first stream is added. Refuses CPUs outside this process's affinity mask, naming
-    /// them and the ones it has; `end` (`client`, `server`) is for that message.
-    pub fn set_cpus(&mut self, cpus: &[u32], end: &str) -> std::result::Result<(), String> {
+    /// them and the ones it has.
+    pub fn set_cpus(&mut self, cpus: &[u32]) -> std::result::Result<(), String> {
         let allowed = crate::sys::allowed_cpus();
-        if let Some(e) = crate::plan::affinity::missing_cpus(cpus, allowed.as_deref(), end) {
+        if let Some(e) = crate::plan::affinity::missing_cpus(cpus, allowed.as_deref(), self.end) {
             return Err(e);
         }
         self.cpus = cpus.to_vec();
@@ -553,6 +534,13 @@ impl StreamSet {
     /// as foreign load.
     pub fn set_peer_program(&mut self, name: &'static str) {
         self.peer_program = Some(name);
+    }
+
+    /// From now on the results leave out each stream error `forgiven` says is not a failure
+    /// (an iperf3 peer's reset once the test ended: `session::iperf3`). Decided on the typed
+    /// error, at the moment the result is written.
+    pub fn forgive(&mut self, forgiven: Forgiven) {
+        self.forgiven = Some(forgiven);
     }
 
     /// Number of streams added so far.

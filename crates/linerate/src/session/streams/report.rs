@@ -12,7 +12,7 @@ use super::{LocalStream, Probe, StreamSet};
 use crate::measure::counters;
 use crate::record::canonical;
 use crate::sys;
-use crate::traffic::StreamCounters;
+use crate::traffic::{LoopError, StreamCounters};
 
 impl StreamSet {
     /// Final results of every local stream and what the test cost this end. Call after
@@ -129,9 +129,13 @@ impl StreamSet {
             thread_wait_us: s.counters.thread_wait_us(),
             udp_sender,
             udp_receiver,
-            error: s.counters.error().or_else(|| {
-                (end.is_none() && self.started().is_some()).then(|| "did not finish".to_string())
-            }),
+            error: s
+                .counters
+                .error_unless(|e| self.forgiven.is_some_and(|f| f(s.role, e)))
+                .or_else(|| {
+                    (end.is_none() && self.started().is_some())
+                        .then(|| "did not finish".to_string())
+                }),
             latency: s.rr.as_ref().map(|r| Box::new(r.result())),
         }
     }
@@ -174,7 +178,7 @@ impl ThreadClock {
         &self,
         c: &StreamCounters,
         elapsed: Duration,
-        error: Option<String>,
+        error: Option<LoopError>,
     ) {
         c.set_thread_cpu(self.cpu());
         c.set_thread_wait(self.wait_us());

@@ -36,6 +36,8 @@ use std::time::Duration;
 
 use linerate_proto::udp::TrackerCounts;
 
+use crate::traffic::LoopError;
+
 pub use receive::{UdpReceiveFinal, UdpReceiveOptions, udp_receive_loop};
 pub use send::{UdpSendFinal, UdpSendOptions, udp_send_loop};
 
@@ -114,8 +116,8 @@ fn is_peer_icmp(e: &std::io::Error) -> bool {
 }
 
 /// Sets [`POLL_TIMEOUT`] on the socket's reads and writes where the session set no timeout.
-fn ensure_timeouts(sock: &UdpSocket) -> Result<(), String> {
-    let set = |r: std::io::Result<()>| r.map_err(|e| format!("setting a socket timeout: {e}"));
+fn ensure_timeouts(sock: &UdpSocket) -> Result<(), LoopError> {
+    let set = |r: std::io::Result<()>| r.map_err(LoopError::doing("setting a socket timeout"));
     if sock.read_timeout().ok().flatten().is_none() {
         set(sock.set_read_timeout(Some(POLL_TIMEOUT)))?;
     }

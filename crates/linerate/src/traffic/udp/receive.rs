@@ -41,7 +41,7 @@ use linerate_proto::udp::{
 use super::{HELLO_PREFIX, UdpShared, UdpSnapshot, ensure_timeouts, is_peer_icmp, is_timeout};
 use crate::sys::udp::{self, MAX_BATCH, RecvMeta};
 use crate::traffic::follow::RateWindow;
-use crate::traffic::{StreamCounters, TrafficControl};
+use crate::traffic::{LoopError, StreamCounters, TrafficControl};
 
 /// How long past `finishing() + quiet` a receiver keeps reading a peer that does not stop.
 pub const FINISH_LIMIT: Duration = Duration::from_secs(1);
@@ -105,7 +105,7 @@ pub fn udp_receive_loop(
     counters: &StreamCounters,
     shared: &UdpShared,
     opts: UdpReceiveOptions,
-) -> Result<UdpReceiveFinal, String> {
+) -> Result<UdpReceiveFinal, LoopError> {
     ensure_timeouts(sock)?;
     let gro = opts.gro && udp::enable_gro(sock);
     let drop_counter = udp::enable_drop_counter(sock);
@@ -211,12 +211,12 @@ impl Receiver {
         shared: &UdpShared,
         bufs: &mut [Vec<u8>],
         quiet: Duration,
-    ) -> Result<(), String> {
+    ) -> Result<(), LoopError> {
         let mut metas = [RecvMeta::default(); MAX_BATCH];
         let mut next_poll = Instant::now();
         loop {
             if ctl.aborted() {
-                return Err("aborted".into());
+                return Err(LoopError::Aborted);
             }
             let now = match udp::recv_batch(sock, bufs, &mut metas) {
                 Ok(n) => {
@@ -244,7 +244,7 @@ impl Receiver {
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted || is_peer_icmp(&e) => {
                     continue;
                 }
-                Err(e) => return Err(format!("receive failed: {e}")),
+                Err(e) => return Err(LoopError::io("receive failed", e)),
             };
             if now >= next_poll {
                 self.meminfo_drops = udp::kernel_drops(sock);

@@ -32,7 +32,7 @@ use linerate_proto::udp::{
 
 use super::{UdpShared, UdpSnapshot, ensure_timeouts, is_peer_icmp, is_timeout};
 use crate::sys::udp::{self, GSO_MAX_BYTES, GSO_MAX_SEGMENTS, MAX_BATCH};
-use crate::traffic::{ByteBudget, StreamCounters, TrafficControl};
+use crate::traffic::{ByteBudget, LoopError, StreamCounters, TrafficControl};
 
 /// A stream that could not send a single datagram for this long has failed.
 pub const STALL_LIMIT: Duration = Duration::from_secs(1);
@@ -98,11 +98,13 @@ pub fn udp_send_loop(
     counters: &StreamCounters,
     shared: &UdpShared,
     opts: UdpSendOptions<'_>,
-) -> Result<UdpSendFinal, String> {
+) -> Result<UdpSendFinal, LoopError> {
     let dg = opts.datagram_bytes;
     let min = opts.format.header_bytes();
     if !(min..=GSO_MAX_BYTES).contains(&dg) {
-        return Err(format!("datagram size {dg} bytes is outside {min}..={GSO_MAX_BYTES}"));
+        return Err(LoopError::Failed(format!(
+            "datagram size {dg} bytes is outside {min}..={GSO_MAX_BYTES}"
+        )));
     }
     ensure_timeouts(sock)?;
     let slack = (opts.bits_per_second > 0).then(|| udp::set_timer_slack(1)).flatten();
@@ -114,7 +116,7 @@ pub fn udp_send_loop(
     counters.set_bytes(s.bytes);
     shared.publish(s.snapshot());
     match result {
-        Ok(()) if ctl.aborted() => Err("aborted".into()),
+        Ok(()) if ctl.aborted() => Err(LoopError::Aborted),
         Ok(()) => Ok(s.finish()),
         Err(e) => Err(e),
     }
@@ -173,7 +175,7 @@ impl<'s> Sender<'s> {
         counters: &StreamCounters,
         shared: &UdpShared,
         budget: Option<&ByteBudget>,
-    ) -> Result<(), String> {
+    ) -> Result<(), LoopError> {
         while !ctl.stopping() {
             let now = Instant::now();
             let allowed = self.pacer.allowed(now.saturating_duration_since(self.epoch));
@@ -206,20 +208,20 @@ impl<'s> Sender<'s> {
         n: usize,
         ctl: &TrafficControl,
         must_finish: bool,
-    ) -> Result<(), String> {
+    ) -> Result<(), LoopError> {
         let mut done = 0;
         while done < n {
             let now = Instant::now();
             let t = now.saturating_duration_since(self.epoch);
             self.stamp(done..n, t);
             match self.transmit(done..n) {
-                Ok(0) => self.on_error(&std::io::ErrorKind::WouldBlock.into(), now)?,
+                Ok(0) => self.on_error(std::io::ErrorKind::WouldBlock.into(), now)?,
                 Ok(k) => {
                     let k = k.min(n - done);
                     done += k;
                     self.account(k, now, t);
                 }
-                Err(e) => self.on_error(&e, now)?,
+                Err(e) => self.on_error(e, now)?,
             }
             if ctl.aborted() || (done < n && ctl.stopping() && !must_finish) {
                 return Ok(());
@@ -277,16 +279,18 @@ impl<'s> Sender<'s> {
     }
 
     /// Decides whether a failed send ends the stream; waits a little before a retry.
-    fn on_error(&mut self, e: &std::io::Error, now: Instant) -> Result<(), String> {
-        if is_peer_icmp(e) {
+    fn on_error(&mut self, e: std::io::Error, now: Instant) -> Result<(), LoopError> {
+        if is_peer_icmp(&e) {
             self.refused += 1;
-        } else if udp::is_no_buffer_space(e) {
+        } else if udp::is_no_buffer_space(&e) {
             std::thread::sleep(RETRY_WAIT);
-        } else if !is_timeout(e) && e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(format!("send failed: {e}"));
+        } else if !is_timeout(&e) && e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(LoopError::io("send failed", e));
         }
         if now.saturating_duration_since(self.last_progress) >= STALL_LIMIT {
-            return Err(format!("nothing could be sent for {STALL_LIMIT:?} (last error: {e})"));
+            return Err(LoopError::Failed(format!(
+                "nothing could be sent for {STALL_LIMIT:?} (last error: {e})"
+            )));
         }
         Ok(())
     }

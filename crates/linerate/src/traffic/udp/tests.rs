@@ -239,6 +239,8 @@ fn abort_ends_a_receiver_with_an_error() {
     ctl.abort.store(true, std::sync::atomic::Ordering::Relaxed);
     let (rc, rs) = (StreamCounters::default(), UdpShared::default());
     let err = udp_receive_loop(&rx, &ctl, &rc, &rs, recv_opts(100, Instant::now()));
+    assert!(matches!(err, Err(crate::traffic::LoopError::Aborted)), "{err:?}");
+    let err = err.map_err(|e| e.to_string());
     assert_eq!(err, Err("aborted".to_string()));
 }
 
@@ -291,6 +293,6 @@ fn datagram_size_is_checked() {
     let epoch = Instant::now();
     for bad in [23, 65_508] {
         let r = udp_send_loop(&tx, epoch, &ctl, &sc, &ss, send_opts(bad, 0, epoch));
-        assert!(r.expect_err("bad size").contains("outside 24..=65507"));
+        assert!(r.expect_err("bad size").to_string().contains("outside 24..=65507"));
     }
 }
