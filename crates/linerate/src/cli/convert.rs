@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use linerate_proto::{Direction, EndCondition, Protocol, TestSpec};
 
-use super::server_args::Policy;
 use crate::cli::args::{
     CampaignArgs, Cli, Command, CompatArgs, CsvKindArg, DbArgs, DoctorArgs, GateArgs, GenerateWhat,
     JsonFormat, MatrixArgs, NetArgs, ReportArgs, ReportFormatArg, StoreArgs, TestArgs,
@@ -15,7 +14,7 @@ use crate::plan::matrix::{AxisValue, MatrixPlan, MatrixRun};
 use crate::plan::search::SearchPlan;
 use crate::plan::size::Size;
 use crate::plan::{
-    ClientPlan, DoctorPlan, Family, Generated, Iperf3Schema, OutputFormat, Plan, ServerPlan, Shell,
+    ClientPlan, DoctorPlan, Family, Generated, Iperf3Schema, OutputFormat, Plan, Shell,
 };
 use crate::plan::{
     CsvKind, Gates, HistoryCommand, HistoryPlan, HistoryRef, ReportFormat, ReportPlan,
@@ -65,11 +64,7 @@ pub(super) fn to_plan(cli: Cli) -> Result<Plan, String> {
             history(&db, HistoryCommand::Compare(history_ref(&a)?, history_ref(&b)?, html))
         }
         Some(Command::Report(a)) => report_plan(a).map(Plan::Report),
-        Some(Command::Server(a)) => {
-            let policy = a.limits.policy(a.net.psk_file.as_ref())?;
-            let plan = server_plan(&a.net, a.one_off, policy)?;
-            Ok(Plan::Server(crate::plan::ServerPlan { text: log_options(&a.log), ..plan }))
-        }
+        Some(Command::Server(a)) => super::server_args::server_plan(&a).map(Plan::Server),
         Some(Command::Selftest(a)) => {
             let net = NetArgs {
                 port: Some(0),
@@ -444,24 +439,6 @@ fn output(net: &NetArgs) -> OutputFormat {
         }
         (true, JsonFormat::Iperf3_3_12) => OutputFormat::Iperf3Json(Iperf3Schema::V3_12),
     }
-}
-
-fn server_plan(net: &NetArgs, one_off: bool, policy: Policy) -> Result<ServerPlan, String> {
-    if let Some(ip) = net.bind
-        && !family(net).allows(&ip)
-    {
-        return Err(format!("-B {ip} does not match -4/-6; drop one of them"));
-    }
-    Ok(ServerPlan {
-        port: net.port.unwrap_or(crate::plan::DEFAULT_PORT),
-        bind: net.bind,
-        family: family(net),
-        one_off,
-        output: if policy.json_log { OutputFormat::Json } else { output(net) },
-        limits: policy.limits,
-        access: policy.access,
-        text: crate::plan::text::TextOptions::default(),
-    })
 }
 
 pub(super) fn client_plan(
