@@ -82,11 +82,17 @@ pub(super) fn to_plan(cli: Cli) -> Result<Plan, String> {
         Some(Command::Matrix(a)) => matrix_plan(a).map(|(c, m, r)| Plan::Matrix(c, m, r)),
         Some(Command::Campaign(a)) => campaign_run(a).map(Plan::Campaign),
         Some(Command::Doctor(a)) => doctor_plan(a).map(Plan::Doctor),
-        Some(Command::Generate { what }) => Ok(Plan::Generate(match what {
-            GenerateWhat::Man => Generated::Man,
-            GenerateWhat::Bash => Generated::Completions(Shell::Bash),
-            GenerateWhat::Zsh => Generated::Completions(Shell::Zsh),
-            GenerateWhat::Fish => Generated::Completions(Shell::Fish),
+        Some(Command::Generate { what, dir }) => Ok(Plan::Generate(match (what, dir) {
+            (GenerateWhat::Man, None) => Generated::Man,
+            (GenerateWhat::Man, Some(dir)) => Generated::ManPages(dir),
+            (GenerateWhat::Bash, None) => Generated::Completions(Shell::Bash),
+            (GenerateWhat::Zsh, None) => Generated::Completions(Shell::Zsh),
+            (GenerateWhat::Fish, None) => Generated::Completions(Shell::Fish),
+            (_, Some(_)) => {
+                return Err("--dir writes the man pages; completions go to standard output: \
+                            linerate generate bash > FILE"
+                    .into());
+            }
         })),
         None => compat_plan(cli.compat),
     }
