@@ -91,6 +91,61 @@ fn man_page_and_completions_are_generated() {
     assert!(out.stdout.contains("linerate") && out.stdout.contains("--parallel"));
 }
 
+/// `generate man --dir` writes what the package installs: linerate(1) with the sections a
+/// reader looks for, and one page per subcommand, named as `linerate(1)` refers to them.
+#[test]
+fn man_pages_are_written_one_per_subcommand() {
+    let dir = crate::util::test_dir("man-pages");
+    let out =
+        run(&["generate", "man", "--dir", dir.to_str().expect("path")], Duration::from_secs(10));
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let main = std::fs::read_to_string(dir.join("linerate.1")).expect("linerate.1");
+    for section in [".SH \"EXIT STATUS\"", ".SH ENVIRONMENT", ".SH FILES", ".SH \"SEE ALSO\""] {
+        assert!(main.contains(section), "{section} missing from linerate.1");
+    }
+    for text in ["130  interrupted", "XDG_DATA_HOME", "/etc/linerate/server.toml", "history.sqlite"]
+    {
+        assert!(main.contains(text), "{text} missing from linerate.1");
+    }
+    let subs: Vec<String> = linerate::cli::command()
+        .get_subcommands()
+        .filter(|s| !s.is_hide_set())
+        .map(|s| format!("linerate-{}.1", s.get_name()))
+        .collect();
+    assert!(subs.len() >= 10, "{subs:?}");
+    let mut written: Vec<String> = std::fs::read_dir(&dir)
+        .expect("dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    written.sort();
+    let mut expected = subs.clone();
+    expected.push("linerate.1".into());
+    expected.sort();
+    assert_eq!(written, expected);
+    let server = std::fs::read_to_string(dir.join("linerate-server.1")).expect("server page");
+    assert!(server.contains("\\-\\-max\\-streams") && server.contains(".SH FILES"), "{server}");
+    let out = run(&["generate", "bash", "--dir", "x"], Duration::from_secs(10));
+    assert_eq!(out.code, Some(2), "completions go to stdout: {}", out.stderr);
+}
+
+/// `--version` names the commit the binary was built from (build.rs): "0.1.0" alone is every
+/// commit since the last release.
+#[test]
+fn version_names_the_commit() {
+    let head = std::process::Command::new("git")
+        .args(["-c", "safe.directory=*", "rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output();
+    let commit = match head {
+        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).trim().to_string(),
+        _ => "unknown commit".to_string(),
+    };
+    let out = run(&["--version"], Duration::from_secs(10));
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let expected = format!("linerate {} ({commit}", env!("CARGO_PKG_VERSION"));
+    assert!(out.stdout.starts_with(&expected), "{:?} does not start {expected:?}", out.stdout);
+}
+
 #[test]
 fn hosts_are_accepted_as_iperf_and_url_users_write_them() {
     let srv = crate::util::Server::start(&[]);

@@ -39,9 +39,14 @@ Exit status:
   130  interrupted (SIGINT or SIGTERM), after the partial results were printed and stored
   A server stopped by SIGINT or SIGTERM exits 0.";
 
+/// `linerate --version`: the package's version and the commit it was built from
+/// (`crates/linerate/build.rs`: `0.1.0 (1a2b3c4d5e6f)`, `-dirty` after it when tracked files
+/// had been edited, `unknown commit` when built outside a git checkout).
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("LINERATE_COMMIT"), ")");
+
 /// Network throughput benchmark: client, multi-client server, honest figures.
 #[derive(Debug, Parser)]
-#[command(name = "linerate", version, about, after_help = AFTER_HELP, args_conflicts_with_subcommands = true,
+#[command(name = "linerate", version = VERSION, about, after_help = AFTER_HELP, args_conflicts_with_subcommands = true,
           disable_version_flag = true)]
 pub struct Cli {
     /// Print the version, as iperf3's -v. (`-V` is verbose, as in iperf3.)
@@ -130,11 +135,15 @@ pub enum Command {
     /// JSON document: tables per tier, findings and warnings; as text, Markdown, CSV, JSON or
     /// one self-contained HTML file with charts.
     Report(ReportArgs),
-    /// Print the man page or shell completions.
+    /// Print the man page or shell completions; with --dir, write every man page.
     Generate {
         /// What to print.
         #[arg(value_enum)]
         what: GenerateWhat,
+        /// With `man`: write linerate.1 and a page per subcommand (linerate-client.1, ...)
+        /// into this directory instead of printing linerate(1) (what a package installs).
+        #[arg(long = "dir", value_name = "DIR")]
+        dir: Option<std::path::PathBuf>,
     },
 }
 

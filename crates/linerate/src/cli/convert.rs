@@ -6,7 +6,6 @@ use std::time::Duration;
 use linerate_proto::{Direction, EndCondition, Protocol, TestSpec};
 
 use super::repeat::{CAMPAIGN, MATRIX, Rounds};
-use super::server_args::Policy;
 use crate::cli::args::{
     CampaignArgs, Cli, Command, CompatArgs, CsvKindArg, DbArgs, DoctorArgs, GateArgs, GenerateWhat,
     JsonFormat, MatrixArgs, NetArgs, ReportArgs, ReportFormatArg, StoreArgs, TestArgs,
@@ -16,7 +15,7 @@ use crate::plan::matrix::{AxisValue, MatrixPlan, MatrixRun};
 use crate::plan::search::SearchPlan;
 use crate::plan::size::Size;
 use crate::plan::{
-    ClientPlan, DoctorPlan, Family, Generated, Iperf3Schema, OutputFormat, Plan, ServerPlan, Shell,
+    ClientPlan, DoctorPlan, Family, Generated, Iperf3Schema, OutputFormat, Plan, Shell,
 };
 use crate::plan::{
     CsvKind, Gates, HistoryCommand, HistoryPlan, HistoryRef, ReportFormat, ReportPlan,
@@ -66,11 +65,7 @@ pub(super) fn to_plan(cli: Cli) -> Result<Plan, String> {
             history(&db, HistoryCommand::Compare(history_ref(&a)?, history_ref(&b)?, html))
         }
         Some(Command::Report(a)) => report_plan(a).map(Plan::Report),
-        Some(Command::Server(a)) => {
-            let policy = a.limits.policy(a.net.psk_file.as_ref())?;
-            let plan = server_plan(&a.net, a.one_off, policy)?;
-            Ok(Plan::Server(crate::plan::ServerPlan { text: log_options(&a.log), ..plan }))
-        }
+        Some(Command::Server(a)) => super::server_args::server_plan(&a).map(Plan::Server),
         Some(Command::Selftest(a)) => {
             let net = NetArgs {
                 port: Some(0),
@@ -88,11 +83,17 @@ pub(super) fn to_plan(cli: Cli) -> Result<Plan, String> {
         Some(Command::Matrix(a)) => matrix_plan(a).map(|(c, m, r)| Plan::Matrix(c, m, r)),
         Some(Command::Campaign(a)) => campaign_run(a).map(Plan::Campaign),
         Some(Command::Doctor(a)) => doctor_plan(a).map(Plan::Doctor),
-        Some(Command::Generate { what }) => Ok(Plan::Generate(match what {
-            GenerateWhat::Man => Generated::Man,
-            GenerateWhat::Bash => Generated::Completions(Shell::Bash),
-            GenerateWhat::Zsh => Generated::Completions(Shell::Zsh),
-            GenerateWhat::Fish => Generated::Completions(Shell::Fish),
+        Some(Command::Generate { what, dir }) => Ok(Plan::Generate(match (what, dir) {
+            (GenerateWhat::Man, None) => Generated::Man,
+            (GenerateWhat::Man, Some(dir)) => Generated::ManPages(dir),
+            (GenerateWhat::Bash, None) => Generated::Completions(Shell::Bash),
+            (GenerateWhat::Zsh, None) => Generated::Completions(Shell::Zsh),
+            (GenerateWhat::Fish, None) => Generated::Completions(Shell::Fish),
+            (_, Some(_)) => {
+                return Err("--dir writes the man pages; completions go to standard output: \
+                            linerate generate bash > FILE"
+                    .into());
+            }
         })),
         None => compat_plan(cli.compat),
     }
@@ -436,24 +437,6 @@ fn output(net: &NetArgs) -> OutputFormat {
         }
         (true, JsonFormat::Iperf3_3_12) => OutputFormat::Iperf3Json(Iperf3Schema::V3_12),
     }
-}
-
-fn server_plan(net: &NetArgs, one_off: bool, policy: Policy) -> Result<ServerPlan, String> {
-    if let Some(ip) = net.bind
-        && !family(net).allows(&ip)
-    {
-        return Err(format!("-B {ip} does not match -4/-6; drop one of them"));
-    }
-    Ok(ServerPlan {
-        port: net.port.unwrap_or(crate::plan::DEFAULT_PORT),
-        bind: net.bind,
-        family: family(net),
-        one_off,
-        output: if policy.json_log { OutputFormat::Json } else { output(net) },
-        limits: policy.limits,
-        access: policy.access,
-        text: crate::plan::text::TextOptions::default(),
-    })
 }
 
 pub(super) fn client_plan(

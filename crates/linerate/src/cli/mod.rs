@@ -22,7 +22,7 @@ use clap::error::ErrorKind;
 use clap::{CommandFactory, FromArgMatches};
 
 pub use args::Cli;
-pub use generate::generated;
+pub use generate::{Rendered, generated};
 
 use crate::plan::Plan;
 

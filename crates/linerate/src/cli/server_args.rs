@@ -1,38 +1,30 @@
-//! `linerate server` operator flags: limits and the config file. Each flag has a key of the
-//! same name in the `--config` file (see `plan::server`); a flag beats the file.
+//! `linerate server` operator flags: limits and the config file. Every server flag (these,
+//! the address flags and the log flags) has a key of the same name in the `--config` file
+//! (see `plan::server`); a flag beats the file.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use linerate_proto::Limits;
 use linerate_proto::limits::{
     DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_BLOCK, DEFAULT_MAX_CLIENT_CONNECTIONS,
     DEFAULT_MAX_CLIENT_TESTS_PER_MINUTE, DEFAULT_MAX_STREAMS, DEFAULT_MAX_TEST_MEMORY,
     DEFAULT_MAX_TESTS, DEFAULT_MIN_INTERVAL, DEFAULT_MIN_RATE, DEFAULT_QUEUE,
 };
 
-use super::args::{DirectionArg, ProtocolArg, count, rate, seconds, size};
+use super::args::{DirectionArg, ProtocolArg, ServerArgs, count, rate, seconds, size};
+use crate::plan::ServerPlan;
 use crate::plan::campaign_de::{DirectionItem, ProtocolItem, Rate, Seconds, SizeItem};
-use crate::plan::server::{Access, IpNet, LogFormat, ServerSettings, parse_config};
+use crate::plan::server::{IpNet, LogFormat, ServerSettings, parse_config};
 
-/// The server's operator settings, resolved.
-#[derive(Debug)]
-pub struct Policy {
-    /// What clients may ask for.
-    pub limits: Limits,
-    /// Who may connect.
-    pub access: Access,
-    /// `--log-format json` (or the file's `log_format = "json"`).
-    pub json_log: bool,
-}
 use crate::units::{Bitrate, ByteCount};
 
 /// Limits on what clients may ask for (docs/SECURITY.md lists them with their defaults).
 #[derive(Debug, Args)]
 pub struct LimitArgs {
-    /// Read operator settings from a TOML file: keys are these flags' names with `_`
-    /// (e.g. `max_streams = 8`); flags given here win over the file.
+    /// Read settings from a TOML file: every flag here but this one and --json-format is a
+    /// key, named as the long flag with `_` for `-` (e.g. `max_streams = 8`, `port = 5201`);
+    /// flags given here win over the file.
     #[arg(long = "config", value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Tests running at once; more are refused as busy [default: 16].
@@ -170,29 +162,36 @@ const _: () = assert!(
 const _: () =
     assert!(DEFAULT_MAX_CLIENT_CONNECTIONS == 32 && DEFAULT_MAX_CLIENT_TESTS_PER_MINUTE == 120);
 
-impl LimitArgs {
-    /// The flags (with `psk_file` from the shared network flags) over the config file (read
-    /// here): the limits and who may connect.
-    pub fn policy(&self, psk_file: Option<&PathBuf>) -> Result<Policy, String> {
-        let file = match &self.config {
-            None => ServerSettings::default(),
-            Some(path) => {
-                let text = std::fs::read_to_string(path).map_err(|e| {
-                    format!("cannot read the server config file {}: {e}", path.display())
-                })?;
-                parse_config(&text, &path.display().to_string()).map_err(|e| e.to_string())?
-            }
-        };
-        let mut flags = self.settings();
-        flags.psk_file = psk_file.cloned();
-        let s = flags.or(file);
-        Ok(Policy {
-            limits: s.limits()?,
-            access: s.access()?,
-            json_log: s.log_format == Some(LogFormat::Json),
-        })
-    }
+/// `linerate server ARGS`: the flags over the `--config` file.
+pub fn server_plan(a: &ServerArgs) -> Result<ServerPlan, String> {
+    let file = match &a.limits.config {
+        None => ServerSettings::default(),
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                format!("cannot read the server config file {}: {e}", path.display())
+            })?;
+            parse_config(&text, &path.display().to_string()).map_err(|e| e.to_string())?
+        }
+    };
+    let given = |b: bool| b.then_some(true);
+    let flags = ServerSettings {
+        port: a.net.port,
+        bind: a.net.bind,
+        ipv4: given(a.net.ipv4),
+        ipv6: given(a.net.ipv6),
+        json: given(a.net.json),
+        json_stream: given(a.net.json_stream),
+        one_off: given(a.one_off),
+        timestamps: a.log.timestamps.clone(),
+        logfile: a.log.logfile.clone(),
+        forceflush: given(a.log.forceflush),
+        psk_file: a.net.psk_file.clone(),
+        ..a.limits.settings()
+    };
+    flags.or(file).plan()
+}
 
+impl LimitArgs {
     fn settings(&self) -> ServerSettings {
         ServerSettings {
             max_tests: self.max_tests,
@@ -219,7 +218,6 @@ impl LimitArgs {
             max_test_memory: self.max_test_memory.map(|b| SizeItem(Some(b.bytes()))),
             exclusive: self.exclusive.then_some(true),
             queue: self.queue,
-            psk_file: None,
             allow: self.allow.clone(),
             log_format: self.log_format,
             threads: self.threads,
@@ -228,6 +226,143 @@ impl LimitArgs {
             max_threads: self.max_threads,
             ipv4_prefix: self.ipv4_prefix,
             ipv6_prefix: self.ipv6_prefix,
+            ..ServerSettings::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::plan::Plan;
+
+    /// The server flags that are not config keys, and why.
+    const NOT_KEYS: [(&str, &str); 2] = [
+        ("config", "it names the file itself"),
+        ("json-format", "the shape of a client's JSON document; a server's lines have one"),
+    ];
+
+    /// Values to try for a flag, by its value name: the first one the flag accepts and that
+    /// is not its default is used.
+    /// A new kind of value fails the walk below until it has an entry here.
+    fn candidates(value_name: &str, key_file: &str) -> Vec<String> {
+        let words: &[&str] = match value_name {
+            "N" => &["5"],
+            "BITS" => &["24"],
+            "PORT" => &["5202"],
+            "SECONDS" => &["2.5"],
+            "RATE" => &["2G"],
+            "SIZE" => &["256K", "1G"],
+            "P,..." => &["udp"],
+            "D,..." => &["send"],
+            "NET,..." => &["127.0.0.0/8"],
+            "ADDR" => &["127.0.0.1"],
+            "auto|stream|N" => &["stream"],
+            "FORMAT" => &["json", "%H:%M "],
+            "FILE" => return vec![key_file.to_string()],
+            _ => &[],
+        };
+        words.iter().map(|w| w.to_string()).collect()
+    }
+
+    fn parse(args: &[&str]) -> Result<Plan, String> {
+        super::super::parse(["linerate", "server"].iter().chain(args)).map_err(|e| e.to_string())
+    }
+
+    /// `linerate server`'s flags with a long name (not --help): (long name, takes a value,
+    /// value name, delimited list).
+    fn server_flags() -> Vec<(String, bool, String, bool)> {
+        let cmd = super::super::command();
+        let server = cmd.find_subcommand("server").expect("server subcommand");
+        server
+            .get_arguments()
+            .filter(|a| !matches!(a.get_action(), clap::ArgAction::Help | clap::ArgAction::Version))
+            .filter_map(|a| {
+                let name = a.get_value_names().and_then(|n| n.first()).map(|n| n.to_string());
+                Some((
+                    a.get_long()?.to_string(),
+                    a.get_action().takes_values(),
+                    name.unwrap_or_default(),
+                    a.get_value_delimiter().is_some(),
+                ))
+            })
+            .collect()
+    }
+
+    /// A flag's value as a TOML value: numbers bare, words quoted, lists in brackets.
+    fn toml_value(value: &str, list: bool) -> String {
+        let one =
+            if value.parse::<f64>().is_ok() { value.to_string() } else { format!("{value:?}") };
+        if list { format!("[{one}]") } else { one }
+    }
+
+    /// Every server flag is a config key: for each flag (read from the clap definition, so a
+    /// flag added later is walked too), `KEY = VALUE` in a `--config` file gives the same plan
+    /// as `--FLAG=VALUE`, and not the default plan.
+    #[test]
+    fn every_server_flag_is_a_config_key() {
+        let dir = std::env::temp_dir().join(format!("linerate-keys-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let key_file = dir.join("key");
+        std::fs::write(&key_file, "a key of more than sixteen bytes\n").expect("key");
+        let key_file = key_file.display().to_string();
+        let config = dir.join("server.toml");
+        let config_s = config.display().to_string();
+        let default = parse(&[]).expect("plain server");
+        let flags = server_flags();
+        assert!(flags.len() > 30, "the walk found only {} flags", flags.len());
+        let mut walked = 0;
+        for (long, takes_value, value_name, list) in &flags {
+            if NOT_KEYS.iter().any(|(n, _)| n == long) {
+                continue;
+            }
+            let key = long.replace('-', "_");
+            let (flag, value) = if *takes_value {
+                let tried = candidates(value_name, &key_file);
+                let good = tried
+                    .iter()
+                    .find(|v| parse(&[&format!("--{long}={v}")]).is_ok_and(|p| p != default));
+                let v = good.unwrap_or_else(|| {
+                    panic!("--{long} {value_name}: no sample value it accepts; add one ({tried:?})")
+                });
+                (format!("--{long}={v}"), toml_value(v, *list))
+            } else {
+                (format!("--{long}"), "true".to_string())
+            };
+            let by_flag = parse(&[&flag]).expect("the flag parses");
+            std::fs::write(&config, format!("{key} = {value}\n")).expect("write config");
+            let by_file = parse(&["--config", &config_s])
+                .unwrap_or_else(|e| panic!("--{long}: `{key} = {value}` in the file: {e}"));
+            assert_eq!(by_file, by_flag, "`{key} = {value}` differs from {flag}");
+            assert_ne!(by_flag, default, "{flag} changes nothing");
+            walked += 1;
+        }
+        assert_eq!(walked + NOT_KEYS.len(), flags.len(), "every exception is a real flag");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// The shipped /etc/linerate/server.toml documents every key (as a commented line
+    /// `# key = value`), and with every such line uncommented it is a config that parses.
+    #[test]
+    fn packaged_config_documents_every_key() {
+        let shipped = include_str!("../../../../packaging/server.toml");
+        let keyed: Vec<(&str, &str)> = shipped
+            .lines()
+            .filter_map(|l| l.strip_prefix("# ")?.split_once(" = "))
+            .filter(|(k, _)| {
+                k.chars().all(|c| c.is_ascii_lowercase() || c == '_' || c.is_ascii_digit())
+            })
+            .collect();
+        for (long, ..) in server_flags() {
+            if NOT_KEYS.iter().any(|(n, _)| *n == long) {
+                continue;
+            }
+            let key = long.replace('-', "_");
+            let n = keyed.iter().filter(|(k, _)| *k == key).count();
+            assert_eq!(n, 1, "packaging/server.toml documents `{key}` {n} times, not once");
+        }
+        let all: String = keyed.iter().map(|(k, v)| format!("{k} = {v}\n")).collect();
+        if let Err(e) = crate::plan::server::parse_config(&all, "server.toml, uncommented") {
+            panic!("{e}\n{all}");
         }
     }
 }

@@ -1,17 +1,32 @@
 //! `linerate generate man|bash|zsh|fish`: writes the man page or a completion script that
-//! `cli/` renders from its clap definitions.
+//! `cli/` renders from its clap definitions, or (`generate man --dir DIR`) a man page per
+//! command into DIR.
 
 use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
+use crate::cli::Rendered;
 use crate::plan::Generated;
 
 pub fn run(what: Generated) -> Result<ExitCode> {
-    let page = crate::cli::generated(what)?;
-    let mut out = std::io::stdout().lock();
-    out.write_all(&page)?;
-    out.flush()?;
+    match (crate::cli::generated(&what)?, &what) {
+        (Rendered::Pages(pages), Generated::ManPages(dir)) => {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+            for (name, page) in pages {
+                let path = dir.join(name);
+                std::fs::write(&path, page)
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+            }
+        }
+        (Rendered::One(page), _) => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(&page)?;
+            out.flush()?;
+        }
+        (Rendered::Pages(_), _) => unreachable!("pages are rendered for --dir only"),
+    }
     Ok(ExitCode::SUCCESS)
 }

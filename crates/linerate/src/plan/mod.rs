@@ -328,10 +328,12 @@ pub struct ServerPlan {
 }
 
 /// Print generated documentation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Generated {
-    /// The man page (roff).
+    /// The man page linerate(1) (roff), to standard output.
     Man,
+    /// linerate(1) and a page per subcommand, written into this directory.
+    ManPages(std::path::PathBuf),
     /// Shell completions.
     Completions(Shell),
 }

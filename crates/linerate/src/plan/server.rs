@@ -1,9 +1,13 @@
-//! The server's operator settings: limits, admission (`--exclusive`), access (key file,
-//! allow-list) and log format, from flags and from a TOML file (`linerate server --config
-//! FILE`), merged with flags winning.
+//! The server's operator settings: address and port, limits, admission (`--exclusive`), access
+//! (key file, allow-list) and log lines, from flags and from a TOML file (`linerate server
+//! --config FILE`, `/etc/linerate/server.toml` for the packaged service), merged with flags
+//! winning.
 //!
 //! Both sources fill the same [`ServerSettings`] (every field optional), so a key and its flag
-//! cannot drift apart: the file's keys are the flags' long names with `_` for `-`. Errors in
+//! cannot drift apart: the file's keys are the flags' long names with `_` for `-`, for every
+//! server flag but `--config` itself and `--json-format` (the shape of a client's document; a
+//! server's JSON lines have one shape) — `cli/server_args.rs` tests that by walking the flags,
+//! and that `packaging/server.toml` documents each key. Errors in
 //! the file name its line and column and the fix, as campaign files do (the same helpers).
 //! The only I/O is reading the key file ([`read_psk`]); the caller reads the config file.
 
@@ -22,6 +26,26 @@ use crate::plan::campaign_de::{DirectionItem, ProtocolItem, Rate, Seconds, SizeI
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ServerSettings {
+    /// `--port`.
+    pub port: Option<u16>,
+    /// `--bind`: listen on this address only.
+    pub bind: Option<IpAddr>,
+    /// `--ipv4`: IPv4 only.
+    pub ipv4: Option<bool>,
+    /// `--ipv6`: IPv6 only.
+    pub ipv6: Option<bool>,
+    /// `--json`: log lines as JSON (as `log_format = "json"`).
+    pub json: Option<bool>,
+    /// `--json-stream`: on a server, the same as `--json`.
+    pub json_stream: Option<bool>,
+    /// `--one-off`: exit after one test.
+    pub one_off: Option<bool>,
+    /// `--timestamps=FORMAT`: a strftime(3) format before each log line.
+    pub timestamps: Option<String>,
+    /// `--logfile`: log lines go to this file, appended.
+    pub logfile: Option<std::path::PathBuf>,
+    /// `--forceflush`: each log line written out as soon as it is complete.
+    pub forceflush: Option<bool>,
     /// `--max-tests`.
     pub max_tests: Option<u32>,
     /// `--max-streams`.
@@ -194,7 +218,21 @@ pub fn parse_config(text: &str, file: &str) -> Result<ServerSettings, ConfigErro
 impl ServerSettings {
     /// These settings, with `fallback`'s where these have none (flags over the file).
     pub fn or(self, fallback: ServerSettings) -> ServerSettings {
+        // `-4` or `-6` given replaces the file's family: the two are one choice.
+        let family_given = self.ipv4.is_some() || self.ipv6.is_some();
+        let (ipv4, ipv6) =
+            if family_given { (self.ipv4, self.ipv6) } else { (fallback.ipv4, fallback.ipv6) };
         ServerSettings {
+            port: self.port.or(fallback.port),
+            bind: self.bind.or(fallback.bind),
+            ipv4,
+            ipv6,
+            json: self.json.or(fallback.json),
+            json_stream: self.json_stream.or(fallback.json_stream),
+            one_off: self.one_off.or(fallback.one_off),
+            timestamps: self.timestamps.or(fallback.timestamps),
+            logfile: self.logfile.or(fallback.logfile),
+            forceflush: self.forceflush.or(fallback.forceflush),
             max_tests: self.max_tests.or(fallback.max_tests),
             max_streams: self.max_streams.or(fallback.max_streams),
             max_duration: self.max_duration.or(fallback.max_duration),
@@ -225,6 +263,43 @@ impl ServerSettings {
             ipv4_prefix: self.ipv4_prefix.or(fallback.ipv4_prefix),
             ipv6_prefix: self.ipv6_prefix.or(fallback.ipv6_prefix),
         }
+    }
+
+    /// The server these settings describe: where it listens, its limits, who may connect
+    /// and how it logs; reads the key file.
+    pub fn plan(&self) -> Result<crate::plan::ServerPlan, String> {
+        let family = match (self.ipv4 == Some(true), self.ipv6 == Some(true)) {
+            (true, true) => return Err("ipv4 and ipv6 (-4, -6) are both set; keep one".into()),
+            (true, false) => crate::plan::Family::V4,
+            (false, true) => crate::plan::Family::V6,
+            (false, false) => crate::plan::Family::Any,
+        };
+        if let Some(ip) = self.bind
+            && !family.allows(&ip)
+        {
+            return Err(format!("-B {ip} does not match -4/-6; drop one of them"));
+        }
+        let json = [self.json, self.json_stream].contains(&Some(true))
+            || self.log_format == Some(LogFormat::Json);
+        Ok(crate::plan::ServerPlan {
+            port: self.port.unwrap_or(crate::plan::DEFAULT_PORT),
+            bind: self.bind,
+            family,
+            one_off: self.one_off.unwrap_or(false),
+            output: if json {
+                crate::plan::OutputFormat::Json
+            } else {
+                crate::plan::OutputFormat::Text
+            },
+            limits: self.limits()?,
+            access: self.access()?,
+            text: crate::plan::text::TextOptions {
+                timestamps: self.timestamps.clone(),
+                logfile: self.logfile.clone(),
+                forceflush: self.forceflush.unwrap_or(false),
+                ..Default::default()
+            },
+        })
     }
 
     /// Who may use the server; reads the key file.
