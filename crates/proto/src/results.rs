@@ -99,6 +99,11 @@ pub struct TcpInternals {
     pub pacing_rate_bits_per_second: Option<u64>,
     /// The most recent delivery-rate sample, bits per second.
     pub delivery_rate_bits_per_second: Option<u64>,
+    /// Whether that sample was taken while the sender was application-limited (it had too
+    /// little data to fill the path: a paced or idle stream), so it says what the application
+    /// offered, not what the path can carry (`tcpi_delivery_rate_app_limited`, Linux 4.9+).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery_rate_app_limited: Option<bool>,
     /// Time the connection had data in flight ("busy"), microseconds.
     pub busy_us: Option<u64>,
     /// Time the sender was limited by the receiver's advertised window, microseconds.

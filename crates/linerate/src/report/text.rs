@@ -387,6 +387,19 @@ fn granted_lines(
     writeln!(out, "{} {label} ({:<6}) granted: {}", flow.label(), s.end, facts.join(", "))
 }
 
+/// TCP_INFO's last delivery-rate sample, marked when the sender was application-limited
+/// then: it says what the application offered (a paced or idle stream), never the stream's
+/// rate or the path's (a stream paced to 8.7 Gbit/s showed "delivery 322 Mbit/s").
+fn delivery(t: &linerate_proto::TcpInternals) -> String {
+    match (t.delivery_rate_bits_per_second, t.delivery_rate_app_limited) {
+        (None, _) => "n/a".into(),
+        (Some(b), Some(true)) => {
+            format!("{} (an application-limited sample)", format_bits_per_second(b as f64))
+        }
+        (Some(b), _) => format_bits_per_second(b as f64),
+    }
+}
+
 /// RTT, cwnd and rates of the direction's first sending stream, plus the stream count.
 fn sender_tcp_line(record: &RunRecord, flow: Flow) -> Option<String> {
     let streams = record.sender_tcp(flow);
@@ -396,7 +409,7 @@ fn sender_tcp_line(record: &RunRecord, flow: Flow) -> Option<String> {
     }
     let mean = |f: fn(&linerate_proto::TcpInternals) -> u64| streams.iter().map(f).sum::<u64>() / n;
     let rate = |v: Option<u64>| v.map_or("n/a".into(), |b| format_bits_per_second(b as f64));
-    let first = streams[0];
+    let first = &streams[0];
     Some(format!(
         "mean RTT {} us (var {} us), mean cwnd {} segments, MSS {}, {}; stream 1: delivery {}, pacing {}{}",
         mean(|t| u64::from(t.rtt_us)),
@@ -407,7 +420,7 @@ fn sender_tcp_line(record: &RunRecord, flow: Flow) -> Option<String> {
             streams.iter().map(|t| u64::from(t.total_retrans)).sum::<u64>(),
             "retransmitted segment"
         ),
-        rate(first.delivery_rate_bits_per_second),
+        delivery(first),
         rate(first.pacing_rate_bits_per_second),
         if n > 1 { format!(" ({n} streams)") } else { String::new() }
     ))
@@ -701,5 +714,24 @@ pub fn render_search_answer(
             out,
             "Answer: none — every trial lost more than {limit}%; try a lower -b to start from"
         ),
+    }
+}
+
+#[cfg(test)]
+mod delivery_tests {
+    use super::delivery;
+    use linerate_proto::TcpInternals;
+
+    #[test]
+    fn an_application_limited_delivery_sample_is_marked_as_such() {
+        let t = |app: Option<bool>| TcpInternals {
+            delivery_rate_bits_per_second: Some(322_000_000),
+            delivery_rate_app_limited: app,
+            ..TcpInternals::default()
+        };
+        assert_eq!(delivery(&t(Some(true))), "322 Mbit/s (an application-limited sample)");
+        assert_eq!(delivery(&t(Some(false))), "322 Mbit/s");
+        assert_eq!(delivery(&t(None)), "322 Mbit/s", "an older kernel does not say");
+        assert_eq!(delivery(&TcpInternals::default()), "n/a");
     }
 }

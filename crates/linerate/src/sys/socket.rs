@@ -441,17 +441,26 @@ mod imp {
     }
 
     pub(super) fn tcp_internals(fd: BorrowedFd<'_>) -> Option<linerate_proto::TcpInternals> {
-        // SAFETY: `tcp_info` has integer fields only, so all-zero is a valid value.
-        let mut i: libc::tcp_info = unsafe { std::mem::zeroed() };
-        let written = getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_INFO, &mut i).ok()?;
-        from_tcp_info(&i, written)
+        // Read as bytes: the kernel's eighth byte holds bitfields that libc's struct leaves as
+        // padding (`tcpi_delivery_rate_app_limited`, Linux 4.9+).
+        let mut raw = [0u8; std::mem::size_of::<libc::tcp_info>()];
+        let written = getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_INFO, &mut raw).ok()?;
+        // SAFETY: `raw` holds size_of::<tcp_info>() initialised bytes, and `tcp_info` has
+        // integer fields only, so any bytes form a valid value; read unaligned from the array.
+        let i: libc::tcp_info = unsafe { std::ptr::read_unaligned(raw.as_ptr().cast()) };
+        from_tcp_info(&i, written, raw[APP_LIMITED_BYTE])
     }
+
+    /// Where the kernel's `tcp_info` keeps `tcpi_delivery_rate_app_limited` (bit 0; the
+    /// fast-open failure bits above it): the byte after the window scales.
+    const APP_LIMITED_BYTE: usize = std::mem::offset_of!(libc::tcp_info, tcpi_snd_rcv_wscale) + 1;
 
     /// Converts a `tcp_info` of which the kernel wrote the first `written` bytes: fields past
     /// that (absent in older kernels) are None; rates become bits per second.
     pub(super) fn from_tcp_info(
         i: &libc::tcp_info,
         written: usize,
+        bits_byte: u8,
     ) -> Option<linerate_proto::TcpInternals> {
         macro_rules! have {
             ($field:ident) => {
@@ -479,6 +488,8 @@ mod imp {
             total_retrans: i.tcpi_total_retrans,
             pacing_rate_bits_per_second: bits(opt!(tcpi_pacing_rate)),
             delivery_rate_bits_per_second: bits(opt!(tcpi_delivery_rate)),
+            // The bit came with the delivery rate (4.9): where that is written, so is it.
+            delivery_rate_app_limited: have!(tcpi_delivery_rate).then_some(bits_byte & 1 == 1),
             busy_us: opt!(tcpi_busy_time),
             rwnd_limited_us: opt!(tcpi_rwnd_limited),
             sndbuf_limited_us: opt!(tcpi_sndbuf_limited),
@@ -633,27 +644,31 @@ mod tests {
         i.tcpi_rwnd_limited = 12_000;
         i.tcpi_snd_wnd = 65_535;
         let full =
-            super::imp::from_tcp_info(&i, std::mem::size_of::<libc::tcp_info>()).expect("full");
+            super::imp::from_tcp_info(&i, std::mem::size_of::<libc::tcp_info>(), 1).expect("full");
         assert_eq!((full.rtt_us, full.rttvar_us, full.cwnd_segments), (2178, 3, 252));
         assert_eq!(full.pacing_rate_bits_per_second, Some(592_000_000));
         assert_eq!(full.delivery_rate_bits_per_second, Some(478_000_000));
         assert_eq!(full.busy_us, Some(3_000_000));
         assert_eq!(full.rwnd_limited_us, Some(12_000));
         assert_eq!(full.snd_wnd_bytes, Some(65_535));
+        assert_eq!(full.delivery_rate_app_limited, Some(true), "bit 0 of the eighth byte");
+        let busy = std::mem::size_of::<libc::tcp_info>();
+        let fastopen_bits = super::imp::from_tcp_info(&i, busy, 0b110).expect("full");
+        assert_eq!(fastopen_bits.delivery_rate_app_limited, Some(false));
         // A kernel that stops after tcpi_total_retrans (before 3.15): no rates, no timers.
         let old = std::mem::offset_of!(libc::tcp_info, tcpi_total_retrans) + 4;
-        let short = super::imp::from_tcp_info(&i, old).expect("short");
+        let short = super::imp::from_tcp_info(&i, old, 1).expect("short");
         assert_eq!(short.total_retrans, 7);
         assert_eq!(
             (short.pacing_rate_bits_per_second, short.busy_us, short.snd_wnd_bytes),
             (None, None, None)
         );
         // Too short to hold even the basics.
-        assert_eq!(super::imp::from_tcp_info(&i, 8), None);
+        assert_eq!(super::imp::from_tcp_info(&i, 8, 0), None);
         // "Unlimited" pacing is reported as all ones: not a rate.
         i.tcpi_pacing_rate = u64::MAX;
         let unlimited =
-            super::imp::from_tcp_info(&i, std::mem::size_of::<libc::tcp_info>()).expect("full");
+            super::imp::from_tcp_info(&i, std::mem::size_of::<libc::tcp_info>(), 1).expect("full");
         assert_eq!(unlimited.pacing_rate_bits_per_second, None);
     }
     use super::*;
@@ -846,6 +861,8 @@ mod tests {
             let i = tcp_internals(&client).expect("TCP_INFO on a connected socket");
             assert!(i.snd_mss_bytes > 0 && i.cwnd_segments > 0, "{i:?}");
             assert!(i.busy_us.is_some() && i.bytes_sent.is_some(), "kernel 4.19+ fields: {i:?}");
+            // An idle connection's sender has offered nothing: application-limited.
+            assert_eq!(i.delivery_rate_app_limited, Some(true), "{i:?}");
         }
 
         #[test]

@@ -127,6 +127,7 @@ fn largest_results(connections: u32) -> SideResults {
         min_rtt_us: Some(1_234),
         pacing_rate_bits_per_second: Some(u64::MAX / 3),
         delivery_rate_bits_per_second: Some(u64::MAX / 3),
+        delivery_rate_app_limited: Some(false),
         busy_us: Some(u64::MAX / 3),
         bytes_sent: Some(u64::MAX / 3),
         snd_wnd_bytes: Some(u32::MAX),
