@@ -51,8 +51,8 @@ const FILES: &[(&str, &str)] = &[
 pub enum Rendered {
     /// The man page linerate(1) or a completion script.
     One(Vec<u8>),
-    /// linerate.1 and linerate-SUBCOMMAND.1 for every subcommand.
-    Pages(Vec<(String, Vec<u8>)>),
+    /// linerate.1 and linerate-SUBCOMMAND.1 for every subcommand, and the directory they go to.
+    Pages(std::path::PathBuf, Vec<(String, Vec<u8>)>),
 }
 
 /// Renders `what` whole: clap_complete panics when its writer fails, and a closed pipe
@@ -64,7 +64,9 @@ pub fn generated(what: &Generated) -> std::io::Result<Rendered> {
     match what {
         // `linerate help` is clap's, and `--help` says the same: no page of its own.
         Generated::Man => main_page(cmd.disable_help_subcommand(true), &mut page)?,
-        Generated::ManPages(_) => return pages(cmd.disable_help_subcommand(true)),
+        Generated::ManPages(dir) => {
+            return Ok(Rendered::Pages(dir.clone(), pages(cmd.disable_help_subcommand(true))?));
+        }
         Generated::Completions(shell) => {
             let shell = match shell {
                 Shell::Bash => clap_complete::Shell::Bash,
@@ -78,7 +80,7 @@ pub fn generated(what: &Generated) -> std::io::Result<Rendered> {
 }
 
 /// linerate.1 and linerate-SUBCOMMAND.1 for every subcommand.
-fn pages(mut cmd: clap::Command) -> std::io::Result<Rendered> {
+fn pages(mut cmd: clap::Command) -> std::io::Result<Vec<(String, Vec<u8>)>> {
     // Built, clap names each subcommand `linerate-NAME`: the pages' titles and file names.
     cmd.build();
     let mut out = Vec::new();
@@ -95,7 +97,7 @@ fn pages(mut cmd: clap::Command) -> std::io::Result<Rendered> {
     let mut page = Vec::new();
     main_page(cmd, &mut page)?;
     out.push(("linerate.1".into(), page));
-    Ok(Rendered::Pages(out))
+    Ok(out)
 }
 
 /// linerate(1): clap_mangen's sections, the help's closing paragraphs as sections, then

@@ -11,9 +11,9 @@ use crate::cli::Rendered;
 use crate::plan::Generated;
 
 pub fn run(what: Generated) -> Result<ExitCode> {
-    match (crate::cli::generated(&what)?, &what) {
-        (Rendered::Pages(pages), Generated::ManPages(dir)) => {
-            std::fs::create_dir_all(dir)
+    match crate::cli::generated(&what)? {
+        Rendered::Pages(dir, pages) => {
+            std::fs::create_dir_all(&dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
             for (name, page) in pages {
                 let path = dir.join(name);
@@ -21,12 +21,11 @@ pub fn run(what: Generated) -> Result<ExitCode> {
                     .with_context(|| format!("cannot write {}", path.display()))?;
             }
         }
-        (Rendered::One(page), _) => {
+        Rendered::One(page) => {
             let mut out = std::io::stdout().lock();
             out.write_all(&page)?;
             out.flush()?;
         }
-        (Rendered::Pages(_), _) => unreachable!("pages are rendered for --dir only"),
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -383,10 +383,9 @@ pub fn write_fleet_body(
         }
     }
     paragraph(style, &start_sentence(summary), out)?;
-    // A fleet of request/response tests is read by its transactions and latency: its bytes
-    // are requests, its rate no throughput (no byte table, no verdict, no bit/s total).
-    let bulk = if summary.latency.is_some() { &[][..] } else { &summary.directions[..] };
-    for d in bulk {
+    // A fleet of request/response tests is read by its transactions and latency: no byte
+    // table, no verdict, no bit/s total.
+    for d in summary.throughput_directions() {
         section(style, &format!("Data {}", flow_words(d.flow)), out)?;
         style.table(&host_table(d), out)?;
         if style == Style::Markdown {

@@ -208,9 +208,7 @@ fn write_fleet_run(s: &FleetSummary, out: &mut dyn Write) -> std::io::Result<()>
         latency_table(l).write_html(out)?;
         paragraph(&latency_total(l), out)?;
     }
-    // A request/response fleet's bytes are requests: no byte table (`report::fleet`).
-    let bulk = if s.latency.is_some() { &[][..] } else { &s.directions[..] };
-    for d in bulk {
+    for d in s.throughput_directions() {
         writeln!(out, "<h2>Data {}</h2>", html_escape(flow_words(d.flow)))?;
         host_table(d).write_html(out)?;
         if d.hosts.iter().any(|h| h.whole_test) {

@@ -219,6 +219,14 @@ pub struct FleetSummary {
     pub latency: Option<FleetLatency>,
 }
 
+impl FleetSummary {
+    /// The directions read as throughput: none for a fleet of request/response tests, whose
+    /// bytes are requests (its figures are its transactions and latency).
+    pub fn throughput_directions(&self) -> &[FleetDirection] {
+        if self.latency.is_some() { &[] } else { &self.directions }
+    }
+}
+
 /// The transactions of a fleet of request/response tests, over each host's whole test (a
 /// transaction's latency belongs to it wherever it falls, so no shared window applies).
 #[derive(Debug, Clone, PartialEq, Serialize)]
