@@ -43,7 +43,8 @@
 //!
 //! **Durations** (`-t`, `-i`, `-O`, `--connect-timeout`), parsed by
 //! [`parse_seconds`]: a plain number is seconds; the suffixes `ms`, `s`, `m`
-//! (minutes — unlike sizes, where `m` is 10⁶) and `h` are accepted. The
+//! (minutes — unlike sizes, where `m` is 10⁶), `h`, `d` (days) and `w` (weeks; for
+//! `--since`, `--every` and `--for`) are accepted. The
 //! maximum is 366 days (inclusive). Zero is accepted.
 //!
 //! **Numbers** in all three: decimal digits with an optional fractional part
@@ -134,7 +135,7 @@ impl Quantity {
             }
             Self::Duration => {
                 "use a number of seconds, optionally followed by ms, s, \
-                 m (minutes) or h (e.g. 10, 0.5, 250ms, 2m)"
+                 m (minutes), h, d (days) or w (weeks) (e.g. 10, 0.5, 250ms, 2m, 30d)"
             }
         }
     }
@@ -516,6 +517,8 @@ pub fn parse_seconds(s: &str) -> Result<Duration, UnitError> {
         "" | "s" => 1_000_000_000,
         "m" => 60 * 1_000_000_000,
         "h" => 3_600 * 1_000_000_000,
+        "d" => 86_400 * 1_000_000_000,
+        "w" => 7 * 86_400 * 1_000_000_000,
         _ => return Err(unknown_suffix(what, s, suffix)),
     };
     scale_to(what, s, number, factor, MAX_DURATION_NANOS).map(Duration::from_nanos)
@@ -927,6 +930,8 @@ mod tests {
         assert_eq!(secs("1h"), Duration::from_secs(3_600));
         assert_eq!(secs("0.1h"), Duration::from_secs(360));
         assert_eq!(secs("2 s"), Duration::from_secs(2));
+        assert_eq!(secs("30d"), Duration::from_secs(30 * 86_400));
+        assert_eq!(secs("2w"), Duration::from_secs(14 * 86_400));
     }
 
     /// 366 days is accepted, a nanosecond more is not.
@@ -949,7 +954,7 @@ mod tests {
         assert!(message(parse_seconds("inf"), "inf").contains("finite"));
         assert!(message(parse_seconds("1e3"), "1e3").contains("exponent"));
         assert!(message(parse_seconds("soon"), "soon").contains("decimal number"));
-        for bad in ["10d", "10sec", "10min", "1us", "10S", "5M", "1h30m"] {
+        for bad in ["10y", "10D", "10sec", "10min", "1us", "10S", "5M", "1h30m"] {
             let msg = message(parse_seconds(bad), bad);
             assert!(msg.contains("unknown suffix"), "{msg}");
             assert!(msg.contains("250ms"), "{msg}");

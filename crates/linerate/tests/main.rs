@@ -44,6 +44,7 @@ mod report_matrix_latency;
 mod rr_server;
 mod server_log;
 mod store;
+mod trend;
 mod udp;
 mod udp_spoof;
 mod util;

@@ -84,9 +84,12 @@ pub enum Command {
         /// Only runs with this label.
         #[arg(long = "label", value_name = "TEXT")]
         label: Option<String>,
-        /// Only runs against this server (`host:port` as given).
-        #[arg(long = "server", visible_alias = "target", value_name = "HOST:PORT")]
+        /// Only runs against this server: HOST (any port) or HOST:PORT.
+        #[arg(long = "server", visible_alias = "target", value_name = "HOST[:PORT]")]
         server: Option<String>,
+        /// Only runs of the last DURATION, e.g. 30d, 12h, 2w.
+        #[arg(long = "since", value_name = "DURATION", value_parser = seconds)]
+        since: Option<Duration>,
         /// Only runs of this matrix or search (its group id).
         #[arg(long = "group", value_name = "ID", value_parser = count::<i64>)]
         group: Option<i64>,
@@ -214,6 +217,24 @@ pub struct ClientArgs {
     pub store: StoreArgs,
     #[command(flatten)]
     pub gates: GateArgs,
+    #[command(flatten)]
+    pub schedule: ScheduleArgs,
+}
+
+/// Running the test on a schedule (`linerate client` only).
+#[derive(Debug, Args)]
+pub struct ScheduleArgs {
+    /// Run the test every DURATION (e.g. 15m), storing each run, so the history fills for
+    /// `linerate report --trend HOST`; needs --for or --count. A failed run is stored and the
+    /// schedule goes on; the exit status is 1 if any run failed.
+    #[arg(long = "every", value_name = "DURATION", value_parser = seconds)]
+    pub every: Option<Duration>,
+    /// With --every: start no run after DURATION (e.g. 30d).
+    #[arg(long = "for", value_name = "DURATION", value_parser = seconds, requires = "every", conflicts_with = "count")]
+    pub for_: Option<Duration>,
+    /// With --every: stop after N runs.
+    #[arg(long = "count", value_name = "N", value_parser = count::<u32>, requires = "every")]
+    pub count: Option<u32>,
 }
 
 /// Where results are kept.
@@ -253,6 +274,13 @@ pub struct ReportArgs {
     /// output.
     #[arg(value_name = "RUN|mN|cN|last|FILE.json", default_value = "last")]
     pub what: String,
+    /// Instead: one target's stored results over time, each test a series, with the changes
+    /// found in it (method: docs/METHODOLOGY.md, "Trends"). HOST (any port) or HOST:PORT.
+    #[arg(long = "trend", value_name = "HOST[:PORT]")]
+    pub trend: Option<String>,
+    /// With --trend: only runs of the last DURATION, e.g. 30d.
+    #[arg(long = "since", value_name = "DURATION", value_parser = seconds, requires = "trend")]
+    pub since: Option<Duration>,
     /// Output format.
     #[arg(long = "format", short = 'f', value_enum, default_value_t = ReportFormatArg::Text)]
     pub format: ReportFormatArg,

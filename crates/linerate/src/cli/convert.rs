@@ -8,8 +8,9 @@ use linerate_proto::{Direction, EndCondition, Protocol, TestSpec};
 use super::repeat::{CAMPAIGN, MATRIX, Rounds};
 use crate::cli::args::{
     CampaignArgs, Cli, Command, CompatArgs, CsvKindArg, DbArgs, DoctorArgs, GateArgs, GenerateWhat,
-    JsonFormat, MatrixArgs, NetArgs, ReportArgs, ReportFormatArg, StoreArgs, TestArgs,
+    JsonFormat, MatrixArgs, NetArgs, ReportArgs, ReportFormatArg, ScheduleArgs, StoreArgs, TestArgs,
 };
+use crate::plan::host::ServerMatch;
 use crate::plan::campaign::{self, CampaignRun};
 use crate::plan::matrix::{AxisValue, MatrixPlan, MatrixRun};
 use crate::plan::search::SearchPlan;
@@ -19,7 +20,7 @@ use crate::plan::{
 };
 use crate::plan::{
     CsvKind, Gates, HistoryCommand, HistoryPlan, HistoryRef, ReportFormat, ReportPlan,
-    ReportSource, StorePlan,
+    ReportSource, Schedule, ScheduleEnd, StorePlan,
 };
 use crate::plan::{DEFAULT_TCP_BLOCK, DEFAULT_UDP_DATAGRAM, DEFAULT_UDP_RATE};
 use crate::record::LinkAssumption;
@@ -39,16 +40,18 @@ const MIN_INTERVAL: Duration = Duration::from_millis(10);
 pub(super) fn to_plan(cli: Cli) -> Result<Plan, String> {
     match cli.command {
         Some(Command::Client(a)) => {
-            let p = with_store(client_plan(a.host, &a.net, &a.test, DEFAULT_TIME)?, &a.store);
+            let mut p = with_store(client_plan(a.host, &a.net, &a.test, DEFAULT_TIME)?, &a.store);
+            p.every = schedule(&a.schedule, &p)?;
             Ok(Plan::Client(with_gates(p, &a.gates)?))
         }
-        Some(Command::History { label, server, group, failed, completed, limit, db }) => {
+        Some(Command::History { label, server, since, group, failed, completed, limit, db }) => {
             let outcome = match (failed, completed) {
                 (true, _) => Some("failed"),
                 (_, true) => Some("completed"),
                 _ => None,
             };
-            history(&db, HistoryCommand::List { label, server, group, outcome, limit })
+            let server = server.as_deref().map(ServerMatch::parse).transpose()?;
+            history(&db, HistoryCommand::List { label, server, since, group, outcome, limit })
         }
         Some(Command::Show { run, db }) => {
             let run = match history_ref(&run)? {
@@ -261,6 +264,33 @@ fn history(db: &DbArgs, command: HistoryCommand) -> Result<Plan, String> {
     Ok(Plan::History(HistoryPlan { db: path, json: db.json, command }))
 }
 
+/// `--every` with `--for` or `--count`: a schedule, refused where a schedule cannot go.
+fn schedule(a: &ScheduleArgs, p: &ClientPlan) -> Result<Option<Schedule>, String> {
+    let Some(every) = a.every else {
+        return Ok(None);
+    };
+    let until = match (a.for_, a.count) {
+        (Some(d), None) => ScheduleEnd::For(d),
+        (None, Some(n)) => ScheduleEnd::Count(n),
+        _ => {
+            return Err("--every needs how long to keep testing: --for DURATION (e.g. --for \
+                        30d) or --count N"
+                .into());
+        }
+    };
+    if p.find_max.is_some() {
+        return Err("--every repeats one test; --find-max is a search: run the search alone, \
+                    or schedule a test at the rate it found"
+            .into());
+    }
+    if p.store.path.is_none() {
+        return Err("--every fills the history for `linerate report --trend`; it cannot \
+                    run with --no-store"
+            .into());
+    }
+    Ok(Some(Schedule { every, until }))
+}
+
 /// `12` is a run, `m3` a matrix (or search) group, `c4` a campaign group, `last` the newest.
 fn history_ref(s: &str) -> Result<HistoryRef, String> {
     if s == "last" {
@@ -280,13 +310,24 @@ fn history_ref(s: &str) -> Result<HistoryRef, String> {
 
 /// `linerate report`: a history reference if `what` reads as one, else a file.
 fn report_plan(a: ReportArgs) -> Result<ReportPlan, String> {
+    let db = || {
+        a.db.clone().or_else(Store::default_path).ok_or(
+            "no history database: set XDG_DATA_HOME or HOME, or give --db PATH".to_string(),
+        )
+    };
     let source = match history_ref(&a.what) {
-        Ok(which) => {
-            let db = a.db.or_else(Store::default_path).ok_or(
-                "no history database: set XDG_DATA_HOME or HOME, or give --db PATH".to_string(),
-            )?;
-            ReportSource::History { db, which }
+        _ if a.trend.is_some() => {
+            if a.what != "last" {
+                return Err(format!(
+                    "--trend reports a target's runs over time, not {:?}: give one or the other",
+                    a.what
+                ));
+            }
+            let target = a.trend.clone().unwrap_or_default();
+            let server = ServerMatch::parse(&target)?;
+            ReportSource::Trend { db: db()?, target, server, since: a.since }
         }
+        Ok(which) => ReportSource::History { db: db()?, which },
         Err(_) if std::path::Path::new(&a.what).exists() => {
             ReportSource::File(a.what.clone().into())
         }
@@ -336,6 +377,7 @@ pub(super) fn default_methodology() -> Plan {
         store: StorePlan { path: Store::default_path(), labels: vec!["selftest".into()] },
         gates: Gates::default(),
         under_load: None,
+        every: None,
     };
     base.spec.interval_ms = 0;
     let matrix = MatrixPlan {
@@ -503,6 +545,7 @@ pub(super) fn client_plan(
         store: StorePlan { path: Store::default_path(), labels: Vec::new() },
         gates: Gates::default(),
         under_load,
+        every: None,
     })
 }
 

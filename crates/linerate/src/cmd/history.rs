@@ -24,15 +24,26 @@ pub(super) fn open_existing(db: &std::path::Path) -> Result<Store> {
     Store::open_read_only(db)
 }
 
+/// The wall-clock time `ago` before now, milliseconds since the Unix epoch (0 when that is
+/// before the epoch: every run).
+pub(super) fn since_unix_ms(ago: std::time::Duration) -> u64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    u64::try_from(now.saturating_sub(ago).as_millis()).unwrap_or(u64::MAX)
+}
+
 /// Runs `linerate history`.
 pub fn run(plan: &HistoryPlan) -> Result<ExitCode> {
     let store = open_existing(&plan.db)?;
-    let HistoryCommand::List { label, server, group, outcome, limit } = &plan.command else {
+    let HistoryCommand::List { label, server, since, group, outcome, limit } = &plan.command
+    else {
         bail!("not a history listing");
     };
     let filter = ListFilter {
         label: label.clone(),
         server: server.clone(),
+        since_unix_ms: since.map(since_unix_ms),
         group: *group,
         outcome: *outcome,
         limit: Some(*limit),

@@ -13,10 +13,23 @@ use super::source::{from_file, load};
 use crate::plan::{ReportPlan, ReportSource};
 use crate::record::Failure;
 use crate::report::model::build;
+use crate::stats::trend::{Method, trend};
+use crate::store::ListFilter;
 
 /// Runs `linerate report`.
 pub fn run(plan: &ReportPlan) -> Result<ExitCode> {
     let source = match &plan.source {
+        ReportSource::Trend { db, target, server, since } => {
+            let store = super::history::open_existing(db)?;
+            let since_unix_ms = since.map(super::history::since_unix_ms);
+            let filter =
+                ListFilter { server: Some(server.clone()), since_unix_ms, ..Default::default() };
+            let runs = store.trend_runs(&filter)?;
+            let trend = trend(target, since_unix_ms, runs, Method::default());
+            let mut buf = Vec::new();
+            crate::report::trend::render(&trend, plan.format, &mut buf)?;
+            return emit(plan, &buf);
+        }
         ReportSource::History { db, which } => load(db, *which)?,
         // A file the user named that does not read as a report is the user's to fix.
         ReportSource::File(path) => from_file(path).map_err(|e| Failure::usage_of(&e))?,

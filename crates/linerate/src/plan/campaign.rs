@@ -232,6 +232,7 @@ impl Tier {
             store,
             gates: Gates::default(),
             under_load: None,
+            every: None,
         }
     }
 }

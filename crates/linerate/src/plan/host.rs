@@ -66,9 +66,55 @@ fn port(p: &str, addr: &str) -> Result<u16, String> {
     }
 }
 
+/// Which stored runs a server the user typed names. A run stores its server as
+/// `host:port` (`[v6]:port` for an IPv6 literal); what the user types is read as the client
+/// reads its host, so `::1`, `[::1]:5201` and `127.0.0.1` all find their runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServerMatch {
+    /// A port was given: this stored server exactly.
+    Exact(String),
+    /// No port: every port of this host; the stored servers that start with this
+    /// (`host:`, `[v6]:`).
+    AnyPort(String),
+}
+
+impl ServerMatch {
+    /// Reads `typed` (`HOST`, `HOST:PORT`, `[v6]`, `[v6]:PORT`, a bare IPv6 literal).
+    pub fn parse(typed: &str) -> Result<ServerMatch, String> {
+        let (name, port) = split_host_port(typed)?;
+        let host = if name.contains(':') { format!("[{name}]") } else { name };
+        Ok(match port {
+            Some(p) => ServerMatch::Exact(format!("{host}:{p}")),
+            None => ServerMatch::AnyPort(format!("{host}:")),
+        })
+    }
+
+    /// Whether a run stored against `server` matches.
+    pub fn matches(&self, server: &str) -> bool {
+        match self {
+            ServerMatch::Exact(s) => server == s,
+            ServerMatch::AnyPort(prefix) => server.starts_with(prefix.as_str()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::host_port;
+    use super::{ServerMatch, host_port};
+
+    #[test]
+    fn a_typed_server_finds_its_stored_runs_on_any_port_or_one() {
+        let m = |t: &str| ServerMatch::parse(t).expect(t);
+        assert!(m("127.0.0.1").matches("127.0.0.1:5201"));
+        assert!(m("127.0.0.1").matches("127.0.0.1:7000"));
+        assert!(!m("127.0.0.1").matches("127.0.0.10:5201"));
+        assert!(m("127.0.0.1:7000").matches("127.0.0.1:7000"));
+        assert!(!m("127.0.0.1:7000").matches("127.0.0.1:5201"));
+        assert!(m("::1").matches("[::1]:5201"));
+        assert!(m("[::1]:5201").matches("[::1]:5201"));
+        assert!(!m("::1").matches("[::10]:5201"));
+        assert!(ServerMatch::parse("[::1").is_err());
+    }
 
     #[test]
     fn every_spelling_of_host_and_port() {

@@ -164,6 +164,54 @@ pub struct ClientPlan {
     /// `--under-load`: latency probes on a connection of their own, idle first, then while
     /// the test loads the path.
     pub under_load: Option<UnderLoadPlan>,
+    /// `--every`: run the test again and again on a schedule, storing each run.
+    pub every: Option<Schedule>,
+}
+
+/// `client --every DURATION --for DURATION | --count N`: the same test on a fixed schedule,
+/// so the history fills for `linerate report --trend`. Runs start at whole multiples of
+/// `every` after the first; a run that overruns its slot makes the next start at the next
+/// slot (slots are skipped, never run back to back to catch up, so a slow link is not
+/// loaded harder).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Schedule {
+    /// Time between the starts of two runs.
+    pub every: Duration,
+    /// When the schedule ends.
+    pub until: ScheduleEnd,
+}
+
+/// When a [`Schedule`] ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScheduleEnd {
+    /// No run starts this long after the first one started.
+    For(Duration),
+    /// After this many runs.
+    Count(u32),
+}
+
+impl Schedule {
+    /// When the next run starts, after the first started (`elapsed` ago) and `done` runs have
+    /// ended; None when the schedule is over.
+    pub fn next_start(&self, elapsed: Duration, done: u32) -> Option<Duration> {
+        if let ScheduleEnd::Count(n) = self.until {
+            if done >= n {
+                return None;
+            }
+        }
+        let every = self.every.as_nanos();
+        // `--every 0`: back to back.
+        let next = match elapsed.as_nanos().checked_div(every) {
+            None => elapsed,
+            Some(slots) => {
+                Duration::from_nanos(u64::try_from((slots + 1) * every).unwrap_or(u64::MAX))
+            }
+        };
+        match self.until {
+            ScheduleEnd::For(d) if next >= d => None,
+            _ => Some(next),
+        }
+    }
 }
 
 impl ClientPlan {
@@ -232,7 +280,9 @@ pub enum HistoryCommand {
         /// Only runs with this label.
         label: Option<String>,
         /// Only runs against this server.
-        server: Option<String>,
+        server: Option<host::ServerMatch>,
+        /// Only runs this recent.
+        since: Option<std::time::Duration>,
         /// Only runs of this group.
         group: Option<i64>,
         /// Only runs with this outcome (`completed`, `failed`).
@@ -269,6 +319,17 @@ pub enum ReportSource {
     },
     /// A saved JSON document (`-J` output of a run, matrix or campaign).
     File(std::path::PathBuf),
+    /// One target's stored results over time (`--trend HOST`).
+    Trend {
+        /// The database file.
+        db: std::path::PathBuf,
+        /// The target as the user typed it.
+        target: String,
+        /// Which stored servers it names.
+        server: host::ServerMatch,
+        /// Only runs this recent.
+        since: Option<std::time::Duration>,
+    },
 }
 
 /// The formats of `linerate report`.
@@ -410,5 +471,32 @@ mod tests {
         assert_eq!(auto_udp_datagram(65_508, 10_000_000_000), 65_507, "the largest IPv4 one");
         assert_eq!(auto_udp_datagram(1472, 0), 1472, "unpaced: the path alone");
         assert_eq!(auto_udp_datagram(1472, 1000), 24, "never below the header");
+    }
+}
+
+#[cfg(test)]
+mod schedule_tests {
+    use super::{Schedule, ScheduleEnd};
+    use std::time::Duration;
+
+    const S: Duration = Duration::from_secs(1);
+
+    #[test]
+    fn runs_start_on_their_slots_and_skip_the_ones_an_overrun_missed() {
+        let s = Schedule { every: 10 * S, until: ScheduleEnd::For(35 * S) };
+        assert_eq!(s.next_start(2 * S, 1), Some(10 * S));
+        assert_eq!(s.next_start(12 * S, 2), Some(20 * S));
+        // The second run took 15 s: the slot at 20 s is gone, the next is at 30 s.
+        assert_eq!(s.next_start(25 * S, 2), Some(30 * S));
+        // No run starts at or after 35 s.
+        assert_eq!(s.next_start(31 * S, 4), None);
+    }
+
+    #[test]
+    fn a_count_ends_the_schedule_after_that_many_runs() {
+        let s = Schedule { every: Duration::ZERO, until: ScheduleEnd::Count(3) };
+        assert_eq!(s.next_start(5 * S, 1), Some(5 * S));
+        assert_eq!(s.next_start(6 * S, 2), Some(6 * S));
+        assert_eq!(s.next_start(7 * S, 3), None);
     }
 }

@@ -28,6 +28,7 @@ pub mod schedule;
 pub mod stamped;
 pub mod table;
 pub mod text;
+pub mod trend;
 pub mod under_load;
 pub mod verbose;
 

@@ -71,6 +71,24 @@ pub enum Notice<'a> {
         /// Its group (`fN`).
         group: i64,
     },
+    /// `client --every`: a run failed (the error); the schedule goes on.
+    ScheduledRunFailed(String),
+    /// `client --every`: when the next run starts.
+    NextRun {
+        /// Its start, milliseconds since the Unix epoch.
+        unix_ms: u64,
+        /// Runs so far.
+        done: u32,
+    },
+    /// `client --every`: the schedule is over.
+    ScheduleDone {
+        /// Runs made.
+        runs: u32,
+        /// Of which failed.
+        failed: u32,
+        /// The target, for the trend command.
+        target: &'a str,
+    },
 }
 
 /// A stored run or group, named as `show`, `report` and `history` take it.
@@ -106,11 +124,14 @@ impl Notice<'_> {
             Notice::HistoryUnavailable(_)
             | Notice::RunNotStored(_)
             | Notice::TierStopped { .. }
-            | Notice::Unreached(_) => Kind::Warning,
+            | Notice::Unreached(_)
+            | Notice::ScheduledRunFailed(_) => Kind::Warning,
             Notice::Stored(_)
             | Notice::HtmlWritten(_)
             | Notice::DefaultJob { .. }
-            | Notice::Selftest { .. } => Kind::Note,
+            | Notice::Selftest { .. }
+            | Notice::NextRun { .. } => Kind::Note,
+            Notice::ScheduleDone { .. } => Kind::Hint,
             Notice::MatrixIncomplete { .. } | Notice::CurveIncomplete { .. } => Kind::Hint,
         }
     }
@@ -184,6 +205,21 @@ impl Notice<'_> {
                 out,
                 "The scaling curve did not complete: its fleet runs are stored; run the rest (and \
                  the runs a host missed) with the same command and `--resume f{group}`"
+            ),
+            Notice::ScheduledRunFailed(e) => writeln!(
+                out,
+                "warning: this run failed: {}; it is stored, and the schedule goes on",
+                crate::units::peer_text::escape(e)
+            ),
+            Notice::NextRun { unix_ms, done } => writeln!(
+                out,
+                "Next run at {} UTC ({done} done).",
+                super::history::utc(*unix_ms)
+            ),
+            Notice::ScheduleDone { runs, failed, target } => writeln!(
+                out,
+                "--every: {runs} runs, {failed} failed; their trend: linerate report --trend \
+                 {target}"
             ),
         }
     }

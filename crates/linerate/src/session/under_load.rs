@@ -136,6 +136,7 @@ fn probe_plan(plan: &ClientPlan, probe: RrSpec, duration: Duration) -> ClientPla
     ClientPlan {
         spec,
         under_load: None,
+        every: None,
         find_max: None,
         cport: None,
         cpus: Vec::new(),

@@ -22,6 +22,7 @@ pub mod scaling;
 pub mod settings;
 pub mod starved;
 pub mod summary;
+pub mod trend;
 pub mod udp;
 pub mod under_load;
 pub mod verdict;

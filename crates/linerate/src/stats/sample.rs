@@ -133,7 +133,8 @@ fn all_finite(s: &SampleStats) -> bool {
         && opt(s.ci95.map(|(lo, hi)| lo + hi))
 }
 
-fn median_of_sorted(sorted: &[f64]) -> f64 {
+/// The median of values sorted in ascending order (not empty).
+pub(crate) fn median_of_sorted(sorted: &[f64]) -> f64 {
     let n = sorted.len();
     if n % 2 == 1 {
         sorted[n / 2]

@@ -160,8 +160,10 @@ pub struct GroupRow {
 pub struct ListFilter {
     /// Runs carrying this label.
     pub label: Option<String>,
-    /// Runs against this server, exactly as the user named it.
-    pub server: Option<String>,
+    /// Runs against this server (any port of a host, or one `host:port`).
+    pub server: Option<crate::plan::host::ServerMatch>,
+    /// Runs that started at or after this time, milliseconds since the Unix epoch.
+    pub since_unix_ms: Option<u64>,
     /// Runs of this group.
     pub group: Option<i64>,
     /// Runs with this outcome: `completed`, `interrupted` or `failed`.
@@ -292,6 +294,12 @@ impl Store {
     pub fn list(&self, filter: &ListFilter) -> Result<Vec<RunRow>> {
         let rows = query::list(&self.conn, filter).map_err(|e| self.fault("listing runs of", e))?;
         rows.into_iter().map(query::with_kind).collect()
+    }
+
+    /// The runs of `filter` as a trend reads them (`filter.limit` is ignored: a trend is of
+    /// every run in its span).
+    pub fn trend_runs(&self, filter: &ListFilter) -> Result<Vec<crate::stats::trend::TrendRun>> {
+        query::trend_runs(&self.conn, filter).map_err(|e| self.fault("reading the trend of", e))
     }
 
     /// Run `id` with its meta and record; None if there is no such run. A stored record that

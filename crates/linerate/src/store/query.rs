@@ -12,6 +12,8 @@ use rusqlite::types::Type;
 use rusqlite::{Connection, Row, ToSql, Transaction, params};
 
 use super::{GroupKind, GroupParams, GroupRow, ListFilter, RunKind, RunMeta, RunRow, StoreError};
+use crate::plan::host::ServerMatch;
+use crate::stats::trend::{SeriesKey, TrendPoint, TrendRun};
 use crate::record::{Outcome, RunRecord, SCHEMA_VERSION};
 
 /// Stores one run (`json` is `record` serialized) and its labels; the caller commits.
@@ -111,27 +113,10 @@ pub(super) fn list(
     conn: &Connection,
     filter: &ListFilter,
 ) -> rusqlite::Result<Vec<(RunRow, String)>> {
-    let mut clauses: Vec<&str> = Vec::new();
-    let mut args: Vec<&dyn ToSql> = Vec::new();
-    if let Some(label) = &filter.label {
-        clauses.push("id IN (SELECT run_id FROM run_labels WHERE label = ?)");
-        args.push(label);
-    }
-    if let Some(server) = &filter.server {
-        clauses.push("server = ?");
-        args.push(server);
-    }
-    if let Some(group) = &filter.group {
-        clauses.push("group_id = ?");
-        args.push(group);
-    }
-    if let Some(outcome) = &filter.outcome {
-        clauses.push("outcome = ?");
-        args.push(outcome);
-    }
+    let (clauses, mut args) = filter_clauses(filter);
     // SQLite reads a negative LIMIT as "no limit".
     let limit = filter.limit.map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX));
-    args.push(&limit);
+    args.push(Box::new(limit));
     let mut sql = String::from(
         "SELECT id, started_unix_ms, kind, group_id, cell, server, protocol, direction, streams,
                 outcome, receiver_bits_per_second,
@@ -147,6 +132,7 @@ pub(super) fn list(
     }
     sql.push_str(" ORDER BY started_unix_ms DESC, id DESC LIMIT ?");
     let mut stmt = conn.prepare_cached(&sql)?;
+    let args: Vec<&dyn ToSql> = args.iter().map(|a| a.as_ref() as &dyn ToSql).collect();
     let rows = stmt.query_map(args.as_slice(), |r| {
         let row = RunRow {
             id: r.get(0)?,
@@ -180,6 +166,80 @@ pub(super) fn list(
         out.push((row, kind));
     }
     Ok(out)
+}
+
+/// The WHERE clauses (joined by AND) and their arguments that select `filter`'s runs.
+fn filter_clauses(filter: &ListFilter) -> (Vec<&'static str>, Vec<Box<dyn ToSql>>) {
+    let mut clauses: Vec<&'static str> = Vec::new();
+    let mut args: Vec<Box<dyn ToSql>> = Vec::new();
+    if let Some(label) = &filter.label {
+        clauses.push("id IN (SELECT run_id FROM run_labels WHERE label = ?)");
+        args.push(Box::new(label.clone()));
+    }
+    match &filter.server {
+        Some(ServerMatch::Exact(server)) => {
+            clauses.push("server = ?");
+            args.push(Box::new(server.clone()));
+        }
+        // substr, not LIKE: LIKE ignores case and reads `_` and `%` as wildcards.
+        Some(ServerMatch::AnyPort(prefix)) => {
+            clauses.push("substr(server, 1, ?) = ?");
+            args.push(Box::new(i64::try_from(prefix.len()).unwrap_or(i64::MAX)));
+            args.push(Box::new(prefix.clone()));
+        }
+        None => {}
+    }
+    if let Some(group) = &filter.group {
+        clauses.push("group_id = ?");
+        args.push(Box::new(*group));
+    }
+    if let Some(outcome) = &filter.outcome {
+        clauses.push("outcome = ?");
+        args.push(Box::new(*outcome));
+    }
+    if let Some(since) = filter.since_unix_ms {
+        clauses.push("started_unix_ms >= ?");
+        args.push(Box::new(i64::try_from(since).unwrap_or(i64::MAX)));
+    }
+    (clauses, args)
+}
+
+/// The runs of `filter` as a trend reads them (any order): each run's test, and its rate when
+/// it completed and received something. Request/response runs and tests under load are not
+/// throughput series and are left out.
+pub(super) fn trend_runs(conn: &Connection, filter: &ListFilter) -> rusqlite::Result<Vec<TrendRun>> {
+    let (mut clauses, args) = filter_clauses(filter);
+    clauses.push(
+        "NOT (json_valid(record_json) AND (json_extract(record_json, '$.spec.rr') IS NOT NULL \
+         OR json_extract(record_json, '$.probes') IS NOT NULL))",
+    );
+    let sql = format!(
+        "SELECT id, started_unix_ms, server, protocol, direction, streams, block_bytes,
+                window_bytes, bits_per_second_target, outcome, receiver_bits_per_second
+         FROM runs WHERE {}",
+        clauses.join(" AND ")
+    );
+    let mut stmt = conn.prepare(&sql)?;
+    let args: Vec<&dyn ToSql> = args.iter().map(|a| a.as_ref() as &dyn ToSql).collect();
+    let rows = stmt.query_map(args.as_slice(), |r| {
+        let key = SeriesKey {
+            server: r.get(2)?,
+            protocol: r.get(3)?,
+            direction: r.get(4)?,
+            streams: r.get(5)?,
+            block_bytes: get_u64(r, 6)?,
+            window_bytes: r.get::<_, Option<i64>>(7)?.and_then(|w| u64::try_from(w).ok()),
+            target_bits_per_second: get_u64(r, 8)?,
+        };
+        let (run, started_unix_ms) = (r.get(0)?, get_u64(r, 1)?);
+        let outcome: String = r.get(9)?;
+        let rate: Option<f64> = r.get(10)?;
+        let point = rate
+            .filter(|b| outcome == "completed" && *b > 0.0)
+            .map(|bits_per_second| TrendPoint { run, started_unix_ms, bits_per_second });
+        Ok(TrendRun { key, point })
+    })?;
+    rows.collect()
 }
 
 /// The record of run `id`; None when it cannot be read (the listing shows what it can).

@@ -204,11 +204,11 @@ fn list_filters_by_label_server_and_group_newest_first() {
     let ids = |f: ListFilter| s.list(&f).expect("list").iter().map(|r| r.id).collect::<Vec<_>>();
     assert_eq!(ids(ListFilter::default()), vec![d, a, c, b]);
     assert_eq!(ids(ListFilter { label: Some("before".into()), ..Default::default() }), vec![a, b]);
-    assert_eq!(ids(ListFilter { server: Some("a:1".into()), ..Default::default() }), vec![d, a, c]);
+    assert_eq!(ids(ListFilter { server: Some(crate::plan::host::ServerMatch::Exact("a:1".into())), ..Default::default() }), vec![d, a, c]);
     assert_eq!(ids(ListFilter { group: Some(g), ..Default::default() }), vec![c, b]);
     assert_eq!(ids(ListFilter { limit: Some(2), ..Default::default() }), vec![d, a]);
     assert_eq!(ids(ListFilter { limit: Some(0), ..Default::default() }), Vec::<i64>::new());
-    let both = ListFilter { server: Some("a:1".into()), group: Some(g), ..Default::default() };
+    let both = ListFilter { server: Some(crate::plan::host::ServerMatch::Exact("a:1".into())), group: Some(g), ..Default::default() };
     assert_eq!(ids(both), vec![c]);
     assert_eq!(
         ids(ListFilter { label: Some("nope".into()), ..Default::default() }),

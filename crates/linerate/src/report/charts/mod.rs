@@ -26,6 +26,9 @@ mod rows;
 mod rr_time;
 mod svg;
 mod time;
+mod trend;
+
+pub use trend::trend;
 
 use crate::report::model::{Report, ReportKind, ReportRun};
 use crate::stats::campaign_fleet::FleetTierFigures;

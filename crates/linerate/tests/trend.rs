@@ -1,0 +1,145 @@
+//! Trends over a real shaped link: `client --every` fills a history over two namespaces joined
+//! by a veth pair shaped with `tc tbf`, and `report --trend` must find the step where the link
+//! went from 1 Gbit/s to 600 Mbit/s, at the run where it happened, and nothing in a series the
+//! link kept flat (the machine's own noise). Traffic stays inside the test's namespaces.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::netns::{KillOnDrop, ShapedLink, namespaces_available, run_in};
+use crate::util::{exclusive, run, test_dir};
+
+/// `client --every` runs of `count` half-second tests from `a` to `b`, stored in `db`.
+fn fill(link: &ShapedLink, db: &str, count: u32) {
+    let count = count.to_string();
+    let args = [
+        "client",
+        &link.addr_b,
+        "-t",
+        "0.5",
+        "-i",
+        "0",
+        "--every",
+        "0.2",
+        "--count",
+        &count,
+        "--db",
+        db,
+        "-J",
+    ];
+    let out = run_in(&link.a, &args);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+}
+
+/// `report --trend` of `db` in `format`.
+fn trend(db: &str, target: &str, format: &str) -> String {
+    let out =
+        run(&["report", "--trend", target, "--db", db, "-f", format], Duration::from_secs(30));
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    out.stdout
+}
+
+#[test]
+fn a_link_that_slowed_is_found_at_the_run_it_slowed_and_a_flat_one_is_not() {
+    let serial = exclusive();
+    if !namespaces_available() {
+        return;
+    }
+    let link = ShapedLink::new("t", "1gbit");
+    let server = KillOnDrop(link.spawn_in(&link.b, &["server", "-p", "5201", "-B", &link.addr_b]));
+    std::thread::sleep(Duration::from_millis(400));
+    let dir = test_dir("trend");
+    let (flat, step) = (dir.join("flat.sqlite"), dir.join("step.sqlite"));
+    let (flat, step) = (flat.to_str().expect("path"), step.to_str().expect("path"));
+
+    // 25 runs at 1 Gbit/s are the first half of both histories.
+    fill(&link, flat, 25);
+    std::fs::copy(flat, step).expect("copy the history");
+    // The flat one: 25 more at 1 Gbit/s.
+    fill(&link, flat, 25);
+    // The step: the link slows to 600 Mbit/s for the next 25.
+    for side_a in [true, false] {
+        link.shape(side_a, Some(["600mbit", "256kb", "20ms"]));
+    }
+    fill(&link, step, 25);
+
+    let doc: Value = serde_json::from_str(&trend(flat, &link.addr_b, "json")).expect("json");
+    assert_eq!(doc["kind"], "linerate.trend");
+    let series = doc["trend"]["series"].as_array().expect("series");
+    assert_eq!(series.len(), 1, "one test, one series: {series:?}");
+    let points = series[0]["points"].as_array().expect("points");
+    assert_eq!(points.len(), 50);
+    let rates: Vec<f64> =
+        points.iter().map(|p| p["bits_per_second"].as_f64().expect("rate")).collect();
+    let (lo, hi) = rates.iter().fold((f64::MAX, 0f64), |(l, h), r| (l.min(*r), h.max(*r)));
+    eprintln!("FIGURE trend_flat_range_mbit = {:.1}..{:.1}", lo / 1e6, hi / 1e6);
+    assert_eq!(series[0]["changes"], serde_json::json!([]), "a flat link: {rates:?}");
+
+    let doc: Value = serde_json::from_str(&trend(step, &link.addr_b, "json")).expect("json");
+    let s = &doc["trend"]["series"][0];
+    let points = s["points"].as_array().expect("points");
+    assert_eq!(points.len(), 50);
+    let changes = s["changes"].as_array().expect("changes");
+    assert_eq!(changes.len(), 1, "one step: {changes:?}");
+    let c = &changes[0];
+    assert_eq!(c["at"], 25, "the 26th run is the first at 600 Mbit/s");
+    assert_eq!(c["run"], points[25]["run"]);
+    assert_eq!(c["regression"], true);
+    let (before, after) = (c["before"].as_f64().expect("b"), c["after"].as_f64().expect("a"));
+    eprintln!(
+        "FIGURE trend_step_mbit = {:.1} -> {:.1}, p = {}",
+        before / 1e6,
+        after / 1e6,
+        c["p_value"]
+    );
+    // TCP goodput through tbf: 1448/1514 of the shaped rate.
+    let goodput = |rate: f64| rate * 1448.0 / 1514.0;
+    assert!((before / goodput(1e9) - 1.0).abs() < 0.05, "before: {before}");
+    assert!((after / goodput(600e6) - 1.0).abs() < 0.05, "after: {after}");
+
+    // The other formats say the same.
+    let run_id = c["run"].to_string();
+    let text = trend(step, &link.addr_b, "text");
+    assert!(text.contains(&format!("run {run_id},")) && text.contains("a regression"), "{text}");
+    let md = trend(step, &link.addr_b, "md");
+    assert!(md.contains("a regression") && md.contains("| runs |"), "{md}");
+    let csv = trend(step, &link.addr_b, "csv");
+    let changed: Vec<&str> =
+        csv.lines().skip(1).filter(|l| l.ends_with(",1\r") || l.ends_with(",1")).collect();
+    assert_eq!(changed.len(), 1, "{csv}");
+    assert!(changed[0].contains(&format!(",{run_id},")), "{}", changed[0]);
+    let page = dir.join("trend.html");
+    let out = run(
+        &[
+            "report",
+            "--trend",
+            &link.addr_b,
+            "--db",
+            step,
+            "-f",
+            "html",
+            "-o",
+            page.to_str().expect("p"),
+        ],
+        Duration::from_secs(30),
+    );
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let html = std::fs::read_to_string(&page).expect("page");
+    assert!(html.contains("data-kind=\"trend\"") && html.contains("a regression"));
+    // `history --target HOST --since` lists the same runs.
+    let out = run(
+        &["history", "--target", &link.addr_b, "--since", "1h", "--db", step, "--limit", "100"],
+        Duration::from_secs(10),
+    );
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert_eq!(out.stdout.lines().skip(1).filter(|l| l.contains("completed")).count(), 50);
+
+    // The page reads in Chromium (its check takes the serial lock itself).
+    drop((server, link, serial));
+    if let Some((problems, kinds)) = crate::chart_layout::check_page(&page) {
+        assert!(problems.is_empty(), "layout problems:\n{}", problems.join("\n"));
+        // One chart, seen in each of the check's windows.
+        assert!(!kinds.is_empty() && kinds.iter().all(|k| k == "trend"), "{kinds:?}");
+    }
+}
