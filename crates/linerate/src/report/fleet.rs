@@ -482,7 +482,7 @@ pub fn render_scale_rounds(
 /// finished fleet run: `[3/8] 2 hosts (run 1): upload 1.88 Gbit/s`): before a run `summary`
 /// is None, after it the run's figures.
 pub fn curve_progress(
-    p: &crate::session::fleet_runs::CurveProgress<'_>,
+    p: &crate::session::fleet::CurveProgress<'_>,
     summary: Option<&FleetSummary>,
 ) -> super::progress::Progress {
     super::progress::Progress {
