@@ -1,6 +1,7 @@
 //! Stored fleets on loopback (several `linerate server`s on 127.0.0.1, each its own port):
-//! `compare` of two fleets and of two scaling curves, `--until-ci` for a curve, and resuming
-//! an interrupted curve without losing or repeating a stored run.
+//! `compare` of two fleets and of two scaling curves (cell by cell: host count, host),
+//! `--until-ci` for a curve, and resuming an interrupted curve without losing or repeating a
+//! stored run.
 
 use std::time::Duration;
 
@@ -36,39 +37,40 @@ fn fleets_and_curves_compare_with_their_own_kind() {
         assert_eq!(out.code, Some(0), "{}", out.stderr);
     }
     let text = run(&["compare", "f1", "f2", "--db", db], Duration::from_secs(10));
-    assert_eq!(text.code, Some(0), "{}", text.stderr);
-    for says in [
-        "Fleet f1 (A) against fleet f2 (B): A measured 2 of 2 hosts, B 2 of 2.",
-        "Data to the hosts (upload):",
-        "too few runs to test (n = 1 vs 1)",
-        "Not compared: b (only A measured it",
-        "A has no host \"c\"",
-        "Across hosts: Jain's index ",
-        "Significance: one fleet run a side, so no test is possible",
-    ] {
-        assert!(text.stdout.contains(says), "{says:?} in:\n{}", text.stdout);
-    }
-    let doc: Value = {
+    assert_eq!(text.code, Some(0), "{}", text.stdout);
+    let row = |cell: &str| {
+        let line = text.stdout.lines().find(|l| l.starts_with(&format!("{cell} ")));
+        line.unwrap_or_else(|| panic!("no row {cell:?} in:\n{}", text.stdout)).to_string()
+    };
+    assert!(row("k=2 total").contains("too few runs to test (n = 1 vs 1)"), "{}", text.stdout);
+    assert!(row("k=2 a").contains("too few runs to test (n = 1 vs 1)"), "{}", text.stdout);
+    assert!(row("k=2 b").contains("not compared: only A has this cell"), "{}", text.stdout);
+    assert!(row("k=2 c").contains("not compared: only B has this cell"), "{}", text.stdout);
+    assert!(row("k=2 Jain's index").contains("(n=1)"), "{}", text.stdout);
+    let rows: Value = {
         let out = run(&["compare", "f1", "f2", "--db", db, "-J"], Duration::from_secs(10));
         assert_eq!(out.code, Some(0), "{}", out.stderr);
         serde_json::from_str(&out.stdout).expect("json")
     };
-    assert_eq!(
-        (doc["kind"].as_str(), doc["a"].as_str()),
-        (Some("linerate.fleet_compare"), Some("f1"))
-    );
-    let d = &doc["compared"]["fleet"]["directions"][0];
-    let hosts: Vec<&str> =
-        d["hosts"].as_array().expect("hosts").iter().filter_map(|h| h["label"].as_str()).collect();
-    assert_eq!(hosts, ["a"]);
-    assert_eq!((d["total"]["n_a"].as_u64(), d["total"]["test"].as_str()), (Some(1), Some("none")));
-    let total_a = d["total"]["mean_a"].as_f64().expect("total");
+    let rows = rows.as_array().expect("rows");
+    let cell = |name: &str| rows.iter().find(|r| r["cell"] == name).expect(name).clone();
+    let compared: Vec<&str> =
+        rows.iter().filter(|r| r["only_in"].is_null()).filter_map(|r| r["cell"].as_str()).collect();
+    assert_eq!(compared, ["k=2 total", "k=2 Jain's index", "k=2 a"], "hosts by label");
+    let total = cell("k=2 total")["result"].clone();
+    assert_eq!((total["n_a"].as_u64(), total["test"].as_str()), (Some(1), Some("none")));
+    let total_a = total["mean_a"].as_f64().expect("total");
     let f1 = run(&["report", "f1", "--db", db, "-f", "json"], Duration::from_secs(10));
     let f1: Value = serde_json::from_str(&f1.stdout).expect("json");
     let stored = f1["summary"]["directions"][0]["total_bits_per_second"].as_f64().expect("total");
     assert_eq!(total_a, stored, "compare reads the fleet's own total");
-    let jain = &d["across_hosts"]["jain"];
-    assert!(jain["a"].as_f64().is_some_and(|j| j > 0.5 && j <= 1.0), "{jain}");
+    let jain = cell("k=2 Jain's index");
+    assert_eq!(jain["index"], true, "{jain}");
+    assert!(jain["result"]["mean_a"].as_f64().is_some_and(|j| j > 0.5 && j <= 1.0), "{jain}");
+    assert!(
+        cell("k=2 a")["settings"].as_array().is_some_and(Vec::is_empty),
+        "hosts are matched by label, not address"
+    );
 
     // Two curves: every host count tested with its repetitions.
     let curve = ["--scale", "1..2", "--repeat", "2", "-t", "0.5", "--seed", "3"];
@@ -78,26 +80,34 @@ fn fleets_and_curves_compare_with_their_own_kind() {
     }
     let out = run(&["compare", "f3", "last", "--db", db, "-J"], Duration::from_secs(10));
     assert_eq!(out.code, Some(0), "{}", out.stderr);
-    let doc: Value = serde_json::from_str(&out.stdout).expect("json");
-    assert_eq!(doc["b"], "f4", "last is the newest fleet");
-    let points = doc["compared"]["scale"]["directions"][0]["points"].as_array().expect("points");
-    let shape: Vec<(u64, u64, u64, &str)> = points
+    let by_name = run(&["compare", "f3", "f4", "--db", db, "-J"], Duration::from_secs(10));
+    assert_eq!(out.stdout, by_name.stdout, "last is the newest fleet");
+    let rows: Value = serde_json::from_str(&out.stdout).expect("json");
+    let totals: Vec<&Value> = rows
+        .as_array()
+        .expect("rows")
+        .iter()
+        .filter(|r| r["cell"].as_str().is_some_and(|c| c.ends_with(" total")))
+        .collect();
+    let shape: Vec<(&str, u64, u64, &str)> = totals
         .iter()
         .map(|p| {
             let r = &p["result"];
             let n = |k: &str| r[k].as_u64().expect("n");
-            (p["hosts"].as_u64().expect("k"), n("n_a"), n("n_b"), r["test"].as_str().expect("test"))
+            (
+                p["cell"].as_str().expect("cell"),
+                n("n_a"),
+                n("n_b"),
+                r["test"].as_str().expect("test"),
+            )
         })
         .collect();
-    assert_eq!(shape, [(1, 2, 2, "welch_t"), (2, 2, 2, "welch_t")]);
-    assert!(points.iter().all(|p| p["ci95_a"].is_array() && p["result"]["p_value"].is_f64()));
+    assert_eq!(shape, [("k=1 total", 2, 2, "welch_t"), ("k=2 total", 2, 2, "welch_t")]);
+    assert!(totals.iter().all(|p| p["result"]["p_value"].is_f64()), "{rows}");
     let text = run(&["compare", "f3", "f4", "--db", db], Duration::from_secs(10));
-    assert!(
-        text.stdout.contains("Scaling curve f3 (A) against scaling curve f4 (B)."),
-        "{}",
-        text.stdout
-    );
-    assert!(text.stdout.contains("The total stops rising: A "), "{}", text.stdout);
+    for cell in ["k=1 total", "k=1 a", "k=2 Jain's index", "k=2 b"] {
+        assert!(text.stdout.lines().any(|l| l.starts_with(cell)), "{cell} in {}", text.stdout);
+    }
 
     // Other kinds: refused, naming both.
     for (x, y, says) in [

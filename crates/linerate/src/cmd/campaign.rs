@@ -109,7 +109,7 @@ pub fn run(c: &CampaignRun, interrupt: &Interrupt) -> Result<ExitCode> {
             runs.keep(format!("{}/{}", tier.name, cell.label()), repetition, record);
         }
         Ran::Fleet { hosts, repetition, records } => {
-            for (_, record) in records {
+            for record in records {
                 runs.keep(format!("{}/k={hosts}", tier.name), repetition, record);
             }
         }

@@ -1,6 +1,9 @@
 //! `linerate compare A B [--html FILE]`: two stored runs or groups, cell by cell, with a
 //! significance test, the test settings that differ and both ends' environment changes.
 //!
+//! Fleets and scaling curves are compared the same way, by host count and host
+//! (`fleet_cells`), and only with their own kind: their figures answer other questions.
+//!
 //! Nothing is dropped in silence: a cell only one side has is listed as not compared, and
 //! settings that differ (an upload against a download, one stream against four) are said
 //! before any change is read as an improvement. A and B are named as the user names them
@@ -24,7 +27,10 @@ use crate::stats::latency_compare::{TestKind, compare_latency};
 use crate::stats::matrix::received_rate;
 use crate::stats::settings::setting_changes;
 use crate::stats::summarize;
-use crate::store::{Store, Stored};
+use super::source::stored_fleet_shape;
+use crate::report::model::Report;
+use crate::stats::fleet::HostInput;
+use crate::store::{GroupKind, Store, Stored};
 
 /// Significance level of `linerate compare`.
 pub const ALPHA: f64 = 0.05;
@@ -37,13 +43,19 @@ pub fn run(
 ) -> Result<ExitCode> {
     let store = super::history::open_existing(&plan.db)?;
     let (a, b) = (store.resolve(a, false)?, store.resolve(b, false)?);
-    if let Some(code) = super::compare_fleet::run(&store, (a, b), plan.json, html.is_some())? {
-        return Ok(code);
-    }
+    let fleet = same_fleet_kind(&store, (a, b), html.is_some())?;
     let mut out = std::io::stdout().lock();
     let (a_cells, b_cells) = (cells(&store, a)?, cells(&store, b)?);
     same_kind((&name(&store, a), &a_cells), (&name(&store, b), &b_cells))?;
-    let rows = rows(&a_cells, &b_cells);
+    let mut rows = rows(&a_cells, &b_cells);
+    if fleet {
+        // Hosts are matched by label, whatever their address; a host's latency figures are
+        // in `report fN`.
+        for r in &mut rows {
+            r.settings.retain(|c| c.key != "server");
+            r.latency = None;
+        }
+    }
     if rows.iter().all(|r| r.only_in.is_some()) {
         let (na, nb) = (name(&store, a), name(&store, b));
         return Err(Failure::usage(format!(
@@ -68,6 +80,32 @@ pub fn run(
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether A and B are fleets; refuses a fleet against another kind (a single fleet against
+/// a curve included), naming both, and `--html` for fleets.
+fn same_fleet_kind(store: &Store, (a, b): (Stored, Stored), html: bool) -> Result<bool> {
+    let words = |r: Stored| -> Result<(bool, String)> {
+        let Stored::Group(id) = r else { return Ok((false, "a run".into())) };
+        let Some(g) = store.group(id)? else { return Ok((false, "a group".into())) };
+        let curve = g.kind == GroupKind::Fleet && !stored_fleet_shape(&g).scale.is_empty();
+        Ok((g.kind == GroupKind::Fleet, if curve { "a fleet scaling curve".into() } else { g.kind.noun() }))
+    };
+    let ((fa, wa), (fb, wb)) = (words(a)?, words(b)?);
+    let (na, nb) = (name(store, a), name(store, b));
+    let why = match (fa || fb, wa == wb) {
+        (false, _) => return Ok(false),
+        (true, true) if !html => return Ok(true),
+        (true, true) => format!(
+            "{na} and {nb} are fleets: their comparison is built in text and JSON (-J); an HTML \
+             page of a fleet comparison is not built yet, drop --html"
+        ),
+        (true, false) => format!(
+            "{na} is {wa} and {nb} is {wb}: compare a fleet with a fleet and a scaling curve \
+             with a scaling curve (`linerate history` lists them)"
+        ),
+    };
+    Err(Failure::usage(why).into())
 }
 
 /// Refuses to compare a request/response test with any other: its bytes are requests, its
@@ -102,6 +140,7 @@ fn rows(a_cells: &[Cell], b_cells: &[Cell]) -> Vec<CompareRow> {
                     _ => compare(&x.rates, &y.rates, ALPHA),
                 },
                 transactions: x.first.spec.rr.is_some() && y.first.spec.rr.is_some(),
+                index: x.index,
                 environment: vec![
                     end_changes("client", x.client_env.as_ref(), y.client_env.as_ref()),
                     end_changes("server", x.server_env.as_ref(), y.server_env.as_ref()),
@@ -134,6 +173,7 @@ fn only_in(side: &'static str, c: &Cell, a: &[f64], b: &[f64]) -> CompareRow {
         settings: Vec::new(),
         latency: None,
         transactions: false,
+        index: c.index,
         only_in: Some(side),
     }
 }
@@ -178,6 +218,8 @@ struct Cell {
     summary: crate::stats::Summary,
     client_env: Option<Environment>,
     server_env: Option<Environment>,
+    /// True when `rates` are Jain's indices (a fleet's), not bit rates.
+    index: bool,
 }
 
 impl Cell {
@@ -185,22 +227,105 @@ impl Cell {
         let env = |r: Option<&linerate_proto::SideResults>| {
             r.and_then(|r| r.environment.as_deref()).cloned()
         };
-        let summary = summarize(rec);
         Self {
             name,
-            rates: vec![received_rate(&summary)],
-            transactions: transactions_of(&summary).into_iter().collect(),
-            summary,
+            rates: Vec::new(),
+            transactions: Vec::new(),
+            summary: summarize(rec),
             first: rec.clone(),
             client_env: env(rec.client.as_ref()),
             server_env: env(rec.server_results.as_ref()),
+            index: false,
         }
     }
 }
 
-/// A request/response run's transactions per second; None for other runs.
-fn transactions_of(s: &crate::stats::Summary) -> Option<f64> {
-    s.latency.as_ref()?.transactions_per_second
+/// Cell `name` of `cells` (made from `rec` when it is new), with one more figure (rate,
+/// transactions/s) when there is one.
+fn add<'a>(
+    cells: &'a mut Vec<Cell>,
+    name: String,
+    rec: &RunRecord,
+    figure: Option<(f64, Option<f64>)>,
+) -> &'a mut Cell {
+    let at = cells.iter().position(|c| same_cell(&c.name, &name)).unwrap_or_else(|| {
+        cells.push(Cell::new(name, rec));
+        cells.len() - 1
+    });
+    let c = &mut cells[at];
+    if let Some((rate, transactions)) = figure {
+        c.rates.push(rate);
+        c.transactions.extend(transactions);
+    }
+    c
+}
+
+/// The cell of a fleet's Jain's index across its hosts.
+const JAIN: &str = "Jain's index";
+
+fn flow_word(flow: linerate_proto::Flow) -> &'static str {
+    match flow {
+        linerate_proto::Flow::ClientToServer => "upload",
+        linerate_proto::Flow::ServerToClient => "download",
+    }
+}
+
+/// The cells of a stored fleet or scaling curve, host count by host count (a single fleet
+/// has one), each over the fleet runs that count (`stats::campaign_fleet`): `k=K total`, the
+/// fleet's total of each run that measured every host (one that did not is a smaller fleet,
+/// as in the curve); `k=K Jain's index` across those runs' hosts; `k=K LABEL`, a host's rate
+/// in each run that measured it (a host no run measured is a cell without runs). A
+/// request/response fleet's cells carry transactions per second too. When the fleet ran both
+/// directions, each cell is per direction (`k=2 upload a`).
+fn fleet_cells(report: &Report) -> Vec<Cell> {
+    let Some(f) = report.fleet() else { return Vec::new() };
+    let mut counts = f.shape().counts();
+    counts.sort_unstable();
+    let mut cells: Vec<Cell> = Vec::new();
+    for run in counts.iter().flat_map(|&k| f.counted().filter(move |r| r.hosts == k)) {
+        let records: Vec<&RunRecord> =
+            run.records.iter().map(|&i| &report.runs[i].record).collect();
+        let of = |label: &str| records.iter().copied().find(|r| HostInput::placed(r).label == label);
+        let Some(first) = records.iter().copied().find(|r| r.outcome == Outcome::Completed) else {
+            continue;
+        };
+        let s = &run.summary;
+        let latency = s.latency.as_ref();
+        // A request/response fleet's figure is its transactions, once whatever its bytes' ways.
+        let directions = &s.directions[..s.directions.len().min(latency.map_or(2, |_| 1))];
+        for d in directions {
+            let name = |what: &str| match directions.len() {
+                1 => format!("k={} {what}", run.hosts),
+                _ => format!("k={} {} {what}", run.hosts, flow_word(d.flow)),
+            };
+            if run.whole() {
+                let tps = latency.map(|l| l.transactions_per_second);
+                add(&mut cells, name("total"), first, Some((d.total_bits_per_second, tps)));
+                let jain = latency.map_or(d.across_hosts.as_ref().and_then(|a| a.jain), |l| l.jain);
+                if let Some(j) = jain {
+                    add(&mut cells, name(JAIN), first, Some((j, Some(j)))).index = true;
+                }
+            }
+            for h in &d.hosts {
+                let tps = latency
+                    .and_then(|l| l.hosts.iter().find(|x| x.label == h.label))
+                    .and_then(|x| x.transactions_per_second);
+                let rec = of(&h.label).unwrap_or(first);
+                add(&mut cells, name(&h.label), rec, Some((h.bits_per_second, tps)));
+            }
+            for (label, _) in &s.not_measured {
+                add(&mut cells, name(label), of(label).unwrap_or(first), None);
+            }
+        }
+    }
+    cells
+}
+
+/// A completed run's figure: its received rate and, for a request/response run, its
+/// transactions per second.
+fn figure_of(rec: &RunRecord) -> Option<(f64, Option<f64>)> {
+    let s = summarize(rec);
+    Some((received_rate(&s), s.latency.as_ref().and_then(|l| l.transactions_per_second)))
 }
 
 /// Received rates per cell: one cell (`run`) for a run, the matrix's cells for a group.
@@ -230,26 +355,23 @@ fn cells(store: &Store, r: Stored) -> Result<Vec<Cell>> {
                     return Err(Failure::usage(why).into());
                 }
             }
-            Ok(vec![Cell::new("run".into(), &rec)])
+            let mut cells = Vec::new();
+            add(&mut cells, "run".into(), &rec, figure_of(&rec));
+            Ok(cells)
         }
         Stored::Group(id) => {
             let group = store
                 .group(id)?
                 .ok_or_else(|| Failure::usage(format!("no group {id} in the history")))?;
+            if group.kind == GroupKind::Fleet {
+                return Ok(fleet_cells(&report::model::build(super::source::load_from(store, r)?)));
+            }
             let mut cells: Vec<Cell> = Vec::new();
             for (_, meta, rec) in store.group_runs(id)? {
                 if !completed(&rec) {
                     continue;
                 }
-                let name = meta.cell.unwrap_or_else(|| "run".into());
-                match cells.iter_mut().find(|c| same_cell(&c.name, &name)) {
-                    Some(c) => {
-                        let summary = summarize(&rec);
-                        c.rates.push(received_rate(&summary));
-                        c.transactions.extend(transactions_of(&summary));
-                    }
-                    None => cells.push(Cell::new(name, &rec)),
-                }
+                add(&mut cells, meta.cell.unwrap_or_else(|| "run".into()), &rec, figure_of(&rec));
             }
             // The plan's order, as the report's tables list cells; the runs came in the
             // matrix's random order. A cell the plan does not name (a history changed outside

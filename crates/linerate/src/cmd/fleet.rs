@@ -16,7 +16,7 @@ use crate::plan::fleet::{FleetIdentity, FleetPlan};
 use crate::record::{Failure, FailureKind, RunRecord};
 use crate::report::fleet::FleetMeta;
 use crate::report::notice::{self, Notice};
-use crate::session::fleet_runs::{self, Ran};
+use crate::session::fleet::Ran;
 use crate::session::{Interrupt, fleet};
 use crate::stats::fleet::{FleetSummary, HostInput, summarize_fleet};
 use crate::store::{GroupKind, GroupParams, RunKind, Store};
@@ -41,20 +41,20 @@ pub fn run(plan: &FleetPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     let (mut runs, group) = open_group(plan, interrupt, &console)?;
     // A single fleet is the grid of one cell: every target, once.
     let mut ran = None;
-    fleet_runs::run_curve_from(plan, Vec::new(), interrupt, &mut |_| {}, &mut |_, _, r| {
-        for (label, record) in &r.hosts {
-            runs.keep(label.clone(), 1, record);
+    fleet::run_curve_from(plan, Vec::new(), interrupt, &mut |_| {}, &mut |_, _, r| {
+        for record in &r.hosts {
+            runs.keep(HostInput::placed(record).label.to_string(), 1, record);
         }
         ran = Some(r.clone());
     });
     let Ran { hosts: records, gate_note } = ran.unwrap_or(Ran { hosts: Vec::new(), gate_note: None });
     if let (Some(s), Some(g), true) =
-        (runs.store.as_mut(), group, all_completed(records.iter().map(|(_, r)| r)))
+        (runs.store.as_mut(), group, all_completed(&records))
     {
         s.finish_group(g)?;
     }
     let unstored = runs.unstored();
-    let summary = summarize_fleet(&labelled(&records));
+    let summary = summarize_fleet(&placed(&records));
     let mut out = std::io::stdout().lock();
     let meta = FleetMeta { group, start_note: gate_note.as_deref() };
     write_fleet(&summary, &records, meta, text, &mut out)?;
@@ -67,7 +67,7 @@ pub fn run(plan: &FleetPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     }
     unstored?;
     if !summary.not_measured.is_empty() {
-        let kind = group_failure_kind(records.iter().map(|(_, r)| r));
+        let kind = group_failure_kind(records.iter());
         let why = format!(
             "the fleet is partial: {} of {} hosts were not measured (named above)",
             summary.not_measured.len(),
@@ -115,7 +115,7 @@ pub(super) fn all_completed<'a>(records: impl IntoIterator<Item = &'a RunRecord>
 /// A fleet's figures in text or as its `linerate.fleet` JSON document.
 fn write_fleet(
     summary: &FleetSummary,
-    records: &[(String, RunRecord)],
+    records: &[RunRecord],
     meta: FleetMeta<'_>,
     text: bool,
     out: &mut dyn Write,
@@ -123,23 +123,14 @@ fn write_fleet(
     if text {
         return crate::report::fleet::render_text(summary, meta.start_note, out);
     }
-    let hosts: Vec<(&str, &RunRecord)> = records.iter().map(|(l, r)| (l.as_str(), r)).collect();
+    let hosts: Vec<(&str, &RunRecord)> =
+        records.iter().map(|r| (HostInput::placed(r).label, r)).collect();
     crate::report::fleet::render_json(summary, &hosts, meta, out)
 }
 
-/// The fleet's inputs to `stats::fleet`, from records that carry their place.
-pub(super) fn inputs<'a>(
-    records: impl IntoIterator<Item = (&'a str, &'a RunRecord)>,
-) -> Vec<HostInput<'a>> {
-    records
-        .into_iter()
-        .map(|(label, record)| HostInput { label, ..HostInput::placed(record) })
-        .collect()
-}
-
-/// `inputs` of labelled records.
-pub(super) fn labelled(records: &[(String, RunRecord)]) -> Vec<HostInput<'_>> {
-    inputs(records.iter().map(|(l, r)| (l.as_str(), r)))
+/// The fleet's inputs to `stats::fleet`: records that carry their place.
+pub(super) fn placed(records: &[RunRecord]) -> Vec<HostInput<'_>> {
+    records.iter().map(HostInput::placed).collect()
 }
 
 /// Refuses a fleet the open-files limit cannot hold, before any connection is made.

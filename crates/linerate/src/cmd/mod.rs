@@ -11,7 +11,6 @@
 mod campaign;
 mod client;
 mod compare;
-mod compare_fleet;
 mod doctor;
 mod failed;
 mod fleet;

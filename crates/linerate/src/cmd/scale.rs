@@ -4,7 +4,7 @@
 //! curve from the history; the live command's figures and JSON come from the same report
 //! model (`source::fleet_source`, `report::model`), so the two cannot differ.
 //!
-//! **Rounds.** The curve is a grid (`session::grid`, through `session::fleet_runs`) whose
+//! **Rounds.** The curve is a grid (`session::grid`, through `session::fleet`) whose
 //! cells are the host counts: every count `--repeat` times in the seeded order, then with
 //! `--until-ci` a round for every count whose total's 95 % interval is still wider than asked
 //! (`stats::scaling::pending_counts`), as a matrix does; repetitions go on counting from
@@ -36,7 +36,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 
 use super::failed::{group_failure_kind, interrupted};
-use super::fleet::{group_runs, labelled, open_group};
+use super::fleet::{group_runs, open_group, placed};
 use super::keep::{self, GroupRuns};
 use super::source::{fleet_source, load_from};
 use crate::plan::fleet::{FleetIdentity, FleetPlan};
@@ -46,7 +46,7 @@ use crate::report::fleet as render;
 use crate::report::model::{InputRun, build};
 use crate::report::notice::{Console, Notice, Stored};
 use crate::session::Interrupt;
-use crate::session::fleet_runs::{self, CurveProgress};
+use crate::session::fleet::{self, CurveProgress};
 use crate::stats::campaign_fleet::{FleetShape, completed_fleet_runs};
 use crate::stats::fleet::{FleetSummary, summarize_planned};
 use crate::store::GroupKind;
@@ -73,7 +73,7 @@ pub fn run(plan: &FleetPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     let all = RefCell::new(earlier);
     let last: RefCell<Option<FleetSummary>> = RefCell::new(None);
     let mut ran = 0;
-    let outcome = fleet_runs::run_curve_from(
+    let outcome = fleet::run_curve_from(
         plan,
         prior,
         interrupt,
@@ -83,13 +83,13 @@ pub fn run(plan: &FleetPlan, interrupt: &Interrupt) -> Result<ExitCode> {
         },
         &mut |k, rep, fleet_run| {
             let records = &fleet_run.hosts;
-            for (_, record) in records {
+            for record in records {
                 runs.keep(format!("k={k}"), rep, record);
                 let run =
                     InputRun { cell: index(k), repetition: rep, id: None, record: record.clone() };
                 all.borrow_mut().push(run);
             }
-            *last.borrow_mut() = Some(summarize_planned(k, &labelled(records)));
+            *last.borrow_mut() = Some(summarize_planned(k, &placed(records)));
             ran += 1;
             if plan.stop_after.is_some_and(|n| ran >= n) {
                 interrupt.trigger();

@@ -67,15 +67,9 @@ pub struct FleetIdentity {
     /// `--scale`: the host counts of a curve; empty: a single fleet.
     #[serde(default)]
     pub scale: Vec<usize>,
-    /// `--repeat`.
-    #[serde(default)]
-    pub repeat: u32,
-    /// `--until-ci`.
-    #[serde(default)]
-    pub until_ci: Option<f64>,
-    /// `--max-repeat`.
-    #[serde(default)]
-    pub max_repeat: Option<u32>,
+    /// `--repeat`, `--until-ci`, `--max-repeat`.
+    #[serde(flatten)]
+    pub rounds: super::StoredRounds,
 }
 
 impl FleetIdentity {
@@ -85,9 +79,7 @@ impl FleetIdentity {
             targets: plan.targets.clone(),
             spec: Some(plan.base.spec.clone()),
             scale: plan.scale.clone(),
-            repeat: plan.repeat,
-            until_ci: plan.until_ci,
-            max_repeat: Some(plan.max_repeat),
+            rounds: super::StoredRounds::of(plan.repeat, plan.until_ci, plan.max_repeat),
         }
     }
 }

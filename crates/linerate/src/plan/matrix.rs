@@ -186,15 +186,9 @@ pub struct MatrixIdentity {
     /// stored label is of no axis value this build knows.
     #[serde(default, with = "axis_labels")]
     pub axes: Option<Vec<Vec<AxisValue>>>,
-    /// Runs per cell.
-    #[serde(default)]
-    pub repeat: u32,
-    /// `--until-ci`.
-    #[serde(default)]
-    pub until_ci: Option<f64>,
-    /// `--max-repeat`.
-    #[serde(default)]
-    pub max_repeat: Option<u32>,
+    /// `--repeat` (runs per cell), `--until-ci`, `--max-repeat`.
+    #[serde(flatten)]
+    pub rounds: super::StoredRounds,
     /// Pacing of UDP cells.
     #[serde(default)]
     pub udp_bits_per_second: Option<u64>,
@@ -213,9 +207,7 @@ impl MatrixIdentity {
             host: Some(base.host.clone()),
             port: Some(base.port),
             axes: Some(plan.axes.clone()),
-            repeat: plan.repeat,
-            until_ci: plan.until_ci,
-            max_repeat: Some(plan.max_repeat),
+            rounds: super::StoredRounds::of(plan.repeat, plan.until_ci, plan.max_repeat),
             udp_bits_per_second: Some(plan.udp_rate),
             length_given: plan.length_given,
             spec: Some(base.spec.clone()),

@@ -23,6 +23,29 @@ pub mod size;
 pub mod text;
 pub mod threads;
 
+/// The rounds of a repeated experiment (a matrix, a fleet) as its history group keeps them,
+/// in `MatrixIdentity` and `FleetIdentity` alike; keys older releases did not store read as
+/// their defaults.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct StoredRounds {
+    /// `--repeat`.
+    #[serde(default)]
+    pub repeat: u32,
+    /// `--until-ci`.
+    #[serde(default)]
+    pub until_ci: Option<f64>,
+    /// `--max-repeat`.
+    #[serde(default)]
+    pub max_repeat: Option<u32>,
+}
+
+impl StoredRounds {
+    /// The rounds of a plan's `--repeat`, `--until-ci` and `--max-repeat`.
+    pub fn of(repeat: u32, until_ci: Option<f64>, max_repeat: u32) -> Self {
+        Self { repeat, until_ci, max_repeat: Some(max_repeat) }
+    }
+}
+
 /// Default UDP rate per stream, bit/s: iperf3's (1024 × 1024, "1 Mbit/s"). UDP has no
 /// congestion control, so an unpaced default could flood a shared path; a rate this low is
 /// safe on any path, and people arriving from iperf3 expect it.

@@ -15,7 +15,7 @@ use linerate_proto::{Direction, Protocol, StreamRole};
 use crate::plan::CsvKind;
 use crate::plan::matrix::AxisValue;
 use crate::record::RunRecord;
-use crate::report::fleet::{flow_spread, outcome_word, run_hosts};
+use crate::report::fleet::{outcome_word, run_hosts};
 use crate::report::model::{Report, Series};
 use crate::stats::campaign_fleet::FleetTierFigures;
 use crate::stats::fleet::{FleetDirection, HostFigures};
@@ -413,7 +413,7 @@ fn write_fleet(report: &Report, f: &FleetTierFigures, out: &mut dyn Write) -> st
 
 /// From `flow` to `run_total_bits_per_second`: one host's figures in one direction.
 fn host_fields(d: &FleetDirection, h: &HostFigures) -> Vec<String> {
-    let flows = flow_spread(h);
+    let flows = crate::stats::fleet::Spread::of(&h.flows);
     let f = flows.as_ref();
     let outlier = d.outliers.iter().find(|o| o.label == h.label);
     let counted = if h.whole_test { "whole_test" } else { "shared_window" };

@@ -23,7 +23,7 @@ use crate::report::model::Report;
 use crate::report::table::{Table, verdict_words};
 use crate::stats::campaign_fleet::{FleetRun, FleetTierFigures};
 use crate::stats::fleet::{FleetDirection, FleetSummary, Spread};
-use crate::stats::fleet::{HostFigures, HostInput, summarize_fleet};
+use crate::stats::fleet::{HostInput, summarize_fleet};
 use crate::stats::scaling::{PLATEAU, ScaleDirection, ScaleSummary};
 use crate::units::peer_text::escape;
 use crate::units::{ByteCount, count_of, format_bits_per_second, rate_unit, three_figures};
@@ -252,6 +252,12 @@ fn section(style: Style, title: &str, out: &mut dyn Write) -> std::io::Result<()
     }
 }
 
+/// A table, and in Markdown the blank line that ends it.
+fn table(style: Style, t: &Table, out: &mut dyn Write) -> std::io::Result<()> {
+    style.table(t, out)?;
+    if style == Style::Markdown { writeln!(out) } else { Ok(()) }
+}
+
 /// A paragraph: a line in text, a paragraph in Markdown.
 fn paragraph(style: Style, text: &str, out: &mut dyn Write) -> std::io::Result<()> {
     match style {
@@ -387,10 +393,7 @@ pub fn write_fleet_body(
     // table, no verdict, no bit/s total.
     for d in summary.throughput_directions() {
         section(style, &format!("Data {}", flow_words(d.flow)), out)?;
-        style.table(&host_table(d), out)?;
-        if style == Style::Markdown {
-            writeln!(out)?;
-        }
+        table(style, &host_table(d), out)?;
         if d.hosts.iter().any(|h| h.whole_test) {
             item(style, WHOLE_TEST_NOTE, out)?;
         }
@@ -409,10 +412,7 @@ pub fn write_fleet_body(
     }
     if let Some(l) = &summary.latency {
         section(style, "Transactions (request/response)", out)?;
-        style.table(&latency_table(l), out)?;
-        if style == Style::Markdown {
-            writeln!(out)?;
-        }
+        table(style, &latency_table(l), out)?;
         item(style, &latency_total(l), out)?;
     }
     if !summary.not_measured.is_empty() {
@@ -482,7 +482,7 @@ pub fn render_scale_rounds(
 /// finished fleet run: `[3/8] 2 hosts (run 1): upload 1.88 Gbit/s`): before a run `summary`
 /// is None, after it the run's figures.
 pub fn curve_progress(
-    p: &crate::session::fleet_runs::CurveProgress<'_>,
+    p: &crate::session::fleet::CurveProgress<'_>,
     summary: Option<&FleetSummary>,
 ) -> super::progress::Progress {
     super::progress::Progress {
@@ -627,10 +627,7 @@ pub fn write_scale_body(
 ) -> std::io::Result<()> {
     for d in &curve.directions {
         section(style, &format!("Scaling, data {}", flow_words(d.flow)), out)?;
-        style.table(&scale_table(d), out)?;
-        if style == Style::Markdown {
-            writeln!(out)?;
-        }
+        table(style, &scale_table(d), out)?;
         if let Some(note) = contended_sentence(d) {
             paragraph(style, &note, out)?;
         }
@@ -731,11 +728,6 @@ pub fn render_report_json(
         })
         .collect();
     render_scale_json(&f.curve, &docs, (r.group, r.seed), out)
-}
-
-/// The spread of a host's own flows (mean, σ, min–max, CV, Jain); None without flows.
-pub fn flow_spread(h: &HostFigures) -> Option<Spread> {
-    Spread::of(&h.flows)
 }
 
 /// How a host's outcome is written: `completed`, `interrupted`, `failed`.

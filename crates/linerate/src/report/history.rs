@@ -29,6 +29,10 @@ pub struct CompareRow {
     /// received bit rates; absent when false.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub transactions: bool,
+    /// True when `result` compares a fleet's Jain's index across its hosts (1 = equal
+    /// shares), not rates; absent when false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub index: bool,
     /// Two latency runs' figures side by side (one run a side); absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency: Option<LatencyComparison>,
@@ -207,17 +211,18 @@ fn settings_legend(rows: &[CompareRow]) -> Option<(String, Vec<String>)> {
 pub fn compare_table(rows: &[CompareRow]) -> crate::report::table::Table {
     let mut t =
         crate::report::table::Table::new(&["cell", ">A mean", ">B mean", ">change", "verdict"]);
-    let side = |mean: f64, n: usize, transactions: bool| match n {
+    let side = |mean: f64, n: usize, r: &CompareRow| match n {
         0 => "n/a (no cell)".to_string(),
-        n if transactions => format!("{mean:.0} tr/s (n={n})"),
+        n if r.index => format!("{mean:.3} (n={n})"),
+        n if r.transactions => format!("{mean:.0} tr/s (n={n})"),
         n => format!("{} (n={n})", format_bits_per_second(mean)),
     };
     for r in rows {
         let c = &r.result;
         t.rows.push(vec![
             r.cell.clone(),
-            side(c.mean_a, c.n_a, r.transactions),
-            side(c.mean_b, c.n_b, r.transactions),
+            side(c.mean_a, c.n_a, r),
+            side(c.mean_b, c.n_b, r),
             c.change_percent.map_or("n/a".into(), |p| format!("{p:+.1}%")),
             c.verdict.clone(),
         ]);

@@ -13,7 +13,6 @@ pub mod doctor;
 pub mod document;
 pub mod environment;
 pub mod fleet;
-pub mod fleet_compare;
 pub mod history;
 pub mod html;
 pub mod iperf3_json;

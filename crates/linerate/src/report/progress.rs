@@ -113,7 +113,7 @@ impl From<CampaignProgress<'_>> for Progress {
             finished: p.finished.map(|f| match f {
                 Finished::Run(record) => result_words(record),
                 Finished::Fleet(hosts) => {
-                    let inputs: Vec<_> = hosts.iter().map(|(_, r)| HostInput::placed(r)).collect();
+                    let inputs: Vec<_> = hosts.iter().map(HostInput::placed).collect();
                     crate::report::fleet::result(&summarize_fleet(&inputs))
                 }
             }),

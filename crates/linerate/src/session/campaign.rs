@@ -10,7 +10,7 @@
 //! caller checks every tier's server (`session::preflight`).
 //!
 //! A fleet tier runs its fleet (or scaling curve) instead of a matrix
-//! (`session::fleet_runs`): a "run" of it, for progress and the schedule, is one fleet run.
+//! (`session::fleet`): a "run" of it, for progress and the schedule, is one fleet run.
 
 use std::time::{Duration, Instant};
 
@@ -19,7 +19,7 @@ use crate::plan::campaign::{CampaignPlan, Tier};
 use crate::plan::matrix::Cell;
 use crate::record::RunRecord;
 use crate::session::Interrupt;
-use crate::session::fleet_runs::{CurveProgress, run_curve_from};
+use crate::session::fleet::{CurveProgress, run_curve_from};
 use crate::session::matrix::{MatrixOutcome, run_matrix_from};
 
 /// Where the campaign is, for a progress line.
@@ -50,8 +50,8 @@ pub struct CampaignProgress<'a> {
 pub enum Finished<'a> {
     /// A run of a matrix cell.
     Run(&'a RunRecord),
-    /// A fleet run: each host's label and record.
-    Fleet(&'a [(String, RunRecord)]),
+    /// A fleet run: each host's record.
+    Fleet(&'a [RunRecord]),
 }
 
 /// What a tier ran, for the caller to store.
@@ -73,7 +73,7 @@ pub enum Ran<'a> {
         /// Its repetition.
         repetition: u32,
         /// Each host's label and record (with its place in the fleet).
-        records: &'a [(String, RunRecord)],
+        records: &'a [RunRecord],
     },
 }
 

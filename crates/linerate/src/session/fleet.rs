@@ -17,6 +17,13 @@
 //! A host that cannot be reached, refuses, is not ready in time or dies mid-test does not
 //! stop the others: its record holds its error like any failed client run.
 //!
+//! Fleet runs one after another are a grid (`grid.rs`) whose cells are host counts: a scaling
+//! curve's (`fleet --scale`, a campaign's fleet tier), each `repeat` times in the seeded order
+//! with `--until-ci` rounds, skipping the fleet runs an earlier, interrupted attempt completed;
+//! a single fleet is the grid of one cell, every target once. A fleet run in which no host was
+//! measured says nothing of the fleet; after `grid::MAX_FAILURES_IN_A_ROW` of them the curve
+//! stops (its servers are gone), as a matrix does. Progress goes to a callback.
+//!
 //! Why threads: a fleet's sessions are the client driver unchanged, so everything a client
 //! run measures (both ends' cost, TCP_INFO, verdicts) comes with every host. The cost is a
 //! thread per host and per stream on the coordinator; file descriptors are the bound that
@@ -28,9 +35,13 @@ use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::plan::fleet::{FleetPlan, Target};
-use crate::record::RunRecord;
+use crate::record::{FleetPlace, Outcome, RunRecord};
 use crate::session::client::{self, HeldStart, StartGate};
+use crate::session::grid::{Executor, Grid, MAX_ATTEMPTS_PER_RUN, Slot};
+use crate::session::matrix::MatrixOutcome;
 use crate::session::{Interrupt, Quiet};
+use crate::stats::fleet::{FleetSummary, HostInput, summarize_planned};
+use crate::stats::scaling::pending_counts;
 
 /// The longest the coordinator waits for every host to be ready, counted from the start of
 /// setup; kept below the servers' own wait for `go` ([`linerate_proto::HELD_TIMEOUT`]), so a
@@ -39,28 +50,6 @@ pub const SETUP_LIMIT: Duration = Duration::from_secs(9);
 
 /// How often the coordinator looks at the interrupt counter while hosts get ready.
 const POLL: Duration = Duration::from_millis(20);
-
-/// One host's part of a fleet run.
-#[derive(Debug)]
-pub struct HostRun {
-    /// The target as planned.
-    pub target: Target,
-    /// Its test, as `linerate client` would have recorded it.
-    pub record: RunRecord,
-    /// When its streams started, after the fleet's go (None: it never started).
-    pub started: Option<Duration>,
-    /// When its first data byte moved on the coordinator (sent or received), after the go.
-    pub first_byte: Option<Duration>,
-}
-
-/// What a fleet run produced.
-#[derive(Debug)]
-pub struct FleetRun {
-    /// One per target, in the plan's order.
-    pub hosts: Vec<HostRun>,
-    /// Why the gate opened without every host (a deadline or an interrupt), if it did.
-    pub gate_note: Option<String>,
-}
 
 /// Where the gathering hosts wait.
 #[derive(Debug, Default)]
@@ -226,7 +215,7 @@ pub fn expanded(plan: &FleetPlan) -> Result<Vec<Target>, String> {
 }
 
 /// Runs the fleet: every target's session at once, held at the gate, released together.
-pub fn run_fleet(plan: &FleetPlan, interrupt: &Interrupt) -> FleetRun {
+fn run_fleet(plan: &FleetPlan, interrupt: &Interrupt) -> Ran {
     let gate = Gate::new(plan.targets.len());
     let (results, (go, gate_note)) = std::thread::scope(|scope| {
         let handles: Vec<_> = plan
@@ -268,22 +257,18 @@ pub fn run_fleet(plan: &FleetPlan, interrupt: &Interrupt) -> FleetRun {
             .collect();
         (results, opened)
     });
-    let hosts = plan
-        .targets
-        .iter()
-        .zip(results)
-        .map(|(t, (record, (started, first)))| {
-            let after_go =
-                |at: Option<Instant>| go.zip(at).map(|(g, s)| s.saturating_duration_since(g));
-            HostRun {
-                target: t.clone(),
-                record,
-                started: after_go(started),
-                first_byte: after_go(first),
-            }
+    let us = |at: Option<Instant>| {
+        let after_go = go.zip(at).map(|(g, s)| s.saturating_duration_since(g));
+        after_go.map(|d| d.as_micros().try_into().unwrap_or(u64::MAX))
+    };
+    let hosts = (plan.targets.iter().zip(results))
+        .map(|(t, (mut record, (started, first)))| {
+            let (started_us, first_byte_us) = (us(started), us(first));
+            record.fleet = Some(FleetPlace { label: t.label.clone(), started_us, first_byte_us });
+            record
         })
         .collect();
-    FleetRun { hosts, gate_note }
+    Ran { hosts, gate_note }
 }
 
 fn failed_record(plan: &FleetPlan, t: &Target, why: String) -> RunRecord {
@@ -301,4 +286,126 @@ fn crashed(plan: &FleetPlan, t: &Target) -> RunRecord {
 
 fn could_not_spawn(plan: &FleetPlan, t: &Target, e: &std::io::Error) -> RunRecord {
     failed_record(plan, t, format!("cannot start a thread for this host: {e}"))
+}
+
+/// One fleet run: each host's record, and why its start went ahead without every host, if
+/// it did.
+#[derive(Debug, Clone)]
+pub struct Ran {
+    /// Each host's record, in the targets' order, with its place in the fleet (label, measured
+    /// start and first byte, microseconds after the go).
+    pub hosts: Vec<RunRecord>,
+    /// The gate's note (a deadline, an interrupt), if the start did not wait for every host.
+    pub gate_note: Option<String>,
+}
+
+/// Before and after each fleet run of a curve.
+#[derive(Debug, Clone, Copy)]
+pub struct CurveProgress<'a> {
+    /// Hosts in the run.
+    pub hosts: usize,
+    /// Its repetition (1-based).
+    pub repetition: u32,
+    /// After the run: each host's label and record (before it: None).
+    pub finished: Option<&'a [RunRecord]>,
+    /// Fleet runs finished this time (after the run: this one included) and planned so far.
+    pub position: (usize, usize),
+}
+
+/// Fleet runs as a grid's executor: cell i is the fleet run of the first `counts[i]` hosts
+/// (a scaling curve's host counts; a single fleet's one count, every target).
+struct Curve<'a> {
+    plan: &'a FleetPlan,
+    counts: Vec<usize>,
+}
+
+impl Executor for Curve<'_> {
+    type Run = Ran;
+
+    fn run(&mut self, slot: Slot, interrupt: &Interrupt) -> Self::Run {
+        run_fleet(&self.plan.first(self.counts[slot.cell]), interrupt)
+    }
+
+    /// A fleet run in which no host was measured says nothing of the fleet.
+    fn failure(&self, run: &Self::Run) -> Option<String> {
+        let run = &run.hosts;
+        if run.iter().any(|r| r.outcome == Outcome::Completed) {
+            return None;
+        }
+        let first = run.iter().find_map(|r| match &r.outcome {
+            Outcome::Failed { error, .. } => Some(format!("{}: {error}", HostInput::placed(r).label)),
+            _ => None,
+        });
+        Some(first.unwrap_or_else(|| "no host completed".into()))
+    }
+
+    /// With `--until-ci`: the host counts whose total's interval is still too wide
+    /// (`stats::scaling::pending_counts`).
+    fn pending(&self, runs: &[(Slot, Self::Run)]) -> Vec<usize> {
+        let Some(target) = self.plan.until_ci else { return Vec::new() };
+        let scale = &self.counts;
+        let fleets: Vec<(usize, FleetSummary)> = runs
+            .iter()
+            .map(|(slot, ran)| {
+                let k = scale[slot.cell];
+                let inputs: Vec<HostInput<'_>> = ran.hosts.iter().map(HostInput::placed).collect();
+                (k, summarize_planned(k, &inputs))
+            })
+            .collect();
+        let bounds = (self.plan.max_repeat as usize, MAX_ATTEMPTS_PER_RUN);
+        let pending = pending_counts(&fleets, scale, target, bounds);
+        (0..scale.len()).filter(|i| pending.contains(&scale[*i])).collect()
+    }
+
+    fn stop_message(&self, failures: u32, last: &str) -> String {
+        format!(
+            "{failures} fleet runs in a row measured no host (last: {last}); stopping the curve"
+        )
+    }
+}
+
+/// Runs `plan`'s curve (every host count of `plan.scale`, `plan.repeat` times, then with
+/// `--until-ci` further rounds) as a grid (`grid.rs`) after `prior`: the host runs (index of
+/// the host count in `plan.scale`, repetition, record) of the fleet runs an earlier attempt
+/// completed, which are not run again. The outcome's runs start with `prior`, then every host
+/// run of each new fleet run; `each` sees each new fleet run.
+pub fn run_curve_from(
+    plan: &FleetPlan,
+    prior: Vec<(usize, u32, RunRecord)>,
+    interrupt: &Interrupt,
+    progress: &mut dyn FnMut(CurveProgress<'_>),
+    each: &mut dyn FnMut(usize, u32, &Ran),
+) -> MatrixOutcome {
+    let counts = plan.counts();
+    let grid = Grid { cells: counts.len(), repeat: plan.repeat, seed: plan.seed };
+    let mut earlier: Vec<(Slot, Ran)> = Vec::new();
+    for (cell, repetition, record) in prior {
+        let slot = Slot { cell, repetition };
+        match earlier.iter_mut().find(|(s, _)| *s == slot) {
+            Some((_, ran)) => ran.hosts.push(record),
+            None => earlier.push((slot, Ran { hosts: vec![record], gate_note: None })),
+        }
+    }
+    let mut exec = Curve { plan, counts: counts.clone() };
+    let out = grid.run(
+        &mut exec,
+        earlier,
+        interrupt,
+        &mut |p| {
+            progress(CurveProgress {
+                hosts: counts[p.slot.cell],
+                repetition: p.slot.repetition,
+                finished: p.finished.map(|r| r.hosts.as_slice()),
+                position: (p.done, p.planned),
+            })
+        },
+        &mut |slot, ran| each(counts[slot.cell], slot.repetition, ran),
+    );
+    let runs = out
+        .runs
+        .into_iter()
+        .flat_map(|(s, ran)| ran.hosts.into_iter().map(move |r| (s.cell, s.repetition, r)))
+        .collect();
+    let planned = out.planned.iter().map(|s| (s.cell, s.repetition)).collect();
+    MatrixOutcome { runs, planned, stopped: out.stopped }
 }

@@ -5,7 +5,7 @@
 //!
 //! What one cell's run is belongs to an [`Executor`] (hyperfine's `Executor` is the model):
 //! one client test of a matrix cell (`matrix.rs`), one fleet run of the first k hosts of a
-//! scaling curve (`fleet_runs.rs`), and later one pair of a mesh. The walk itself never opens
+//! scaling curve (`fleet.rs`), and later one pair of a mesh. The walk itself never opens
 //! a socket, so its rules are tested here with a mock executor.
 //!
 //! **Order.** Round 0 is every cell `repeat` times, shuffled with the seed

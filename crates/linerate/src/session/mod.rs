@@ -12,7 +12,6 @@ mod control;
 pub mod doctor;
 mod doctor_echo;
 pub mod fleet;
-pub mod fleet_runs;
 mod frame_budget;
 mod front;
 pub mod grid;

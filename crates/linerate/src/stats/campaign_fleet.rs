@@ -101,10 +101,6 @@ impl FleetTierFigures {
     }
 }
 
-fn label(r: &RunRecord) -> &str {
-    HostInput::placed(r).label
-}
-
 /// Every fleet run (attempt) in `runs` (host-count index, repetition, record), in stored
 /// order, by the one rule ([`crate::stats::fleet::split_attempts`]), with its figures;
 /// `shape` gives the host counts.
@@ -113,7 +109,7 @@ pub fn fleet_runs(shape: &FleetShape, runs: &[(usize, u32, RunRecord)]) -> Vec<F
     let planned = |index: usize| counts.get(index).copied().unwrap_or(0);
     let of = runs
         .iter()
-        .map(|(index, repetition, record)| ((*index, *repetition), planned(*index), label(record)));
+        .map(|(at, repetition, r)| ((*at, *repetition), planned(*at), HostInput::placed(r).label));
     let mut out: Vec<(usize, FleetRun)> = Vec::new();
     for (at, (n, (index, repetition, _))) in split_attempts(of).into_iter().zip(runs).enumerate() {
         if n == out.len() {

@@ -10,7 +10,6 @@ pub mod doctor_path;
 pub mod environment;
 pub mod fairness;
 pub mod fleet;
-pub mod fleet_compare;
 pub mod integrity;
 pub mod intervals;
 pub mod latency;

@@ -10,8 +10,8 @@ use super::frame::{Heading, Key, Swatch};
 use super::lines::{Line, Panel, Panels, Point, Range, XAxis};
 use super::rows::{Entry, Mark, Row, Rows, Rule};
 use super::svg::{INK, MUTED, Stroke, colour};
-use crate::report::fleet::{flow_spread, flow_words, jain_text};
-use crate::stats::fleet::{FleetDirection, HostFigures};
+use crate::report::fleet::{flow_words, jain_text};
+use crate::stats::fleet::{FleetDirection, HostFigures, Spread};
 use crate::stats::scaling::{PLATEAU, ScalePoint, ScaleSummary};
 use crate::units::count_of;
 
@@ -42,7 +42,7 @@ fn host_row(d: &FleetDirection, h: &HostFigures, unit: RateUnit) -> Row {
             sig3(h.share * 100.0)
         ),
     };
-    let flows = match flow_spread(h) {
+    let flows = match Spread::of(&h.flows) {
         Some(s) => {
             let samples = h
                 .flows
