@@ -1,9 +1,13 @@
-"""What the loopback benchmarks share: peers given by path, one bounded server+client run
-with both processes' CPU from wait4, and the machine's own limit beside the figures.
+"""What the benchmarks share: peers given by path, the route the traffic takes (loopback, or
+two network namespaces this run creates joined by a veth pair), the CPU placement every tool
+gets alike, one bounded server+client run with both processes' CPU from wait4, and the
+machine's own limit beside the figures.
 
-Traffic goes to 127.0.0.1 only; every run is bounded by its -t plus a timeout.
+Traffic goes to 127.0.0.1, or to an address inside the namespaces this run creates and
+removes at exit; every run is bounded by its -t plus a timeout.
 """
 
+import atexit
 import os
 import shlex
 import shutil
@@ -17,6 +21,104 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+class Route:
+    """Where the traffic goes. Loopback (127.0.0.1), or `netns`: two namespaces this run
+    creates, joined by a veth pair with `mtu` (and, with `rate`, a tbf shaper of that rate
+    on both ends), server in one and client in the other, removed at exit. Both ends still
+    share one kernel and its CPUs, but every byte crosses a device with an MTU, GSO/GRO and
+    a qdisc, as on a NIC, instead of loopback's 64 KiB frames."""
+
+    def __init__(self, netns=False, mtu=1500, rate=None):
+        self.netns = netns
+        self.mtu = mtu
+        self.rate = rate
+        if not netns:
+            self.addr = "127.0.0.1"
+            self.server_wrap = []
+            self.client_wrap = []
+            self.name = "loopback"
+            return
+        if os.geteuid() != 0 or not shutil.which("ip"):
+            sys.exit("--netns needs root and iproute2 (ip, tc): it creates two network namespaces")
+        tag = f"lrb{os.getpid() % 100000}"
+        self.a, self.b = tag + "a", tag + "b"
+        va, vb = tag + "x", tag + "y"
+        net = f"10.211.{1 + os.getpid() % 200}"
+        atexit.register(self.close)
+        for ns in (self.a, self.b):
+            _ip("netns", "add", ns)
+        _ip("link", "add", va, "type", "veth", "peer", "name", vb)
+        for ns, dev, host in ((self.a, va, 1), (self.b, vb, 2)):
+            _ip("link", "set", dev, "netns", ns)
+            _ip("-n", ns, "addr", "add", f"{net}.{host}/24", "dev", dev)
+            _ip("-n", ns, "link", "set", dev, "mtu", str(mtu), "up")
+            _ip("-n", ns, "link", "set", "lo", "up")
+            if rate:
+                # burst >= 128 KiB keeps tbf at its nominal rate (tests/netns.rs does the same).
+                _run(["tc", "-n", ns, "qdisc", "replace", "dev", dev, "root", "tbf", "rate",
+                      rate, "burst", "256kb", "latency", "20ms"])
+        self.addr = f"{net}.2"
+        self.server_wrap = ["ip", "netns", "exec", self.b]
+        self.client_wrap = ["ip", "netns", "exec", self.a]
+        self.name = f"two namespaces over a veth pair, MTU {mtu}" + (f", tbf {rate}" if rate else "")
+
+    def close(self):
+        for ns in (self.a, self.b):
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+def _run(argv):
+    out = subprocess.run(argv, capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"{' '.join(argv)}: {out.stderr.strip()}")
+
+
+def _ip(*args):
+    _run(["ip", *args])
+
+
+# How CPUs are placed, alike for every tool of a run:
+#   system: nobody pins (linerate's loopback pairing is off: -A none);
+#   pinned: every tool gets -A 0,1 (client on CPU 0, server on CPU 1; iperf3's meaning);
+#   paired: linerate pairs each stream's ends on one CPU (its loopback default), iperf3 runs
+#           unpinned -- NOT alike, kept to compare with figures published that way.
+PLACEMENTS = ("system", "pinned", "paired")
+
+# The route and placement of this run (set by `configure`).
+ROUTE = Route()
+PLACEMENT = "system"
+
+
+def add_route_args(ap):
+    """The route and placement options every benchmark takes."""
+    ap.add_argument("--netns", action="store_true",
+                    help="run between two namespaces joined by a veth pair (needs root), not on loopback")
+    ap.add_argument("--mtu", type=int, default=1500, help="with --netns: the veth MTU (1500, 9000)")
+    ap.add_argument("--shape", metavar="RATE", help="with --netns: tbf-shape the veth to RATE, e.g. 10gbit")
+    ap.add_argument("--placement", choices=PLACEMENTS, default="system",
+                    help="CPU placement, alike for every tool: system (nobody pins), pinned (-A 0,1), "
+                         "or paired (linerate's loopback pairing; not alike)")
+
+
+def configure(a):
+    """Sets the route and placement from the parsed options; returns a line naming them."""
+    global ROUTE, PLACEMENT
+    if not a.netns and (a.mtu != 1500 or a.shape):
+        sys.exit("--mtu and --shape need --netns (loopback has no MTU to set)")
+    ROUTE = Route(a.netns, a.mtu, a.shape)
+    PLACEMENT = a.placement
+    return f"route: {ROUTE.name}; CPU placement: {PLACEMENT}"
+
+
+def placement_args(kind):
+    """The client arguments that give tool `kind` this run's placement."""
+    if PLACEMENT == "pinned":
+        return ["-A", "0,1"]
+    if PLACEMENT == "system" and kind == "linerate":
+        return ["-A", "none"]
+    return []
 
 
 class Peer:
@@ -47,15 +149,19 @@ class Peer:
         self.label = short + ("" if not self.extra else " " + " ".join(self.extra))
 
     def commands(self, port, client_args, seconds):
-        """(server, client) argv for one run of this peer."""
+        """(server, client) argv for one run of this peer, on this run's route, with this
+        run's CPU placement."""
+        r = ROUTE
+        bind = ["-B", r.addr] if r.netns else []
         if self.kind == "iperf3":
-            server = [self.path, "-s", "-1", "-p", str(port)]
-            client = [self.path, "-c", "127.0.0.1", "-p", str(port), "-t", str(seconds), "-J"]
+            server = [self.path, "-s", "-1", "-p", str(port)] + bind
+            client = [self.path, "-c", r.addr, "-p", str(port), "-t", str(seconds), "-J"]
         else:
-            server = [self.path, "server", "-1", "-p", str(port), "-4"]
-            client = [self.path, "client", "127.0.0.1", "-p", str(port), "-t", str(seconds),
+            server = [self.path, "server", "-1", "-p", str(port), "-4"] + bind
+            client = [self.path, "client", r.addr, "-p", str(port), "-t", str(seconds),
                       "-i", "0", "-J", "--no-store"]
-        return server, client + client_args + self.extra
+        client += placement_args(self.kind)
+        return r.server_wrap + server, r.client_wrap + client + client_args + self.extra
 
 
 def peers_from(args_iperf3, args_peer_linerate):

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""UDP side by side on loopback: linerate vs one or more iperf3 builds at -b 0, in one run,
-interleaved.
+"""UDP side by side: linerate vs one or more iperf3 builds at -b 0, in one run, interleaved,
+on loopback or (--netns) between two namespaces over a veth pair.
 
 For each datagram size each repetition runs every peer once and linerate once, in turn
 (server -1, client -u -b 0 -J), on 127.0.0.1 only, and reports per peer the median of:
@@ -15,7 +15,9 @@ Usage: benches/udp-vs-iperf3.py [--reps N] [--time S] [--sizes 64,1472] [--liner
 --iperf3 may be given several times, with client arguments after the path, e.g.
 --iperf3 /opt/iperf3-3.21/bin/iperf3 --iperf3 '/opt/iperf3-3.21/bin/iperf3 --gsro';
 without it, the iperf3 on the PATH.
-Traffic goes to 127.0.0.1 only; every run is bounded by its -t plus a timeout.
+Options --netns, --mtu, --shape and --placement as benches/vs-iperf3.py. Traffic goes to
+127.0.0.1, or inside the namespaces the run creates and removes; every run is bounded by its
+-t plus a timeout.
 """
 
 import argparse
@@ -58,15 +60,18 @@ def main():
                     help="an iperf3 to compare against, with extra client arguments (repeatable)")
     ap.add_argument("--peer-linerate", action="append", metavar="PATH",
                     help="another linerate build to compare against (repeatable)")
+    benchlib.add_route_args(ap)
     a = ap.parse_args()
     try:
         sizes = [int(s) for s in a.sizes.split(",") if s]
     except ValueError:
         sys.exit(f"--sizes takes datagram sizes in bytes, e.g. 64,1472 (got {a.sizes!r})")
+    route = benchlib.configure(a)
     me = benchlib.under_test(a.linerate)
     peers = benchlib.peers_from(a.iperf3, a.peer_linerate)
     benchlib.announce(peers, me)
-    print(f"loopback UDP -b 0, {a.time} s per run, {a.reps} interleaved repetitions, medians")
+    print(route)
+    print(f"UDP -b 0, {a.time} s per run, {a.reps} interleaved repetitions, medians")
     print(f"{'-l':>6} {'peer':16} {'peer kpps':>10} {'Gbit/s':>7} {'loss %':>7}   "
           f"{'linerate kpps':>13} {'Gbit/s':>7} {'loss %':>7}   {'pps ratio':>9}")
     for size in sizes:

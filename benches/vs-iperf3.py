@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Side-by-side loopback benchmark: linerate vs one or more iperf3 builds, in one run,
-interleaved.
+"""Side-by-side TCP benchmark: linerate vs one or more iperf3 builds, in one run,
+interleaved, on loopback or (--netns) between two namespaces over a veth pair.
 
 For every configuration each repetition runs every peer once and linerate once, in turn
-(server with -1, client with -J), on 127.0.0.1 only, and reports per peer:
+(server with -1, client with -J), with the same CPU placement for every tool (--placement:
+nobody pins, or all -A 0,1), and reports per peer:
   * median receiver throughput (Gbit/s, both directions summed for --bidir), min-max, and
     the ratio linerate/peer;
   * CPU seconds per GB moved (client + server process user+system time, from wait4 rusage),
@@ -14,11 +15,13 @@ Medians and ratios are what to quote: the machines are shared and noisy.
 
 Usage: benches/vs-iperf3.py [--reps N] [--time S] [--only NAME,...] [--linerate PATH]
                             [--iperf3 'PATH [client args]']... [--peer-linerate PATH]...
+                            [--netns [--mtu 1500|9000] [--shape RATE]] [--placement system|pinned|paired]
 --iperf3 may be given several times (e.g. Debian's 3.12 and a 3.21 built from its release
 tag, docs/PERFORMANCE.md says how); without it, the iperf3 on the PATH. --peer-linerate
 compares against another linerate build (e.g. the commit before a change), run with the
 linerate arguments: a before/after benchmark in one run.
-Traffic goes to 127.0.0.1 only; every run is bounded by its -t plus a timeout.
+Traffic goes to 127.0.0.1, or inside the namespaces the run creates and removes; every run
+is bounded by its -t plus a timeout.
 """
 
 import argparse
@@ -45,7 +48,20 @@ CONFIGS = {
     # 1 MiB blocks: iperf3 -Z -l 1M is the best stock single-stream result on these machines.
     "L1M": (["-l", "1M"], ["-l", "1M"]),
     "Z-L1M": (["-Z", "-l", "1M"], ["-Z", "-l", "1M"]),
+    # Fixed rates (per stream, in both tools): how close each tool's pacing comes to what was
+    # asked; the line after the table gives the achieved share of the rate to 0.1 %.
+    "B10G": (["-b", "10G"], ["-b", "10G"]),
+    "P4-B10G": (["-P", "4", "-b", "10G"], ["-P", "4", "-b", "10G"]),
 }
+
+
+def asked_gbit(args):
+    """The total rate a fixed-rate configuration asks for, Gbit/s (None: unpaced)."""
+    if "-b" not in args:
+        return None
+    rate = args[args.index("-b") + 1]
+    streams = int(args[args.index("-P") + 1]) if "-P" in args else 1
+    return float(rate.rstrip("G")) * streams
 DEFAULT = ["P1", "P1-R", "P2", "P4", "P8", "P8-W800K", "BIDIR"]
 
 
@@ -88,6 +104,7 @@ def main():
                     help="an iperf3 to compare against, with extra client arguments (repeatable)")
     ap.add_argument("--peer-linerate", action="append", metavar="PATH",
                     help="compare against this linerate build (repeatable)")
+    benchlib.add_route_args(ap)
     a = ap.parse_args()
     names = [n for n in a.only.split(",") if n]
     unknown = [n for n in names if n not in CONFIGS]
@@ -95,11 +112,13 @@ def main():
         sys.exit(f"unknown configuration {', '.join(unknown)}: use any of {','.join(CONFIGS)}")
     if a.reps < 1 or a.time < 1:
         sys.exit("--reps and --time must be at least 1")
+    route = benchlib.configure(a)
     me = benchlib.under_test(a.linerate)
     peers = benchlib.peers_from(a.iperf3, a.peer_linerate)
     limit = benchlib.announce(peers, me)
     ceiling = limit["loopback_ceiling_gbit"]
-    print(f"loopback, {a.time} s per run, {a.reps} interleaved repetitions, median (min-max); "
+    print(route)
+    print(f"{a.time} s per run, {a.reps} interleaved repetitions, median (min-max); "
           f"'%ceil' is the median's share of the loopback ceiling")
     print(f"{'config':9} {'peer':14} {'peer Gbit/s':>20} {'%ceil':>5} {'linerate Gbit/s':>20} "
           f"{'%ceil':>5} {'ratio':>6}   {'peer CPU s/GB':>13} {'linerate':>9} {'ratio':>6}")
@@ -122,6 +141,11 @@ def main():
             print(f"{name:9} {p.label:14} {fmt_range(pg):>20} {share(pg):5.0f} {fmt_range(lg):>20} "
                   f"{share(lg):5.0f} {ratio:6.2f}   {statistics.median(pc):13.3f} "
                   f"{statistics.median(lc):9.3f} {cratio:6.2f}", flush=True)
+        asked = asked_gbit(l_args)
+        if asked:
+            shares = ", ".join(f"{label} {100 * statistics.median(g) / asked:.1f} %"
+                               for label, (g, _) in res.items())
+            print(f"{'':9} pacing: median received / asked {asked:g} Gbit/s: {shares}", flush=True)
     print(f"lowest throughput ratio: {worst:.2f}")
 
 
