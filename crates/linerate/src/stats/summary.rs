@@ -179,6 +179,7 @@ pub fn summarize(record: &RunRecord) -> Summary {
     } else {
         crate::stats::verdict::verdicts(record, &directions, &cost, &udp)
     };
+    warnings.extend(crate::stats::verdict::pacing_warnings(record, &directions, &verdicts));
     if cost.len() == 2 && one_machine {
         warnings.push(if same_process(record) {
             "client and server ran in one process (selftest): both ends' process and machine \

@@ -458,6 +458,28 @@ fn process_only(
     })
 }
 
+/// A warning for each direction whose senders fell more than 2 % short of `-b`, naming what
+/// held them back: that direction's verdict (a core, a window, the path), found by the same
+/// rules as any unpaced test. linerate's pacer catches up after a late wake-up (each write
+/// waits only until its bytes are due since the start), so a miss it cannot make up is a
+/// limit of the test, never of the timer alone, and the rate asked must not be read as the
+/// rate reached.
+pub fn pacing_warnings(
+    record: &RunRecord,
+    directions: &[DirectionSummary],
+    verdicts: &[Verdict],
+) -> Vec<String> {
+    directions
+        .iter()
+        .filter_map(|d| {
+            let Some(Pacing::Below(why)) = pacing(&record.spec, d) else { return None };
+            // A UDP sender that fell behind is the verdict itself, which says so.
+            let v = verdicts.iter().find(|v| v.flow == d.flow && v.limit != Limit::SenderPacing)?;
+            Some(format!("{why} by more than 2 %; what held it back: {}", v.summary))
+        })
+        .collect()
+}
+
 /// What `-b` says of a direction.
 enum Pacing {
     /// The pacer set the rate: the target reached (within 2 %) or overshot.
@@ -844,6 +866,26 @@ mod rule_tests {
         let v = at(10e9 / 0.96);
         assert_eq!(v.limit, Limit::Path, "{}", v.summary);
         assert!(v.evidence.iter().any(|e| e.contains("(-4.0%): not reached")), "{:?}", v.evidence);
+    }
+
+    /// Issue 33: a miss of more than 2 % is a warning naming the cause the verdict found; a
+    /// rate within 2 % warns of nothing.
+    #[test]
+    fn a_pacing_miss_is_a_warning_naming_what_held_it_back() {
+        let warned = |target: f64| {
+            let mut r = record(healthy(), 30, 40);
+            r.spec.bits_per_second = target as u64;
+            let s = summarize(&r);
+            let pacing: Vec<String> =
+                s.warnings.into_iter().filter(|w| w.starts_with("pacing:")).collect();
+            (pacing, s.verdicts[0].summary.clone())
+        };
+        let (w, verdict) = warned(10e9 / 0.96);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("(-4.0%): not reached by more than 2 %"), "{}", w[0]);
+        assert!(w[0].ends_with(&format!("what held it back: {verdict}")), "{}", w[0]);
+        assert!(warned(10e9).0.is_empty());
+        assert!(warned(10e9 / 1.25).0.is_empty(), "an overshoot is the verdict itself");
     }
 
     #[test]
