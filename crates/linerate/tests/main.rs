@@ -34,6 +34,7 @@ mod limits;
 mod loopback;
 mod matrix;
 mod memory;
+mod metrics;
 mod netns;
 mod peer_strings;
 mod render;
