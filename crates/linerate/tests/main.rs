@@ -37,6 +37,7 @@ mod memory;
 mod metrics;
 mod netns;
 mod peer_strings;
+mod prometheus;
 mod render;
 mod report;
 mod report_html;
