@@ -21,6 +21,13 @@ pub(crate) fn metrics_server(extra: &[&str]) -> (Server, u16) {
     (srv, port)
 }
 
+/// `linerate server -p PORT --metrics 127.0.0.1:MPORT --probe-allow ALLOW EXTRA...`.
+pub(crate) fn probing_server(port: u16, mport: u16, allow: &str, extra: &[&str]) -> Server {
+    let (port, at) = (port.to_string(), format!("127.0.0.1:{mport}"));
+    let args = ["server", "-p", &port, "--metrics", &at, "--probe-allow", allow];
+    Server::start_raw(&[&args[..], extra].concat())
+}
+
 /// One HTTP exchange: the status and the body (None if the endpoint closed without answer).
 pub(crate) fn http(port: u16, request: &str) -> Option<(u16, String)> {
     let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
@@ -99,15 +106,7 @@ fn probes_are_refused_unless_allowed_and_run_one_at_a_time() {
     let port = free_port();
     let own = format!("127.0.0.1:{port}");
     let mport = free_port();
-    let srv = Server::start_raw(&[
-        "server",
-        "-p",
-        &port.to_string(),
-        "--metrics",
-        &format!("127.0.0.1:{mport}"),
-        "--probe-allow",
-        &own,
-    ]);
+    let srv = probing_server(port, mport, &own, &[]);
     for other in [format!("127.0.0.1:{}", port + 1), format!("localhost:{port}"), "::1".into()] {
         let (status, body) = get(mport, &format!("/probe?target={other}"));
         assert_eq!(status, 403, "{other}: {body}");
@@ -150,12 +149,7 @@ fn probes_are_refused_unless_allowed_and_run_one_at_a_time() {
     let closed = free_port();
     drop(srv);
     let mport = free_port();
-    let _srv = Server::start(&[
-        "--metrics",
-        &format!("127.0.0.1:{mport}"),
-        "--probe-allow",
-        &format!("127.0.0.1:{closed}"),
-    ]);
+    let _srv = probing_server(0, mport, &format!("127.0.0.1:{closed}"), &[]);
     let (status, text) = get(mport, &format!("/probe?target=127.0.0.1:{closed}"));
     assert_eq!(status, 200);
     assert_eq!(sample(&text, "linerate_probe_success"), Some(0.0), "{text}");

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::abuse::figure;
+use crate::metrics::probing_server;
 use crate::util::{Server, free_port, run, test_dir};
 
 /// The prometheus binary, or None outside CI when there is none (CI fails instead).
@@ -109,17 +110,8 @@ fn prometheus_scrapes_tests_refusals_and_probes_and_the_dashboard_queries_run() 
     let closed = free_port();
     let (port, mport) = (free_port(), free_port());
     let allow = format!("127.0.0.1:{},127.0.0.1:{closed}", target.port);
-    let srv = Server::start_raw(&[
-        "server",
-        "-p",
-        &port.to_string(),
-        "--metrics",
-        &format!("127.0.0.1:{mport}"),
-        "--probe-allow",
-        &allow,
-        "--psk-file",
-        key.to_str().expect("utf-8"),
-    ]);
+    let key_arg = format!("--psk-file={}", key.display());
+    let srv = probing_server(port, mport, &allow, &[&key_arg]);
     let pport = free_port();
     let config = format!(
         "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n\
@@ -195,26 +187,42 @@ fn prometheus_scrapes_tests_refusals_and_probes_and_the_dashboard_queries_run() 
         r#"linerate_probe_figure_missing{job="linerate_probe_down",reason="test_failed"}"#;
     assert!(value(pport, missing).is_some(), "its figures are missing, with the reason");
 
-    // Every expression of the dashboard parses and returns data. Rates need two samples of
-    // the counters after they appeared: wait for the scraped series to have a few.
-    let samples =
-        r#"count_over_time(linerate_tests_total{job="linerate",outcome="completed"}[5m])"#;
-    assert!(wait_value(pport, samples, wait, |v| v >= 3.0).is_some(), "three scrapes");
+    // Every expression of the dashboard parses and returns data. A rate needs two samples
+    // of its counter after the series appeared: each expression is asked again until it has
+    // data, for at most 40 s in all.
     let dashboard: Value =
         serde_json::from_str(include_str!("../../../packaging/grafana/linerate.json"))
             .expect("the dashboard is JSON");
-    let mut exprs = 0;
-    let mut empty = Vec::new();
-    for panel in dashboard_panels(&dashboard) {
-        for t in panel["targets"].as_array().expect("targets") {
-            let expr = t["expr"].as_str().expect("expr");
+    let exprs: Vec<(String, String)> = dashboard_panels(&dashboard)
+        .into_iter()
+        .flat_map(|p| {
+            let title = p["title"].as_str().unwrap_or_default().to_string();
+            let targets = p["targets"].as_array().cloned().unwrap_or_default();
+            targets
+                .into_iter()
+                .map(move |t| (title.clone(), t["expr"].as_str().unwrap_or_default().to_string()))
+        })
+        .collect();
+    let until = Instant::now() + wait;
+    let mut empty: Vec<&str> = exprs.iter().map(|(_, e)| e.as_str()).collect();
+    while !empty.is_empty() && Instant::now() < until {
+        let mut still = Vec::new();
+        for (title, expr) in &exprs {
+            if !empty.contains(&expr.as_str()) {
+                continue;
+            }
             match query(pport, expr) {
-                Ok(r) if r.is_empty() => empty.push(expr.to_string()),
-                Ok(_) => exprs += 1,
-                Err(e) => panic!("panel {:?}: {e}", panel["title"]),
+                Ok(r) if r.is_empty() => still.push(expr.as_str()),
+                Ok(_) => {}
+                Err(e) => panic!("panel {title:?}: {e}"),
             }
         }
+        empty = still;
+        if !empty.is_empty() {
+            std::thread::sleep(Duration::from_millis(500));
+        }
     }
+    let exprs = exprs.len() - empty.len();
     figure("dashboard_expressions_with_data", exprs);
     assert!(empty.is_empty(), "dashboard expressions without data: {empty:?}");
     let up = value(pport, r#"sum(up{job=~"linerate.*"})"#);
