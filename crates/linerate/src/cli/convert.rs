@@ -349,35 +349,12 @@ fn report_plan(a: ReportArgs) -> Result<ReportPlan, String> {
 /// `linerate` with no arguments: streams 1 and 2, three times each, 1 s per run, against an
 /// embedded loopback server — a layered method's first tier in a few seconds.
 pub(super) fn default_methodology() -> Plan {
+    let spec =
+        TestSpec { end: EndCondition::Duration { duration_ms: 1000 }, ..TestSpec::default_tcp() };
     let mut base = ClientPlan {
-        text: crate::plan::text::TextOptions::default(),
-        repeating_payload: false,
-        psk: None,
-        host: "127.0.0.1".into(),
-        port: 0,
-        spec: TestSpec {
-            end: EndCondition::Duration { duration_ms: 1000 },
-            ..TestSpec::default_tcp()
-        },
         family: Family::V4,
-        bind: None,
-        cport: None,
-        threads: crate::plan::threads::Threads::Auto,
-        cpus: Vec::new(),
-        pair_on_loopback: true,
-        connect_timeout: Duration::from_secs(10),
-        queue_timeout: linerate_proto::QUEUE_LIMIT,
-        output: OutputFormat::Text,
-        link: None,
-        iperf3: false,
-        get_server_output: false,
-        udp_length_auto: false,
-        block_count: None,
-        find_max: None,
         store: StorePlan { path: Store::default_path(), labels: vec!["selftest".into()] },
-        gates: Gates::default(),
-        under_load: None,
-        every: None,
+        ..ClientPlan::to("127.0.0.1", 0, spec)
     };
     base.spec.interval_ms = 0;
     let matrix = MatrixPlan {

@@ -137,6 +137,23 @@ pub struct LimitArgs {
     /// others are closed unread [default: everyone].
     #[arg(long = "allow", value_name = "NET,...", value_delimiter = ',', help_heading = "Access")]
     pub allow: Option<Vec<IpNet>>,
+    /// Serve Prometheus/OpenMetrics metrics at http://ADDR:PORT/metrics (tests served and
+    /// refused by reason, bytes, active tests, queue, a duration histogram) and, with
+    /// --probe-allow, /probe?target=IP:PORT [default: off].
+    #[arg(long = "metrics", value_name = "ADDR:PORT", help_heading = "Metrics")]
+    pub metrics: Option<std::net::SocketAddr>,
+    /// The only targets /probe may test, as IP:PORT (no host names); probes of any other
+    /// target are refused with HTTP 403 [default: none, probes off].
+    #[arg(
+        long = "probe-allow",
+        value_name = "IP:PORT,...",
+        value_delimiter = ',',
+        help_heading = "Metrics"
+    )]
+    pub probe_allow: Option<Vec<std::net::SocketAddr>>,
+    /// How long each probe's test runs, 0.5 to 5 s [default: 1 s].
+    #[arg(long = "probe-duration", value_name = "SECONDS", value_parser = seconds, help_heading = "Metrics")]
+    pub probe_duration: Option<Duration>,
     /// Log lines as `text` or `json` (one object per line; the same as -J) [default: text].
     #[arg(long = "log-format", value_name = "FORMAT", value_parser = log_format)]
     pub log_format: Option<LogFormat>,
@@ -226,6 +243,9 @@ impl LimitArgs {
             max_threads: self.max_threads,
             ipv4_prefix: self.ipv4_prefix,
             ipv6_prefix: self.ipv6_prefix,
+            metrics: self.metrics,
+            probe_allow: self.probe_allow.clone(),
+            probe_duration: self.probe_duration.map(Seconds),
             ..ServerSettings::default()
         }
     }
@@ -256,6 +276,8 @@ mod tests {
             "D,..." => &["send"],
             "NET,..." => &["127.0.0.0/8"],
             "ADDR" => &["127.0.0.1"],
+            "ADDR:PORT" => &["127.0.0.1:9464"],
+            "IP:PORT,..." => &["127.0.0.1:5201"],
             "auto|stream|N" => &["stream"],
             "FORMAT" => &["json", "%H:%M "],
             "FILE" => return vec![key_file.to_string()],

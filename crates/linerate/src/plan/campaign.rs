@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use crate::plan::campaign_de::{Axis, RawCampaign, Settings};
 use crate::plan::matrix::{AxisValue, MatrixPlan};
 use crate::plan::size::Size;
-use crate::plan::{ClientPlan, DEFAULT_PORT, DEFAULT_UDP_RATE, Family, Gates, OutputFormat};
+use crate::plan::{ClientPlan, DEFAULT_PORT, DEFAULT_UDP_RATE, OutputFormat};
 use crate::plan::{DEFAULT_TCP_BLOCK, StorePlan};
 use crate::record::LinkAssumption;
 
@@ -208,31 +208,10 @@ impl Tier {
             ..TestSpec::default_tcp()
         };
         ClientPlan {
-            text: crate::plan::text::TextOptions::default(),
-            repeating_payload: false,
-            psk: None,
-            host: self.target.host.clone(),
-            port: self.target.port,
-            spec,
-            family: Family::Any,
-            bind: None,
-            cport: None,
-            threads: crate::plan::threads::Threads::Auto,
-            cpus: Vec::new(),
-            pair_on_loopback: true,
-            connect_timeout: std::time::Duration::from_secs(10),
-            queue_timeout: linerate_proto::QUEUE_LIMIT,
             output,
             link: self.target.link,
-            iperf3: false,
-            get_server_output: false,
-            udp_length_auto: false,
-            block_count: None,
-            find_max: None,
             store,
-            gates: Gates::default(),
-            under_load: None,
-            every: None,
+            ..ClientPlan::to(&self.target.host, self.target.port, spec)
         }
     }
 }

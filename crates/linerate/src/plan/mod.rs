@@ -238,6 +238,39 @@ impl Schedule {
 }
 
 impl ClientPlan {
+    /// A test of `spec` against `host`:`port` with every other setting at its default: not
+    /// stored, text output, no key, no gates (a campaign's tiers and a server's probes start
+    /// from it).
+    pub fn to(host: &str, port: u16, spec: TestSpec) -> Self {
+        Self {
+            text: text::TextOptions::default(),
+            repeating_payload: false,
+            psk: None,
+            host: host.to_string(),
+            port,
+            spec,
+            family: Family::Any,
+            bind: None,
+            cport: None,
+            threads: threads::Threads::Auto,
+            cpus: Vec::new(),
+            pair_on_loopback: true,
+            connect_timeout: std::time::Duration::from_secs(10),
+            queue_timeout: linerate_proto::QUEUE_LIMIT,
+            output: OutputFormat::Text,
+            link: None,
+            iperf3: false,
+            get_server_output: false,
+            udp_length_auto: false,
+            block_count: None,
+            find_max: None,
+            store: StorePlan::default(),
+            gates: Gates::default(),
+            under_load: None,
+            every: None,
+        }
+    }
+
     /// The test with blocks (UDP: datagrams) of `block_bytes`, once the run knows their size
     /// (`-u` without `-l`): a `-k` count is of those blocks.
     pub fn sized(&self, block_bytes: u32) -> TestSpec {
@@ -407,6 +440,10 @@ pub struct ServerPlan {
     pub limits: linerate_proto::Limits,
     /// Who may connect.
     pub access: server::Access,
+    /// Where Prometheus metrics (and `/probe`) are served (`--metrics`); None = nowhere.
+    pub metrics: Option<std::net::SocketAddr>,
+    /// What `/probe` may test.
+    pub probe: server::ProbePlan,
     /// Where the log lines go and how (`--logfile`, `--timestamps`, `--forceflush`).
     pub text: text::TextOptions,
 }

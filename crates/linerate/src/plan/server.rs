@@ -13,7 +13,8 @@
 
 use std::ops::Range;
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
 
 use linerate_proto::auth::Psk;
 use linerate_proto::{Direction, Limits, Protocol};
@@ -100,6 +101,34 @@ pub struct ServerSettings {
     pub ipv4_prefix: Option<u8>,
     /// `--ipv6-prefix`: IPv6 addresses sharing this many leading bits are one client.
     pub ipv6_prefix: Option<u8>,
+    /// `--metrics`: serve Prometheus metrics (and `/probe`) on this address.
+    pub metrics: Option<SocketAddr>,
+    /// `--probe-allow`: the targets `/probe` may test; none = probes are off.
+    pub probe_allow: Option<Vec<SocketAddr>>,
+    /// `--probe-duration`: how long a probe's test runs.
+    pub probe_duration: Option<Seconds>,
+}
+
+/// The shortest and longest probe a server runs (`--probe-duration`): a probe is a scrape's
+/// answer, which Prometheus waits for (its default scrape timeout is 10 s), and it loads the
+/// link being watched, so it is short.
+pub const PROBE_DURATION: std::ops::RangeInclusive<Duration> =
+    Duration::from_millis(500)..=Duration::from_secs(5);
+
+/// What `/probe` may do: off unless targets are allowed (docs/SECURITY.md, "Metrics").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbePlan {
+    /// The only targets a probe may test, as `IP:PORT` (no names: what is allowed is what is
+    /// tested, whatever a resolver later says); empty = probes are refused.
+    pub allow: Vec<SocketAddr>,
+    /// How long each probe's test runs.
+    pub duration: Duration,
+}
+
+impl Default for ProbePlan {
+    fn default() -> Self {
+        Self { allow: Vec::new(), duration: Duration::from_secs(1) }
+    }
 }
 
 /// How the server writes its log lines.
@@ -212,6 +241,7 @@ pub fn parse_config(text: &str, file: &str) -> Result<ServerSettings, ConfigErro
     let settings: ServerSettings =
         toml::from_str(text).map_err(|e| at(e.span(), explain(text, &e)))?;
     settings.limits().map_err(|m| at(None, m))?;
+    settings.probe().map_err(|m| at(None, m))?;
     Ok(settings)
 }
 
@@ -262,6 +292,9 @@ impl ServerSettings {
             max_threads: self.max_threads.or(fallback.max_threads),
             ipv4_prefix: self.ipv4_prefix.or(fallback.ipv4_prefix),
             ipv6_prefix: self.ipv6_prefix.or(fallback.ipv6_prefix),
+            metrics: self.metrics.or(fallback.metrics),
+            probe_allow: self.probe_allow.or(fallback.probe_allow),
+            probe_duration: self.probe_duration.or(fallback.probe_duration),
         }
     }
 
@@ -293,6 +326,8 @@ impl ServerSettings {
             },
             limits: self.limits()?,
             access: self.access()?,
+            metrics: self.metrics,
+            probe: self.probe()?,
             text: crate::plan::text::TextOptions {
                 timestamps: self.timestamps.clone(),
                 logfile: self.logfile.clone(),
@@ -300,6 +335,23 @@ impl ServerSettings {
                 ..Default::default()
             },
         })
+    }
+
+    /// What `/probe` may do.
+    pub fn probe(&self) -> Result<ProbePlan, String> {
+        let mut probe = ProbePlan::default();
+        if let Some(d) = self.probe_duration {
+            if !PROBE_DURATION.contains(&d.0) {
+                return Err(format!(
+                    "probe_duration (--probe-duration) must be {} ..= {} s",
+                    PROBE_DURATION.start().as_secs_f64(),
+                    PROBE_DURATION.end().as_secs_f64()
+                ));
+            }
+            probe.duration = d.0;
+        }
+        probe.allow = self.probe_allow.clone().unwrap_or_default();
+        Ok(probe)
     }
 
     /// Who may use the server; reads the key file.

@@ -636,6 +636,13 @@ pub fn render_server_note(note: &ServerNote, out: &mut dyn Write) -> std::io::Re
                 _ => Ok(()),
             }
         }
+        ServerNote::Metrics { addr } => {
+            writeln!(out, "Metrics at http://{addr}/metrics")
+        }
+        ServerNote::Probed { target, error: None } => writeln!(out, "probe of {target}: done"),
+        ServerNote::Probed { target, error: Some(e) } => {
+            writeln!(out, "probe of {target}: FAILED: {}", escape(e))
+        }
         ServerNote::DoctorAnswered { peer, client } => {
             writeln!(out, "Doctor from {peer} ({}): environment sent", escape(client))
         }

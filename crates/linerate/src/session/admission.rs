@@ -142,6 +142,11 @@ impl Admission {
         })
     }
 
+    /// How many wait in the exclusive queue.
+    pub(crate) fn queued(&self) -> usize {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner()).waiting.len()
+    }
+
     /// True when nobody waits in the exclusive queue.
     pub(crate) fn queue_empty(&self) -> bool {
         self.queue.lock().unwrap_or_else(|e| e.into_inner()).waiting.is_empty()

@@ -29,7 +29,7 @@
 //! Deadlines are swept every [`TICK`]; nothing here blocks. Level-triggered epoll (see
 //! `sys::epoll`), so a connection left with unread bytes is seen again on the next wait.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
@@ -44,6 +44,8 @@ use linerate_proto::wire::{AbortReason, CONTROL_MAGIC, DATA_HELLO_LEN, DATA_MAGI
 use linerate_proto::{Machine, ProtoError};
 
 use crate::session::admission::Pending;
+use crate::session::crowd::Crowd;
+use crate::session::metrics::{Dropped, REFUSED_AUTH};
 use crate::session::served::ServedTest;
 use crate::session::server::{DataSock, Iperf3Conn, Shared};
 use crate::session::{Clock, SOFTWARE, random_nonce};
@@ -62,7 +64,15 @@ const READ_CHUNK: usize = 16 << 10;
 /// Most connections accepted per readiness of the listener, for the same reason.
 const ACCEPT_BATCH: usize = 256;
 /// The listener's token; connections count up from 1.
-const LISTENER: u64 = 0;
+pub(crate) const LISTENER: u64 = 0;
+
+/// An epoll set of `batch` events watching `listener`, made non-blocking, as [`LISTENER`].
+pub(crate) fn listening(listener: &TcpListener, batch: usize) -> std::io::Result<Epoll> {
+    listener.set_nonblocking(true)?;
+    let epoll = Epoll::new(batch)?;
+    epoll.add(listener, LISTENER, READABLE)?;
+    Ok(epoll)
+}
 
 /// A connection admitted as a test (or queued), leaving the door for a thread of its own.
 pub(crate) struct Greeted<M: Machine> {
@@ -125,8 +135,8 @@ pub(crate) struct FrontDoor {
     listener: TcpListener,
     epoll: Epoll,
     conns: HashMap<u64, Conn>,
-    /// Each client's waiting connections, oldest first (tokens).
-    by_client: HashMap<IpAddr, VecDeque<u64>>,
+    /// Each client's waiting connections, and which goes when the door is full.
+    crowd: Crowd,
     /// Most waiting connections at once (`Budgets::connections`).
     cap: usize,
     next_token: u64,
@@ -149,15 +159,13 @@ impl FrontDoor {
         listener: TcpListener,
         cap: u32,
     ) -> std::io::Result<Self> {
-        listener.set_nonblocking(true)?;
-        let epoll = Epoll::new(256)?;
-        epoll.add(&listener, LISTENER, READABLE)?;
+        let epoll = listening(&listener, 256)?;
         Ok(Self {
             shared,
             listener,
             epoll,
             conns: HashMap::new(),
-            by_client: HashMap::new(),
+            crowd: Crowd::default(),
             cap: cap.max(1) as usize,
             next_token: LISTENER + 1,
             accepted: 0,
@@ -172,6 +180,7 @@ impl FrontDoor {
     /// Serves the door for one wait (at most [`TICK`]): accepts, reads, sweeps deadlines.
     pub(crate) fn turn(&mut self) {
         self.sessions.retain(|h| !h.is_finished());
+        self.shared.metrics.waiting.set(i64::try_from(self.conns.len()).unwrap_or(i64::MAX));
         let n = match self.epoll.wait(TICK) {
             Ok(n) => n,
             Err(e) => {
@@ -220,24 +229,26 @@ impl FrontDoor {
     fn admit_connection(&mut self, sock: TcpStream, peer: SocketAddr) {
         self.accepted += 1;
         if !self.shared.access.allows(peer.ip()) {
+            self.shared.metrics.dropped(Dropped::AllowList);
             return self.shared.reject(peer, "not in the allow-list (--allow)".into());
         }
         let limits = &self.shared.admission.limits;
         let key = linerate_proto::limits::client_key(peer.ip(), limits);
-        if self.conns.len() >= self.cap {
-            let mine = self.by_client.get(&key).map_or(0, VecDeque::len);
-            if !self.evict_busiest(Some(mine)) {
-                let why = format!(
-                    "the server already holds {} connections not yet part of a test \
-                     (--max-connections) and this client holds its share of them",
-                    self.cap
-                );
-                return self.shared.reject(peer, why);
-            }
+        if self.conns.len() >= self.cap && !self.evict_busiest(Some(self.crowd.held(key))) {
+            let why = format!(
+                "the server already holds {} connections not yet part of a test \
+                 (--max-connections) and this client holds its share of them",
+                self.cap
+            );
+            self.shared.metrics.dropped(Dropped::MaxConnections);
+            return self.shared.reject(peer, why);
         }
         let pending = match self.shared.admission.open(peer.ip()) {
             Ok(p) => p,
-            Err(r) => return self.shared.reject(peer, r.message),
+            Err(r) => {
+                self.shared.metrics.dropped(Dropped::ClientConnections);
+                return self.shared.reject(peer, r.message);
+            }
         };
         if let Err(e) = sock.set_nonblocking(true) {
             return self.shared.reject(peer, format!("cannot serve the connection: {e}"));
@@ -260,21 +271,13 @@ impl FrontDoor {
             writing: false,
         };
         self.conns.insert(token, conn);
-        self.by_client.entry(key).or_default().push_back(token);
+        self.crowd.join(key, token);
     }
 
     /// Closes the oldest waiting connection of the client holding the most, if it holds more
     /// than `than` (None: any). True if one was closed.
     fn evict_busiest(&mut self, than: Option<usize>) -> bool {
-        let busiest =
-            self.by_client.iter().max_by_key(|(_, q)| q.len()).map(|(k, q)| (*k, q.len()));
-        let Some((key, held)) = busiest else { return false };
-        if than.is_some_and(|mine| held <= mine) {
-            return false;
-        }
-        let Some(&token) = self.by_client.get(&key).and_then(VecDeque::front) else {
-            return false;
-        };
+        let Some((token, held)) = self.crowd.victim(than) else { return false };
         if let Some(c) = self.conns.get(&token) {
             let why = format!(
                 "closed to make room: the server holds {} connections not yet part of a test \
@@ -283,6 +286,7 @@ impl FrontDoor {
             );
             self.shared.reject(c.peer, why);
         }
+        self.shared.metrics.dropped(Dropped::MaxConnections);
         self.close(token);
         true
     }
@@ -291,12 +295,7 @@ impl FrontDoor {
     fn close(&mut self, token: u64) -> Option<Conn> {
         let c = self.conns.remove(&token)?;
         let _ = self.epoll.remove(&c.sock);
-        if let Some(q) = self.by_client.get_mut(&c.key) {
-            q.retain(|t| *t != token);
-            if q.is_empty() {
-                self.by_client.remove(&c.key);
-            }
-        }
+        self.crowd.leave(c.key, token);
         Some(c)
     }
 
@@ -409,7 +408,10 @@ fn route_data(shared: &Shared, peer: SocketAddr, h: DataHello, sock: TcpStream) 
         Some(tx) => {
             let _ = tx.send((h.stream_id, DataSock::Tcp(sock)));
         }
-        None => shared.reject(peer, "data connection with an unknown test cookie".into()),
+        None => {
+            shared.metrics.dropped(Dropped::UnknownCookie);
+            shared.reject(peer, "data connection with an unknown test cookie".into());
+        }
     }
 }
 
@@ -420,10 +422,10 @@ impl Conn {
             // Exactly what is still missing: a data connection's or a `--crr` transaction's
             // bytes after its hello belong to its stream.
             match (&self.sock).read(&mut buf[*got..*need]) {
-                Ok(0) => return self.drop_with(shared, "closed before its first bytes".into()),
+                Ok(0) => return self.drop_first(shared, "closed before its first bytes".into()),
                 Ok(n) => *got += n,
                 Err(e) if is_transient(&e) => return Next::Keep,
-                Err(e) => return self.drop_with(shared, e.to_string()),
+                Err(e) => return self.drop_first(shared, e.to_string()),
             }
             return self.classify(shared);
         }
@@ -481,7 +483,7 @@ impl Conn {
                 *need = COOKIE_LEN;
             } else {
                 let why = format!("neither linerate nor iperf3 (first bytes {first:02x?})");
-                return self.drop_with(shared, why);
+                return self.drop_first(shared, why);
             }
             return Next::Keep;
         }
@@ -517,7 +519,7 @@ impl Conn {
         let printable = cookie[..COOKIE_LEN - 1].iter().all(|b| (0x20..0x7f).contains(b));
         if !printable || cookie[COOKIE_LEN - 1] != 0 {
             let why = "neither linerate nor iperf3 (no 36-character cookie and NUL)";
-            return self.drop_with(shared, why.into());
+            return self.drop_first(shared, why.into());
         }
         if let Some(tx) = shared.iperf3.lock().ok().and_then(|r| r.get(&cookie).cloned()) {
             return Next::Iperf3Data(tx);
@@ -526,6 +528,7 @@ impl Conn {
             // iperf3 cannot answer our challenge: it hears what a busy iperf3 server says.
             self.out.push(linerate_proto::iperf3::State::AccessDenied.byte());
             let why = "iperf3 client refused: this server requires a pre-shared key (--psk-file)";
+            shared.metrics.refused(REFUSED_AUTH);
             return self.farewell(shared, why.into());
         }
         let clock = Clock::new();
@@ -540,6 +543,12 @@ impl Conn {
     fn after_native(&mut self, shared: &Arc<Shared>, failed: Option<ProtoError>) -> Next {
         let Phase::Native { conn, .. } = &mut self.phase else { return Next::Keep };
         if let Some(e) = failed {
+            // The greeting's only refusal is the key's (`ServerConn::on_auth`); a request
+            // is refused below, by admission, and counted there.
+            match e {
+                ProtoError::Refused(_) => shared.metrics.refused(REFUSED_AUTH),
+                _ => shared.metrics.dropped(Dropped::Handshake),
+            }
             if !matches!(e, ProtoError::Closed(_) | ProtoError::Aborted { .. }) {
                 conn.abort(AbortReason::Other, &e.to_string());
             }
@@ -548,6 +557,7 @@ impl Conn {
         }
         self.out.extend(conn.poll_transmit().unwrap_or_default());
         if conn.is_finished() {
+            shared.metrics.dropped(Dropped::Handshake);
             return self.farewell(shared, "closed during the greeting".into());
         }
         let Some(event) = conn.poll_event() else { return Next::Keep };
@@ -586,9 +596,11 @@ impl Conn {
         let Phase::Iperf3 { m, .. } = &mut self.phase else { return Next::Keep };
         self.out.extend(m.poll_transmit().unwrap_or_default());
         if let Some(e) = failed {
+            shared.metrics.dropped(Dropped::Handshake);
             return self.farewell(shared, e.to_string());
         }
         if m.is_finished() {
+            shared.metrics.dropped(Dropped::Handshake);
             return self.farewell(shared, "closed before its parameters".into());
         }
         let Some(event) = m.poll_event() else { return Next::Keep };
@@ -615,6 +627,12 @@ impl Conn {
     fn farewell(&mut self, shared: &Shared, why: String) -> Next {
         shared.reject(self.peer, why);
         self.closing()
+    }
+
+    /// Drops a connection whose first bytes did not come, or were neither protocol.
+    fn drop_first(&mut self, shared: &Shared, why: String) -> Next {
+        shared.metrics.dropped(Dropped::FirstBytes);
+        self.drop_with(shared, why)
     }
 
     /// Logs why the connection is dropped and closes it at once.
@@ -651,7 +669,7 @@ impl Conn {
         match &mut self.phase {
             Phase::First { deadline, .. } if now >= *deadline => {
                 let why = format!("sent no hello within {} s", CLASSIFY_TIMEOUT.as_secs());
-                self.drop_with(shared, why)
+                self.drop_first(shared, why)
             }
             Phase::Native { conn, clock } => {
                 let failed = conn.handle_timeout(clock.now()).err();

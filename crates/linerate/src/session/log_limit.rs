@@ -87,6 +87,10 @@ fn bounded_note(note: &ServerNote) -> Option<ServerNote> {
                 reason: bounded(reason, LOG_REASON_CHARS).into(),
             })
         }
+        ServerNote::Probed { target, error: Some(e) } if dirty(e, LOG_REASON_CHARS) => {
+            let error = Some(bounded(e, LOG_REASON_CHARS).into_owned());
+            Some(ServerNote::Probed { target: *target, error })
+        }
         ServerNote::TestEnded { test, peer, server, client, error, summary } => {
             let reported = client.as_ref().map(|c| every_string(c, |s| bounded(s, LOG_NAME_CHARS)));
             let error_dirty = error.as_deref().is_some_and(|e| dirty(e, LOG_REASON_CHARS));

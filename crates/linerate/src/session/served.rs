@@ -26,6 +26,7 @@ use linerate_proto::{Machine, RUN_GRACE, Refusal, SideResults, TestSpec};
 
 use crate::session::admission::{Expected, Pending, Place, Share, Ticket, Transactions};
 use crate::session::frame_budget::{FrameGate, Gate};
+use crate::session::metrics::refusal_reason;
 use crate::session::pump::{self, Turn, Wait};
 use crate::session::server::{Admitted, DoctorSlot, ServerNote, Shared};
 use crate::session::test_log::TestLogLine;
@@ -80,11 +81,14 @@ pub(crate) struct ServedTest {
     ended: bool,
     /// Memory for the client's large results frame, from the server's frame budget.
     frames: FrameGate,
+    /// Its data connections, counted in the metrics' active streams while it holds a slot.
+    connections: u32,
 }
 
 impl Drop for ServedTest {
     fn drop(&mut self) {
-        self.end();
+        // Only a test whose session never ran ends here: it is counted as failed.
+        self.end(true);
     }
 }
 
@@ -117,25 +121,41 @@ impl ServedTest {
             starved: false,
             preempted: Arc::default(),
             ended: false,
+            connections: 0,
         }
     }
 
-    /// Gives back the admitted test's slot, rate and cost, once.
-    fn end(&mut self) {
+    /// Gives back the admitted test's slot, rate and cost, once, and counts how it ended.
+    fn end(&mut self, failed: bool) {
         if self.test != 0 && !std::mem::replace(&mut self.ended, true) {
             let slot = !self.preempted.load(std::sync::atomic::Ordering::SeqCst);
             self.shared.end_test(self.test, self.rate, self.cost, slot);
+            let results = self.server_results.as_ref();
+            self.shared.metrics.ended(self.connections, self.held(), failed, results);
         }
     }
 
     /// Checks the request against the server's limits and takes a slot (numbering the test)
     /// before anything is allocated for it; or, for a client that `can_queue` on an exclusive
-    /// server, returns its place in the queue (call again until it runs).
+    /// server, returns its place in the queue (call again until it runs). A refusal is
+    /// counted by its reason.
     pub(crate) fn admit(
         &mut self,
         spec: &TestSpec,
         can_queue: bool,
     ) -> Result<Option<Place>, Refusal> {
+        let admitted = self.take_slot(spec, can_queue);
+        self.count_refusal(admitted.as_ref().err());
+        admitted
+    }
+
+    fn count_refusal(&self, refusal: Option<&Refusal>) {
+        if let Some(r) = refusal {
+            self.shared.metrics.refused(refusal_reason(r.kind));
+        }
+    }
+
+    fn take_slot(&mut self, spec: &TestSpec, can_queue: bool) -> Result<Option<Place>, Refusal> {
         if self.test != 0 {
             return Ok(None);
         }
@@ -155,14 +175,23 @@ impl ServedTest {
                 self.window = (self.admitted, Progress::default());
                 self.rate = requested_rate(spec).unwrap_or(0);
                 self.pending = None;
+                self.connections = spec.connection_count();
+                self.shared.metrics.admitted(self.connections);
                 Ok(None)
             }
             Admitted::Wait(place) => Ok(Some(place)),
         }
     }
 
-    /// Admits a doctor session (its share, a test token, a doctor slot) or says why not.
+    /// Admits a doctor session (its share, a test token, a doctor slot) or says why not
+    /// (counted by its reason).
     pub(crate) fn admit_doctor(&mut self) -> Result<(), Refusal> {
+        let admitted = self.take_doctor_slot();
+        self.count_refusal(admitted.as_ref().err());
+        admitted
+    }
+
+    fn take_doctor_slot(&mut self) -> Result<(), Refusal> {
         if self.doctor.is_some() {
             return Ok(());
         }
@@ -299,7 +328,7 @@ impl ServedTest {
             }
             return;
         }
-        self.end();
+        self.end(result.is_err());
         if !self.paid() {
             self.shared.admission.penalize(self.peer.ip(), Instant::now());
         }

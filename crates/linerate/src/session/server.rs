@@ -43,8 +43,10 @@ use crate::plan::server::Access;
 use crate::plan::{Family, ServerPlan};
 use crate::session::Interrupt;
 use crate::session::admission::{Admission, Place, Ticket};
+use crate::session::exporter::Exporter;
 use crate::session::frame_budget::{FrameBudget, SERVER_FRAME_MEMORY};
 use crate::session::front::FrontDoor;
+use crate::session::metrics::ServerMetrics;
 use crate::session::log_limit::{LogLimit, Verdict, bounding};
 use crate::session::udp::UdpAcceptor;
 use crate::sys;
@@ -100,6 +102,18 @@ pub enum ServerNote {
         error: Option<String>,
         /// The one-line summary: who, what, how much, how it ended.
         summary: crate::session::test_log::TestLogLine,
+    },
+    /// Serving metrics (`--metrics`).
+    Metrics {
+        /// The bound address.
+        addr: SocketAddr,
+    },
+    /// A probe (`/probe?target=...`) ended.
+    Probed {
+        /// What it tested.
+        target: SocketAddr,
+        /// Why its test failed, if it did (the target's words possibly among them).
+        error: Option<String>,
     },
     /// A doctor (`linerate doctor HOST`) was sent this server's environment.
     DoctorAnswered {
@@ -203,6 +217,8 @@ pub(crate) struct Shared {
     pub(crate) note_text: NoteText,
     /// Memory for clients' large results frames (`frame_budget.rs`).
     pub(crate) frames: Arc<FrameBudget>,
+    /// What `--metrics` serves (`metrics.rs`); counted whether or not it is served.
+    pub(crate) metrics: ServerMetrics,
 }
 
 impl Shared {
@@ -277,6 +293,11 @@ impl Shared {
             .map_err(|used| {
                 limits.total_rate_refusal(used, asked).unwrap_or_else(|| busy_fallback(0))
             })
+    }
+
+    /// Tests admitted and not yet ended.
+    pub(crate) fn active_tests(&self) -> u32 {
+        self.active_tests.load(Ordering::SeqCst)
     }
 
     /// How many other tests run now, besides the caller's.
@@ -434,6 +455,8 @@ pub struct Server {
     listener: TcpListener,
     /// The UDP socket on the same port, or why there is none (UDP tests are then refused).
     udp: std::result::Result<UdpAcceptor, String>,
+    /// The metrics endpoint's listener (`--metrics`).
+    metrics: Option<TcpListener>,
     plan: ServerPlan,
 }
 
@@ -451,7 +474,14 @@ impl Server {
         let addr = listener.local_addr().context("cannot read the listening address")?;
         let dual = plan.bind.is_none() && plan.family == Family::Any && addr.is_ipv6();
         let udp = UdpAcceptor::bind(addr, dual).map_err(|e| format!("{e:#}"));
-        Ok(Self { listener, udp, plan: plan.clone() })
+        let metrics = match plan.metrics {
+            Some(at) => Some(
+                socket::listen(at, false)
+                    .with_context(|| format!("cannot serve metrics on {at} (--metrics)"))?,
+            ),
+            None => None,
+        };
+        Ok(Self { listener, udp, metrics, plan: plan.clone() })
     }
 
     /// The address actually bound (port 0 resolves to the chosen port).
@@ -483,6 +513,7 @@ impl Server {
             notes: bounding(notes.sink),
             note_text: notes.text,
             frames: Arc::new(FrameBudget::new(SERVER_FRAME_MEMORY)),
+            metrics: ServerMetrics::new(),
         });
         (shared.notes)(&ServerNote::Listening { addr: self.local_addr()? });
         let udp_stop = Arc::new(AtomicBool::new(false));
@@ -492,6 +523,18 @@ impl Server {
                 Some(acceptor.spawn(udp_stop.clone(), move |d, from| routes.route_udp(d, from))?)
             }
             Err(_) => None,
+        };
+        let exporter_stop = Arc::new(AtomicBool::new(false));
+        let exporter = match self.metrics {
+            Some(listener) => {
+                let addr = listener.local_addr().context("cannot read the metrics address")?;
+                let exporter = Exporter::new(shared.clone(), listener, self.plan.probe.clone())
+                    .and_then(|e| e.spawn(exporter_stop.clone()))
+                    .context("cannot start the metrics endpoint")?;
+                (shared.notes)(&ServerNote::Metrics { addr });
+                Some(exporter)
+            }
+            None => None,
         };
         let mut door = FrontDoor::new(shared.clone(), self.listener, shared.budgets.connections)
             .context("cannot start the server's front door")?;
@@ -515,6 +558,10 @@ impl Server {
         }
         udp_stop.store(true, Ordering::SeqCst);
         if let Some(t) = udp_thread {
+            let _ = t.join();
+        }
+        exporter_stop.store(true, Ordering::SeqCst);
+        if let Some(t) = exporter {
             let _ = t.join();
         }
         Ok(())

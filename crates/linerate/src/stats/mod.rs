@@ -16,6 +16,7 @@ pub mod latency;
 pub mod latency_compare;
 pub mod matrix;
 pub mod matrix_latency;
+pub mod probe;
 pub mod sample;
 pub mod scaling;
 pub mod settings;

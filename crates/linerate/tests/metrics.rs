@@ -1,0 +1,274 @@
+//! `linerate server --metrics`: what it counts, what `/probe` refuses, and that a crowd of
+//! slow connections cannot stop scrapes (the endpoint's caps and deadlines, docs/SECURITY.md
+//! "Metrics"). Loopback only: the crowd comes from 127.3.x.y, every probe targets the
+//! server's own loopback port. Figures are printed as `FIGURE name = value`.
+
+use std::io::{Read, Write};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::abuse::figure;
+use crate::util::{Server, client_json, free_port, run};
+
+/// A server with `--metrics` on a free loopback port, and that port.
+pub(crate) fn metrics_server(extra: &[&str]) -> (Server, u16) {
+    let port = free_port();
+    let at = format!("127.0.0.1:{port}");
+    let srv = Server::start(&[&["--metrics", &at], extra].concat());
+    assert!(srv.wait_for_log("Metrics at http://", Duration::from_secs(5)), "{}", srv.log());
+    (srv, port)
+}
+
+/// `linerate server -p PORT --metrics 127.0.0.1:MPORT --probe-allow ALLOW EXTRA...`.
+pub(crate) fn probing_server(port: u16, mport: u16, allow: &str, extra: &[&str]) -> Server {
+    let (port, at) = (port.to_string(), format!("127.0.0.1:{mport}"));
+    let args = ["server", "-p", &port, "--metrics", &at, "--probe-allow", allow];
+    Server::start_raw(&[&args[..], extra].concat())
+}
+
+/// One HTTP exchange: the status and the body (None if the endpoint closed without answer).
+pub(crate) fn http(port: u16, request: &str) -> Option<(u16, String)> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(15))).ok()?;
+    s.write_all(request.as_bytes()).ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    let status = head.split(' ').nth(1)?.parse().ok()?;
+    Some((status, body.to_string()))
+}
+
+pub(crate) fn get(port: u16, path: &str) -> (u16, String) {
+    http(port, &format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n")).expect("an answer")
+}
+
+/// The value of the sample `series` (name and labels as written) in `text`.
+pub(crate) fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+#[test]
+fn metrics_count_tests_refusals_by_reason_and_bytes() {
+    let key = crate::util::test_dir("metrics-key").join("psk");
+    std::fs::write(&key, "the server's key, long enough\n").expect("key");
+    let wrong = crate::util::test_dir("metrics-wrong").join("psk");
+    std::fs::write(&wrong, "another key, also long enough\n").expect("key");
+    let (srv, mport) = metrics_server(&["--psk-file", key.to_str().expect("utf-8")]);
+    let (status, before) = get(mport, "/metrics");
+    assert_eq!(status, 200);
+    assert!(before.ends_with("# EOF\n"), "OpenMetrics text ends with # EOF:\n{before}");
+    assert!(before.contains("linerate_build_info{version=\""), "{before}");
+    let psk = format!("--psk-file={}", key.display());
+    let doc = client_json(srv.port, &["-t", "0.5", &psk]);
+    assert_eq!(doc["record"]["outcome"]["status"], "completed");
+    let p = srv.port.to_string();
+    let out = run(&["client", "127.0.0.1", "-p", &p, "-t", "0.5", "-P", "500", &psk], SECS10);
+    assert_ne!(out.code, Some(0), "-P 500 is refused by --max-streams");
+    let bad = format!("--psk-file={}", wrong.display());
+    let out = run(&["client", "127.0.0.1", "-p", &p, "-t", "0.5", &bad], SECS10);
+    assert_ne!(out.code, Some(0), "a wrong key is refused");
+    // A connection that sends garbage is dropped at its first bytes.
+    let mut junk = TcpStream::connect(("127.0.0.1", srv.port)).expect("connect");
+    junk.write_all(b"\x00\x01\x02\x03\x04\x05\x06\x07").expect("write");
+    let _ = junk.read(&mut [0u8; 16]);
+    let (_, text) = get(mport, "/metrics");
+    assert_eq!(sample(&text, "linerate_tests_total{outcome=\"completed\"}"), Some(1.0), "{text}");
+    assert_eq!(sample(&text, "linerate_tests_refused_total{reason=\"streams\"}"), Some(1.0));
+    assert_eq!(sample(&text, "linerate_tests_refused_total{reason=\"auth\"}"), Some(1.0));
+    let dropped = sample(&text, "linerate_connections_dropped_total{reason=\"first_bytes\"}");
+    assert_eq!(dropped, Some(1.0), "{text}");
+    let received = crate::util::bytes(&doc, "server_results", "receiver") as f64;
+    let counted = sample(&text, "linerate_test_bytes_total{direction=\"received\"}");
+    assert_eq!(counted, Some(received), "the server's received bytes, as its figures say");
+    assert_eq!(sample(&text, "linerate_test_duration_seconds_count"), Some(1.0));
+    assert_eq!(sample(&text, "linerate_active_tests"), Some(0.0));
+    let commit = run(&["--version"], SECS10).stdout;
+    let version_line = text.lines().find(|l| l.starts_with("linerate_build_info")).expect("info");
+    let sha = version_line.split("commit=\"").nth(1).and_then(|r| r.split('"').next());
+    assert!(commit.contains(sha.expect("a commit label")), "{commit} vs {version_line}");
+}
+
+const SECS10: Duration = Duration::from_secs(10);
+
+#[test]
+fn probes_are_refused_unless_allowed_and_run_one_at_a_time() {
+    // Probes off: any target is refused.
+    let (srv, mport) = metrics_server(&[]);
+    let own = format!("127.0.0.1:{}", srv.port);
+    let (status, body) = get(mport, &format!("/probe?target={own}"));
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("probes are off") && body.contains("--probe-allow"), "{body}");
+    drop(srv);
+
+    // Allowed: exactly the targets named, written as IP:PORT.
+    let port = free_port();
+    let own = format!("127.0.0.1:{port}");
+    let mport = free_port();
+    let srv = probing_server(port, mport, &own, &[]);
+    for other in [format!("127.0.0.1:{}", port + 1), format!("localhost:{port}"), "::1".into()] {
+        let (status, body) = get(mport, &format!("/probe?target={other}"));
+        assert_eq!(status, 403, "{other}: {body}");
+        assert!(body.contains("is not allowed") && body.contains(&own), "{body}");
+    }
+    assert_eq!(get(mport, "/probe").0, 400, "no target");
+    assert_eq!(get(mport, "/nothing").0, 404);
+    let post = http(mport, "POST /metrics HTTP/1.1\r\n\r\n").expect("answer");
+    assert_eq!(post.0, 405);
+
+    // A probe of the server's own port, as Prometheus asks for it (`:` escaped), and a second
+    // one while it runs.
+    let escaped = format!("/probe?target=127.0.0.1%3A{port}");
+    let first = std::thread::spawn({
+        let escaped = escaped.clone();
+        move || get(mport, &escaped)
+    });
+    assert!(srv.wait_for_log("accepted: TCP bidirectional", SECS10), "{}", srv.log());
+    let (busy, body) = get(mport, &escaped);
+    assert_eq!(busy, 429, "one probe at a time: {body}");
+    let (status, text) = first.join().expect("probe");
+    assert_eq!(status, 200, "{text}");
+    assert_eq!(sample(&text, "linerate_probe_success"), Some(1.0), "{text}");
+    for dir in ["to_target", "from_target"] {
+        let rate = sample(&text, &format!("linerate_probe_bits_per_second{{direction=\"{dir}\"}}"));
+        assert!(rate.is_some_and(|r| r > 1e6), "{dir}: {rate:?}\n{text}");
+        let rtt = sample(&text, &format!("linerate_probe_rtt_seconds{{direction=\"{dir}\"}}"));
+        assert!(rtt.is_some_and(|r| r > 0.0 && r < 1.0), "{dir}: {rtt:?}");
+        figure(&format!("probe_{dir}_bits_per_second"), format!("{:.3e}", rate.unwrap_or(0.0)));
+    }
+    let took = sample(&text, "linerate_probe_duration_seconds").expect("duration");
+    figure("probe_duration_s", format!("{took:.2}"));
+    assert!((1.0..6.0).contains(&took), "a 1 s probe took {took} s");
+    let (_, metrics) = get(mport, "/metrics");
+    assert_eq!(sample(&metrics, "linerate_probes_total{outcome=\"completed\"}"), Some(1.0));
+    assert_eq!(sample(&metrics, "linerate_probes_total{outcome=\"busy\"}"), Some(1.0));
+    assert_eq!(sample(&metrics, "linerate_probes_total{outcome=\"refused\"}"), Some(4.0));
+
+    // A target that refuses: the figures are missing with the reason, none invented.
+    let closed = free_port();
+    drop(srv);
+    let mport = free_port();
+    let _srv = probing_server(0, mport, &format!("127.0.0.1:{closed}"), &[]);
+    let (status, text) = get(mport, &format!("/probe?target=127.0.0.1:{closed}"));
+    assert_eq!(status, 200);
+    assert_eq!(sample(&text, "linerate_probe_success"), Some(0.0), "{text}");
+    assert!(!text.contains("linerate_probe_bits_per_second{"), "no rate made up:\n{text}");
+    let missing = "linerate_probe_figure_missing{figure=\"bits_per_second\",direction=\"to_target\",reason=\"test_failed\"}";
+    assert_eq!(sample(&text, missing), Some(1.0), "{text}");
+}
+
+/// Threads of process `pid` now.
+fn threads(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let line = status.lines().find_map(|l| l.strip_prefix("Threads:"));
+    line.and_then(|n| n.trim().parse().ok()).unwrap_or(0)
+}
+
+/// A connection from `from` to the endpoint.
+fn connect_from(from: IpAddr, to: u16) -> Option<TcpStream> {
+    let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).ok()?;
+    s.bind(&SocketAddr::new(from, 0).into()).ok()?;
+    let to = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), to);
+    s.connect_timeout(&to.into(), Duration::from_secs(1)).ok()?;
+    Some(s.into())
+}
+
+#[test]
+fn a_crowd_of_slow_connections_cannot_stop_scrapes() {
+    let (srv, mport) = metrics_server(&[]);
+    let pid = srv.child.id();
+    let threads_before = threads(pid);
+    // An oversized request is answered 431; a silent one is closed at the request deadline.
+    let huge = format!("GET /metrics HTTP/1.1\r\nX: {}\r\n\r\n", "a".repeat(8000));
+    assert_eq!(http(mport, &huge).map(|a| a.0), Some(431));
+    let mut silent = TcpStream::connect(("127.0.0.1", mport)).expect("connect");
+    silent.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    let t0 = Instant::now();
+    let closed = silent.read(&mut [0u8; 64]);
+    let after = t0.elapsed();
+    figure("metrics_silent_connection_closed_after_s", format!("{:.2}", after.as_secs_f64()));
+    assert!(matches!(closed, Ok(0) | Err(_)), "closed without an answer: {closed:?}");
+    assert!(after <= Duration::from_secs(4), "a silent connection held {after:?}");
+
+    // The crowd: 40 addresses, each keeping 12 connections open (more than the 8 a client
+    // may hold), half silent, half trickling a request a byte every 300 ms, reopened as soon
+    // as the endpoint closes them, for 6 s.
+    let stop = Arc::new(AtomicBool::new(false));
+    let opened = Arc::new(AtomicU64::new(0));
+    let ended = Arc::new(AtomicU64::new(0));
+    let mut crowd = Vec::new();
+    for a in 0..40u8 {
+        let (stop, opened, ended) = (stop.clone(), opened.clone(), ended.clone());
+        crowd.push(std::thread::spawn(move || {
+            let from = IpAddr::V4(Ipv4Addr::new(127, 3, 0, 1 + a));
+            let mut held: Vec<(TcpStream, usize)> = Vec::new();
+            let deadline = Instant::now() + Duration::from_secs(12);
+            while !stop.load(Ordering::SeqCst) && Instant::now() < deadline {
+                while held.len() < 12 {
+                    match connect_from(from, mport) {
+                        Some(s) => {
+                            let _ = s.set_nonblocking(true);
+                            opened.fetch_add(1, Ordering::SeqCst);
+                            held.push((s, 0));
+                        }
+                        None => break,
+                    }
+                }
+                let trickle = b"GET /metrics HTTP/1.1\r\nHost: slow\r\n";
+                held.retain_mut(|(s, sent)| {
+                    let alive = match s.read(&mut [0u8; 64]) {
+                        Err(e) => e.kind() == std::io::ErrorKind::WouldBlock,
+                        Ok(_) => false,
+                    };
+                    if !alive {
+                        ended.fetch_add(1, Ordering::SeqCst);
+                        return false;
+                    }
+                    // Half trickle a request that never ends, half stay silent.
+                    if s.local_addr().is_ok_and(|l| l.port() % 2 == 0) {
+                        let _ = s.write(&trickle[*sent % trickle.len()..][..1]);
+                        *sent += 1;
+                    }
+                    true
+                });
+                std::thread::sleep(Duration::from_millis(300));
+            }
+        }));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let (mut ok, mut tried, mut slowest) = (0, 0, Duration::ZERO);
+    let until = Instant::now() + Duration::from_secs(6);
+    while Instant::now() < until {
+        tried += 1;
+        let t = Instant::now();
+        if http(mport, "GET /metrics HTTP/1.1\r\n\r\n").is_some_and(|(s, _)| s == 200) {
+            ok += 1;
+            slowest = slowest.max(t.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let threads_during = threads(pid);
+    stop.store(true, Ordering::SeqCst);
+    for t in crowd {
+        let _ = t.join();
+    }
+    let (_, text) = get(mport, "/metrics");
+    let dropped = |why: &str| {
+        let series = format!("linerate_metrics_connections_dropped_total{{reason=\"{why}\"}}");
+        sample(&text, &series).unwrap_or(0.0)
+    };
+    figure("metrics_scrapes_during_crowd", format!("{ok}/{tried}"));
+    figure("metrics_slowest_scrape_during_crowd_ms", slowest.as_millis());
+    figure("metrics_crowd_connections_opened", opened.load(Ordering::SeqCst));
+    figure("metrics_crowd_connections_closed_seen", ended.load(Ordering::SeqCst));
+    figure("metrics_dropped_full", dropped("full"));
+    figure("metrics_dropped_client_connections", dropped("client_connections"));
+    figure("metrics_dropped_request_timeout", dropped("request_timeout"));
+    figure("metrics_server_threads", format!("{threads_before} -> {threads_during}"));
+    assert!(ok * 10 >= tried * 9, "only {ok} of {tried} scrapes answered during the crowd");
+    assert!(slowest < Duration::from_secs(2), "a scrape took {slowest:?}");
+    assert!(threads_during <= threads_before + 1, "{threads_before} -> {threads_during} threads");
+    assert!(dropped("client_connections") > 0.0, "the per-client cap was used:\n{text}");
+    assert!(dropped("request_timeout") > 0.0, "slow requests were cut:\n{text}");
+}
