@@ -140,7 +140,7 @@ pub fn run(plan: &FleetPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     let single = f.runs.first().map_or_else(|| summarize_fleet(&[]), |r| r.summary.clone());
     match (text, curve) {
         (true, true) => {
-            render::render_scale_text(&f.curve, &mut out)?;
+            render::write_scale_body(Style::Text, &f.curve, &mut out)?;
             render::render_warnings(&report.warnings, &mut out)?;
         }
         (true, false) => render::write_fleet_body(Style::Text, &single, start_note.as_deref(), &mut out)?,

@@ -3,7 +3,9 @@
 //!
 //! Stored groups keep how their cells were made: a matrix its axes (as labels), a campaign its
 //! parsed plan and seed. Cells are rebuilt from those, so a report lists cells that never ran
-//! (an interrupted matrix) as "no completed run" rather than dropping them.
+//! (an interrupted matrix) as "no completed run" rather than dropping them. No cell label is
+//! read back into axis values: a matrix whose stored axes this build does not know is
+//! reported by its stored cell labels as they are (`matrix_cells`).
 //!
 //! Must not compute figures (`report::model` does) or format them (`report::*`).
 

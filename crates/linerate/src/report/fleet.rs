@@ -171,15 +171,6 @@ pub fn render_start(plan: &FleetPlan, out: &mut dyn Write) -> std::io::Result<()
     )
 }
 
-/// The text of a fleet run; `start_note` says why the start went ahead without every host.
-pub fn render_text(
-    summary: &FleetSummary,
-    start_note: Option<&str>,
-    out: &mut dyn Write,
-) -> std::io::Result<()> {
-    write_fleet_body(Style::Text, summary, start_note, out)
-}
-
 /// A sentence under a section: indented in text, a bullet in Markdown.
 fn item(style: Style, text: &str, out: &mut dyn Write) -> std::io::Result<()> {
     match style {
@@ -464,11 +455,6 @@ pub fn result(summary: &FleetSummary) -> String {
     } else {
         totals.join(", ")
     }
-}
-
-/// The scaling curve as a table per direction, ending with where the total stops rising.
-pub fn render_scale_text(curve: &ScaleSummary, out: &mut dyn Write) -> std::io::Result<()> {
-    write_scale_body(Style::Text, curve, out)
 }
 
 /// A live curve's warnings (hosts not measured, CPU-contended runs), as its report lists them.
