@@ -658,3 +658,39 @@ fn a_history_written_by_an_earlier_release_reads_whole_and_stays_unchanged() {
     ok(&["compare", "m1", "m1", "--db", &db]);
     assert_eq!(std::fs::read(&db).expect("read back"), before, "reading changed the history");
 }
+
+/// A matrix whose stored axes this build cannot read (a newer release's axis, here a
+/// congestion-control one): its report names each cell as stored, reads no axis values back
+/// from those labels, and says why the axis breakdown is missing; `compare` lists the same
+/// cells.
+#[test]
+fn a_matrix_of_axes_this_build_cannot_read_reports_its_cells_as_stored() {
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/stores/history-98db5eb.sqlite");
+    let db = db_path("unread-axes");
+    std::fs::copy(&fixture, &db).expect("copy");
+    let sql = rusqlite::Connection::open(&db).expect("open the copy");
+    for (old, new) in [("w=128K", "cc=bbr"), ("w=256k", "cc=cubic")] {
+        sql.execute(
+            "UPDATE groups SET params_json = replace(params_json, ?1, ?2) WHERE id = 1",
+            [old, new],
+        )
+        .expect("axes");
+        sql.execute("UPDATE runs SET cell = replace(cell, ?1, ?2) WHERE group_id = 1", [old, new])
+            .expect("cells");
+    }
+    drop(sql);
+    let m1: Value = serde_json::from_str(&ok(&["report", "m1", "--db", &db, "-f", "json"]).stdout)
+        .expect("json");
+    let cells = m1["summary"]["cells"].as_array().expect("cells");
+    let labels: Vec<&str> = cells.iter().filter_map(|c| c["label"].as_str()).collect();
+    // The order they ran in (the fixture's run 2 is "P=2 w=128K").
+    assert_eq!(labels, ["P=2 cc=bbr", "P=1 cc=cubic", "P=2 cc=cubic", "P=1 cc=bbr"], "{m1}");
+    assert!(cells.iter().all(|c| c["runs"] == 2 && c["values"] == serde_json::json!([])), "{m1}");
+    let text = ok(&["report", "m1", "--db", &db]).stdout;
+    assert!(text.contains("stored axes are not ones this build knows"), "{text}");
+    let compared = ok(&["compare", "m1", "m1", "--db", &db]).stdout;
+    for cell in labels {
+        assert!(compared.lines().any(|l| l.starts_with(cell)), "{cell} in {compared}");
+    }
+}

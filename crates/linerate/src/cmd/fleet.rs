@@ -1,136 +1,246 @@
 //! `linerate fleet TARGET...`: one test against many servers at once, started together; the
-//! figures of the fleet (`stats::fleet`), each host's run stored in one group.
+//! figures of the fleet (`stats::fleet`), each host's run stored in one group. With
+//! `--scale K,...`: the fleet run with the first k targets for each k, each `--repeat` times in
+//! a random order the seed reproduces, then the scaling curve; every host run is stored as cell
+//! `k=K` with its repetition, so `report fN` rebuilds the curve from the history. A single
+//! fleet is the grid of one cell (every target, once). Both write their figures and JSON from
+//! the report model (`source::fleet_source`, `report::model`), as `report fN` does, so the live
+//! and the stored output cannot differ.
 //!
-//! Exit status: 0 when every host was measured; 3 when any was not (the fleet is partial:
-//! the others' figures are still printed and stored); 130 when interrupted.
+//! **Rounds.** The curve is a grid (`session::grid`, through `session::fleet`) whose
+//! cells are the host counts: every count `--repeat` times in the seeded order, then with
+//! `--until-ci` a round for every count whose total's 95 % interval is still wider than asked
+//! (`stats::scaling::pending_counts`), as a matrix does; repetitions go on counting from
+//! `--repeat`, and three fleet runs in a row that measured no host stop the curve.
+//!
+//! **Resuming.** The group's params hold the curve's settings (targets, test, counts,
+//! repetitions, `--until-ci`) under `"plan"` and the order seed beside them. The same command
+//! line with `--resume` continues the newest unfinished curve with exactly those settings
+//! (or the one named; another plan is refused, as for a matrix: `store::resume`), walks the
+//! same grid with the stored seed and skips every (k, repetition) that has a whole fleet run
+//! (every host stored and measured; the one attempt rule, `stats::campaign_fleet`). A partial
+//! one — a host not measured, or the run cut short — is run again whole: a fleet run is one
+//! measurement of its k hosts at one instant, so the hosts that did finish cannot be kept
+//! alone. Earlier attempts stay stored and are listed as partial runs, never counted in a
+//! point.
+//!
+//! **A single fleet** (no `--scale`) is not resumable: it is one such measurement, so nothing
+//! of an interrupted one can be kept, and rerunning it into the old group would only mix an
+//! abandoned attempt into the new fleet's figures. `--resume` without `--scale` is refused
+//! (`cli::fleet_args`), and the fleet is simply run again as a new group.
+//!
+//! Exit status: 0 when every host of every fleet run was measured; 3 when any run was partial
+//! (a host not measured: the others' figures are still printed and stored, and a curve leaves
+//! that run out of its point); 130 when interrupted (the runs until then are reported).
 
+use std::cell::RefCell;
 use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use super::failed::{group_failure_kind, interrupted};
 use super::keep::{self, GroupRuns};
-use crate::plan::OutputFormat;
+use super::source::{fleet_source, load_from};
 use crate::plan::fleet::{FleetIdentity, FleetPlan};
+use crate::plan::OutputFormat;
 use crate::record::{Failure, FailureKind, RunRecord};
-use crate::report::fleet::FleetMeta;
-use crate::report::notice::{self, Notice};
-use crate::session::fleet::Ran;
-use crate::session::{Interrupt, fleet};
-use crate::stats::fleet::{FleetSummary, HostInput, summarize_fleet};
+use crate::report::document::Style;
+use crate::report::fleet as render;
+use crate::report::model::{InputRun, build};
+use crate::report::notice::{Console, Notice, Stored};
+use crate::session::Interrupt;
+use crate::session::fleet::{self, CurveProgress};
+use crate::stats::campaign_fleet::{FleetShape, completed_fleet_runs};
+use crate::stats::fleet::{FleetSummary, HostInput, summarize_fleet, summarize_planned};
+use crate::store::resume::{self, Resumable};
 use crate::store::{GroupKind, GroupParams, RunKind, Store};
 
 /// File descriptors a fleet host costs the coordinator: its control connection and each data
 /// connection, plus a few for the probes each run opens.
 const FDS_PER_HOST_EXTRA: u64 = 4;
 
-/// Runs `linerate fleet`.
+/// Runs `linerate fleet`: a single fleet, or with `--scale` its curve.
 pub fn run(plan: &FleetPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     let targets = fleet::expanded(plan).map_err(|e| Failure::new(FailureKind::Network, e))?;
     let plan = &FleetPlan { targets, ..plan.clone() };
     check_descriptors(plan)?;
-    if !plan.scale.is_empty() {
-        return super::scale::run(plan, interrupt);
-    }
+    let curve = !plan.scale.is_empty();
     let text = plan.base.output == OutputFormat::Text;
     let console = super::console(text);
+    let Opened { mut runs, group, plan, earlier } = open(plan, interrupt, &console)?;
+    let plan = &plan;
     if text {
-        crate::report::fleet::render_start(plan, &mut std::io::stdout())?;
-    }
-    let (mut runs, group) = open_group(plan, interrupt, &console)?;
-    // A single fleet is the grid of one cell: every target, once.
-    let mut ran = None;
-    fleet::run_curve_from(plan, Vec::new(), interrupt, &mut |_| {}, &mut |_, _, r| {
-        for record in &r.hosts {
-            runs.keep(HostInput::placed(record).label.to_string(), 1, record);
+        let out = &mut std::io::stdout();
+        match curve {
+            true => {
+                render::render_scale_start(plan, plan.first_round_runs(), out)?;
+                render::render_scale_rounds(plan, group.filter(|_| plan.resume.is_some()), out)?;
+            }
+            false => render::render_start(plan, out)?,
         }
-        ran = Some(r.clone());
-    });
-    let Ran { hosts: records, gate_note } = ran.unwrap_or(Ran { hosts: Vec::new(), gate_note: None });
-    if let (Some(s), Some(g), true) =
-        (runs.store.as_mut(), group, all_completed(&records))
-    {
+    }
+    // Whole earlier fleet runs are not run again; partial ones are (a fleet run is one
+    // measurement of its k hosts at one instant) and stay listed as partial runs.
+    let shape = FleetShape { targets: plan.targets.len(), scale: plan.scale.clone() };
+    let stored: Vec<(usize, u32, RunRecord)> =
+        earlier.iter().map(|r| (r.cell, r.repetition, r.record.clone())).collect();
+    let prior = completed_fleet_runs(&shape, &stored);
+    let index = |k: usize| plan.scale.iter().position(|&s| s == k).unwrap_or(0);
+    let all = RefCell::new(earlier);
+    let last: RefCell<Option<FleetSummary>> = RefCell::new(None);
+    let mut start_note = None;
+    let mut ran = 0;
+    let outcome = fleet::run_curve_from(
+        plan,
+        prior,
+        interrupt,
+        &mut |p: CurveProgress<'_>| {
+            let summary = last.borrow();
+            if curve {
+                console.progress(&render::curve_progress(&p, p.finished.and(summary.as_ref())));
+            }
+        },
+        &mut |k, rep, fleet_run| {
+            let records = &fleet_run.hosts;
+            for record in records {
+                // A single fleet's host runs are stored by their labels.
+                let cell = if curve { format!("k={k}") } else { placed_label(record) };
+                runs.keep(cell, rep, record);
+                let run =
+                    InputRun { cell: index(k), repetition: rep, id: None, record: record.clone() };
+                all.borrow_mut().push(run);
+            }
+            if curve {
+                let placed: Vec<HostInput<'_>> = records.iter().map(HostInput::placed).collect();
+                *last.borrow_mut() = Some(summarize_planned(k, &placed));
+            }
+            start_note.clone_from(&fleet_run.gate_note);
+            ran += 1;
+            if plan.stop_after.is_some_and(|n| ran >= n) {
+                interrupt.trigger();
+            }
+        },
+    );
+    console.end_progress();
+    let report = build(fleet_source((group, Some(plan.seed)), false, shape, all.into_inner()));
+    let Some(f) = report.fleet() else { unreachable!("a fleet source makes a fleet report") };
+    let whole = |&(cell, rep): &(usize, u32)| {
+        f.counted().any(|r| (index(r.hosts), r.repetition) == (cell, rep) && r.whole())
+    };
+    let (planned, stopped) = (outcome.planned, outcome.stopped);
+    let partial = planned.iter().filter(|p| !whole(p)).count();
+    let complete = interrupt.count() == 0 && partial == 0 && stopped.is_none();
+    if let (Some(s), Some(g), true) = (runs.store.as_mut(), group, complete) {
         s.finish_group(g)?;
     }
     let unstored = runs.unstored();
-    let summary = summarize_fleet(&placed(&records));
     let mut out = std::io::stdout().lock();
-    let meta = FleetMeta { group, start_note: gate_note.as_deref() };
-    write_fleet(&summary, &records, meta, text, &mut out)?;
+    // A single fleet's one run (none when interrupted before it started).
+    let single = f.runs.first().map_or_else(|| summarize_fleet(&[]), |r| r.summary.clone());
+    match (text, curve) {
+        (true, true) => {
+            render::write_scale_body(Style::Text, &f.curve, &mut out)?;
+            render::render_warnings(&report.warnings, &mut out)?;
+        }
+        (true, false) => render::write_fleet_body(Style::Text, &single, start_note.as_deref(), &mut out)?,
+        (false, _) => render::render_report_json(&report, f, start_note.as_deref(), &mut out)?,
+    }
     out.flush()?;
     if let Some(g) = group {
-        console.show(&Notice::Stored(notice::Stored::Fleet(g)));
+        console.show(&Notice::Stored(Stored::Fleet(g)));
+    }
+    if let (Some(group), false, true) = (group, complete, curve) {
+        console.show(&Notice::CurveIncomplete { group });
     }
     if interrupt.count() > 0 {
-        return Err(interrupted(interrupt, "the hosts' figures until then are above"));
+        let what = if curve { "the runs" } else { "the hosts' figures" };
+        return Err(interrupted(interrupt, &format!("{what} until then are above")));
     }
     unstored?;
-    if !summary.not_measured.is_empty() {
-        let kind = group_failure_kind(records.iter());
-        let why = format!(
-            "the fleet is partial: {} of {} hosts were not measured (named above)",
-            summary.not_measured.len(),
-            summary.hosts_planned
-        );
+    if partial > 0 {
+        let kind = group_failure_kind(report.runs.iter().map(|r| &r.record));
+        let why = match curve {
+            true => format!(
+                "{partial} of {} fleet runs were partial (a host not measured; left out of its \
+                 point){}",
+                planned.len(),
+                stopped.map(|s| format!("; {s}")).unwrap_or_default()
+            ),
+            false => format!(
+                "the fleet is partial: {} of {} hosts were not measured (named above)",
+                single.not_measured.len(),
+                single.hosts_planned
+            ),
+        };
         return Err(Failure::new(kind, why).into());
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// The history group of a fleet (or a scaling curve), and where its host runs are kept.
-pub(super) fn open_group<'a>(
+/// A host run's label: its target's.
+fn placed_label(record: &RunRecord) -> String {
+    HostInput::placed(record).label.to_string()
+}
+
+/// A fleet's or curve's group, opened anew or continued.
+struct Opened<'a> {
+    /// Where its host runs go.
+    runs: GroupRuns<'a>,
+    /// Its group, if there is a history.
+    group: Option<i64>,
+    /// The plan, with the stored seed when resumed.
+    plan: FleetPlan,
+    /// The host runs stored before (resumed), in stored order.
+    earlier: Vec<InputRun>,
+}
+
+/// A new group for `plan`, or (a curve's `--resume`) the unfinished one it continues.
+fn open<'a>(
     plan: &FleetPlan,
     interrupt: &'a Interrupt,
-    console: &'a crate::report::notice::Console,
-) -> Result<(GroupRuns<'a>, Option<i64>)> {
+    console: &'a Console,
+) -> Result<Opened<'a>> {
     let mut store = keep::open(&plan.base.store, console);
-    let params = GroupParams::new(&FleetIdentity::of(plan), Some(plan.seed))?;
-    let group = match store.as_mut() {
-        Some(s) => Some(s.begin_group(GroupKind::Fleet, None, &params)?),
-        None => None,
+    let Some(which) = plan.resume else {
+        let params = GroupParams::new(&FleetIdentity::of(plan), Some(plan.seed))?;
+        let group = match store.as_mut() {
+            Some(s) => Some(s.begin_group(GroupKind::Fleet, None, &params)?),
+            None => None,
+        };
+        let runs = group_runs(store, group, plan, (interrupt, console));
+        return Ok(Opened { runs, group, plan: plan.clone(), earlier: Vec::new() });
     };
-    Ok((group_runs(store, group, plan, (interrupt, console)), group))
+    let store = store.context("--resume needs the history, which cannot be opened")?;
+    let wanted = serde_json::to_value(FleetIdentity::of(plan))?;
+    let resumable = Resumable {
+        kind: GroupKind::Fleet,
+        plan: &wanted,
+        name: None,
+        fix: "repeat the original command line (targets, --scale, --repeat, --until-ci, test \
+              flags)",
+        canonical: Clone::clone,
+    };
+    let g = resume::find_open_group(&store, which, &resumable)?;
+    let plan = FleetPlan { seed: resume::stored_seed(&g)?, ..plan.clone() };
+    let source = load_from(&store, crate::store::Stored::Group(g.id))?;
+    let earlier = source.tiers.into_iter().flat_map(|t| t.runs).collect();
+    let runs = group_runs(Some(store), Some(g.id), &plan, (interrupt, console));
+    Ok(Opened { runs, group: Some(g.id), plan, earlier })
 }
 
 /// Where the host runs of `group` are kept.
-pub(super) fn group_runs<'a>(
+fn group_runs<'a>(
     store: Option<Store>,
     group: Option<i64>,
     plan: &FleetPlan,
-    (interrupt, console): (&'a Interrupt, &'a crate::report::notice::Console),
+    (interrupt, console): (&'a Interrupt, &'a Console),
 ) -> GroupRuns<'a> {
     let labels = plan.base.store.labels.clone();
     let kind = (RunKind::FleetHost, group);
     let mut runs = GroupRuns::new(store, kind, labels, (None, interrupt), console);
     runs.wanted = plan.base.store.path.clone();
     runs
-}
-
-/// True when every host's test completed.
-pub(super) fn all_completed<'a>(records: impl IntoIterator<Item = &'a RunRecord>) -> bool {
-    records.into_iter().all(|r| r.outcome == crate::record::Outcome::Completed)
-}
-
-/// A fleet's figures in text or as its `linerate.fleet` JSON document.
-fn write_fleet(
-    summary: &FleetSummary,
-    records: &[RunRecord],
-    meta: FleetMeta<'_>,
-    text: bool,
-    out: &mut dyn Write,
-) -> std::io::Result<()> {
-    if text {
-        return crate::report::fleet::render_text(summary, meta.start_note, out);
-    }
-    let hosts: Vec<(&str, &RunRecord)> =
-        records.iter().map(|r| (HostInput::placed(r).label, r)).collect();
-    crate::report::fleet::render_json(summary, &hosts, meta, out)
-}
-
-/// The fleet's inputs to `stats::fleet`: records that carry their place.
-pub(super) fn placed(records: &[RunRecord]) -> Vec<HostInput<'_>> {
-    records.iter().map(HostInput::placed).collect()
 }
 
 /// Refuses a fleet the open-files limit cannot hold, before any connection is made.

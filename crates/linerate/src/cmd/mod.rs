@@ -21,7 +21,6 @@ mod keep;
 mod matrix;
 mod output;
 mod report;
-mod scale;
 mod selftest;
 mod server;
 mod show;

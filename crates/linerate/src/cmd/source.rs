@@ -3,7 +3,9 @@
 //!
 //! Stored groups keep how their cells were made: a matrix its axes (as labels), a campaign its
 //! parsed plan and seed. Cells are rebuilt from those, so a report lists cells that never ran
-//! (an interrupted matrix) as "no completed run" rather than dropping them.
+//! (an interrupted matrix) as "no completed run" rather than dropping them. No cell label is
+//! read back into axis values: a matrix whose stored axes this build does not know is
+//! reported by its stored cell labels as they are (`matrix_cells`).
 //!
 //! Must not compute figures (`report::model` does) or format them (`report::*`).
 
@@ -37,10 +39,11 @@ fn single_run(title: String, id: Option<i64>, record: RunRecord) -> Source {
         name: None,
         seed: None,
         group: None,
+        notes: Vec::new(),
         tiers: vec![TierInput {
             ipv6: is_ipv6(&place.server),
             place,
-            cells: vec![Cell { index: 0, values: Vec::new() }],
+            cells: vec![Cell { index: 0, values: Vec::new(), stored_as: None }],
             until_ci: None,
             stopped: None,
             runs: vec![InputRun { cell: 0, repetition: 1, id, record }],
@@ -106,27 +109,26 @@ fn matrix_identity(group: &GroupRow) -> MatrixIdentity {
     })
 }
 
-/// The cells of a stored matrix: the cartesian product of its axes when every label reads
-/// back, else one cell per distinct stored cell label, in the order they ran.
+/// Why a stored matrix is reported by its stored cell labels (its axes do not read).
+const AXES_UNREAD: &str = "its stored axes are not ones this build knows (written by a newer \
+    linerate?): each cell is named as stored, without the axis breakdown (report it with the \
+    release that ran it for that)";
+
+/// The cells of a stored matrix: the cartesian product of its axes, or, when they do not read
+/// with this build, one cell per distinct stored cell label in the order they ran, known by
+/// that label alone (never read back into axis values).
 fn matrix_cells(identity: &MatrixIdentity, runs: &StoredRuns) -> Vec<Cell> {
     if let Some(axes) = &identity.axes {
         return cells_of(axes);
     }
-    let mut labels: Vec<&str> = Vec::new();
+    let mut cells: Vec<Cell> = Vec::new();
     for (_, meta, _) in runs {
-        let l = meta.cell.as_deref().unwrap_or("");
-        if !labels.contains(&l) {
-            labels.push(l);
+        let label = meta.cell.clone().unwrap_or_default();
+        if !cells.iter().any(|c| c.stored_as.as_ref() == Some(&label)) {
+            cells.push(Cell { index: cells.len(), values: Vec::new(), stored_as: Some(label) });
         }
     }
-    labels
-        .iter()
-        .enumerate()
-        .map(|(index, l)| Cell {
-            index,
-            values: l.split_whitespace().filter_map(AxisValue::from_label).collect(),
-        })
-        .collect()
+    cells
 }
 
 /// A stored campaign's tiers, from its parsed plan.
@@ -198,6 +200,7 @@ fn stored_matrix(group: &GroupRow, runs: StoredRuns) -> Result<Source> {
     let inputs = matched_runs(&runs, group.id, "", |label| {
         Some(cells.iter().find(|c| c.is_named(label))?.index)
     })?;
+    let notes = identity.axes.is_none().then(|| AXES_UNREAD.to_string()).into_iter().collect();
     let first = runs.first().map(|(_, _, r)| r);
     let server = first.map_or_else(|| "n/a".to_string(), |r| r.server.clone());
     let title = format!("matrix m{}", group.id);
@@ -208,6 +211,7 @@ fn stored_matrix(group: &GroupRow, runs: StoredRuns) -> Result<Source> {
         seed: group.params.seed,
         group: Some(group.id),
         finished: group.finished,
+        notes,
         tiers: vec![TierInput {
             ipv6: is_ipv6(&server),
             place: TierPlace { name: title, server, link: first.and_then(|r| r.link) },
@@ -273,6 +277,7 @@ pub(super) fn fleet_source(
         seed,
         group,
         finished,
+        notes: Vec::new(),
         tiers: vec![TierInput {
             ipv6: is_ipv6(&server),
             place: TierPlace { name, server, link: first.and_then(|r| r.link) },
@@ -320,6 +325,7 @@ fn stored_campaign(group: &GroupRow, runs: StoredRuns) -> Result<Source> {
         seed,
         group: Some(group.id),
         finished: group.finished,
+        notes: Vec::new(),
         tiers: inputs,
     })
 }
@@ -349,7 +355,7 @@ struct DocCell {
 
 impl DocCell {
     fn cell(self) -> Cell {
-        Cell { index: self.index, values: self.values }.worded_as(&self.label)
+        Cell { index: self.index, values: self.values, stored_as: None }.worded_as(&self.label)
     }
 }
 
@@ -426,6 +432,7 @@ pub(super) fn from_file(path: &Path) -> Result<Source> {
                 name: None,
                 seed,
                 group: None,
+                notes: Vec::new(),
                 tiers: vec![tier],
             })
         }
@@ -438,6 +445,7 @@ pub(super) fn from_file(path: &Path) -> Result<Source> {
                 seed,
                 group: doc["group"].as_i64(),
                 finished: doc["finished"].as_bool().unwrap_or(false),
+                notes: Vec::new(),
                 tiers: tiers.into_iter().map(doc_tier).collect(),
             })
         }

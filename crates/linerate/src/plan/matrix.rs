@@ -118,7 +118,7 @@ pub fn cells_of(axes: &[Vec<AxisValue>]) -> Vec<Cell> {
             })
             .collect();
     }
-    cells.into_iter().enumerate().map(|(index, values)| Cell { index, values }).collect()
+    cells.into_iter().enumerate().map(|(index, values)| Cell { index, values, stored_as: None }).collect()
 }
 
 /// One cell: a combination of axis values.
@@ -128,18 +128,26 @@ pub struct Cell {
     pub index: usize,
     /// The values, one per axis, in axis order.
     pub values: Vec<AxisValue>,
+    /// The label a stored cell is known by when its axes do not read with this build (a
+    /// newer release's axis): shown as stored, never read back into values (empty then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stored_as: Option<String>,
 }
 
 impl Cell {
     /// `P=4 w=800k`.
     pub fn label(&self) -> String {
-        self.values.iter().map(AxisValue::label).collect::<Vec<_>>().join(" ")
+        match &self.stored_as {
+            Some(label) => label.clone(),
+            None => self.values.iter().map(AxisValue::label).collect::<Vec<_>>().join(" "),
+        }
     }
 
     /// Whether `label` names this cell: its own label, or the same axis values written
     /// otherwise (`w=250K`, as versions before the user's words were kept stored `w=256k`).
     pub fn is_named(&self, label: &str) -> bool {
-        label == self.label() || values_of(label).is_some_and(|v| v == self.values)
+        label == self.label()
+            || self.stored_as.is_none() && values_of(label).is_some_and(|v| v == self.values)
     }
 
     /// This cell with the size words `label` gives its values, when it names the cell (a
@@ -414,7 +422,11 @@ mod tests {
     fn a_cell_is_named_by_its_values_whatever_the_words() {
         let words = Size::spelled("256k").expect("size");
         let cell =
-            Cell { index: 0, values: vec![AxisValue::Parallel(2), AxisValue::Window(Some(words))] };
+            Cell {
+                index: 0,
+                values: vec![AxisValue::Parallel(2), AxisValue::Window(Some(words))],
+                stored_as: None,
+            };
         assert_eq!(cell.label(), "P=2 w=256k", "the user's words, not w=250K");
         assert!(cell.is_named("P=2 w=256k"));
         assert!(cell.is_named("P=2 w=250K"), "as older versions stored it");

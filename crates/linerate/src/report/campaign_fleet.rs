@@ -8,7 +8,8 @@
 
 use std::io::Write;
 
-use crate::report::fleet::{render_scale_text, render_text};
+use crate::report::document::Style;
+use crate::report::fleet::{write_fleet_body, write_scale_body};
 use crate::stats::campaign_fleet::FleetTierFigures;
 use crate::units::count_of;
 
@@ -26,7 +27,7 @@ pub fn write_text(f: &FleetTierFigures, out: &mut dyn Write) -> std::io::Result<
             count_of(f.targets as u64, "target"),
             count_of(f.counted().count() as u64, "fleet run"),
         )?;
-        return render_scale_text(&f.curve, out);
+        return write_scale_body(Style::Text, &f.curve, out);
     }
     for r in f.counted() {
         let again = match r.attempts {
@@ -34,13 +35,13 @@ pub fn write_text(f: &FleetTierFigures, out: &mut dyn Write) -> std::io::Result<
             n => format!(", the attempt that counts of {n}"),
         };
         writeln!(out, "Fleet run {} ({}{again}):", r.repetition, count_of(r.hosts as u64, "host"))?;
-        render_text(&r.summary, None, out)?;
+        write_fleet_body(Style::Text, &r.summary, None, out)?;
         writeln!(out)?;
     }
     let counted = f.counted().count();
     if counted > 1 {
         writeln!(out, "Totals over the {counted} fleet runs:")?;
-        render_scale_text(&f.curve, out)?;
+        write_scale_body(Style::Text, &f.curve, out)?;
     }
     Ok(())
 }

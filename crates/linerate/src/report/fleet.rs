@@ -14,7 +14,7 @@
 use std::io::Write;
 
 use linerate_proto::{Direction, EndCondition, Flow};
-use serde::Serialize;
+use serde_json::{Value, json};
 
 use crate::plan::fleet::FleetPlan;
 use crate::record::{Outcome, RunRecord, SCHEMA_VERSION};
@@ -24,65 +24,10 @@ use crate::report::table::{Table, verdict_words};
 use crate::stats::campaign_fleet::{FleetRun, FleetTierFigures};
 use crate::stats::fleet::{FleetDirection, FleetSummary, Spread};
 use crate::stats::fleet::{HostInput, summarize_fleet};
+use crate::stats::summarize;
 use crate::stats::scaling::{PLATEAU, ScaleDirection, ScaleSummary};
 use crate::units::peer_text::escape;
 use crate::units::{ByteCount, count_of, format_bits_per_second, rate_unit, three_figures};
-
-/// One host of the JSON document.
-#[derive(Debug, Serialize)]
-pub struct HostDocument<'a> {
-    /// Its label.
-    pub label: &'a str,
-    /// Its run, as `linerate client -J` would have written it.
-    pub record: &'a RunRecord,
-    /// Its run's own summary.
-    pub summary: crate::stats::Summary,
-}
-
-/// What a fleet document says besides its figures.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct FleetMeta<'a> {
-    /// The fleet's stored group, if it was stored.
-    pub group: Option<i64>,
-    /// Why the start went ahead without every host, if it did.
-    pub start_note: Option<&'a str>,
-}
-
-#[derive(Serialize)]
-struct Document<'a> {
-    schema_version: u32,
-    kind: &'static str,
-    group: Option<i64>,
-    start_note: Option<&'a str>,
-    summary: &'a FleetSummary,
-    hosts: Vec<HostDocument<'a>>,
-}
-
-/// The `-J` document of a fleet.
-pub fn render_json(
-    summary: &FleetSummary,
-    hosts: &[(&str, &RunRecord)],
-    meta: FleetMeta<'_>,
-    out: &mut dyn Write,
-) -> std::io::Result<()> {
-    let doc = Document {
-        schema_version: SCHEMA_VERSION,
-        kind: "linerate.fleet",
-        group: meta.group,
-        start_note: meta.start_note,
-        summary,
-        hosts: hosts
-            .iter()
-            .map(|(label, record)| HostDocument {
-                label,
-                record,
-                summary: crate::stats::summarize(record),
-            })
-            .collect(),
-    };
-    serde_json::to_writer_pretty(&mut *out, &doc).map_err(std::io::Error::other)?;
-    writeln!(out)
-}
 
 /// Which way data went, as the fleet reports say it.
 pub fn flow_words(flow: Flow) -> &'static str {
@@ -224,15 +169,6 @@ pub fn render_start(plan: &FleetPlan, out: &mut dyn Write) -> std::io::Result<()
         spec.streams,
         if spec.streams == 1 { "flow" } else { "flows" },
     )
-}
-
-/// The text of a fleet run; `start_note` says why the start went ahead without every host.
-pub fn render_text(
-    summary: &FleetSummary,
-    start_note: Option<&str>,
-    out: &mut dyn Write,
-) -> std::io::Result<()> {
-    write_fleet_body(Style::Text, summary, start_note, out)
 }
 
 /// A sentence under a section: indented in text, a bullet in Markdown.
@@ -521,11 +457,6 @@ pub fn result(summary: &FleetSummary) -> String {
     }
 }
 
-/// The scaling curve as a table per direction, ending with where the total stops rising.
-pub fn render_scale_text(curve: &ScaleSummary, out: &mut dyn Write) -> std::io::Result<()> {
-    write_scale_body(Style::Text, curve, out)
-}
-
 /// A live curve's warnings (hosts not measured, CPU-contended runs), as its report lists them.
 pub fn render_warnings(warnings: &[String], out: &mut dyn Write) -> std::io::Result<()> {
     if warnings.is_empty() {
@@ -639,48 +570,6 @@ pub fn write_scale_body(
     Ok(())
 }
 
-/// One fleet run of a curve in the JSON document.
-#[derive(Debug, Serialize)]
-pub struct ScaleRunDocument<'a> {
-    /// Hosts in this run.
-    pub hosts: usize,
-    /// Its repetition.
-    pub repetition: u32,
-    /// Its fleet figures.
-    pub summary: FleetSummary,
-    /// Each host's label and run.
-    #[serde(serialize_with = "host_records")]
-    pub records: Vec<(&'a str, &'a RunRecord)>,
-}
-
-fn host_records<S: serde::Serializer>(v: &[(&str, &RunRecord)], s: S) -> Result<S::Ok, S::Error> {
-    use serde::ser::SerializeSeq;
-    let mut seq = s.serialize_seq(Some(v.len()))?;
-    for (label, record) in v {
-        seq.serialize_element(&serde_json::json!({ "label": label, "record": record }))?;
-    }
-    seq.end()
-}
-
-/// The `-J` document of a scaling curve (`linerate.fleet_scale`).
-pub fn render_scale_json(
-    curve: &ScaleSummary,
-    runs: &[ScaleRunDocument<'_>],
-    (group, seed): (Option<i64>, Option<u64>),
-    out: &mut dyn Write,
-) -> std::io::Result<()> {
-    let doc = serde_json::json!({
-        "schema_version": SCHEMA_VERSION,
-        "kind": "linerate.fleet_scale",
-        "group": group,
-        "seed": seed,
-        "summary": curve,
-        "runs": runs,
-    });
-    serde_json::to_writer_pretty(&mut *out, &doc).map_err(std::io::Error::other)?;
-    writeln!(out)
-}
-
 /// A fleet report's body in text or Markdown: a curve's tables, or a single fleet's sections.
 pub fn write_report_body(
     style: Style,
@@ -703,31 +592,47 @@ pub fn run_hosts<'a>(r: &'a Report, run: &FleetRun) -> Vec<(&'a str, &'a RunReco
     records.map(|record| (HostInput::placed(record).label, record)).collect()
 }
 
-/// A fleet report's JSON: a single fleet's `linerate.fleet` document, a curve's
-/// `linerate.fleet_scale`, as the live command writes them.
+/// A fleet report's JSON: a single fleet's `linerate.fleet` document (each host's label, run
+/// and its summary; `start_note` says why a live fleet started without every host), a curve's
+/// `linerate.fleet_scale` (each fleet run's figures and host runs).
 pub fn render_report_json(
     r: &Report,
     f: &FleetTierFigures,
+    start_note: Option<&str>,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
-    if f.scale.is_empty() {
-        let meta = FleetMeta { group: r.group, start_note: None };
-        return match f.runs.first() {
-            Some(run) => render_json(&run.summary, &run_hosts(r, run), meta, out),
-            None => render_json(&summarize_fleet(&[]), &[], meta, out),
+    let hosts = |run: &FleetRun, summary: bool| -> Vec<Value> {
+        let host = |(label, record): (&str, &RunRecord)| match summary {
+            true => json!({ "label": label, "record": record, "summary": summarize(record) }),
+            false => json!({ "label": label, "record": record }),
         };
-    }
-    let docs: Vec<ScaleRunDocument<'_>> = f
-        .runs
-        .iter()
-        .map(|run| ScaleRunDocument {
-            hosts: run.hosts,
-            repetition: run.repetition,
-            summary: run.summary.clone(),
-            records: run_hosts(r, run),
-        })
-        .collect();
-    render_scale_json(&f.curve, &docs, (r.group, r.seed), out)
+        run_hosts(r, run).into_iter().map(host).collect()
+    };
+    let doc = match (f.scale.is_empty(), f.runs.first()) {
+        (true, first) => json!({
+            "schema_version": SCHEMA_VERSION,
+            "kind": "linerate.fleet",
+            "group": r.group,
+            "start_note": start_note,
+            "summary": first.map_or_else(|| summarize_fleet(&[]), |run| run.summary.clone()),
+            "hosts": first.map_or_else(Vec::new, |run| hosts(run, true)),
+        }),
+        (false, _) => json!({
+            "schema_version": SCHEMA_VERSION,
+            "kind": "linerate.fleet_scale",
+            "group": r.group,
+            "seed": r.seed,
+            "summary": f.curve,
+            "runs": f.runs.iter().map(|run| json!({
+                "hosts": run.hosts,
+                "repetition": run.repetition,
+                "summary": run.summary,
+                "records": hosts(run, false),
+            })).collect::<Vec<_>>(),
+        }),
+    };
+    serde_json::to_writer_pretty(&mut *out, &doc).map_err(std::io::Error::other)?;
+    writeln!(out)
 }
 
 /// How a host's outcome is written: `completed`, `interrupted`, `failed`.

@@ -198,7 +198,7 @@ pub fn render_report(
             crate::report::campaign::render_json(meta, &tiers, &report.findings, out)
         }
         ReportKind::Fleet => match report.fleet() {
-            Some(f) => crate::report::fleet::render_report_json(report, f, out),
+            Some(f) => crate::report::fleet::render_report_json(report, f, None, out),
             None => Err(std::io::Error::other("a fleet report without its fleet (a bug)")),
         },
     }

@@ -83,6 +83,9 @@ pub struct Source {
     pub group: Option<i64>,
     /// Whether every planned run completed.
     pub finished: bool,
+    /// What the report cannot show and why (a matrix whose stored axes do not read): first
+    /// among its warnings.
+    pub notes: Vec<String>,
     /// The tiers.
     pub tiers: Vec<TierInput>,
 }
@@ -504,7 +507,7 @@ pub fn build(source: Source) -> Report {
     // are its partial fleet runs (a failed host is one of those, not a failed run).
     let fleet =
         tiers.first().and_then(|t| t.fleet.as_ref()).filter(|_| source.kind == ReportKind::Fleet);
-    let (hosts, settings, warnings) = match fleet {
+    let (hosts, settings, mut warnings) = match fleet {
         Some(f) => (
             fleet_hosts(f, &runs),
             runs.first()
@@ -517,6 +520,7 @@ pub fn build(source: Source) -> Report {
             warnings(&runs, &tiers),
         ),
     };
+    warnings.splice(0..0, source.notes);
     Report {
         kind: source.kind,
         title: source.title,

@@ -550,7 +550,7 @@ mod tests {
             outcome: Outcome::Failed { error: "x".into(), kind: None },
             ..done.clone()
         };
-        let cells = [Cell { index: 0, values: vec![AxisValue::Parallel(2)] }];
+        let cells = [Cell { index: 0, values: vec![AxisValue::Parallel(2)], stored_as: None }];
         let runs = [(0, done.clone()), (0, interrupted), (0, failed), (0, done)];
         let c = &summarize_matrix(&cells, &runs, None).cells[0];
         assert_eq!((c.runs, c.interrupted, c.failed, c.samples.len()), (2, 1, 1, 2));
