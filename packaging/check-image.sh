@@ -58,8 +58,8 @@ id="lri$(($$ % 100000))"
 ns_server="${id}s"
 ns_client="${id}c"
 net=$((1 + $$ % 200))
-server_ip="10.204.$net.2"
-client_ip="10.204.$net.1"
+server_ip="10.205.$net.2"
+client_ip="10.205.$net.1"
 cleanup() {
   "${podman[@]}" rm -f -t 0 "${id}-server" >/dev/null 2>&1 || true
   ip netns del "$ns_server" 2>/dev/null || true
@@ -112,10 +112,10 @@ for spec in "$ns_client ${id}x $client_ip" "$ns_server ${id}y $server_ip"; do
   ip -n "$ns" link set lo up
 done
 
-step "the image as a server in $ns_server: read-only root, no capabilities, no new privileges"
+step "the image as a server in $ns_server: read-only root, no capabilities, no new privileges, node and zone as the DaemonSet passes them"
 "${podman[@]}" run -d --name "${id}-server" --read-only --cap-drop=all \
-  --security-opt no-new-privileges --network "ns:/run/netns/$ns_server" "$image" \
-  server --max-duration 10 >/dev/null
+  --security-opt no-new-privileges --network "ns:/run/netns/$ns_server" \
+  -e LINERATE_NODE_NAME=node-a -e LINERATE_ZONE=zone-1 "$image" server --max-duration 10 >/dev/null
 for _ in $(seq 50); do
   ip netns exec "$ns_server" ss -Htln 'sport = :5201' | grep -q . && break
   sleep 0.2
@@ -129,8 +129,8 @@ echo "server process $pid: uids $uids, effective capabilities $caps"
 for uid in $uids; do [ "$uid" -ne 0 ] || fail "the server runs with uid 0 ($uids)"; done
 [ "$((16#$caps))" -eq 0 ] || fail "the server holds capabilities ($caps)"
 
-# Checks a client's -J document: completed, both directions' bytes from the server's report,
-# the server software named.
+# Checks a client's -J document: completed, bytes in the server's report, the server's node
+# and zone as its environment variables named them.
 check_json() {
   python3 -c '
 import json, sys
@@ -141,7 +141,10 @@ assert r["server"].startswith(sys.argv[1]), r["server"]
 streams = r["server_results"]["streams"]
 got = sum(s["bytes"] for s in streams)
 assert got > 0, "the server reported no bytes"
-print("completed:", r["server_software"], "server reported", got, "bytes,",
+env = r["server_results"]["environment"]
+assert (env.get("node"), env.get("zone")) == ("node-a", "zone-1"), (env.get("node"), env.get("zone"))
+print("completed:", r["server_software"], "on node", env["node"], "zone", env["zone"],
+      "server reported", got, "bytes,",
       round(d["summary"]["directions"][0]["receiver"]["bits_per_second"] / 1e6), "Mbit/s")
 ' "$1"
 }

@@ -36,6 +36,7 @@ mod matrix;
 mod memory;
 mod netns;
 mod peer_strings;
+mod place;
 mod render;
 mod report;
 mod report_html;

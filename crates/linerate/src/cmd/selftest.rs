@@ -44,6 +44,7 @@ fn with_embedded_server(
         // The user's own loopback server: only the protocol's limits apply.
         limits: linerate_proto::Limits::unlimited(),
         access: crate::plan::server::Access::default(),
+        place: crate::plan::server::Place::default(),
     };
     let server = Server::bind(&server_plan).context("cannot start the embedded server")?;
     plan.port = server.local_addr()?.port();

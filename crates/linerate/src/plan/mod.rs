@@ -325,6 +325,8 @@ pub struct ServerPlan {
     pub access: server::Access,
     /// Where the log lines go and how (`--logfile`, `--timestamps`, `--forceflush`).
     pub text: text::TextOptions,
+    /// The node and zone it reports to clients (`--node-name`, `--zone`).
+    pub place: server::Place,
 }
 
 /// Print generated documentation.

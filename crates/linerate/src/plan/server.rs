@@ -100,6 +100,53 @@ pub struct ServerSettings {
     pub ipv4_prefix: Option<u8>,
     /// `--ipv6-prefix`: IPv6 addresses sharing this many leading bits are one client.
     pub ipv6_prefix: Option<u8>,
+    /// `--node-name`: the node this server runs on, reported to clients.
+    pub node_name: Option<String>,
+    /// `--zone`: the zone it runs in, reported to clients.
+    pub zone: Option<String>,
+}
+
+/// Where a server runs, as its operator names it (`--node-name`, `--zone`; the Kubernetes
+/// DaemonSet passes them from the downward API), sent to clients in the server's environment
+/// (`Environment::node`, `::zone`) so that every result names its node: in a pod the host
+/// name is the pod's, and an address says nothing about a zone.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Place {
+    /// The node's name.
+    pub node: Option<String>,
+    /// The zone's name.
+    pub zone: Option<String>,
+}
+
+/// The longest node or zone name: a DNS name's (Kubernetes node names are DNS subdomains).
+pub const MAX_PLACE_NAME: usize = 253;
+
+impl Place {
+    /// Writes the names into an environment snapshot this server sends.
+    pub fn stamp(&self, e: &mut linerate_proto::Environment) {
+        e.node.clone_from(&self.node);
+        e.zone.clone_from(&self.zone);
+    }
+
+    /// A name as given, checked: empty (an unset downward-API label expands to "") means
+    /// none; a name is at most [`MAX_PLACE_NAME`] bytes of printable text, because every
+    /// client stores and prints it.
+    fn name(what: &str, given: Option<&str>) -> Result<Option<String>, String> {
+        let Some(v) = given.map(str::trim).filter(|v| !v.is_empty()) else {
+            return Ok(None);
+        };
+        if v.len() > MAX_PLACE_NAME {
+            return Err(format!(
+                "{what} is {} bytes long; name it in at most {MAX_PLACE_NAME} (a DNS name's \
+                 limit)",
+                v.len()
+            ));
+        }
+        if v.chars().any(char::is_control) {
+            return Err(format!("{what} {v:?} holds a control character; name it in plain text"));
+        }
+        Ok(Some(v.to_string()))
+    }
 }
 
 /// How the server writes its log lines.
@@ -262,6 +309,8 @@ impl ServerSettings {
             max_threads: self.max_threads.or(fallback.max_threads),
             ipv4_prefix: self.ipv4_prefix.or(fallback.ipv4_prefix),
             ipv6_prefix: self.ipv6_prefix.or(fallback.ipv6_prefix),
+            node_name: self.node_name.or(fallback.node_name),
+            zone: self.zone.or(fallback.zone),
         }
     }
 
@@ -298,6 +347,10 @@ impl ServerSettings {
                 logfile: self.logfile.clone(),
                 forceflush: self.forceflush.unwrap_or(false),
                 ..Default::default()
+            },
+            place: Place {
+                node: Place::name("node_name (--node-name)", self.node_name.as_deref())?,
+                zone: Place::name("zone (--zone)", self.zone.as_deref())?,
             },
         })
     }
