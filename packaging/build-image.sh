@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the container image (packaging/Containerfile) from a linerate binary: stages the
-# binary, exactly the shared libraries `ldd` names for it and an /etc/nsswitch.conf into
+# binary, exactly the shared libraries `ldd` names for it, /etc/nsswitch.conf and /etc/host.conf into
 # packaging/generated/image/rootfs/, then builds FROM scratch with podman. Prints the image
 # name last.
 #
@@ -53,6 +53,9 @@ fi
 # Names are looked up in /etc/hosts (the runtime's, with Kubernetes' pod entries) before DNS;
 # glibc's own default without this file asks DNS first. Both are built into libc (2.34+).
 printf 'hosts: files dns\n' >"$root/etc/nsswitch.conf"
+# Every address /etc/hosts gives a name, not the first only (Debian's default too), so that
+# `fleet --each-address NAME` finds them all there as it does in DNS.
+printf 'multi on\n' >"$root/etc/host.conf"
 cp packaging/Containerfile "$context/Containerfile"
 
 "${podman[@]}" build --quiet --tag "$tag" --file "$context/Containerfile" \

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the container image (packaging/build-image.sh) and checks it as an operator meets it:
-# only the binary, its libraries and nsswitch.conf in it (no shell: running /bin/sh fails), a
+# only the binary, its libraries, nsswitch.conf and host.conf in it (no shell: /bin/sh fails), a
 # numeric non-root user (in the image's config and in the running process's /proc status),
 # `--version` naming the binary's, and a server in the image, with a read-only root and every
 # capability dropped, inside a network namespace this script creates, answering a real client
@@ -59,9 +59,10 @@ ns_server="${id}s"
 ns_client="${id}c"
 net=$((1 + $$ % 200))
 server_ip="10.205.$net.2"
+server_b_ip="10.205.$net.3"
 client_ip="10.205.$net.1"
 cleanup() {
-  "${podman[@]}" rm -f -t 0 "${id}-server" >/dev/null 2>&1 || true
+  "${podman[@]}" rm -f -t 0 "${id}-server" "${id}-server-b" >/dev/null 2>&1 || true
   ip netns del "$ns_server" 2>/dev/null || true
   ip netns del "$ns_client" 2>/dev/null || true
   rm -rf "$work"
@@ -74,7 +75,7 @@ size=$("${podman[@]}" image inspect "$image" --format '{{.Size}}')
 echo "$image: $size bytes"
 [ "$size" -lt 20000000 ] || fail "the image is $size bytes, not under 20 MB"
 
-step "its files: the binary, the libraries ldd names, nsswitch.conf; nothing else"
+step "its files: the binary, the libraries ldd names, nsswitch.conf, host.conf; nothing else"
 mnt=$("${podman[@]}" image mount "$image")
 found=$(cd "$mnt" && find . \( -type f -o -type l \) | sed 's|^\.||' | sort)
 "${podman[@]}" image unmount "$image" >/dev/null
@@ -105,7 +106,7 @@ ip netns add "$ns_client"
 ip link add "${id}x" type veth peer name "${id}y"
 ip link set "${id}x" netns "$ns_client"
 ip link set "${id}y" netns "$ns_server"
-for spec in "$ns_client ${id}x $client_ip" "$ns_server ${id}y $server_ip"; do
+for spec in "$ns_client ${id}x $client_ip" "$ns_server ${id}y $server_ip" "$ns_server ${id}y $server_b_ip"; do
   read -r ns dev addr <<<"$spec"
   ip -n "$ns" addr add "$addr/24" dev "$dev"
   ip -n "$ns" link set "$dev" up
@@ -115,13 +116,21 @@ done
 step "the image as a server in $ns_server: read-only root, no capabilities, no new privileges, node and zone as the DaemonSet passes them"
 "${podman[@]}" run -d --name "${id}-server" --read-only --cap-drop=all \
   --security-opt no-new-privileges --network "ns:/run/netns/$ns_server" \
-  -e LINERATE_NODE_NAME=node-a -e LINERATE_ZONE=zone-1 "$image" server --max-duration 10 >/dev/null
-for _ in $(seq 50); do
-  ip netns exec "$ns_server" ss -Htln 'sport = :5201' | grep -q . && break
-  sleep 0.2
+  -e LINERATE_NODE_NAME=node-a -e LINERATE_ZONE=zone-1 "$image" server --max-duration 10 \
+  -B "$server_ip" >/dev/null
+# A second agent on the second address: the fleet Job below finds both by one name.
+"${podman[@]}" run -d --name "${id}-server-b" --read-only --cap-drop=all \
+  --security-opt no-new-privileges --network "ns:/run/netns/$ns_server" \
+  -e LINERATE_NODE_NAME=node-b -e LINERATE_ZONE= "$image" server --max-duration 10 \
+  -B "$server_b_ip" >/dev/null
+for addr in "$server_ip" "$server_b_ip"; do
+  for _ in $(seq 50); do
+    ip netns exec "$ns_server" ss -Htln "src = $addr and sport = :5201" | grep -q . && break
+    sleep 0.2
+  done
+  ip netns exec "$ns_server" ss -Htln "src = $addr and sport = :5201" | grep -q . ||
+    fail "no server listened on $addr:5201: $("${podman[@]}" logs "${id}-server" "${id}-server-b" 2>&1 | tail -5)"
 done
-ip netns exec "$ns_server" ss -Htln 'sport = :5201' | grep -q . ||
-  fail "the server did not listen on :5201: $("${podman[@]}" logs "${id}-server" 2>&1 | tail -5)"
 pid=$("${podman[@]}" inspect "${id}-server" --format '{{.State.Pid}}')
 uids=$(awk '/^Uid:/ {print $2, $3, $4, $5}' "/proc/$pid/status")
 caps=$(awk '/^CapEff:/ {print $2}' "/proc/$pid/status")
@@ -166,5 +175,30 @@ db="$work/history/linerate/history.sqlite"
 "$bin" history --db "$db" | grep -q "$server_ip" || fail "the stored history does not name $server_ip"
 echo "history on the volume: $(stat -c %s "$db") bytes, the run listed"
 
-"${podman[@]}" rm -f -t 2 "${id}-server" >/dev/null
+step "the fleet Job's command in the image: both agents found by one name (/etc/hosts, as DNS would)"
+# The Job's arguments as `generate kubernetes` writes them, but 1 s long.
+job_args=$("$bin" generate kubernetes | awk '/^  name: linerate-fleet$/ {job = 1}
+  job && /^        args:$/ {args = 1; next}
+  args && /^        - / {sub(/^        - /, ""); gsub(/"/, ""); print; next}
+  {args = 0}' | tr '\n' ' ')
+case "$job_args" in "fleet --each-address linerate -t 10 ") ;; *) fail "the Job runs \"$job_args\"" ;; esac
+# shellcheck disable=SC2086
+"${podman[@]}" run --rm --read-only --cap-drop=all --network "ns:/run/netns/$ns_client" \
+  --add-host "linerate:$server_ip" --add-host "linerate:$server_b_ip" \
+  -v "$work/history:/var/lib/linerate" "$image" ${job_args/-t 10/-t 1} >"$work/fleet.txt" ||
+  fail "the fleet in the image failed: $(cat "$work/fleet.txt")"
+cat "$work/fleet.txt"
+grep -q "^linerate/$server_ip (node node-a, zone zone-1) " "$work/fleet.txt" ||
+  fail "the fleet's table does not name node-a and zone-1 for $server_ip"
+grep -q "^linerate/$server_b_ip (node node-b) " "$work/fleet.txt" ||
+  fail "the fleet's table does not name node-b for $server_b_ip"
+group=$(sed -n 's/^Stored as fleet f\([0-9]*\) .*/\1/p' "$work/fleet.txt")
+[ -n "$group" ] || fail "the fleet did not say where it was stored"
+stored=$("$bin" history --db "$db" --group "$group")
+for addr in "$server_ip" "$server_b_ip"; do
+  grep -q "$addr" <<<"$stored" || fail "the history on the volume holds no run of fleet f$group against $addr: $stored"
+done
+echo "fleet f$group stored on the volume: a run against each agent"
+
+"${podman[@]}" rm -f -t 2 "${id}-server" "${id}-server-b" >/dev/null
 echo "check-image: OK in $((SECONDS - start)) s"

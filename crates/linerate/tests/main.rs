@@ -28,6 +28,7 @@ mod interop;
 mod interop_options;
 mod interop_output;
 mod interop_server;
+mod kubernetes;
 mod latency;
 mod layers;
 mod limits;

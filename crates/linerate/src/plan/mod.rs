@@ -14,6 +14,7 @@ pub mod campaign;
 pub mod campaign_de;
 pub mod fleet;
 pub mod host;
+pub mod kubernetes;
 pub mod matrix;
 pub mod pmtu;
 pub mod schedule;
@@ -376,6 +377,8 @@ pub enum Plan {
     Report(ReportPlan),
     /// Generated docs.
     Generate(Generated),
+    /// Kubernetes manifests (`linerate generate kubernetes`).
+    Kubernetes(kubernetes::KubernetesPlan),
 }
 
 /// `linerate doctor [HOST]`.
