@@ -2,10 +2,14 @@
 # Builds the container image (packaging/build-image.sh) and checks it as an operator meets it:
 # only the binary, its libraries, nsswitch.conf and host.conf in it (no shell: /bin/sh fails), a
 # numeric non-root user (in the image's config and in the running process's /proc status),
-# `--version` naming the binary's, and a server in the image, with a read-only root and every
-# capability dropped, inside a network namespace this script creates, answering a real client
-# from a second namespace (JSON checked) — the client once as the host binary and once as the
-# image with its history on a mounted volume (how a Kubernetes Job keeps results).
+# `--version` naming the binary's. Then it runs the image as the Kubernetes manifests do
+# (`linerate generate kubernetes --psk-secret`): two agents with the DaemonSet's arguments, the
+# key mounted as the Secret is, node and zone in the variables the downward API sets, a
+# read-only root and every capability dropped, inside a network namespace this script
+# creates. From a second namespace: a client without the key is refused; the host binary and
+# the image (its history on a mounted volume) are served, JSON checked, the node and zone
+# read back; and the fleet Job's own arguments, in the image, find both agents by one name
+# and name their nodes, stored on the volume.
 #
 # Run as root (CI): `bash packaging/check-image.sh [--binary PATH]` (default: the release
 # build). Installs podman and runc if missing. Podman runs with storage, runtime and ulimits
@@ -113,16 +117,42 @@ for spec in "$ns_client ${id}x $client_ip" "$ns_server ${id}y $server_ip" "$ns_s
   ip -n "$ns" link set lo up
 done
 
-step "the image as a server in $ns_server: read-only root, no capabilities, no new privileges, node and zone as the DaemonSet passes them"
+# The containers' arguments as `linerate generate kubernetes --psk-secret` writes them: the
+# agents and the Job below run them as the cluster would.
+manifests=$("$bin" generate kubernetes --psk-secret linerate-psk)
+args_of() {
+  awk -v name="$1" '/^---$/ {found = 0} $0 == "  name: " name {found = 1}
+    found && /^        args:$/ {args = 1; next}
+    args && /^        - / {sub(/^        - /, ""); gsub(/"/, ""); print; next}
+    {args = 0}' <<<"$manifests" | tr '\n' ' '
+}
+server_args=$(args_of linerate-server)
+job_args=$(args_of linerate-fleet)
+echo "DaemonSet: linerate $server_args"
+echo "Job:       linerate $job_args"
+[ "$server_args" = "server --max-memory 384M --psk-file=/etc/linerate/psk/psk " ] ||
+  fail "the DaemonSet runs \"$server_args\""
+[ "$job_args" = "fleet --each-address linerate -t 10 --psk-file=/etc/linerate/psk/psk " ] ||
+  fail "the Job runs \"$job_args\""
+# The key, mounted as the Secret is: read-only, readable by the pods' group only.
+head -c 32 /dev/urandom | base64 >"$work/psk"
+chgrp "${user#*:}" "$work/psk"
+chmod 0440 "$work/psk"
+key=(-v "$work/psk:/etc/linerate/psk/psk:ro")
+
+step "the image as two agents in $ns_server: the DaemonSet's arguments, read-only root, no capabilities, no new privileges, node and zone as the DaemonSet passes them"
+# shellcheck disable=SC2086
 "${podman[@]}" run -d --name "${id}-server" --read-only --cap-drop=all \
-  --security-opt no-new-privileges --network "ns:/run/netns/$ns_server" \
-  -e LINERATE_NODE_NAME=node-a -e LINERATE_ZONE=zone-1 "$image" server --max-duration 10 \
-  -B "$server_ip" >/dev/null
-# A second agent on the second address: the fleet Job below finds both by one name.
+  --security-opt no-new-privileges --network "ns:/run/netns/$ns_server" "${key[@]}" \
+  -e LINERATE_NODE_NAME=node-a -e LINERATE_ZONE=zone-1 "$image" $server_args \
+  --max-duration 10 -B "$server_ip" >/dev/null
+# A second agent on the second address, in a zone without a name (the label's empty value):
+# the fleet Job below finds both by one name.
+# shellcheck disable=SC2086
 "${podman[@]}" run -d --name "${id}-server-b" --read-only --cap-drop=all \
-  --security-opt no-new-privileges --network "ns:/run/netns/$ns_server" \
-  -e LINERATE_NODE_NAME=node-b -e LINERATE_ZONE= "$image" server --max-duration 10 \
-  -B "$server_b_ip" >/dev/null
+  --security-opt no-new-privileges --network "ns:/run/netns/$ns_server" "${key[@]}" \
+  -e LINERATE_NODE_NAME=node-b -e LINERATE_ZONE= "$image" $server_args \
+  --max-duration 10 -B "$server_b_ip" >/dev/null
 for addr in "$server_ip" "$server_b_ip"; do
   for _ in $(seq 50); do
     ip netns exec "$ns_server" ss -Htln "src = $addr and sport = :5201" | grep -q . && break
@@ -158,16 +188,21 @@ print("completed:", r["server_software"], "on node", env["node"], "zone", env["z
 ' "$1"
 }
 
-step "a client (the host binary) from $ns_client: JSON checked"
-ip netns exec "$ns_client" "$bin" client "$server_ip" -t 1 -J --no-store >"$work/host-client.json" ||
-  fail "the client failed: $(head -c 600 "$work/host-client.json")"
+step "a client (the host binary) from $ns_client: refused without the key, JSON checked with it"
+if ip netns exec "$ns_client" "$bin" client "$server_ip" -t 1 -J --no-store >"$work/no-key.json"; then
+  fail "a client without the key was served"
+fi
+grep -q '"kind": *"refused"' "$work/no-key.json" || fail "a client without the key: $(head -c 600 "$work/no-key.json")"
+ip netns exec "$ns_client" "$bin" client "$server_ip" -t 1 -J --no-store --psk-file "$work/psk" \
+  >"$work/host-client.json" || fail "the client failed: $(head -c 600 "$work/host-client.json")"
 check_json "$server_ip" <"$work/host-client.json"
 
 step "a client (the image, read-only root) from $ns_client, its history on a volume"
 mkdir -p "$work/history"
 chown "$user" "$work/history"
-"${podman[@]}" run --rm --read-only --cap-drop=all --network "ns:/run/netns/$ns_client" \
-  -v "$work/history:/var/lib/linerate" "$image" client "$server_ip" -t 1 -J >"$work/image-client.json" ||
+"${podman[@]}" run --rm --read-only --cap-drop=all --network "ns:/run/netns/$ns_client" "${key[@]}" \
+  -v "$work/history:/var/lib/linerate" "$image" client "$server_ip" -t 1 -J \
+  --psk-file /etc/linerate/psk/psk >"$work/image-client.json" ||
   fail "the client in the image failed: $(head -c 600 "$work/image-client.json")"
 check_json "$server_ip" <"$work/image-client.json"
 db="$work/history/linerate/history.sqlite"
@@ -175,15 +210,9 @@ db="$work/history/linerate/history.sqlite"
 "$bin" history --db "$db" | grep -q "$server_ip" || fail "the stored history does not name $server_ip"
 echo "history on the volume: $(stat -c %s "$db") bytes, the run listed"
 
-step "the fleet Job's command in the image: both agents found by one name (/etc/hosts, as DNS would)"
-# The Job's arguments as `generate kubernetes` writes them, but 1 s long.
-job_args=$("$bin" generate kubernetes | awk '/^  name: linerate-fleet$/ {job = 1}
-  job && /^        args:$/ {args = 1; next}
-  args && /^        - / {sub(/^        - /, ""); gsub(/"/, ""); print; next}
-  {args = 0}' | tr '\n' ' ')
-case "$job_args" in "fleet --each-address linerate -t 10 ") ;; *) fail "the Job runs \"$job_args\"" ;; esac
+step "the fleet Job's command in the image (1 s long): both agents found by one name (/etc/hosts, as DNS would)"
 # shellcheck disable=SC2086
-"${podman[@]}" run --rm --read-only --cap-drop=all --network "ns:/run/netns/$ns_client" \
+"${podman[@]}" run --rm --read-only --cap-drop=all --network "ns:/run/netns/$ns_client" "${key[@]}" \
   --add-host "linerate:$server_ip" --add-host "linerate:$server_b_ip" \
   -v "$work/history:/var/lib/linerate" "$image" ${job_args/-t 10/-t 1} >"$work/fleet.txt" ||
   fail "the fleet in the image failed: $(cat "$work/fleet.txt")"
