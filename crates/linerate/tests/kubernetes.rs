@@ -125,6 +125,43 @@ fn each_overlay_is_the_generator_with_its_options() {
     );
 }
 
+/// The containers' arguments are this binary's commands, with every option: a flag renamed
+/// in the CLI fails here, not in a cluster. (packaging/check-image.sh runs them.)
+#[test]
+fn the_containers_run_commands_this_linerate_accepts() {
+    use linerate::plan::kubernetes::KubernetesOptions;
+    let dir = test_dir("k8s-args");
+    let key = dir.join("psk");
+    std::fs::write(&key, "a key of thirty-two bytes, or so\n").expect("write");
+    let mut checked = 0;
+    for (host_network, psk) in [(false, false), (true, true)] {
+        let options = KubernetesOptions {
+            host_network,
+            psk_secret: psk.then(|| "linerate-psk".to_string()),
+            ..KubernetesOptions::default()
+        };
+        for m in linerate::report::kubernetes::manifests(&options) {
+            let Some(args) =
+                m.object["spec"]["template"]["spec"]["containers"][0]["args"].as_array()
+            else {
+                continue;
+            };
+            // What the kubelet and the Secret's mount supply.
+            let args: Vec<String> = args
+                .iter()
+                .map(|a| a.as_str().expect("a string").replace("$(POD_IP)", "127.0.0.1"))
+                .map(|a| a.replace("/etc/linerate/psk/psk", key.to_str().expect("path")))
+                .collect();
+            let argv = std::iter::once("linerate".to_string()).chain(args.iter().cloned());
+            if let Err(e) = linerate::cli::parse(argv) {
+                panic!("{}: `linerate {}` does not parse: {e}", m.file, args.join(" "));
+            }
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 4, "the DaemonSet's and the Job's arguments, twice");
+}
+
 #[test]
 fn bad_names_are_refused_with_the_rule() {
     let out = run(&["generate", "kubernetes", "--namespace", "Bench_1"], Duration::from_secs(10));

@@ -225,6 +225,8 @@ fn daemonset(o: &KubernetesOptions) -> Value {
             "env": [
                 field("LINERATE_NODE_NAME", "spec.nodeName"),
                 field("LINERATE_ZONE", "metadata.labels['topology.kubernetes.io/zone']"),
+                // The pod's address: the host-network agents listen on it alone
+                // (`--bind=$(POD_IP)`, which the kubelet expands).
                 field("POD_IP", "status.podIP"),
             ],
             "ports": [
