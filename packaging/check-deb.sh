@@ -12,11 +12,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS
 
-fail() {
-  echo "check-deb: FAILED: $*" >&2
-  exit 1
-}
-step() { printf -- '--> %s\n' "$*"; }
+# shellcheck source=packaging/lib.sh
+source packaging/lib.sh
 
 [ "$(id -u)" -eq 0 ] || fail "run as root: this installs and removes the linerate package"
 if dpkg-query -W -f='${Status}' linerate 2>/dev/null | grep -q 'installed\|config-files'; then

@@ -106,8 +106,19 @@ impl Server {
         Self::spawn(args)
     }
 
+    /// Starts `linerate server -p 0 <extra>` with these environment variables set, and waits
+    /// for its "listening" line.
+    pub fn start_env(env: &[(&str, &str)], extra: &[&str]) -> Server {
+        Self::spawn_env(env, &[&["server", "-p", "0"], extra].concat())
+    }
+
     fn spawn(args: &[&str]) -> Server {
+        Self::spawn_env(&[], args)
+    }
+
+    fn spawn_env(env: &[(&str, &str)], args: &[&str]) -> Server {
         let mut child = Command::new(bin())
+            .envs(env.iter().copied())
             .env("XDG_DATA_HOME", data_home())
             .args(args)
             .stdout(Stdio::piped())

@@ -123,6 +123,16 @@ pub struct Environment {
     pub sysctls: BTreeMap<String, Fact<String>>,
     /// The interfaces recorded (see `InterfaceEnvironment::role`).
     pub interfaces: Vec<InterfaceEnvironment>,
+    /// The node this end ran on, as its operator named it (`linerate server --node-name`;
+    /// the Kubernetes DaemonSet passes the node's name): in a pod, `hostname` is the pod's.
+    /// Absent when not given, and from older servers, which never send it (and older clients
+    /// ignore it: unknown keys are).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// The zone (failure domain, rack, site) this end ran in, as its operator named it
+    /// (`linerate server --zone`); absent when not given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zone: Option<String>,
 }
 
 impl Environment {
@@ -146,6 +156,8 @@ impl Environment {
             virtualization: Fact::na(reason),
             sysctls: BTreeMap::new(),
             interfaces: Vec::new(),
+            node: None,
+            zone: None,
         }
     }
 }
@@ -171,5 +183,21 @@ mod tests {
         assert_eq!(e.kernel, Fact::Value("6.1".to_string()));
         assert_eq!(e.hostname, Fact::na("not recorded"));
         assert!(e.interfaces.is_empty());
+        assert_eq!((e.node, e.zone), (None, None));
+    }
+
+    #[test]
+    fn node_and_zone_are_sent_only_when_named() {
+        // An environment without them encodes as older ones did, so older peers see no change.
+        let plain = serde_json::to_value(Environment::default()).expect("ser");
+        assert!(plain.get("node").is_none() && plain.get("zone").is_none(), "{plain}");
+        let placed = Environment {
+            node: Some("node-a".into()),
+            zone: Some("zone-b".into()),
+            ..Environment::default()
+        };
+        let text = serde_json::to_string(&placed).expect("ser");
+        let back: Environment = serde_json::from_str(&text).expect("parses");
+        assert_eq!((back.node.as_deref(), back.zone.as_deref()), (Some("node-a"), Some("zone-b")));
     }
 }

@@ -138,16 +138,41 @@ pub enum Command {
     /// JSON document: tables per tier, findings and warnings; as text, Markdown, CSV, JSON or
     /// one self-contained HTML file with charts.
     Report(ReportArgs),
-    /// Print the man page or shell completions; with --dir, write every man page.
+    /// Print the man page, shell completions or Kubernetes manifests; with --dir, write every
+    /// man page or each manifest.
     Generate {
         /// What to print.
         #[arg(value_enum)]
         what: GenerateWhat,
         /// With `man`: write linerate.1 and a page per subcommand (linerate-client.1, ...)
-        /// into this directory instead of printing linerate(1) (what a package installs).
+        /// into this directory instead of printing linerate(1) (what a package installs). With
+        /// `kubernetes`: a file per object and a kustomization.yaml (deploy/kubernetes/base/).
         #[arg(long = "dir", value_name = "DIR")]
         dir: Option<std::path::PathBuf>,
+        #[command(flatten)]
+        kubernetes: KubernetesArgs,
     },
+}
+
+/// `linerate generate kubernetes` options (deploy/kubernetes/ has them as overlays).
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Kubernetes")]
+pub struct KubernetesArgs {
+    /// The namespace of every object [default: linerate].
+    #[arg(long = "namespace", value_name = "NAME")]
+    pub namespace: Option<String>,
+    /// The image of the agents and of the fleet Job, as the cluster pulls it [default:
+    /// localhost/linerate:VERSION, what packaging/build-image.sh tags].
+    #[arg(long = "image", value_name = "IMAGE")]
+    pub image: Option<String>,
+    /// Agents on each node's own network (hostNetwork), listening on the node's address:
+    /// node-to-node figures without the pod network; the namespace becomes privileged.
+    #[arg(long = "host-network")]
+    pub host_network: bool,
+    /// Servers require the pre-shared key in this Secret (key `psk`), which the Job proves:
+    /// kubectl create secret generic NAME --from-file=psk=KEYFILE.
+    #[arg(long = "psk-secret", value_name = "NAME")]
+    pub psk_secret: Option<String>,
 }
 
 /// `linerate doctor [HOST]`.
@@ -177,6 +202,8 @@ pub enum GenerateWhat {
     Zsh,
     /// fish completions
     Fish,
+    /// Kubernetes manifests: agents as a DaemonSet, a headless Service, a fleet Job
+    Kubernetes,
 }
 
 /// `linerate -s` / `linerate -c HOST ...`.

@@ -86,20 +86,44 @@ pub(super) fn to_plan(cli: Cli) -> Result<Plan, String> {
         Some(Command::Matrix(a)) => matrix_plan(a).map(|(c, m, r)| Plan::Matrix(c, m, r)),
         Some(Command::Campaign(a)) => campaign_run(a).map(Plan::Campaign),
         Some(Command::Doctor(a)) => doctor_plan(a).map(Plan::Doctor),
-        Some(Command::Generate { what, dir }) => Ok(Plan::Generate(match (what, dir) {
-            (GenerateWhat::Man, None) => Generated::Man,
-            (GenerateWhat::Man, Some(dir)) => Generated::ManPages(dir),
-            (GenerateWhat::Bash, None) => Generated::Completions(Shell::Bash),
-            (GenerateWhat::Zsh, None) => Generated::Completions(Shell::Zsh),
-            (GenerateWhat::Fish, None) => Generated::Completions(Shell::Fish),
-            (_, Some(_)) => {
-                return Err("--dir writes the man pages; completions go to standard output: \
-                            linerate generate bash > FILE"
+        Some(Command::Generate { what: GenerateWhat::Kubernetes, dir, kubernetes: k }) => {
+            let defaults = crate::plan::kubernetes::KubernetesOptions::default();
+            let options = crate::plan::kubernetes::KubernetesOptions {
+                namespace: k.namespace.unwrap_or(defaults.namespace),
+                image: k.image.unwrap_or(defaults.image),
+                host_network: k.host_network,
+                psk_secret: k.psk_secret,
+            }
+            .checked()?;
+            Ok(Plan::Kubernetes(crate::plan::kubernetes::KubernetesPlan { options, dir }))
+        }
+        Some(Command::Generate { what, dir, kubernetes: k }) => {
+            if k.namespace.is_some() || k.image.is_some() || k.host_network || k.psk_secret.is_some() {
+                return Err("--namespace, --image, --host-network and --psk-secret shape the \
+                            Kubernetes manifests: linerate generate kubernetes ..."
                     .into());
             }
-        })),
+            generated(what, dir)
+        }
         None => compat_plan(cli.compat),
     }
+}
+
+/// `generate man|bash|zsh|fish [--dir DIR]`.
+fn generated(what: GenerateWhat, dir: Option<std::path::PathBuf>) -> Result<Plan, String> {
+    Ok(Plan::Generate(match (what, dir) {
+        (GenerateWhat::Man, None) => Generated::Man,
+        (GenerateWhat::Man, Some(dir)) => Generated::ManPages(dir),
+        (GenerateWhat::Bash, None) => Generated::Completions(Shell::Bash),
+        (GenerateWhat::Zsh, None) => Generated::Completions(Shell::Zsh),
+        (GenerateWhat::Fish, None) => Generated::Completions(Shell::Fish),
+        // Parsed before this function.
+        (GenerateWhat::Kubernetes, _) | (_, Some(_)) => {
+            return Err("--dir writes the man pages or the Kubernetes manifests; completions go \
+                        to standard output: linerate generate bash > FILE"
+                .into());
+        }
+    }))
 }
 
 fn matrix_plan(a: MatrixArgs) -> Result<(ClientPlan, MatrixPlan, MatrixRun), String> {

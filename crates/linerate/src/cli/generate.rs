@@ -26,6 +26,11 @@ const ENVIRONMENT: &[(&str, &str)] = &[
          $HOME/.local/share/linerate/history.sqlite.",
     ),
     ("TZ", "The time zone of --timestamps (strftime(3) local time)."),
+    (
+        "LINERATE_NODE_NAME, LINERATE_ZONE",
+        "linerate server: the node and zone it names to clients, as --node-name and --zone \
+         (which win); the Kubernetes DaemonSet sets them from the downward API.",
+    ),
 ];
 
 /// The files linerate reads and writes that the user does not name on the command line.

@@ -157,6 +157,15 @@ pub struct LimitArgs {
     /// Log lines as `text` or `json` (one object per line; the same as -J) [default: text].
     #[arg(long = "log-format", value_name = "FORMAT", value_parser = log_format)]
     pub log_format: Option<LogFormat>,
+    /// The node this server runs on, sent to clients with its results so that each result
+    /// names its node (in a pod the host name is the pod's); the Kubernetes DaemonSet sets
+    /// the variable from the downward API. Empty = none.
+    #[arg(long = "node-name", value_name = "NAME", env = "LINERATE_NODE_NAME", help_heading = "Place")]
+    pub node_name: Option<String>,
+    /// The zone (failure domain, rack, site) this server runs in, sent to clients with its
+    /// results. Empty = none.
+    #[arg(long = "zone", value_name = "NAME", env = "LINERATE_ZONE", help_heading = "Place")]
+    pub zone: Option<String>,
 }
 
 fn log_format(s: &str) -> Result<LogFormat, String> {
@@ -246,6 +255,8 @@ impl LimitArgs {
             metrics: self.metrics,
             probe_allow: self.probe_allow.clone(),
             probe_duration: self.probe_duration.map(Seconds),
+            node_name: self.node_name.clone(),
+            zone: self.zone.clone(),
             ..ServerSettings::default()
         }
     }
@@ -281,6 +292,7 @@ mod tests {
             "auto|stream|N" => &["stream"],
             "FORMAT" => &["json", "%H:%M "],
             "FILE" => return vec![key_file.to_string()],
+            "NAME" => &["node-a"],
             _ => &[],
         };
         words.iter().map(|w| w.to_string()).collect()

@@ -61,5 +61,6 @@ pub fn execute(plan: Plan) -> Result<ExitCode> {
         Plan::Doctor(d) => doctor::run(&d),
         Plan::Report(r) => report::run(&r),
         Plan::Generate(g) => generate::run(g),
+        Plan::Kubernetes(k) => generate::kubernetes(&k),
     }
 }

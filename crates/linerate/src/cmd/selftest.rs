@@ -46,6 +46,7 @@ fn with_embedded_server(
         access: crate::plan::server::Access::default(),
         metrics: None,
         probe: crate::plan::server::ProbePlan::default(),
+        place: crate::plan::server::Place::default(),
     };
     let server = Server::bind(&server_plan).context("cannot start the embedded server")?;
     plan.port = server.local_addr()?.port();

@@ -14,6 +14,7 @@ pub mod campaign;
 pub mod campaign_de;
 pub mod fleet;
 pub mod host;
+pub mod kubernetes;
 pub mod matrix;
 pub mod pmtu;
 pub mod schedule;
@@ -446,6 +447,8 @@ pub struct ServerPlan {
     pub probe: server::ProbePlan,
     /// Where the log lines go and how (`--logfile`, `--timestamps`, `--forceflush`).
     pub text: text::TextOptions,
+    /// The node and zone it reports to clients (`--node-name`, `--zone`).
+    pub place: server::Place,
 }
 
 /// Print generated documentation.
@@ -495,6 +498,8 @@ pub enum Plan {
     Report(ReportPlan),
     /// Generated docs.
     Generate(Generated),
+    /// Kubernetes manifests (`linerate generate kubernetes`).
+    Kubernetes(kubernetes::KubernetesPlan),
 }
 
 /// `linerate doctor [HOST]`.

@@ -107,6 +107,10 @@ pub struct ServerSettings {
     pub probe_allow: Option<Vec<SocketAddr>>,
     /// `--probe-duration`: how long a probe's test runs.
     pub probe_duration: Option<Seconds>,
+    /// `--node-name`: the node this server runs on, reported to clients.
+    pub node_name: Option<String>,
+    /// `--zone`: the zone it runs in, reported to clients.
+    pub zone: Option<String>,
 }
 
 /// The shortest and longest probe a server runs (`--probe-duration`): a probe is a scrape's
@@ -128,6 +132,49 @@ pub struct ProbePlan {
 impl Default for ProbePlan {
     fn default() -> Self {
         Self { allow: Vec::new(), duration: Duration::from_secs(1) }
+    }
+}
+
+/// Where a server runs, as its operator names it (`--node-name`, `--zone`; the Kubernetes
+/// DaemonSet passes them from the downward API), sent to clients in the server's environment
+/// (`Environment::node`, `::zone`) so that every result names its node: in a pod the host
+/// name is the pod's, and an address says nothing about a zone.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Place {
+    /// The node's name.
+    pub node: Option<String>,
+    /// The zone's name.
+    pub zone: Option<String>,
+}
+
+/// The longest node or zone name: a DNS name's (Kubernetes node names are DNS subdomains).
+pub const MAX_PLACE_NAME: usize = 253;
+
+impl Place {
+    /// Writes the names into an environment snapshot this server sends.
+    pub fn stamp(&self, e: &mut linerate_proto::Environment) {
+        e.node.clone_from(&self.node);
+        e.zone.clone_from(&self.zone);
+    }
+
+    /// A name as given, checked: empty (an unset downward-API label expands to "") means
+    /// none; a name is at most [`MAX_PLACE_NAME`] bytes of printable text, because every
+    /// client stores and prints it.
+    fn name(what: &str, given: Option<&str>) -> Result<Option<String>, String> {
+        let Some(v) = given.map(str::trim).filter(|v| !v.is_empty()) else {
+            return Ok(None);
+        };
+        if v.len() > MAX_PLACE_NAME {
+            return Err(format!(
+                "{what} is {} bytes long; name it in at most {MAX_PLACE_NAME} (a DNS name's \
+                 limit)",
+                v.len()
+            ));
+        }
+        if v.chars().any(char::is_control) {
+            return Err(format!("{what} {v:?} holds a control character; name it in plain text"));
+        }
+        Ok(Some(v.to_string()))
     }
 }
 
@@ -295,6 +342,8 @@ impl ServerSettings {
             metrics: self.metrics.or(fallback.metrics),
             probe_allow: self.probe_allow.or(fallback.probe_allow),
             probe_duration: self.probe_duration.or(fallback.probe_duration),
+            node_name: self.node_name.or(fallback.node_name),
+            zone: self.zone.or(fallback.zone),
         }
     }
 
@@ -333,6 +382,10 @@ impl ServerSettings {
                 logfile: self.logfile.clone(),
                 forceflush: self.forceflush.unwrap_or(false),
                 ..Default::default()
+            },
+            place: Place {
+                node: Place::name("node_name (--node-name)", self.node_name.as_deref())?,
+                zone: Place::name("zone (--zone)", self.zone.as_deref())?,
             },
         })
     }

@@ -67,6 +67,9 @@ pub fn host_table(d: &FleetDirection) -> Table {
             _ => format!("{}–{}", rate(lo, unit), rate(hi, unit)),
         };
         let mut label = h.label.clone();
+        if let Some(place) = place_words(h.node.as_deref(), h.zone.as_deref()) {
+            label = format!("{label} ({place})");
+        }
         if h.whole_test {
             label.push_str(" *");
         }
@@ -82,6 +85,16 @@ pub fn host_table(d: &FleetDirection) -> Table {
         ]);
     }
     t
+}
+
+/// Where a server said it runs, as `node N, zone Z` (either may be missing; None without
+/// both). The names are the server's: the table escapes them with every cell.
+pub fn place_words(node: Option<&str>, zone: Option<&str>) -> Option<String> {
+    let parts: Vec<String> = [("node", node), ("zone", zone)]
+        .into_iter()
+        .filter_map(|(what, name)| Some(format!("{what} {}", name?)))
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(", "))
 }
 
 /// A fleet of request/response tests: each host's transactions and latency.

@@ -16,6 +16,7 @@ pub mod fleet;
 pub mod history;
 pub mod html;
 pub mod iperf3_json;
+pub mod kubernetes;
 pub mod json;
 pub mod latency;
 pub mod live;
@@ -30,6 +31,7 @@ pub mod text;
 pub mod trend;
 pub mod under_load;
 pub mod verbose;
+pub mod yaml;
 
 /// Writes `report` in `format`.
 pub fn render(

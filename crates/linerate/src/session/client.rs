@@ -562,7 +562,8 @@ pub(super) fn open_streams(
     }
     let rtt = sys::tcp_internals(ctrl.stream()).map(|t| Duration::from_micros(t.rtt_us.into()));
     set.set_rtt(rtt);
-    set.record_environment(local_ip);
+    // A client names no node of its own: `--node-name` is a server's.
+    set.record_environment(local_ip, &crate::plan::server::Place::default());
     let opts = set.socket_options().clone();
     for (id, _) in spec.stream_plan() {
         let port = match plan.cport {

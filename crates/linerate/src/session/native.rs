@@ -210,7 +210,9 @@ impl Session<'_> {
                     bail!("refused a doctor: {r}");
                 }
                 let scope = crate::measure::host::Scope::AllUp(Some(self.local_ip));
-                conn.send_environment(crate::measure::host::snapshot(scope))?;
+                let mut environment = crate::measure::host::snapshot(scope);
+                self.t.shared.place.stamp(&mut environment);
+                conn.send_environment(environment)?;
                 let note = crate::session::server::ServerNote::DoctorAnswered {
                     peer: self.t.peer,
                     client: client_software,
@@ -289,7 +291,7 @@ impl Session<'_> {
         if crate::record::is_loopback(self.local_ip) {
             streams.set_loopback();
         }
-        streams.record_environment(Some(self.local_ip));
+        streams.record_environment(Some(self.local_ip), &self.t.shared.place);
         let mut cookie = [0u8; 16];
         getrandom::getrandom(&mut cookie)
             .map_err(|e| anyhow::anyhow!("no randomness for the test cookie: {e}"))?;

@@ -209,6 +209,8 @@ pub(crate) struct Shared {
     unstarted: Mutex<Vec<Unstarted>>,
     /// Who may connect (allow-list, pre-shared key).
     pub(crate) access: Access,
+    /// The node and zone sent with every environment (`--node-name`, `--zone`).
+    pub(crate) place: crate::plan::server::Place,
     log_limit: LogLimit,
     /// The listening port (UDP streams use the same number).
     pub(crate) port: u16,
@@ -508,6 +510,7 @@ impl Server {
             used: Mutex::new(TestCost::default()),
             unstarted: Mutex::new(Vec::new()),
             access: self.plan.access.clone(),
+            place: self.plan.place.clone(),
             log_limit: LogLimit::new(),
             port: self.local_addr()?.port(),
             notes: bounding(notes.sink),

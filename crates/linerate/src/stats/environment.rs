@@ -74,6 +74,8 @@ pub fn flatten(e: &Environment) -> Vec<(String, String)> {
         ("os".to_string(), shown(&e.os)),
         ("kernel".to_string(), shown(&e.kernel)),
         ("hostname".to_string(), shown(&e.hostname)),
+        ("node".to_string(), e.node.clone().unwrap_or_else(|| "n/a".into())),
+        ("zone".to_string(), e.zone.clone().unwrap_or_else(|| "n/a".into())),
         ("virtualization".to_string(), shown(&e.virtualization)),
         ("CPUs".to_string(), shown(&e.cpu.count)),
         ("CPU model".to_string(), shown(&e.cpu.model)),

@@ -128,6 +128,12 @@ pub struct HostFigures {
     /// and after it): reported apart, as `-O` reports the omitted seconds. None when the
     /// host was counted over its whole test.
     pub outside_window_bytes: Option<f64>,
+    /// The node its server named (`linerate server --node-name`), if it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// The zone its server named (`--zone`), if it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zone: Option<String>,
 }
 
 /// A host named for being far from the mean.
@@ -572,6 +578,8 @@ fn host_figures(flow: Flow, p: &Placed<'_>, window: Option<(f64, f64)>) -> HostF
     let whole = dir.and_then(|d| d.receiver.as_ref()?.figures.bits_per_second);
     let verdict = summary.verdicts.iter().find(|v| v.flow == flow);
     let server = end_cost(summary, End::Server);
+    let server_environment =
+        p.input.record.server_results.as_ref().and_then(|r| r.environment.as_deref());
     // Each receiver's bytes in the shared window, and the window's length.
     let windowed: Option<(Vec<f64>, f64)> =
         window.zip(p.input.started).and_then(|((from, to), s)| {
@@ -607,6 +615,8 @@ fn host_figures(flow: Flow, p: &Placed<'_>, window: Option<(f64, f64)>) -> HostF
         server_cpu_percent: server.and_then(|c| c.process_percent_of_core),
         server_peak_rss_bytes: server.and_then(|c| c.peak_rss_bytes),
         outside_window_bytes,
+        node: server_environment.and_then(|e| e.node.clone()),
+        zone: server_environment.and_then(|e| e.zone.clone()),
     }
 }
 
@@ -676,6 +686,8 @@ impl HostFigures {
             server_cpu_percent: None,
             server_peak_rss_bytes: None,
             outside_window_bytes: None,
+            node: None,
+            zone: None,
         }
     }
 }

@@ -50,6 +50,10 @@ pub fn snapshot(scope: Scope) -> Environment {
             std::fs::read_to_string(sysctl_path(name)).map_err(|e| io_reason(&e))
         }),
         interfaces: interfaces(scope),
+        // Names the operator gives, not facts of the host: a server stamps them
+        // (`plan::server::Place`).
+        node: None,
+        zone: None,
     }
 }
 

@@ -240,7 +240,7 @@ impl Session<'_> {
             bail!("refused an iperf3 client: {e}");
         }
         streams.set_rtt(self.rtt);
-        streams.record_environment(Some(self.local_ip));
+        streams.record_environment(Some(self.local_ip), &self.t.shared.place);
         if req.spec.protocol == Protocol::Udp {
             // iperf3's own datagrams: no secret (iperf3 has none to carry).
             let width = if req.udp_counters_64bit { SeqWidth::Bits64 } else { SeqWidth::Bits32 };

@@ -19,6 +19,7 @@ use linerate_proto::{
 };
 
 use crate::measure::cost::{CostMeter, PreparedMeter};
+use crate::plan::server::Place;
 use crate::plan::threads::{self, Threads};
 use crate::record::End;
 
@@ -322,10 +323,13 @@ impl StreamSet {
     }
 
     /// Takes this end's environment snapshot now, before any traffic, recording the interface
-    /// that holds `local` (the control connection's local address); the results carry it.
-    pub fn record_environment(&mut self, local: Option<std::net::IpAddr>) {
+    /// that holds `local` (the control connection's local address) and the node and zone its
+    /// operator named (a server's `--node-name`, `--zone`); the results carry it.
+    pub fn record_environment(&mut self, local: Option<std::net::IpAddr>, place: &Place) {
         let scope = crate::measure::host::Scope::Test(local);
-        self.environment = Some(Box::new(crate::measure::host::snapshot(scope)));
+        let mut environment = crate::measure::host::snapshot(scope);
+        place.stamp(&mut environment);
+        self.environment = Some(Box::new(environment));
     }
 
     /// Sets how long UDP receivers wait for stragglers after the end: [`UDP_QUIET_MIN`] plus

@@ -1,0 +1,117 @@
+//! `linerate generate kubernetes`: the options of the manifests (namespace, image, host
+//! network, the Secret holding the key), checked here against Kubernetes' own naming rules so
+//! that a bad name is refused with the rule, not by the API server at `kubectl apply`.
+
+/// What `generate kubernetes` was asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KubernetesPlan {
+    /// The manifests' options.
+    pub options: KubernetesOptions,
+    /// Write one file per object and a kustomization.yaml into this directory (the form of
+    /// `deploy/kubernetes/base/`) instead of printing one stream.
+    pub dir: Option<std::path::PathBuf>,
+}
+
+/// The options of the manifests; [`Default`] gives the committed base.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KubernetesOptions {
+    /// The namespace every object goes into (and the Namespace object's name).
+    pub namespace: String,
+    /// The image of the server and of the fleet Job.
+    pub image: String,
+    /// Agents on the node's network (`hostNetwork`): node-to-node figures without the pod
+    /// network's overlay, at the price of a privileged namespace.
+    pub host_network: bool,
+    /// A Secret (key `psk`) holding the pre-shared key: servers require it, the Job proves it.
+    pub psk_secret: Option<String>,
+}
+
+/// The namespace of the committed manifests.
+pub const DEFAULT_NAMESPACE: &str = "linerate";
+
+impl Default for KubernetesOptions {
+    fn default() -> Self {
+        KubernetesOptions {
+            namespace: DEFAULT_NAMESPACE.into(),
+            image: default_image(),
+            host_network: false,
+            psk_secret: None,
+        }
+    }
+}
+
+/// What `packaging/build-image.sh` tags: `localhost/linerate:VERSION`. A cluster pulls from a
+/// registry: push it there and pass `--image` (or set kustomize's `images:`).
+pub fn default_image() -> String {
+    format!("localhost/linerate:{}", env!("CARGO_PKG_VERSION"))
+}
+
+impl KubernetesOptions {
+    /// These options with the names checked: the namespace a DNS label (RFC 1123, at most
+    /// 63 characters), the Secret a DNS subdomain (at most 253), the image one word.
+    pub fn checked(self) -> Result<Self, String> {
+        dns_name("--namespace", &self.namespace, 63, false)?;
+        if let Some(secret) = &self.psk_secret {
+            dns_name("--psk-secret", secret, 253, true)?;
+        }
+        if self.image.is_empty() || self.image.chars().any(|c| c.is_whitespace() || c.is_control())
+        {
+            return Err(format!(
+                "--image {:?} is not an image reference; write one like \
+                 registry.example/linerate:0.1.0",
+                self.image
+            ));
+        }
+        Ok(self)
+    }
+}
+
+/// A Kubernetes name: lower-case letters, digits and `-` (and `.` between labels when
+/// `dots`), starting and ending with a letter or digit, at most `max` characters.
+fn dns_name(flag: &str, name: &str, max: usize, dots: bool) -> Result<(), String> {
+    let label_ok = |l: &str| {
+        !l.is_empty()
+            && l.len() <= 63
+            && l.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+    };
+    let labels: Vec<&str> = if dots { name.split('.').collect() } else { vec![name] };
+    if name.len() > max || !labels.iter().all(|l| label_ok(l)) {
+        let what = if dots { "a DNS subdomain" } else { "a DNS label" };
+        return Err(format!(
+            "{flag} {name:?} is not {what}: lower-case letters, digits and '-'{}, starting and \
+             ending with a letter or digit, at most {max} characters (e.g. linerate)",
+            if dots { " ('.' between parts)" } else { "" }
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_kubernetes_rules() {
+        let with = |ns: &str, secret: Option<&str>, image: &str| {
+            KubernetesOptions {
+                namespace: ns.into(),
+                image: image.into(),
+                host_network: false,
+                psk_secret: secret.map(String::from),
+            }
+            .checked()
+        };
+        assert!(with("net-bench", Some("linerate.psk"), "reg.example/linerate:1").is_ok());
+        for bad_ns in ["", "Linerate", "-x", "x-", "a.b", &"n".repeat(64)] {
+            let e = with(bad_ns, None, "i").expect_err(bad_ns);
+            assert!(e.contains("--namespace") && e.contains("DNS label"), "{e}");
+        }
+        let e = with("ns", Some("psk_key"), "i").expect_err("underscore");
+        assert!(e.contains("--psk-secret") && e.contains("DNS subdomain"), "{e}");
+        let e = with("ns", None, "linerate latest").expect_err("space");
+        assert!(e.contains("--image"), "{e}");
+        assert_eq!(KubernetesOptions::default().checked(), Ok(KubernetesOptions::default()));
+    }
+}

@@ -1,0 +1,366 @@
+//! The Kubernetes manifests (`linerate generate kubernetes`), the one source of
+//! `deploy/kubernetes/base/`: a namespace, a DaemonSet running `linerate server` on every node,
+//! a headless Service naming every agent, a claim for the history and a Job running a fleet
+//! against every agent. `tests/kubernetes.rs` checks that the committed base is this output
+//! byte for byte, and that each overlay, rendered by `kubectl kustomize`, is the same objects
+//! as this output with the matching options; CI validates both against Kubernetes' schemas.
+//!
+//! Why the objects are as they are:
+//! - Every pod runs as the image's user (65532), with a read-only root, no capabilities, no
+//!   privilege escalation and the runtime's seccomp profile, so the namespace can enforce the
+//!   `restricted` Pod Security level (host network needs `privileged`: the overlay says so).
+//! - No pod gets a service-account token: agents discover each other through the headless
+//!   Service's DNS name (`fleet --each-address`), not the API, and hold no cluster credentials.
+//! - The server is told its node and zone (downward API -> `LINERATE_NODE_NAME`,
+//!   `LINERATE_ZONE`) and sends them with every result; in a pod the host name is the pod's.
+//!   The zone is the pod's copy of the node's `topology.kubernetes.io/zone` label, which the
+//!   PodTopologyLabelsAdmission plugin (Kubernetes 1.33+) sets; elsewhere it is empty, and
+//!   the server then names no zone.
+//! - `--max-memory` stays under the container's memory limit: by default the server would
+//!   admit tests by the node's memory, which a limited container does not have.
+//! - The readiness probe is a TCP connect to the control port: the image has no shell and
+//!   no probe command, and a connect is what a client does first. Each probe is a "closed
+//!   before its first bytes" line in the server's log, hence one every 30 s.
+
+use serde_json::{Value, json};
+
+use crate::plan::kubernetes::KubernetesOptions;
+
+/// The control (and UDP) port.
+const PORT: u16 = 5201;
+/// The image's user and group (packaging/Containerfile).
+const USER: u32 = 65532;
+/// Where the history volume is mounted: the image's XDG_DATA_HOME.
+const HISTORY: &str = "/var/lib/linerate";
+/// Where the key Secret is mounted.
+const PSK_DIR: &str = "/etc/linerate/psk";
+
+/// One object and the file it is committed as.
+#[derive(Debug)]
+pub struct Manifest {
+    /// Its file in `deploy/kubernetes/base/`.
+    pub file: &'static str,
+    /// What it is for: the comment at the file's top.
+    pub comment: &'static str,
+    /// The object.
+    pub object: Value,
+}
+
+/// The objects, in the order they are applied (namespace first).
+pub fn manifests(o: &KubernetesOptions) -> Vec<Manifest> {
+    vec![
+        Manifest {
+            file: "namespace.yaml",
+            comment: "The namespace; its Pod Security level is enforced: `restricted` unless the \
+                      agents use the host's network.",
+            object: namespace(o),
+        },
+        Manifest {
+            file: "daemonset.yaml",
+            comment: "A linerate server (an agent) on every node, told its node and zone.",
+            object: daemonset(o),
+        },
+        Manifest {
+            file: "service.yaml",
+            comment: "Headless: its DNS name resolves to every ready agent's address \
+                      (`linerate fleet --each-address linerate`).",
+            object: service(o),
+        },
+        Manifest {
+            file: "history.yaml",
+            comment: "The fleet Job's history (SQLite), kept across runs.",
+            object: history(o),
+        },
+        Manifest {
+            file: "fleet-job.yaml",
+            comment: "A fleet against every agent from inside the cluster: printed (kubectl logs \
+                      job/linerate-fleet) and stored in the history claim.",
+            object: fleet_job(o),
+        },
+    ]
+}
+
+/// The manifests as one YAML stream (`kubectl apply -f -`).
+pub fn stream(o: &KubernetesOptions) -> String {
+    let mut out = String::new();
+    for m in manifests(o) {
+        out.push_str("---\n");
+        out.push_str(&file_text(&m, ""));
+    }
+    out
+}
+
+/// Each file of `deploy/kubernetes/base/` for these options, kustomization.yaml last.
+pub fn files(o: &KubernetesOptions) -> Vec<(String, String)> {
+    let all = manifests(o);
+    let resources: Vec<&str> = all.iter().map(|m| m.file).collect();
+    let mut out: Vec<(String, String)> =
+        all.iter().map(|m| (m.file.to_string(), file_text(m, HEADER))).collect();
+    let kustomization = json!({
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "resources": resources,
+    });
+    out.push((
+        "kustomization.yaml".into(),
+        format!("{HEADER}{}", crate::report::yaml::to_yaml(&kustomization)),
+    ));
+    out
+}
+
+/// Atop every file: where it comes from.
+const HEADER: &str = "# Written by `linerate generate kubernetes --dir deploy/kubernetes/base`: \
+                      change\n# crates/linerate/src/report/kubernetes.rs and run it again \
+                      (tests/kubernetes.rs checks).\n";
+
+/// The object as YAML under `header` and its comment.
+fn file_text(m: &Manifest, header: &str) -> String {
+    let mut comment = String::new();
+    for line in wrap(m.comment, 95) {
+        comment.push_str("# ");
+        comment.push_str(&line);
+        comment.push('\n');
+    }
+    format!("{header}{comment}{}", crate::report::yaml::to_yaml(&m.object))
+}
+
+/// Words into lines of at most `width` characters.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for word in text.split_whitespace() {
+        match lines.last_mut() {
+            Some(line) if line.len() + 1 + word.len() <= width => {
+                line.push(' ');
+                line.push_str(word);
+            }
+            _ => lines.push(word.to_string()),
+        }
+    }
+    lines
+}
+
+fn labels(component: &str) -> Value {
+    json!({"app.kubernetes.io/name": "linerate", "app.kubernetes.io/component": component})
+}
+
+fn metadata(o: &KubernetesOptions, name: &str, component: &str) -> Value {
+    json!({"name": name, "namespace": o.namespace, "labels": labels(component)})
+}
+
+fn namespace(o: &KubernetesOptions) -> Value {
+    let level = if o.host_network { "privileged" } else { "restricted" };
+    json!({
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {
+            "name": o.namespace,
+            "labels": {
+                "app.kubernetes.io/name": "linerate",
+                "pod-security.kubernetes.io/enforce": level,
+            },
+        },
+    })
+}
+
+/// The pod's security settings: the image's user, its group owning mounted volumes (the
+/// history claim, the key Secret), the runtime's seccomp profile.
+fn pod_security() -> Value {
+    json!({
+        "runAsNonRoot": true,
+        "runAsUser": USER,
+        "runAsGroup": USER,
+        "fsGroup": USER,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    })
+}
+
+fn container_security() -> Value {
+    json!({
+        "allowPrivilegeEscalation": false,
+        "readOnlyRootFilesystem": true,
+        "capabilities": {"drop": ["ALL"]},
+    })
+}
+
+fn field(name: &str, path: &str) -> Value {
+    json!({"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}})
+}
+
+/// The key Secret's volume and mount, and the flag that reads it, if there is a key.
+fn psk(o: &KubernetesOptions, pod: &mut Value, args: &mut Vec<String>) {
+    let Some(secret) = &o.psk_secret else { return };
+    let volume = json!({
+        "name": "psk",
+        // Readable by the pod's group (fsGroup): the image's user.
+        "secret": {"secretName": secret, "defaultMode": 0o440},
+    });
+    first(&mut pod["volumes"], volume);
+    let mount = json!({"name": "psk", "mountPath": PSK_DIR, "readOnly": true});
+    first(&mut pod["containers"][0]["volumeMounts"], mount);
+    args.push(format!("--psk-file={PSK_DIR}/psk"));
+}
+
+/// Puts `item` first in a list that may not be there yet: where the overlay's strategic
+/// merge puts what it adds, so that both give the same objects.
+fn first(list: &mut Value, item: Value) {
+    match list {
+        Value::Array(items) => items.insert(0, item),
+        other => *other = Value::Array(vec![item]),
+    }
+}
+
+fn daemonset(o: &KubernetesOptions) -> Value {
+    let mut args: Vec<String> = ["server", "--max-memory", "384M"].map(String::from).to_vec();
+    let mut pod = json!({
+        "automountServiceAccountToken": false,
+        "enableServiceLinks": false,
+        "securityContext": pod_security(),
+        "terminationGracePeriodSeconds": 15,
+        "containers": [{
+            "name": "server",
+            "image": o.image,
+            "imagePullPolicy": "IfNotPresent",
+            // Filled in below, once the options have added theirs.
+            "args": [],
+            "env": [
+                field("LINERATE_NODE_NAME", "spec.nodeName"),
+                field("LINERATE_ZONE", "metadata.labels['topology.kubernetes.io/zone']"),
+                // The pod's address: the host-network agents listen on it alone
+                // (`--bind=$(POD_IP)`, which the kubelet expands).
+                field("POD_IP", "status.podIP"),
+            ],
+            "ports": [
+                {"name": "linerate", "containerPort": PORT, "protocol": "TCP"},
+                {"name": "linerate-udp", "containerPort": PORT, "protocol": "UDP"},
+            ],
+            "readinessProbe": {
+                "tcpSocket": {"port": "linerate"},
+                "periodSeconds": 30,
+            },
+            // A CPU limit caps the figures: raise it for fast NICs (a capped run's verdict
+            // says `cpu` or `starved`).
+            "resources": {
+                "requests": {"cpu": "250m", "memory": "64Mi"},
+                "limits": {"cpu": "2", "memory": "512Mi"},
+            },
+            "securityContext": container_security(),
+        }],
+    });
+    psk(o, &mut pod, &mut args);
+    if o.host_network {
+        pod["hostNetwork"] = json!(true);
+        // The cluster's DNS still, not the node's.
+        pod["dnsPolicy"] = json!("ClusterFirstWithHostNet");
+        // The node's address only, not every interface of the host.
+        args.push("--bind=$(POD_IP)".into());
+    }
+    pod["containers"][0]["args"] = json!(args);
+    json!({
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": metadata(o, "linerate-server", "server"),
+        "spec": {
+            "selector": {"matchLabels": labels("server")},
+            "template": {"metadata": {"labels": labels("server")}, "spec": pod},
+        },
+    })
+}
+
+fn service(o: &KubernetesOptions) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": metadata(o, "linerate", "server"),
+        "spec": {
+            "clusterIP": "None",
+            "selector": labels("server"),
+            "ports": [
+                {"name": "linerate", "port": PORT, "targetPort": PORT, "protocol": "TCP"},
+                {"name": "linerate-udp", "port": PORT, "targetPort": PORT, "protocol": "UDP"},
+            ],
+        },
+    })
+}
+
+fn history(o: &KubernetesOptions) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": metadata(o, "linerate-history", "fleet"),
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "1Gi"}},
+        },
+    })
+}
+
+fn fleet_job(o: &KubernetesOptions) -> Value {
+    // `linerate` resolves through the pod's DNS search path to the headless Service of its
+    // own namespace, whatever the namespace and cluster domain are.
+    let mut args: Vec<String> =
+        ["fleet", "--each-address", "linerate", "-t", "10"].map(String::from).to_vec();
+    let mut pod = json!({
+        "restartPolicy": "Never",
+        "automountServiceAccountToken": false,
+        "enableServiceLinks": false,
+        "securityContext": pod_security(),
+        "containers": [{
+            "name": "fleet",
+            "image": o.image,
+            "imagePullPolicy": "IfNotPresent",
+            "args": [],
+            "env": [{"name": "XDG_DATA_HOME", "value": HISTORY}],
+            "resources": {
+                "requests": {"cpu": "500m", "memory": "128Mi"},
+                "limits": {"cpu": "2", "memory": "512Mi"},
+            },
+            "securityContext": container_security(),
+            "volumeMounts": [{"name": "history", "mountPath": HISTORY}],
+        }],
+        "volumes": [{"name": "history", "persistentVolumeClaim": {"claimName": "linerate-history"}}],
+    });
+    psk(o, &mut pod, &mut args);
+    pod["containers"][0]["args"] = json!(args);
+    json!({
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": metadata(o, "linerate-fleet", "fleet"),
+        "spec": {
+            // Agents that are not ready yet resolve to nothing: the next try finds them.
+            "backoffLimit": 4,
+            "template": {"metadata": {"labels": labels("fleet")}, "spec": pod},
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_reach_every_object() {
+        let o = KubernetesOptions {
+            namespace: "bench".into(),
+            image: "reg.example/linerate:9".into(),
+            host_network: true,
+            psk_secret: Some("key".into()),
+        };
+        let all = manifests(&o);
+        for m in &all[1..] {
+            assert_eq!(m.object["metadata"]["namespace"], "bench", "{}", m.file);
+        }
+        let ds = &all[1].object["spec"]["template"]["spec"];
+        let job = &all[4].object["spec"]["template"]["spec"];
+        for pod in [ds, job] {
+            assert_eq!(pod["containers"][0]["image"], "reg.example/linerate:9");
+            assert_eq!(pod["volumes"][0]["secret"]["secretName"], "key");
+            let args = pod["containers"][0]["args"].as_array().expect("args");
+            assert!(args.contains(&json!("--psk-file=/etc/linerate/psk/psk")), "{args:?}");
+        }
+        assert_eq!(ds["hostNetwork"], true);
+        assert_eq!(all[0].object["metadata"]["labels"]["pod-security.kubernetes.io/enforce"], "privileged");
+        let base = stream(&KubernetesOptions::default());
+        assert!(!base.contains("hostNetwork") && !base.contains("psk"), "{base}");
+        assert!(base.contains("pod-security.kubernetes.io/enforce: restricted"));
+    }
+}
