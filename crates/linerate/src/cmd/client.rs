@@ -60,7 +60,7 @@ fn every(plan: &ClientPlan, schedule: Schedule, interrupt: &Interrupt) -> Result
             std::thread::sleep((next - start.elapsed()).min(Duration::from_millis(100)));
         }
     }
-    let target = crate::session::client::format_host_port(&plan.host, plan.port);
+    let target = crate::plan::host::format_host_port(&plan.host, plan.port);
     console.show(&Notice::ScheduleDone { runs, failed, target: &target });
     match last_error {
         Some(e) => Err(e.context(format!("{failed} of {runs} scheduled runs failed; the last"))),

@@ -27,10 +27,8 @@ pub(super) fn open_existing(db: &std::path::Path) -> Result<Store> {
 /// The wall-clock time `ago` before now, milliseconds since the Unix epoch (0 when that is
 /// before the epoch: every run).
 pub(super) fn since_unix_ms(ago: std::time::Duration) -> u64 {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    u64::try_from(now.saturating_sub(ago).as_millis()).unwrap_or(u64::MAX)
+    let ago = u64::try_from(ago.as_millis()).unwrap_or(u64::MAX);
+    crate::record::unix_ms_now().saturating_sub(ago)
 }
 
 /// Runs `linerate history`.

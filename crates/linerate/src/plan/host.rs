@@ -66,6 +66,17 @@ fn port(p: &str, addr: &str) -> Result<u16, String> {
     }
 }
 
+/// `host:port`, bracketing IPv6 literals: how a run stores its server and how messages name
+/// it.
+pub fn format_host_port(host: &str, port: u16) -> String {
+    format!("{}{port}", host_prefix(host))
+}
+
+/// `host:` or `[v6]:`, what every port of `host` starts with once formatted.
+fn host_prefix(host: &str) -> String {
+    if host.contains(':') { format!("[{host}]:") } else { format!("{host}:") }
+}
+
 /// Which stored runs a server the user typed names. A run stores its server as
 /// `host:port` (`[v6]:port` for an IPv6 literal); what the user types is read as the client
 /// reads its host, so `::1`, `[::1]:5201` and `127.0.0.1` all find their runs.
@@ -82,10 +93,9 @@ impl ServerMatch {
     /// Reads `typed` (`HOST`, `HOST:PORT`, `[v6]`, `[v6]:PORT`, a bare IPv6 literal).
     pub fn parse(typed: &str) -> Result<ServerMatch, String> {
         let (name, port) = split_host_port(typed)?;
-        let host = if name.contains(':') { format!("[{name}]") } else { name };
         Ok(match port {
-            Some(p) => ServerMatch::Exact(format!("{host}:{p}")),
-            None => ServerMatch::AnyPort(format!("{host}:")),
+            Some(p) => ServerMatch::Exact(format_host_port(&name, p)),
+            None => ServerMatch::AnyPort(host_prefix(&name)),
         })
     }
 

@@ -214,6 +214,11 @@ pub fn write_head(
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
     style.heading(1, &format!("linerate report: {title}"), out)?;
+    write_facts(style, facts, out)
+}
+
+/// A report's facts, a line each.
+pub fn write_facts(style: Style, facts: &[(&str, String)], out: &mut dyn Write) -> std::io::Result<()> {
     for (k, v) in facts {
         match style {
             Style::Text => writeln!(out, "{k}: {}", escape(v))?,

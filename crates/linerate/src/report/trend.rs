@@ -138,12 +138,7 @@ fn segment_table(s: &Series) -> Table {
 
 fn write_document(style: Style, t: &Trend, out: &mut dyn Write) -> std::io::Result<()> {
     style.heading(1, &format!("linerate trend: {}", t.target), out)?;
-    for (k, v) in facts(t) {
-        match style {
-            Style::Text => writeln!(out, "{k}: {v}")?,
-            Style::Markdown => writeln!(out, "- **{k}:** {}", crate::report::document::md_escape(&v))?,
-        }
-    }
+    crate::report::document::write_facts(style, &facts(t), out)?;
     if t.series.is_empty() {
         writeln!(out)?;
         return writeln!(

@@ -14,6 +14,7 @@ use linerate_proto::udp::DatagramFormat;
 use linerate_proto::wire::{DataHello, StopReason};
 use linerate_proto::{Machine, ProtoError, Protocol, TestSpec};
 
+use crate::plan::host::format_host_port;
 use crate::plan::ClientPlan;
 use crate::record::{End, Failure, FailureKind, Outcome, RunRecord, SCHEMA_VERSION, unix_ms_now};
 use crate::session::pump::{self, FirstBytes, Turn, Wait};
@@ -449,11 +450,6 @@ pub(super) fn check_progress(streams: &StreamSet, st: &mut LoopState, now: Insta
         return Err(Failure::new(FailureKind::TimedOut, why).into());
     }
     Ok(())
-}
-
-/// `host:port`, bracketing IPv6 literals.
-pub fn format_host_port(host: &str, port: u16) -> String {
-    if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") }
 }
 
 pub(super) fn resolve(host: &str, port: u16, plan: &ClientPlan) -> Result<Vec<SocketAddr>> {

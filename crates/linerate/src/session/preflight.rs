@@ -19,8 +19,9 @@ use linerate_proto::doctor::{DoctorConn, DoctorEvent};
 
 use crate::plan::ClientPlan;
 use crate::record::FailureKind;
+use crate::plan::host::format_host_port;
 use crate::session::client::{
-    IPERF3_RETRY_PAUSE, PeerIsIperf3, connect_first, format_host_port, refuse_iperf3, resolve,
+    IPERF3_RETRY_PAUSE, PeerIsIperf3, connect_first, refuse_iperf3, resolve,
 };
 use crate::session::pump::{self, FirstBytes};
 use crate::session::{Clock, ControlChannel, SOFTWARE, random_nonce};

@@ -117,14 +117,10 @@ pub(super) fn list(
     // SQLite reads a negative LIMIT as "no limit".
     let limit = filter.limit.map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX));
     args.push(Box::new(limit));
-    let mut sql = String::from(
+    let mut sql = format!(
         "SELECT id, started_unix_ms, kind, group_id, cell, server, protocol, direction, streams,
-                outcome, receiver_bits_per_second,
-                CASE WHEN json_valid(record_json)
-                     THEN json_extract(record_json, '$.spec.rr') IS NOT NULL
-                          OR json_extract(record_json, '$.probes') IS NOT NULL
-                     ELSE 0 END
-         FROM runs",
+                outcome, receiver_bits_per_second, {LATENCY_RUN}
+         FROM runs"
     );
     if !clauses.is_empty() {
         sql.push_str(" WHERE ");
@@ -168,6 +164,14 @@ pub(super) fn list(
     Ok(out)
 }
 
+/// True (1) for a request/response run or a test under load, whose latency the listing shows
+/// and which are not throughput series; a record that is not valid JSON is neither. A CASE,
+/// not AND: SQLite does not short-circuit AND, and `json_extract` fails on a damaged record.
+const LATENCY_RUN: &str = "CASE WHEN json_valid(record_json)
+          THEN json_extract(record_json, '$.spec.rr') IS NOT NULL
+               OR json_extract(record_json, '$.probes') IS NOT NULL
+          ELSE 0 END";
+
 /// The WHERE clauses (joined by AND) and their arguments that select `filter`'s runs.
 fn filter_clauses(filter: &ListFilter) -> (Vec<&'static str>, Vec<Box<dyn ToSql>>) {
     let mut clauses: Vec<&'static str> = Vec::new();
@@ -208,17 +212,16 @@ fn filter_clauses(filter: &ListFilter) -> (Vec<&'static str>, Vec<Box<dyn ToSql>
 /// it completed and received something. Request/response runs and tests under load are not
 /// throughput series and are left out.
 pub(super) fn trend_runs(conn: &Connection, filter: &ListFilter) -> rusqlite::Result<Vec<TrendRun>> {
-    let (mut clauses, args) = filter_clauses(filter);
-    clauses.push(
-        "NOT (json_valid(record_json) AND (json_extract(record_json, '$.spec.rr') IS NOT NULL \
-         OR json_extract(record_json, '$.probes') IS NOT NULL))",
-    );
-    let sql = format!(
+    let (clauses, args) = filter_clauses(filter);
+    let mut sql = format!(
         "SELECT id, started_unix_ms, server, protocol, direction, streams, block_bytes,
                 window_bytes, bits_per_second_target, outcome, receiver_bits_per_second
-         FROM runs WHERE {}",
-        clauses.join(" AND ")
+         FROM runs WHERE NOT {LATENCY_RUN}"
     );
+    for c in clauses {
+        sql.push_str(" AND ");
+        sql.push_str(c);
+    }
     let mut stmt = conn.prepare(&sql)?;
     let args: Vec<&dyn ToSql> = args.iter().map(|a| a.as_ref() as &dyn ToSql).collect();
     let rows = stmt.query_map(args.as_slice(), |r| {

@@ -445,6 +445,8 @@ fn an_unreadable_record_is_reported_for_its_run_alone() {
     assert!(e.contains("upgrade linerate"), "{e}");
     assert!(s.run(good).expect("the others still read").is_some());
     assert_eq!(s.list(&ListFilter::default()).expect("listing reads no JSON").len(), 3);
+    let trend = s.trend_runs(&ListFilter::default()).expect("a trend reads past a damaged record");
+    assert_eq!(trend.len(), 3);
     let e = err_text(s.group_runs(g));
     assert!(e.starts_with(&format!("run {bad}: stored record cannot be read")), "{e}");
 }
