@@ -35,6 +35,7 @@ mod limits;
 mod loopback;
 mod matrix;
 mod memory;
+mod mesh;
 mod metrics;
 mod netns;
 mod peer_strings;

@@ -89,6 +89,8 @@ pub struct ClientConn {
     queue_limit: Duration,
     /// When the server first said `queued` (None: it has not).
     queued_since: Option<Duration>,
+    /// Run only against an agent holding a key (an agent's pair test, `linerate mesh`).
+    agent_only: bool,
 }
 
 impl ClientConn {
@@ -103,7 +105,17 @@ impl ClientConn {
             state: State::Greeting,
             queue_limit: QUEUE_LIMIT,
             queued_since: None,
+            agent_only: false,
         })
+    }
+
+    /// Runs the test only if the server is an agent that requires a key (its hello carries
+    /// the `agent` capability and a nonce): an agent's pair test, so that an agent can be
+    /// made to send traffic only to another agent holding the same key (a different key is
+    /// refused by the target). Anything else ends the test before a byte of data.
+    pub fn agents_only(mut self) -> Self {
+        self.agent_only = true;
+        self
     }
 
     /// Waits at most `limit` in all in an exclusive server's queue (default [`QUEUE_LIMIT`]),
@@ -229,6 +241,13 @@ impl ClientConn {
             return Err(unexpected(&msg, "waiting for the server's hello"));
         };
         let caps = negotiate(&capabilities);
+        if self.agent_only && (!caps.contains(&Capability::Agent) || auth_nonce.is_none()) {
+            return Err(ProtoError::Refused(format!(
+                "the target ({software}) is not a linerate agent with a key: an agent runs \
+                 tests only against other agents (`linerate server --agent --psk-file FILE`, \
+                 the same key)"
+            )));
+        }
         if !caps.contains(&Capability::PairCpus) {
             // A placement hint, not a requirement: an older server runs unpaired.
             self.spec.pair_cpus.clear();

@@ -135,11 +135,21 @@ impl<E> Core<E> {
     /// A core whose preamble and hello are queued (a server requiring a key puts its nonce in
     /// the hello), with the greeting deadline.
     pub fn new(software: &str, auth_nonce: Option<String>, greeting: Deadline) -> Self {
+        Self::with_caps(software, auth_nonce, greeting, own_caps())
+    }
+
+    /// The same, advertising `capabilities` (an agent's: ours and `agent`).
+    pub fn with_caps(
+        software: &str,
+        auth_nonce: Option<String>,
+        greeting: Deadline,
+        capabilities: Vec<String>,
+    ) -> Self {
         let mut out = preamble(PROTOCOL_VERSION).to_vec();
         let software = software.to_string();
         out.extend_from_slice(&encode_frame(&Message::Hello {
             software,
-            capabilities: own_caps(),
+            capabilities,
             auth_nonce,
         }));
         Self {
@@ -202,9 +212,13 @@ impl<E> Core<E> {
     }
 }
 
-/// Our capability names.
+/// Our capability names: every one but `agent`, which only an agent's hello carries.
 pub(crate) fn own_caps() -> Vec<String> {
-    Capability::ALL.iter().map(|c| c.as_str().to_string()).collect()
+    Capability::ALL
+        .iter()
+        .filter(|c| **c != Capability::Agent)
+        .map(|c| c.as_str().to_string())
+        .collect()
 }
 
 /// Checks the peer's protocol version. We speak version 1; a newer peer must speak 1 to us.

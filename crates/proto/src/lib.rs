@@ -31,6 +31,7 @@ pub mod iperf3;
 pub mod latency;
 pub mod limits;
 pub mod machine;
+pub mod pair;
 pub mod results;
 pub mod samples;
 pub mod server;

@@ -19,6 +19,13 @@
 //! with [`ServerConn::echo_ready`] or [`ServerConn::refuse`]), and finishes when the client
 //! closes or [`DOCTOR_TIMEOUT`] passes.
 //!
+//! An agent (`linerate server --agent`, built with [`ServerConn::agent`]: always with a key)
+//! advertises the `agent` capability and also takes a `pair_test_request` from an
+//! authenticated client: the machine emits [`ServerEvent::PairTestRequested`]; the driver runs
+//! the test against the target as a client, calls [`ServerConn::pair_running`] at least every
+//! [`QUEUE_HEARTBEAT`] meanwhile, then [`ServerConn::send_pair_result`] (or `refuse`). A server
+//! that is not an agent refuses the request, naming the flag.
+//!
 //! Errors leave the machine failed; the driver flushes `poll_transmit` (which may hold a
 //! `refused` frame explaining the error to the client) and closes.
 
@@ -60,6 +67,17 @@ pub enum ServerEvent {
     /// A doctor asks for this host's environment: call `send_environment`.
     EnvironmentRequested {
         /// The client's software string.
+        client_software: String,
+    },
+    /// An authenticated client asks this agent to run `spec` against the agent at `target`
+    /// (`host:port`, not resolved or checked yet): run it as a client, requiring the target
+    /// to be an agent with the same key.
+    PairTestRequested {
+        /// Where to send the test.
+        target: String,
+        /// The test (validated).
+        spec: TestSpec,
+        /// The requester's software string.
         client_software: String,
     },
     /// A doctor asks for path-MTU probes from `client_port` (on the control connection's
@@ -115,6 +133,8 @@ enum State {
     Doctor {
         echo: bool,
     },
+    /// An agent running a pair test for the client.
+    Pairing,
     Done,
 }
 
@@ -128,6 +148,8 @@ pub struct ServerConn {
     can_queue: bool,
     /// The key and the nonce sent in our hello, when clients must authenticate.
     auth: Option<(Psk, [u8; NONCE_LEN])>,
+    /// Started as an agent: takes pair test requests.
+    agent: bool,
 }
 
 impl ServerConn {
@@ -143,18 +165,59 @@ impl ServerConn {
         Self::build(software, now, Some((key, nonce)))
     }
 
+    /// An agent's connection: as [`ServerConn::with_psk`] (an agent always has a key), and
+    /// it advertises `agent` and takes pair test requests from a client that proved the key.
+    pub fn agent(software: &str, now: Duration, key: Psk, nonce: [u8; NONCE_LEN]) -> Self {
+        let mut conn = Self::build_as(software, now, Some((key, nonce)), true);
+        conn.agent = true;
+        conn
+    }
+
     fn build(software: &str, now: Duration, auth: Option<(Psk, [u8; NONCE_LEN])>) -> Self {
+        Self::build_as(software, now, auth, false)
+    }
+
+    fn build_as(
+        software: &str,
+        now: Duration,
+        auth: Option<(Psk, [u8; NONCE_LEN])>,
+        agent: bool,
+    ) -> Self {
         let greeting = Deadline::after(
             now,
             HANDSHAKE_TIMEOUT,
             "waiting for the client's hello and test request",
         );
         let auth_nonce = auth.as_ref().map(|(_, n)| to_hex(n));
-        let mut core = Core::new(software, auth_nonce, greeting);
+        let mut caps = crate::conn::own_caps();
+        if agent {
+            caps.push(Capability::Agent.as_str().to_string());
+        }
+        let mut core = Core::with_caps(software, auth_nonce, greeting, caps);
         // A results frame larger than the handshake cap waits for the driver's grant (its
         // memory, from the server's shared frame budget) before it is buffered.
         core.wire.decoder().grant_above(GRANT_ABOVE);
-        Self { auth, core, state: State::Greeting, spec: None, can_queue: false }
+        Self { auth, core, state: State::Greeting, spec: None, can_queue: false, agent: false }
+    }
+
+    /// Tells the client its pair test is still running (`queued`, position 0): at least every
+    /// [`QUEUE_HEARTBEAT`], or it gives up.
+    pub fn pair_running(&mut self) -> Result<(), ProtoError> {
+        if !matches!(self.state, State::Pairing) || self.core.failed() {
+            return Err(ProtoError::Violation("pair_running outside a pair test".into()));
+        }
+        self.core.send(&Message::Queued { position: 0, wait_ms: None });
+        Ok(())
+    }
+
+    /// Sends the pair test's record; the session is over.
+    pub fn send_pair_result(&mut self, record: serde_json::Value) -> Result<(), ProtoError> {
+        if !matches!(self.state, State::Pairing) || self.core.failed() {
+            return Err(ProtoError::Violation("pair_result outside a pair test".into()));
+        }
+        self.core.send(&Message::PairResult { record });
+        self.finish();
+        Ok(())
     }
 
     /// The accepted spec, once there is one.
@@ -307,7 +370,11 @@ impl ServerConn {
                 self.on_doctor(now)
             }
             State::AwaitingAuth { .. } => self.on_auth(msg),
+            State::AwaitingRequest { .. } if matches!(msg, Message::PairTestRequest { .. }) => {
+                self.on_pair(msg)
+            }
             State::AwaitingRequest { .. } => self.on_request(msg),
+            State::Pairing => Err(unexpected(&msg, "running a pair test")),
             State::Deciding => Err(unexpected(&msg, "deciding on the test request")),
             State::AwaitingStreams { .. } => self.on_early(msg),
             State::Held if msg == Message::Go => {
@@ -412,6 +479,50 @@ impl ServerConn {
         Ok(())
     }
 
+    /// A pair test request: only an agent takes one, only from a client that proved the key
+    /// (an agent always has one), only for a valid test and a target of sane length.
+    fn on_pair(&mut self, msg: Message) -> Result<(), ProtoError> {
+        let Message::PairTestRequest { target, spec } = msg else {
+            return Err(unexpected(&msg, "waiting for the test request"));
+        };
+        let State::AwaitingRequest { software, caps } =
+            std::mem::replace(&mut self.state, State::Pairing)
+        else {
+            return Err(ProtoError::Violation(
+                "internal: pair request outside awaiting state".into(),
+            ));
+        };
+        let why = if !self.agent || self.auth.is_none() {
+            Some(
+                "this server is not an agent: it runs tests against other hosts only when \
+                 started with `linerate server --agent --psk-file FILE`"
+                    .to_string(),
+            )
+        } else if target.is_empty() || target.len() > crate::wire::MAX_PAIR_TARGET {
+            Some(format!(
+                "the pair test's target must be HOST:PORT of at most {} bytes",
+                crate::wire::MAX_PAIR_TARGET
+            ))
+        } else if let Err(e) = spec.validate() {
+            Some(format!("invalid test: {e}"))
+        } else {
+            missing_cap(&spec, &caps, "the client")
+        };
+        if let Some(why) = why {
+            // Not `Refused`, which the server counts as a refusal of the key.
+            self.refuse(&why);
+            return Err(ProtoError::Incompatible(why));
+        }
+        self.core.io.deadline = None;
+        self.spec = Some(spec.clone());
+        self.core.io.emit(ServerEvent::PairTestRequested {
+            target,
+            spec,
+            client_software: software,
+        });
+        Ok(())
+    }
+
     /// The client sends nothing between the request and `start` (it only stops or reports
     /// after `start`), so any message here is a violation.
     fn on_early(&mut self, msg: Message) -> Result<(), ProtoError> {
@@ -481,6 +592,7 @@ impl Machine for ServerConn {
             | State::AwaitingRequest { .. }
             | State::Deciding => "before requesting a test",
             State::AwaitingStreams { .. } => "while the data streams were connecting",
+            State::Pairing => "while its pair test ran",
             State::Held => "before the fleet's go",
             State::Running => "during the test",
         };

@@ -75,6 +75,10 @@ pub enum Command {
     /// Run one test against many linerate servers at once, started together: totals, each
     /// host's share, and how fairly hosts and flows shared (see docs/METHODOLOGY.md, "Fleets").
     Fleet(super::fleet_args::FleetArgs),
+    /// Ask agents (`linerate server --agent --psk-file FILE`) to test each other, every
+    /// ordered pair one at a time, with statistics per pair, the pairs by zone and findings
+    /// (see docs/METHODOLOGY.md, "Meshes").
+    Mesh(super::mesh_args::MeshArgs),
     /// Run a campaign file: tiers (targets) in file order, each with its own matrix or a fleet
     /// of servers, then a summary across tiers (see docs/METHODOLOGY.md, "Campaigns", and
     /// examples/*.toml).

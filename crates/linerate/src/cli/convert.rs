@@ -83,6 +83,7 @@ pub(super) fn to_plan(cli: Cli) -> Result<Plan, String> {
             client_plan("127.0.0.1".into(), &net, &a.test, SELFTEST_TIME).map(Plan::Selftest)
         }
         Some(Command::Fleet(a)) => super::fleet_args::fleet_plan(a).map(Plan::Fleet),
+        Some(Command::Mesh(a)) => super::mesh_args::mesh_plan(a).map(Plan::Mesh),
         Some(Command::Matrix(a)) => matrix_plan(a).map(|(c, m, r)| Plan::Matrix(c, m, r)),
         Some(Command::Campaign(a)) => campaign_run(a).map(Plan::Campaign),
         Some(Command::Doctor(a)) => doctor_plan(a).map(Plan::Doctor),
@@ -322,11 +323,12 @@ fn history_ref(s: &str) -> Result<HistoryRef, String> {
     }
     let bad = || {
         format!(
-            "{s:?} is neither a run id (e.g. 12), a matrix, campaign or fleet id (e.g. m3, c4, \
-             f5) nor `last`"
+            "{s:?} is neither a run id (e.g. 12), a matrix, campaign, fleet or mesh id (e.g. m3, \
+             c4, f5, n6) nor `last`"
         )
     };
-    match s.strip_prefix('m').or_else(|| s.strip_prefix('c')).or_else(|| s.strip_prefix('f')) {
+    let group = ['m', 'c', 'f', 'n'].into_iter().find_map(|l| s.strip_prefix(l));
+    match group {
         Some(g) => g.parse().map(HistoryRef::Group).map_err(|_| bad()),
         None => s.parse().map(HistoryRef::Run).map_err(|_| bad()),
     }
@@ -531,6 +533,7 @@ pub(super) fn client_plan(
         threads: t.threads,
         cpus: t.affinity.as_ref().map_or_else(Vec::new, |a| a.client.clone()),
         pair_on_loopback: t.affinity.is_none(),
+        agents_only: false,
         connect_timeout: t.connect_timeout,
         queue_timeout: t.queue_timeout.unwrap_or(linerate_proto::QUEUE_LIMIT),
         output: output(net),

@@ -38,21 +38,32 @@ pub struct FleetArgs {
     pub store: StoreArgs,
 }
 
-/// The longest interval sample a fleet's hosts take (`-i` may ask for shorter), ms.
-pub const FLEET_SAMPLE_MS: u64 = 100;
-
-/// The fleet plan: the targets, checked, and the test every one gets.
-pub(super) fn fleet_plan(a: FleetArgs) -> Result<FleetPlan, String> {
-    let port = a.net.port.unwrap_or(crate::plan::DEFAULT_PORT);
+/// The targets given on the command line, then those of `--targets FILE`: a fleet's servers,
+/// a mesh's agents. Each without a port takes `port`.
+pub(super) fn read_targets(
+    given: &[String],
+    file: Option<&std::path::Path>,
+    port: u16,
+) -> Result<Vec<Target>, String> {
     let mut targets: Vec<Target> =
-        a.targets.iter().map(|t| parse_target(t, port)).collect::<Result<_, _>>()?;
-    if let Some(path) = &a.targets_file {
+        given.iter().map(|t| parse_target(t, port)).collect::<Result<_, _>>()?;
+    if let Some(path) = file {
         let text = std::fs::read(path)
             .map_err(|e| format!("cannot read the targets file {}: {e}", path.display()))?;
         let more =
             parse_targets_file(&text, port).map_err(|e| format!("{}: {e}", path.display()))?;
         targets.extend(more);
     }
+    Ok(targets)
+}
+
+/// The longest interval sample a fleet's hosts take (`-i` may ask for shorter), ms.
+pub const FLEET_SAMPLE_MS: u64 = 100;
+
+/// The fleet plan: the targets, checked, and the test every one gets.
+pub(super) fn fleet_plan(a: FleetArgs) -> Result<FleetPlan, String> {
+    let port = a.net.port.unwrap_or(crate::plan::DEFAULT_PORT);
+    let targets = read_targets(&a.targets, a.targets_file.as_deref(), port)?;
     check_targets(&targets)?;
     let refused = [
         (a.test.find_max, "--find-max searches one server's rate; run it per host"),

@@ -12,6 +12,7 @@ mod argv;
 mod convert;
 mod fleet_args;
 mod generate;
+mod mesh_args;
 mod repeat;
 mod server_args;
 mod tos;

@@ -133,7 +133,7 @@ impl ResumeArgs {
 
 /// `m3`, `f3`, `c3` or `3`: a stored group.
 fn group_ref(s: &str) -> Result<GroupRef, String> {
-    let letter = s.chars().next().filter(|c| matches!(c, 'm' | 'f' | 'c'));
+    let letter = s.chars().next().filter(|c| matches!(c, 'm' | 'f' | 'c' | 'n'));
     let digits = letter.map_or(s, |l| &s[l.len_utf8()..]);
     match digits.parse::<i64>() {
         Ok(id) if id > 0 => Ok(GroupRef { letter, id }),

@@ -166,6 +166,11 @@ pub struct LimitArgs {
     /// results. Empty = none.
     #[arg(long = "zone", value_name = "NAME", env = "LINERATE_ZONE", help_heading = "Place")]
     pub zone: Option<String>,
+    /// Be an agent of a mesh (`linerate mesh`): when a client proves the key (--psk-file,
+    /// required), run a test against another agent it names and send it the record. Only
+    /// agents holding the same key are ever tested, so an agent cannot be aimed elsewhere.
+    #[arg(long = "agent", help_heading = "Access")]
+    pub agent: bool,
 }
 
 fn log_format(s: &str) -> Result<LogFormat, String> {
@@ -257,6 +262,7 @@ impl LimitArgs {
             probe_duration: self.probe_duration.map(Seconds),
             node_name: self.node_name.clone(),
             zone: self.zone.clone(),
+            agent: self.agent.then_some(true),
             ..ServerSettings::default()
         }
     }
@@ -362,12 +368,16 @@ mod tests {
             } else {
                 (format!("--{long}"), "true".to_string())
             };
-            let by_flag = parse(&[&flag]).expect("the flag parses");
+            // `--agent` needs a key: both ways get one, and so does what it is compared with.
+            let psk = format!("--psk-file={key_file}");
+            let with: &[&str] = if long == "agent" { &[&psk] } else { &[] };
+            let base = if with.is_empty() { default.clone() } else { parse(with).expect("key") };
+            let by_flag = parse(&[with, &[flag.as_str()]].concat()).expect("the flag parses");
             std::fs::write(&config, format!("{key} = {value}\n")).expect("write config");
-            let by_file = parse(&["--config", &config_s])
+            let by_file = parse(&[with, &["--config", &config_s]].concat())
                 .unwrap_or_else(|e| panic!("--{long}: `{key} = {value}` in the file: {e}"));
             assert_eq!(by_file, by_flag, "`{key} = {value}` differs from {flag}");
-            assert_ne!(by_flag, default, "{flag} changes nothing");
+            assert_ne!(by_flag, base, "{flag} changes nothing");
             walked += 1;
         }
         assert_eq!(walked + NOT_KEYS.len(), flags.len(), "every exception is a real flag");

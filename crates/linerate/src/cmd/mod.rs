@@ -19,6 +19,7 @@ mod generate;
 mod history;
 mod keep;
 mod matrix;
+mod mesh;
 mod output;
 mod report;
 mod selftest;
@@ -58,6 +59,7 @@ pub fn execute(plan: Plan) -> Result<ExitCode> {
         Plan::SelftestMatrix(base, m) => selftest::run_default(base, &m),
         Plan::Campaign(c) => campaign::run(&c, &Interrupt::install()?),
         Plan::Fleet(f) => fleet::run(&f, &Interrupt::install()?),
+        Plan::Mesh(m) => mesh::run(&m, &Interrupt::install()?),
         Plan::Doctor(d) => doctor::run(&d),
         Plan::Report(r) => report::run(&r),
         Plan::Generate(g) => generate::run(g),

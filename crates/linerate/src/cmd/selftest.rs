@@ -35,6 +35,7 @@ fn with_embedded_server(
     f: impl FnOnce(&ClientPlan) -> Result<ExitCode>,
 ) -> Result<ExitCode> {
     let server_plan = ServerPlan {
+        agent: false,
         text: crate::plan::text::TextOptions::default(),
         port: 0,
         bind: Some(std::net::IpAddr::from([127, 0, 0, 1])),

@@ -1,4 +1,4 @@
-//! Report sources: a stored run, matrix, campaign or fleet from the history, or a saved JSON
+//! Report sources: a stored run, matrix, campaign, fleet or mesh from the history, or a saved JSON
 //! document, turned into a `report::model::Source` (used by `report` and `compare --html`).
 //!
 //! Stored groups keep how their cells were made: a matrix its axes (as labels), a campaign its
@@ -19,6 +19,7 @@ use crate::plan::HistoryRef;
 use crate::plan::campaign::{CampaignPlan, StoredCampaign, Tier};
 use crate::plan::fleet::FleetIdentity;
 use crate::plan::matrix::{AxisValue, Cell, MatrixIdentity, cells_of};
+use crate::plan::mesh::MeshIdentity;
 use crate::record::{Failure, LinkAssumption, Outcome, RunRecord};
 use crate::report::model::{InputRun, ReportKind, Source, TierInput};
 use crate::stats::campaign::{TierPlace, tier_server};
@@ -81,6 +82,7 @@ pub fn load_from(store: &Store, which: Stored) -> Result<Source> {
                 GroupKind::Campaign => stored_campaign(&group, runs),
                 GroupKind::Matrix => stored_matrix(&group, runs),
                 GroupKind::Fleet => stored_fleet(&group, runs),
+                GroupKind::Mesh => stored_mesh(&group, runs),
                 other => Err(Failure::usage(format!(
                     "group {id} is {}; `linerate report` reads runs, matrices, campaigns and \
                      fleets (list its runs with `linerate history --group {id}`)",
@@ -148,6 +150,7 @@ pub(super) fn planned_cell_names(group: &GroupRow) -> Option<Vec<String>> {
     let labels = |cells: Vec<Cell>| cells.iter().map(Cell::label).collect::<Vec<_>>();
     match group.kind {
         GroupKind::Matrix => matrix_identity(group).axes.map(|axes| labels(cells_of(&axes))),
+        GroupKind::Mesh => group.params.plan::<MeshIdentity>().ok().map(|i| i.labels()),
         GroupKind::Campaign => {
             let seed = group.params.seed.unwrap_or(0);
             let tiers = campaign_tiers(group).ok()?;
@@ -197,13 +200,37 @@ fn matched_runs(
 fn stored_matrix(group: &GroupRow, runs: StoredRuns) -> Result<Source> {
     let identity = matrix_identity(group);
     let cells = matrix_cells(&identity, &runs);
+    let notes = identity.axes.is_none().then(|| AXES_UNREAD.to_string()).into_iter().collect();
+    let title = format!("matrix m{}", group.id);
+    cells_source(group, runs, cells, (title, notes), identity.rounds.until_ci)
+}
+
+/// A stored mesh: one tier whose cells are its pairs, each known by its label `A -> B` (a
+/// mesh whose stored plan does not read is reported by its runs' stored labels).
+fn stored_mesh(group: &GroupRow, runs: StoredRuns) -> Result<Source> {
+    let identity: Option<MeshIdentity> = group.params.plan().ok();
+    let cells = match &identity {
+        Some(i) => crate::plan::mesh::cells(&i.labels()),
+        None => matrix_cells(&matrix_identity(group), &runs),
+    };
+    let until_ci = identity.as_ref().and_then(|i| i.rounds.until_ci);
+    let title = format!("mesh n{}", group.id);
+    cells_source(group, runs, cells, (title, Vec::new()), until_ci)
+}
+
+/// One tier of `cells`, the group's runs matched to them by label.
+fn cells_source(
+    group: &GroupRow,
+    runs: StoredRuns,
+    cells: Vec<Cell>,
+    (title, notes): (String, Vec<String>),
+    until_ci: Option<f64>,
+) -> Result<Source> {
     let inputs = matched_runs(&runs, group.id, "", |label| {
         Some(cells.iter().find(|c| c.is_named(label))?.index)
     })?;
-    let notes = identity.axes.is_none().then(|| AXES_UNREAD.to_string()).into_iter().collect();
     let first = runs.first().map(|(_, _, r)| r);
     let server = first.map_or_else(|| "n/a".to_string(), |r| r.server.clone());
-    let title = format!("matrix m{}", group.id);
     Ok(Source {
         kind: ReportKind::Matrix,
         title: title.clone(),
@@ -216,7 +243,7 @@ fn stored_matrix(group: &GroupRow, runs: StoredRuns) -> Result<Source> {
             ipv6: is_ipv6(&server),
             place: TierPlace { name: title, server, link: first.and_then(|r| r.link) },
             cells,
-            until_ci: identity.rounds.until_ci,
+            until_ci,
             stopped: (!group.finished).then(|| UNFINISHED.to_string()),
             runs: inputs,
             fleet: None,

@@ -16,6 +16,7 @@ pub mod fleet;
 pub mod host;
 pub mod kubernetes;
 pub mod matrix;
+pub mod mesh;
 pub mod pmtu;
 pub mod schedule;
 pub mod search;
@@ -162,6 +163,8 @@ pub struct ClientPlan {
     /// on a loopback address (`plan/affinity.rs`); false once `-A` was given (`-A none`
     /// included).
     pub pair_on_loopback: bool,
+    /// Run only against an agent holding the same key (an agent's pair test, `mesh`).
+    pub agents_only: bool,
     /// Limit for each TCP connect.
     pub connect_timeout: Duration,
     /// The longest to wait, in all, in an exclusive server's queue (`--queue-timeout`).
@@ -256,6 +259,7 @@ impl ClientPlan {
             threads: threads::Threads::Auto,
             cpus: Vec::new(),
             pair_on_loopback: true,
+            agents_only: false,
             connect_timeout: std::time::Duration::from_secs(10),
             queue_timeout: linerate_proto::QUEUE_LIMIT,
             output: OutputFormat::Text,
@@ -427,6 +431,8 @@ pub struct ReportPlan {
 /// Serve tests.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServerPlan {
+    /// `--agent`: runs pair tests for clients with the key (never without one).
+    pub agent: bool,
     /// Port to listen on.
     pub port: u16,
     /// Address to bind (`-B`); None = all addresses (dual-stack).
@@ -490,6 +496,8 @@ pub enum Plan {
     SelftestMatrix(ClientPlan, matrix::MatrixPlan),
     /// One test against many servers at once (`linerate fleet`).
     Fleet(fleet::FleetPlan),
+    /// `linerate mesh`.
+    Mesh(mesh::MeshPlan),
     /// Tiers of matrices from a campaign file.
     Campaign(campaign::CampaignRun),
     /// Inspect this host and the path to a server.

@@ -111,6 +111,8 @@ pub struct ServerSettings {
     pub node_name: Option<String>,
     /// `--zone`: the zone it runs in, reported to clients.
     pub zone: Option<String>,
+    /// `--agent`: run tests against other agents when a client with the key asks.
+    pub agent: Option<bool>,
 }
 
 /// The shortest and longest probe a server runs (`--probe-duration`): a probe is a scrape's
@@ -344,6 +346,7 @@ impl ServerSettings {
             probe_duration: self.probe_duration.or(fallback.probe_duration),
             node_name: self.node_name.or(fallback.node_name),
             zone: self.zone.or(fallback.zone),
+            agent: self.agent.or(fallback.agent),
         }
     }
 
@@ -363,7 +366,15 @@ impl ServerSettings {
         }
         let json = [self.json, self.json_stream].contains(&Some(true))
             || self.log_format == Some(LogFormat::Json);
+        let agent = self.agent.unwrap_or(false);
+        if agent && self.psk_file.is_none() {
+            return Err("agent (--agent) needs a key (--psk-file FILE): an agent runs tests \
+                        against other hosts when asked, so only a client with the key may ask, \
+                        and only agents holding the same key are tested"
+                .into());
+        }
         Ok(crate::plan::ServerPlan {
+            agent,
             port: self.port.unwrap_or(crate::plan::DEFAULT_PORT),
             bind: self.bind,
             family,

@@ -140,6 +140,7 @@ fn what(r: &RunRow) -> String {
         (_, None) => return r.kind.as_str().to_string(),
         (RunKind::CampaignCell, Some(g)) => format!("c{g}"),
         (RunKind::FleetHost, Some(g)) => format!("f{g}"),
+        (RunKind::MeshPair, Some(g)) => format!("n{g}"),
         (RunKind::FindMaxTrial, Some(g)) => format!("find-max {g}"),
         (_, Some(g)) => format!("m{g}"),
     };

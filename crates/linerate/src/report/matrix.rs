@@ -60,13 +60,13 @@ pub fn render_text(
 }
 
 #[derive(Serialize)]
-struct Document<'a> {
+struct Document<'a, S: Serialize> {
     schema_version: u32,
     kind: &'static str,
     seed: Option<u64>,
     until_ci: Option<f64>,
     stopped: Option<&'a str>,
-    summary: &'a MatrixSummary,
+    summary: &'a S,
     runs: Vec<RunEntry<'a>>,
 }
 
@@ -103,9 +103,22 @@ pub fn render_json(
     stopped: Option<&str>,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
+    grid_document("linerate.matrix", meta, summary, runs, stopped, out)
+}
+
+/// A grid's JSON document of `kind` (a matrix's, a mesh's): its seed and `--until-ci`, why it
+/// stopped, its summary, then every run's record with its cell.
+pub(crate) fn grid_document<S: Serialize>(
+    kind: &'static str,
+    meta: MatrixMeta,
+    summary: &S,
+    runs: &[(usize, u32, RunRecord)],
+    stopped: Option<&str>,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
     let doc = Document {
         schema_version: SCHEMA_VERSION,
-        kind: "linerate.matrix",
+        kind,
         seed: meta.seed,
         until_ci: meta.until_ci,
         stopped,

@@ -21,6 +21,7 @@ pub mod json;
 pub mod latency;
 pub mod live;
 pub mod matrix;
+pub mod mesh;
 pub mod model;
 pub mod notice;
 pub mod progress;

@@ -104,6 +104,8 @@ pub enum Stored {
     Campaign(i64),
     /// Fleet group N (fN).
     Fleet(i64),
+    /// Mesh group N (nN).
+    Mesh(i64),
 }
 
 /// What a notice is, which decides where it goes (see the module's doc).
@@ -161,6 +163,11 @@ impl Notice<'_> {
             Notice::Stored(Stored::Fleet(g)) => writeln!(
                 out,
                 "Stored as fleet f{g} (linerate report f{g}; linerate history --group {g})."
+            ),
+            Notice::Stored(Stored::Mesh(g)) => writeln!(
+                out,
+                "Stored as mesh n{g} (linerate report n{g} --format html -o n{g}.html; \
+                 linerate compare n{g} nN)."
             ),
             Notice::Stored(Stored::Campaign(g)) => writeln!(
                 out,

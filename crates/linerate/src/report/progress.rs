@@ -101,6 +101,21 @@ impl From<matrix::Progress<'_>> for Progress {
     }
 }
 
+impl Progress {
+    /// A grid's progress on the cell labelled `cell` (a mesh's pair), one client test a run.
+    pub fn of_run(cell: &str, p: &crate::session::grid::Progress<'_, RunRecord>) -> Self {
+        Self {
+            done: p.done,
+            planned: p.planned,
+            tier: None,
+            cell: cell.to_string(),
+            repetition: p.slot.repetition,
+            eta: p.eta,
+            finished: p.finished.map(result_words),
+        }
+    }
+}
+
 impl From<CampaignProgress<'_>> for Progress {
     fn from(p: CampaignProgress<'_>) -> Self {
         Self {

@@ -643,6 +643,10 @@ pub fn render_server_note(note: &ServerNote, out: &mut dyn Write) -> std::io::Re
         ServerNote::Probed { target, error: Some(e) } => {
             writeln!(out, "probe of {target}: FAILED: {}", escape(e))
         }
+        ServerNote::PairTested { test, peer, target, error } => {
+            let how = error.as_ref().map_or("done".into(), |e| format!("FAILED: {}", escape(e)));
+            writeln!(out, "[test {test}] pair test for {peer} against {}: {how}", escape(target))
+        }
         ServerNote::DoctorAnswered { peer, client } => {
             writeln!(out, "Doctor from {peer} ({}): environment sent", escape(client))
         }

@@ -181,6 +181,9 @@ impl<'p> ClientRun<'p> {
         if let Some(key) = &self.plan.psk {
             conn = conn.with_psk(key.clone(), random_nonce()?);
         }
+        if self.plan.agents_only {
+            conn = conn.agents_only();
+        }
         let mut loop_state = LoopState::default();
         let result =
             self.pump(&mut ctrl, &mut conn, &clock, &mut loop_state, server, observer, interrupt);
@@ -452,7 +455,7 @@ pub(super) fn check_progress(streams: &StreamSet, st: &mut LoopState, now: Insta
     Ok(())
 }
 
-pub(super) fn resolve(host: &str, port: u16, plan: &ClientPlan) -> Result<Vec<SocketAddr>> {
+pub(crate) fn resolve(host: &str, port: u16, plan: &ClientPlan) -> Result<Vec<SocketAddr>> {
     let addrs: Vec<SocketAddr> = (host, port)
         .to_socket_addrs()
         .map_err(|e| {
@@ -471,7 +474,7 @@ pub(super) fn resolve(host: &str, port: u16, plan: &ClientPlan) -> Result<Vec<So
     Ok(addrs)
 }
 
-pub(super) fn connect_any(
+pub(crate) fn connect_any(
     addrs: &[SocketAddr],
     plan: &ClientPlan,
 ) -> Result<(TcpStream, SocketAddr)> {

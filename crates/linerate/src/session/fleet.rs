@@ -202,15 +202,25 @@ impl StartGate for HostGate<'_> {
 /// The plan's targets with `--each-address` applied: names resolved now (the family of
 /// `-4`/`-6` respected), one target per address.
 pub fn expanded(plan: &FleetPlan) -> Result<Vec<Target>, String> {
+    expand(&plan.targets, plan.each_address, plan.base.family)
+}
+
+/// `targets` with `--each-address` applied (when `each_address`): a name resolving to several
+/// addresses of `family` is one target per address. A fleet's hosts, a mesh's agents.
+pub fn expand(
+    targets: &[Target],
+    each_address: bool,
+    family: crate::plan::Family,
+) -> Result<Vec<Target>, String> {
     use std::net::ToSocketAddrs;
-    if !plan.each_address {
-        return Ok(plan.targets.clone());
+    if !each_address {
+        return Ok(targets.to_vec());
     }
-    crate::plan::fleet::expand_targets(&plan.targets, |host, port| {
+    crate::plan::fleet::expand_targets(targets, |host, port| {
         let addrs = (host, port)
             .to_socket_addrs()
-            .map_err(|e| format!("cannot resolve fleet target {host:?}: {e}"))?;
-        Ok(addrs.map(|a| a.ip()).filter(|ip| plan.base.family.allows(ip)).collect())
+            .map_err(|e| format!("cannot resolve {host:?}: {e}"))?;
+        Ok(addrs.map(|a| a.ip()).filter(|ip| family.allows(ip)).collect())
     })
 }
 

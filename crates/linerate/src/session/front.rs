@@ -505,6 +505,9 @@ impl Conn {
         let mut conn = match &shared.access.psk {
             None => ServerConn::new(SOFTWARE, clock.now()),
             Some(key) => match random_nonce() {
+                Ok(nonce) if shared.agent => {
+                    ServerConn::agent(SOFTWARE, clock.now(), key.clone(), nonce)
+                }
                 Ok(nonce) => ServerConn::with_psk(SOFTWARE, clock.now(), key.clone(), nonce),
                 Err(e) => return self.drop_with(shared, format!("{e:#}")),
             },
@@ -568,6 +571,9 @@ impl Conn {
                 test.admit(spec, conn.can_queue()).map(|_| ())
             }
             ServerEvent::EnvironmentRequested { .. } => test.admit_doctor(),
+            // A pair test takes a slot and the operator's limits like a test served here:
+            // one at a time per slot, the same duration, streams and rate caps.
+            ServerEvent::PairTestRequested { spec, .. } => test.admit(spec, false).map(|_| ()),
             _ => {
                 let why = "the client skipped its request";
                 conn.abort(AbortReason::Other, why);

@@ -91,6 +91,17 @@ fn bounded_note(note: &ServerNote) -> Option<ServerNote> {
             let error = Some(bounded(e, LOG_REASON_CHARS).into_owned());
             Some(ServerNote::Probed { target: *target, error })
         }
+        ServerNote::PairTested { test, peer, target, error }
+            if dirty(target, LOG_NAME_CHARS)
+                || error.as_deref().is_some_and(|e| dirty(e, LOG_REASON_CHARS)) =>
+        {
+            Some(ServerNote::PairTested {
+                test: *test,
+                peer: *peer,
+                target: bounded(target, LOG_NAME_CHARS).into_owned(),
+                error: error.as_deref().map(|e| bounded(e, LOG_REASON_CHARS).into_owned()),
+            })
+        }
         ServerNote::TestEnded { test, peer, server, client, error, summary } => {
             let reported = client.as_ref().map(|c| every_string(c, |s| bounded(s, LOG_NAME_CHARS)));
             let error_dirty = error.as_deref().is_some_and(|e| dirty(e, LOG_REASON_CHARS));

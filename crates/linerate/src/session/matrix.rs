@@ -72,7 +72,8 @@ impl Executor for Cells<'_> {
     }
 
     fn pending(&self, runs: &[(Slot, RunRecord)]) -> Vec<usize> {
-        pending_cells(self.plan, self.cells, runs.iter().map(|(s, r)| (s.cell, r)))
+        let (until_ci, max) = (self.plan.until_ci, self.plan.max_repeat);
+        pending_cells(until_ci, max, self.cells, runs.iter().map(|(s, r)| (s.cell, r)))
     }
 
     fn stop_message(&self, failures: u32, last: &str) -> String {
@@ -123,15 +124,16 @@ pub fn run_matrix_from(
 /// runs left. Only completed runs count, for the interval and towards `max_repeat` (as in
 /// every figure, `stats::matrix`): a failed or interrupted run says nothing about the cell's
 /// rate. So that a cell whose runs keep failing cannot go on for ever, a cell stops after
-/// `MAX_ATTEMPTS_PER_RUN` attempts per run it may have.
-fn pending_cells<'a>(
-    plan: &MatrixPlan,
+/// `MAX_ATTEMPTS_PER_RUN` attempts per run it may have. A matrix's cells and a mesh's pairs.
+pub(crate) fn pending_cells<'a>(
+    until_ci: Option<f64>,
+    max_repeat: u32,
     cells: &[Cell],
     runs: impl Iterator<Item = (usize, &'a RunRecord)>,
 ) -> Vec<usize> {
-    let Some(target) = plan.until_ci else { return Vec::new() };
+    let Some(target) = until_ci else { return Vec::new() };
     let runs: Vec<(usize, RunRecord)> = runs.map(|(c, r)| (c, r.clone())).collect();
-    let max = plan.max_repeat as usize;
+    let max = max_repeat as usize;
     summarize_matrix(cells, &runs, Some(target))
         .cells
         .iter()
@@ -183,7 +185,8 @@ mod tests {
     fn pending(max_repeat: u32, outcomes: &[(u64, Outcome)]) -> bool {
         let p = plan(max_repeat);
         let runs: Vec<_> = outcomes.iter().map(|(b, o)| (0, run(*b, o.clone()))).collect();
-        pending_cells(&p, &p.cells(), runs.iter().map(|(c, r)| (*c, r))) == [0]
+        pending_cells(p.until_ci, p.max_repeat, &p.cells(), runs.iter().map(|(c, r)| (*c, r)))
+            == [0]
     }
 
     #[test]

@@ -21,6 +21,7 @@ pub(crate) mod heap;
 pub mod iperf3;
 pub mod log_limit;
 pub mod matrix;
+pub mod mesh;
 mod metrics;
 mod native;
 mod probe;

@@ -39,7 +39,29 @@ struct Session<'a> {
     waiting: Option<Waiting>,
     /// A doctor's probe echo, stopped when the session ends.
     echo: Option<crate::session::doctor_echo::Echo>,
+    /// An agent's pair test, running on a thread of its own.
+    pair: Option<PairJob>,
+    /// Why the pair test failed, once its record was sent.
+    pair_failed: Option<String>,
 }
+
+/// An agent's pair test (`linerate mesh`): an ordinary client test to the target, run on a
+/// thread of its own while the session tells the requester it is still running. Dropped
+/// (the requester left, the server stops), it interrupts the test.
+struct PairJob {
+    done: Receiver<crate::record::RunRecord>,
+    interrupt: crate::session::Interrupt,
+    told: Instant,
+}
+
+impl Drop for PairJob {
+    fn drop(&mut self) {
+        self.interrupt.trigger();
+    }
+}
+
+/// How long a pair test may wait for its target to accept a connection.
+const PAIR_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A request being admitted (or waiting in the exclusive queue) and what the client was
 /// last told.
@@ -67,11 +89,14 @@ pub(crate) fn run_admitted(g: Greeted<ServerConn>, shared: &Arc<Shared>) {
         registration: Registration::new(&shared.registry),
         waiting: None,
         echo: None,
+        pair: None,
+        pair_failed: None,
     };
     let result = ControlChannel::new(stream).map(server_side).and_then(|mut ctrl| {
         let r = if unsent.is_empty() { Ok(()) } else { ctrl.send(&unsent) };
         let r = r.and_then(|()| s.on_event(event, &mut conn, &clock));
         let r = r.and_then(|()| s.pump(&mut ctrl, &mut conn, &clock));
+        let r = r.and_then(|()| s.pair_failed.take().map_or(Ok(()), |e| Err(anyhow::anyhow!(e))));
         if let Err(e) = &r {
             if !matches!(
                 e.downcast_ref::<ProtoError>(),
@@ -105,6 +130,7 @@ impl Session<'_> {
                 self.on_event(ev, conn, clock)?;
             }
             self.poll_queue(conn, clock)?;
+            self.poll_pair(conn)?;
             self.t.watch()?;
             if self.t.running() && self.t.streams.as_ref().is_some_and(StreamSet::all_done) {
                 let results = self.t.take_results().context("results without streams")?;
@@ -220,6 +246,77 @@ impl Session<'_> {
                 (self.t.shared.notes)(&note);
             }
             ServerEvent::EchoRequested { client_port } => self.start_echo(client_port, conn)?,
+            ServerEvent::PairTestRequested { target, spec, client_software } => {
+                self.start_pair(target, spec, client_software, conn)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Starts an agent's pair test (admitted at the door like any test): the target must be
+    /// an agent holding this server's key (`ClientPlan::agents_only`), so the requester can
+    /// aim this agent at nothing else.
+    fn start_pair(
+        &mut self,
+        target: String,
+        spec: TestSpec,
+        client: String,
+        conn: &mut ServerConn,
+    ) -> Result<()> {
+        let (host, port) = match crate::plan::host::host_port(&target, None, "") {
+            Ok(hp) => hp,
+            Err(e) => {
+                conn.refuse(&format!("the pair test's target: {e}"));
+                bail!("refused a pair test: {e}");
+            }
+        };
+        let plan = crate::plan::ClientPlan {
+            psk: self.t.shared.access.psk.clone(),
+            agents_only: true,
+            pair_on_loopback: false,
+            connect_timeout: PAIR_CONNECT_TIMEOUT,
+            ..crate::plan::ClientPlan::to(&host, port, spec.clone())
+        };
+        self.t.begin_pair(client, spec, target);
+        let (tx, done) = channel();
+        let interrupt = crate::session::Interrupt::manual();
+        let stop = interrupt.clone();
+        let place = self.t.shared.place.clone();
+        std::thread::Builder::new()
+            .name("lr-pair".into())
+            .spawn(move || {
+                let mut record =
+                    crate::session::client::run(&plan, &mut crate::session::Quiet, &stop);
+                if let Some(env) = record.client.as_mut().and_then(|c| c.environment.as_mut()) {
+                    place.stamp(env);
+                }
+                let _ = tx.send(record);
+            })
+            .context("cannot start the pair test's thread")?;
+        self.pair = Some(PairJob { done, interrupt, told: Instant::now() });
+        conn.pair_running()?;
+        Ok(())
+    }
+
+    /// While a pair test runs: tells the requester so every heartbeat; once it ended, sends
+    /// its record.
+    fn poll_pair(&mut self, conn: &mut ServerConn) -> Result<()> {
+        let Some(job) = &mut self.pair else { return Ok(()) };
+        match job.done.try_recv() {
+            Ok(record) => {
+                if let Some(why) = record.outcome.failure() {
+                    self.pair_failed = Some(why.message.clone());
+                }
+                let json = serde_json::to_value(&record).context("cannot encode the record")?;
+                self.pair = None;
+                conn.send_pair_result(json)?;
+            }
+            Err(TryRecvError::Empty) if job.told.elapsed() >= QUEUE_HEARTBEAT / 2 => {
+                job.told = Instant::now();
+                conn.pair_running()?;
+            }
+            Err(TryRecvError::Empty) => {}
+            Err(TryRecvError::Disconnected) => bail!("the pair test's thread ended without a record"),
         }
         Ok(())
     }

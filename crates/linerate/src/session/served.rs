@@ -83,6 +83,8 @@ pub(crate) struct ServedTest {
     frames: FrameGate,
     /// Its data connections, counted in the metrics' active streams while it holds a slot.
     connections: u32,
+    /// An agent's pair test: the target it runs against (it has no streams of its own here).
+    pair: Option<String>,
 }
 
 impl Drop for ServedTest {
@@ -122,6 +124,7 @@ impl ServedTest {
             preempted: Arc::default(),
             ended: false,
             connections: 0,
+            pair: None,
         }
     }
 
@@ -220,6 +223,13 @@ impl ServedTest {
         });
     }
 
+    /// The admitted test is an agent's pair test against `target`: it runs from now (it is no
+    /// longer one a full server may preempt) and pays for its slot by running.
+    pub(crate) fn begin_pair(&mut self, client: String, spec: TestSpec, target: String) {
+        (self.software, self.spec, self.pair) = (client, Some(spec), Some(target));
+        self.shared.started(self.test);
+    }
+
     /// Seconds since the test was admitted.
     pub(crate) fn held(&self) -> f64 {
         self.admitted.elapsed().as_secs_f64()
@@ -304,6 +314,7 @@ impl ServedTest {
     /// `Admission::penalize` for what an unpaid hold costs its client.
     fn paid(&self) -> bool {
         let started = self.streams.as_ref().is_some_and(|s| s.started().is_some());
+        let started = started || self.pair.is_some();
         !self.starved && (started || self.admitted.elapsed() < FREE_HOLD)
     }
 
@@ -331,6 +342,12 @@ impl ServedTest {
         self.end(result.is_err());
         if !self.paid() {
             self.shared.admission.penalize(self.peer.ip(), Instant::now());
+        }
+        if let Some(target) = self.pair.take() {
+            let error = result.err().map(|e| format!("{e:#}"));
+            let note = ServerNote::PairTested { test: self.test, peer: self.peer, target, error };
+            (self.shared.notes)(&note);
+            return;
         }
         let summary = TestLogLine::new(
             std::mem::take(&mut self.software),

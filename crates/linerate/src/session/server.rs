@@ -115,6 +115,17 @@ pub enum ServerNote {
         /// Why its test failed, if it did (the target's words possibly among them).
         error: Option<String>,
     },
+    /// An agent's pair test (`linerate mesh`) ended.
+    PairTested {
+        /// Server-local test number.
+        test: u64,
+        /// The requester's control address.
+        peer: SocketAddr,
+        /// The agent it tested, as the requester named it.
+        target: String,
+        /// Why the test failed, if it did (the target's words possibly among them).
+        error: Option<String>,
+    },
     /// A doctor (`linerate doctor HOST`) was sent this server's environment.
     DoctorAnswered {
         /// The client's control address.
@@ -211,6 +222,8 @@ pub(crate) struct Shared {
     pub(crate) access: Access,
     /// The node and zone sent with every environment (`--node-name`, `--zone`).
     pub(crate) place: crate::plan::server::Place,
+    /// `--agent`: runs pair tests (`native.rs`) for clients with the key.
+    pub(crate) agent: bool,
     log_limit: LogLimit,
     /// The listening port (UDP streams use the same number).
     pub(crate) port: u16,
@@ -511,6 +524,7 @@ impl Server {
             unstarted: Mutex::new(Vec::new()),
             access: self.plan.access.clone(),
             place: self.plan.place.clone(),
+            agent: self.plan.agent,
             log_limit: LogLimit::new(),
             port: self.local_addr()?.port(),
             notes: bounding(notes.sink),

@@ -15,6 +15,7 @@ pub mod intervals;
 pub mod latency;
 pub mod latency_compare;
 pub mod matrix;
+pub mod mesh;
 pub mod matrix_latency;
 pub mod probe;
 pub mod sample;

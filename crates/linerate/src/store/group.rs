@@ -40,14 +40,21 @@ pub enum GroupKind {
     FindMax,
     /// `linerate fleet`, with or without `--scale`.
     Fleet,
+    /// `linerate mesh`.
+    Mesh,
     /// A kind this build does not know, by its stored word.
     Unknown(String),
 }
 
 impl GroupKind {
     /// Every kind, in the order the history lists them.
-    pub const ALL: [GroupKind; 4] =
-        [GroupKind::Matrix, GroupKind::Campaign, GroupKind::FindMax, GroupKind::Fleet];
+    pub const ALL: [GroupKind; 5] = [
+        GroupKind::Matrix,
+        GroupKind::Campaign,
+        GroupKind::FindMax,
+        GroupKind::Fleet,
+        GroupKind::Mesh,
+    ];
 
     /// The word stored in `groups.kind` (and shown by `linerate history`).
     pub fn as_str(&self) -> &str {
@@ -56,6 +63,7 @@ impl GroupKind {
             GroupKind::Campaign => "campaign",
             GroupKind::FindMax => "find_max",
             GroupKind::Fleet => "fleet",
+            GroupKind::Mesh => "mesh",
             GroupKind::Unknown(word) => word,
         }
     }
@@ -71,6 +79,7 @@ impl GroupKind {
         match self {
             GroupKind::Campaign => format!("c{id}"),
             GroupKind::Fleet => format!("f{id}"),
+            GroupKind::Mesh => format!("n{id}"),
             GroupKind::FindMax => format!("find-max {id}"),
             GroupKind::Matrix | GroupKind::Unknown(_) => format!("m{id}"),
         }
@@ -83,6 +92,7 @@ impl GroupKind {
             GroupKind::Campaign => "a campaign".into(),
             GroupKind::FindMax => "a find-max search".into(),
             GroupKind::Fleet => "a fleet".into(),
+            GroupKind::Mesh => "a mesh".into(),
             GroupKind::Unknown(word) => format!("a {word:?} group (unknown to this linerate)"),
         }
     }
@@ -182,7 +192,7 @@ mod tests {
         for k in GroupKind::ALL {
             assert_eq!(GroupKind::of(k.as_str()), k);
         }
-        assert_eq!(GroupKind::of("mesh"), GroupKind::Unknown("mesh".into()));
-        assert_eq!(GroupKind::of("mesh").as_str(), "mesh");
+        assert_eq!(GroupKind::of("torus"), GroupKind::Unknown("torus".into()));
+        assert_eq!(GroupKind::of("torus").as_str(), "torus");
     }
 }

@@ -53,16 +53,19 @@ pub enum RunKind {
     CampaignCell,
     /// One host of a fleet.
     FleetHost,
+    /// One pair test (one repetition of one pair) of a mesh.
+    MeshPair,
 }
 
 impl RunKind {
     /// Every kind, in declaration order.
-    pub const ALL: [RunKind; 5] = [
+    pub const ALL: [RunKind; 6] = [
         RunKind::Test,
         RunKind::MatrixCell,
         RunKind::FindMaxTrial,
         RunKind::CampaignCell,
         RunKind::FleetHost,
+        RunKind::MeshPair,
     ];
 
     /// The name stored in the `kind` column (the same as the serde name).
@@ -73,6 +76,7 @@ impl RunKind {
             RunKind::FindMaxTrial => "find_max_trial",
             RunKind::CampaignCell => "campaign_cell",
             RunKind::FleetHost => "fleet_host",
+            RunKind::MeshPair => "mesh_pair",
         }
     }
 

@@ -81,6 +81,17 @@ struct EchoReady {
 }
 
 #[derive(Deserialize)]
+struct PairRequest {
+    target: String,
+    spec: TestSpec,
+}
+
+#[derive(Deserialize)]
+struct PairResult {
+    record: serde_json::Value,
+}
+
+#[derive(Deserialize)]
 struct Abort {
     reason: AbortReason,
     message: String,
@@ -141,6 +152,13 @@ pub(crate) fn decode(body: &[u8], bounds: Bounds) -> Result<Message, ProtoError>
         "echo_ready" => {
             let b: EchoReady = fields(body, bounds, &kind)?;
             Message::EchoReady { port: b.port, cookie: b.cookie }
+        }
+        "pair_test_request" => {
+            let b: PairRequest = fields(body, bounds, &kind)?;
+            Message::PairTestRequest { target: b.target, spec: b.spec }
+        }
+        "pair_result" => {
+            Message::PairResult { record: fields::<PairResult>(body, bounds, &kind)?.record }
         }
         "abort" => {
             let b: Abort = fields(body, bounds, &kind)?;

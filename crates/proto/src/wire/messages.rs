@@ -57,11 +57,16 @@ pub enum Capability {
     /// Pairs each TCP stream's two ends on one CPU (`spec.pair_cpus`, loopback tests). A
     /// hint: the client leaves the field out for a server without it.
     PairCpus,
+    /// The server is an agent (`linerate server --agent`, always with a key): an
+    /// authenticated client may ask it to run a test against another agent
+    /// (`pair_test_request`, `linerate mesh`). Advertised only by agents, never by a plain
+    /// server or a client.
+    Agent,
 }
 
 impl Capability {
     /// Every capability this crate knows, in a stable order.
-    pub const ALL: [Capability; 19] = [
+    pub const ALL: [Capability; 20] = [
         Self::Tcp,
         Self::Reverse,
         Self::Bidir,
@@ -81,6 +86,7 @@ impl Capability {
         Self::Burst,
         Self::NotsentLowat,
         Self::PairCpus,
+        Self::Agent,
     ];
 
     /// The wire name.
@@ -105,6 +111,7 @@ impl Capability {
             Self::Burst => "burst",
             Self::NotsentLowat => "notsent_lowat",
             Self::PairCpus => "pair_cpus",
+            Self::Agent => "agent",
         }
     }
 
@@ -113,6 +120,9 @@ impl Capability {
         Self::ALL.into_iter().find(|c| c.as_str() == s)
     }
 }
+
+/// The longest `target` of a `pair_test_request`: a DNS name's 253 bytes and a port.
+pub const MAX_PAIR_TARGET: usize = 260;
 
 /// Why the client tells the server's senders to stop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -228,6 +238,22 @@ pub enum Message {
         /// 32 hex digits, carried by every probe and echo.
         cookie: String,
     },
+    /// Client to an agent, after `auth`, instead of `test_request`: run `spec` yourself, as
+    /// a client, against the agent at `target` (`host:port`), and send me its record. The
+    /// agent answers `queued` (position 0) at least every [`crate::server::QUEUE_HEARTBEAT`]
+    /// while the test runs, then `pair_result` or `refused`.
+    PairTestRequest {
+        /// The agent to test, `host:port` (at most [`MAX_PAIR_TARGET`] bytes).
+        target: String,
+        /// The test to run against it.
+        spec: TestSpec,
+    },
+    /// Agent to client: the pair test's record (the agent's run record as JSON: its figures,
+    /// both ends' results and environments, or why it failed). The connection ends after it.
+    PairResult {
+        /// The record, as the agent's linerate wrote it.
+        record: serde_json::Value,
+    },
     /// Either way: the test is over without a normal end.
     Abort {
         /// Machine-readable reason.
@@ -257,6 +283,8 @@ impl Message {
             Self::Environment { .. } => "environment",
             Self::EchoRequest { .. } => "echo_request",
             Self::EchoReady { .. } => "echo_ready",
+            Self::PairTestRequest { .. } => "pair_test_request",
+            Self::PairResult { .. } => "pair_result",
         }
     }
 }

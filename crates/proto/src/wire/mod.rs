@@ -29,5 +29,5 @@ pub use frame::{
     MAX_FRAME_HANDSHAKE, MAX_FRAME_ITEMS, MAX_FRAME_RESULTS, MAX_FRAME_STRING, PREAMBLE_LEN,
     PROTOCOL_VERSION, encode_frame, frame_bounds, frame_memory, preamble,
 };
-pub use messages::{AbortReason, Capability, Message, StopReason};
+pub use messages::{AbortReason, Capability, MAX_PAIR_TARGET, Message, StopReason};
 pub use probe::{ECHO_LEN, PROBE_MIN_LEN, decode_echo, echo_for, encode_probe};

@@ -1,0 +1,87 @@
+//! The flags of `linerate mesh`.
+
+use clap::Args;
+
+use super::args::{NetArgs, StoreArgs, TestArgs};
+use super::repeat::Rounds;
+use crate::plan::OutputFormat;
+use crate::plan::mesh::{MeshPlan, check_agents};
+
+/// `linerate mesh AGENT... --psk-file FILE [test flags]`.
+#[derive(Debug, Args)]
+pub struct MeshArgs {
+    /// The agents (`linerate server --agent`): HOST[:PORT][=LABEL] each (IPv6 in brackets).
+    /// An agent without a port uses -p.
+    #[arg(value_name = "AGENT")]
+    pub agents: Vec<String>,
+    /// Read more agents from FILE, one per line (`#` starts a comment).
+    #[arg(long = "targets", value_name = "FILE")]
+    pub targets_file: Option<std::path::PathBuf>,
+    /// Every agent name that resolves to several addresses (a Kubernetes headless service)
+    /// becomes one agent per address, labelled NAME/ADDRESS.
+    #[arg(long = "each-address")]
+    pub each_address: bool,
+    /// Test a seeded sample of N ordered pairs instead of every one (n agents have n(n-1)).
+    #[arg(long = "pairs", value_name = "N", value_parser = |s: &str| super::args::whole::<usize>(s, 1..=1_000_000))]
+    pub pairs: Option<usize>,
+    #[command(flatten)]
+    pub rounds: super::repeat::RoundsArgs,
+    #[command(flatten)]
+    pub net: NetArgs,
+    #[command(flatten)]
+    pub test: TestArgs,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// The mesh plan: the agents, checked, the key, and the test every pair runs.
+pub(super) fn mesh_plan(a: MeshArgs) -> Result<MeshPlan, String> {
+    let port = a.net.port.unwrap_or(crate::plan::DEFAULT_PORT);
+    let agents = super::fleet_args::read_targets(&a.agents, a.targets_file.as_deref(), port)?;
+    if !a.each_address {
+        check_agents(&agents)?;
+    }
+    let refused = [
+        (a.test.find_max, "--find-max; run it per pair with `linerate client`"),
+        (a.test.iperf3, "--iperf3: agents are linerate servers"),
+        (a.test.get_server_output, "--get-server-output is for iperf3 servers"),
+        (a.test.under_load, "--under-load yet; run it per pair with `linerate client`"),
+        (a.test.repeating_payload, "--repeating-payload is for iperf3 servers"),
+        (a.test.text.format.is_some() || a.test.text.verbose, "-f or -V: a mesh prints its own tables (-J for all)"),
+        (
+            a.test.text.log.logfile.is_some() || a.test.text.log.timestamps.is_some() || a.test.text.log.forceflush,
+            "--logfile, --timestamps or --forceflush yet; redirect its output instead",
+        ),
+        (a.test.cport.is_some(), "--cport: the agents choose their own ports"),
+        (a.net.json_stream, "--json-stream follows one test; a mesh writes one document: use -J"),
+        (a.rounds.resume.resume.is_some(), "--resume yet: run the mesh again"),
+        (a.test.affinity.is_some(), "-A: the agents place their own threads"),
+    ];
+    if let Some((_, why)) = refused.iter().find(|(bad, _)| *bad) {
+        return Err(format!("a mesh cannot take {why}"));
+    }
+    let base =
+        super::convert::client_plan("mesh".into(), &a.net, &a.test, super::convert::DEFAULT_TIME)?;
+    if base.psk.is_none() {
+        return Err("a mesh needs the agents' key: give --psk-file FILE (agents run tests only \
+                    for a client that proves it)"
+            .into());
+    }
+    if matches!(base.output, OutputFormat::Iperf3Json(_)) {
+        return Err("a mesh writes linerate's JSON only: drop --json-format iperf3".into());
+    }
+    let base = super::convert::with_store(base, &a.store);
+    let Rounds { repeat, until_ci, max_repeat, seed } = a.rounds.rounds();
+    Ok(MeshPlan {
+        agents,
+        base,
+        sample: a.pairs,
+        each_address: a.each_address,
+        repeat,
+        until_ci,
+        max_repeat,
+        seed,
+        resume: None,
+        stop_after: a.rounds.resume.stop_after,
+    })
+}

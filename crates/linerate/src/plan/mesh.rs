@@ -1,0 +1,150 @@
+//! The typed plan of `linerate mesh`: agents (`linerate server --agent`) test each other, one
+//! ordered pair at a time, what k8s-netperf does between nodes, with repetitions and
+//! confidence intervals per pair.
+//!
+//! A mesh's cells are ordered pairs of agents: `A -> B` is agent A sending to agent B (the
+//! test's direction flag turns it round as for any test). Every ordered pair by default;
+//! `--pairs N` takes a seeded sample of N of them, for large meshes (n agents have n(n-1)
+//! pairs). One pair is one cell of the one grid runner (`session::grid`), so repetitions,
+//! `--until-ci`, the shuffled order and `--resume` work as for a matrix.
+//!
+//! Pure: parsing, pairs and identities only. Names are resolved when the mesh runs.
+
+use serde::{Deserialize, Serialize};
+
+use crate::plan::ClientPlan;
+use crate::plan::fleet::Target;
+
+/// The fewest agents a mesh takes.
+pub const MIN_AGENTS: usize = 2;
+/// The most agents: 256 agents are 65,280 ordered pairs, hours even at `-t 1`.
+pub const MAX_AGENTS: usize = 256;
+
+/// `linerate mesh`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MeshPlan {
+    /// The agents, in the order given (names resolved with `--each-address` when it runs).
+    pub agents: Vec<Target>,
+    /// The test every pair runs (its host and port are the target agent's).
+    pub base: ClientPlan,
+    /// `--pairs N`: a seeded sample of N ordered pairs; None = every ordered pair.
+    pub sample: Option<usize>,
+    /// `--each-address`: a name resolving to several addresses is one agent per address.
+    pub each_address: bool,
+    /// `--repeat`: runs per pair in the first round.
+    pub repeat: u32,
+    /// `--until-ci`.
+    pub until_ci: Option<f64>,
+    /// `--max-repeat`.
+    pub max_repeat: u32,
+    /// The seed of the run order (and of the pair sample).
+    pub seed: u64,
+    /// `--resume`.
+    pub resume: Option<Option<i64>>,
+    /// Hidden `--stop-after N`.
+    pub stop_after: Option<usize>,
+}
+
+/// One ordered pair: indexes into the agents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pair {
+    /// The agent that runs the test (the client).
+    pub from: usize,
+    /// The agent it tests (the server).
+    pub to: usize,
+}
+
+/// The cell label of a pair: `A -> B`, by the agents' labels.
+pub fn pair_label(agents: &[Target], p: Pair) -> String {
+    let name = |i: usize| agents.get(i).map_or("?", |t| t.label.as_str());
+    format!("{} -> {}", name(p.from), name(p.to))
+}
+
+/// The pairs a mesh of `n` agents runs: every ordered pair (from slowest), or a sample of
+/// `sample` of them chosen with `seed`, kept in that same order.
+pub fn pairs(n: usize, sample: Option<usize>, seed: u64) -> Vec<Pair> {
+    let all: Vec<Pair> = (0..n)
+        .flat_map(|from| (0..n).filter(move |to| *to != from).map(move |to| Pair { from, to }))
+        .collect();
+    let Some(k) = sample.filter(|k| *k < all.len()) else { return all };
+    let mut chosen: Vec<usize> =
+        crate::plan::matrix::shuffled((0..all.len()).collect(), seed ^ 0x6d65_7368).into_iter().take(k).collect();
+    chosen.sort_unstable();
+    chosen.into_iter().map(|i| all[i]).collect()
+}
+
+/// The grid cells of pairs labelled `labels`: each known by its label alone (a pair has no
+/// axis values).
+pub fn cells(labels: &[String]) -> Vec<crate::plan::matrix::Cell> {
+    labels
+        .iter()
+        .enumerate()
+        .map(|(index, l)| crate::plan::matrix::Cell { index, values: Vec::new(), stored_as: Some(l.clone()) })
+        .collect()
+}
+
+/// What identifies a mesh in the history: the agents (as resolved), the pairs, the test and
+/// the rounds. `--resume` continues only a mesh with the same identity.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MeshIdentity {
+    /// The agents, as the mesh resolved them.
+    pub agents: Vec<Target>,
+    /// The pairs run, in cell order.
+    pub pairs: Vec<Pair>,
+    /// The test.
+    pub spec: linerate_proto::TestSpec,
+    /// `--repeat`, `--until-ci`, `--max-repeat`.
+    #[serde(flatten)]
+    pub rounds: super::StoredRounds,
+}
+
+impl MeshIdentity {
+    /// The cell labels, in cell order.
+    pub fn labels(&self) -> Vec<String> {
+        self.pairs.iter().map(|p| pair_label(&self.agents, *p)).collect()
+    }
+}
+
+/// Checks the agents of a mesh: how many, and no agent twice.
+pub fn check_agents(agents: &[Target]) -> Result<(), String> {
+    if agents.len() < MIN_AGENTS {
+        return Err(format!(
+            "a mesh needs at least {MIN_AGENTS} agents (it has {}): name them, or a name that \
+             resolves to several with --each-address",
+            agents.len()
+        ));
+    }
+    if agents.len() > MAX_AGENTS {
+        return Err(format!(
+            "a mesh takes at most {MAX_AGENTS} agents ({} given); sample pairs of smaller meshes",
+            agents.len()
+        ));
+    }
+    crate::plan::fleet::check_targets(agents)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_ordered_pair_once_or_a_seeded_sample_of_them() {
+        let all = pairs(3, None, 1);
+        let ab: Vec<(usize, usize)> = all.iter().map(|p| (p.from, p.to)).collect();
+        assert_eq!(ab, [(0, 1), (0, 2), (1, 0), (1, 2), (2, 0), (2, 1)]);
+        let some = pairs(6, Some(7), 42);
+        assert_eq!(some.len(), 7);
+        assert!(some.iter().all(|p| p.from != p.to && p.from < 6 && p.to < 6));
+        assert_eq!(some, pairs(6, Some(7), 42), "the same seed, the same sample");
+        assert_ne!(some, pairs(6, Some(7), 43));
+        assert_eq!(pairs(3, Some(100), 1), all, "a sample as large as the mesh is the mesh");
+    }
+
+    #[test]
+    fn a_mesh_needs_two_distinct_agents() {
+        let t = |h: &str| Target { host: h.into(), port: 5201, label: h.into() };
+        assert!(check_agents(&[t("a")]).unwrap_err().contains("at least 2"));
+        assert!(check_agents(&[t("a"), t("a")]).is_err());
+        assert!(check_agents(&[t("a"), t("b")]).is_ok());
+    }
+}

@@ -1,0 +1,66 @@
+//! A mesh's output (`linerate mesh`): the agents and where they are, each pair's statistics
+//! (the matrix's cell table, one pair per row), the pairs by zone direction, the findings; or
+//! one JSON document (`linerate.mesh`). Figures come from `stats::mesh`; this lays them out.
+
+use std::io::Write;
+
+use crate::record::RunRecord;
+use crate::report::document::Style;
+use crate::report::table::{Table, cell_table};
+use crate::stats::matrix::MatrixSummary;
+use crate::stats::mesh::MeshSummary;
+use crate::units::format_bits_per_second;
+
+/// The mesh as text or Markdown: agents, pairs, zones, findings, and why it stopped early.
+pub fn write_mesh(
+    style: Style,
+    m: &MeshSummary,
+    stopped: Option<&str>,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    let none = || "-".to_string();
+    let mut agents = Table::new(&["agent", "node", "zone"]);
+    for a in &m.agents {
+        agents.rows.push(vec![
+            a.label.clone(),
+            a.node.clone().unwrap_or_else(none),
+            a.zone.clone().unwrap_or_else(none),
+        ]);
+    }
+    style.table(&agents, out)?;
+    writeln!(out)?;
+    let pairs = MatrixSummary { cells: m.cells.clone(), findings: Vec::new() };
+    style.table(&cell_table(&pairs, None), out)?;
+    if !m.zones.is_empty() {
+        writeln!(out)?;
+        let mut zones = Table::new(&["zones", ">pairs", ">mean of pair means", ">slowest pair", ">fastest pair"]);
+        for z in &m.zones {
+            zones.rows.push(vec![
+                z.name.clone(),
+                z.pairs.to_string(),
+                format_bits_per_second(z.mean_bits_per_second),
+                format_bits_per_second(z.min_bits_per_second),
+                format_bits_per_second(z.max_bits_per_second),
+            ]);
+        }
+        style.table(&zones, out)?;
+    }
+    style.list("Findings", &m.findings, out)?;
+    if let Some(why) = stopped {
+        let why = crate::units::peer_text::escape(why);
+        writeln!(out, "Stopped early: {why}; the tables cover the runs that finished.")?;
+    }
+    Ok(())
+}
+
+/// The mesh as one JSON document (`linerate.mesh`): its summary and every run with its pair
+/// (cell) and repetition.
+pub fn render_json(
+    meta: crate::report::matrix::MatrixMeta,
+    m: &MeshSummary,
+    runs: &[(usize, u32, RunRecord)],
+    stopped: Option<&str>,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    crate::report::matrix::grid_document("linerate.mesh", meta, m, runs, stopped, out)
+}

@@ -1,0 +1,313 @@
+//! A mesh's figures: each pair's statistics (the matrix's, one pair being one cell), the
+//! place of every agent as its records name it (node and zone, each end stamping its own), the
+//! pairs grouped by zone, and findings in words.
+//!
+//! **Where agents are.** Each pair's record holds both ends' environments; the requesting
+//! agent stamps its node and zone into the client's, the target into the server's
+//! (`server --node-name/--zone`). An agent's place is what its records say; one that never
+//! completed a run has none.
+//!
+//! **Findings.** Pair means are compared, never single runs:
+//! - by zone direction (`zone b -> zone a`), when every agent names a zone and there are two
+//!   directions or more: a direction is reported slow when its pairs' mean is at least
+//!   [`SLOW_SHARE`] below the mean of the fastest direction's pairs *and* its fastest pair is
+//!   slower than the slowest of those (no overlap), so that one bad pair does not condemn a
+//!   zone. The fastest direction is the reference, not all other pairs, because a slow link
+//!   between two zones slows both directions across it;
+//! - otherwise (or besides, for pairs inside a zone direction not reported) by pair: a pair
+//!   whose 95 % interval lies wholly below [`SLOW_SHARE`] under the median pair mean.
+//!   A reported group or pair names the verdict its runs gave when they all agree (each
+//!   pair's most common verdict), and says so when they do not: a cause is named only with
+//!   that evidence.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::plan::matrix::Cell;
+use crate::plan::mesh::Pair;
+use crate::record::RunRecord;
+use crate::stats::matrix::{CellSummary, summarize_matrix};
+
+/// How much slower than the rest a zone direction or a pair must be to be reported.
+pub const SLOW_SHARE: f64 = 0.10;
+
+/// Where one agent is, as its records said.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct AgentPlace {
+    /// Its label.
+    pub label: String,
+    /// `--node-name`, if it said.
+    pub node: Option<String>,
+    /// `--zone`, if it said.
+    pub zone: Option<String>,
+}
+
+/// The pairs of one zone direction.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ZoneGroup {
+    /// `zone a -> zone b`.
+    pub name: String,
+    /// Whether both zones are the same.
+    pub same_zone: bool,
+    /// Pairs with completed runs.
+    pub pairs: usize,
+    /// Mean of those pairs' means, bit/s.
+    pub mean_bits_per_second: f64,
+    /// The slowest and fastest pair mean.
+    pub min_bits_per_second: f64,
+    /// The fastest pair mean.
+    pub max_bits_per_second: f64,
+}
+
+/// Everything a mesh shows.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MeshSummary {
+    /// The agents, in order.
+    pub agents: Vec<AgentPlace>,
+    /// Each pair's agents, in cell order.
+    pub pairs: Vec<Pair>,
+    /// Each pair's statistics, in cell order.
+    pub cells: Vec<CellSummary>,
+    /// The pairs by zone direction (empty unless every agent named a zone).
+    pub zones: Vec<ZoneGroup>,
+    /// Conclusions in words.
+    pub findings: Vec<String>,
+}
+
+/// Summarises a mesh of `labels` agents, its `pairs` (cells) and runs `(cell, record)`.
+pub fn summarize_mesh(
+    labels: &[String],
+    pairs: &[Pair],
+    cells: &[Cell],
+    runs: &[(usize, RunRecord)],
+    until_ci: Option<f64>,
+) -> MeshSummary {
+    let matrix = summarize_matrix(cells, runs, until_ci);
+    let mut agents: Vec<AgentPlace> =
+        labels.iter().map(|l| AgentPlace { label: l.clone(), ..Default::default() }).collect();
+    for (cell, record) in runs {
+        let Some(p) = pairs.get(*cell) else { continue };
+        let env = |side: Option<&linerate_proto::SideResults>| {
+            side.and_then(|s| s.environment.as_deref()).map(|e| (e.node.clone(), e.zone.clone()))
+        };
+        for (agent, place) in [(p.from, env(record.client.as_ref())), (p.to, env(record.server_results.as_ref()))] {
+            if let (Some(a), Some((node, zone))) = (agents.get_mut(agent), place) {
+                a.node = a.node.take().or(node);
+                a.zone = a.zone.take().or(zone);
+            }
+        }
+    }
+    let means: Vec<Option<f64>> =
+        matrix.cells.iter().map(|c| c.bits_per_second.as_ref().map(|s| s.mean)).collect();
+    let zones = zone_groups(&agents, pairs, &means);
+    let mut findings = Vec::new();
+    let mut explained = vec![false; pairs.len()];
+    // The reference: the fastest zone direction (by its pairs' mean).
+    let fastest = zones.iter().max_by(|a, b| a.mean_bits_per_second.total_cmp(&b.mean_bits_per_second));
+    if let (true, Some(reference)) = (zones.len() >= 2, fastest) {
+        let members = |name: &str| -> Vec<usize> {
+            (0..pairs.len())
+                .filter(|i| means[*i].is_some())
+                .filter(|i| zone_name(&agents, pairs[*i]).as_deref() == Some(name))
+                .collect()
+        };
+        let outside = members(&reference.name);
+        for g in zones.iter().filter(|g| g.name != reference.name) {
+            let inside = members(&g.name);
+            if let Some(f) = slow_group(&g.name, &reference.name, &inside, &outside, &means, &matrix.cells) {
+                findings.push(f);
+                for i in inside {
+                    explained[i] = true;
+                }
+            }
+        }
+    }
+    findings.extend(slow_pairs(&matrix.cells, &explained));
+    if findings.is_empty() && means.iter().flatten().count() >= 2 {
+        findings.push(format!(
+            "no pair is {:.0} % or more slower than the others with its whole 95 % interval below \
+             them: the pairs deliver alike",
+            SLOW_SHARE * 100.0
+        ));
+    }
+    MeshSummary { agents, pairs: pairs.to_vec(), cells: matrix.cells, zones, findings }
+}
+
+/// `zone a -> zone b` of a pair, when both agents named a zone.
+fn zone_name(agents: &[AgentPlace], p: Pair) -> Option<String> {
+    let z = |i: usize| agents.get(i).and_then(|a| a.zone.clone());
+    Some(format!("zone {} -> zone {}", z(p.from)?, z(p.to)?))
+}
+
+fn zone_groups(agents: &[AgentPlace], pairs: &[Pair], means: &[Option<f64>]) -> Vec<ZoneGroup> {
+    if agents.iter().any(|a| a.zone.is_none()) {
+        return Vec::new();
+    }
+    let mut by: BTreeMap<String, (bool, Vec<f64>)> = BTreeMap::new();
+    for (i, p) in pairs.iter().enumerate() {
+        let (Some(name), Some(m)) = (zone_name(agents, *p), means[i]) else { continue };
+        let same = agents[p.from].zone == agents[p.to].zone;
+        by.entry(name).or_insert((same, Vec::new())).1.push(m);
+    }
+    by.into_iter()
+        .map(|(name, (same_zone, m))| ZoneGroup {
+            name,
+            same_zone,
+            pairs: m.len(),
+            mean_bits_per_second: m.iter().sum::<f64>() / m.len() as f64,
+            min_bits_per_second: m.iter().copied().fold(f64::INFINITY, f64::min),
+            max_bits_per_second: m.iter().copied().fold(0.0, f64::max),
+        })
+        .collect()
+}
+
+/// What the runs of `cells` say limited them: `; every pair's runs were mostly X-limited`,
+/// or that they do not agree.
+fn cause(cells: &[&CellSummary]) -> String {
+    let limits: Vec<&str> = cells.iter().filter_map(|c| c.limit.as_deref()).collect();
+    match limits.first() {
+        Some(first) if limits.len() == cells.len() && limits.iter().all(|l| l == first) => {
+            format!("; the verdict of most runs of every one of its pairs: {first}")
+        }
+        Some(_) => "; its pairs' verdicts differ, so no one cause is named".into(),
+        None => String::new(),
+    }
+}
+
+fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len().max(1) as f64
+}
+
+/// The finding for a zone direction slower than the fastest one (`reference`), if it is.
+fn slow_group(
+    name: &str,
+    reference: &str,
+    inside: &[usize],
+    outside: &[usize],
+    means: &[Option<f64>],
+    cells: &[CellSummary],
+) -> Option<String> {
+    let of = |ix: &[usize]| ix.iter().filter_map(|i| means[*i]).collect::<Vec<f64>>();
+    let (a, b) = (of(inside), of(outside));
+    if a.is_empty() || b.is_empty() {
+        return None;
+    }
+    let (ma, mb) = (mean(&a), mean(&b));
+    let fastest_inside = a.iter().copied().fold(0.0, f64::max);
+    let slowest_outside = b.iter().copied().fold(f64::INFINITY, f64::min);
+    if ma > mb * (1.0 - SLOW_SHARE) || fastest_inside >= slowest_outside {
+        return None;
+    }
+    let of_cells: Vec<&CellSummary> = inside.iter().filter_map(|i| cells.get(*i)).collect();
+    let rate = |v: f64| crate::units::scale::Scale::Auto.rate(v);
+    Some(format!(
+        "{name} is {:.0} % slower than {reference}, the fastest zone direction: {} against {} \
+         (means of {} and {} pairs; its fastest pair, {}, is below the slowest there, {}){}",
+        (1.0 - ma / mb) * 100.0,
+        rate(ma),
+        rate(mb),
+        a.len(),
+        b.len(),
+        rate(fastest_inside),
+        rate(slowest_outside),
+        cause(&of_cells)
+    ))
+}
+
+/// Pairs not already explained by a zone finding whose 95 % interval lies wholly below the
+/// median pair mean by [`SLOW_SHARE`].
+fn slow_pairs(cells: &[CellSummary], explained: &[bool]) -> Vec<String> {
+    let mut all: Vec<f64> = cells.iter().filter_map(|c| c.bits_per_second.as_ref().map(|s| s.mean)).collect();
+    if all.len() < 3 {
+        return Vec::new();
+    }
+    all.sort_by(f64::total_cmp);
+    let median = all[all.len() / 2];
+    let bar = median * (1.0 - SLOW_SHARE);
+    let rate = |v: f64| crate::units::scale::Scale::Auto.rate(v);
+    cells
+        .iter()
+        .zip(explained)
+        .filter(|(_, e)| !**e)
+        .filter_map(|(c, _)| {
+            let s = c.bits_per_second.as_ref()?;
+            let (_, hi) = s.ci95?;
+            (hi < bar).then(|| {
+                format!(
+                    "{} is {:.0} % slower than the median pair: {} (95 % interval up to {}) \
+                     against {}{}",
+                    c.label,
+                    (1.0 - s.mean / median) * 100.0,
+                    rate(s.mean),
+                    rate(hi),
+                    rate(median),
+                    cause(&[c])
+                )
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use linerate_proto::{Environment, SideResults, StreamRole, TestSpec};
+
+    use super::*;
+    use crate::plan::mesh::{cells, pairs};
+
+    /// A run of `from -> to` at `bps`, each end naming its zone.
+    fn run(bps: f64, zones: (&str, &str)) -> RunRecord {
+        let side = |role, zone: &str| SideResults {
+            software: "t".into(),
+            streams: vec![RunRecord::test_stream(role, (bps / 8.0) as u64)],
+            environment: Some(Box::new(Environment {
+                zone: Some(zone.into()),
+                ..Default::default()
+            })),
+            ..Default::default()
+        };
+        RunRecord::for_tests(
+            TestSpec::default_tcp(),
+            side(StreamRole::Sender, zones.0),
+            side(StreamRole::Receiver, zones.1),
+        )
+    }
+
+    /// A mesh of four agents (zones a, a, b, b), three runs per pair; `rate` gives each pair's
+    /// runs (the agents' zones, the run's index).
+    fn mesh(rate: impl Fn(usize, usize, &str, &str, usize) -> f64) -> MeshSummary {
+        let zone = ["a", "a", "b", "b"];
+        let labels: Vec<String> = (1..=4).map(|i| format!("n{i}")).collect();
+        let ps = pairs(4, None, 1);
+        let names: Vec<String> = ps.iter().map(|p| format!("n{} -> n{}", p.from + 1, p.to + 1)).collect();
+        let mut runs = Vec::new();
+        for (i, p) in ps.iter().enumerate() {
+            let (za, zb) = (zone[p.from], zone[p.to]);
+            for k in 0..3 {
+                runs.push((i, run(rate(p.from, p.to, za, zb, k), (za, zb))));
+            }
+        }
+        summarize_mesh(&labels, &ps, &cells(&names), &runs, None)
+    }
+
+    #[test]
+    fn a_slow_link_between_zones_is_named_both_ways_and_the_zones_inside_are_not() {
+        let m = mesh(|_, _, za, zb, k| if za == zb { 9.4e9 } else { 0.4e9 } + k as f64 * 1e7);
+        assert_eq!(m.zones.len(), 4);
+        assert_eq!(m.agents[2].zone.as_deref(), Some("b"));
+        let f = m.findings.join("\n");
+        assert!(f.contains("zone a -> zone b is 9") && f.contains("zone b -> zone a is 9"), "{f}");
+        assert!(!f.contains("zone a -> zone a is") && !f.contains("zone b -> zone b is"), "{f}");
+    }
+
+    #[test]
+    fn one_slow_pair_is_named_and_an_even_mesh_is_called_even() {
+        let m = mesh(|from, to, _, _, k| if (from, to) == (2, 0) { 5e9 } else { 9.4e9 } + k as f64 * 1e7);
+        let f = m.findings.join("\n");
+        assert!(f.contains("n3 -> n1 is 47 % slower than the median pair"), "{f}");
+        assert!(!f.contains("zone"), "one pair does not condemn a zone direction: {f}");
+        let even = mesh(|_, _, _, _, k| 9.4e9 + k as f64 * 1e7);
+        assert!(even.findings[0].contains("the pairs deliver alike"), "{:?}", even.findings);
+    }
+}
