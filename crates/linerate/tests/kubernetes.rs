@@ -97,10 +97,11 @@ fn each_overlay_is_the_generator_with_its_options() {
     if !kubectl_available() {
         return;
     }
-    let cases: [(&str, &[&str]); 3] = [
+    let cases: [(&str, &[&str]); 4] = [
         ("base", &[]),
         ("overlays/host-network", &["--host-network"]),
         ("overlays/psk", &["--psk-secret", "linerate-psk"]),
+        ("overlays/mesh", &["--psk-secret", "linerate-psk", "--mesh"]),
     ];
     let mut rendered = Vec::new();
     for (dir, args) in cases {
@@ -115,6 +116,7 @@ fn each_overlay_is_the_generator_with_its_options() {
     // Not vacuous: each overlay changes the objects, and so does each option.
     assert_ne!(rendered[0], rendered[1]);
     assert_ne!(rendered[0], rendered[2]);
+    assert_ne!(rendered[2], rendered[3]);
     let elsewhere =
         generated("namespace", &["--namespace", "bench", "--image", "reg.example/linerate:1"]);
     assert_ne!(elsewhere, rendered[0]);
@@ -134,10 +136,13 @@ fn the_containers_run_commands_this_linerate_accepts() {
     let key = dir.join("psk");
     std::fs::write(&key, "a key of thirty-two bytes, or so\n").expect("write");
     let mut checked = 0;
-    for (host_network, psk) in [(false, false), (true, true)] {
+    for (host_network, psk, mesh) in
+        [(false, false, false), (true, true, false), (false, true, true)]
+    {
         let options = KubernetesOptions {
             host_network,
             psk_secret: psk.then(|| "linerate-psk".to_string()),
+            mesh,
             ..KubernetesOptions::default()
         };
         for m in linerate::report::kubernetes::manifests(&options) {
@@ -159,7 +164,7 @@ fn the_containers_run_commands_this_linerate_accepts() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 4, "the DaemonSet's and the Job's arguments, twice");
+    assert_eq!(checked, 7, "the DaemonSet's and the Jobs' arguments, three times");
 }
 
 #[test]

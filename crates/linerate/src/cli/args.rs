@@ -177,6 +177,10 @@ pub struct KubernetesArgs {
     /// kubectl create secret generic NAME --from-file=psk=KEYFILE.
     #[arg(long = "psk-secret", value_name = "NAME")]
     pub psk_secret: Option<String>,
+    /// The servers are agents (`server --agent`) and a second Job runs `linerate mesh` over
+    /// them: every node pair tested. Needs --psk-secret.
+    #[arg(long = "mesh", requires = "psk_secret")]
+    pub mesh: bool,
 }
 
 /// `linerate doctor [HOST]`.

@@ -94,14 +94,20 @@ pub(super) fn to_plan(cli: Cli) -> Result<Plan, String> {
                 image: k.image.unwrap_or(defaults.image),
                 host_network: k.host_network,
                 psk_secret: k.psk_secret,
+                mesh: k.mesh,
             }
             .checked()?;
             Ok(Plan::Kubernetes(crate::plan::kubernetes::KubernetesPlan { options, dir }))
         }
         Some(Command::Generate { what, dir, kubernetes: k }) => {
-            if k.namespace.is_some() || k.image.is_some() || k.host_network || k.psk_secret.is_some() {
-                return Err("--namespace, --image, --host-network and --psk-secret shape the \
-                            Kubernetes manifests: linerate generate kubernetes ..."
+            if k.namespace.is_some()
+                || k.image.is_some()
+                || k.host_network
+                || k.psk_secret.is_some()
+                || k.mesh
+            {
+                return Err("--namespace, --image, --host-network, --psk-secret and --mesh shape \
+                            the Kubernetes manifests: linerate generate kubernetes ..."
                     .into());
             }
             generated(what, dir)

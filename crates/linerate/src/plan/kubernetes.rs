@@ -24,6 +24,9 @@ pub struct KubernetesOptions {
     pub host_network: bool,
     /// A Secret (key `psk`) holding the pre-shared key: servers require it, the Job proves it.
     pub psk_secret: Option<String>,
+    /// The servers are agents (`--agent`) and a mesh Job runs beside the fleet Job: every node
+    /// pair tested. Needs the key.
+    pub mesh: bool,
 }
 
 /// The namespace of the committed manifests.
@@ -36,6 +39,7 @@ impl Default for KubernetesOptions {
             image: default_image(),
             host_network: false,
             psk_secret: None,
+            mesh: false,
         }
     }
 }
@@ -51,6 +55,11 @@ impl KubernetesOptions {
     /// 63 characters), the Secret a DNS subdomain (at most 253), the image one word.
     pub fn checked(self) -> Result<Self, String> {
         dns_name("--namespace", &self.namespace, 63, false)?;
+        if self.mesh && self.psk_secret.is_none() {
+            return Err("--mesh needs --psk-secret NAME: agents run tests only for a client \
+                        with their key, and test only agents holding it"
+                .into());
+        }
         if let Some(secret) = &self.psk_secret {
             dns_name("--psk-secret", secret, 253, true)?;
         }
@@ -100,6 +109,7 @@ mod tests {
                 image: image.into(),
                 host_network: false,
                 psk_secret: secret.map(String::from),
+                mesh: false,
             }
             .checked()
         };

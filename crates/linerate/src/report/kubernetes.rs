@@ -48,7 +48,7 @@ pub struct Manifest {
 
 /// The objects, in the order they are applied (namespace first).
 pub fn manifests(o: &KubernetesOptions) -> Vec<Manifest> {
-    vec![
+    let mut all = vec![
         Manifest {
             file: "namespace.yaml",
             comment: "The namespace; its Pod Security level is enforced: `restricted` unless the \
@@ -75,9 +75,18 @@ pub fn manifests(o: &KubernetesOptions) -> Vec<Manifest> {
             file: "fleet-job.yaml",
             comment: "A fleet against every agent from inside the cluster: printed (kubectl logs \
                       job/linerate-fleet) and stored in the history claim.",
-            object: fleet_job(o),
+            object: job(o, "fleet", &["fleet", "--each-address", "linerate", "-t", "10"]),
         },
-    ]
+    ];
+    if o.mesh {
+        all.push(Manifest {
+            file: "mesh-job.yaml",
+            comment: "A mesh of the agents from inside the cluster: every node pair tested, \
+                      printed (kubectl logs job/linerate-mesh) and stored in the history claim.",
+            object: job(o, "mesh", &["mesh", "--each-address", "linerate", "-t", "10"]),
+        });
+    }
+    all
 }
 
 /// The manifests as one YAML stream (`kubectl apply -f -`).
@@ -247,6 +256,9 @@ fn daemonset(o: &KubernetesOptions) -> Value {
         }],
     });
     psk(o, &mut pod, &mut args);
+    if o.mesh {
+        args.push("--agent".into());
+    }
     if o.host_network {
         pod["hostNetwork"] = json!(true);
         // The cluster's DNS still, not the node's.
@@ -294,18 +306,18 @@ fn history(o: &KubernetesOptions) -> Value {
     })
 }
 
-fn fleet_job(o: &KubernetesOptions) -> Value {
+/// The Job `linerate-WHAT` running `linerate ARGS` (a fleet, a mesh) against every agent.
+fn job(o: &KubernetesOptions, what: &str, args: &[&str]) -> Value {
     // `linerate` resolves through the pod's DNS search path to the headless Service of its
     // own namespace, whatever the namespace and cluster domain are.
-    let mut args: Vec<String> =
-        ["fleet", "--each-address", "linerate", "-t", "10"].map(String::from).to_vec();
+    let mut args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
     let mut pod = json!({
         "restartPolicy": "Never",
         "automountServiceAccountToken": false,
         "enableServiceLinks": false,
         "securityContext": pod_security(),
         "containers": [{
-            "name": "fleet",
+            "name": what,
             "image": o.image,
             "imagePullPolicy": "IfNotPresent",
             "args": [],
@@ -324,11 +336,11 @@ fn fleet_job(o: &KubernetesOptions) -> Value {
     json!({
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": metadata(o, "linerate-fleet", "fleet"),
+        "metadata": metadata(o, &format!("linerate-{what}"), what),
         "spec": {
             // Agents that are not ready yet resolve to nothing: the next try finds them.
             "backoffLimit": 4,
-            "template": {"metadata": {"labels": labels("fleet")}, "spec": pod},
+            "template": {"metadata": {"labels": labels(what)}, "spec": pod},
         },
     })
 }
@@ -344,14 +356,19 @@ mod tests {
             image: "reg.example/linerate:9".into(),
             host_network: true,
             psk_secret: Some("key".into()),
+            mesh: true,
         };
         let all = manifests(&o);
+        assert_eq!(all.len(), 6, "the mesh Job besides the fleet Job");
         for m in &all[1..] {
             assert_eq!(m.object["metadata"]["namespace"], "bench", "{}", m.file);
         }
         let ds = &all[1].object["spec"]["template"]["spec"];
         let job = &all[4].object["spec"]["template"]["spec"];
-        for pod in [ds, job] {
+        let mesh = &all[5].object["spec"]["template"]["spec"];
+        assert_eq!(mesh["containers"][0]["args"][0], "mesh");
+        assert!(ds["containers"][0]["args"].as_array().expect("args").contains(&json!("--agent")));
+        for pod in [ds, job, mesh] {
             assert_eq!(pod["containers"][0]["image"], "reg.example/linerate:9");
             assert_eq!(pod["volumes"][0]["secret"]["secretName"], "key");
             let args = pod["containers"][0]["args"].as_array().expect("args");
@@ -361,6 +378,7 @@ mod tests {
         assert_eq!(all[0].object["metadata"]["labels"]["pod-security.kubernetes.io/enforce"], "privileged");
         let base = stream(&KubernetesOptions::default());
         assert!(!base.contains("hostNetwork") && !base.contains("psk"), "{base}");
+        assert!(!base.contains("--agent") && !base.contains("linerate-mesh"), "{base}");
         assert!(base.contains("pod-security.kubernetes.io/enforce: restricted"));
     }
 }
