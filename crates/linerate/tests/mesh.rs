@@ -144,6 +144,24 @@ fn six_agents_in_two_zones_report_every_pair_and_name_the_slow_cross_zone_pairs(
     assert!(report.stdout.contains("mesh n1"), "{}", report.stdout);
     let rows = report.stdout.lines().filter(|l| l.starts_with('n') && l.contains(" -> n")).count();
     assert_eq!(rows, 30, "{}", report.stdout);
+    assert!(report.stdout.contains("Mesh findings:\n  - zone a -> zone b is"), "{}", report.stdout);
+    let json = run(&["report", "n1", "--db", db, "-f", "json"], Duration::from_secs(60));
+    let doc: Value = serde_json::from_str(&json.stdout).expect("JSON");
+    assert_eq!(doc["kind"], "linerate.mesh");
+    assert_eq!(doc["summary"]["findings"], s["findings"], "the report finds what the mesh found");
+    // The HTML page: the heat map, read in a real browser on a screen and on paper.
+    let page = dir.join("n1.html");
+    let page_s = page.to_str().expect("path");
+    let html = run(
+        &["report", "n1", "--db", db, "--format", "html", "-o", page_s],
+        Duration::from_secs(60),
+    );
+    assert_eq!(html.code, Some(0), "{}", html.stderr);
+    drop(_g);
+    if let Some((problems, kinds)) = crate::chart_layout::check_page(&page) {
+        assert!(problems.is_empty(), "{problems:#?}");
+        assert!(kinds.iter().any(|k| k == "heat-map"), "{kinds:?}");
+    }
 }
 
 #[test]

@@ -20,6 +20,7 @@ use crate::plan::campaign::{CampaignPlan, StoredCampaign, Tier};
 use crate::plan::fleet::FleetIdentity;
 use crate::plan::matrix::{AxisValue, Cell, MatrixIdentity, cells_of};
 use crate::plan::mesh::MeshIdentity;
+use crate::stats::mesh::MeshShape;
 use crate::record::{Failure, LinkAssumption, Outcome, RunRecord};
 use crate::report::model::{InputRun, ReportKind, Source, TierInput};
 use crate::stats::campaign::{TierPlace, tier_server};
@@ -41,6 +42,7 @@ fn single_run(title: String, id: Option<i64>, record: RunRecord) -> Source {
         seed: None,
         group: None,
         notes: Vec::new(),
+        mesh: None,
         tiers: vec![TierInput {
             ipv6: is_ipv6(&place.server),
             place,
@@ -202,7 +204,7 @@ fn stored_matrix(group: &GroupRow, runs: StoredRuns) -> Result<Source> {
     let cells = matrix_cells(&identity, &runs);
     let notes = identity.axes.is_none().then(|| AXES_UNREAD.to_string()).into_iter().collect();
     let title = format!("matrix m{}", group.id);
-    cells_source(group, runs, cells, (title, notes), identity.rounds.until_ci)
+    cells_source(group, runs, cells, (title, notes), (identity.rounds.until_ci, None))
 }
 
 /// A stored mesh: one tier whose cells are its pairs, each known by its label `A -> B` (a
@@ -214,8 +216,12 @@ fn stored_mesh(group: &GroupRow, runs: StoredRuns) -> Result<Source> {
         None => matrix_cells(&matrix_identity(group), &runs),
     };
     let until_ci = identity.as_ref().and_then(|i| i.rounds.until_ci);
+    let shape = identity.map(|i| MeshShape {
+        agents: i.agents.iter().map(|a| a.label.clone()).collect(),
+        pairs: i.pairs,
+    });
     let title = format!("mesh n{}", group.id);
-    cells_source(group, runs, cells, (title, Vec::new()), until_ci)
+    cells_source(group, runs, cells, (title, Vec::new()), (until_ci, shape))
 }
 
 /// One tier of `cells`, the group's runs matched to them by label.
@@ -224,7 +230,7 @@ fn cells_source(
     runs: StoredRuns,
     cells: Vec<Cell>,
     (title, notes): (String, Vec<String>),
-    until_ci: Option<f64>,
+    (until_ci, mesh): (Option<f64>, Option<MeshShape>),
 ) -> Result<Source> {
     let inputs = matched_runs(&runs, group.id, "", |label| {
         Some(cells.iter().find(|c| c.is_named(label))?.index)
@@ -239,6 +245,7 @@ fn cells_source(
         group: Some(group.id),
         finished: group.finished,
         notes,
+        mesh,
         tiers: vec![TierInput {
             ipv6: is_ipv6(&server),
             place: TierPlace { name: title, server, link: first.and_then(|r| r.link) },
@@ -305,6 +312,7 @@ pub(super) fn fleet_source(
         group,
         finished,
         notes: Vec::new(),
+        mesh: None,
         tiers: vec![TierInput {
             ipv6: is_ipv6(&server),
             place: TierPlace { name, server, link: first.and_then(|r| r.link) },
@@ -353,6 +361,7 @@ fn stored_campaign(group: &GroupRow, runs: StoredRuns) -> Result<Source> {
         group: Some(group.id),
         finished: group.finished,
         notes: Vec::new(),
+        mesh: None,
         tiers: inputs,
     })
 }
@@ -460,6 +469,7 @@ pub(super) fn from_file(path: &Path) -> Result<Source> {
                 seed,
                 group: None,
                 notes: Vec::new(),
+                mesh: None,
                 tiers: vec![tier],
             })
         }
@@ -473,6 +483,7 @@ pub(super) fn from_file(path: &Path) -> Result<Source> {
                 group: doc["group"].as_i64(),
                 finished: doc["finished"].as_bool().unwrap_or(false),
                 notes: Vec::new(),
+                mesh: None,
                 tiers: tiers.into_iter().map(doc_tier).collect(),
             })
         }

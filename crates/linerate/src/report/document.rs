@@ -258,6 +258,9 @@ pub fn write_report(style: Style, r: &Report, out: &mut dyn Write) -> std::io::R
                     style.list("Findings", &t.summary.findings, out)?;
                 }
             }
+            if let Some(m) = &r.mesh {
+                crate::report::mesh::write_places(style, m, out)?;
+            }
         }
     }
     if !r.warnings.is_empty() {

@@ -176,6 +176,10 @@ pub fn render_report(
             let tier = report.tiers.first().ok_or_else(|| std::io::Error::other("no tier"))?;
             let meta =
                 crate::report::matrix::MatrixMeta { seed: report.seed, until_ci: report.until_ci };
+            if let Some(m) = &report.mesh {
+                let stopped = tier.stopped.as_deref();
+                return crate::report::mesh::render_json(meta, m, &runs_of(0), stopped, out);
+            }
             crate::report::matrix::render_json(
                 meta,
                 &tier.summary,

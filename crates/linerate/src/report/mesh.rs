@@ -18,6 +18,24 @@ pub fn write_mesh(
     stopped: Option<&str>,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
+    style.table(&agents_table(m), out)?;
+    writeln!(out)?;
+    let pairs = MatrixSummary { cells: m.cells.clone(), findings: Vec::new() };
+    style.table(&cell_table(&pairs, None), out)?;
+    if let Some(zones) = zones_table(m) {
+        writeln!(out)?;
+        style.table(&zones, out)?;
+    }
+    style.list("Findings", &m.findings, out)?;
+    if let Some(why) = stopped {
+        let why = crate::units::peer_text::escape(why);
+        writeln!(out, "Stopped early: {why}; the tables cover the runs that finished.")?;
+    }
+    Ok(())
+}
+
+/// The agents: label, node and zone as their records said (`-` for nothing said).
+pub fn agents_table(m: &MeshSummary) -> Table {
     let none = || "-".to_string();
     let mut agents = Table::new(&["agent", "node", "zone"]);
     for a in &m.agents {
@@ -27,30 +45,39 @@ pub fn write_mesh(
             a.zone.clone().unwrap_or_else(none),
         ]);
     }
-    style.table(&agents, out)?;
+    agents
+}
+
+/// The pairs by zone direction, when every agent named a zone.
+pub fn zones_table(m: &MeshSummary) -> Option<Table> {
+    if m.zones.is_empty() {
+        return None;
+    }
+    let mut zones =
+        Table::new(&["zones", ">pairs", ">mean of pair means", ">slowest pair", ">fastest pair"]);
+    for z in &m.zones {
+        zones.rows.push(vec![
+            z.name.clone(),
+            z.pairs.to_string(),
+            format_bits_per_second(z.mean_bits_per_second),
+            format_bits_per_second(z.min_bits_per_second),
+            format_bits_per_second(z.max_bits_per_second),
+        ]);
+    }
+    Some(zones)
+}
+
+/// A stored mesh's report, after its pairs' table: the agents, the zones and the mesh's
+/// findings.
+pub fn write_places(style: Style, m: &MeshSummary, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out)?;
-    let pairs = MatrixSummary { cells: m.cells.clone(), findings: Vec::new() };
-    style.table(&cell_table(&pairs, None), out)?;
-    if !m.zones.is_empty() {
+    style.heading(2, "Agents and zones", out)?;
+    style.table(&agents_table(m), out)?;
+    if let Some(zones) = zones_table(m) {
         writeln!(out)?;
-        let mut zones = Table::new(&["zones", ">pairs", ">mean of pair means", ">slowest pair", ">fastest pair"]);
-        for z in &m.zones {
-            zones.rows.push(vec![
-                z.name.clone(),
-                z.pairs.to_string(),
-                format_bits_per_second(z.mean_bits_per_second),
-                format_bits_per_second(z.min_bits_per_second),
-                format_bits_per_second(z.max_bits_per_second),
-            ]);
-        }
         style.table(&zones, out)?;
     }
-    style.list("Findings", &m.findings, out)?;
-    if let Some(why) = stopped {
-        let why = crate::units::peer_text::escape(why);
-        writeln!(out, "Stopped early: {why}; the tables cover the runs that finished.")?;
-    }
-    Ok(())
+    style.list("Mesh findings", &m.findings, out)
 }
 
 /// The mesh as one JSON document (`linerate.mesh`): its summary and every run with its pair

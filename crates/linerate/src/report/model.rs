@@ -88,6 +88,8 @@ pub struct Source {
     pub notes: Vec<String>,
     /// The tiers.
     pub tiers: Vec<TierInput>,
+    /// A mesh: its agents and pairs (its one tier's cells are the pairs).
+    pub mesh: Option<crate::stats::mesh::MeshShape>,
 }
 
 /// A stored run in the report, with its derived summary.
@@ -176,6 +178,8 @@ pub struct Report {
     pub runs: Vec<ReportRun>,
     /// Every stream's intervals, both ends.
     pub series: Vec<Series>,
+    /// A mesh's agents, zones and findings (its pairs are the tier's cells).
+    pub mesh: Option<crate::stats::mesh::MeshSummary>,
 }
 
 impl Report {
@@ -459,6 +463,11 @@ fn fleet_warnings(f: &FleetTierFigures) -> Vec<String> {
 /// Computes the report.
 pub fn build(source: Source) -> Report {
     let until_ci = source.tiers.first().and_then(|t| t.until_ci);
+    let mesh = source.mesh.as_ref().zip(source.tiers.first()).map(|(shape, t)| {
+        let runs: Vec<(usize, RunRecord)> =
+            t.runs.iter().map(|r| (r.cell, r.record.clone())).collect();
+        crate::stats::mesh::summarize_mesh(&shape.agents, &shape.pairs, &t.cells, &runs, until_ci)
+    });
     let mut tiers = Vec::new();
     let mut runs = Vec::new();
     for (t, input) in source.tiers.into_iter().enumerate() {
@@ -537,6 +546,7 @@ pub fn build(source: Source) -> Report {
         findings,
         runs,
         series,
+        mesh,
     }
 }
 

@@ -60,6 +60,15 @@ pub struct ZoneGroup {
     pub max_bits_per_second: f64,
 }
 
+/// What a stored mesh's report needs besides its cells: its agents' labels and its pairs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MeshShape {
+    /// The agents' labels, in order.
+    pub agents: Vec<String>,
+    /// The pairs, in cell order.
+    pub pairs: Vec<Pair>,
+}
+
 /// Everything a mesh shows.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MeshSummary {

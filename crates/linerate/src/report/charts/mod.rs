@@ -12,13 +12,14 @@
 //! for latency (`latency`, `latency_cells`), the latency CDF of a request/response run or of a
 //! test under load's idle and loaded probes (and of A and B), a test under load's throughput
 //! above its probe latency on one time axis, and a request/response matrix's transactions and
-//! latency per cell. Every value comes from the report model; this module chooses and draws,
+//! latency per cell; for a mesh, its pair × pair heat map (`heat.rs`). Every value comes from the report model; this module chooses and draws,
 //! it computes no statistic.
 
 mod axis;
 mod cells;
 mod fleet;
 mod frame;
+mod heat;
 mod latency;
 mod latency_cells;
 mod lines;
@@ -28,6 +29,7 @@ mod svg;
 mod time;
 mod trend;
 
+pub use heat::heat_map;
 pub use trend::trend;
 
 use crate::report::model::{Report, ReportKind, ReportRun};
@@ -38,7 +40,8 @@ use crate::stats::matrix::CellSummary;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Chart {
     /// Which kind of chart (`over-time`, `cells`, `vs-axis`, `cpu`, `fairness`, `streams`,
-    /// `tiers`, `compare`, `scaling`, `latency-cdf`, `latency-over-time`, `latency-cells`): a
+    /// `tiers`, `compare`, `scaling`, `latency-cdf`, `latency-over-time`, `latency-cells`,
+    /// `heat-map`): a
     /// stable name for the page and the docs.
     pub kind: &'static str,
     /// What it shows, as its heading says.
@@ -72,6 +75,7 @@ fn run_name(report: &Report, r: &ReportRun) -> String {
 pub fn report_charts(report: &Report) -> Vec<Chart> {
     let context = context(report);
     let mut out = Vec::new();
+    out.extend(report.mesh.as_ref().and_then(|m| heat_map(m, &context)));
     for (t, tier) in report.tiers.iter().enumerate() {
         let prefix =
             if report.tiers.len() > 1 { format!("{}: ", tier.name) } else { String::new() };
