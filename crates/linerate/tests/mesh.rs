@@ -174,8 +174,8 @@ fn an_agent_needs_a_key_and_refuses_every_request_it_cannot_prove() {
     let out = run(&["server", "-p", "1", "--agent"], Duration::from_secs(10));
     assert_eq!(out.code, Some(2), "{}", out.stderr);
     assert!(out.stderr.contains("--agent") && out.stderr.contains("--psk-file"), "{}", out.stderr);
-    let a = Server::start(&["--agent", "--psk-file", &key]);
-    let b = Server::start(&["--agent", "--psk-file", &key]);
+    let a = Server::start(&["--agent", "--psk-file", &key, "--node-name", "alpha"]);
+    let b = Server::start(&["--agent", "--psk-file", &key, "--node-name", "beta"]);
     let plain = Server::start(&["--psk-file", &key]);
     let stranger = Server::start(&["--agent", "--psk-file", &other]);
     let at = |s: &Server, l: &str| format!("127.0.0.1:{}={l}", s.port);
@@ -214,8 +214,16 @@ fn an_agent_needs_a_key_and_refuses_every_request_it_cannot_prove() {
     assert_ne!(out.code, Some(0));
     assert!(a.wait_for_log("pair test for", Duration::from_secs(5)), "{}", a.log());
     assert!(a.log().contains("authentication failed"), "{}", a.log());
-    // With the key, two agents test each other.
+    // With the key, two agents test each other; given no labels, they are named by their nodes.
     let out = mesh(&[at(&a, "a"), at(&b, "b")], &key);
     assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
     assert!(out.stdout.contains("a -> b") && out.stdout.contains("b -> a"), "{}", out.stdout);
+    let unlabelled = [format!("127.0.0.1:{}", a.port), format!("127.0.0.1:{}", b.port)];
+    let out = mesh(&unlabelled, &key);
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("alpha -> beta") && out.stdout.contains("beta -> alpha"),
+        "{}",
+        out.stdout
+    );
 }

@@ -11,7 +11,8 @@ use crate::plan::mesh::{MeshPlan, check_agents};
 #[derive(Debug, Args)]
 pub struct MeshArgs {
     /// The agents (`linerate server --agent`): HOST[:PORT][=LABEL] each (IPv6 in brackets).
-    /// An agent without a port uses -p.
+    /// An agent without a port uses -p. Given no label at all, agents are named by the node
+    /// each reports (`server --node-name`), when every one reports a distinct node.
     #[arg(value_name = "AGENT")]
     pub agents: Vec<String>,
     /// Read more agents from FILE, one per line (`#` starts a comment).
@@ -38,6 +39,11 @@ pub struct MeshArgs {
 pub(super) fn mesh_plan(a: MeshArgs) -> Result<MeshPlan, String> {
     let port = a.net.port.unwrap_or(crate::plan::DEFAULT_PORT);
     let agents = super::fleet_args::read_targets(&a.agents, a.targets_file.as_deref(), port)?;
+    let file_labels = a.targets_file.as_deref().and_then(|p| std::fs::read_to_string(p).ok());
+    let labelled = a.agents.iter().any(|t| t.contains('='))
+        || file_labels.is_some_and(|text| {
+            text.lines().map(|l| l.split('#').next().unwrap_or("")).any(|l| l.contains('='))
+        });
     if !a.each_address {
         check_agents(&agents)?;
     }
@@ -77,6 +83,7 @@ pub(super) fn mesh_plan(a: MeshArgs) -> Result<MeshPlan, String> {
         base,
         sample: a.pairs,
         each_address: a.each_address,
+        labelled,
         repeat,
         until_ci,
         max_repeat,

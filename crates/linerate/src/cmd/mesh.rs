@@ -25,6 +25,11 @@ pub fn run(plan: &MeshPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     let agents = crate::session::fleet::expand(&plan.agents, plan.each_address, base.family)
         .map_err(Failure::usage)?;
     check_agents(&agents).map_err(Failure::usage)?;
+    let agents = if plan.labelled {
+        agents
+    } else {
+        crate::session::mesh::named_by_node(&agents, base)
+    };
     let pairs = pairs(agents.len(), plan.sample, plan.seed);
     let labels: Vec<String> = pairs.iter().map(|p| pair_label(&agents, *p)).collect();
     let cells = cells(&labels);

@@ -31,6 +31,9 @@ pub struct MeshPlan {
     pub sample: Option<usize>,
     /// `--each-address`: a name resolving to several addresses is one agent per address.
     pub each_address: bool,
+    /// Some agent was given a label (`HOST=LABEL`): the agents keep theirs. Else they are
+    /// named by the nodes they report, when every one reports a distinct node.
+    pub labelled: bool,
     /// `--repeat`: runs per pair in the first round.
     pub repeat: u32,
     /// `--until-ci`.

@@ -122,8 +122,8 @@ pub fn write(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     if let Some(m) = &r.mesh {
         writeln!(out, "<h2>Agents and zones</h2>")?;
         crate::report::mesh::agents_table(m).write_html(out)?;
-        if let Some(zones) = crate::report::mesh::zones_table(m) {
-            zones.write_html(out)?;
+        for t in crate::report::mesh::group_tables(m) {
+            t.write_html(out)?;
         }
         write_list("Mesh findings", &m.findings, "findings", out)?;
     }

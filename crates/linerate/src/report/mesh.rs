@@ -8,7 +8,7 @@ use crate::record::RunRecord;
 use crate::report::document::Style;
 use crate::report::table::{Table, cell_table};
 use crate::stats::matrix::MatrixSummary;
-use crate::stats::mesh::MeshSummary;
+use crate::stats::mesh::{MeshSummary, PairGroup};
 use crate::units::format_bits_per_second;
 
 /// The mesh as text or Markdown: agents, pairs, zones, findings, and why it stopped early.
@@ -22,9 +22,9 @@ pub fn write_mesh(
     writeln!(out)?;
     let pairs = MatrixSummary { cells: m.cells.clone(), findings: Vec::new() };
     style.table(&cell_table(&pairs, None), out)?;
-    if let Some(zones) = zones_table(m) {
+    for t in group_tables(m) {
         writeln!(out)?;
-        style.table(&zones, out)?;
+        style.table(&t, out)?;
     }
     style.list("Findings", &m.findings, out)?;
     if let Some(why) = stopped {
@@ -48,23 +48,31 @@ pub fn agents_table(m: &MeshSummary) -> Table {
     agents
 }
 
-/// The pairs by zone direction, when every agent named a zone.
-pub fn zones_table(m: &MeshSummary) -> Option<Table> {
-    if m.zones.is_empty() {
+/// Groups of pairs (`what`: `zones`, `pairs`): each with its count, the mean of its pair
+/// means, its slowest and fastest pair; None for no group.
+fn groups_table(what: &str, groups: &[PairGroup]) -> Option<Table> {
+    if groups.is_empty() {
         return None;
     }
-    let mut zones =
-        Table::new(&["zones", ">pairs", ">mean of pair means", ">slowest pair", ">fastest pair"]);
-    for z in &m.zones {
-        zones.rows.push(vec![
-            z.name.clone(),
-            z.pairs.to_string(),
-            format_bits_per_second(z.mean_bits_per_second),
-            format_bits_per_second(z.min_bits_per_second),
-            format_bits_per_second(z.max_bits_per_second),
+    let mut t = Table::new(&[what, ">pairs", ">mean of pair means", ">slowest pair", ">fastest pair"]);
+    for g in groups {
+        t.rows.push(vec![
+            g.name.clone(),
+            g.pairs.to_string(),
+            format_bits_per_second(g.mean_bits_per_second),
+            format_bits_per_second(g.min_bits_per_second),
+            format_bits_per_second(g.max_bits_per_second),
         ]);
     }
-    Some(zones)
+    Some(t)
+}
+
+/// The tables of a mesh's groups: same against cross node and zone, then the zone directions.
+pub fn group_tables(m: &MeshSummary) -> Vec<Table> {
+    [groups_table("pairs", &m.relations), groups_table("zones", &m.zones)]
+        .into_iter()
+        .flatten()
+        .collect()
 }
 
 /// A stored mesh's report, after its pairs' table: the agents, the zones and the mesh's
@@ -73,9 +81,9 @@ pub fn write_places(style: Style, m: &MeshSummary, out: &mut dyn Write) -> std::
     writeln!(out)?;
     style.heading(2, "Agents and zones", out)?;
     style.table(&agents_table(m), out)?;
-    if let Some(zones) = zones_table(m) {
+    for t in group_tables(m) {
         writeln!(out)?;
-        style.table(&zones, out)?;
+        style.table(&t, out)?;
     }
     style.list("Mesh findings", &m.findings, out)
 }

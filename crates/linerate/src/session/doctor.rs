@@ -99,6 +99,35 @@ fn connect(plan: &DoctorPlan, host: &str) -> Result<(TcpStream, SocketAddr)> {
     Err(last)
 }
 
+/// A linerate server's environment alone (its node and zone among it), without the path
+/// checks: what a mesh names its agents by.
+pub fn environment_of(plan: &DoctorPlan, host: &str) -> Result<Environment> {
+    let (stream, _) = connect(plan, host)?;
+    let mut ctrl = ControlChannel::new(stream)?;
+    let clock = Clock::new();
+    let (_, _, environment) = ask_environment(&mut ctrl, plan.psk.as_ref(), &clock)?;
+    Ok(environment)
+}
+
+/// Greets, proves the key if there is one, and takes the server's environment: the machine
+/// (for more questions), the server's software and its environment.
+fn ask_environment(
+    ctrl: &mut ControlChannel,
+    psk: Option<&linerate_proto::auth::Psk>,
+    clock: &Clock,
+) -> Result<(DoctorConn, String, Environment)> {
+    let mut conn = DoctorConn::new(SOFTWARE, clock.now());
+    if let Some(key) = psk {
+        conn = conn.with_psk(key.clone(), crate::session::random_nonce()?);
+    }
+    let Some(DoctorEvent::Environment { server_software, environment }) =
+        pump(ctrl, &mut conn, clock)?
+    else {
+        bail!("the server sent no environment");
+    };
+    Ok((conn, server_software, *environment))
+}
+
 /// The control conversation: environment, round trip, then the path-MTU search.
 fn converse(
     stream: TcpStream,
@@ -109,17 +138,9 @@ fn converse(
 ) -> Result<()> {
     let mut ctrl = ControlChannel::new(stream)?;
     let clock = Clock::new();
-    let mut conn = DoctorConn::new(SOFTWARE, clock.now());
-    if let Some(key) = psk {
-        conn = conn.with_psk(key.clone(), crate::session::random_nonce()?);
-    }
-    let Some(DoctorEvent::Environment { server_software, environment }) =
-        pump(&mut ctrl, &mut conn, &clock)?
-    else {
-        bail!("the server sent no environment");
-    };
+    let (mut conn, server_software, environment) = ask_environment(&mut ctrl, psk, &clock)?;
     facts.software = Fact::Value(server_software);
-    facts.environment = Fact::Value(*environment);
+    facts.environment = Fact::Value(environment);
     facts.rtt_us = Fact::from_option(
         sys::tcp_internals(ctrl.stream()).map(|t| t.min_rtt_us.unwrap_or(t.rtt_us)),
         || "TCP_INFO is not available on this OS".into(),

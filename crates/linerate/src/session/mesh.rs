@@ -74,6 +74,45 @@ fn ask(agent: &Target, target: &Target, plan: &ClientPlan, interrupt: &Interrupt
     }
 }
 
+/// The agents named by the nodes they report (`server --node-name`, the DaemonSet's), when
+/// every one answers with a distinct, printable node name; else as they were. Pairs then read
+/// `node-a -> node-b` whatever addresses the agents have, so a mesh over the pod network and
+/// one over the host network compare pair by pair (`compare nA nB`).
+pub fn named_by_node(agents: &[Target], plan: &ClientPlan) -> Vec<Target> {
+    let doctor = crate::plan::DoctorPlan {
+        host: None,
+        port: 0,
+        bind: plan.bind,
+        family: plan.family,
+        json: false,
+        link_bits_per_second: None,
+        connect_timeout: plan.connect_timeout,
+        psk: plan.psk.clone(),
+    };
+    let nodes: Vec<Option<String>> = std::thread::scope(|s| {
+        let asked: Vec<_> = agents
+            .iter()
+            .map(|a| {
+                let d = crate::plan::DoctorPlan { port: a.port, ..doctor.clone() };
+                s.spawn(move || {
+                    let env = crate::session::doctor::environment_of(&d, &a.host).ok()?;
+                    env.node.filter(|n| n.len() <= 253 && !n.chars().any(char::is_control))
+                })
+            })
+            .collect();
+        asked.into_iter().map(|h| h.join().ok().flatten()).collect()
+    });
+    let distinct: std::collections::HashSet<&String> = nodes.iter().flatten().collect();
+    if distinct.len() != agents.len() {
+        return agents.to_vec();
+    }
+    agents
+        .iter()
+        .zip(nodes)
+        .map(|(a, node)| Target { label: node.unwrap_or_else(|| a.label.clone()), ..a.clone() })
+        .collect()
+}
+
 /// A mesh's pairs as a grid's executor: one pair test per run.
 #[derive(Debug)]
 pub struct Pairs<'a> {

@@ -43,21 +43,33 @@ pub struct AgentPlace {
     pub zone: Option<String>,
 }
 
-/// The pairs of one zone direction.
+/// Some of a mesh's pairs: a zone direction (`zone a -> zone b`), or a relation (`same node`,
+/// `cross node`, `same zone`, `cross zone`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ZoneGroup {
-    /// `zone a -> zone b`.
+pub struct PairGroup {
+    /// What the pairs have in common.
     pub name: String,
-    /// Whether both zones are the same.
-    pub same_zone: bool,
     /// Pairs with completed runs.
     pub pairs: usize,
     /// Mean of those pairs' means, bit/s.
     pub mean_bits_per_second: f64,
-    /// The slowest and fastest pair mean.
+    /// The slowest pair mean.
     pub min_bits_per_second: f64,
     /// The fastest pair mean.
     pub max_bits_per_second: f64,
+}
+
+impl PairGroup {
+    /// The group `name` of pairs whose means are `m` (at least one).
+    fn of(name: String, m: &[f64]) -> Self {
+        PairGroup {
+            name,
+            pairs: m.len(),
+            mean_bits_per_second: mean(m),
+            min_bits_per_second: m.iter().copied().fold(f64::INFINITY, f64::min),
+            max_bits_per_second: m.iter().copied().fold(0.0, f64::max),
+        }
+    }
 }
 
 /// What a stored mesh's report needs besides its cells: its agents' labels and its pairs.
@@ -79,7 +91,10 @@ pub struct MeshSummary {
     /// Each pair's statistics, in cell order.
     pub cells: Vec<CellSummary>,
     /// The pairs by zone direction (empty unless every agent named a zone).
-    pub zones: Vec<ZoneGroup>,
+    pub zones: Vec<PairGroup>,
+    /// Same node against cross node (when some pair's ends share a node), same zone against
+    /// cross zone (when every agent named a zone and both kinds of pair exist).
+    pub relations: Vec<PairGroup>,
     /// Conclusions in words.
     pub findings: Vec<String>,
 }
@@ -110,6 +125,7 @@ pub fn summarize_mesh(
     let means: Vec<Option<f64>> =
         matrix.cells.iter().map(|c| c.bits_per_second.as_ref().map(|s| s.mean)).collect();
     let zones = zone_groups(&agents, pairs, &means);
+    let relations = relations(&agents, pairs, &means);
     let mut findings = Vec::new();
     let mut explained = vec![false; pairs.len()];
     // The reference: the fastest zone direction (by its pairs' mean).
@@ -140,7 +156,7 @@ pub fn summarize_mesh(
             SLOW_SHARE * 100.0
         ));
     }
-    MeshSummary { agents, pairs: pairs.to_vec(), cells: matrix.cells, zones, findings }
+    MeshSummary { agents, pairs: pairs.to_vec(), cells: matrix.cells, zones, relations, findings }
 }
 
 /// `zone a -> zone b` of a pair, when both agents named a zone.
@@ -149,26 +165,41 @@ fn zone_name(agents: &[AgentPlace], p: Pair) -> Option<String> {
     Some(format!("zone {} -> zone {}", z(p.from)?, z(p.to)?))
 }
 
-fn zone_groups(agents: &[AgentPlace], pairs: &[Pair], means: &[Option<f64>]) -> Vec<ZoneGroup> {
+fn zone_groups(agents: &[AgentPlace], pairs: &[Pair], means: &[Option<f64>]) -> Vec<PairGroup> {
     if agents.iter().any(|a| a.zone.is_none()) {
         return Vec::new();
     }
-    let mut by: BTreeMap<String, (bool, Vec<f64>)> = BTreeMap::new();
+    let mut by: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     for (i, p) in pairs.iter().enumerate() {
         let (Some(name), Some(m)) = (zone_name(agents, *p), means[i]) else { continue };
-        let same = agents[p.from].zone == agents[p.to].zone;
-        by.entry(name).or_insert((same, Vec::new())).1.push(m);
+        by.entry(name).or_default().push(m);
     }
-    by.into_iter()
-        .map(|(name, (same_zone, m))| ZoneGroup {
-            name,
-            same_zone,
-            pairs: m.len(),
-            mean_bits_per_second: m.iter().sum::<f64>() / m.len() as f64,
-            min_bits_per_second: m.iter().copied().fold(f64::INFINITY, f64::min),
-            max_bits_per_second: m.iter().copied().fold(0.0, f64::max),
-        })
-        .collect()
+    by.into_iter().map(|(name, m)| PairGroup::of(name, &m)).collect()
+}
+
+/// Same against cross node, and same against cross zone, where both kinds exist and are known.
+fn relations(agents: &[AgentPlace], pairs: &[Pair], means: &[Option<f64>]) -> Vec<PairGroup> {
+    type Place = fn(&AgentPlace) -> Option<&String>;
+    let by: [(Place, [&'static str; 2]); 2] = [
+        (|a| a.node.as_ref(), ["same node", "cross node"]),
+        (|a| a.zone.as_ref(), ["same zone", "cross zone"]),
+    ];
+    let mut out = Vec::new();
+    for (place, names) in by {
+        let mut split: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+        for (p, m) in pairs.iter().zip(means) {
+            let ends = (agents.get(p.from).and_then(place), agents.get(p.to).and_then(place));
+            if let (Some(a), Some(b), Some(m)) = (ends.0, ends.1, m) {
+                split[usize::from(a != b)].push(*m);
+            }
+        }
+        if split.iter().all(|s| !s.is_empty()) {
+            for (name, m) in names.into_iter().zip(&split) {
+                out.push(PairGroup::of(name.to_string(), m));
+            }
+        }
+    }
+    out
 }
 
 /// What the runs of `cells` say limited them: `; every pair's runs were mostly X-limited`,
@@ -304,6 +335,9 @@ mod tests {
     fn a_slow_link_between_zones_is_named_both_ways_and_the_zones_inside_are_not() {
         let m = mesh(|_, _, za, zb, k| if za == zb { 9.4e9 } else { 0.4e9 } + k as f64 * 1e7);
         assert_eq!(m.zones.len(), 4);
+        let names: Vec<&str> = m.relations.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["same zone", "cross zone"], "no node named: no node relation");
+        assert!(m.relations[0].mean_bits_per_second > 20.0 * m.relations[1].mean_bits_per_second);
         assert_eq!(m.agents[2].zone.as_deref(), Some("b"));
         let f = m.findings.join("\n");
         assert!(f.contains("zone a -> zone b is 9") && f.contains("zone b -> zone a is 9"), "{f}");
