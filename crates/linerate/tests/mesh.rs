@@ -227,3 +227,38 @@ fn an_agent_needs_a_key_and_refuses_every_request_it_cannot_prove() {
         out.stdout
     );
 }
+
+#[test]
+fn an_interrupted_mesh_is_resumed_where_it_stopped() {
+    let _g = crate::util::exclusive();
+    let dir = test_dir("mesh-resume");
+    let key = key_file(&dir, "psk", b'k');
+    let a = Server::start(&["--agent", "--psk-file", &key]);
+    let b = Server::start(&["--agent", "--psk-file", &key]);
+    let db = dir.join("h.db");
+    let db = db.to_str().expect("path");
+    let (ta, tb) = (format!("127.0.0.1:{}=a", a.port), format!("127.0.0.1:{}=b", b.port));
+    let args = |extra: &[&'static str]| -> Vec<String> {
+        let mut v: Vec<String> =
+            ["mesh", "-t", "0.3", "--repeat", "3", "--psk-file"].map(String::from).to_vec();
+        v.extend([key.clone(), "--db".into(), db.into(), ta.clone(), tb.clone()]);
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let run_args = |extra: &[&'static str]| {
+        let v = args(extra);
+        let refs: Vec<&str> = v.iter().map(String::as_str).collect();
+        run(&refs, Duration::from_secs(60))
+    };
+    let first = run_args(&["--stop-after", "2"]);
+    assert_ne!(first.code, Some(0), "an interrupted mesh is not a success");
+    assert!(first.stderr.contains("--resume n1"), "{}", first.stderr);
+    let second = run_args(&["--resume"]);
+    assert_eq!(second.code, Some(0), "{}\n{}", second.stdout, second.stderr);
+    assert!(second.stdout.contains("resuming mesh n1 (2 runs kept)"), "{}", second.stdout);
+    crate::util::assert_resumed_whole(std::path::Path::new(db), 1, 6);
+    // A finished mesh is not resumed again.
+    let third = run_args(&["--resume"]);
+    assert_eq!(third.code, Some(2), "{}", third.stderr);
+    assert!(third.stderr.contains("no unfinished mesh"), "{}", third.stderr);
+}

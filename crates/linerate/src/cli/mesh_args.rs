@@ -60,7 +60,6 @@ pub(super) fn mesh_plan(a: MeshArgs) -> Result<MeshPlan, String> {
         ),
         (a.test.cport.is_some(), "--cport: the agents choose their own ports"),
         (a.net.json_stream, "--json-stream follows one test; a mesh writes one document: use -J"),
-        (a.rounds.resume.resume.is_some(), "--resume yet: run the mesh again"),
         (a.test.affinity.is_some(), "-A: the agents place their own threads"),
     ];
     if let Some((_, why)) = refused.iter().find(|(bad, _)| *bad) {
@@ -77,6 +76,7 @@ pub(super) fn mesh_plan(a: MeshArgs) -> Result<MeshPlan, String> {
         return Err("a mesh writes linerate's JSON only: drop --json-format iperf3".into());
     }
     let base = super::convert::with_store(base, &a.store);
+    let resume = a.rounds.resume.group(super::repeat::MESH, a.store.no_store, base.store.path.is_some())?;
     let Rounds { repeat, until_ci, max_repeat, seed } = a.rounds.rounds();
     Ok(MeshPlan {
         agents,
@@ -88,7 +88,7 @@ pub(super) fn mesh_plan(a: MeshArgs) -> Result<MeshPlan, String> {
         until_ci,
         max_repeat,
         seed,
-        resume: None,
+        resume,
         stop_after: a.rounds.resume.stop_after,
     })
 }

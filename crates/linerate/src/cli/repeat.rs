@@ -71,6 +71,7 @@ pub(super) struct Experiment {
 pub(super) const MATRIX: Experiment = Experiment { noun: "matrix", letter: 'm' };
 pub(super) const CURVE: Experiment = Experiment { noun: "scaling curve", letter: 'f' };
 pub(super) const CAMPAIGN: Experiment = Experiment { noun: "campaign", letter: 'c' };
+pub(super) const MESH: Experiment = Experiment { noun: "mesh", letter: 'n' };
 
 /// The rounds as a plan holds them.
 #[derive(Debug, Clone, Copy, PartialEq)]

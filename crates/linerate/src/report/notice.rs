@@ -66,6 +66,11 @@ pub enum Notice<'a> {
         /// Its group (`mN`).
         group: i64,
     },
+    /// A mesh stopped before every planned run completed: how to run the rest.
+    MeshIncomplete {
+        /// Its group (`nN`).
+        group: i64,
+    },
     /// A fleet scaling curve stopped before every run was whole: how to run the rest.
     CurveIncomplete {
         /// Its group (`fN`).
@@ -134,7 +139,9 @@ impl Notice<'_> {
             | Notice::Selftest { .. }
             | Notice::NextRun { .. } => Kind::Note,
             Notice::ScheduleDone { .. } => Kind::Hint,
-            Notice::MatrixIncomplete { .. } | Notice::CurveIncomplete { .. } => Kind::Hint,
+            Notice::MatrixIncomplete { .. }
+            | Notice::MeshIncomplete { .. }
+            | Notice::CurveIncomplete { .. } => Kind::Hint,
         }
     }
 
@@ -203,6 +210,11 @@ impl Notice<'_> {
                 lines.iter().try_for_each(|l| writeln!(out, "{}", crate::units::peer_text::escape(l)))
             }
             Notice::Unreached(_) => Ok(()),
+            Notice::MeshIncomplete { group } => writeln!(
+                out,
+                "The mesh did not complete: its completed runs are stored; run the rest with \
+                 the same command and `--resume n{group}`"
+            ),
             Notice::MatrixIncomplete { group } => writeln!(
                 out,
                 "The matrix did not complete: its completed runs are stored; run the rest with \
