@@ -3,20 +3,33 @@
 # only the binary, its libraries, nsswitch.conf and host.conf in it (no shell: /bin/sh fails), a
 # numeric non-root user (in the image's config and in the running process's /proc status),
 # `--version` naming the binary's. Then it runs the image as the Kubernetes manifests do
-# (`linerate generate kubernetes --psk-secret`): two agents with the DaemonSet's arguments, the
-# key mounted as the Secret is, node and zone in the variables the downward API sets, a
-# read-only root and every capability dropped, inside a network namespace this script
-# creates. From a second namespace: a client without the key is refused; the host binary and
-# the image (its history on a mounted volume) are served, JSON checked, the node and zone
-# read back; and the fleet Job's own arguments, in the image, find both agents by one name
-# and name their nodes, stored on the volume.
+# (`linerate generate kubernetes --psk-secret --mesh`, whose arguments it checks): agents with
+# the DaemonSet's arguments, the key mounted as the Secret is, node and zone in the variables
+# the downward API sets, a read-only root and every capability dropped, in network namespaces
+# this script creates.
+#
+# Two agents in one namespace, from a second: a client without the key is refused; the host
+# binary and the image (its history on a mounted volume) are served, JSON checked, the node
+# and zone read back; and the fleet Job's own arguments, in the image, find both agents by one
+# name and name their nodes, stored on the volume.
+#
+# Then a mesh: six agents, each in a namespace of its own, in two zones (a bridge each in a hub
+# namespace, the bridges joined by a veth pair shaped with `tbf` to 400 Mbit/s both ways, as
+# tests/mesh.rs builds it). The mesh Job's own arguments, in the image (2 runs of 1 s per pair
+# instead of 10 s), find the six by one name, report all 30 ordered pairs with a 95 % interval
+# each and every agent's node and zone, and name both cross-zone directions slow (and no
+# same-zone one); the mesh is stored on the volume and reads back as a report. Refused, each
+# checked: an agent without the key (it does not start); a mesh without the key (a usage error
+# before anything is sent) and with the wrong key (the agents refuse it); a server in the
+# image without `--agent` as a mesh member (the requester and the agent asked to test it both
+# say it is not an agent).
 #
 # Run as root (CI): `bash packaging/check-image.sh [--binary PATH]` (default: the release
 # build). Installs podman and runc if missing. Podman runs with storage, runtime and ulimits
 # of its own, under a temporary directory removed at exit (vfs storage, runc, cgroupfs, no
 # default ulimits: what runs in a sandbox as well as on a host), so it touches no image or
-# container of the machine's podman. The only network traffic is inside the two namespaces,
-# which are removed at exit.
+# container of the machine's podman. The only network traffic is inside the namespaces this
+# script creates, which are removed at exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS
@@ -31,7 +44,7 @@ bin=target/release/linerate
 missing=""
 command -v podman >/dev/null 2>&1 || missing="$missing podman"
 command -v runc >/dev/null 2>&1 || missing="$missing runc"
-command -v ip >/dev/null 2>&1 || missing="$missing iproute2"
+{ command -v ip && command -v tc; } >/dev/null 2>&1 || missing="$missing iproute2"
 if [ -n "$missing" ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
@@ -61,14 +74,22 @@ read -r -a podman <<<"$PODMAN"
 id="lri$(($$ % 100000))"
 ns_server="${id}s"
 ns_client="${id}c"
+# The mesh's: a hub (the zones' bridges, the requester) and one namespace per agent.
+ns_hub="${id}h"
+ns_agents=("${id}1" "${id}2" "${id}3" "${id}4" "${id}5" "${id}6")
 net=$((1 + $$ % 200))
 server_ip="10.205.$net.2"
 server_b_ip="10.205.$net.3"
 client_ip="10.205.$net.1"
+# --ignore: one container already gone must not keep the others running (and their mounts
+# under $work busy).
 cleanup() {
-  "${podman[@]}" rm -f -t 0 "${id}-server" "${id}-server-b" >/dev/null 2>&1 || true
-  ip netns del "$ns_server" 2>/dev/null || true
-  ip netns del "$ns_client" 2>/dev/null || true
+  "${podman[@]}" rm -f --ignore -t 0 "${id}-server" "${id}-server-b" "${id}-plain" \
+    "${id}-agent-1" "${id}-agent-2" "${id}-agent-3" "${id}-agent-4" "${id}-agent-5" \
+    "${id}-agent-6" >/dev/null 2>&1 || true
+  for ns in "$ns_server" "$ns_client" "$ns_hub" "${ns_agents[@]}"; do
+    ip netns del "$ns" 2>/dev/null || true
+  done
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -117,9 +138,9 @@ for spec in "$ns_client ${id}x $client_ip" "$ns_server ${id}y $server_ip" "$ns_s
   ip -n "$ns" link set lo up
 done
 
-# The containers' arguments as `linerate generate kubernetes --psk-secret` writes them: the
-# agents and the Job below run them as the cluster would.
-manifests=$("$bin" generate kubernetes --psk-secret linerate-psk)
+# The containers' arguments as `linerate generate kubernetes --psk-secret --mesh` writes them:
+# the agents and the Jobs below run them as the cluster would.
+manifests=$("$bin" generate kubernetes --psk-secret linerate-psk --mesh)
 args_of() {
   awk -v name="$1" '/^---$/ {found = 0} $0 == "  name: " name {found = 1}
     found && /^        args:$/ {args = 1; next}
@@ -128,39 +149,49 @@ args_of() {
 }
 server_args=$(args_of linerate-server)
 job_args=$(args_of linerate-fleet)
+mesh_args=$(args_of linerate-mesh)
 echo "DaemonSet: linerate $server_args"
 echo "Job:       linerate $job_args"
-[ "$server_args" = "server --max-memory 384M --psk-file=/etc/linerate/psk/psk " ] ||
+echo "Mesh Job:  linerate $mesh_args"
+[ "$server_args" = "server --max-memory 384M --psk-file=/etc/linerate/psk/psk --agent " ] ||
   fail "the DaemonSet runs \"$server_args\""
 [ "$job_args" = "fleet --each-address linerate -t 10 --psk-file=/etc/linerate/psk/psk " ] ||
   fail "the Job runs \"$job_args\""
+[ "$mesh_args" = "mesh --each-address linerate -t 10 --psk-file=/etc/linerate/psk/psk " ] ||
+  fail "the mesh Job runs \"$mesh_args\""
 # The key, mounted as the Secret is: read-only, readable by the pods' group only.
 head -c 32 /dev/urandom | base64 >"$work/psk"
 chgrp "${user#*:}" "$work/psk"
 chmod 0440 "$work/psk"
 key=(-v "$work/psk:/etc/linerate/psk/psk:ro")
 
+# Starts the image as container $1 in namespace $2 as the DaemonSet runs it (read-only root, no
+# capabilities, no new privileges, the key mounted as the Secret is), node $3 and zone $4 in
+# the variables the downward API sets, arguments $6...; waits until it listens on port 5201
+# (of address $5, when not empty: two servers share a namespace below).
+start_agent() {
+  local name=$1 ns=$2 node=$3 zone=$4 addr=$5 filter="sport = :5201"
+  shift 5
+  [ -z "$addr" ] || filter="src = $addr and $filter"
+  "${podman[@]}" run -d --name "$name" --read-only --cap-drop=all \
+    --security-opt no-new-privileges --network "ns:/run/netns/$ns" "${key[@]}" \
+    -e LINERATE_NODE_NAME="$node" -e LINERATE_ZONE="$zone" "$image" "$@" >/dev/null
+  for _ in $(seq 50); do
+    ip netns exec "$ns" ss -Htln "$filter" | grep -q . && return
+    sleep 0.2
+  done
+  fail "$name did not listen on ${addr:-any address}:5201 in $ns: $("${podman[@]}" logs "$name" 2>&1 | tail -5)"
+}
+
 step "the image as two agents in $ns_server: the DaemonSet's arguments, read-only root, no capabilities, no new privileges, node and zone as the DaemonSet passes them"
 # shellcheck disable=SC2086
-"${podman[@]}" run -d --name "${id}-server" --read-only --cap-drop=all \
-  --security-opt no-new-privileges --network "ns:/run/netns/$ns_server" "${key[@]}" \
-  -e LINERATE_NODE_NAME=node-a -e LINERATE_ZONE=zone-1 "$image" $server_args \
-  --max-duration 10 -B "$server_ip" >/dev/null
+start_agent "${id}-server" "$ns_server" node-a zone-1 "$server_ip" $server_args \
+  --max-duration 10 -B "$server_ip"
 # A second agent on the second address, in a zone without a name (the label's empty value):
 # the fleet Job below finds both by one name.
 # shellcheck disable=SC2086
-"${podman[@]}" run -d --name "${id}-server-b" --read-only --cap-drop=all \
-  --security-opt no-new-privileges --network "ns:/run/netns/$ns_server" "${key[@]}" \
-  -e LINERATE_NODE_NAME=node-b -e LINERATE_ZONE= "$image" $server_args \
-  --max-duration 10 -B "$server_b_ip" >/dev/null
-for addr in "$server_ip" "$server_b_ip"; do
-  for _ in $(seq 50); do
-    ip netns exec "$ns_server" ss -Htln "src = $addr and sport = :5201" | grep -q . && break
-    sleep 0.2
-  done
-  ip netns exec "$ns_server" ss -Htln "src = $addr and sport = :5201" | grep -q . ||
-    fail "no server listened on $addr:5201: $("${podman[@]}" logs "${id}-server" "${id}-server-b" 2>&1 | tail -5)"
-done
+start_agent "${id}-server-b" "$ns_server" node-b "" "$server_b_ip" $server_args \
+  --max-duration 10 -B "$server_b_ip"
 pid=$("${podman[@]}" inspect "${id}-server" --format '{{.State.Pid}}')
 uids=$(awk '/^Uid:/ {print $2, $3, $4, $5}' "/proc/$pid/status")
 caps=$(awk '/^CapEff:/ {print $2}' "/proc/$pid/status")
@@ -230,4 +261,161 @@ done
 echo "fleet f$group stored on the volume: a run against each agent"
 
 "${podman[@]}" rm -f -t 2 "${id}-server" "${id}-server-b" >/dev/null
+
+step "a mesh's network: hub $ns_hub with a bridge per zone, joined by a link shaped to 400 Mbit/s both ways; agents ${ns_agents[*]}"
+ip netns add "$ns_hub"
+for br in bra brb; do
+  ip -n "$ns_hub" link add "$br" type bridge
+  ip -n "$ns_hub" link set "$br" up
+done
+ip -n "$ns_hub" link add xa type veth peer name xb
+for spec in "xa bra" "xb brb"; do
+  read -r dev br <<<"$spec"
+  ip -n "$ns_hub" link set "$dev" master "$br"
+  ip -n "$ns_hub" link set "$dev" up
+  tc -n "$ns_hub" qdisc replace dev "$dev" root tbf rate 400mbit burst 256kb latency 20ms
+done
+# The requester (the mesh Job) on zone a's bridge.
+mesh_net="10.206.$net"
+ip -n "$ns_hub" addr add "$mesh_net.100/24" dev bra
+# Agents 1-3 in zone a, 4-6 in zone b: their zone as the node's topology label would name it.
+zone_of() { if [ "$1" -le 3 ]; then echo eu-west-1a; else echo eu-west-1b; fi; }
+hosts=()
+for i in 1 2 3 4 5 6; do
+  ns=${ns_agents[$((i - 1))]}
+  br=bra
+  [ "$i" -le 3 ] || br=brb
+  ip netns add "$ns"
+  ip link add "${ns}i" netns "$ns" type veth peer name "${ns}o" netns "$ns_hub"
+  ip -n "$ns_hub" link set "${ns}o" master "$br"
+  ip -n "$ns_hub" link set "${ns}o" up
+  ip -n "$ns" addr add "$mesh_net.$i/24" dev "${ns}i"
+  ip -n "$ns" link set "${ns}i" up
+  ip -n "$ns" link set lo up
+  hosts+=(--add-host "linerate:$mesh_net.$i")
+done
+
+# Starts container $1 as mesh agent $2 (node-$2, in its zone, in its own namespace) with
+# arguments $3...
+start_mesh_agent() {
+  local name=$1 i=$2
+  shift 2
+  start_agent "$name" "${ns_agents[$((i - 1))]}" "node-$i" "$(zone_of "$i")" "" "$@"
+}
+# Runs the image in the hub (the requester's place), the agents found by the name `linerate`
+# as the headless Service's DNS name finds them, the key file $1 mounted as the Secret is and
+# the history volume mounted; stdout to $work/mesh.out, stderr to $work/mesh.err. Returns the
+# exit code.
+run_requester() {
+  local keyfile=$1
+  shift
+  "${podman[@]}" run --rm --read-only --cap-drop=all --network "ns:/run/netns/$ns_hub" \
+    -v "$keyfile:/etc/linerate/psk/psk:ro" "${hosts[@]}" -v "$work/history:/var/lib/linerate" \
+    "$image" "$@" >"$work/mesh.out" 2>"$work/mesh.err"
+}
+
+psk_arg="--psk-file=/etc/linerate/psk/psk"
+step "refused: an agent without the key does not start (the DaemonSet's arguments without $psk_arg)"
+# shellcheck disable=SC2086
+if "${podman[@]}" run --rm --read-only --cap-drop=all --network none "${key[@]}" "$image" \
+  ${server_args/"$psk_arg "/} >"$work/no-key-agent.out" 2>&1; then
+  fail "an agent without a key started: $(cat "$work/no-key-agent.out")"
+fi
+cat "$work/no-key-agent.out"
+grep -q -- "--psk-file" "$work/no-key-agent.out" || fail "an agent without a key was refused without naming --psk-file"
+
+step "six agents in the image, one per namespace: the DaemonSet's arguments, nodes node-1..node-6, zones eu-west-1a (1-3) and eu-west-1b (4-6)"
+for i in 1 2 3 4 5 6; do
+  # shellcheck disable=SC2086
+  start_mesh_agent "${id}-agent-$i" "$i" $server_args
+done
+
+step "the mesh Job's command in the image (2 runs of 1 s per pair): the six agents by one name, all 30 ordered pairs"
+mesh_start=$SECONDS
+# shellcheck disable=SC2086
+run_requester "$work/psk" ${mesh_args/-t 10/-t 1 --repeat 2} -J ||
+  fail "the mesh in the image failed: $(tail -5 "$work/mesh.err")"
+echo "60 pair tests in $((SECONDS - mesh_start)) s"
+python3 -c '
+import itertools, json, sys
+net, zone_a, zone_b = sys.argv[1:]
+d = json.load(sys.stdin)
+assert d["kind"] == "linerate.mesh", d["kind"]
+s = d["summary"]
+# Every agent named by its address, with the node and zone its container was given.
+agents = {a["label"]: a for a in s["agents"]}
+want = {f"linerate/{net}.{i}": (f"node-{i}", zone_a if i <= 3 else zone_b) for i in range(1, 7)}
+got = {label: (a.get("node"), a.get("zone")) for label, a in agents.items()}
+assert got == want, got
+zone = {label: z for label, (_, z) in want.items()}
+cells = {c["label"]: c for c in s["cells"]}
+pairs = {f"{a} -> {b}" for a, b in itertools.permutations(want, 2)}
+assert len(s["cells"]) == 30 and set(cells) == pairs, sorted(cells)
+for c in s["cells"]:
+    ci = c["bits_per_second"]["ci95"]
+    assert c["runs"] == 2 and len(ci) == 2 and ci[0] <= c["bits_per_second"]["mean"] <= ci[1], c
+def means(cross):
+    return [c["bits_per_second"]["mean"] for l, c in cells.items()
+            if (zone[l.split(" -> ")[0]] != zone[l.split(" -> ")[1]]) == cross]
+cross, same = means(True), means(False)
+print(f"cross-zone pairs ({len(cross)}): {min(cross) / 1e6:.0f}..{max(cross) / 1e6:.0f} Mbit/s, "
+      f"same-zone pairs ({len(same)}): {min(same) / 1e6:.0f}..{max(same) / 1e6:.0f} Mbit/s")
+# The link between the zones is shaped to 400 Mbit/s; a pair inside a zone is not.
+assert 200e6 < min(cross) and max(cross) < 440e6, f"cross-zone pairs not at the 400 Mbit/s link: {cross}"
+assert min(same) > 2 * max(cross), f"a same-zone pair ran at most twice a cross-zone one: {min(same)}"
+findings = s["findings"]
+for f in findings:
+    print("finding:", f)
+text = "\n".join(findings)
+for a, b in [(zone_a, zone_b), (zone_b, zone_a)]:
+    assert f"zone {a} -> zone {b} is " in text and "% slower than" in text, f"{a} -> {b} is not named slow"
+for z in [zone_a, zone_b]:
+    assert f"zone {z} -> zone {z} is " not in text, f"a same-zone direction named slow: {z}"
+' "$mesh_net" "$(zone_of 1)" "$(zone_of 4)" <"$work/mesh.out" ||
+  fail "the mesh's document: $(head -c 600 "$work/mesh.out")"
+group=$("$bin" history --db "$db" -J --limit 1 | python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["group"])')
+"$bin" report "n$group" --db "$db" >"$work/mesh-report.txt" ||
+  fail "the stored mesh n$group does not read back: $(cat "$work/mesh-report.txt")"
+rows=$(grep -c '^linerate/.* -> linerate/' "$work/mesh-report.txt" || true)
+[ "$rows" -eq 30 ] || fail "the stored mesh n$group reads back with $rows pairs, not 30: $(cat "$work/mesh-report.txt")"
+echo "mesh n$group stored on the volume: its report lists the 30 pairs"
+
+step "refused: the mesh Job without the key (a usage error), and with another key (the agents refuse it)"
+refusal_args=${mesh_args/-t 10/-t 0.3 --repeat 1 --no-store}
+# shellcheck disable=SC2086
+if run_requester "$work/psk" ${refusal_args/"$psk_arg "/}; then code=0; else code=$?; fi
+[ "$code" -eq 2 ] || fail "a mesh without the key exited $code, not 2: $(cat "$work/mesh.err")"
+grep -q -- "--psk-file" "$work/mesh.err" || fail "a mesh without the key was refused without naming --psk-file: $(cat "$work/mesh.err")"
+echo "without the key: exit $code, $(grep -m1 -- --psk-file "$work/mesh.err")"
+head -c 32 /dev/urandom | base64 >"$work/other-psk"
+chgrp "${user#*:}" "$work/other-psk"
+chmod 0440 "$work/other-psk"
+# shellcheck disable=SC2086
+if run_requester "$work/other-psk" $refusal_args; then
+  fail "a mesh with another key was served: $(cat "$work/mesh.out")"
+fi
+grep -q "authentication failed" "$work/mesh.err" ||
+  fail "a mesh with another key failed without \"authentication failed\": $(tail -5 "$work/mesh.err")"
+echo "with another key: $(grep -m1 "authentication failed" "$work/mesh.err")"
+
+step "refused: a server in the image without --agent (the DaemonSet's arguments without it) as a mesh member"
+"${podman[@]}" rm -f -t 2 "${id}-agent-6" >/dev/null
+# shellcheck disable=SC2086
+start_mesh_agent "${id}-plain" 6 ${server_args/--agent /}
+# shellcheck disable=SC2086
+if run_requester "$work/psk" mesh -t 0.3 --repeat 1 --no-store "$psk_arg" \
+  "$mesh_net.1=agent" "$mesh_net.6=plain"; then
+  fail "a mesh with a server that is not an agent succeeded: $(cat "$work/mesh.out")"
+fi
+grep -q "not a linerate agent" "$work/mesh.err" ||
+  fail "a mesh with a server that is not an agent did not say so: $(tail -5 "$work/mesh.err")"
+echo "requester: $(grep -m1 "not a linerate agent" "$work/mesh.err")"
+# Agent 1, asked to test the plain server, refuses to as well.
+"${podman[@]}" logs "${id}-agent-1" >"$work/agent-1.log" 2>&1
+grep -q "not a linerate agent with a key" "$work/agent-1.log" ||
+  fail "agent 1 did not refuse to test the server without --agent: $(tail -5 "$work/agent-1.log")"
+echo "agent 1: $(grep -m1 "not a linerate agent with a key" "$work/agent-1.log")"
+"${podman[@]}" rm -f -t 2 "${id}-agent-1" "${id}-agent-2" "${id}-agent-3" "${id}-agent-4" \
+  "${id}-agent-5" "${id}-plain" >/dev/null
+
 echo "check-image: OK in $((SECONDS - start)) s"
