@@ -262,3 +262,29 @@ fn an_interrupted_mesh_is_resumed_where_it_stopped() {
     assert_eq!(third.code, Some(2), "{}", third.stderr);
     assert!(third.stderr.contains("no unfinished mesh"), "{}", third.stderr);
 }
+
+#[test]
+fn meshes_over_two_addresses_of_the_same_nodes_compare_pair_by_pair() {
+    // The pod network and the host network of a cluster: the same agents reached at other
+    // addresses. Named by their nodes, the pairs are the same pairs.
+    let _g = crate::util::exclusive();
+    let dir = test_dir("mesh-compare");
+    let key = key_file(&dir, "psk", b'k');
+    let a = Server::start(&["--agent", "--psk-file", &key, "--node-name", "worker-1"]);
+    let b = Server::start(&["--agent", "--psk-file", &key, "--node-name", "worker-2"]);
+    let db = dir.join("h.db");
+    let db = db.to_str().expect("path");
+    for ip in ["127.0.0.1", "127.0.0.2"] {
+        let (ta, tb) = (format!("{ip}:{}", a.port), format!("{ip}:{}", b.port));
+        let args = ["mesh", "-t", "0.3", "--repeat", "2", "--psk-file", &key, "--db", db, &ta, &tb];
+        let out = run(&args, Duration::from_secs(60));
+        assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    }
+    let out = run(&["compare", "n1", "n2", "--db", db], Duration::from_secs(60));
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    for pair in ["worker-1 -> worker-2", "worker-2 -> worker-1"] {
+        let row = out.stdout.lines().find(|l| l.starts_with(pair));
+        let row = row.unwrap_or_else(|| panic!("no row {pair:?}: {}", out.stdout));
+        assert!(row.contains("(n=2)") && !row.contains("n/a"), "both meshes measured it: {row}");
+    }
+}
