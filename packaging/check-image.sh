@@ -342,9 +342,10 @@ net, zone_a, zone_b = sys.argv[1:]
 d = json.load(sys.stdin)
 assert d["kind"] == "linerate.mesh", d["kind"]
 s = d["summary"]
-# Every agent named by its address, with the node and zone its container was given.
+# Every agent found by its address and named by the node its container was given (the mesh
+# names agents given without labels by the nodes they report), with its zone.
 agents = {a["label"]: a for a in s["agents"]}
-want = {f"linerate/{net}.{i}": (f"node-{i}", zone_a if i <= 3 else zone_b) for i in range(1, 7)}
+want = {f"node-{i}": (f"node-{i}", zone_a if i <= 3 else zone_b) for i in range(1, 7)}
 got = {label: (a.get("node"), a.get("zone")) for label, a in agents.items()}
 assert got == want, got
 zone = {label: z for label, (_, z) in want.items()}
@@ -376,7 +377,7 @@ for z in [zone_a, zone_b]:
 group=$("$bin" history --db "$db" -J --limit 1 | python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["group"])')
 "$bin" report "n$group" --db "$db" >"$work/mesh-report.txt" ||
   fail "the stored mesh n$group does not read back: $(cat "$work/mesh-report.txt")"
-rows=$(grep -c '^linerate/.* -> linerate/' "$work/mesh-report.txt" || true)
+rows=$(grep -c '^node-[1-6] -> node-[1-6] ' "$work/mesh-report.txt" || true)
 [ "$rows" -eq 30 ] || fail "the stored mesh n$group reads back with $rows pairs, not 30: $(cat "$work/mesh-report.txt")"
 echo "mesh n$group stored on the volume: its report lists the 30 pairs"
 
