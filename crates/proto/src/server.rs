@@ -168,9 +168,7 @@ impl ServerConn {
     /// An agent's connection: as [`ServerConn::with_psk`] (an agent always has a key), and
     /// it advertises `agent` and takes pair test requests from a client that proved the key.
     pub fn agent(software: &str, now: Duration, key: Psk, nonce: [u8; NONCE_LEN]) -> Self {
-        let mut conn = Self::build_as(software, now, Some((key, nonce)), true);
-        conn.agent = true;
-        conn
+        Self::build_as(software, now, Some((key, nonce)), true)
     }
 
     fn build(software: &str, now: Duration, auth: Option<(Psk, [u8; NONCE_LEN])>) -> Self {
@@ -197,7 +195,7 @@ impl ServerConn {
         // A results frame larger than the handshake cap waits for the driver's grant (its
         // memory, from the server's shared frame budget) before it is buffered.
         core.wire.decoder().grant_above(GRANT_ABOVE);
-        Self { auth, core, state: State::Greeting, spec: None, can_queue: false, agent: false }
+        Self { auth, core, state: State::Greeting, spec: None, can_queue: false, agent }
     }
 
     /// Tells the client its pair test is still running (`queued`, position 0): at least every
@@ -465,17 +463,24 @@ impl ServerConn {
         else {
             return Err(ProtoError::Violation("internal: request outside awaiting state".into()));
         };
+        self.check_spec(&spec, &caps)?;
+        self.core.io.deadline = None;
+        self.spec = Some(spec.clone());
+        self.core.io.emit(ServerEvent::TestRequested { spec, client_software: software });
+        Ok(())
+    }
+
+    /// Refuses a test (a request's, a pair test's) that is invalid or needs a capability the
+    /// client lacks.
+    fn check_spec(&mut self, spec: &TestSpec, caps: &[Capability]) -> Result<(), ProtoError> {
         if let Err(e) = spec.validate() {
             self.refuse(&format!("invalid test: {e}"));
             return Err(ProtoError::Spec(e));
         }
-        if let Some(why) = missing_cap(&spec, &caps, "the client") {
+        if let Some(why) = missing_cap(spec, caps, "the client") {
             self.refuse(&why);
             return Err(ProtoError::Incompatible(why));
         }
-        self.core.io.deadline = None;
-        self.spec = Some(spec.clone());
-        self.core.io.emit(ServerEvent::TestRequested { spec, client_software: software });
         Ok(())
     }
 
@@ -503,16 +508,15 @@ impl ServerConn {
                 "the pair test's target must be HOST:PORT of at most {} bytes",
                 crate::wire::MAX_PAIR_TARGET
             ))
-        } else if let Err(e) = spec.validate() {
-            Some(format!("invalid test: {e}"))
         } else {
-            missing_cap(&spec, &caps, "the client")
+            None
         };
         if let Some(why) = why {
             // Not `Refused`, which the server counts as a refusal of the key.
             self.refuse(&why);
             return Err(ProtoError::Incompatible(why));
         }
+        self.check_spec(&spec, &caps)?;
         self.core.io.deadline = None;
         self.spec = Some(spec.clone());
         self.core.io.emit(ServerEvent::PairTestRequested {

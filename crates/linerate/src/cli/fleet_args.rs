@@ -57,6 +57,39 @@ pub(super) fn read_targets(
     Ok(targets)
 }
 
+/// Refuses, as `a NOUN cannot take …`, the first flag of `own` (the command's own refusals)
+/// that was given, then any flag that shapes one client's test or text, which a command of
+/// many tests (a fleet, a mesh) cannot honour.
+pub(super) fn refuse_for_many(
+    noun: &str,
+    own: &[(bool, &str)],
+    test: &TestArgs,
+    net: &NetArgs,
+) -> Result<(), String> {
+    let log = &test.text.log;
+    let shared = [
+        (test.get_server_output, "--get-server-output is for iperf3 servers".to_string()),
+        (test.repeating_payload, "--repeating-payload is for iperf3 servers".into()),
+        (
+            test.text.format.is_some() || test.text.verbose,
+            format!("-f or -V: they shape one client's text; a {noun} prints its own tables (-J for all)"),
+        ),
+        (
+            log.logfile.is_some() || log.timestamps.is_some() || log.forceflush,
+            "--logfile, --timestamps or --forceflush yet; redirect its output instead".into(),
+        ),
+        (
+            net.json_stream,
+            format!("--json-stream follows one test; a {noun} writes one document: use -J"),
+        ),
+    ];
+    let own = own.iter().map(|(bad, why)| (*bad, why.to_string()));
+    match own.chain(shared).find(|(bad, _)| *bad) {
+        Some((_, why)) => Err(format!("a {noun} cannot take {why}")),
+        None => Ok(()),
+    }
+}
+
 /// The longest interval sample a fleet's hosts take (`-i` may ask for shorter), ms.
 pub const FLEET_SAMPLE_MS: u64 = 100;
 
@@ -65,35 +98,20 @@ pub(super) fn fleet_plan(a: FleetArgs) -> Result<FleetPlan, String> {
     let port = a.net.port.unwrap_or(crate::plan::DEFAULT_PORT);
     let targets = read_targets(&a.targets, a.targets_file.as_deref(), port)?;
     check_targets(&targets)?;
-    let refused = [
+    let own = [
         (a.test.find_max, "--find-max searches one server's rate; run it per host"),
         (a.test.iperf3, "--iperf3: iperf3 servers cannot hold a start; run linerate server"),
-        (a.test.get_server_output, "--get-server-output is for iperf3 servers"),
         (a.test.under_load, "--under-load yet: its probes measure one path; run it per host"),
-        (a.test.repeating_payload, "--repeating-payload is for iperf3 servers"),
-        (
-            a.test.text.format.is_some() || a.test.text.verbose,
-            "-f or -V: they shape one client's text; a fleet prints its own tables (-J for all)",
-        ),
-        (
-            a.test.text.log.logfile.is_some()
-                || a.test.text.log.timestamps.is_some()
-                || a.test.text.log.forceflush,
-            "--logfile, --timestamps or --forceflush yet; redirect its output instead",
-        ),
         (
             a.test.cport.is_some(),
             "--cport fixes local ports per stream; a fleet's hosts would share them",
         ),
-        (a.net.json_stream, "--json-stream follows one test; a fleet writes one document: use -J"),
         (
             a.test.interval.is_zero(),
             "-i 0: a fleet needs interval samples to find the window every host shared",
         ),
     ];
-    if let Some((_, why)) = refused.iter().find(|(bad, _)| *bad) {
-        return Err(format!("a fleet cannot take {why}"));
-    }
+    refuse_for_many("fleet", &own, &a.test, &a.net)?;
     let mut base =
         super::convert::client_plan("fleet".into(), &a.net, &a.test, super::convert::DEFAULT_TIME)?;
     // The shared window is cut inside each host's interval samples, pro rata: a sample as long

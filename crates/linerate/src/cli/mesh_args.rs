@@ -39,32 +39,17 @@ pub struct MeshArgs {
 pub(super) fn mesh_plan(a: MeshArgs) -> Result<MeshPlan, String> {
     let port = a.net.port.unwrap_or(crate::plan::DEFAULT_PORT);
     let agents = super::fleet_args::read_targets(&a.agents, a.targets_file.as_deref(), port)?;
-    let file_labels = a.targets_file.as_deref().and_then(|p| std::fs::read_to_string(p).ok());
-    let labelled = a.agents.iter().any(|t| t.contains('='))
-        || file_labels.is_some_and(|text| {
-            text.lines().map(|l| l.split('#').next().unwrap_or("")).any(|l| l.contains('='))
-        });
     if !a.each_address {
         check_agents(&agents)?;
     }
-    let refused = [
+    let own = [
         (a.test.find_max, "--find-max; run it per pair with `linerate client`"),
         (a.test.iperf3, "--iperf3: agents are linerate servers"),
-        (a.test.get_server_output, "--get-server-output is for iperf3 servers"),
         (a.test.under_load, "--under-load yet; run it per pair with `linerate client`"),
-        (a.test.repeating_payload, "--repeating-payload is for iperf3 servers"),
-        (a.test.text.format.is_some() || a.test.text.verbose, "-f or -V: a mesh prints its own tables (-J for all)"),
-        (
-            a.test.text.log.logfile.is_some() || a.test.text.log.timestamps.is_some() || a.test.text.log.forceflush,
-            "--logfile, --timestamps or --forceflush yet; redirect its output instead",
-        ),
         (a.test.cport.is_some(), "--cport: the agents choose their own ports"),
-        (a.net.json_stream, "--json-stream follows one test; a mesh writes one document: use -J"),
         (a.test.affinity.is_some(), "-A: the agents place their own threads"),
     ];
-    if let Some((_, why)) = refused.iter().find(|(bad, _)| *bad) {
-        return Err(format!("a mesh cannot take {why}"));
-    }
+    super::fleet_args::refuse_for_many("mesh", &own, &a.test, &a.net)?;
     let base =
         super::convert::client_plan("mesh".into(), &a.net, &a.test, super::convert::DEFAULT_TIME)?;
     if base.psk.is_none() {
@@ -83,7 +68,6 @@ pub(super) fn mesh_plan(a: MeshArgs) -> Result<MeshPlan, String> {
         base,
         sample: a.pairs,
         each_address: a.each_address,
-        labelled,
         repeat,
         until_ci,
         max_repeat,

@@ -19,6 +19,27 @@ pub fn last_failure<'a>(
     records.rev().find_map(|r| r.outcome.failure())
 }
 
+/// Whether a grid (a matrix, a mesh: `what`) of `records` succeeded, once everything is
+/// printed and stored: it stopped early (`stopped`), or some of its `runs` (`tests failed`,
+/// say) failed, each an error of the kind of its last failure.
+pub fn grid_failure<'a>(
+    (what, runs): (&str, &str),
+    stopped: Option<&str>,
+    records: impl DoubleEndedIterator<Item = &'a RunRecord> + Clone,
+) -> anyhow::Result<()> {
+    let kind = group_failure_kind(records.clone());
+    if let Some(why) = stopped {
+        return Err(Failure::new(kind, format!("{what} stopped early: {why}")).into());
+    }
+    if let Some(last) = last_failure(records.clone()) {
+        let all = records.clone().count();
+        let failed = records.filter(|r| r.outcome.failure().is_some()).count();
+        let why = format!("{failed} of {all} {runs} failed (last: {})", last.message);
+        return Err(Failure::new(kind, why).into());
+    }
+    Ok(())
+}
+
 /// The kind of a group's failure: the kind of its last failed run (so a matrix whose every
 /// run met a wrong flag is a usage error), else our environment's.
 pub fn group_failure_kind<'a>(

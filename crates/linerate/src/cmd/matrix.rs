@@ -14,11 +14,11 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use serde_json::Value;
 
-use super::failed::{group_failure_kind, interrupted, last_failure};
+use super::failed::{grid_failure, interrupted};
 use super::keep::{self, GroupRuns};
 use crate::plan::matrix::{Cell, MatrixIdentity, MatrixPlan, MatrixRun};
 use crate::plan::{ClientPlan, OutputFormat};
-use crate::record::{Failure, Outcome, RunRecord};
+use crate::record::{Outcome, RunRecord};
 use crate::report::notice::{Notice, Stored};
 use crate::session::{self, Interrupt};
 use crate::stats;
@@ -109,17 +109,7 @@ pub fn run(
         return Err(interrupted(interrupt, "the runs until then are above"));
     }
     unstored?;
-    let records = || outcome.runs.iter().map(|(_, _, r)| r);
-    let kind = group_failure_kind(records());
-    if let Some(why) = stopped {
-        return Err(Failure::new(kind, format!("matrix stopped early: {why}")).into());
-    }
-    if let Some(last) = last_failure(records()) {
-        let failed = records().filter(|r| r.outcome.failure().is_some()).count();
-        let why =
-            format!("{failed} of {} runs failed (last: {})", outcome.runs.len(), last.message);
-        return Err(Failure::new(kind, why).into());
-    }
+    grid_failure(("matrix", "runs"), stopped, outcome.runs.iter().map(|(_, _, r)| r))?;
     let cells: Vec<(String, Vec<f64>)> =
         summary.cells.iter().map(|c| (c.label.clone(), c.samples.clone())).collect();
     super::gate::gate(base, &cells)?;

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 
-use super::failed::{group_failure_kind, interrupted, last_failure};
+use super::failed::{grid_failure, interrupted};
 use super::keep::{self, GroupRuns};
 use crate::plan::OutputFormat;
 use crate::plan::mesh::{MeshIdentity, MeshPlan, cells, check_agents, pairs};
@@ -26,7 +26,7 @@ pub fn run(plan: &MeshPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     let agents = crate::session::fleet::expand(&plan.agents, plan.each_address, base.family)
         .map_err(Failure::usage)?;
     check_agents(&agents).map_err(Failure::usage)?;
-    let agents = if plan.labelled {
+    let agents = if crate::plan::mesh::labelled(&plan.agents) {
         agents
     } else {
         crate::session::mesh::named_by_node(&agents, base)
@@ -120,16 +120,7 @@ pub fn run(plan: &MeshPlan, interrupt: &Interrupt) -> Result<ExitCode> {
         return Err(interrupted(interrupt, "the runs until then are above"));
     }
     unstored?;
-    let records = || outcome.runs.iter().map(|(_, r)| r);
-    let kind = group_failure_kind(records());
-    if let Some(why) = stopped {
-        return Err(Failure::new(kind, format!("mesh stopped early: {why}")).into());
-    }
-    if let Some(last) = last_failure(records()) {
-        let failed = records().filter(|r| r.outcome.failure().is_some()).count();
-        let why = format!("{failed} of {} pair tests failed (last: {})", outcome.runs.len(), last.message);
-        return Err(Failure::new(kind, why).into());
-    }
+    grid_failure(("mesh", "pair tests"), stopped, outcome.runs.iter().map(|(_, r)| r))?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -31,9 +31,6 @@ pub struct MeshPlan {
     pub sample: Option<usize>,
     /// `--each-address`: a name resolving to several addresses is one agent per address.
     pub each_address: bool,
-    /// Some agent was given a label (`HOST=LABEL`): the agents keep theirs. Else they are
-    /// named by the nodes they report, when every one reports a distinct node.
-    pub labelled: bool,
     /// `--repeat`: runs per pair in the first round.
     pub repeat: u32,
     /// `--until-ci`.
@@ -55,6 +52,16 @@ pub struct Pair {
     pub from: usize,
     /// The agent it tests (the server).
     pub to: usize,
+}
+
+/// Whether the user named some agent (`HOST=LABEL`): an agent given without one is called by
+/// its address as written (`parse_target`). Named agents keep their names; otherwise a mesh
+/// names them by the nodes they report.
+pub fn labelled(agents: &[Target]) -> bool {
+    let written = |t: &Target| {
+        t.label == t.host || t.label == crate::plan::host::format_host_port(&t.host, t.port)
+    };
+    agents.iter().any(|t| !written(t))
 }
 
 /// The cell label of a pair: `A -> B`, by the agents' labels.
@@ -141,6 +148,15 @@ mod tests {
         assert_eq!(some, pairs(6, Some(7), 42), "the same seed, the same sample");
         assert_ne!(some, pairs(6, Some(7), 43));
         assert_eq!(pairs(3, Some(100), 1), all, "a sample as large as the mesh is the mesh");
+    }
+
+    #[test]
+    fn agents_given_without_labels_are_told_from_named_ones() {
+        let parse = |t: &[&str]| -> Vec<Target> {
+            t.iter().map(|t| crate::plan::fleet::parse_target(t, 5201).expect(t)).collect()
+        };
+        assert!(!labelled(&parse(&["a", "b:5202", "10.0.0.1:5201", "[fd00::2]:5203", "::1"])));
+        assert!(labelled(&parse(&["a", "b:5202=db"])));
     }
 
     #[test]

@@ -22,11 +22,7 @@ pub fn write_mesh(
     writeln!(out)?;
     let pairs = MatrixSummary { cells: m.cells.clone(), findings: Vec::new() };
     style.table(&cell_table(&pairs, None), out)?;
-    for t in group_tables(m) {
-        writeln!(out)?;
-        style.table(&t, out)?;
-    }
-    style.list("Findings", &m.findings, out)?;
+    write_groups(style, m, "Findings", out)?;
     if let Some(why) = stopped {
         let why = crate::units::peer_text::escape(why);
         writeln!(out, "Stopped early: {why}; the tables cover the runs that finished.")?;
@@ -69,7 +65,7 @@ fn groups_table(what: &str, groups: &[PairGroup]) -> Option<Table> {
 
 /// The tables of a mesh's groups: same against cross node and zone, then the zone directions.
 pub fn group_tables(m: &MeshSummary) -> Vec<Table> {
-    [groups_table("pairs", &m.relations), groups_table("zones", &m.zones)]
+    [groups_table("relation", &m.relations), groups_table("zones", &m.zones)]
         .into_iter()
         .flatten()
         .collect()
@@ -81,11 +77,21 @@ pub fn write_places(style: Style, m: &MeshSummary, out: &mut dyn Write) -> std::
     writeln!(out)?;
     style.heading(2, "Agents and zones", out)?;
     style.table(&agents_table(m), out)?;
+    write_groups(style, m, "Mesh findings", out)
+}
+
+/// The group tables, then the mesh's findings under `title`.
+fn write_groups(
+    style: Style,
+    m: &MeshSummary,
+    title: &str,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
     for t in group_tables(m) {
         writeln!(out)?;
         style.table(&t, out)?;
     }
-    style.list("Mesh findings", &m.findings, out)
+    style.list(title, &m.findings, out)
 }
 
 /// The mesh as one JSON document (`linerate.mesh`): its summary and every run with its pair

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use crate::plan::ClientPlan;
 use crate::plan::matrix::{Cell, MatrixPlan};
-use crate::record::{Outcome, RunRecord};
+use crate::record::RunRecord;
 use crate::session::grid::{self, Executor, Grid, Slot};
 use crate::session::{Interrupt, Quiet, client};
 use crate::stats::matrix::summarize_matrix;
@@ -65,10 +65,7 @@ impl Executor for Cells<'_> {
     }
 
     fn failure(&self, run: &RunRecord) -> Option<String> {
-        match &run.outcome {
-            Outcome::Failed { error, .. } => Some(error.clone()),
-            _ => None,
-        }
+        run.outcome.failure().map(|f| f.message)
     }
 
     fn pending(&self, runs: &[(Slot, RunRecord)]) -> Vec<usize> {
@@ -149,6 +146,7 @@ mod tests {
 
     use super::*;
     use crate::plan::matrix::AxisValue;
+    use crate::record::Outcome;
 
     /// A run whose server received `bits_per_second` for one second, ending with `outcome`.
     fn run(bits_per_second: u64, outcome: Outcome) -> RunRecord {

@@ -29,27 +29,20 @@ use crate::session::{Clock, ControlChannel, Interrupt, SOFTWARE, client};
 /// Asks the agent at `agent` to run `plan`'s test against `target`; the agent's record, or a
 /// failed record saying why not.
 pub fn pair_test(agent: &Target, target: &Target, plan: &ClientPlan, interrupt: &Interrupt) -> RunRecord {
-    let mut record = client::new_record(&ClientPlan {
-        host: target.host.clone(),
-        port: target.port,
-        ..plan.clone()
-    });
-    match ask(agent, target, plan, interrupt) {
+    let failure = match ask(agent, target, plan, interrupt) {
         Ok(json) => match serde_json::from_value::<RunRecord>(json) {
-            Ok(r) => r,
-            Err(e) => {
-                let why = format!("agent {}: its record does not read: {e}", agent.label);
-                record.outcome = Outcome::failed(Failure::new(FailureKind::Incompatible, why));
-                record
-            }
+            Ok(record) => return record,
+            Err(e) => Failure::new(
+                FailureKind::Incompatible,
+                format!("agent {}: its record does not read: {e}", agent.label),
+            ),
         },
-        Err(e) => {
-            let kind = FailureKind::of(&e);
-            let why = format!("agent {}: {e:#}", agent.label);
-            record.outcome = Outcome::failed(Failure::new(kind, why));
-            record
-        }
-    }
+        Err(e) => Failure::new(FailureKind::of(&e), format!("agent {}: {e:#}", agent.label)),
+    };
+    let to_target = ClientPlan { host: target.host.clone(), port: target.port, ..plan.clone() };
+    let mut record = client::new_record(&to_target);
+    record.outcome = Outcome::failed(failure);
+    record
 }
 
 /// The conversation with one agent: the record as JSON.
@@ -135,10 +128,7 @@ impl Executor for Pairs<'_> {
     }
 
     fn failure(&self, run: &RunRecord) -> Option<String> {
-        match &run.outcome {
-            Outcome::Failed { error, .. } => Some(error.clone()),
-            _ => None,
-        }
+        run.outcome.failure().map(|f| f.message)
     }
 
     fn pending(&self, runs: &[(Slot, RunRecord)]) -> Vec<usize> {
