@@ -324,8 +324,8 @@ pub fn unix_ms_now() -> u64 {
 }
 
 /// Whether `ip` is a loopback address, IPv4-mapped ones (`::ffff:127.0.0.1`, seen on a
-/// dual-stack socket) included: the one test every end uses to decide its loopback rules
-/// (pairing, short receive queues) and the summary its "same host" reading.
+/// dual-stack socket) included: the one test every end uses to decide its loopback rule
+/// (pairing) and the summary its "same host" reading.
 pub fn is_loopback(ip: std::net::IpAddr) -> bool {
     ip.to_canonical().is_loopback()
 }

@@ -462,46 +462,7 @@ fn paired_receivers_with_the_users_buffers_ask_for_short_slices() {
     assert_eq!(plane(&doc, "server_results")["receiver_slice_us"], want, "{pairs} CPUs");
     assert!(plane(&doc, "client")["receiver_slice_us"].is_null(), "the client only sent");
     let doc = client_json(srv.port, &["-P", "8", "-t", "0.3"]);
-    assert!(plane(&doc, "server_results")["receiver_slice_us"].is_null(), "no -w: short queues");
-}
-
-/// On loopback without `-w`, an end's TCP receivers share a 2 MiB receive budget, 256 KiB to
-/// 1 MiB each (`plan/buffers.rs`), on whichever end receives; the socket shows it, the text
-/// names it, and `-w` leaves the user's buffers alone.
-#[test]
-fn loopback_receivers_keep_short_queues_unless_w_is_given() {
-    let srv = Server::start(&[]);
-    let plane =
-        |doc: &serde_json::Value, end: &str| doc["record"][end]["cost"]["data_plane"].clone();
-    for (args, end, each) in [
-        (&["-P", "8"][..], "server_results", 256 * 1024),
-        (&["-R", "-P", "2"][..], "client", 1024 * 1024),
-    ] {
-        let mut all = args.to_vec();
-        all.extend(["-t", "0.3"]);
-        let doc = client_json(srv.port, &all);
-        assert_eq!(doc["record"]["outcome"]["status"], "completed", "{args:?}");
-        assert_eq!(plane(&doc, end)["loopback_rcvbuf"], each, "{args:?}");
-        let other = if end == "client" { "server_results" } else { "client" };
-        assert!(plane(&doc, other)["loopback_rcvbuf"].is_null(), "{args:?}: {other} only sent");
-        for s in streams(&doc, end) {
-            assert_eq!(s["socket"]["recv_buffer_bytes"], 2 * each, "{args:?}: Linux doubles it");
-        }
-    }
-    let doc = client_json(srv.port, &["-P", "8", "-w", "1M", "-t", "0.3"]);
-    assert!(plane(&doc, "server_results")["loopback_rcvbuf"].is_null(), "-w is the user's");
-    let port = srv.port.to_string();
-    // An IPv4-mapped loopback address is loopback to the client too (it receives here).
-    let args = ["client", "::ffff:127.0.0.1", "-p", &port, "-R", "-P", "2", "-t", "0.3", "-J"];
-    let out = run(&args, Duration::from_secs(15));
-    assert_eq!(out.code, Some(0), "{}", out.stderr);
-    let doc: serde_json::Value = serde_json::from_str(&out.stdout).expect("json");
-    assert_eq!(plane(&doc, "client")["loopback_rcvbuf"], 1024 * 1024, "{}", plane(&doc, "client"));
-    assert!(!plane(&doc, "client")["paired_cpus"].is_null(), "paired as well");
-    let out =
-        run(&["client", "127.0.0.1", "-p", &port, "-P", "4", "-t", "0.3"], Duration::from_secs(15));
-    assert_eq!(out.code, Some(0), "{}", out.stderr);
-    assert!(out.stdout.contains("receive buffers set to 512 KiB each"), "{}", out.stdout);
+    assert!(plane(&doc, "server_results")["receiver_slice_us"].is_null(), "no -w: no slices");
 }
 
 /// Receivers read in their own size, not the sender's writes: by default at least 128 KiB,

@@ -331,8 +331,9 @@ pub struct DataPlane {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub buffer_cap: Option<BufferCap>,
     /// `SO_RCVBUF` (bytes asked; Linux grants twice) each TCP bulk receiver of this end set
-    /// because the test ran on loopback without `-w`: short receive queues keep the bytes
-    /// in cache until they are read.
+    /// because the test ran on loopback without `-w` ("short receive queues"). Set only by
+    /// builds before 2026-11-27, which dropped the rule when re-measured (docs/PERFORMANCE.md,
+    /// "Loopback-only rules, re-measured"); kept so their stored records read back as run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loopback_rcvbuf: Option<u64>,
     /// CPUs this end's data threads were bound to in turn (`-A`); empty = not pinned.

@@ -50,9 +50,8 @@
 //!
 //! ### Short slices for paired receivers with the user's buffers
 //!
-//! Without `-w` the receivers' queues are kept short (`plan/buffers.rs`), so the bytes are
-//! still cached when read. With the user's buffers (`-w`) a queue may hold megabytes, and
-//! with several pairs on a core a receiver whose batch is ready waits behind the core's
+//! With the user's buffers (`-w`) a queue may hold megabytes, and with several pairs on a
+//! core a receiver whose batch is ready waits behind the core's
 //! senders for its turn while its bytes go cold. So when at least [`SLICE_PAIRS`] pairs share
 //! each CPU and `-w` is given, each end's paired TCP receivers ask the scheduler for
 //! [`RECEIVER_SLICE`] slices (`sys::set_thread_slice`; Linux 6.12 and later honour it):
@@ -60,9 +59,16 @@
 //! runs at once. Measured on 2 vCPUs (interleaved runs, docs/PERFORMANCE.md "Short slices
 //! for paired receivers"): `-P 8 -w 800K` 83.6 against 69.5 Gbit/s, `-w 4M` 87.9 against
 //! 65.3, `-P 16 -w 800K` 76.5 against 64.1, `-w 512K` level; without `-w` level (`-P 8`,
-//! `-P 16`), and with fewer pairs per CPU level or worse (`-P 1 -w 800K` 42.0 against 45.7,
-//! `-P 4 -w 2M` 87.4 against 93.6), hence the two conditions. Each end names it
-//! (`cost.data_plane.receiver_slice_us`).
+//! `-P 16`; `-P 8` again on 2026-11-27, autotuned queues: 69.7 with slices against 68.9),
+//! and with fewer pairs per CPU level or worse (`-P 1 -w 800K` 42.0 against 45.7,
+//! `-P 4 -w 2M` 87.4 against 93.6), hence the two conditions. Re-measured in two runs of 7
+//! interleaved repetitions (2026-11-27): `-P 8 -w 800K` 1.21 and 1.15 times the build
+//! without slices, ranges apart. Each end names it (`cost.data_plane.receiver_slice_us`).
+//!
+//! Pairing itself was re-measured the same way: one stream 1.8–2.2 times the unpaired build
+//! in both directions, `-P 8 -w 800K` 1.2 times, the other lines level. (A third loopback
+//! rule, short receive queues, lost 7–12 % on `-P 4`/`-P 8` in that re-measurement and was
+//! removed.)
 
 use crate::record::End;
 
@@ -251,7 +257,7 @@ mod tests {
         assert_eq!(receiver_slice(&two, 8, true), Some(RECEIVER_SLICE));
         assert_eq!(receiver_slice(&two, 16, true), Some(RECEIVER_SLICE));
         assert_eq!(receiver_slice(&two, 7, true), None, "three pairs on a CPU");
-        assert_eq!(receiver_slice(&two, 8, false), None, "short queues do the job");
+        assert_eq!(receiver_slice(&two, 8, false), None, "level without -w");
         assert_eq!(receiver_slice(&[], 8, true), None, "not paired");
         assert_eq!(receiver_slice(&[0, 1, 2, 3], 8, true), None, "two pairs a CPU");
     }

@@ -20,36 +20,6 @@
 
 use linerate_proto::BufferCap;
 
-/// What an end's TCP receivers share on loopback without `-w` ([`loopback_receive_buffer`]).
-pub const LOOPBACK_RECEIVE_BUDGET: u64 = 2 << 20;
-/// The least a loopback receiver gets: one stream needed 512 KiB (twice this, as Linux
-/// doubles `SO_RCVBUF`) to keep its rate; 256 KiB asked cost it 40 %.
-pub const LOOPBACK_RECEIVE_MIN: u64 = 256 * 1024;
-/// The most a loopback receiver gets.
-pub const LOOPBACK_RECEIVE_MAX: u64 = 1 << 20;
-
-/// The receive buffer (`SO_RCVBUF`, asked) for each of an end's `receivers` TCP bulk
-/// receivers when the test runs on loopback and `-w` (`window`) is unset, or None.
-///
-/// On loopback the round trip is microseconds, so a window of a few hundred KiB covers it
-/// many times over; left to autotuning (up to `tcp_rmem`'s 32 MiB here) every receive queue
-/// grows to megabytes, because the softirq delivering bytes outruns the copy reading them,
-/// and with several streams the queued bytes leave the caches before they are read. The
-/// end's receivers share [`LOOPBACK_RECEIVE_BUDGET`], each between
-/// [`LOOPBACK_RECEIVE_MIN`] and [`LOOPBACK_RECEIVE_MAX`]. Measured on a 2-vCPU VM
-/// (docs/PERFORMANCE.md, "Short receive queues on loopback"): `-P 8` with 256 KiB receivers
-/// moved 76–80 Gbit/s against 57–58 autotuned; one, two and four streams at this rule's
-/// sizes were level with autotuning.
-/// Not on real paths, whose round trip a fixed buffer could cut short; not with thousands of
-/// flows, whose buffers [`buffer_cap`] already sets.
-pub fn loopback_receive_buffer(receivers: usize, window: Option<u64>) -> Option<u64> {
-    if window.is_some() || receivers == 0 {
-        return None;
-    }
-    let share = LOOPBACK_RECEIVE_BUDGET / receivers as u64;
-    Some(share.clamp(LOOPBACK_RECEIVE_MIN, LOOPBACK_RECEIVE_MAX) / 1024 * 1024)
-}
-
 /// Connections on one end above which an unset `-w` is capped (see the module docs): the
 /// same count above which the control connection's dead-peer limit is relaxed
 /// (`measure::liveness::LOADED_ABOVE_STREAMS`; `session/streams/` asserts they agree).
@@ -81,17 +51,6 @@ pub fn buffer_cap(
 mod tests {
     use super::*;
 
-    #[test]
-    fn loopback_receivers_share_a_budget_within_bounds_and_w_wins() {
-        let kib = 1024;
-        assert_eq!(loopback_receive_buffer(1, None), Some(1024 * kib));
-        assert_eq!(loopback_receive_buffer(4, None), Some(512 * kib));
-        assert_eq!(loopback_receive_buffer(8, None), Some(256 * kib));
-        assert_eq!(loopback_receive_buffer(100, None), Some(256 * kib), "never below the floor");
-        assert_eq!(loopback_receive_buffer(3, None), Some(682 * kib));
-        assert_eq!(loopback_receive_buffer(8, Some(800_000)), None, "-w is the user's");
-        assert_eq!(loopback_receive_buffer(0, None), None, "nothing to receive");
-    }
 
     const GIB: u64 = 1 << 30;
 

@@ -547,9 +547,6 @@ pub(super) fn open_streams(
     set.set_layout(layout);
     set.set_cpus(&plan.cpus).map_err(|e| Failure::new(FailureKind::Usage, e))?;
     ctrl.streams_running(spec.streams as usize);
-    if native.is_some() && crate::record::is_loopback(server.ip()) {
-        set.set_loopback();
-    }
     if let Some(cookie) = native {
         set.set_datagram_format(DatagramFormat::native(&cookie.0));
         if spec.rr.is_some_and(|rr| rr.connect_each) {

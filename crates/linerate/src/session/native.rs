@@ -385,9 +385,6 @@ impl Session<'_> {
             bail!("refused: {e}");
         }
         streams.set_rtt(self.rtt);
-        if crate::record::is_loopback(self.local_ip) {
-            streams.set_loopback();
-        }
         streams.record_environment(Some(self.local_ip), &self.t.shared.place);
         let mut cookie = [0u8; 16];
         getrandom::getrandom(&mut cookie)

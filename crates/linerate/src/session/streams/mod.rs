@@ -143,8 +143,6 @@ pub struct StreamSet {
     options: SocketOptions,
     /// The cap on buffers this end set for many flows (`plan::buffers`), if any.
     buffer_cap: Option<linerate_proto::BufferCap>,
-    /// `SO_RCVBUF` of each TCP bulk receiver on loopback without `-w` (`set_loopback`).
-    loopback_rcvbuf: Option<u64>,
     /// The TCP senders' unsent-queue limit (`traffic::unsent`), and what they set.
     unsent: Arc<UnsentLimit>,
     end: End,
@@ -287,7 +285,6 @@ impl StreamSet {
             spec: spec.clone(),
             options,
             buffer_cap,
-            loopback_rcvbuf: None,
             unsent: Arc::new(UnsentLimit::new(UnsentPolicy::of(spec.notsent_lowat), senders)),
             end,
             ctl: Arc::default(),
@@ -361,19 +358,6 @@ impl StreamSet {
         }
         self.cpus = cpus.to_vec();
         Ok(())
-    }
-
-    /// The test runs on loopback (a native test whose control connection is on a loopback
-    /// address): this end's TCP bulk receivers keep short receive queues, unless `-w` or the
-    /// many-flows cap set their buffers (`plan/buffers.rs`, `loopback_receive_buffer`).
-    /// Before the first stream is added.
-    pub fn set_loopback(&mut self) {
-        if self.spec.protocol != Protocol::Tcp || self.spec.rr.is_some() {
-            return;
-        }
-        let receivers = self.end.streams_in(&self.spec, StreamRole::Receiver);
-        self.loopback_rcvbuf =
-            crate::plan::buffers::loopback_receive_buffer(receivers, self.options.window_bytes);
     }
 
     /// `--crr` on the client: how each transaction connects to the server, and the test's
@@ -507,10 +491,6 @@ impl StreamSet {
             .filter(|_| role == StreamRole::Sender)
             .map(|rr| Arc::new(RrRecorder::new(&rr)));
         let unsent = self.unsent.clone();
-        if let Some(bytes) = self.loopback_rcvbuf.filter(|_| role == StreamRole::Receiver) {
-            // Best effort: a receiver without it keeps autotuning, slower but not wrong.
-            let _ = socket2::SockRef::from(&*sock).set_recv_buffer_size(bytes as usize);
-        }
         let thread = match self.pool_worker()? {
             Some(w) => {
                 if role == StreamRole::Sender {

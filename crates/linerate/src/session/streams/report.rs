@@ -79,7 +79,7 @@ impl StreamSet {
             chosen_by: chosen_by.into(),
             workers,
             buffer_cap: self.buffer_cap,
-            loopback_rcvbuf: self.loopback_rcvbuf,
+            loopback_rcvbuf: None,
             cpus: self.cpus.clone(),
             unpinned: self.unpinned.load(std::sync::atomic::Ordering::Relaxed),
             paired_cpus: if self.paired > 0 { self.pair_cpus.clone() } else { Vec::new() },
