@@ -494,6 +494,66 @@ fn receivers_read_in_their_own_size() {
     assert!(out.stderr.contains("read size (--read-size)"), "{}", out.stderr);
 }
 
+/// `sendto` calls (Rust's `TcpStream::write`) the command made, counted by strace; None when
+/// strace is missing outside CI.
+fn send_calls(args: &[&str]) -> Option<(serde_json::Value, u64)> {
+    if std::process::Command::new("strace").arg("-V").output().is_err() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "strace is not installed: .ci/run must install it"
+        );
+        eprintln!("skipped: strace is not installed");
+        return None;
+    }
+    let trace = crate::util::test_dir("send-calls").join("calls");
+    let trace = trace.to_str().expect("utf-8 path");
+    let wrapper = ["strace", "-f", "-c", "-e", "trace=sendto", "-o", trace];
+    let out = crate::util::run_under(&wrapper, args, Duration::from_secs(30));
+    assert_eq!(out.code, Some(0), "{args:?}: {}", out.stderr);
+    let summary = std::fs::read_to_string(trace).expect("strace summary");
+    // "% time seconds usecs/call calls errors syscall": calls is the fourth column.
+    let calls = summary
+        .lines()
+        .find(|l| l.trim_end().ends_with(" sendto"))
+        .and_then(|l| l.split_whitespace().nth(3)?.parse().ok())
+        .unwrap_or_else(|| panic!("no sendto line in {summary}"));
+    Some((out.json(), calls))
+}
+
+/// An unpaced TCP bulk test without `-l` writes in 1 MiB (`spec.write_bytes`); `-l`, `-b`
+/// and `-u` keep the block's size. Counted as the sending client's `sendto` calls per byte
+/// sent (strace), so the test sees the system calls themselves.
+#[test]
+fn unpaced_senders_write_in_one_mebibyte_unless_l_is_given() {
+    let srv = Server::start(&[]);
+    let port = srv.port.to_string();
+    let per_call = |extra: &[&str]| {
+        let mut args = vec!["client", "127.0.0.1", "-p", &port, "-t", "0.5", "-J", "--no-store"];
+        args.extend_from_slice(extra);
+        let (doc, calls) = send_calls(&args)?;
+        assert_eq!(doc["record"]["outcome"]["status"], "completed", "{extra:?}");
+        let bytes = doc["summary"]["directions"][0]["sender"]["bytes"].as_u64().expect("bytes");
+        Some((doc["record"]["spec"]["write_bytes"].clone(), bytes / calls.max(1)))
+    };
+    let Some((w, each)) = per_call(&[]) else { return };
+    assert_eq!(w, 1 << 20);
+    // A blocked write may return part-way at its 250 ms timeout, and the control connection
+    // sends a few messages: well above 128 KiB a call on average is 1 MiB writes.
+    assert!(each > 512 * 1024, "{each} bytes a send call");
+    let (w, each) = per_call(&["-l", "128K"]).expect("strace");
+    assert!(w.is_null(), "-l is the user's: {w}");
+    assert!(each <= 128 * 1024, "{each} bytes a send call with -l 128K");
+    let (w, each) = per_call(&["-b", "2G"]).expect("strace");
+    assert!(w.is_null(), "paced: {w}");
+    assert!(each <= 128 * 1024, "{each} bytes a send call paced");
+    let out = run(&["client", "127.0.0.1", "-p", &port, "-t", "0.3"], Duration::from_secs(15));
+    assert!(out.stdout.contains("128 KiB blocks, written in 1.00 MiB"), "{}", out.stdout);
+    let doc = client_json(srv.port, &["-R", "-t", "0.3"]);
+    assert_eq!(doc["record"]["spec"]["write_bytes"], 1 << 20, "the server sends by the same spec");
+    let doc = client_json(srv.port, &["-u", "-t", "0.3"]);
+    assert!(doc["record"]["spec"]["write_bytes"].is_null(), "UDP: {}", doc["record"]["spec"]);
+}
+
 /// TCP senders limit their unsent queue (`TCP_NOTSENT_LOWAT`): automatically by default,
 /// fixed or left to the system by `--notsent-lowat`, on whichever end sends and in both data
 /// planes; each end reports what its senders set, and a non-default choice is named in text.

@@ -17,6 +17,9 @@ pub const MAX_AFFINITY_CPUS: usize = 1024;
 pub const MAX_AFFINITY_CPU: u32 = 65_535;
 /// A TCP receiver's read size when `--read-size` is unset: the larger of this and `-l`.
 pub const DEFAULT_READ_BYTES: u32 = 128 * 1024;
+/// Bytes per write call of an unpaced TCP bulk sender when `-l` is not given
+/// ([`TestSpec::write_bytes`]; docs/PERFORMANCE.md, "Writing in 1 MiB").
+pub const DEFAULT_WRITE_BYTES: u32 = 1 << 20;
 /// The largest title accepted, in bytes.
 pub const MAX_TITLE_BYTES: usize = 256;
 /// The longest congestion-control name accepted (Linux TCP_CA_NAME_MAX is 16).
@@ -184,6 +187,12 @@ pub struct TestSpec {
     /// writes for it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_bytes: Option<u32>,
+    /// Bytes per write call on TCP bulk senders, when not `-l` ([`TestSpec::write_size`]).
+    /// The client sets [`DEFAULT_WRITE_BYTES`] for an unpaced TCP bulk test without `-l` or
+    /// `-Z`: with the unsent-queue limit, 1 MiB writes moved twice the bytes of 128 KiB ones
+    /// between namespaces at the same CPU. An explicit `-l` is the write size, as in iperf3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_bytes: Option<u32>,
     /// UDP receivers leave the kernel's receive offload off (`--no-gro`). By default they
     /// ask for `UDP_GRO` and account every datagram of a coalesced buffer by its own header.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -303,6 +312,7 @@ impl TestSpec {
             title: None,
             held_start: false,
             read_bytes: None,
+            write_bytes: None,
             no_gro: false,
             server_cpus: Vec::new(),
             rr: None,
@@ -368,6 +378,11 @@ impl TestSpec {
                 r,
                 format!("1..={MAX_BLOCK_BYTES} bytes"),
             ));
+        }
+        if let Some(w) = self.write_bytes
+            && (w == 0 || w > MAX_BLOCK_BYTES)
+        {
+            return Err(out_of_range("write size", w, format!("1..={MAX_BLOCK_BYTES} bytes")));
         }
         if let Some(n) = self.notsent_lowat
             && n > MAX_BLOCK_BYTES
@@ -506,6 +521,7 @@ impl TestSpec {
             (self.zerocopy, "-Z (zero copy)"),
             (self.read_bytes.is_some(), "--read-size (UDP receivers read whole datagrams)"),
             (self.notsent_lowat.is_some(), "--notsent-lowat"),
+            (self.write_bytes.is_some(), "a write size (UDP sends one datagram a call)"),
         ];
         if let Some((_, flag)) = tcp_only.iter().find(|(set, _)| *set) {
             return Err(SpecError::BadText {
@@ -590,7 +606,9 @@ impl TestSpec {
             return conns * rr.buffer_bytes();
         }
         match self.protocol {
-            Protocol::Tcp => conns * u64::from(self.block_bytes.max(self.read_size())),
+            Protocol::Tcp => {
+                conns * u64::from(self.block_bytes.max(self.read_size()).max(self.write_size()))
+            }
             Protocol::Udp => {
                 let plain =
                     u64::from(self.block_bytes.max(UDP_MIN_RECEIVE_BUFFER)) * UDP_RECEIVE_BATCH;
@@ -606,6 +624,17 @@ impl TestSpec {
         self.read_bytes.unwrap_or(self.block_bytes.max(DEFAULT_READ_BYTES))
     }
 
+    /// Bytes per write call on a TCP bulk sender: [`TestSpec::write_bytes`] when the test is
+    /// unpaced TCP bulk without `-Z`, else `-l` (a paced sender's bursts, `-Z`'s file and a
+    /// transaction keep the block's size).
+    pub fn write_size(&self) -> u32 {
+        let bulk = self.protocol == Protocol::Tcp && self.rr.is_none();
+        match self.write_bytes {
+            Some(w) if bulk && self.bits_per_second == 0 && !self.zerocopy => w,
+            _ => self.block_bytes,
+        }
+    }
+
     /// The requested duration, if the test is time-bound.
     pub fn duration_ms(&self) -> Option<u64> {
         match self.end {
@@ -618,6 +647,26 @@ impl TestSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unpaced_tcp_bulk_writes_in_its_write_size_and_everything_else_in_blocks() {
+        let mut s = TestSpec { write_bytes: Some(DEFAULT_WRITE_BYTES), ..TestSpec::default_tcp() };
+        assert_eq!(s.write_size(), DEFAULT_WRITE_BYTES);
+        assert_eq!(s.buffer_bytes(), u64::from(DEFAULT_WRITE_BYTES), "one stream's buffer");
+        s.bits_per_second = 1_000_000_000;
+        assert_eq!(s.write_size(), s.block_bytes, "paced: bursts of blocks");
+        s.bits_per_second = 0;
+        s.zerocopy = true;
+        assert_eq!(s.write_size(), s.block_bytes, "-Z sends its file in blocks");
+        s.zerocopy = false;
+        s.write_bytes = None;
+        assert_eq!(s.write_size(), s.block_bytes, "-l given");
+        s.write_bytes = Some(0);
+        assert!(s.validate().is_err(), "0 bytes a write");
+        s.write_bytes = Some(DEFAULT_WRITE_BYTES);
+        s.protocol = Protocol::Udp;
+        assert!(s.validate().is_err(), "UDP sends a datagram a call");
+    }
 
     #[test]
     fn default_is_valid() {

@@ -624,7 +624,8 @@ pub struct TestArgs {
     /// Socket buffer size (SO_SNDBUF and SO_RCVBUF) on both ends; the granted size is reported.
     #[arg(short = 'w', long = "window", value_name = "SIZE", value_parser = size)]
     pub window: Option<ByteCount>,
-    /// Bytes per write/read call [default: 128K]; with -u, bytes per datagram [default: the
+    /// Bytes per write/read call [default: 128K blocks; an unpaced TCP test without -l writes
+    /// 1M a call]; with -u, bytes per datagram [default: the
     /// largest that fits the path MTU unfragmented, e.g. 1472 on Ethernet, and leaves -b 100
     /// datagrams a second: 1310 at the default 1M].
     #[arg(short = 'l', long = "length", value_name = "SIZE", value_parser = size)]

@@ -683,6 +683,12 @@ fn test_spec(t: &TestArgs, default_time: Duration) -> Result<TestSpec, String> {
         title: t.title.clone(),
         held_start: false,
         read_bytes: t.read_size.map(|r| u32::try_from(r.bytes()).unwrap_or(u32::MAX)),
+        // Unpaced TCP bulk without -l writes in 1 MiB (spec.rs says why); -l is the user's.
+        write_bytes: (t.length.is_none()
+            && !t.udp
+            && !(t.rr || t.crr || t.zerocopy || t.under_load)
+            && t.bitrate.is_none_or(|b| b.bits_per_second() == 0))
+        .then_some(linerate_proto::spec::DEFAULT_WRITE_BYTES),
         // A test under load fills the path's queues as an ordinary bulk application does:
         // with the system's unsent queue (traffic/unsent.rs says why).
         notsent_lowat: t

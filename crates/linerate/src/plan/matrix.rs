@@ -297,6 +297,10 @@ impl MatrixPlan {
             plan.spec.block_bytes = DEFAULT_TCP_BLOCK as u32;
             plan.udp_length_auto = false;
         }
+        // The 1 MiB writes are for TCP cells whose length nobody set (`spec.write_bytes`).
+        if plan.spec.protocol == Protocol::Udp || length_set {
+            plan.spec.write_bytes = None;
+        }
         plan
     }
 

@@ -9,6 +9,13 @@
 //! throughput (26.9 vs 63.1 Gbit/s median, docs/PERFORMANCE.md). Every byte is still copied
 //! to user space: this is a real application receiver, not a discard mode. The low-water mark
 //! follows about 1 ms of the observed rate, so slow links keep fine-grained interval counts.
+//!
+//! The sender writes in [`SendOptions::block`] bytes a call: the spec's write size
+//! (`TestSpec::write_size`), which is 1 MiB for an unpaced bulk test without `-l`. Under the
+//! unsent-queue limit ([`crate::traffic::unsent`]) one 1 MiB call moved 2.4–3× the bytes of
+//! eight 128 KiB calls between two namespaces over a veth pair, at about half the CPU per GB
+//! (docs/PERFORMANCE.md, "Writing in 1 MiB"); why the kernel does so much better with the
+//! larger call is not established. A paced sender keeps the block: its bursts are blocks.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;

@@ -31,6 +31,11 @@ const DRAIN_LIMIT: Duration = Duration::from_secs(3);
 
 /// Runs one test against an iperf3 server.
 pub fn run(plan: &ClientPlan, observer: &mut dyn Observer, interrupt: &Interrupt) -> RunRecord {
+    // An iperf3 server writes in -l, so against one this client does too: both ends then
+    // send alike, and the record's spec says what they did.
+    let mut own = plan.clone();
+    own.spec.write_bytes = None;
+    let plan = &own;
     let mut record = new_record(plan);
     record.server_software = Some("iperf3".into());
     let mut streams = None;

@@ -39,7 +39,7 @@ impl StreamSet {
     /// Starts pool worker `index`: it waits for the start, then serves its inbox.
     pub(super) fn spawn_worker(&self, index: u32) -> Result<PoolWorker> {
         let (ctl, gate) = (self.ctl.clone(), self.gate.clone());
-        let block = self.spec.block_bytes as usize;
+        let block = self.spec.write_size() as usize;
         let read = self.spec.read_size() as usize;
         let opts = PoolOptions {
             block,
@@ -97,7 +97,7 @@ impl StreamSet {
         let unsent = self.unsent.clone();
         let spec = &self.spec;
         let (block, bps, burst) =
-            (spec.block_bytes as usize, spec.bits_per_second, spec.burst_blocks());
+            (spec.write_size() as usize, spec.bits_per_second, spec.burst_blocks());
         let read = spec.read_size() as usize;
         let name = format!("lr-{}-{id}", if role == StreamRole::Sender { "tx" } else { "rx" });
         let cpu = self.stream_cpu(id);
