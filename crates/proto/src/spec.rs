@@ -624,13 +624,20 @@ impl TestSpec {
         self.read_bytes.unwrap_or(self.block_bytes.max(DEFAULT_READ_BYTES))
     }
 
-    /// Bytes per write call on a TCP bulk sender: [`TestSpec::write_bytes`] when the test is
-    /// unpaced TCP bulk without `-Z`, else `-l` (a paced sender's bursts, `-Z`'s file and a
-    /// transaction keep the block's size).
+    /// Whether [`TestSpec::write_bytes`] applies: an unpaced TCP bulk test without `-Z` (a
+    /// paced sender's bursts, `-Z`'s file and a transaction keep the block's size).
+    pub fn writes_unpaced_bulk(&self) -> bool {
+        self.protocol == Protocol::Tcp
+            && self.rr.is_none()
+            && self.bits_per_second == 0
+            && !self.zerocopy
+    }
+
+    /// Bytes per write call on a TCP bulk sender: [`TestSpec::write_bytes`] where it applies
+    /// ([`TestSpec::writes_unpaced_bulk`]), else `-l`.
     pub fn write_size(&self) -> u32 {
-        let bulk = self.protocol == Protocol::Tcp && self.rr.is_none();
         match self.write_bytes {
-            Some(w) if bulk && self.bits_per_second == 0 && !self.zerocopy => w,
+            Some(w) if self.writes_unpaced_bulk() => w,
             _ => self.block_bytes,
         }
     }

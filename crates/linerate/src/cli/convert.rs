@@ -657,7 +657,7 @@ fn test_spec(t: &TestArgs, default_time: Duration) -> Result<TestSpec, String> {
         Some(n) => EndCondition::Bytes { bytes: n.saturating_mul(block) },
         None => end,
     };
-    let spec = TestSpec {
+    let mut spec = TestSpec {
         protocol: if t.udp { Protocol::Udp } else { Protocol::Tcp },
         direction: match (t.reverse, t.bidir) {
             (true, _) => Direction::Download,
@@ -683,12 +683,7 @@ fn test_spec(t: &TestArgs, default_time: Duration) -> Result<TestSpec, String> {
         title: t.title.clone(),
         held_start: false,
         read_bytes: t.read_size.map(|r| u32::try_from(r.bytes()).unwrap_or(u32::MAX)),
-        // Unpaced TCP bulk without -l writes in 1 MiB (spec.rs says why); -l is the user's.
-        write_bytes: (t.length.is_none()
-            && !t.udp
-            && !(t.rr || t.crr || t.zerocopy || t.under_load)
-            && t.bitrate.is_none_or(|b| b.bits_per_second() == 0))
-        .then_some(linerate_proto::spec::DEFAULT_WRITE_BYTES),
+        write_bytes: None,
         // A test under load fills the path's queues as an ordinary bulk application does:
         // with the system's unsent queue (traffic/unsent.rs says why).
         notsent_lowat: t
@@ -706,6 +701,10 @@ fn test_spec(t: &TestArgs, default_time: Duration) -> Result<TestSpec, String> {
         // Proposed by the client once it knows the server's address (`plan/affinity.rs`).
         pair_cpus: Vec::new(),
     };
+    // Unpaced TCP bulk without -l writes in 1 MiB (spec.rs says why); -l is the user's, and a
+    // test under load keeps an ordinary application's writes, as it keeps its unsent queue.
+    spec.write_bytes = (t.length.is_none() && !t.under_load && spec.writes_unpaced_bulk())
+        .then_some(linerate_proto::spec::DEFAULT_WRITE_BYTES);
     // With --iperf3 the datagrams carry iperf3's header only (no secret): its minimum.
     let min_udp = if t.iperf3 {
         linerate_proto::spec::MIN_IPERF3_UDP_DATAGRAM

@@ -51,7 +51,6 @@ pub fn buffer_cap(
 mod tests {
     use super::*;
 
-
     const GIB: u64 = 1 << 30;
 
     #[test]
