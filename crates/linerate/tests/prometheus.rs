@@ -106,6 +106,9 @@ fn prometheus_scrapes_tests_refusals_and_probes_and_the_dashboard_queries_run() 
     let wrong = dir.join("wrong");
     std::fs::write(&wrong, "not the key of the server here\n").expect("key");
     // The probe's target is a second server, so the scraped server's counts are the client's.
+    // The server runs one probe at a time and answers "busy" meanwhile: the closed port's job
+    // scrapes every 3 s against the other's 5 s, so its scrapes cannot all land on a running
+    // probe (at one interval each a fixed phase could, and the run would see no failed probe).
     let target = Server::start(&[]);
     let closed = free_port();
     let (port, mport) = (free_port(), free_port());
@@ -119,8 +122,8 @@ fn prometheus_scrapes_tests_refusals_and_probes_and_the_dashboard_queries_run() 
          - job_name: linerate_probe\n  metrics_path: /probe\n  scrape_interval: 5s\n  \
          scrape_timeout: 4s\n  params:\n    target: ['127.0.0.1:{}']\n  static_configs:\n  \
          - targets: ['127.0.0.1:{mport}']\n\
-         - job_name: linerate_probe_down\n  metrics_path: /probe\n  scrape_interval: 5s\n  \
-         scrape_timeout: 4s\n  params:\n    target: ['127.0.0.1:{closed}']\n  static_configs:\n  \
+         - job_name: linerate_probe_down\n  metrics_path: /probe\n  scrape_interval: 3s\n  \
+         scrape_timeout: 2s\n  params:\n    target: ['127.0.0.1:{closed}']\n  static_configs:\n  \
          - targets: ['127.0.0.1:{mport}']\n",
         target.port
     );
