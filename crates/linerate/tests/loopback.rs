@@ -520,15 +520,16 @@ fn send_calls(args: &[&str]) -> Option<(serde_json::Value, u64)> {
     Some((out.json(), calls))
 }
 
-/// An unpaced TCP bulk test without `-l` writes in 1 MiB (`spec.write_bytes`); `-l`, `-b`
-/// and `-u` keep the block's size. Counted as the sending client's `sendto` calls per byte
-/// sent (strace), so the test sees the system calls themselves.
+/// A fast unpaced TCP bulk test without `-l` writes in 1 MiB (`spec.write_bytes`), a paced
+/// one 1 ms of its rate a call; `-l`, a burst (`-b RATE/N`) and `-u` keep the block's size.
+/// Counted as the sending client's `sendto` calls per byte sent (strace), so the test sees
+/// the system calls themselves.
 #[test]
 fn unpaced_senders_write_in_one_mebibyte_unless_l_is_given() {
     let srv = Server::start(&[]);
     let port = srv.port.to_string();
     let per_call = |extra: &[&str]| {
-        let mut args = vec!["client", "127.0.0.1", "-p", &port, "-t", "0.5", "-J", "--no-store"];
+        let mut args = vec!["client", "127.0.0.1", "-p", &port, "-t", "1", "-J", "--no-store"];
         args.extend_from_slice(extra);
         let (doc, calls) = send_calls(&args)?;
         assert_eq!(doc["record"]["outcome"]["status"], "completed", "{extra:?}");
@@ -537,17 +538,24 @@ fn unpaced_senders_write_in_one_mebibyte_unless_l_is_given() {
     };
     let Some((w, each)) = per_call(&[]) else { return };
     assert_eq!(w, 1 << 20);
-    // A blocked write may return part-way at its 250 ms timeout, and the control connection
-    // sends a few messages: well above 128 KiB a call on average is 1 MiB writes.
+    // Calls start at the block and grow to 1 MiB once the first 50 ms show the rate (far
+    // above the 4.2 Gbit/s that takes on loopback); a blocked write may return part-way at its
+    // 250 ms timeout, and the control connection sends a few messages: well above 128 KiB a
+    // call on average is 1 MiB writes.
     assert!(each > 512 * 1024, "{each} bytes a send call");
     let (w, each) = per_call(&["-l", "128K"]).expect("strace");
     assert!(w.is_null(), "-l is the user's: {w}");
     assert!(each <= 128 * 1024, "{each} bytes a send call with -l 128K");
+    // Paced: 1 ms of the target rate a wake-up, 250 kB at 2 Gbit/s (a few control messages
+    // and a write cut short at the end bring the average down a little).
     let (w, each) = per_call(&["-b", "2G"]).expect("strace");
-    assert!(w.is_null(), "paced: {w}");
-    assert!(each <= 128 * 1024, "{each} bytes a send call paced");
+    assert_eq!(w, 1 << 20, "paced");
+    assert!((200_000..=250_000).contains(&each), "{each} bytes a send call paced at 2 Gbit/s");
+    let (w, each) = per_call(&["-b", "2G/4"]).expect("strace");
+    assert!(w.is_null(), "a burst of blocks: {w}");
+    assert!(each <= 128 * 1024, "{each} bytes a send call in bursts");
     let out = run(&["client", "127.0.0.1", "-p", &port, "-t", "0.3"], Duration::from_secs(15));
-    assert!(out.stdout.contains("128 KiB blocks, written in 1.00 MiB"), "{}", out.stdout);
+    assert!(out.stdout.contains("128 KiB blocks, written in up to 1.00 MiB"), "{}", out.stdout);
     let doc = client_json(srv.port, &["-R", "-t", "0.3"]);
     assert_eq!(doc["record"]["spec"]["write_bytes"], 1 << 20, "the server sends by the same spec");
     let doc = client_json(srv.port, &["-u", "-t", "0.3"]);

@@ -187,10 +187,13 @@ pub struct TestSpec {
     /// writes for it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_bytes: Option<u32>,
-    /// Bytes per write call on TCP bulk senders, when not `-l` ([`TestSpec::write_size`]).
-    /// The client sets [`DEFAULT_WRITE_BYTES`] for an unpaced TCP bulk test without `-l` or
-    /// `-Z`: with the unsent-queue limit, 1 MiB writes moved twice the bytes of 128 KiB ones
-    /// between namespaces at the same CPU. An explicit `-l` is the write size, as in iperf3.
+    /// The most bytes per write call on TCP bulk senders, when not `-l`
+    /// ([`TestSpec::write_size`]): an unpaced sender starts at the block and grows its calls up
+    /// to this as its own rate allows (2 ms of it), a paced one writes 1 ms of its target rate
+    /// a wake-up, within the same bounds. The client sets [`DEFAULT_WRITE_BYTES`] for a TCP
+    /// bulk test without `-l`, `-Z` or a burst: with the unsent-queue limit, 1 MiB writes moved
+    /// twice the bytes of 128 KiB ones between namespaces at the same CPU. An explicit `-l` is
+    /// the write size, as in iperf3.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_bytes: Option<u32>,
     /// UDP receivers leave the kernel's receive offload off (`--no-gro`). By default they
@@ -624,20 +627,21 @@ impl TestSpec {
         self.read_bytes.unwrap_or(self.block_bytes.max(DEFAULT_READ_BYTES))
     }
 
-    /// Whether [`TestSpec::write_bytes`] applies: an unpaced TCP bulk test without `-Z` (a
-    /// paced sender's bursts, `-Z`'s file and a transaction keep the block's size).
-    pub fn writes_unpaced_bulk(&self) -> bool {
+    /// Whether [`TestSpec::write_bytes`] applies: a TCP bulk test without `-Z` or a burst
+    /// (`-b RATE/N`'s bursts are blocks, `-Z` sends its file in blocks, a transaction has its
+    /// own sizes).
+    pub fn writes_bulk(&self) -> bool {
         self.protocol == Protocol::Tcp
             && self.rr.is_none()
-            && self.bits_per_second == 0
+            && self.burst_blocks() <= 1
             && !self.zerocopy
     }
 
-    /// Bytes per write call on a TCP bulk sender: [`TestSpec::write_bytes`] where it applies
-    /// ([`TestSpec::writes_unpaced_bulk`]), else `-l`.
+    /// The most bytes per write call on a TCP bulk sender: [`TestSpec::write_bytes`] where it
+    /// applies ([`TestSpec::writes_bulk`]), else `-l`.
     pub fn write_size(&self) -> u32 {
         match self.write_bytes {
-            Some(w) if self.writes_unpaced_bulk() => w,
+            Some(w) if self.writes_bulk() => w,
             _ => self.block_bytes,
         }
     }
@@ -656,12 +660,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn unpaced_tcp_bulk_writes_in_its_write_size_and_everything_else_in_blocks() {
+    fn tcp_bulk_writes_in_its_write_size_and_everything_else_in_blocks() {
         let mut s = TestSpec { write_bytes: Some(DEFAULT_WRITE_BYTES), ..TestSpec::default_tcp() };
         assert_eq!(s.write_size(), DEFAULT_WRITE_BYTES);
         assert_eq!(s.buffer_bytes(), u64::from(DEFAULT_WRITE_BYTES), "one stream's buffer");
         s.bits_per_second = 1_000_000_000;
-        assert_eq!(s.write_size(), s.block_bytes, "paced: bursts of blocks");
+        assert_eq!(s.write_size(), DEFAULT_WRITE_BYTES, "paced: steps up to the write size");
+        s.burst = std::num::NonZeroU16::new(4);
+        assert_eq!(s.write_size(), s.block_bytes, "-b RATE/4: bursts of blocks");
+        s.burst = None;
         s.bits_per_second = 0;
         s.zerocopy = true;
         assert_eq!(s.write_size(), s.block_bytes, "-Z sends its file in blocks");

@@ -701,9 +701,9 @@ fn test_spec(t: &TestArgs, default_time: Duration) -> Result<TestSpec, String> {
         // Proposed by the client once it knows the server's address (`plan/affinity.rs`).
         pair_cpus: Vec::new(),
     };
-    // Unpaced TCP bulk without -l writes in 1 MiB (spec.rs says why); -l is the user's, and a
+    // TCP bulk without -l writes in up to 1 MiB (spec.rs says why); -l is the user's, and a
     // test under load keeps an ordinary application's writes, as it keeps its unsent queue.
-    spec.write_bytes = (t.length.is_none() && !t.under_load && spec.writes_unpaced_bulk())
+    spec.write_bytes = (t.length.is_none() && !t.under_load && spec.writes_bulk())
         .then_some(linerate_proto::spec::DEFAULT_WRITE_BYTES);
     // With --iperf3 the datagrams carry iperf3's header only (no secret): its minimum.
     let min_udp = if t.iperf3 {

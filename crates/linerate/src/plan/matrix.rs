@@ -298,7 +298,7 @@ impl MatrixPlan {
             plan.udp_length_auto = false;
         }
         // The 1 MiB writes are for TCP cells whose length nobody set (`spec.write_bytes`).
-        if length_set || !plan.spec.writes_unpaced_bulk() {
+        if length_set || !plan.spec.writes_bulk() {
             plan.spec.write_bytes = None;
         }
         plan

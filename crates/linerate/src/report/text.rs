@@ -536,7 +536,7 @@ pub fn describe_spec_without(spec: &TestSpec, skip: &[&str]) -> String {
             format!("{} {unit}", ByteCount(u64::from(spec.block_bytes)).iec())
         });
         if spec.protocol == Protocol::Tcp && spec.write_size() != spec.block_bytes {
-            parts.push(format!("written in {}", ByteCount(u64::from(spec.write_size())).iec()));
+            parts.push(format!("written in up to {}", ByteCount(u64::from(spec.write_size())).iec()));
         }
         if spec.protocol == Protocol::Tcp && spec.read_size() != spec.block_bytes {
             parts.push(format!("read in {}", ByteCount(u64::from(spec.read_size())).iec()));

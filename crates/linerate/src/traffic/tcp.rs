@@ -10,12 +10,21 @@
 //! to user space: this is a real application receiver, not a discard mode. The low-water mark
 //! follows about 1 ms of the observed rate, so slow links keep fine-grained interval counts.
 //!
-//! The sender writes in [`SendOptions::block`] bytes a call: the spec's write size
-//! (`TestSpec::write_size`), which is 1 MiB for an unpaced bulk test without `-l`. Under the
-//! unsent-queue limit ([`crate::traffic::unsent`]) one 1 MiB call moved 2.4–3× the bytes of
-//! eight 128 KiB calls between two namespaces over a veth pair, at about half the CPU per GB
-//! (docs/PERFORMANCE.md, "Writing in 1 MiB"); why the kernel does so much better with the
-//! larger call is not established. A paced sender keeps the block: its bursts are blocks.
+//! The sender writes [`SendOptions::block`] bytes a call, and up to [`SendOptions::grow_to`]
+//! as its own rate allows ([`WriteSizer`]): the spec's write size (`TestSpec::write_size`),
+//! 1 MiB for an unpaced bulk test without `-l`. Under the unsent-queue limit
+//! ([`crate::traffic::unsent`]) one 1 MiB call moved 2.4–3× the bytes of eight 128 KiB calls
+//! between two namespaces over a veth pair, at about half the CPU per GB (docs/PERFORMANCE.md,
+//! "Writing in 1 MiB"); why the kernel does so much better with the larger call is not
+//! established. A slow flow gains nothing from it and lost much: 16 hosts × 5 flows through a
+//! 1 Gbit/s `tbf` (12 Mbit/s a flow, so one 1 MiB call held 0.7 s of it) fell 10–26 % short
+//! of the link in 3 of 20 one-second fleets, where 128 and 256 KiB calls never did. So a call
+//! holds at most [`WriteSizer::SPAN`] of the flow's measured rate, at least a block: 1 MiB
+//! from about 4 Gbit/s a stream. A paced sender writes [`WriteSizer::PACED_STEP`] of its target
+//! rate a wake-up (iperf3's pacing timer), so at 10 Gbit/s it wakes about 1,200 times a second
+//! instead of 9,500 for 128 KiB blocks: its CPU per GB fell to 0.63–0.84 of the block-sized
+//! pacer's, and `-P 4 -b 10G` pinned reached 40 Gbit/s where that one reached 23–26
+//! (docs/PERFORMANCE.md, "Paced in 1 ms steps"). `-b RATE/N` keeps bursts of blocks.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
@@ -29,8 +38,11 @@ use crate::traffic::{ByteBudget, LoopError, StreamCounters, TrafficControl};
 /// How a sender sends.
 #[derive(Debug, Clone, Copy)]
 pub struct SendOptions<'a> {
-    /// Bytes per write call.
+    /// Bytes per write call at the start, and the least a call asks for.
     pub block: usize,
+    /// The most bytes per write call as the sender's rate allows ([`WriteSizer`]); at most
+    /// `buf`'s length. `block` (or less) keeps every call at `block`.
+    pub grow_to: usize,
     /// Pacing target in bits per second; 0 = as fast as possible.
     pub bits_per_second: u64,
     /// iperf3's burst (`-b RATE/BURST`): blocks written back to back before the pacing
@@ -56,16 +68,18 @@ pub fn send_loop(
 ) -> Result<(), LoopError> {
     let mut sent: u64 = 0;
     let mut limiter = opts.unsent.and_then(|u| u.start(sock, Instant::now()));
+    let mut sizer = WriteSizer::new(&opts, Instant::now());
     counters.first_byte_moves();
     while !ctl.stopping() {
+        let size = sizer.size();
         let want = match opts.budget {
-            Some(b) => b.claim(opts.block as u64) as usize,
-            None => opts.block,
+            Some(b) => b.claim(size as u64) as usize,
+            None => size,
         };
         if want == 0 {
             break;
         }
-        pace(start, burst_start(sent, opts.block, opts.burst), opts.bits_per_second, ctl);
+        pace(start, burst_start(sent, size, opts.burst), opts.bits_per_second, ctl);
         let mut left = want;
         while left > 0 {
             let r = match opts.zerocopy {
@@ -81,6 +95,7 @@ pub fn send_loop(
                     if let Some(l) = limiter.as_mut() {
                         l.observe(sock, sent, Instant::now());
                     }
+                    sizer.observe(sent, Instant::now());
                 }
                 Err(e) if is_timeout(&e) => {
                     if ctl.aborted() {
@@ -202,6 +217,57 @@ impl WakeBatcher {
     }
 }
 
+/// How many bytes a sender's next write call asks for, between its block and its largest
+/// write size ([`SendOptions::grow_to`]). Unpaced: [`WriteSizer::SPAN`] of its rate measured
+/// over [`RateFollower::WINDOW`], starting at the block. Paced: [`WriteSizer::PACED_STEP`] of
+/// its target rate, fixed, so the pacer wakes once per step.
+#[derive(Debug)]
+pub struct WriteSizer {
+    size: usize,
+    follower: Option<RateFollower>,
+}
+
+impl WriteSizer {
+    /// How much of the flow's rate one unpaced call holds: 1 MiB from 4.2 Gbit/s, a 128 KiB
+    /// block below 524 Mbit/s; a 12 Mbit/s flow's call stays far below an interval's time.
+    pub const SPAN: Duration = Duration::from_millis(2);
+    /// How much of its target rate a paced sender writes per wake-up: iperf3's default pacing
+    /// timer (`--pacing-timer 1000`), so the bursts are no longer than iperf3's.
+    pub const PACED_STEP: Duration = Duration::from_millis(1);
+
+    /// The sizer of a sender sending by `opts`.
+    pub fn new(opts: &SendOptions<'_>, now: Instant) -> Self {
+        let (block, grow_to) = (opts.block, opts.grow_to.max(opts.block));
+        if opts.bits_per_second > 0 {
+            let step = opts.bits_per_second as f64 / 8.0 * Self::PACED_STEP.as_secs_f64();
+            let size = (step as usize).clamp(block, grow_to);
+            return Self { size, follower: None };
+        }
+        let (min, max) = (to_u32(block), to_u32(grow_to));
+        let follower = (max > min).then(|| RateFollower::new(now, min, Self::SPAN, min, max));
+        Self { size: block, follower }
+    }
+
+    /// Bytes the next call asks for.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// Feeds the running byte total; an unpaced size follows once a window is over.
+    pub fn observe(&mut self, total: u64, now: Instant) {
+        if let Some(f) = self.follower.as_mut()
+            && let Some(target) = f.propose(total, now)
+        {
+            f.keep(target);
+            self.size = target as usize;
+        }
+    }
+}
+
+fn to_u32(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
 fn is_timeout(e: &std::io::Error) -> bool {
     matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut)
 }
@@ -260,6 +326,7 @@ mod tests {
             });
             let opts = SendOptions {
                 block: 65536,
+                grow_to: 65536,
                 bits_per_second: 0,
                 burst: 1,
                 budget: Some(&budget),
@@ -313,6 +380,7 @@ mod tests {
         let sc = StreamCounters::default();
         let opts = SendOptions {
             block: 65536,
+            grow_to: 65536,
             bits_per_second: 0,
             burst: 1,
             budget: None,
@@ -371,6 +439,45 @@ mod tests {
     }
 
     #[test]
+    fn write_size_follows_the_rate_between_block_and_largest() {
+        let t0 = Instant::now();
+        let opts = |bits_per_second, grow_to| SendOptions {
+            block: 131_072,
+            grow_to,
+            bits_per_second,
+            burst: 1,
+            budget: None,
+            zerocopy: None,
+            unsent: None,
+        };
+        let mut w = WriteSizer::new(&opts(0, 131_072), t0);
+        w.observe(62_500_000, t0 + Duration::from_millis(50));
+        assert_eq!(w.size(), 131_072, "nothing to grow to");
+        let mut w = WriteSizer::new(&opts(0, 1 << 20), t0);
+        assert_eq!(w.size(), 131_072, "starts at the block");
+        // 10 Gbit/s: 2 ms of it is 2.5 MB, capped at the largest size.
+        let t1 = t0 + Duration::from_millis(50);
+        w.observe(62_500_000, t1);
+        assert_eq!(w.size(), 1 << 20);
+        // 1 Gbit/s: 2 ms is 250 kB.
+        let t2 = t1 + Duration::from_millis(100);
+        w.observe(62_500_000 + 12_500_000, t2);
+        assert_eq!(w.size(), 250_000);
+        // 12 Mbit/s (a fleet's flow through a shared 1 Gbit/s link): back to the block.
+        let t3 = t2 + Duration::from_millis(100);
+        w.observe(62_500_000 + 12_500_000 + 150_000, t3);
+        assert_eq!(w.size(), 131_072);
+        // Paced: 1 ms of the target, fixed; at least a block, at most the largest size.
+        let mut w = WriteSizer::new(&opts(4_000_000_000, 1 << 20), t0);
+        assert_eq!(w.size(), 500_000, "4 Gbit/s: 500 kB a wake-up");
+        w.observe(1 << 30, t1);
+        assert_eq!(w.size(), 500_000, "the target, not the measured rate");
+        assert_eq!(WriteSizer::new(&opts(10_000_000_000, 1 << 20), t0).size(), 1 << 20);
+        assert_eq!(WriteSizer::new(&opts(100_000_000, 1 << 20), t0).size(), 131_072);
+        assert_eq!(WriteSizer::new(&opts(10_000_000_000, 131_072), t0).size(), 131_072, "-l");
+    }
+
+    #[test]
     fn a_burst_is_paced_from_its_first_block() {
         assert_eq!(super::burst_start(5000, 1000, 1), 5000, "no burst: every byte paced");
         assert_eq!(super::burst_start(4999, 1000, 5), 0, "inside the first burst: no wait");
@@ -397,6 +504,7 @@ mod tests {
             });
             let opts = SendOptions {
                 block: 8192,
+                grow_to: 8192,
                 bits_per_second: 40_000_000,
                 burst: 1,
                 budget: None,

@@ -39,7 +39,9 @@ impl StreamSet {
     /// Starts pool worker `index`: it waits for the start, then serves its inbox.
     pub(super) fn spawn_worker(&self, index: u32) -> Result<PoolWorker> {
         let (ctl, gate) = (self.ctl.clone(), self.gate.clone());
-        let block = self.spec.write_size() as usize;
+        // Pooled streams (more than 16) each carry a small share of the rate: they write in
+        // blocks, where a large call only slows a slow flow (`traffic::tcp::WriteSizer`).
+        let block = self.spec.block_bytes as usize;
         let read = self.spec.read_size() as usize;
         let opts = PoolOptions {
             block,
@@ -96,8 +98,12 @@ impl StreamSet {
         let (budget, zerocopy) = (self.budget.clone(), self.zerocopy.clone());
         let unsent = self.unsent.clone();
         let spec = &self.spec;
-        let (block, bps, burst) =
-            (spec.write_size() as usize, spec.bits_per_second, spec.burst_blocks());
+        let (block, grow_to, bps, burst) = (
+            spec.block_bytes as usize,
+            spec.write_size() as usize,
+            spec.bits_per_second,
+            spec.burst_blocks(),
+        );
         let read = spec.read_size() as usize;
         let name = format!("lr-{}-{id}", if role == StreamRole::Sender { "tx" } else { "rx" });
         let cpu = self.stream_cpu(id);
@@ -113,7 +119,9 @@ impl StreamSet {
             // Everything a stream needs is ready before the gate opens, so streams released
             // together (a fleet's hosts) reach their first byte together.
             let buf = match role {
-                StreamRole::Sender if zerocopy.is_none() => crate::traffic::pattern(block),
+                StreamRole::Sender if zerocopy.is_none() => {
+                    crate::traffic::pattern(block.max(grow_to))
+                }
                 StreamRole::Sender => Vec::new(),
                 StreamRole::Receiver => vec![0u8; read],
             };
@@ -124,6 +132,7 @@ impl StreamSet {
                 StreamRole::Sender => {
                     let opts = SendOptions {
                         block,
+                        grow_to,
                         bits_per_second: bps,
                         burst,
                         budget: budget.as_deref(),
