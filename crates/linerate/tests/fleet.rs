@@ -623,7 +623,10 @@ fn a_short_fleets_total_stays_within_the_link() {
         let (code, doc, err) = fleet.run(16, &["-P", "5", "-t", t]);
         assert_eq!(code, Some(0), "{err}");
         let total = f(&doc["summary"]["directions"][0]["total_bits_per_second"]);
-        assert!(total <= goodput * 1.005, "-t {t}: {total} above the link's goodput {goodput}");
+        // Above the goodput by at most 1 %: tbf's full 256 KB bucket adds up to 0.25 % over a
+        // one-second window, and the window's edges are spread evenly over interval samples
+        // (seen here: up to 100.4 % in 100 runs; this test failed once in 20 at 100.5 %).
+        assert!(total <= goodput * 1.01, "-t {t}: {total} above the link's goodput {goodput}");
         assert!(total >= goodput * 0.9, "-t {t}: {total} far below the link's goodput {goodput}");
     }
 }
