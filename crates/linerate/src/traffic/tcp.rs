@@ -67,8 +67,9 @@ pub fn send_loop(
     buf: &[u8],
 ) -> Result<(), LoopError> {
     let mut sent: u64 = 0;
-    let mut limiter = opts.unsent.and_then(|u| u.start(sock, Instant::now()));
-    let mut sizer = WriteSizer::new(&opts, Instant::now());
+    let begun = Instant::now();
+    let mut limiter = opts.unsent.and_then(|u| u.start(sock, begun));
+    let mut sizer = WriteSizer::new(&opts, begun);
     counters.first_byte_moves();
     while !ctl.stopping() {
         let size = sizer.size();
@@ -92,10 +93,12 @@ pub fn send_loop(
                     left -= n;
                     sent += n as u64;
                     counters.set_bytes(sent);
+                    // One clock read serves both followers of the sender's rate.
+                    let now = Instant::now();
                     if let Some(l) = limiter.as_mut() {
-                        l.observe(sock, sent, Instant::now());
+                        l.observe(sock, sent, now);
                     }
-                    sizer.observe(sent, Instant::now());
+                    sizer.observe(sent, now);
                 }
                 Err(e) if is_timeout(&e) => {
                     if ctl.aborted() {
