@@ -6,7 +6,8 @@ receiver in the other, copying and MSG_ZEROCOPY interleaved, each run SECONDS lo
 prints per mode the medians of: Gbit/s received, the sender's and the receiver's CPU seconds
 per GB, and the share of completions in which the kernel reports it copied after all
 (SO_EE_CODE_ZEROCOPY_COPIED). Both modes write 1 MiB a call under a 128 KiB unsent limit,
-as linerate's unpaced senders do.
+as linerate's unpaced senders do. Each run is one receiver and one sender started by
+benchlib.run_on_free_port, which bounds both and reaps them with wait4 for their CPU time.
 
 Usage: benches/zerocopy-veth.py [--reps N] [--time S] [--mtu 1500] [--write BYTES]
 Needs root, iproute2 and a C compiler; traffic stays inside the namespaces it creates.
@@ -34,31 +35,21 @@ def build():
 
 
 def one(exe, route, mode, seconds, write):
-    port = benchlib.free_port()
-    rx = subprocess.Popen(route.server_wrap + [exe, "recv", str(port), str(seconds)],
-                          stdout=subprocess.PIPE, text=True)
-    try:
-        for _ in range(50):
-            # The receiver listens once its namespace's socket is up; retry the connect.
-            tx = subprocess.run(route.client_wrap + [exe, "send", route.addr, str(port),
-                                                     str(seconds), mode, str(write)],
-                                capture_output=True, text=True, timeout=seconds + 20)
-            if tx.returncode == 0:
-                break
-            if "Connection refused" not in tx.stderr:
-                sys.exit(f"sender ({mode}): {tx.stderr.strip()}")
-        else:
-            sys.exit(f"sender ({mode}): the receiver never listened")
-        out, _ = rx.communicate(timeout=seconds + 20)
-    finally:
-        if rx.poll() is None:
-            rx.kill()
-    s, r = json.loads(tx.stdout), json.loads(out)
-    gb = r["bytes"] / 1e9
+    def commands(port):
+        return (route.server_wrap + [exe, "recv", str(port), str(seconds)],
+                route.client_wrap + [exe, "send", route.addr, str(port), str(seconds), mode,
+                                     str(write)])
+
+    got = benchlib.run_on_free_port(commands, seconds)
+    if got["client_status"] != 0 or got["server_status"] != 0:
+        sys.exit(f"{mode}: sender {got['client_status']} {got['client_err'].strip()}; "
+                 f"receiver {got['server_status']} {got['server_err'].strip()}")
+    s = json.loads(got["client_out"])
+    gb = s["bytes"] / 1e9
     return {
-        "gbps": r["bytes"] * 8 / r["seconds"] / 1e9,
-        "tx_cpu": s["cpu"] / gb,
-        "rx_cpu": r["cpu"] / gb,
+        "gbps": s["bytes"] * 8 / s["seconds"] / 1e9,
+        "tx_cpu": got["client_cpu"] / gb,
+        "rx_cpu": got["server_cpu"] / gb,
         "copied": s["copied"] / s["completions"] if s["completions"] else None,
     }
 
