@@ -12,6 +12,7 @@ use linerate::units::format_bits_per_second;
 use serde_json::Value;
 
 use crate::netns::{KillOnDrop, ip, namespaces_available, run_in, spawn_in};
+use crate::util::{Server, run, test_dir};
 
 /// The coordinator's link: what the fleet's total must come to.
 const LINK: &str = "1gbit";
@@ -611,6 +612,12 @@ fn a_targets_file_names_every_bad_line() {
 /// A short fleet's total stays within the link it crossed: 16 hosts × 5 flows for 1 s through
 /// the 1 Gbit/s shaper read 970–978 Mbit/s (102 % of its TCP goodput) when the shared window
 /// reached into each host's first and last interval samples, spread evenly over them.
+///
+/// The upper bound holds on every host. The lower one (90 %) is the run's own: it applies when
+/// the hosts started within a tenth of the test. A coordinator too slow to start 80 flows at
+/// once (a debug build on a 2-vCPU host: 0.33 s of start skew, 64–86 % of the link; the
+/// release binary 956 Mbit/s on the same host) measures late flows still in slow start, and
+/// its skew says so.
 #[test]
 fn a_short_fleets_total_stays_within_the_link() {
     let _serial = crate::util::exclusive();
@@ -627,6 +634,83 @@ fn a_short_fleets_total_stays_within_the_link() {
         // one-second window, and the window's edges are spread evenly over interval samples
         // (seen here: up to 100.4 % in 100 runs; this test failed once in 20 at 100.5 %).
         assert!(total <= goodput * 1.01, "-t {t}: {total} above the link's goodput {goodput}");
-        assert!(total >= goodput * 0.9, "-t {t}: {total} far below the link's goodput {goodput}");
+        // The floor holds only for a fleet whose hosts started together: one that took a
+        // tenth of its test to start them (a debug build on a 2-vCPU host: 0.33 s of 1 s)
+        // measures a window where late flows are still in slow start, and says so.
+        let skew = f(&doc["summary"]["skew"]["start_seconds"]);
+        let seconds: f64 = t.parse().expect("t");
+        eprintln!(
+            "-t {t}: {:.0} % of the goodput, start skew {skew:.3} s",
+            100.0 * total / goodput
+        );
+        if skew < 0.1 * seconds {
+            assert!(
+                total >= goodput * 0.9,
+                "-t {t}: {total} far below the link's goodput {goodput}, hosts started within {skew} s"
+            );
+        }
+    }
+}
+
+/// `--wait-agents` with `--expect`: a fleet started before its agent waits for it (on
+/// loopback, the agent starts 2 s later), and a second fleet on the same history waits for
+/// the first to finish (the requester lock): their runs never overlap. Too few agents past
+/// the wait is a failure naming what answered.
+#[test]
+fn a_fleet_waits_for_a_late_agent_and_a_second_one_for_its_turn() {
+    let dir = test_dir("fleet-wait");
+    let db = dir.join("history.sqlite");
+    let db = db.to_str().expect("path");
+    let port = crate::util::free_port();
+    let target = format!("127.0.0.1:{port}");
+    let args = ["fleet", "--each-address", &target, "--wait-agents", "30s", "--expect", "1"];
+    let args: Vec<String> =
+        [&args[..], &["-t", "1", "--db", db]].concat().iter().map(|s| s.to_string()).collect();
+    let spawn = |args: Vec<String>| {
+        std::thread::spawn(move || {
+            let a: Vec<&str> = args.iter().map(String::as_str).collect();
+            run(&a, Duration::from_secs(60))
+        })
+    };
+    let first = spawn(args.clone());
+    std::thread::sleep(Duration::from_millis(700));
+    let second = spawn(args);
+    std::thread::sleep(Duration::from_millis(1300));
+    let _agent = Server::start_on(port);
+    let (first, second) = (first.join().expect("first"), second.join().expect("second"));
+    for (what, out) in [("first", &first), ("second", &second)] {
+        assert_eq!(out.code, Some(0), "{what}: {}{}", out.stdout, out.stderr);
+    }
+    let (waited_agents, waited_turn) = match first.stderr.contains("requester lock") {
+        false => (&first, &second),
+        true => (&second, &first),
+    };
+    assert!(
+        waited_agents.stderr.contains("waiting for the agents: 0 of 1 agent(s) answer"),
+        "{}",
+        waited_agents.stderr
+    );
+    assert!(waited_turn.stderr.contains("waiting for a fleet (pid"), "{}", waited_turn.stderr);
+    let history = run(&["history", "--db", db, "-J"], Duration::from_secs(20));
+    let runs: Value = serde_json::from_str(&history.stdout).expect("history JSON");
+    let mut starts: Vec<u64> = runs
+        .as_array()
+        .expect("runs")
+        .iter()
+        .map(|r| r["started_unix_ms"].as_u64().expect("start"))
+        .collect();
+    starts.sort_unstable();
+    assert_eq!(starts.len(), 2, "{runs}");
+    assert!(
+        starts[1] - starts[0] >= 1000,
+        "the second fleet started inside the first's 1 s test: {starts:?}"
+    );
+
+    let two =
+        ["fleet", "--each-address", &target, "--wait-agents", "1s", "--expect", "2", "--no-store"];
+    let out = run(&[&two[..], &["-t", "0.5"]].concat(), Duration::from_secs(30));
+    assert_eq!(out.code, Some(3), "{}{}", out.stdout, out.stderr);
+    for words in ["waited 1 s", "1 of 1 agent(s) answer (127.0.0.1:", "; 2 expected (--expect)"] {
+        assert!(out.stderr.contains(words), "{words:?} not in: {}", out.stderr);
     }
 }

@@ -19,6 +19,27 @@ fn tc(args: &[&str]) {
     assert!(out.status.success(), "tc {args:?}: {}", String::from_utf8_lossy(&out.stderr));
 }
 
+/// Joins namespace `agent_ns` to bridge `bridge` of namespace `hub` with a veth pair
+/// (`<ns>i` inside, `<ns>o` on the bridge) and gives it `addr`/24; the two ends' names.
+fn join_bridge(hub: &str, bridge: &str, agent_ns: &str, addr: &str) -> (String, String) {
+    let (inner, outer) = (format!("{agent_ns}i"), format!("{agent_ns}o"));
+    ip(&["link", "add", &inner, "type", "veth", "peer", "name", &outer]);
+    ip(&["link", "set", &inner, "netns", agent_ns]);
+    ip(&["link", "set", &outer, "netns", hub]);
+    ip(&["-n", hub, "link", "set", &outer, "master", bridge]);
+    ip(&["-n", hub, "link", "set", &outer, "up"]);
+    ip(&["-n", agent_ns, "addr", "add", &format!("{addr}/24"), "dev", &inner]);
+    ip(&["-n", agent_ns, "link", "set", &inner, "up"]);
+    (inner, outer)
+}
+
+/// An agent (`server --agent`) in namespace `ns` on `addr`, naming its node (and zone).
+fn agent_in(ns: &str, addr: &str, key: &str, node: &str, zone: Option<&str>) -> KillOnDrop {
+    let mut args = vec!["server", "-B", addr, "--agent", "--psk-file", key, "--node-name", node];
+    args.extend(zone.iter().flat_map(|z| ["--zone", z]));
+    KillOnDrop(spawn_in(ns, &args))
+}
+
 fn key_file(dir: &std::path::Path, name: &str, byte: u8) -> String {
     let path = dir.join(name);
     std::fs::write(&path, vec![byte; 32]).expect("key");
@@ -57,37 +78,27 @@ fn six_agents_in_two_zones_report_every_pair_and_name_the_slow_cross_zone_pairs(
     let mut targets = Vec::new();
     for (i, agent_ns) in ns.0[1..].iter().enumerate() {
         let zone = if i < 3 { "a" } else { "b" };
-        let (inner, outer) = (format!("{agent_ns}i"), format!("{agent_ns}o"));
-        ip(&["link", "add", &inner, "type", "veth", "peer", "name", &outer]);
-        ip(&["link", "set", &inner, "netns", agent_ns]);
-        ip(&["link", "set", &outer, "netns", hub]);
-        ip(&["-n", hub, "link", "set", &outer, "master", &format!("br{zone}")]);
-        ip(&["-n", hub, "link", "set", &outer, "up"]);
         let addr = format!("10.231.{net}.{}", i + 1);
-        ip(&["-n", agent_ns, "addr", "add", &format!("{addr}/24"), "dev", &inner]);
-        ip(&["-n", agent_ns, "link", "set", &inner, "up"]);
-        let node = format!("node{}", i + 1);
-        agents.push(KillOnDrop(spawn_in(
-            agent_ns,
-            &[
-                "server",
-                "-B",
-                &addr,
-                "--agent",
-                "--psk-file",
-                &key,
-                "--node-name",
-                &node,
-                "--zone",
-                zone,
-            ],
-        )));
+        join_bridge(hub, &format!("br{zone}"), agent_ns, &addr);
+        agents.push(agent_in(agent_ns, &addr, &key, &format!("node{}", i + 1), Some(zone)));
         targets.push(format!("{addr}:5201=n{}", i + 1));
     }
     std::thread::sleep(Duration::from_millis(500));
     let db = dir.join("h.db");
-    let mut args =
-        vec!["mesh", "--psk-file", &key, "-t", "1", "--repeat", "2", "--seed", "5", "-J"];
+    // The zones share one link: pairs one at a time, so each figure is its path's alone.
+    let mut args = vec![
+        "mesh",
+        "--psk-file",
+        &key,
+        "-t",
+        "1",
+        "--repeat",
+        "2",
+        "--seed",
+        "5",
+        "-J",
+        "--serial",
+    ];
     args.extend(["--db", db.to_str().expect("path")]);
     args.extend(targets.iter().map(String::as_str));
     let out = run_in(hub, &args);
@@ -287,4 +298,209 @@ fn meshes_over_two_addresses_of_the_same_nodes_compare_pair_by_pair() {
         let row = row.unwrap_or_else(|| panic!("no row {pair:?}: {}", out.stdout));
         assert!(row.contains("(n=2)") && !row.contains("n/a"), "both meshes measured it: {row}");
     }
+}
+
+/// A mesh over a name that gives one agent (a one-node cluster) waits its window, then says
+/// there is no pair and what to run instead: exit 3, not a usage error.
+#[test]
+fn a_one_node_mesh_says_there_is_no_pair_to_test() {
+    let dir = test_dir("mesh-one-node");
+    let key = key_file(&dir, "psk", b'k');
+    let agent =
+        Server::start(&["-B", "127.0.0.1", "--agent", "--psk-file", &key, "--node-name", "node-a"]);
+    let target = format!("127.0.0.1:{}", agent.port);
+    let args = ["mesh", "--each-address", &target, "--wait-agents", "1s", "--psk-file", &key];
+    let out = run(&[&args[..], &["-t", "0.5", "--no-store"]].concat(), Duration::from_secs(30));
+    assert_eq!(out.code, Some(3), "{}{}", out.stdout, out.stderr);
+    for words in ["1 of 1 agent(s) answer (node-a)", "at least 2 agents", "one-node cluster"] {
+        assert!(out.stderr.contains(words), "{words:?} not in: {}", out.stderr);
+    }
+}
+
+/// 20 agents on one bridge, each node's link shaped to 50 Mbit/s, one of them dead (its
+/// namespace drops TCP): with the defaults (rounds of disjoint pairs), every one of the 342
+/// live ordered pairs gets its result, the dead agent is found once at the pre-flight and its
+/// 38 pairs are stored as failed without being run, and the whole mesh takes at most 150 s
+/// (one pair at a time it took 540 s and stopped at the dead agent). Then `--dry-run` plans
+/// 1,000 agents without contacting anyone, in well under a second.
+#[test]
+fn twenty_agents_one_dead_run_in_rounds_and_every_live_pair_is_measured() {
+    if !namespaces_available() {
+        return;
+    }
+    let _g = crate::util::exclusive();
+    let dir = test_dir("mesh-rounds");
+    let key = key_file(&dir, "psk", b'r');
+    let n = 20;
+    let mut names = vec!["h".to_string()];
+    names.extend((1..=n).map(|i| format!("a{i}")));
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let ns = Namespaces::new("mr", &refs);
+    let hub = &ns.0[0];
+    let net = 1 + (std::process::id() % 200) as u8;
+    ip(&["-n", hub, "link", "add", "mbr", "type", "bridge"]);
+    ip(&["-n", hub, "link", "set", "mbr", "up"]);
+    ip(&["-n", hub, "addr", "add", &format!("10.232.{net}.250/24"), "dev", "mbr"]);
+    let mut agents = Vec::new();
+    let mut targets = Vec::new();
+    for (i, agent_ns) in ns.0[1..].iter().enumerate() {
+        let addr = format!("10.232.{net}.{}", i + 1);
+        let (inner, outer) = join_bridge(hub, "mbr", agent_ns, &addr);
+        // Each node's link, both ways: the CPU is not what limits a pair.
+        for (netns, dev) in [(agent_ns.as_str(), inner.as_str()), (hub.as_str(), outer.as_str())] {
+            tc(&[
+                "-n", netns, "qdisc", "replace", "dev", dev, "root", "tbf", "rate", "50mbit",
+                "burst", "64kb", "latency", "50ms",
+            ]);
+        }
+        agents.push(agent_in(agent_ns, &addr, &key, &format!("node{:02}", i + 1), None));
+        targets.push(addr);
+    }
+    // The last agent's node is dead: its namespace drops every TCP segment.
+    let dead_ns = &ns.0[n];
+    let rule = std::process::Command::new("ip")
+        .args(["netns", "exec", dead_ns, "iptables", "-A", "INPUT", "-p", "tcp", "-j", "DROP"])
+        .output()
+        .expect("iptables");
+    assert!(rule.status.success(), "iptables: {}", String::from_utf8_lossy(&rule.stderr));
+    std::thread::sleep(Duration::from_millis(500));
+    let db = dir.join("h.db");
+    let mut args = vec!["mesh", "--psk-file", &key, "-t", "1", "--repeat", "1", "-J"];
+    args.extend(["--connect-timeout", "3", "--db", db.to_str().expect("path")]);
+    args.extend(targets.iter().map(String::as_str));
+    let out = run_in(hub, &args);
+    eprintln!("20 agents, one dead: {:.1} s", out.elapsed.as_secs_f64());
+    assert_eq!(
+        out.code,
+        Some(3),
+        "failed pairs end the mesh with 3: {}\n{}",
+        out.stdout,
+        out.stderr
+    );
+    assert!(out.elapsed < Duration::from_secs(150), "the mesh took {:?}", out.elapsed);
+    let doc: Value = serde_json::from_str(&out.stdout).expect("one JSON document");
+    let runs = doc["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 380, "every ordered pair once");
+    let cells = doc["summary"]["cells"].as_array().expect("cells");
+    let dead_node = "node20";
+    let (mut live_ok, mut dead_failed) = (0, 0);
+    for r in runs {
+        let i = r["cell"].as_u64().expect("cell index") as usize;
+        let label = cells[i]["label"].as_str().expect("label").to_string();
+        let outcome = &r["record"]["outcome"];
+        if label.split(" -> ").any(|end| end == dead_node || end.starts_with(&targets[n - 1])) {
+            assert_eq!(outcome["status"], "failed", "a pair of the dead agent: {label}");
+            let error = outcome["error"].as_str().unwrap_or_default();
+            assert!(error.contains("not reachable at pre-flight"), "{label}: {error}");
+            dead_failed += 1;
+        } else {
+            assert_eq!(outcome["status"], "completed", "a live pair: {label}: {outcome}");
+            live_ok += 1;
+        }
+    }
+    assert_eq!((live_ok, dead_failed), (342, 38), "(dead agent {dead_node})");
+    let gone = doc["summary"]["agents_gone"].as_array().expect("agents_gone");
+    assert_eq!(gone.len(), 1, "{gone:?}");
+    assert!(gone[0]["why"].as_str().unwrap_or("").contains("not reachable at pre-flight"));
+    // Every node's own link is the bottleneck, the bridge is not: the check stays silent.
+    let check = &doc["summary"]["interference"];
+    assert_eq!(check["pairs"].as_array().map(Vec::len), Some(8), "{check}");
+    let finding = check["finding"].as_str().unwrap_or_default();
+    assert!(finding.contains("did not disturb each other"), "{check}");
+    drop(agents);
+
+    // The plan of 1,000 agents (999,000 pairs), contacting nobody.
+    let file = dir.join("thousand");
+    let list: String =
+        (0..1000).map(|i| format!("10.233.{}.{}:5201\n", i / 250, 1 + i % 250)).collect();
+    std::fs::write(&file, list).expect("targets file");
+    let f = file.to_str().expect("path");
+    let plan = run(
+        &["mesh", "--targets", f, "--psk-file", &key, "-t", "1", "--repeat", "1", "--dry-run"],
+        Duration::from_secs(20),
+    );
+    assert_eq!(plan.code, Some(0), "{}", plan.stderr);
+    assert!(plan.elapsed < Duration::from_secs(2), "planning took {:?}", plan.elapsed);
+    assert!(
+        plan.stdout.contains(
+            "Plan: 1000 agents, 999000 ordered pairs × 1 run in 1998 rounds of disjoint pairs"
+        ),
+        "{}",
+        plan.stdout
+    );
+}
+
+/// The interference check: four agents, two per zone, every node's link shaped to 200 Mbit/s
+/// and the link between the zones to 100 Mbit/s each way. In a round where two pairs cross
+/// the zones the same way they share that link (about 50 Mbit/s each, 100 alone): the check,
+/// run on every pair, names them and says to rerun with --serial; the same-zone pairs, alone
+/// on their node links, are not named.
+#[test]
+fn the_interference_check_names_pairs_that_shared_a_link_in_their_round() {
+    if !namespaces_available() {
+        return;
+    }
+    let _g = crate::util::exclusive();
+    let dir = test_dir("mesh-interference");
+    let key = key_file(&dir, "psk", b'i');
+    let ns = Namespaces::new("mi", &["h", "1", "2", "3", "4"]);
+    let hub = &ns.0[0];
+    let net = 1 + (std::process::id() % 200) as u8;
+    for br in ["bra", "brb"] {
+        ip(&["-n", hub, "link", "add", br, "type", "bridge"]);
+        ip(&["-n", hub, "link", "set", br, "up"]);
+    }
+    let shape = |netns: &str, dev: &str, rate: &str| {
+        tc(&[
+            "-n", netns, "qdisc", "replace", "dev", dev, "root", "tbf", "rate", rate, "burst",
+            "64kb", "latency", "50ms",
+        ]);
+    };
+    ip(&["-n", hub, "link", "add", "xa", "type", "veth", "peer", "name", "xb"]);
+    for (dev, br) in [("xa", "bra"), ("xb", "brb")] {
+        ip(&["-n", hub, "link", "set", dev, "master", br]);
+        ip(&["-n", hub, "link", "set", dev, "up"]);
+        shape(hub, dev, "100mbit");
+    }
+    ip(&["-n", hub, "addr", "add", &format!("10.234.{net}.100/24"), "dev", "bra"]);
+    let mut agents = Vec::new();
+    let mut targets = Vec::new();
+    for (i, agent_ns) in ns.0[1..].iter().enumerate() {
+        let zone = if i < 2 { "a" } else { "b" };
+        let addr = format!("10.234.{net}.{}", i + 1);
+        let (inner, outer) = join_bridge(hub, &format!("br{zone}"), agent_ns, &addr);
+        shape(agent_ns, &inner, "200mbit");
+        shape(hub, &outer, "200mbit");
+        agents.push(agent_in(agent_ns, &addr, &key, &format!("node{}", i + 1), Some(zone)));
+        targets.push(addr);
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let mut args = vec!["mesh", "--psk-file", &key, "-t", "2", "--repeat", "1", "--no-store", "-J"];
+    args.extend(["--interference-sample", "12"]);
+    args.extend(targets.iter().map(String::as_str));
+    let out = run_in(hub, &args);
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    let doc: Value = serde_json::from_str(&out.stdout).expect("one JSON document");
+    let check = &doc["summary"]["interference"];
+    let pairs = check["pairs"].as_array().expect("the check's pairs");
+    assert_eq!(pairs.len(), 12, "{check}");
+    let zone = |node: &str| if node == "node1" || node == "node2" { "a" } else { "b" };
+    let crosses = |p: &Value| {
+        let label = p["pair"].as_str().expect("pair");
+        let (a, b) = label.split_once(" -> ").expect("a -> b");
+        zone(a) != zone(b)
+    };
+    let disturbed: Vec<&Value> = pairs.iter().filter(|p| p["disturbed"] == true).collect();
+    assert!(
+        !disturbed.is_empty(),
+        "no pair named, though two cross-zone pairs shared the link: {check}"
+    );
+    for p in &disturbed {
+        assert!(crosses(p), "a same-zone pair named disturbed: {p}");
+        let lost = p["lost_percent"].as_f64().expect("lost");
+        assert!(lost > 30.0, "a shared 100 Mbit/s link halves each pair: {p}");
+    }
+    let finding = check["finding"].as_str().expect("finding");
+    assert!(finding.contains("lost") && finding.contains("--serial"), "{finding}");
+    assert!(finding.contains("the fabric between the zones is shared"), "{finding}");
 }

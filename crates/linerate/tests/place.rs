@@ -55,7 +55,7 @@ fn every_result_names_the_node_and_zone_its_server_was_given() {
         text.stdout.lines().find(|l| l.starts_with(&format!("{label} "))).unwrap_or("").to_string()
     };
     assert!(row("a").starts_with("a (node node-a, zone zone-1) "), "{}", text.stdout);
-    assert!(row("b").starts_with("b (node node-b) "), "{}", text.stdout);
+    assert!(row("b").starts_with("b (node node-b, zone unknown) "), "{}", text.stdout);
     assert!(!row("plain").contains("node"), "{}", text.stdout);
 }
 

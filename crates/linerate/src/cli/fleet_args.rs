@@ -26,6 +26,8 @@ pub struct FleetArgs {
     /// round-robin DNS) becomes one target per address, labelled NAME/ADDRESS.
     #[arg(long = "each-address")]
     pub each_address: bool,
+    #[command(flatten)]
+    pub agent_wait: AgentWaitArgs,
     // A scaling curve's rounds and resume: the flags every repeated experiment shares, made
     // to need --scale, with one run per host count by default (`repeat::for_curves`).
     #[command(flatten)]
@@ -36,6 +38,27 @@ pub struct FleetArgs {
     pub test: TestArgs,
     #[command(flatten)]
     pub store: StoreArgs,
+}
+
+/// How long a fleet or a mesh waits for the agents its names resolve to (both commands).
+#[derive(Debug, Args)]
+pub struct AgentWaitArgs {
+    /// With --each-address: wait up to DURATION (e.g. 5m) until the agents the names resolve
+    /// to all answer and none has come or gone for 10 s (or --expect of them answer), instead
+    /// of taking whatever answers at the start. For a Job that starts beside its agents.
+    #[arg(long = "wait-agents", value_name = "DURATION", requires = "each_address", value_parser = super::args::seconds)]
+    pub wait_agents: Option<std::time::Duration>,
+    /// With --each-address: N agents are expected; start once N answer (with --wait-agents,
+    /// wait for them; past the wait, fail naming those that answered).
+    #[arg(long = "expect", value_name = "N", requires = "each_address", value_parser = |s: &str| super::args::whole::<usize>(s, 1..=4096))]
+    pub expect: Option<usize>,
+}
+
+impl AgentWaitArgs {
+    /// The plan's wait.
+    pub(super) fn plan(&self) -> crate::plan::fleet::AgentWait {
+        crate::plan::fleet::AgentWait { wait: self.wait_agents.unwrap_or_default(), expect: self.expect }
+    }
 }
 
 /// The targets given on the command line, then those of `--targets FILE`: a fleet's servers,
@@ -142,6 +165,7 @@ pub(super) fn fleet_plan(a: FleetArgs) -> Result<FleetPlan, String> {
         repeat,
         seed,
         each_address: a.each_address,
+        agent_wait: a.agent_wait.plan(),
         until_ci,
         max_repeat,
         resume,

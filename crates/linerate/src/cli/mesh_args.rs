@@ -22,9 +22,28 @@ pub struct MeshArgs {
     /// becomes one agent per address, labelled NAME/ADDRESS.
     #[arg(long = "each-address")]
     pub each_address: bool,
+    #[command(flatten)]
+    pub agent_wait: super::fleet_args::AgentWaitArgs,
     /// Test a seeded sample of N ordered pairs instead of every one (n agents have n(n-1)).
     #[arg(long = "pairs", value_name = "N", value_parser = |s: &str| super::args::whole::<usize>(s, 1..=1_000_000))]
     pub pairs: Option<usize>,
+    /// One pair at a time, as k8s-netperf does: for fabrics where disjoint pairs still share a
+    /// bottleneck (a spine, an uplink). By default every agent takes part in at most one test
+    /// at a time and a round's disjoint pairs run at once (about 2(N-1) rounds for N agents).
+    #[arg(long = "serial", conflicts_with = "concurrency")]
+    pub serial: bool,
+    /// At most K pairs at once (each a thread and a control connection here; at most 512).
+    #[arg(long = "concurrency", value_name = "K", value_parser = |s: &str| super::args::whole::<usize>(s, 1..=crate::plan::mesh::MAX_CONCURRENCY as u64))]
+    pub concurrency: Option<usize>,
+    /// After the rounds, run N sampled pairs again alone, one at a time, and say whether the
+    /// pairs of a round disturbed each other (a shared spine or uplink); 0 skips the check.
+    /// Not run with --serial.
+    #[arg(long = "interference-sample", value_name = "N", default_value_t = crate::plan::mesh::DEFAULT_INTERFERENCE_SAMPLE, value_parser = |s: &str| super::args::whole::<usize>(s, 0..=10_000))]
+    pub interference: usize,
+    /// Print the plan (agents, pairs, rounds, schedule, estimated time) and exit: no agent is
+    /// contacted (names are resolved with --each-address).
+    #[arg(long = "dry-run")]
+    pub dry_run: bool,
     #[command(flatten)]
     pub rounds: super::repeat::RoundsArgs,
     #[command(flatten)]
@@ -68,6 +87,14 @@ pub(super) fn mesh_plan(a: MeshArgs) -> Result<MeshPlan, String> {
         base,
         sample: a.pairs,
         each_address: a.each_address,
+        agent_wait: a.agent_wait.plan(),
+        concurrency: match (a.serial, a.concurrency) {
+            (true, _) => 1,
+            (false, Some(k)) => k,
+            (false, None) => crate::plan::mesh::MAX_CONCURRENCY,
+        },
+        dry_run: a.dry_run,
+        interference: a.interference,
         repeat,
         until_ci,
         max_repeat,

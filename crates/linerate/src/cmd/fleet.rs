@@ -62,12 +62,16 @@ const FDS_PER_HOST_EXTRA: u64 = 4;
 
 /// Runs `linerate fleet`: a single fleet, or with `--scale` its curve.
 pub fn run(plan: &FleetPlan, interrupt: &Interrupt) -> Result<ExitCode> {
-    let targets = fleet::expanded(plan).map_err(|e| Failure::new(FailureKind::Network, e))?;
+    let text = plan.base.output == OutputFormat::Text;
+    let console = super::console(text);
+    let _lock = keep::requester_lock(&plan.base.store, "fleet", &console, interrupt)?;
+    let mut status = |s: &str| console.show(&Notice::AwaitingAgents(s));
+    let (each, wait) = (plan.each_address, plan.agent_wait);
+    let targets = fleet::discover(&plan.targets, each, wait, 1, &plan.base, interrupt, &mut status)
+        .map_err(|e| Failure::new(FailureKind::Network, e))?;
     let plan = &FleetPlan { targets, ..plan.clone() };
     check_descriptors(plan)?;
     let curve = !plan.scale.is_empty();
-    let text = plan.base.output == OutputFormat::Text;
-    let console = super::console(text);
     let Opened { mut runs, group, plan, earlier } = open(plan, interrupt, &console)?;
     let plan = &plan;
     if text {

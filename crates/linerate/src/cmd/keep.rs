@@ -133,6 +133,59 @@ impl<'a> GroupRuns<'a> {
     }
 }
 
+/// How often a requester waiting for the history's requester lock looks again.
+const LOCK_POLL: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// The history's requester lock (`history.sqlite.requester-lock`, beside the database), held
+/// by a fleet or a mesh for as long as it runs: two of them on one history (the fleet and the
+/// mesh Job of one Kubernetes overlay, a scheduled mesh that overlaps the next) would load
+/// the same agents at once and spoil each other's figures, so the second waits for the first,
+/// saying who holds it. Without a history (`--no-store`) there is nothing to share and no
+/// lock; a lock file that cannot be made is no reason to lose a run (None, no wait).
+pub fn requester_lock(
+    plan: &StorePlan,
+    what: &str,
+    console: &Console,
+    interrupt: &crate::session::Interrupt,
+) -> anyhow::Result<Option<crate::sys::lock::FileLock>> {
+    let Some(db) = plan.path.as_ref() else { return Ok(None) };
+    let mut name = db.file_name().unwrap_or_default().to_os_string();
+    name.push(".requester-lock");
+    let path = db.with_file_name(name);
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    let mut told = false;
+    loop {
+        match crate::sys::lock::try_lock(&path) {
+            Ok(Some(mut lock)) => {
+                let since = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_millis() as u64);
+                let who = format!(
+                    "a {what} (pid {}, started {} UTC)",
+                    std::process::id(),
+                    crate::report::history::utc(since)
+                );
+                let _ = lock.say(&who);
+                return Ok(Some(lock));
+            }
+            Ok(None) => {}
+            Err(_) => return Ok(None),
+        }
+        if !told {
+            let who = crate::sys::lock::holder(&path);
+            let who = if who.is_empty() { "another fleet or mesh".to_string() } else { who };
+            console.show(&Notice::AwaitingLock(&who));
+            told = true;
+        }
+        if interrupt.count() > 0 {
+            return Err(super::failed::interrupted(interrupt, "nothing ran"));
+        }
+        std::thread::sleep(LOCK_POLL);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use linerate_proto::{SideResults, TestSpec};

@@ -22,14 +22,61 @@ use crate::store::{GroupKind, GroupParams, RunKind};
 /// and findings (or one JSON document).
 pub fn run(plan: &MeshPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     let base = &plan.base;
-    let console = super::console(base.output == OutputFormat::Text);
-    let agents = crate::session::fleet::expand(&plan.agents, plan.each_address, base.family)
-        .map_err(Failure::usage)?;
-    check_agents(&agents).map_err(Failure::usage)?;
+    let text = base.output == OutputFormat::Text;
+    let console = super::console(text);
+    let _lock = match plan.dry_run {
+        true => None,
+        false => keep::requester_lock(&base.store, "mesh", &console, interrupt)?,
+    };
+    let mut status = |s: &str| console.show(&Notice::AwaitingAgents(s));
+    let (each, least) = (plan.each_address, crate::plan::mesh::MIN_AGENTS);
+    // A dry run contacts no agent: the names are resolved once, nobody is greeted.
+    let wait = if plan.dry_run { Default::default() } else { plan.agent_wait };
+    let agents =
+        crate::session::fleet::discover(&plan.agents, each, wait, least, base, interrupt, &mut status)
+            .map_err(|e| match wait.awaits() {
+                true if e.contains(crate::session::agents::TOO_FEW) => {
+                    Failure::new(crate::record::FailureKind::Network, one_node(&e))
+                }
+                true => Failure::new(crate::record::FailureKind::Network, e),
+                false => Failure::usage(e),
+            })?;
+    check_agents(&agents).map_err(|e| match plan.each_address {
+        // What the names resolve to decides, not what was typed: the cluster has too few nodes.
+        true => Failure::new(crate::record::FailureKind::Network, one_node(&e)),
+        false => Failure::usage(e),
+    })?;
+    if plan.dry_run {
+        let shape = shape(plan, agents.len(), &pairs(agents.len(), plan.sample, plan.seed), &[]);
+        writeln!(std::io::stdout().lock(), "{}", crate::report::mesh::plan_line(&shape, None))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    check_descriptors(plan.concurrency.min(agents.len() / 2).max(1))?;
+    let greeted = crate::session::mesh::preflight(&agents, base);
+    if let Some((a, why)) = agents.iter().zip(&greeted).find_map(|(a, g)| match g {
+        Err(u) if u.refused => Some((a, u.why.clone())),
+        _ => None,
+    }) {
+        let why = crate::units::peer_text::escape(&why);
+        let msg = format!(
+            "agent {} refuses this requester at pre-flight: {why}; no test was started",
+            a.label
+        );
+        return Err(Failure::new(crate::record::FailureKind::Refused, msg).into());
+    }
+    let unreached: std::collections::HashMap<(String, u16), String> = agents
+        .iter()
+        .zip(&greeted)
+        .filter_map(|(a, g)| {
+            let why = g.as_ref().err()?;
+            let why = crate::units::peer_text::escape(&why.why);
+            Some(((a.host.clone(), a.port), format!("not reachable at pre-flight: {why}")))
+        })
+        .collect();
     let agents = if crate::plan::mesh::labelled(&plan.agents) {
         agents
     } else {
-        crate::session::mesh::named_by_node(&agents, base)
+        crate::session::mesh::named_by_node(&agents, &greeted)
     };
     let mut store = keep::open(&base.store, &console);
     let rounds = crate::plan::StoredRounds::of(plan.repeat, plan.until_ci, plan.max_repeat);
@@ -37,22 +84,23 @@ pub fn run(plan: &MeshPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     let Opened { group, seed, identity, kept, earlier } = opened;
     let plan = &MeshPlan { seed, ..plan.clone() };
     let (agents, pairs) = (identity.agents.clone(), identity.pairs.clone());
+    let dead: Vec<Option<String>> =
+        agents.iter().map(|a| unreached.get(&(a.host.clone(), a.port)).cloned()).collect();
     let labels = identity.labels();
     let cells = cells(&labels);
-    if base.output == OutputFormat::Text {
+    if text {
         let mut out = std::io::stdout().lock();
+        let shape = shape(plan, agents.len(), &pairs, &dead);
         let resumed = match (plan.resume, group) {
-            (Some(_), Some(g)) => format!(", resuming mesh n{g} ({} runs kept)", kept.len()),
-            _ => String::new(),
+            (Some(_), Some(g)) => Some((g, kept.len())),
+            _ => None,
         };
-        writeln!(
-            out,
-            "Mesh of {} agents: {} ordered pairs × {} runs, one pair at a time (order seed \
-             {seed}){resumed}",
-            agents.len(),
-            pairs.len(),
-            plan.repeat,
-        )?;
+        writeln!(out, "{}", crate::report::mesh::plan_line(&shape, resumed))?;
+        for (a, why) in agents.iter().zip(&dead) {
+            if let Some(why) = why {
+                writeln!(out, "Agent {} {why}: its pairs are stored as failed, not run", a.label)?;
+            }
+        }
     }
     let mut runs = GroupRuns::new(
         store,
@@ -62,21 +110,18 @@ pub fn run(plan: &MeshPlan, interrupt: &Interrupt) -> Result<ExitCode> {
         &console,
     );
     runs.wanted = base.store.path.clone();
-    let mut progress = |p: crate::session::grid::Progress<'_, RunRecord>| {
-        console.progress(&crate::report::progress::Progress::of_run(&labels[p.slot.cell], &p));
+    let mut progress = |p: crate::session::mesh::RoundProgress<'_>| {
+        let mut line = crate::report::progress::Progress::of_run(&labels[p.run.slot.cell], &p.run);
+        line.round = Some(p.round);
+        console.progress(&line);
     };
     let mut keep = |slot: Slot, record: &RunRecord| {
         runs.keep(labels[slot.cell].clone(), slot.repetition, record);
     };
-    let mesh = crate::session::mesh::Pairs { plan, agents: &agents, pairs: &pairs, labels: &labels };
+    let mesh = crate::session::mesh::Pairs { plan, agents: &agents, pairs: &pairs, labels: &labels, dead };
     let kept_runs = kept.len();
-    let mut outcome = crate::session::mesh::run_mesh(
-        mesh,
-        kept,
-        interrupt,
-        &mut progress,
-        &mut keep,
-    );
+    let ran = crate::session::mesh::run_mesh(mesh, kept, interrupt, &mut progress, &mut keep);
+    let (mut outcome, gone) = (ran.grid, ran.dead);
     console.end_progress();
     let complete = outcome.stopped.is_none()
         && outcome.runs.iter().all(|(_, r)| r.outcome == Outcome::Completed);
@@ -93,6 +138,14 @@ pub fn run(plan: &MeshPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     let agent_labels: Vec<String> = agents.iter().map(|a| a.label.clone()).collect();
     let summary =
         crate::stats::mesh::summarize_mesh(&agent_labels, &pairs, &cells, &by_cell, plan.until_ci);
+    let check = crate::session::mesh::Pairs {
+        plan,
+        agents: &agents,
+        pairs: &pairs,
+        labels: &labels,
+        dead: vec![None; agents.len()],
+    };
+    let interference = interference_check(plan, &check, &summary, interrupt, text)?;
     let stopped = outcome.stopped.as_deref();
     let mut out = std::io::stdout().lock();
     match base.output {
@@ -101,12 +154,14 @@ pub fn run(plan: &MeshPlan, interrupt: &Interrupt) -> Result<ExitCode> {
             &summary,
             stopped,
             &mut out,
-        )?,
+        )
+        .and_then(|()| crate::report::mesh::write_gone(&gone, &mut out))
+        .and_then(|()| crate::report::mesh::write_interference(interference.as_ref(), &mut out))?,
         _ => {
             let runs: Vec<(usize, u32, RunRecord)> =
                 outcome.runs.iter().map(|(s, r)| (s.cell, s.repetition, r.clone())).collect();
             let meta = crate::report::matrix::MatrixMeta { seed: Some(plan.seed), until_ci: plan.until_ci };
-            crate::report::mesh::render_json(meta, &summary, &runs, stopped, &mut out)?
+            crate::report::mesh::render_json(meta, &summary, &runs, stopped, (&gone, interference.as_ref()), &mut out)?
         }
     }
     out.flush()?;
@@ -122,6 +177,91 @@ pub fn run(plan: &MeshPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     unstored?;
     grid_failure(("mesh", "pair tests"), stopped, outcome.runs.iter().map(|(_, r)| r))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The interference check after the rounds: a seeded sample of the pairs with completed runs,
+/// each run again alone, set against its in-round figure. None when it does not apply: no
+/// sample asked for, pairs one at a time (`--serial`, `--concurrency 1`), fewer than four
+/// agents (every round is one pair), or an interrupted mesh.
+fn interference_check(
+    plan: &MeshPlan,
+    mesh: &crate::session::mesh::Pairs<'_>,
+    summary: &crate::stats::mesh::MeshSummary,
+    interrupt: &Interrupt,
+    text: bool,
+) -> Result<Option<crate::stats::mesh::Interference>> {
+    let n = mesh.agents.len();
+    if plan.interference == 0 || plan.concurrency < 2 || n < 4 || interrupt.count() > 0 {
+        return Ok(None);
+    }
+    let completed: Vec<usize> =
+        summary.cells.iter().filter(|c| c.runs > 0).map(|c| c.index).collect();
+    let cells = crate::plan::mesh::interference_sample(&completed, plan.interference, plan.seed);
+    if cells.is_empty() {
+        return Ok(None);
+    }
+    if text {
+        writeln!(
+            std::io::stdout().lock(),
+            "Interference check: {} sampled pairs run again alone, one at a time (sample seed {})",
+            cells.len(),
+            plan.seed
+        )?;
+    }
+    let runs = crate::session::mesh::alone(mesh, &cells, interrupt);
+    let rates: Vec<(usize, f64)> = runs
+        .iter()
+        .filter(|(_, r)| r.outcome == Outcome::Completed)
+        .map(|(c, r)| (*c, crate::stats::matrix::received_rate(&crate::stats::summarize(r))))
+        .collect();
+    Ok(Some(crate::stats::mesh::interference(summary, &rates, plan.seed)))
+}
+
+/// The plan's shape for `n` agents running `pairs`, `dead` of them not reachable.
+fn shape(
+    plan: &MeshPlan,
+    n: usize,
+    pairs: &[crate::plan::mesh::Pair],
+    dead: &[Option<String>],
+) -> crate::plan::rounds::Shape {
+    let rounds = crate::plan::rounds::schedule(n, pairs, plan.concurrency, plan.seed).len();
+    let spec = &plan.base.spec;
+    crate::plan::rounds::Shape {
+        agents: n,
+        unreachable: dead.iter().filter(|d| d.is_some()).count(),
+        pairs: pairs.len(),
+        repeat: plan.repeat,
+        rounds,
+        concurrency: plan.concurrency,
+        time: spec.duration_ms().map(std::time::Duration::from_millis),
+        omit: std::time::Duration::from_millis(spec.omit_ms),
+    }
+}
+
+/// Refuses a mesh whose pairs at once would need more open files than this process may have:
+/// each pair at once is a control connection (and its name lookup) here.
+fn check_descriptors(at_once: usize) -> Result<()> {
+    let need = 2 * at_once as u64 + 64;
+    if let Some(limit) = crate::sys::raise_fd_limit()
+        && need > limit
+    {
+        let why = format!(
+            "{at_once} pairs at once need about {need} open files, but this process may open \
+             {limit}: raise it (ulimit -n {need}) or give --concurrency {}",
+            (limit.saturating_sub(64) / 2).max(1)
+        );
+        return Err(Failure::new(crate::record::FailureKind::Environment, why).into());
+    }
+    Ok(())
+}
+
+/// Why a mesh over a name that resolved to too few agents cannot run, and what to do instead.
+fn one_node(e: &str) -> String {
+    format!(
+        "{e}. A mesh tests pairs of nodes: on a one-node cluster (kind, minikube) there is no \
+         pair; `linerate fleet --each-address` (the fleet Job) measures the pod network to that \
+         node's agent instead"
+    )
 }
 
 /// A mesh's group, new or resumed: its seed and identity (a resumed one's as stored), the

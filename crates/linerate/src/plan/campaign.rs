@@ -167,6 +167,7 @@ impl Tier {
             repeat: self.matrix.repeat,
             seed,
             each_address: false,
+            agent_wait: crate::plan::fleet::AgentWait::default(),
             // The curve is a grid (`session::grid`) like a matrix tier: the same rounds.
             until_ci: self.matrix.until_ci_fraction,
             max_repeat: self.matrix.max_repeat,

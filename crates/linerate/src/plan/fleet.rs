@@ -25,6 +25,24 @@ pub struct Target {
     pub label: String,
 }
 
+/// How long a fleet or mesh waits for the agents its names resolve to, and how many it
+/// expects (`--wait-agents`, `--expect`, with `--each-address`; `session::agents`). The
+/// default waits for nothing: the names are resolved once, when it starts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AgentWait {
+    /// `--wait-agents`: the longest wait (zero: resolve once, take what answers).
+    pub wait: std::time::Duration,
+    /// `--expect N`: go once N agents answer (without: once the set has settled).
+    pub expect: Option<usize>,
+}
+
+impl AgentWait {
+    /// Whether the agents are awaited (and greeted) before the start.
+    pub fn awaits(&self) -> bool {
+        !self.wait.is_zero() || self.expect.is_some()
+    }
+}
+
 /// `linerate fleet`: the same test against every target, started together.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FleetPlan {
@@ -42,6 +60,8 @@ pub struct FleetPlan {
     /// `--each-address`: a target name that resolves to several addresses (a Kubernetes
     /// headless service, round-robin DNS) becomes one target per address.
     pub each_address: bool,
+    /// `--wait-agents`, `--expect`.
+    pub agent_wait: AgentWait,
     /// `--until-ci`: with `--scale`, repeat each host count until the 95 % interval of its
     /// total is within this fraction of its mean (0.05 for 5 %), up to `max_repeat` runs.
     pub until_ci: Option<f64>,

@@ -1,11 +1,12 @@
-//! The typed plan of `linerate mesh`: agents (`linerate server --agent`) test each other, one
-//! ordered pair at a time, what k8s-netperf does between nodes, with repetitions and
-//! confidence intervals per pair.
+//! The typed plan of `linerate mesh`: agents (`linerate server --agent`) test each other,
+//! every ordered pair, in rounds of disjoint pairs (`plan::rounds`; one pair at a time with
+//! `--serial`, what k8s-netperf does between nodes), with repetitions and confidence
+//! intervals per pair.
 //!
 //! A mesh's cells are ordered pairs of agents: `A -> B` is agent A sending to agent B (the
 //! test's direction flag turns it round as for any test). Every ordered pair by default;
 //! `--pairs N` takes a seeded sample of N of them, for large meshes (n agents have n(n-1)
-//! pairs). One pair is one cell of the one grid runner (`session::grid`), so repetitions,
+//! pairs). One pair is one cell with the grid's slots (`session::grid`), so repetitions,
 //! `--until-ci`, the shuffled order and `--resume` work as for a matrix.
 //!
 //! Pure: parsing, pairs and identities only. Names are resolved when the mesh runs.
@@ -17,8 +18,14 @@ use crate::plan::fleet::Target;
 
 /// The fewest agents a mesh takes.
 pub const MIN_AGENTS: usize = 2;
-/// The most agents: 256 agents are 65,280 ordered pairs, hours even at `-t 1`.
-pub const MAX_AGENTS: usize = 256;
+/// The most agents: 2,048 agents are 4,192,256 ordered pairs, 4,094 rounds of disjoint
+/// pairs (`plan::rounds`); past a few hundred, sample pairs (`--pairs`).
+pub const MAX_AGENTS: usize = 2048;
+
+/// The most pairs one requester runs at once: each is a thread and a control connection
+/// (two file descriptors with its name lookup) in the requester, and the agents' own data
+/// connections are theirs. Past it, `--concurrency` is refused with this bound.
+pub const MAX_CONCURRENCY: usize = 512;
 
 /// `linerate mesh`.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,6 +38,16 @@ pub struct MeshPlan {
     pub sample: Option<usize>,
     /// `--each-address`: a name resolving to several addresses is one agent per address.
     pub each_address: bool,
+    /// `--wait-agents`, `--expect`.
+    pub agent_wait: crate::plan::fleet::AgentWait,
+    /// Pairs at once: `--concurrency K`, 1 with `--serial`; by default every pair of a round
+    /// (`plan::rounds`), up to [`MAX_CONCURRENCY`].
+    pub concurrency: usize,
+    /// `--dry-run`: print the plan and exit, testing nothing.
+    pub dry_run: bool,
+    /// `--interference-sample N`: pairs run again alone after the rounds, to tell whether the
+    /// pairs of a round disturbed each other (0: no check).
+    pub interference: usize,
     /// `--repeat`: runs per pair in the first round.
     pub repeat: u32,
     /// `--until-ci`.
@@ -43,6 +60,20 @@ pub struct MeshPlan {
     pub resume: Option<Option<i64>>,
     /// Hidden `--stop-after N`.
     pub stop_after: Option<usize>,
+}
+
+/// Pairs the interference check runs again alone, by default: at `-t 1` about 16 s more.
+pub const DEFAULT_INTERFERENCE_SAMPLE: usize = 8;
+
+/// The cells the interference check samples: up to `k` of `completed` (cells with completed
+/// runs), chosen with `seed`, in cell order.
+pub fn interference_sample(completed: &[usize], k: usize, seed: u64) -> Vec<usize> {
+    let mut chosen: Vec<usize> = crate::plan::matrix::shuffled(completed.to_vec(), seed ^ 0x696e_7466)
+        .into_iter()
+        .take(k)
+        .collect();
+    chosen.sort_unstable();
+    chosen
 }
 
 /// One ordered pair: indexes into the agents.

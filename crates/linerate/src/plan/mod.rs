@@ -18,6 +18,7 @@ pub mod kubernetes;
 pub mod matrix;
 pub mod mesh;
 pub mod pmtu;
+pub mod rounds;
 pub mod schedule;
 pub mod search;
 pub mod server;

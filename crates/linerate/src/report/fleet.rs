@@ -87,15 +87,21 @@ pub fn host_table(d: &FleetDirection) -> Table {
     t
 }
 
-/// Where a server said it runs, as `node N, zone Z` (either may be missing; None without
-/// both). The names are the server's: the table escapes them with every cell.
+/// Where a server said it runs, as `node N, zone Z`; a node without a zone is `zone unknown`
+/// (on Kubernetes before 1.35 the pod has no copy of its node's zone label unless the API
+/// server's PodTopologyLabelsAdmission gate is on: docs/KUBERNETES.md), never a blank. None
+/// when it named neither. The names are the server's: the table escapes them with every cell.
 pub fn place_words(node: Option<&str>, zone: Option<&str>) -> Option<String> {
-    let parts: Vec<String> = [("node", node), ("zone", zone)]
-        .into_iter()
-        .filter_map(|(what, name)| Some(format!("{what} {}", name?)))
-        .collect();
-    (!parts.is_empty()).then(|| parts.join(", "))
+    match (node, zone) {
+        (None, None) => None,
+        (Some(n), None) => Some(format!("node {n}, zone {ZONE_UNKNOWN}")),
+        (None, Some(z)) => Some(format!("zone {z}")),
+        (Some(n), Some(z)) => Some(format!("node {n}, zone {z}")),
+    }
 }
+
+/// What a place's missing zone (or node) reads as.
+pub const ZONE_UNKNOWN: &str = "unknown";
 
 /// A fleet of request/response tests: each host's transactions and latency.
 pub fn latency_table(l: &crate::stats::fleet::FleetLatency) -> Table {
@@ -438,6 +444,7 @@ pub fn curve_progress(
         done: p.position.0,
         planned: p.position.1,
         tier: None,
+        round: None,
         cell: count_of(p.hosts as u64, "host"),
         repetition: p.repetition,
         eta: None,

@@ -18,9 +18,19 @@
 //!   the server then names no zone.
 //! - `--max-memory` stays under the container's memory limit: by default the server would
 //!   admit tests by the node's memory, which a limited container does not have.
-//! - The readiness probe is a TCP connect to the control port: the image has no shell and
-//!   no probe command, and a connect is what a client does first. Each probe is a "closed
-//!   before its first bytes" line in the server's log, hence one every 30 s.
+//! - The probes are TCP connects to the control port: the image has no shell and no probe
+//!   command, and a connect is what a client does first. The startup probe looks every
+//!   second, so an agent is ready within a second of listening (the kubelet runs the
+//!   readiness probe as soon as the startup probe succeeds); then the readiness probe looks
+//!   every 30 s, because each probe is a "closed before its first bytes" line in the log.
+//! - The Service publishes agents that are not ready yet, and the Jobs wait for every agent
+//!   to answer (`--wait-agents 5m`, `session::agents`), so a Job started beside the
+//!   DaemonSet tests every node on its first attempt; one attempt (`backoffLimit: 0`) keeps
+//!   failures honest and `kubectl logs job/…` on the one pod that ran.
+//! - Fleet and mesh Jobs share the history claim, and its requester lock makes the second
+//!   wait for the first (`cmd::keep::requester_lock`): they never load the agents at once.
+//! - The claim asks the cluster's default StorageClass for 1 GiB (docs/KUBERNETES.md says what
+//!   to do on a cluster without one).
 
 use serde_json::{Value, json};
 
@@ -32,6 +42,9 @@ const PORT: u16 = 5201;
 const USER: u32 = 65532;
 /// Where the history volume is mounted: the image's XDG_DATA_HOME.
 const HISTORY: &str = "/var/lib/linerate";
+/// The Jobs wait for the agents (`session::agents`): a cluster that pulls the image for
+/// minutes still gets every node tested, on the first attempt.
+const WAIT: &str = "--wait-agents";
 /// Where the key Secret is mounted.
 const PSK_DIR: &str = "/etc/linerate/psk";
 
@@ -62,20 +75,23 @@ pub fn manifests(o: &KubernetesOptions) -> Vec<Manifest> {
         },
         Manifest {
             file: "service.yaml",
-            comment: "Headless: its DNS name resolves to every ready agent's address \
-                      (`linerate fleet --each-address linerate`).",
+            comment: "Headless: its DNS name resolves to every agent's address, ready or not \
+                      (`linerate fleet --each-address linerate --wait-agents 5m` waits for each \
+                      to answer).",
             object: service(o),
         },
         Manifest {
             file: "history.yaml",
-            comment: "The fleet Job's history (SQLite), kept across runs.",
+            comment: "The Jobs' history (SQLite), kept across runs, and their requester lock: \
+                      bound by the cluster's default StorageClass (docs/KUBERNETES.md: a \
+                      cluster without one).",
             object: history(o),
         },
         Manifest {
             file: "fleet-job.yaml",
             comment: "A fleet against every agent from inside the cluster: printed (kubectl logs \
                       job/linerate-fleet) and stored in the history claim.",
-            object: job(o, "fleet", &["fleet", "--each-address", "linerate", "-t", "10"]),
+            object: job(o, "fleet", &["fleet", "--each-address", "linerate", WAIT, "5m", "-t", "10"]),
         },
     ];
     if o.mesh {
@@ -83,7 +99,7 @@ pub fn manifests(o: &KubernetesOptions) -> Vec<Manifest> {
             file: "mesh-job.yaml",
             comment: "A mesh of the agents from inside the cluster: every node pair tested, \
                       printed (kubectl logs job/linerate-mesh) and stored in the history claim.",
-            object: job(o, "mesh", &["mesh", "--each-address", "linerate", "-t", "10"]),
+            object: job(o, "mesh", &["mesh", "--each-address", "linerate", WAIT, "5m", "-t", "10"]),
         });
     }
     all
@@ -242,6 +258,14 @@ fn daemonset(o: &KubernetesOptions) -> Value {
                 {"name": "linerate", "containerPort": PORT, "protocol": "TCP"},
                 {"name": "linerate-udp", "containerPort": PORT, "protocol": "UDP"},
             ],
+            // Ready as soon as it listens: the startup probe looks every second, and the
+            // kubelet runs the readiness probe at once when it succeeds (a readiness probe
+            // alone waits its whole period after a first try that came too early).
+            "startupProbe": {
+                "tcpSocket": {"port": "linerate"},
+                "periodSeconds": 1,
+                "failureThreshold": 120,
+            },
             "readinessProbe": {
                 "tcpSocket": {"port": "linerate"},
                 "periodSeconds": 30,
@@ -285,6 +309,9 @@ fn service(o: &KubernetesOptions) -> Value {
         "metadata": metadata(o, "linerate", "server"),
         "spec": {
             "clusterIP": "None",
+            // Agents are named as soon as they have an address, ready or not: the Jobs wait
+            // for each to answer (`--wait-agents`) rather than test whichever were ready.
+            "publishNotReadyAddresses": true,
             "selector": labels("server"),
             "ports": [
                 {"name": "linerate", "port": PORT, "targetPort": PORT, "protocol": "TCP"},
@@ -338,8 +365,13 @@ fn job(o: &KubernetesOptions, what: &str, args: &[&str]) -> Value {
         "kind": "Job",
         "metadata": metadata(o, &format!("linerate-{what}"), what),
         "spec": {
-            // Agents that are not ready yet resolve to nothing: the next try finds them.
-            "backoffLimit": 4,
+            // One attempt: the requester waits for the agents itself (`--wait-agents`), so a
+            // failure is real, and `kubectl logs job/…` shows the one pod's result. A pod lost
+            // to a disruption (a drained node, a preemption) is replaced without counting.
+            "backoffLimit": 0,
+            "podFailurePolicy": {
+                "rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}],
+            },
             "template": {"metadata": {"labels": labels(what)}, "spec": pod},
         },
     })

@@ -4,6 +4,9 @@
 
 use std::io::Write;
 
+use crate::report::progress::duration_words;
+use crate::units::peer_text::escape;
+
 use crate::record::RunRecord;
 use crate::report::document::Style;
 use crate::report::table::{Table, cell_table};
@@ -30,9 +33,10 @@ pub fn write_mesh(
     Ok(())
 }
 
-/// The agents: label, node and zone as their records said (`-` for nothing said).
+/// The agents: label, node and zone as their records said (`unknown` for nothing said: a
+/// zone is missing on Kubernetes 1.33-1.34 without the PodTopologyLabelsAdmission gate).
 pub fn agents_table(m: &MeshSummary) -> Table {
-    let none = || "-".to_string();
+    let none = || crate::report::fleet::ZONE_UNKNOWN.to_string();
     let mut agents = Table::new(&["agent", "node", "zone"]);
     for a in &m.agents {
         agents.rows.push(vec![
@@ -101,7 +105,97 @@ pub fn render_json(
     m: &MeshSummary,
     runs: &[(usize, u32, RunRecord)],
     stopped: Option<&str>,
+    (gone, interference): (&[(String, String)], Option<&crate::stats::mesh::Interference>),
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
-    crate::report::matrix::grid_document("linerate.mesh", meta, m, runs, stopped, out)
+    /// The summary, the agents not tested (or no longer) with why, and the interference check.
+    #[derive(serde::Serialize)]
+    struct Live<'a> {
+        #[serde(flatten)]
+        summary: &'a MeshSummary,
+        #[serde(skip_serializing_if = "<[_]>::is_empty")]
+        agents_gone: Vec<Gone<'a>>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        interference: Option<&'a crate::stats::mesh::Interference>,
+    }
+    #[derive(serde::Serialize)]
+    struct Gone<'a> {
+        agent: &'a str,
+        why: &'a str,
+    }
+    let agents_gone = gone.iter().map(|(a, w)| Gone { agent: a, why: w }).collect();
+    let doc = Live { summary: m, agents_gone, interference };
+    crate::report::matrix::grid_document("linerate.mesh", meta, &doc, runs, stopped, out)
+}
+
+/// After a live mesh's tables: the interference check's conclusion and its pairs, if it ran.
+pub fn write_interference(
+    i: Option<&crate::stats::mesh::Interference>,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    let Some(i) = i else { return Ok(()) };
+    writeln!(out, "Interference (sample seed {}): {}", i.seed, i.finding)?;
+    for p in &i.pairs {
+        let mark = if p.disturbed { " (disturbed)" } else { "" };
+        writeln!(
+            out,
+            "  {}: {} in its rounds, {} alone, {:.0} % lost{mark}",
+            escape(&p.pair),
+            format_bits_per_second(p.in_round_bits_per_second),
+            format_bits_per_second(p.alone_bits_per_second),
+            p.lost_percent
+        )?;
+    }
+    Ok(())
+}
+
+/// After a live mesh's tables: the agents not tested, or no longer (pre-flight, or failing in
+/// a row), each with why; nothing when every agent took part.
+pub fn write_gone(gone: &[(String, String)], out: &mut dyn Write) -> std::io::Result<()> {
+    if gone.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "Agents not tested, or no longer ({}):", gone.len())?;
+    for (agent, why) in gone {
+        let (agent, why) = (escape(agent), escape(why));
+        writeln!(out, "  - {agent}: {why}")?;
+    }
+    Ok(())
+}
+
+/// The mesh's plan, before its first test: `Plan: 20 agents, 380 ordered pairs × 1 run in 38
+/// rounds of disjoint pairs (…); about 1 min 16 s (one pair at a time: 12 min 40 s)`, and
+/// whether it resumes a stored mesh (its group, the runs kept).
+pub fn plan_line(s: &crate::plan::rounds::Shape, resumed: Option<(i64, usize)>) -> String {
+    let runs = if s.repeat == 1 { "1 run".to_string() } else { format!("{} runs", s.repeat) };
+    let mut line = format!("Plan: {} agents", s.agents);
+    if s.unreachable > 0 {
+        line += &format!(" ({} not reachable)", s.unreachable);
+    }
+    line += &format!(", {} ordered pairs × {runs}", s.pairs);
+    if s.serial() {
+        line += ", one pair at a time (--serial: each figure is its path's alone)";
+    } else {
+        let at_once = if s.concurrency >= crate::plan::mesh::MAX_CONCURRENCY {
+            String::new()
+        } else {
+            format!(", at most {} at once", s.concurrency)
+        };
+        line += &format!(
+            " in {} rounds of disjoint pairs{at_once} (no agent in two tests at once; \
+             --serial tests one pair at a time, where disjoint pairs share a bottleneck)",
+            s.rounds * s.repeat as usize
+        );
+    }
+    match (s.estimate(), s.serial_estimate()) {
+        (Some(t), Some(one)) if !s.serial() => {
+            line += &format!("; about {} (one pair at a time: {})", duration_words(t), duration_words(one))
+        }
+        (Some(t), _) => line += &format!("; about {}", duration_words(t)),
+        (None, _) => line += "; the total is not known ahead (a byte count ends each test)",
+    }
+    if let Some((g, kept)) = resumed {
+        line += &format!("; resuming mesh n{g} ({kept} runs kept)");
+    }
+    line
 }

@@ -76,6 +76,12 @@ pub enum Notice<'a> {
         /// Its group (`fN`).
         group: i64,
     },
+    /// `fleet`/`mesh --wait-agents`: where the wait for the agents stands (a line each time it
+    /// changes).
+    AwaitingAgents(&'a str),
+    /// `fleet`/`mesh`: another requester holds the history's requester lock; this one waits
+    /// (who holds it).
+    AwaitingLock(&'a str),
     /// `client --every`: a run failed (the error); the schedule goes on.
     ScheduledRunFailed(String),
     /// `client --every`: when the next run starts.
@@ -133,6 +139,7 @@ impl Notice<'_> {
             | Notice::TierStopped { .. }
             | Notice::Unreached(_)
             | Notice::ScheduledRunFailed(_) => Kind::Warning,
+            Notice::AwaitingAgents(_) | Notice::AwaitingLock(_) => Kind::Hint,
             Notice::Stored(_)
             | Notice::HtmlWritten(_)
             | Notice::DefaultJob { .. }
@@ -224,6 +231,14 @@ impl Notice<'_> {
                 out,
                 "The scaling curve did not complete: its fleet runs are stored; run the rest (and \
                  the runs a host missed) with the same command and `--resume f{group}`"
+            ),
+            // Already escaped where a peer's words appear (`session::agents`).
+            Notice::AwaitingAgents(s) => writeln!(out, "waiting for the agents: {s}"),
+            Notice::AwaitingLock(who) => writeln!(
+                out,
+                "waiting for {} to finish: it holds the history's requester lock (fleets and \
+                 meshes on one history run one after the other)",
+                crate::units::peer_text::escape(who)
             ),
             Notice::ScheduledRunFailed(e) => writeln!(
                 out,

@@ -29,6 +29,8 @@ pub struct Progress {
     pub planned: usize,
     /// In a campaign: the tier's name, its position (0-based) and the number of tiers.
     pub tier: Option<(String, usize, usize)>,
+    /// In a mesh: the round (1-based) and the rounds planned so far.
+    pub round: Option<(usize, usize)>,
     /// The label of the cell about to run.
     pub cell: String,
     /// Its repetition (1-based).
@@ -56,12 +58,13 @@ impl Progress {
         Some(format!("[{}/{}] {}: {result}{left}", self.done, self.planned, self.what()))
     }
 
-    /// `tier 3/4 NAME: P=2 (run 1)`, or without the tier in a matrix.
+    /// `tier 3/4 NAME: P=2 (run 1)`, `round 3/38: a -> b (run 1)`, or the run alone.
     fn what(&self) -> String {
         let run = format!("{} (run {})", self.cell, self.repetition);
-        match &self.tier {
-            Some((name, index, tiers)) => format!("tier {}/{tiers} {name}: {run}", index + 1),
-            None => run,
+        match (&self.tier, self.round) {
+            (Some((name, index, tiers)), _) => format!("tier {}/{tiers} {name}: {run}", index + 1),
+            (None, Some((round, rounds))) => format!("round {round}/{rounds}: {run}"),
+            (None, None) => run,
         }
     }
 }
@@ -93,6 +96,7 @@ impl From<matrix::Progress<'_>> for Progress {
             done: p.done,
             planned: p.planned,
             tier: None,
+            round: None,
             cell: p.cell.label(),
             repetition: p.repetition,
             eta: p.eta,
@@ -108,6 +112,7 @@ impl Progress {
             done: p.done,
             planned: p.planned,
             tier: None,
+            round: None,
             cell: cell.to_string(),
             repetition: p.slot.repetition,
             eta: p.eta,
@@ -122,6 +127,7 @@ impl From<CampaignProgress<'_>> for Progress {
             done: p.done,
             planned: p.planned,
             tier: Some((p.tier.name.clone(), p.tier_index, p.tiers)),
+            round: None,
             cell: p.cell,
             repetition: p.repetition,
             eta: p.eta,

@@ -199,10 +199,24 @@ impl StartGate for HostGate<'_> {
     }
 }
 
-/// The plan's targets with `--each-address` applied: names resolved now (the family of
-/// `-4`/`-6` respected), one target per address.
-pub fn expanded(plan: &FleetPlan) -> Result<Vec<Target>, String> {
-    expand(&plan.targets, plan.each_address, plan.base.family)
+/// `targets` with `--each-address` applied, after waiting for the agents when the plan asks
+/// (`--wait-agents`, `--expect`: `session::agents`), greeting them with `plan`'s key; a
+/// command of `at_least` agents. `status` hears each new line of the wait.
+pub fn discover(
+    targets: &[Target],
+    each_address: bool,
+    wait: crate::plan::fleet::AgentWait,
+    at_least: usize,
+    plan: &crate::plan::ClientPlan,
+    interrupt: &Interrupt,
+    status: &mut dyn FnMut(&str),
+) -> Result<Vec<Target>, String> {
+    if !wait.awaits() {
+        return expand(targets, each_address, plan.family);
+    }
+    let resolve = || expand(targets, each_address, plan.family);
+    let greet = |t: &Target| crate::session::agents::greet(t, plan);
+    crate::session::agents::wait_for(wait, at_least, &resolve, &greet, interrupt, status)
 }
 
 /// `targets` with `--each-address` applied (when `each_address`): a name resolving to several

@@ -1,15 +1,30 @@
-//! Runs a mesh (`linerate mesh`): a grid (`grid.rs`) whose cells are ordered pairs of agents
-//! and whose run is one pair test: connect to agent A, prove the key, ask it to run the test
-//! against agent B (`linerate_proto::pair`), and take the record A sends back. The record is
-//! A's own, as if A had run `linerate client B` itself: both ends' figures, costs,
-//! environments (each naming its node and zone), verdicts.
+//! Runs a mesh (`linerate mesh`): its cells are ordered pairs of agents and one run is one
+//! pair test: connect to agent A, prove the key, ask it to run the test against agent B
+//! (`linerate_proto::pair`), and take the record A sends back. The record is A's own, as if A
+//! had run `linerate client B` itself: both ends' figures, costs, environments (each naming
+//! its node and zone), verdicts.
 //!
 //! The requester only talks to agents; data flows from A to B (or back, with `-R`), never
 //! through the requester, so a mesh can be driven from a laptop or a Job anywhere that
 //! reaches the agents' control ports.
 //!
-//! One pair runs at a time: a mesh measures what each path delivers on its own, as
-//! k8s-netperf does; a fleet measures what paths deliver together.
+//! **Rounds of disjoint pairs.** The pairs run in rounds (`plan::rounds`): every agent takes
+//! part in at most one test at a time, and a round's pairs run at once, one thread and one
+//! control connection each. N agents need about 2(N−1) rounds instead of N(N−1) tests one
+//! after the other: a 100-node fabric in minutes, not hours. What k8s-netperf and Cilium's
+//! perf test do — one pair at a time — is `--serial` (`--concurrency 1`): for fabrics where
+//! disjoint pairs still share a bottleneck (a spine, an uplink), so that each figure is the
+//! path's alone. Every repetition runs the whole schedule again, its rounds in another seeded
+//! order; `--until-ci` adds rounds for the pairs whose interval is still too wide.
+//!
+//! **Pre-flight.** Before the first test every agent is greeted at once (`preflight`): an
+//! agent that does not answer is reported once, and its pairs are stored as failed ("not
+//! reachable at pre-flight") without spending their timeouts; an agent that turns the key
+//! down stops the mesh before any test, with one message.
+//!
+//! **Dead agents.** An agent whose last [`MAX_FAILURES_IN_A_ROW`] pair tests all failed is
+//! taken as gone: its remaining pairs are stored as failed without being run, and the mesh
+//! goes on with the others. A mesh stops early only when interrupted.
 
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
@@ -21,7 +36,7 @@ use crate::plan::ClientPlan;
 use crate::plan::fleet::Target;
 use crate::plan::mesh::{MeshPlan, Pair};
 use crate::record::{Failure, FailureKind, Outcome, RunRecord};
-use crate::session::grid::{Executor, Grid, Slot};
+use crate::session::grid::{MAX_FAILURES_IN_A_ROW, Slot};
 use crate::session::matrix::pending_cells;
 use crate::session::pump;
 use crate::session::{Clock, ControlChannel, Interrupt, SOFTWARE, client};
@@ -67,46 +82,50 @@ fn ask(agent: &Target, target: &Target, plan: &ClientPlan, interrupt: &Interrupt
     }
 }
 
-/// The agents named by the nodes they report (`server --node-name`, the DaemonSet's), when
-/// every one answers with a distinct, printable node name; else as they were. Pairs then read
-/// `node-a -> node-b` whatever addresses the agents have, so a mesh over the pod network and
-/// one over the host network compare pair by pair (`compare nA nB`).
-pub fn named_by_node(agents: &[Target], plan: &ClientPlan) -> Vec<Target> {
-    let doctor = crate::plan::DoctorPlan {
-        host: None,
-        port: 0,
-        bind: plan.bind,
-        family: plan.family,
-        json: false,
-        link_bits_per_second: None,
-        connect_timeout: plan.connect_timeout,
-        psk: plan.psk.clone(),
-    };
-    let nodes: Vec<Option<String>> = std::thread::scope(|s| {
+/// What the pre-flight heard of each agent: its node (None: it names none), or why it did not
+/// answer (and whether it turned the requester down).
+pub type Greeted = Vec<Result<Option<String>, crate::session::agents::Unheard>>;
+
+/// Greets every agent at once with the plan's key (`session::agents::greet`), each bounded by
+/// the connect timeout and the handshake's.
+pub fn preflight(agents: &[Target], plan: &ClientPlan) -> Greeted {
+    std::thread::scope(|s| {
         let asked: Vec<_> = agents
             .iter()
-            .map(|a| {
-                let d = crate::plan::DoctorPlan { port: a.port, ..doctor.clone() };
-                s.spawn(move || {
-                    let env = crate::session::doctor::environment_of(&d, &a.host).ok()?;
-                    env.node.filter(|n| n.len() <= 253 && !n.chars().any(char::is_control))
+            .map(|a| s.spawn(move || crate::session::agents::greet(a, plan)))
+            .collect();
+        asked
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(crate::session::agents::Unheard::absent("the greeting failed"))
                 })
             })
-            .collect();
-        asked.into_iter().map(|h| h.join().ok().flatten()).collect()
-    });
-    let distinct: std::collections::HashSet<&String> = nodes.iter().flatten().collect();
-    if distinct.len() != agents.len() {
+            .collect()
+    })
+}
+
+/// The agents named by the nodes they reported at the pre-flight (`server --node-name`, the
+/// DaemonSet's), when those that answered name distinct, printable nodes; else as they were.
+/// Pairs then read `node-a -> node-b` whatever addresses the agents have, so a mesh over the
+/// pod network and one over the host network compare pair by pair (`compare nA nB`).
+pub fn named_by_node(agents: &[Target], greeted: &Greeted) -> Vec<Target> {
+    let nodes: Vec<Option<&String>> =
+        greeted.iter().map(|g| g.as_ref().ok().and_then(Option::as_ref)).collect();
+    let answered = greeted.iter().filter(|g| g.is_ok()).count();
+    let distinct: std::collections::HashSet<&String> = nodes.iter().flatten().copied().collect();
+    if answered == 0 || distinct.len() != answered {
         return agents.to_vec();
     }
     agents
         .iter()
         .zip(nodes)
-        .map(|(a, node)| Target { label: node.unwrap_or_else(|| a.label.clone()), ..a.clone() })
+        .map(|(a, node)| Target { label: node.cloned().unwrap_or_else(|| a.label.clone()), ..a.clone() })
         .collect()
 }
 
-/// A mesh's pairs as a grid's executor: one pair test per run.
+/// A mesh to run: the plan, the agents, the pairs in cell order and their labels, and the
+/// agents found dead before the first test (why, by agent).
 #[derive(Debug)]
 pub struct Pairs<'a> {
     /// The plan (the test, the rounds).
@@ -117,40 +136,213 @@ pub struct Pairs<'a> {
     pub pairs: &'a [Pair],
     /// Their labels, in cell order.
     pub labels: &'a [String],
+    /// By agent: why it is not tested (not reachable at pre-flight), if so.
+    pub dead: Vec<Option<String>>,
 }
 
-impl Executor for Pairs<'_> {
-    type Run = RunRecord;
+/// Before or after one pair test of a round.
+#[derive(Debug)]
+pub struct RoundProgress<'a> {
+    /// The run (its slot, counts, estimate, and after it its record).
+    pub run: crate::session::grid::Progress<'a, RunRecord>,
+    /// The round (1-based) and the rounds planned so far.
+    pub round: (usize, usize),
+}
 
-    fn run(&mut self, slot: Slot, interrupt: &Interrupt) -> RunRecord {
+/// What a mesh ran: the grid's outcome (runs in the order finished), and the agents taken as
+/// gone (label, why), in the order found.
+#[derive(Debug)]
+pub struct MeshOutcome {
+    /// `prior`, then every new run.
+    pub grid: crate::session::grid::Outcome<RunRecord>,
+    /// Agents not tested, or no longer: at pre-flight, or after failing in a row.
+    pub dead: Vec<(String, String)>,
+}
+
+impl Pairs<'_> {
+    /// A failed record for `slot`'s pair, not run, saying why.
+    fn not_run(&self, slot: Slot, why: &str) -> RunRecord {
         let p = self.pairs[slot.cell];
-        pair_test(&self.agents[p.from], &self.agents[p.to], &self.plan.base, interrupt)
+        let target = &self.agents[p.to];
+        let to_target =
+            ClientPlan { host: target.host.clone(), port: target.port, ..self.plan.base.clone() };
+        let mut record = client::new_record(&to_target);
+        record.outcome = Outcome::failed(Failure::new(FailureKind::Network, why.to_string()));
+        record
     }
 
-    fn failure(&self, run: &RunRecord) -> Option<String> {
-        run.outcome.failure().map(|f| f.message)
-    }
-
-    fn pending(&self, runs: &[(Slot, RunRecord)]) -> Vec<usize> {
-        let cells = crate::plan::mesh::cells(self.labels);
-        let runs = runs.iter().map(|(s, r)| (s.cell, r));
-        pending_cells(self.plan.until_ci, self.plan.max_repeat, &cells, runs)
-    }
-
-    fn stop_message(&self, failures: u32, last: &str) -> String {
-        format!("{failures} pair tests in a row failed (last: {last}); stopping the mesh")
+    /// The first dead agent of `slot`'s pair, and why.
+    fn dead_end(&self, slot: Slot) -> Option<String> {
+        let p = self.pairs[slot.cell];
+        [p.from, p.to].into_iter().find_map(|a| {
+            self.dead[a].as_ref().map(|why| format!("agent {} {why}", self.agents[a].label))
+        })
     }
 }
 
-/// Runs the mesh's pairs after `prior` (completed runs of an interrupted attempt, not run
-/// again). `progress` hears before and after each run; `each` sees each new run (to store it).
+/// Runs the mesh's pairs in rounds after `prior` (completed runs of an interrupted attempt,
+/// not run again). `progress` hears before each round's first test and after each test;
+/// `each` sees each new run (to store it).
 pub fn run_mesh(
     mut mesh: Pairs<'_>,
     prior: Vec<(Slot, RunRecord)>,
     interrupt: &Interrupt,
-    progress: &mut dyn FnMut(crate::session::grid::Progress<'_, RunRecord>),
+    progress: &mut dyn FnMut(RoundProgress<'_>),
     each: &mut dyn FnMut(Slot, &RunRecord),
-) -> crate::session::grid::Outcome<RunRecord> {
-    let grid = Grid { cells: mesh.pairs.len(), repeat: mesh.plan.repeat, seed: mesh.plan.seed };
-    grid.run(&mut mesh, prior, interrupt, progress, each)
+) -> MeshOutcome {
+    let plan = mesh.plan;
+    let n = mesh.agents.len();
+    let k = plan.concurrency;
+    let done: std::collections::HashSet<Slot> = prior.iter().map(|(s, _)| *s).collect();
+    let mut out = crate::session::grid::Outcome { runs: prior, planned: Vec::new(), stopped: None };
+    let mut dead: Vec<(String, String)> = (0..n)
+        .filter_map(|a| mesh.dead[a].clone().map(|why| (mesh.agents[a].label.clone(), why)))
+        .collect();
+    let mut in_a_row = vec![0u32; n];
+    let mut reps = vec![0u32; mesh.pairs.len()];
+    // The walk: every repetition's whole schedule, then rounds of the pending pairs.
+    let mut walk: Vec<Vec<Slot>> = Vec::new();
+    for rep in 1..=plan.repeat {
+        for round in crate::plan::rounds::schedule(n, mesh.pairs, k, plan.seed ^ u64::from(rep)) {
+            walk.push(round.into_iter().map(|cell| Slot { cell, repetition: rep }).collect());
+        }
+    }
+    let (mut next, mut ran, mut extra) = (0usize, 0usize, 0u64);
+    let mut planned: usize = walk.iter().map(Vec::len).sum::<usize>();
+    let started = std::time::Instant::now();
+    let mut skipped_done = 0usize;
+    loop {
+        if next == walk.len() {
+            let cells = crate::plan::mesh::cells(mesh.labels);
+            let runs = out.runs.iter().map(|(s, r)| (s.cell, r));
+            let alive = |c: &usize| mesh.dead_end(Slot { cell: *c, repetition: 0 }).is_none();
+            let pending: Vec<usize> =
+                pending_cells(plan.until_ci, plan.max_repeat, &cells, runs).into_iter().filter(alive).collect();
+            if pending.is_empty() {
+                break;
+            }
+            extra += 1;
+            let some: Vec<Pair> = pending.iter().map(|&c| mesh.pairs[c]).collect();
+            for round in crate::plan::rounds::schedule(n, &some, k, plan.seed ^ (extra << 32)) {
+                let slots: Vec<Slot> = round
+                    .into_iter()
+                    .map(|i| {
+                        let cell = pending[i];
+                        Slot { cell, repetition: reps[cell] + 1 }
+                    })
+                    .collect();
+                planned += slots.len();
+                walk.push(slots);
+            }
+        }
+        if interrupt.count() > 0 {
+            out.stopped = Some(format!("interrupted by {}", interrupt.last_name()));
+            break;
+        }
+        let round_no = (next + 1, walk.len());
+        let slots = walk[next].clone();
+        next += 1;
+        for s in &slots {
+            reps[s.cell] = reps[s.cell].max(s.repetition);
+            out.planned.push(*s);
+        }
+        let todo: Vec<Slot> = slots.iter().copied().filter(|s| !done.contains(s)).collect();
+        skipped_done += slots.len() - todo.len();
+        if todo.is_empty() {
+            continue;
+        }
+        let finished_before = ran + skipped_done;
+        let eta = |ran: usize, left: usize| {
+            (ran > 0).then(|| started.elapsed() / ran as u32 * left as u32)
+        };
+        let left_after = |d: usize| planned.saturating_sub(d);
+        progress(RoundProgress {
+            run: crate::session::grid::Progress {
+                slot: todo[0],
+                done: finished_before,
+                planned,
+                eta: eta(ran, left_after(finished_before)),
+                finished: None,
+            },
+            round: round_no,
+        });
+        // Pairs of dead agents are not run; the others run at once.
+        let (live, gone): (Vec<Slot>, Vec<Slot>) =
+            todo.iter().partition(|s| mesh.dead_end(**s).is_none());
+        let mut results: Vec<(Slot, RunRecord)> = gone
+            .iter()
+            .map(|s| (*s, mesh.not_run(*s, &mesh.dead_end(*s).unwrap_or_default())))
+            .collect();
+        let m = &mesh;
+        let tested: Vec<(Slot, RunRecord)> = std::thread::scope(|scope| {
+            let handles: Vec<_> = live
+                .iter()
+                .map(|s| {
+                    let p = m.pairs[s.cell];
+                    let (a, b) = (&m.agents[p.from], &m.agents[p.to]);
+                    (*s, scope.spawn(move || pair_test(a, b, &m.plan.base, interrupt)))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|(s, h)| {
+                    let r = h.join().unwrap_or_else(|_| m.not_run(s, "the pair test's thread failed"));
+                    (s, r)
+                })
+                .collect()
+        });
+        results.extend(tested);
+        for (slot, record) in results {
+            // A pair not run (a dead end) says nothing of its other end.
+            let was_run = !gone.contains(&slot);
+            each(slot, &record);
+            ran += 1;
+            let finished_now = ran + skipped_done;
+            progress(RoundProgress {
+                run: crate::session::grid::Progress {
+                    slot,
+                    done: finished_now,
+                    planned,
+                    eta: eta(ran, left_after(finished_now)),
+                    finished: Some(&record),
+                },
+                round: round_no,
+            });
+            let p = mesh.pairs[slot.cell];
+            let failed = record.outcome.failure().map(|f| f.message);
+            for a in [p.from, p.to] {
+                if mesh.dead[a].is_some() || !was_run {
+                    continue;
+                }
+                in_a_row[a] = if failed.is_some() { in_a_row[a] + 1 } else { 0 };
+                if in_a_row[a] >= MAX_FAILURES_IN_A_ROW {
+                    let last = failed.clone().unwrap_or_default();
+                    let why = format!(
+                        "failed its last {} pair tests (last: {last}); its other pairs were not run",
+                        in_a_row[a]
+                    );
+                    dead.push((mesh.agents[a].label.clone(), why.clone()));
+                    mesh.dead[a] = Some(why);
+                }
+            }
+            out.runs.push((slot, record));
+        }
+    }
+    MeshOutcome { grid: out, dead }
+}
+
+/// The interference check's runs: each of `cells`' pairs once more, alone, one after the
+/// other, after the rounds (`stats::mesh::interference` sets them against their in-round
+/// figures). Stops at an interruption; the records are not stored.
+pub fn alone(mesh: &Pairs<'_>, cells: &[usize], interrupt: &Interrupt) -> Vec<(usize, RunRecord)> {
+    let mut out = Vec::new();
+    for &cell in cells {
+        if interrupt.count() > 0 {
+            break;
+        }
+        let p = mesh.pairs[cell];
+        let (a, b) = (&mesh.agents[p.from], &mesh.agents[p.to]);
+        out.push((cell, pair_test(a, b, &mesh.plan.base, interrupt)));
+    }
+    out
 }

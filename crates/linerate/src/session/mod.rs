@@ -6,6 +6,7 @@
 //! the caller connects to a renderer in `report/`.
 
 mod admission;
+pub mod agents;
 pub mod campaign;
 pub mod client;
 mod control;

@@ -289,6 +289,120 @@ fn slow_pairs(cells: &[CellSummary], explained: &[bool]) -> Vec<String> {
         .collect()
 }
 
+/// How much less a pair must deliver in its round than alone, beyond its interval, to count as
+/// disturbed by the pairs beside it.
+pub const INTERFERENCE_SHARE: f64 = 0.10;
+
+/// The same for a pair with one run in rounds (no interval to judge by): a single short run
+/// varies by several percent on its own (20 agents at `-t 1` on one 2-vCPU host, every node
+/// link shaped, nothing shared: 7-12 % less in rounds than alone, the rounds' own start-ups
+/// sharing the CPUs), so only a loss well past that counts; a shared link halves a pair.
+pub const INTERFERENCE_SHARE_ONE_RUN: f64 = 0.25;
+
+/// One sampled pair of the interference check: its figure in its rounds and alone.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct InterferencePair {
+    /// The pair's label.
+    pub pair: String,
+    /// Its zone direction, when both agents named a zone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zones: Option<String>,
+    /// The mean of its runs in rounds, bit/s.
+    pub in_round_bits_per_second: f64,
+    /// Run alone after the rounds, bit/s.
+    pub alone_bits_per_second: f64,
+    /// What running beside others cost it: 1 − in-round / alone, percent (negative: it did
+    /// better in its round).
+    pub lost_percent: f64,
+    /// Lost more than [`INTERFERENCE_SHARE`] with alone above its interval's upper end, or
+    /// with one run in rounds (no interval) more than [`INTERFERENCE_SHARE_ONE_RUN`].
+    pub disturbed: bool,
+}
+
+/// The interference check (`session::mesh::alone`): a seeded sample of pairs run alone after
+/// the rounds, each set against its in-round figure, and what that says.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Interference {
+    /// The sample's seed.
+    pub seed: u64,
+    /// The sampled pairs.
+    pub pairs: Vec<InterferencePair>,
+    /// The conclusion in words.
+    pub finding: String,
+}
+
+/// The interference check of `m`'s cells: `alone` is (cell, its rate run alone).
+pub fn interference(m: &MeshSummary, alone: &[(usize, f64)], seed: u64) -> Interference {
+    let pairs: Vec<InterferencePair> = alone
+        .iter()
+        .filter_map(|&(cell, alone)| {
+            let c = m.cells.get(cell)?;
+            let stats = c.bits_per_second.as_ref()?;
+            let lost = if alone > 0.0 { 1.0 - stats.mean / alone } else { 0.0 };
+            let (beyond, share) = match stats.ci95 {
+                Some((_, hi)) => (alone > hi, INTERFERENCE_SHARE),
+                None => (true, INTERFERENCE_SHARE_ONE_RUN),
+            };
+            Some(InterferencePair {
+                pair: c.label.clone(),
+                zones: m.pairs.get(cell).and_then(|p| zone_name(&m.agents, *p)),
+                in_round_bits_per_second: stats.mean,
+                alone_bits_per_second: alone,
+                lost_percent: 100.0 * lost,
+                disturbed: lost > share && beyond,
+            })
+        })
+        .collect();
+    let finding = interference_words(&pairs);
+    Interference { seed, pairs, finding }
+}
+
+/// The check's conclusion: by zone direction when the disturbed pairs name zones, else over
+/// the sample.
+fn interference_words(pairs: &[InterferencePair]) -> String {
+    let hit: Vec<&InterferencePair> = pairs.iter().filter(|p| p.disturbed).collect();
+    let n = pairs.len();
+    if hit.is_empty() {
+        return format!(
+            "interference check: the {n} sampled pairs run alone delivered what they did in their \
+             rounds (none lost more than {:.0} % beyond its interval, or {:.0} % with one run): \
+             the pairs of a round did not disturb each other",
+            100.0 * INTERFERENCE_SHARE,
+            100.0 * INTERFERENCE_SHARE_ONE_RUN
+        );
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let rerun = "rerun with --serial (or a lower --concurrency) for per-path figures";
+    if hit.iter().all(|p| p.zones.is_some()) {
+        let mut by: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+        for p in &hit {
+            by.entry(p.zones.as_deref().unwrap_or_default()).or_default().push(p.lost_percent);
+        }
+        let parts: Vec<String> = by
+            .into_iter()
+            .map(|(z, mut lost)| {
+                let k = lost.len();
+                format!("pairs crossing {z} lost {:.0} % when run together ({k} sampled)", median(&mut lost))
+            })
+            .collect();
+        let cross = hit.iter().any(|p| {
+            p.zones.as_deref().and_then(|z| z.split_once(" -> ")).is_some_and(|(a, b)| a != b)
+        });
+        let shared = if cross { "the fabric between the zones is shared" } else { "the pairs share part of the fabric" };
+        return format!("{}: {shared}; {rerun}", parts.join("; "));
+    }
+    let mut lost: Vec<f64> = hit.iter().map(|p| p.lost_percent).collect();
+    format!(
+        "{} of {n} sampled pairs lost {:.0} % (median) when run together: disjoint pairs share \
+         part of the fabric (a spine, an uplink); {rerun}",
+        hit.len(),
+        median(&mut lost)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use linerate_proto::{Environment, SideResults, StreamRole, TestSpec};
@@ -352,5 +466,32 @@ mod tests {
         assert!(!f.contains("zone"), "one pair does not condemn a zone direction: {f}");
         let even = mesh(|_, _, _, _, k| 9.4e9 + k as f64 * 1e7);
         assert!(even.findings[0].contains("the pairs deliver alike"), "{:?}", even.findings);
+    }
+
+    #[test]
+    fn the_interference_check_names_a_shared_link_and_stays_silent_otherwise() {
+        // In rounds, cross-zone pairs shared the link between the zones: about 200 Mbit/s each,
+        // 400 alone. Inside a zone, as fast in a round as alone.
+        let m = mesh(|_, _, za, zb, k| if za == zb { 9.4e9 } else { 0.2e9 } + k as f64 * 1e6);
+        let cross: Vec<usize> = (0..m.pairs.len())
+            .filter(|&i| m.agents[m.pairs[i].from].zone != m.agents[m.pairs[i].to].zone)
+            .collect();
+        let same: Vec<usize> = (0..m.pairs.len()).filter(|i| !cross.contains(i)).collect();
+        let mut alone: Vec<(usize, f64)> = cross.iter().map(|&c| (c, 0.4e9)).collect();
+        alone.extend(same.iter().map(|&c| (c, 9.4e9)));
+        let i = interference(&m, &alone, 7);
+        assert_eq!(i.pairs.iter().filter(|p| p.disturbed).count(), cross.len());
+        assert!(i.finding.contains("pairs crossing zone a -> zone b lost 50 %"), "{}", i.finding);
+        assert!(i.finding.contains("the fabric between the zones is shared"), "{}", i.finding);
+        assert!(i.finding.contains("--serial"), "{}", i.finding);
+        // A non-blocking fabric: alone within the noise of the rounds.
+        let even = mesh(|_, _, _, _, k| 9.4e9 + k as f64 * 1e7);
+        let alone: Vec<(usize, f64)> = (0..even.pairs.len()).map(|c| (c, 9.42e9)).collect();
+        let quiet = interference(&even, &alone, 7);
+        assert!(quiet.pairs.iter().all(|p| !p.disturbed), "{:?}", quiet.pairs);
+        assert!(quiet.finding.contains("did not disturb each other"), "{}", quiet.finding);
+        // 9 % lost is within the rule even beyond the interval.
+        let alone: Vec<(usize, f64)> = (0..even.pairs.len()).map(|c| (c, 9.41e9 / 0.91)).collect();
+        assert!(interference(&even, &alone, 7).pairs.iter().all(|p| !p.disturbed));
     }
 }

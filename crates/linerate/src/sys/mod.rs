@@ -1,6 +1,6 @@
 //! Thin wrappers around system calls: socket options and TCP_INFO (`socket`), type of service
 //! and pacing caps (`qos`), stdout redirection and local time text (`stdio`), the UDP fast
-//! path (`udp`: batched calls, offloads, drop counters), zero-copy sending (`zerocopy`), readiness sets (`epoll`), process
+//! path (`udp`: batched calls, offloads, drop counters), zero-copy sending (`zerocopy`), readiness sets (`epoll`), file locks (`lock`), process
 //! limits (`process`), the terminal (`term`) and the allocator's knobs (`alloc`).
 //!
 //! This is the only part of linerate that may contain raw libc calls. Each function is one or
@@ -18,6 +18,7 @@ use std::io;
 
 pub mod alloc;
 pub mod epoll;
+pub mod lock;
 pub mod process;
 pub mod qos;
 pub mod socket;

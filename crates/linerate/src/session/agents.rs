@@ -1,0 +1,422 @@
+//! Waiting for the agents (`--wait-agents DURATION`, `--expect N`, with `--each-address`):
+//! before a fleet or a mesh starts, the names are resolved again and again, and every address
+//! they give is greeted (the doctor's hello, with the key when there is one), until the
+//! agents are all there or the wait is over.
+//!
+//! Why: in Kubernetes the requester is a Job that starts beside the agents' DaemonSet. What
+//! the headless Service names at that instant is whatever agents happen to exist: on a real
+//! two-node cluster the fleet Job tested 1 node of 2 three times out of three and called it a
+//! success, and the mesh Job failed its first attempts ("cannot resolve", "a mesh needs at
+//! least 2 agents") and leant on the Job's back-off. A requester that waits does neither.
+//!
+//! When are the agents "all there"? The requester holds no cluster credentials (no pod gets
+//! a service-account token), so it cannot read the DaemonSet's desired count. It decides:
+//! - with `--expect N`: once N agents answer (more are welcome);
+//! - without: once every address the names give answers, at least the command's minimum
+//!   (one for a fleet, two for a mesh), and no address has come or gone for [`SETTLE`].
+//!   The Service publishes agents that are not ready yet (`publishNotReadyAddresses`), so a
+//!   pod is named as soon as it has an address, long before its server listens: the settle
+//!   window covers only the seconds between the DaemonSet's pods getting their addresses.
+//!
+//! Past the wait, the error names the agents that answered (by node), those that did not and
+//! why (the last error of each), and what was expected. Nothing here prints: the caller is
+//! told each new status line ([`Watch::status`]).
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use crate::plan::fleet::{AgentWait, Target};
+use crate::units::peer_text::escape;
+
+/// How long the set of addresses must stay the same, all answering, before a requester
+/// without `--expect` takes it as every agent.
+pub const SETTLE: Duration = Duration::from_secs(10);
+
+/// How a wait that ended with fewer agents than the command's minimum says so.
+pub const TOO_FEW: &str = "this needs at least";
+
+/// Between two looks at the names.
+const POLL: Duration = Duration::from_millis(1000);
+
+/// The most greetings in flight at once.
+const GREET_AT_ONCE: usize = 64;
+
+/// Why an agent did not answer a greeting.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unheard {
+    /// In words (the peer's words escaped where shown).
+    pub why: String,
+    /// It answered and turned us down (another key, not a linerate agent, an incompatible
+    /// version): waiting will not change that, so the wait ends at once.
+    pub refused: bool,
+}
+
+impl Unheard {
+    /// Not there yet (nothing listens, no route, no answer in time).
+    pub fn absent(why: impl Into<String>) -> Self {
+        Unheard { why: why.into(), refused: false }
+    }
+}
+
+/// Where the watch stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Every agent is there: go.
+    Ready,
+    /// Not yet: look again.
+    Waiting,
+    /// The wait is over without them: why, in words.
+    GiveUp(String),
+}
+
+/// The state of a wait: what the names gave, who answered, since when nothing changed.
+#[derive(Debug)]
+pub struct Watch {
+    want: AgentWait,
+    /// The fewest agents the command can use (a mesh: two).
+    at_least: usize,
+    started: Instant,
+    changed: Instant,
+    targets: Vec<Target>,
+    /// By address: the node the agent named (or its address when it named none).
+    answered: HashMap<(String, u16), String>,
+    /// By address: the last reason it did not answer.
+    errors: HashMap<(String, u16), String>,
+    /// Why the names did not resolve at the last look.
+    unresolved: Option<String>,
+    /// An agent that turned the requester down, and why.
+    refused: Option<String>,
+}
+
+fn key(t: &Target) -> (String, u16) {
+    (t.host.clone(), t.port)
+}
+
+impl Watch {
+    /// A watch starting `now`.
+    pub fn new(want: AgentWait, at_least: usize, now: Instant) -> Self {
+        Watch {
+            want,
+            at_least,
+            started: now,
+            changed: now,
+            targets: Vec::new(),
+            answered: HashMap::new(),
+            errors: HashMap::new(),
+            unresolved: None,
+            refused: None,
+        }
+    }
+
+    /// What the names resolved to at `now` (or why they did not). A lookup that fails after
+    /// one that gave agents changes nothing: cluster DNS fails now and then for a moment (seen
+    /// on a real cluster: a headless name answered, then "temporary failure in name
+    /// resolution", then answered again), and an agent that really went away fails its test.
+    pub fn saw(&mut self, now: Instant, resolved: Result<Vec<Target>, String>) {
+        let targets = match resolved {
+            Ok(t) => {
+                self.unresolved = None;
+                t
+            }
+            Err(e) if !self.targets.is_empty() => {
+                self.unresolved = Some(e);
+                return;
+            }
+            Err(e) => {
+                self.unresolved = Some(e);
+                Vec::new()
+            }
+        };
+        let mut old: Vec<_> = self.targets.iter().map(key).collect();
+        let mut new: Vec<_> = targets.iter().map(key).collect();
+        old.sort();
+        new.sort();
+        if old != new {
+            self.changed = now;
+            // An address that went away and came back is greeted again.
+            self.answered.retain(|k, _| new.contains(k));
+        }
+        self.targets = targets;
+    }
+
+    /// The targets not heard from yet.
+    pub fn unanswered(&self) -> Vec<Target> {
+        self.targets.iter().filter(|t| !self.answered.contains_key(&key(t))).cloned().collect()
+    }
+
+    /// A greeting's outcome: the node the agent named (None: it named none), or the error.
+    pub fn heard(&mut self, t: &Target, result: Result<Option<String>, Unheard>) {
+        match result {
+            Ok(node) => {
+                let name = node.unwrap_or_else(|| t.label.clone());
+                self.answered.insert(key(t), name);
+                self.errors.remove(&key(t));
+            }
+            Err(e) => {
+                if e.refused && self.refused.is_none() {
+                    self.refused = Some(format!("agent {} refuses: {}", t.label, escape(&e.why)));
+                }
+                self.errors.insert(key(t), e.why);
+            }
+        }
+    }
+
+    /// The agents, as resolved at the last look.
+    pub fn targets(&self) -> &[Target] {
+        &self.targets
+    }
+
+    /// Whether to go, wait or give up, at `now`.
+    pub fn verdict(&self, now: Instant) -> Verdict {
+        if let Some(why) = &self.refused {
+            return Verdict::GiveUp(format!(
+                "{why}; no test was started (every agent is greeted before the first)"
+            ));
+        }
+        let n = self.targets.len();
+        let all = n > 0 && self.answered.len() == n;
+        let enough = match self.want.expect {
+            Some(e) => n >= e.max(self.at_least),
+            None => n >= self.at_least && now.saturating_duration_since(self.changed) >= SETTLE,
+        };
+        if all && enough {
+            return Verdict::Ready;
+        }
+        if now.saturating_duration_since(self.started) >= self.want.wait {
+            return Verdict::GiveUp(self.why_not(now));
+        }
+        Verdict::Waiting
+    }
+
+    /// The agents that answered, by node, sorted.
+    fn nodes(&self) -> Vec<&str> {
+        let mut v: Vec<&str> = self.answered.values().map(String::as_str).collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// One line: how many answered, who, and what is still awaited.
+    pub fn status(&self) -> String {
+        let nodes = self.nodes();
+        let mut s = format!(
+            "{} of {} agent(s) answer{}",
+            nodes.len(),
+            self.targets.len(),
+            if nodes.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", escape(&nodes.join(", ")))
+            }
+        );
+        if let Some(e) = self.want.expect {
+            s.push_str(&format!("; {e} expected (--expect)"));
+        }
+        if let Some(u) = &self.unresolved {
+            s.push_str(&format!("; {}", escape(u)));
+        }
+        s
+    }
+
+    fn why_not(&self, now: Instant) -> String {
+        let waited = now.saturating_duration_since(self.started).as_secs();
+        let mut why = format!("waited {waited} s for the agents: {}", self.status());
+        let mut silent: Vec<String> = self
+            .unanswered()
+            .iter()
+            .map(|t| {
+                let e = self.errors.get(&key(t)).map_or("no answer yet", String::as_str);
+                format!("{} ({})", t.label, escape(e))
+            })
+            .collect();
+        silent.sort();
+        if !silent.is_empty() {
+            why.push_str(&format!("; not answering: {}", silent.join(", ")));
+        }
+        let n = self.targets.len();
+        if n < self.at_least {
+            why.push_str(&format!("; {TOO_FEW} {} agents", self.at_least));
+        }
+        why.push_str(
+            ". Check that every agent runs (on Kubernetes: kubectl get pods -o wide), or wait \
+             longer (--wait-agents)",
+        );
+        why
+    }
+}
+
+/// Waits for the agents `targets` name (see the module's doc): the targets to use, or why
+/// not. `resolve` gives what the names resolve to now; `greet` asks one agent its node.
+/// `status` hears each new status line.
+pub fn wait_for(
+    want: AgentWait,
+    at_least: usize,
+    resolve: &dyn Fn() -> Result<Vec<Target>, String>,
+    greet: &(dyn Fn(&Target) -> Result<Option<String>, Unheard> + Sync),
+    interrupt: &crate::session::Interrupt,
+    status: &mut dyn FnMut(&str),
+) -> Result<Vec<Target>, String> {
+    let mut watch = Watch::new(want, at_least, Instant::now());
+    let mut said = String::new();
+    loop {
+        watch.saw(Instant::now(), resolve());
+        for chunk in watch.unanswered().chunks(GREET_AT_ONCE) {
+            let heard: Vec<_> = std::thread::scope(|s| {
+                let asked: Vec<_> = chunk.iter().map(|t| s.spawn(move || greet(t))).collect();
+                asked
+                    .into_iter()
+                    .map(|h| {
+                        h.join().unwrap_or_else(|_| Err(Unheard::absent("the greeting failed")))
+                    })
+                    .collect()
+            });
+            for (t, r) in chunk.iter().zip(heard) {
+                watch.heard(t, r);
+            }
+        }
+        match watch.verdict(Instant::now()) {
+            Verdict::Ready => return Ok(watch.targets().to_vec()),
+            Verdict::GiveUp(why) => return Err(why),
+            Verdict::Waiting => {}
+        }
+        let now = watch.status();
+        if now != said {
+            status(&now);
+            said = now;
+        }
+        if interrupt.count() > 0 {
+            return Err(format!(
+                "interrupted by {} while waiting for the agents",
+                interrupt.last_name()
+            ));
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// An agent's node, by the doctor's greeting (`--node-name` of `linerate server`), with the
+/// plan's key: None when it names none; why not, and whether it turned us down.
+pub fn greet(t: &Target, plan: &crate::plan::ClientPlan) -> Result<Option<String>, Unheard> {
+    use crate::record::FailureKind;
+    let doctor = crate::plan::DoctorPlan {
+        host: None,
+        port: t.port,
+        bind: plan.bind,
+        family: plan.family,
+        json: false,
+        link_bits_per_second: None,
+        connect_timeout: plan.connect_timeout,
+        psk: plan.psk.clone(),
+    };
+    let env = crate::session::doctor::environment_of(&doctor, &t.host).map_err(|e| {
+        let refused = matches!(
+            FailureKind::of(&e),
+            FailureKind::Refused | FailureKind::Garbage | FailureKind::Incompatible
+        );
+        Unheard { why: format!("{e:#}"), refused }
+    })?;
+    Ok(env.node.filter(|n| n.len() <= 253 && !n.chars().any(char::is_control)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(host: &str) -> Target {
+        Target { host: host.into(), port: 5201, label: format!("svc/{host}") }
+    }
+
+    fn want(wait: u64, expect: Option<usize>) -> AgentWait {
+        AgentWait { wait: Duration::from_secs(wait), expect }
+    }
+
+    #[test]
+    fn without_expect_the_set_must_answer_and_settle() {
+        let t0 = Instant::now();
+        let mut w = Watch::new(want(300, None), 1, t0);
+        w.saw(t0, Err("cannot resolve \"linerate\"".into()));
+        assert_eq!(w.verdict(t0), Verdict::Waiting, "nothing resolves yet");
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        w.saw(at(2), Ok(vec![t("10.0.0.5")]));
+        w.heard(&t("10.0.0.5"), Ok(Some("node-a".into())));
+        assert_eq!(w.verdict(at(5)), Verdict::Waiting, "one agent, not settled");
+        // The second node's agent gets its address 4 s later: the window starts again.
+        w.saw(at(6), Ok(vec![t("10.0.0.5"), t("10.0.1.7")]));
+        w.heard(&t("10.0.1.7"), Err(Unheard::absent("connection refused")));
+        assert_eq!(w.verdict(at(13)), Verdict::Waiting, "the late agent does not answer yet");
+        assert!(w.status().contains("1 of 2"), "{}", w.status());
+        w.heard(&t("10.0.1.7"), Ok(Some("node-b".into())));
+        assert_eq!(w.verdict(at(15)), Verdict::Waiting, "settling since the change at 6 s");
+        assert_eq!(w.verdict(at(16)), Verdict::Ready);
+        assert_eq!(w.targets().len(), 2);
+    }
+
+    #[test]
+    fn expect_goes_at_once_and_a_mesh_needs_two() {
+        let t0 = Instant::now();
+        let mut w = Watch::new(want(300, Some(2)), 2, t0);
+        w.saw(t0, Ok(vec![t("a"), t("b")]));
+        w.heard(&t("a"), Ok(None));
+        assert_eq!(w.verdict(t0), Verdict::Waiting);
+        w.heard(&t("b"), Ok(Some("node-b".into())));
+        assert_eq!(w.verdict(t0), Verdict::Ready, "no settle window with --expect");
+        let mut one = Watch::new(want(20, None), 2, t0);
+        one.saw(t0, Ok(vec![t("a")]));
+        one.heard(&t("a"), Ok(Some("node-a".into())));
+        assert_eq!(one.verdict(t0 + Duration::from_secs(19)), Verdict::Waiting);
+        let Verdict::GiveUp(why) = one.verdict(t0 + Duration::from_secs(20)) else {
+            panic!("a one-node mesh must give up")
+        };
+        assert!(why.contains("1 of 1 agent(s) answer (node-a)"), "{why}");
+        assert!(why.contains("at least 2 agents"), "{why}");
+    }
+
+    #[test]
+    fn giving_up_names_who_did_not_answer_and_why() {
+        let t0 = Instant::now();
+        let mut w = Watch::new(want(60, Some(3)), 1, t0);
+        w.saw(t0, Ok(vec![t("a"), t("b")]));
+        w.heard(&t("a"), Ok(Some("node-a".into())));
+        w.heard(&t("b"), Err(Unheard::absent("connection refused\x1b[2J")));
+        let Verdict::GiveUp(why) = w.verdict(t0 + Duration::from_secs(60)) else { panic!() };
+        assert!(why.contains("3 expected (--expect)"), "{why}");
+        assert!(why.contains("svc/b (connection refused"), "{why}");
+        assert!(!why.contains('\x1b'), "peer text is escaped: {why:?}");
+    }
+
+    #[test]
+    fn an_agent_that_refuses_the_key_ends_the_wait_at_once() {
+        let t0 = Instant::now();
+        let mut w = Watch::new(want(300, None), 2, t0);
+        w.saw(t0, Ok(vec![t("a"), t("b")]));
+        w.heard(&t("a"), Ok(Some("node-a".into())));
+        let no = "authentication failed: the client's key is not this server's (--psk-file)";
+        w.heard(&t("b"), Err(Unheard { why: no.into(), refused: true }));
+        let Verdict::GiveUp(why) = w.verdict(t0) else { panic!("a refusal does not go away") };
+        assert!(why.starts_with("agent svc/b refuses: authentication failed"), "{why}");
+        assert!(why.contains("no test was started"), "{why}");
+    }
+
+    #[test]
+    fn a_failed_lookup_after_a_good_one_changes_nothing() {
+        let t0 = Instant::now();
+        let mut w = Watch::new(want(60, None), 1, t0);
+        w.saw(t0, Ok(vec![t("a"), t("b")]));
+        w.heard(&t("a"), Ok(None));
+        w.heard(&t("b"), Ok(None));
+        w.saw(t0 + Duration::from_secs(5), Err("temporary failure in name resolution".into()));
+        assert_eq!(w.targets().len(), 2);
+        assert_eq!(w.verdict(t0 + SETTLE), Verdict::Ready, "the settle window was not restarted");
+    }
+
+    #[test]
+    fn an_address_that_leaves_and_returns_is_greeted_again() {
+        let t0 = Instant::now();
+        let mut w = Watch::new(want(60, None), 1, t0);
+        w.saw(t0, Ok(vec![t("a")]));
+        w.heard(&t("a"), Ok(None));
+        assert!(w.unanswered().is_empty());
+        w.saw(t0, Ok(vec![]));
+        w.saw(t0, Ok(vec![t("a")]));
+        assert_eq!(w.unanswered().len(), 1);
+    }
+}
