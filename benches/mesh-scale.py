@@ -17,6 +17,7 @@ import atexit
 import json
 import os
 import platform
+import signal
 import subprocess
 import sys
 import threading
@@ -81,6 +82,8 @@ def main():
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
 
     atexit.register(close)
+    # A SIGTERM still removes the namespaces and stops the agents (atexit runs on exit).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     ip("netns", "add", hub)
     ip("-n", hub, "link", "set", "lo", "up")
     ip("-n", hub, "link", "add", "mbr", "type", "bridge")

@@ -22,9 +22,12 @@
 //! reachable at pre-flight") without spending their timeouts; an agent that turns the key
 //! down stops the mesh before any test, with one message.
 //!
-//! **Dead agents.** An agent whose last [`MAX_FAILURES_IN_A_ROW`] pair tests all failed is
-//! taken as gone: its remaining pairs are stored as failed without being run, and the mesh
-//! goes on with the others. A mesh stops early only when interrupted.
+//! **Dead agents.** An agent whose last [`MAX_FAILURES_IN_A_ROW`] pair tests all failed, and
+//! that then does not answer a greeting, is taken as gone: its remaining pairs are stored as
+//! failed without being run, and the mesh goes on with the others. (A failure counts against
+//! both ends of its pair, since which end failed is not always known: the greeting keeps a
+//! live agent whose partners failed from being given up, which on a loaded 100-agent mesh
+//! cascaded through the agents.) A mesh stops early only when interrupted.
 
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
@@ -315,6 +318,13 @@ pub fn run_mesh(
                     continue;
                 }
                 in_a_row[a] = if failed.is_some() { in_a_row[a] + 1 } else { 0 };
+                // A partner's fault counts against both ends: before giving an agent up, greet
+                // it; one that answers is alive, and its count starts again.
+                if in_a_row[a] >= MAX_FAILURES_IN_A_ROW
+                    && crate::session::agents::greet(&mesh.agents[a], &plan.base).is_ok()
+                {
+                    in_a_row[a] = 0;
+                }
                 if in_a_row[a] >= MAX_FAILURES_IN_A_ROW {
                     let last = failed.clone().unwrap_or_default();
                     let why = format!(

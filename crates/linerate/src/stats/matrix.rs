@@ -332,6 +332,9 @@ fn parallel_findings(cells: &[CellSummary]) -> Vec<String> {
         c.values.iter().find_map(|v| if let AxisValue::Parallel(p) = v { Some(*p) } else { None })
     };
     let mut out = Vec::new();
+    if !cells.iter().any(|c| p_of(c).is_some()) {
+        return out; // no -P axis (a mesh's pairs): nothing to say, and no quadratic walk
+    }
     let mut seen = std::collections::BTreeSet::new();
     for c in cells {
         let mut group = siblings(cells, c, is_p);
@@ -435,11 +438,19 @@ fn pairwise_findings(
     name: &str,
 ) -> Vec<String> {
     let mut out = Vec::new();
+    // Cells without this axis (a mesh's pairs have no axis at all) compare nothing: a mesh of
+    // 100 agents has 9,900 cells, and the walk below is quadratic in them.
+    if !cells.iter().any(|c| c.values.iter().any(&is_axis)) {
+        return out;
+    }
     for (i, a) in cells.iter().enumerate() {
+        let kin = siblings(cells, a, is_axis);
         for b in &cells[i + 1..] {
-            let same_rest = siblings(cells, a, is_axis).iter().any(|x| x.index == b.index);
             let differs = a.values.iter().zip(&b.values).any(|(x, y)| is_axis(x) && x != y);
-            if !same_rest || !differs || a.samples.is_empty() || b.samples.is_empty() {
+            if !differs || a.samples.is_empty() || b.samples.is_empty() {
+                continue;
+            }
+            if !kin.iter().any(|x| x.index == b.index) {
                 continue;
             }
             let cmp = compare(&a.samples, &b.samples, ALPHA);
