@@ -118,9 +118,10 @@ pub fn run(plan: &MeshPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     let mut keep = |slot: Slot, record: &RunRecord| {
         runs.keep(labels[slot.cell].clone(), slot.repetition, record);
     };
-    let mesh = crate::session::mesh::Pairs { plan, agents: &agents, pairs: &pairs, labels: &labels, dead };
+    let mut mesh =
+        crate::session::mesh::Pairs { plan, agents: &agents, pairs: &pairs, labels: &labels, dead };
     let kept_runs = kept.len();
-    let ran = crate::session::mesh::run_mesh(mesh, kept, interrupt, &mut progress, &mut keep);
+    let ran = crate::session::mesh::run_mesh(&mut mesh, kept, interrupt, &mut progress, &mut keep);
     let (mut outcome, gone) = (ran.grid, ran.dead);
     console.end_progress();
     let complete = outcome.stopped.is_none()
@@ -138,14 +139,7 @@ pub fn run(plan: &MeshPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     let agent_labels: Vec<String> = agents.iter().map(|a| a.label.clone()).collect();
     let summary =
         crate::stats::mesh::summarize_mesh(&agent_labels, &pairs, &cells, &by_cell, plan.until_ci);
-    let check = crate::session::mesh::Pairs {
-        plan,
-        agents: &agents,
-        pairs: &pairs,
-        labels: &labels,
-        dead: vec![None; agents.len()],
-    };
-    let interference = interference_check(plan, &check, &summary, interrupt, text)?;
+    let interference = interference_check(plan, &mesh, &summary, interrupt, text)?;
     let stopped = outcome.stopped.as_deref();
     let mut out = std::io::stdout().lock();
     match base.output {

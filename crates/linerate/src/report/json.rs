@@ -178,7 +178,14 @@ pub fn render_report(
                 crate::report::matrix::MatrixMeta { seed: report.seed, until_ci: report.until_ci };
             if let Some(m) = &report.mesh {
                 let stopped = tier.stopped.as_deref();
-                return crate::report::mesh::render_json(meta, m, &runs_of(0), stopped, (&[], None), out);
+                return crate::report::mesh::render_json(
+                    meta,
+                    m,
+                    &runs_of(0),
+                    stopped,
+                    (&[], None),
+                    out,
+                );
             }
             crate::report::matrix::render_json(
                 meta,

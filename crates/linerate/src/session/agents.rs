@@ -259,19 +259,9 @@ pub fn wait_for(
     let mut said = String::new();
     loop {
         watch.saw(Instant::now(), resolve());
-        for chunk in watch.unanswered().chunks(GREET_AT_ONCE) {
-            let heard: Vec<_> = std::thread::scope(|s| {
-                let asked: Vec<_> = chunk.iter().map(|t| s.spawn(move || greet(t))).collect();
-                asked
-                    .into_iter()
-                    .map(|h| {
-                        h.join().unwrap_or_else(|_| Err(Unheard::absent("the greeting failed")))
-                    })
-                    .collect()
-            });
-            for (t, r) in chunk.iter().zip(heard) {
-                watch.heard(t, r);
-            }
+        let unanswered = watch.unanswered();
+        for (t, r) in unanswered.iter().zip(greet_all(&unanswered, greet)) {
+            watch.heard(t, r);
         }
         match watch.verdict(Instant::now()) {
             Verdict::Ready => return Ok(watch.targets().to_vec()),
@@ -291,6 +281,26 @@ pub fn wait_for(
         }
         std::thread::sleep(POLL);
     }
+}
+
+/// Greets every one of `targets` with `greet`, at most [`GREET_AT_ONCE`] at a time: the
+/// outcomes in the targets' order. The wait's looks and a mesh's pre-flight.
+pub fn greet_all(
+    targets: &[Target],
+    greet: &(dyn Fn(&Target) -> Result<Option<String>, Unheard> + Sync),
+) -> Vec<Result<Option<String>, Unheard>> {
+    let mut heard = Vec::with_capacity(targets.len());
+    for chunk in targets.chunks(GREET_AT_ONCE) {
+        std::thread::scope(|s| {
+            let asked: Vec<_> = chunk.iter().map(|t| s.spawn(move || greet(t))).collect();
+            heard.extend(
+                asked.into_iter().map(|h| {
+                    h.join().unwrap_or_else(|_| Err(Unheard::absent("the greeting failed")))
+                }),
+            );
+        });
+    }
+    heard
 }
 
 /// An agent's node, by the doctor's greeting (`--node-name` of `linerate server`), with the

@@ -89,23 +89,10 @@ fn ask(agent: &Target, target: &Target, plan: &ClientPlan, interrupt: &Interrupt
 /// answer (and whether it turned the requester down).
 pub type Greeted = Vec<Result<Option<String>, crate::session::agents::Unheard>>;
 
-/// Greets every agent at once with the plan's key (`session::agents::greet`), each bounded by
-/// the connect timeout and the handshake's.
+/// Greets every agent with the plan's key (`session::agents::greet_all`: many at once), each
+/// bounded by the connect timeout and the handshake's.
 pub fn preflight(agents: &[Target], plan: &ClientPlan) -> Greeted {
-    std::thread::scope(|s| {
-        let asked: Vec<_> = agents
-            .iter()
-            .map(|a| s.spawn(move || crate::session::agents::greet(a, plan)))
-            .collect();
-        asked
-            .into_iter()
-            .map(|h| {
-                h.join().unwrap_or_else(|_| {
-                    Err(crate::session::agents::Unheard::absent("the greeting failed"))
-                })
-            })
-            .collect()
-    })
+    crate::session::agents::greet_all(agents, &|a| crate::session::agents::greet(a, plan))
 }
 
 /// The agents named by the nodes they reported at the pre-flight (`server --node-name`, the
@@ -187,7 +174,7 @@ impl Pairs<'_> {
 /// not run again). `progress` hears before each round's first test and after each test;
 /// `each` sees each new run (to store it).
 pub fn run_mesh(
-    mut mesh: Pairs<'_>,
+    mesh: &mut Pairs<'_>,
     prior: Vec<(Slot, RunRecord)>,
     interrupt: &Interrupt,
     progress: &mut dyn FnMut(RoundProgress<'_>),
@@ -276,7 +263,7 @@ pub fn run_mesh(
             .iter()
             .map(|s| (*s, mesh.not_run(*s, &mesh.dead_end(*s).unwrap_or_default())))
             .collect();
-        let m = &mesh;
+        let m = &*mesh;
         let tested: Vec<(Slot, RunRecord)> = std::thread::scope(|scope| {
             let handles: Vec<_> = live
                 .iter()
