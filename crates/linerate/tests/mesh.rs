@@ -504,3 +504,139 @@ fn the_interference_check_names_pairs_that_shared_a_link_in_their_round() {
     assert!(finding.contains("lost") && finding.contains("--serial"), "{finding}");
     assert!(finding.contains("the fabric between the zones is shared"), "{finding}");
 }
+
+/// `--sample`: a balanced sample has every agent send and receive once; `--sample zones:1`
+/// keeps every pair inside a zone and tests between zones through one agent of each (the
+/// zones the agents report; one reporting none is in "unknown"); the dry run plans it from
+/// the agents' greetings, and a sample by zone of agents without zones is refused.
+#[test]
+fn samples_are_balanced_or_by_zone() {
+    let _g = crate::util::exclusive();
+    let dir = test_dir("mesh-sample");
+    let key = key_file(&dir, "psk", b'k');
+    let zones = [Some("z1"), Some("z1"), Some("z1"), Some("z2"), Some("z2"), None];
+    let agents: Vec<Server> = zones
+        .iter()
+        .enumerate()
+        .map(|(i, z)| {
+            let node = format!("n{i}");
+            let mut args = vec!["--agent", "--psk-file", &key, "--node-name", &node];
+            args.extend(z.iter().flat_map(|z| ["--zone", z]));
+            Server::start(&args)
+        })
+        .collect();
+    let targets: Vec<String> = agents.iter().map(|s| format!("127.0.0.1:{}", s.port)).collect();
+    let mesh = |extra: &[&str]| {
+        let mut args = vec!["mesh", "-t", "0.2", "--repeat", "1", "--no-store", "--psk-file", &key];
+        args.extend(["--interference-sample", "0"]);
+        args.extend_from_slice(extra);
+        args.extend(targets.iter().map(String::as_str));
+        run(&args, Duration::from_secs(90))
+    };
+    // Inside z1 6 pairs, inside z2 2, between the three zones' one representative each 6.
+    let out = mesh(&["--sample", "zones:1", "--dry-run"]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(out.stdout.contains("6 agents, 14 ordered pairs"), "{}", out.stdout);
+    let out = mesh(&["--sample", "zones:1", "-J"]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let doc: Value = serde_json::from_str(&out.stdout).expect("json");
+    let pairs: Vec<(usize, usize)> = doc["summary"]["pairs"]
+        .as_array()
+        .expect("pairs")
+        .iter()
+        .map(|p| (p["from"].as_u64().unwrap() as usize, p["to"].as_u64().unwrap() as usize))
+        .collect();
+    let zone = |a: usize| zones[a].unwrap_or("unknown");
+    assert_eq!(pairs.len(), 14, "{pairs:?}");
+    assert_eq!(pairs.iter().filter(|(a, b)| zone(*a) == zone(*b)).count(), 8, "{pairs:?}");
+    let between: std::collections::BTreeSet<usize> =
+        pairs.iter().filter(|(a, b)| zone(*a) != zone(*b)).flat_map(|(a, b)| [*a, *b]).collect();
+    let per_zone: std::collections::BTreeSet<&str> = between.iter().map(|a| zone(*a)).collect();
+    assert_eq!((between.len(), per_zone.len()), (3, 3), "one agent of each zone: {between:?}");
+    let cells = doc["summary"]["cells"].as_array().expect("cells");
+    assert!(cells.iter().all(|c| c["runs"] == 1), "every sampled pair ran once: {cells:?}");
+    // A balanced sample of 6: every agent sends once and receives once.
+    let out = mesh(&["--sample", "6", "-J"]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let doc: Value = serde_json::from_str(&out.stdout).expect("json");
+    let pairs = doc["summary"]["pairs"].as_array().expect("pairs");
+    assert_eq!(pairs.len(), 6);
+    for end in ["from", "to"] {
+        let mut seen: Vec<u64> = pairs.iter().map(|p| p[end].as_u64().unwrap()).collect();
+        seen.sort_unstable();
+        assert_eq!(seen, [0, 1, 2, 3, 4, 5], "each agent once as {end}: {pairs:?}");
+    }
+    // Agents that report no zone cannot be sampled by zone (the same agent at two addresses).
+    let bare = [targets[5].clone(), format!("127.0.0.2:{}", agents[5].port)];
+    let mut args = vec!["mesh", "-t", "0.2", "--no-store", "--psk-file", &key, "--sample", "zones"];
+    args.extend(bare.iter().map(String::as_str));
+    let out = run(&args, Duration::from_secs(30));
+    assert_eq!(out.code, Some(2), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("no agent reported a zone") && out.stderr.contains("--zone"),
+        "{}",
+        out.stderr
+    );
+    let out = mesh(&["--sample", "zones:0"]);
+    assert_eq!(out.code, Some(2), "{}", out.stderr);
+    assert!(out.stderr.contains("R must be"), "{}", out.stderr);
+}
+
+/// After a mesh of three agents started with `--metrics`, each agent's `/metrics` has
+/// series naming each of the other two agents' nodes: tests by outcome, the last rate to it
+/// (non-zero), its RTT, when it was tested, and the drop and drift gauges (0 after one run).
+#[test]
+fn each_agent_exports_what_it_measured_of_every_peer() {
+    let _g = crate::util::exclusive();
+    let dir = test_dir("mesh-metrics");
+    let key = key_file(&dir, "psk", b'k');
+    let nodes = ["alpha", "beta", "gamma"];
+    let agents: Vec<(Server, u16)> = nodes
+        .iter()
+        .map(|n| {
+            crate::metrics::metrics_server(&[
+                "--agent",
+                "--psk-file",
+                &key,
+                "--node-name",
+                n,
+                "--zone",
+                "z1",
+            ])
+        })
+        .collect();
+    let mut args = vec!["mesh", "-t", "0.3", "--repeat", "1", "--no-store", "--psk-file", &key];
+    let targets: Vec<String> =
+        agents.iter().map(|(s, _)| format!("127.0.0.1:{}", s.port)).collect();
+    args.extend(targets.iter().map(String::as_str));
+    let out = run(&args, Duration::from_secs(60));
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    for (i, (_, mport)) in agents.iter().enumerate() {
+        let (status, text) = crate::metrics::get(*mport, "/metrics");
+        assert_eq!(status, 200);
+        for (j, peer) in nodes.iter().enumerate() {
+            let named = format!("{{node=\"{}\",peer=\"{peer}\",peer_zone=\"z1\"", nodes[i]);
+            if i == j {
+                assert!(!text.contains(&named), "no series of itself: {text}");
+                continue;
+            }
+            let series = |name: &str, rest: &str| format!("{name}{named}{rest}}}");
+            let tests = series("linerate_pair_tests_total", ",outcome=\"completed\"");
+            assert_eq!(crate::metrics::sample(&text, &tests), Some(1.0), "{tests}:\n{text}");
+            let rate = series("linerate_pair_bits_per_second", ",direction=\"to_peer\"");
+            let rate = crate::metrics::sample(&text, &rate);
+            assert!(rate.is_some_and(|r| r > 1e6), "{} -> {peer}: {rate:?}\n{text}", nodes[i]);
+            let rtt = series("linerate_pair_rtt_seconds", ",direction=\"to_peer\"");
+            assert!(crate::metrics::sample(&text, &rtt).is_some_and(|r| r > 0.0), "{rtt}:\n{text}");
+            let when = series("linerate_pair_last_test_timestamp_seconds", "");
+            assert!(crate::metrics::sample(&text, &when).is_some_and(|t| t > 1.7e9), "{when}");
+            for signal in ["linerate_pair_drop_ratio", "linerate_pair_drift_ratio_per_run"] {
+                assert_eq!(
+                    crate::metrics::sample(&text, &series(signal, "")),
+                    Some(0.0),
+                    "{signal}"
+                );
+            }
+        }
+    }
+}

@@ -115,9 +115,19 @@ fn prometheus_scrapes_tests_refusals_and_probes_and_the_dashboard_queries_run() 
     let allow = format!("127.0.0.1:{},127.0.0.1:{closed}", target.port);
     let key_arg = format!("--psk-file={}", key.display());
     let srv = probing_server(port, mport, &allow, &[&key_arg]);
+    // Two agents that test each other once (a mesh), scraped for their per-pair series.
+    let agent = |node: &str| {
+        let args = ["--agent", key_arg.as_str(), "--node-name", node, "--zone", "z1"];
+        crate::metrics::metrics_server(&args)
+    };
+    let ((alpha, alpha_m), (beta, beta_m)) = (agent("alpha"), agent("beta"));
+    let rules = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../packaging/prometheus/linerate-rules.yml");
     let pport = free_port();
     let config = format!(
-        "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n\
+        "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files:\n- '{}'\n\
+         scrape_configs:\n\
+         - job_name: linerate_agents\n  static_configs:\n  - targets: ['127.0.0.1:{alpha_m}', '127.0.0.1:{beta_m}']\n\
          - job_name: linerate\n  static_configs:\n  - targets: ['127.0.0.1:{mport}']\n\
          - job_name: linerate_probe\n  metrics_path: /probe\n  scrape_interval: 5s\n  \
          scrape_timeout: 4s\n  params:\n    target: ['127.0.0.1:{}']\n  static_configs:\n  \
@@ -125,6 +135,7 @@ fn prometheus_scrapes_tests_refusals_and_probes_and_the_dashboard_queries_run() 
          - job_name: linerate_probe_down\n  metrics_path: /probe\n  scrape_interval: 3s\n  \
          scrape_timeout: 2s\n  params:\n    target: ['127.0.0.1:{closed}']\n  static_configs:\n  \
          - targets: ['127.0.0.1:{mport}']\n",
+        rules.display(),
         target.port
     );
     let config_file = dir.join("prometheus.yml");
@@ -156,6 +167,10 @@ fn prometheus_scrapes_tests_refusals_and_probes_and_the_dashboard_queries_run() 
     assert_ne!(run(&["client", "127.0.0.1", "-p", &p, "-t", "1", &bad], LIMIT).code, Some(0));
     let over = ["client", "127.0.0.1", "-p", &p, "-t", "1", "-P", "500", &psk];
     assert_ne!(run(&over, LIMIT).code, Some(0));
+    let mesh = ["mesh", "-t", "0.3", "--repeat", "1", "--no-store", &psk];
+    let (ta, tb) = (format!("127.0.0.1:{}", alpha.port), format!("127.0.0.1:{}", beta.port));
+    let out = run(&[&mesh[..], &[ta.as_str(), tb.as_str()]].concat(), LIMIT);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
     // And a connection that is neither protocol, dropped at its first bytes.
     let mut junk = TcpStream::connect(("127.0.0.1", port)).expect("connect");
     junk.write_all(b"\x00\x01\x02\x03\x04\x05\x06\x07").expect("write");
@@ -225,6 +240,26 @@ fn prometheus_scrapes_tests_refusals_and_probes_and_the_dashboard_queries_run() 
             std::thread::sleep(Duration::from_millis(500));
         }
     }
+    // The per-pair series, each agent's of the other, and the alerting rules loaded and
+    // evaluated by this Prometheus (their syntax is also `promtool check rules`'s in CI).
+    for (node, peer) in [("alpha", "beta"), ("beta", "alpha")] {
+        let q = format!(
+            r#"linerate_pair_bits_per_second{{job="linerate_agents",node="{node}",peer="{peer}",direction="to_peer"}}"#
+        );
+        assert!(wait_value(pport, &q, wait, |v| v > 1e6).is_some(), "{q}");
+    }
+    let body = get(pport, "/api/v1/rules").expect("rules");
+    let doc: Value = serde_json::from_str(&body).expect("rules JSON");
+    let loaded: usize = doc["data"]["groups"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .map(|g| g["rules"].as_array().map_or(0, Vec::len))
+        .sum();
+    assert_eq!(loaded, 4, "the four alerting rules: {body}");
+    assert!(!body.contains("\"health\":\"err\""), "a rule failed to evaluate: {body}");
+    figure("prometheus_alerting_rules_loaded", loaded);
+    drop((alpha, beta));
     let exprs = exprs.len() - empty.len();
     figure("dashboard_expressions_with_data", exprs);
     assert!(empty.is_empty(), "dashboard expressions without data: {empty:?}");
@@ -249,7 +284,8 @@ fn dashboard_panels(d: &Value) -> Vec<&Value> {
         let title = p["title"].as_str().expect("a panel title");
         assert!(ids.insert(p["id"].as_u64().expect("an id")), "{title}: duplicate id");
         let kind = p["type"].as_str().unwrap_or_default();
-        assert!(["timeseries", "stat", "table", "gauge"].contains(&kind), "{title}: {kind}");
+        let kinds = ["timeseries", "stat", "table", "gauge", "status-history"];
+        assert!(kinds.contains(&kind), "{title}: {kind}");
         let g = &p["gridPos"];
         let (x, w) = (g["x"].as_u64().expect("x"), g["w"].as_u64().expect("w"));
         assert!(x + w <= 24 && g["h"].as_u64().is_some_and(|h| h > 0), "{title}: {g}");

@@ -143,3 +143,65 @@ fn a_link_that_slowed_is_found_at_the_run_it_slowed_and_a_flat_one_is_not() {
         assert!(!kinds.is_empty() && kinds.iter().all(|k| k == "trend"), "{kinds:?}");
     }
 }
+
+/// Watching a link: 12 runs at 200 Mbit/s then 2 at 120 are a fresh drop at once (the step
+/// test needs five runs after a change), and 14 runs each 4 % slower than the one before are
+/// one drift, not steps. Each run over the shaped link, as `client --every` stores them.
+#[test]
+fn a_fresh_drop_is_named_after_two_runs_and_a_slow_decline_is_a_drift() {
+    let serial = exclusive();
+    if !namespaces_available() {
+        return;
+    }
+    let link = ShapedLink::new("w", "200mbit");
+    let server = KillOnDrop(link.spawn_in(&link.b, &["server", "-p", "5201", "-B", &link.addr_b]));
+    std::thread::sleep(Duration::from_millis(400));
+    let dir = test_dir("trend-watch");
+    let (drop_db, drift_db) = (dir.join("drop.sqlite"), dir.join("drift.sqlite"));
+    let (drop_db, drift_db) = (drop_db.to_str().expect("path"), drift_db.to_str().expect("path"));
+    let shape = |rate: &str| {
+        for side_a in [true, false] {
+            link.shape(side_a, Some([rate, "64kb", "20ms"]));
+        }
+    };
+    shape("200mbit");
+    fill(&link, drop_db, 12);
+    shape("120mbit");
+    fill(&link, drop_db, 2);
+    let series = |db: &str| -> Value {
+        let doc: Value = serde_json::from_str(&trend(db, &link.addr_b, "json")).expect("json");
+        doc["trend"]["series"][0].clone()
+    };
+    let s = series(drop_db);
+    let rates: Vec<f64> = s["points"]
+        .as_array()
+        .expect("points")
+        .iter()
+        .map(|p| p["bits_per_second"].as_f64().expect("rate"))
+        .collect();
+    let fresh = &s["fresh_drop"];
+    assert_eq!((fresh["runs"].as_u64(), fresh["before_runs"].as_u64()), (Some(2), Some(12)), "{s}");
+    let relative = fresh["relative"].as_f64().expect("relative");
+    eprintln!("FIGURE trend_fresh_drop = {:.1} % after 12 runs: {rates:?}", relative * 100.0);
+    assert!((relative + 0.4).abs() < 0.05, "200 → 120 Mbit/s: {relative}");
+    let text = trend(drop_db, &link.addr_b, "text");
+    assert!(text.contains("fresh drop: the last 2 runs after a stable 12"), "{text}");
+    assert!(!text.contains("no change found"), "{text}");
+
+    let mut rate = 200.0f64;
+    for _ in 0..14 {
+        shape(&format!("{:.0}kbit", rate * 1000.0));
+        fill(&link, drift_db, 1);
+        rate *= 0.96;
+    }
+    let s = series(drift_db);
+    let d = &s["drift"];
+    let per_run = d["relative_per_run"].as_f64().unwrap_or_else(|| panic!("a drift: {s}"));
+    eprintln!("FIGURE trend_drift_per_run = {:.2} %, p = {}", per_run * 100.0, d["p_value"]);
+    assert!((per_run + 0.04).abs() < 0.01, "4 % a run: {per_run}");
+    assert_eq!(s["changes"], serde_json::json!([]), "one drift, no steps: {s}");
+    let text = trend(drift_db, &link.addr_b, "text");
+    assert!(text.contains("drift: -4.") || text.contains("drift: -3."), "{text}");
+    assert!(text.contains("over 14 runs") && !text.contains("a regression"), "{text}");
+    drop((server, link, serial));
+}

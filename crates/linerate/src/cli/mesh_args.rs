@@ -24,9 +24,12 @@ pub struct MeshArgs {
     pub each_address: bool,
     #[command(flatten)]
     pub agent_wait: super::fleet_args::AgentWaitArgs,
-    /// Test a seeded sample of N ordered pairs instead of every one (n agents have n(n-1)).
-    #[arg(long = "pairs", value_name = "N", value_parser = |s: &str| super::args::whole::<usize>(s, 1..=1_000_000))]
-    pub pairs: Option<usize>,
+    /// Test a sample of the ordered pairs instead of every one (n agents have n(n-1)): N, a
+    /// seeded sample of about N pairs in which every agent sends and receives about equally;
+    /// or zones[:R], every pair inside a zone and, between zones, every pair of R agents of
+    /// each (default 2), by the zones the agents report (`server --zone`).
+    #[arg(long = "sample", alias = "pairs", value_name = "N|zones[:R]", value_parser = crate::plan::sample::parse)]
+    pub sample: Option<crate::plan::sample::Sample>,
     /// One pair at a time, as k8s-netperf does: for fabrics where disjoint pairs still share a
     /// bottleneck (a spine, an uplink). By default every agent takes part in at most one test
     /// at a time and a round's disjoint pairs run at once (about 2(N-1) rounds for N agents).
@@ -40,8 +43,9 @@ pub struct MeshArgs {
     /// Not run with --serial.
     #[arg(long = "interference-sample", value_name = "N", default_value_t = crate::plan::mesh::DEFAULT_INTERFERENCE_SAMPLE, value_parser = |s: &str| super::args::whole::<usize>(s, 0..=10_000))]
     pub interference: usize,
-    /// Print the plan (agents, pairs, rounds, schedule, estimated time) and exit: no agent is
-    /// contacted (names are resolved with --each-address).
+    /// Print the plan (agents, pairs, rounds, schedule, estimated time) and exit: no test is
+    /// run, and no agent is contacted unless --sample zones needs their zones (names are
+    /// resolved with --each-address).
     #[arg(long = "dry-run")]
     pub dry_run: bool,
     #[command(flatten)]
@@ -80,12 +84,13 @@ pub(super) fn mesh_plan(a: MeshArgs) -> Result<MeshPlan, String> {
         return Err("a mesh writes linerate's JSON only: drop --json-format iperf3".into());
     }
     let base = super::convert::with_store(base, &a.store);
-    let resume = a.rounds.resume.group(super::repeat::MESH, a.store.no_store, base.store.path.is_some())?;
+    let resume =
+        a.rounds.resume.group(super::repeat::MESH, a.store.no_store, base.store.path.is_some())?;
     let Rounds { repeat, until_ci, max_repeat, seed } = a.rounds.rounds();
     Ok(MeshPlan {
         agents,
         base,
-        sample: a.pairs,
+        sample: a.sample.unwrap_or_default(),
         each_address: a.each_address,
         agent_wait: a.agent_wait.plan(),
         concurrency: match (a.serial, a.concurrency) {

@@ -42,8 +42,8 @@ use anyhow::{Context, Result};
 use super::failed::{group_failure_kind, interrupted};
 use super::keep::{self, GroupRuns};
 use super::source::{fleet_source, load_from};
-use crate::plan::fleet::{FleetIdentity, FleetPlan};
 use crate::plan::OutputFormat;
+use crate::plan::fleet::{FleetIdentity, FleetPlan};
 use crate::record::{Failure, FailureKind, RunRecord};
 use crate::report::document::Style;
 use crate::report::fleet as render;
@@ -68,7 +68,7 @@ pub fn run(plan: &FleetPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     let mut status = |s: &str| console.show(&Notice::AwaitingAgents(s));
     let (each, wait) = (plan.each_address, plan.agent_wait);
     let targets = fleet::discover(&plan.targets, each, wait, 1, &plan.base, interrupt, &mut status)
-        .map_err(|e| Failure::new(FailureKind::Network, e))?;
+        .map_err(|e| Failure::new(FailureKind::Network, e.why))?;
     let plan = &FleetPlan { targets, ..plan.clone() };
     check_descriptors(plan)?;
     let curve = !plan.scale.is_empty();
@@ -147,7 +147,9 @@ pub fn run(plan: &FleetPlan, interrupt: &Interrupt) -> Result<ExitCode> {
             render::write_scale_body(Style::Text, &f.curve, &mut out)?;
             render::render_warnings(&report.warnings, &mut out)?;
         }
-        (true, false) => render::write_fleet_body(Style::Text, &single, start_note.as_deref(), &mut out)?,
+        (true, false) => {
+            render::write_fleet_body(Style::Text, &single, start_note.as_deref(), &mut out)?
+        }
         (false, _) => render::render_report_json(&report, f, start_note.as_deref(), &mut out)?,
     }
     out.flush()?;

@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use super::failed::{grid_failure, interrupted};
 use super::keep::{self, GroupRuns};
 use crate::plan::OutputFormat;
-use crate::plan::mesh::{MeshIdentity, MeshPlan, cells, check_agents, pairs};
+use crate::plan::mesh::{MeshIdentity, MeshPlan, cells, check_agents};
 use crate::record::{Failure, Outcome, RunRecord};
 use crate::report::notice::{Notice, Stored};
 use crate::session::Interrupt;
@@ -32,22 +32,33 @@ pub fn run(plan: &MeshPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     let (each, least) = (plan.each_address, crate::plan::mesh::MIN_AGENTS);
     // A dry run contacts no agent: the names are resolved once, nobody is greeted.
     let wait = if plan.dry_run { Default::default() } else { plan.agent_wait };
-    let agents =
-        crate::session::fleet::discover(&plan.agents, each, wait, least, base, interrupt, &mut status)
-            .map_err(|e| match wait.awaits() {
-                true if e.contains(crate::session::agents::TOO_FEW) => {
-                    Failure::new(crate::record::FailureKind::Network, one_node(&e))
-                }
-                true => Failure::new(crate::record::FailureKind::Network, e),
-                false => Failure::usage(e),
-            })?;
+    let agents = crate::session::fleet::discover(
+        &plan.agents,
+        each,
+        wait,
+        least,
+        base,
+        interrupt,
+        &mut status,
+    )
+    .map_err(|e| match (wait.awaits(), e.too_few) {
+        (true, true) => Failure::new(crate::record::FailureKind::Network, one_node(&e.why)),
+        (true, false) => Failure::new(crate::record::FailureKind::Network, e.why),
+        (false, _) => Failure::usage(e.why),
+    })?;
     check_agents(&agents).map_err(|e| match plan.each_address {
         // What the names resolve to decides, not what was typed: the cluster has too few nodes.
         true => Failure::new(crate::record::FailureKind::Network, one_node(&e)),
         false => Failure::usage(e),
     })?;
     if plan.dry_run {
-        let shape = shape(plan, agents.len(), &pairs(agents.len(), plan.sample, plan.seed), &[]);
+        // Only a sample by zone needs the agents: their zones choose the pairs.
+        let greeted = match plan.sample.by_zone() {
+            true => crate::session::mesh::preflight(&agents, base),
+            false => Vec::new(),
+        };
+        let pairs = sampled(plan, agents.len(), &greeted, plan.seed)?;
+        let shape = shape(plan, agents.len(), &pairs, &[]);
         writeln!(std::io::stdout().lock(), "{}", crate::report::mesh::plan_line(&shape, None))?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -80,7 +91,7 @@ pub fn run(plan: &MeshPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     };
     let mut store = keep::open(&base.store, &console);
     let rounds = crate::plan::StoredRounds::of(plan.repeat, plan.until_ci, plan.max_repeat);
-    let opened = open(plan, &agents, rounds, &mut store)?;
+    let opened = open(plan, &agents, &greeted, rounds, &mut store)?;
     let Opened { group, seed, identity, kept, earlier } = opened;
     let plan = &MeshPlan { seed, ..plan.clone() };
     let (agents, pairs) = (identity.agents.clone(), identity.pairs.clone());
@@ -134,8 +145,7 @@ pub fn run(plan: &MeshPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     let mut all = earlier;
     all.extend(outcome.runs.drain(kept_runs..));
     outcome.runs = all;
-    let by_cell: Vec<(usize, RunRecord)> =
-        outcome.runs.iter().map(|(s, r)| (s.cell, r.clone())).collect();
+    let by_cell: Vec<(usize, &RunRecord)> = outcome.runs.iter().map(|(s, r)| (s.cell, r)).collect();
     let agent_labels: Vec<String> = agents.iter().map(|a| a.label.clone()).collect();
     let summary =
         crate::stats::mesh::summarize_mesh(&agent_labels, &pairs, &cells, &by_cell, plan.until_ci);
@@ -152,10 +162,20 @@ pub fn run(plan: &MeshPlan, interrupt: &Interrupt) -> Result<ExitCode> {
         .and_then(|()| crate::report::mesh::write_gone(&gone, &mut out))
         .and_then(|()| crate::report::mesh::write_interference(interference.as_ref(), &mut out))?,
         _ => {
-            let runs: Vec<(usize, u32, RunRecord)> =
-                outcome.runs.iter().map(|(s, r)| (s.cell, s.repetition, r.clone())).collect();
-            let meta = crate::report::matrix::MatrixMeta { seed: Some(plan.seed), until_ci: plan.until_ci };
-            crate::report::mesh::render_json(meta, &summary, &runs, stopped, (&gone, interference.as_ref()), &mut out)?
+            let runs: Vec<(usize, u32, &RunRecord)> =
+                outcome.runs.iter().map(|(s, r)| (s.cell, s.repetition, r)).collect();
+            let meta = crate::report::matrix::MatrixMeta {
+                seed: Some(plan.seed),
+                until_ci: plan.until_ci,
+            };
+            crate::report::mesh::render_json(
+                meta,
+                &summary,
+                &runs,
+                stopped,
+                (&gone, interference.as_ref()),
+                &mut out,
+            )?
         }
     }
     out.flush()?;
@@ -249,6 +269,22 @@ fn check_descriptors(at_once: usize) -> Result<()> {
     Ok(())
 }
 
+/// The pairs the plan's `--sample` picks among `n` agents with `seed`, by the zones the
+/// agents reported when `greeted` (empty: not greeted); a usage error when a sample by zone
+/// meets agents of which none has a zone.
+fn sampled(
+    plan: &MeshPlan,
+    n: usize,
+    greeted: &crate::session::mesh::Greeted,
+    seed: u64,
+) -> Result<Vec<crate::plan::mesh::Pair>> {
+    let zones: Vec<Option<String>> =
+        greeted.iter().map(|g| g.as_ref().ok().and_then(|h| h.zone.clone())).collect();
+    let reachable: Vec<bool> = greeted.iter().map(Result::is_ok).collect();
+    crate::plan::sample::pairs(n, plan.sample, seed, &zones, &reachable)
+        .map_err(|e| Failure::usage(e).into())
+}
+
 /// Why a mesh over a name that resolved to too few agents cannot run, and what to do instead.
 fn one_node(e: &str) -> String {
     format!(
@@ -282,29 +318,32 @@ fn without_pairs(identity: &serde_json::Value) -> serde_json::Value {
 fn open(
     plan: &MeshPlan,
     agents: &[crate::plan::fleet::Target],
+    greeted: &crate::session::mesh::Greeted,
     rounds: crate::plan::StoredRounds,
     store: &mut Option<crate::store::Store>,
 ) -> Result<Opened> {
-    let identity = |seed: u64| MeshIdentity {
-        agents: agents.to_vec(),
-        pairs: pairs(agents.len(), plan.sample, seed),
-        spec: plan.base.spec.clone(),
-        rounds: rounds.clone(),
+    let identity = |seed: u64| -> Result<MeshIdentity> {
+        Ok(MeshIdentity {
+            agents: agents.to_vec(),
+            pairs: sampled(plan, agents.len(), greeted, seed)?,
+            spec: plan.base.spec.clone(),
+            rounds: rounds.clone(),
+        })
     };
     let Some(which) = plan.resume else {
-        let identity = identity(plan.seed);
+        let identity = identity(plan.seed)?;
         let params = GroupParams::new(&identity, Some(plan.seed))?;
         let group = store.as_mut().and_then(|s| s.begin_group(GroupKind::Mesh, None, &params).ok());
         let (kept, earlier) = (Vec::new(), Vec::new());
         return Ok(Opened { group, seed: plan.seed, identity, kept, earlier });
     };
     let s = store.as_ref().context("--resume needs the history, which cannot be opened")?;
-    let wanted = serde_json::to_value(identity(plan.seed))?;
+    let wanted = serde_json::to_value(identity(plan.seed)?)?;
     let resumable = Resumable {
         kind: GroupKind::Mesh,
         plan: &wanted,
         name: None,
-        fix: "repeat the original command line (agents, --pairs, --repeat, --until-ci, test \
+        fix: "repeat the original command line (agents, --sample, --repeat, --until-ci, test \
               flags; with --each-address the names must still resolve to the same agents)",
         canonical: without_pairs,
     };

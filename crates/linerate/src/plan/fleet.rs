@@ -141,8 +141,8 @@ pub fn parse_target(text: &str, default_port: u16) -> Result<Target, String> {
     if addr.is_empty() {
         return Err(format!("fleet target {text:?} names no host; write HOST[:PORT][=LABEL]"));
     }
-    let (host, port) = crate::plan::host::split_host_port(addr)
-        .map_err(|e| format!("fleet target {e}"))?;
+    let (host, port) =
+        crate::plan::host::split_host_port(addr).map_err(|e| format!("fleet target {e}"))?;
     let label = match label {
         Some("") => {
             return Err(format!("fleet target {text:?} has an empty label after '='"));

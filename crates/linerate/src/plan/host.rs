@@ -8,11 +8,7 @@ use crate::plan::DEFAULT_PORT;
 /// or from `port` (`-p`, a campaign's `port =`: `port_words` names it in errors), else the
 /// default. A port given both ways is an error naming both, even when they agree (one of them
 /// is a typo waiting to happen).
-pub fn host_port(
-    host: &str,
-    port: Option<u16>,
-    port_words: &str,
-) -> Result<(String, u16), String> {
+pub fn host_port(host: &str, port: Option<u16>, port_words: &str) -> Result<(String, u16), String> {
     let (name, inline) = split_host_port(host)?;
     let port = match (inline, port) {
         (Some(a), Some(b)) => {
@@ -34,7 +30,8 @@ pub fn split_host_port(addr: &str) -> Result<(String, Option<u16>), String> {
         format!("{addr:?} {what}; write HOST, HOST:PORT, an IPv6 address or [IPv6]:PORT")
     };
     if let Some(rest) = addr.strip_prefix('[') {
-        let (inner, after) = rest.split_once(']').ok_or_else(|| bad("has '[' without a closing ']'"))?;
+        let (inner, after) =
+            rest.split_once(']').ok_or_else(|| bad("has '[' without a closing ']'"))?;
         if inner.is_empty() || inner.contains('[') {
             return Err(bad("names no address between '[' and ']'"));
         }

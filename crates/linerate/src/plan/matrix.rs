@@ -118,7 +118,11 @@ pub fn cells_of(axes: &[Vec<AxisValue>]) -> Vec<Cell> {
             })
             .collect();
     }
-    cells.into_iter().enumerate().map(|(index, values)| Cell { index, values, stored_as: None }).collect()
+    cells
+        .into_iter()
+        .enumerate()
+        .map(|(index, values)| Cell { index, values, stored_as: None })
+        .collect()
 }
 
 /// One cell: a combination of axis values.
@@ -243,8 +247,9 @@ mod axis_labels {
         axes: &Option<Vec<Vec<AxisValue>>>,
         s: S,
     ) -> Result<S::Ok, S::Error> {
-        let labels: Option<Vec<Vec<String>>> =
-            axes.as_ref().map(|a| a.iter().map(|a| a.iter().map(AxisValue::label).collect()).collect());
+        let labels: Option<Vec<Vec<String>>> = axes
+            .as_ref()
+            .map(|a| a.iter().map(|a| a.iter().map(AxisValue::label).collect()).collect());
         serde::Serialize::serialize(&labels, s)
     }
 
@@ -425,12 +430,11 @@ mod tests {
     #[test]
     fn a_cell_is_named_by_its_values_whatever_the_words() {
         let words = Size::spelled("256k").expect("size");
-        let cell =
-            Cell {
-                index: 0,
-                values: vec![AxisValue::Parallel(2), AxisValue::Window(Some(words))],
-                stored_as: None,
-            };
+        let cell = Cell {
+            index: 0,
+            values: vec![AxisValue::Parallel(2), AxisValue::Window(Some(words))],
+            stored_as: None,
+        };
         assert_eq!(cell.label(), "P=2 w=256k", "the user's words, not w=250K");
         assert!(cell.is_named("P=2 w=256k"));
         assert!(cell.is_named("P=2 w=250K"), "as older versions stored it");

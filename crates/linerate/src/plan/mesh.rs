@@ -5,8 +5,8 @@
 //!
 //! A mesh's cells are ordered pairs of agents: `A -> B` is agent A sending to agent B (the
 //! test's direction flag turns it round as for any test). Every ordered pair by default;
-//! `--pairs N` takes a seeded sample of N of them, for large meshes (n agents have n(n-1)
-//! pairs). One pair is one cell with the grid's slots (`session::grid`), so repetitions,
+//! `--sample` takes a balanced or a by-zone sample of them (`plan::sample`), for large meshes
+//! (n agents have n(n-1) pairs). One pair is one cell with the grid's slots (`session::grid`), so repetitions,
 //! `--until-ci`, the shuffled order and `--resume` work as for a matrix.
 //!
 //! Pure: parsing, pairs and identities only. Names are resolved when the mesh runs.
@@ -19,7 +19,7 @@ use crate::plan::fleet::Target;
 /// The fewest agents a mesh takes.
 pub const MIN_AGENTS: usize = 2;
 /// The most agents: 2,048 agents are 4,192,256 ordered pairs, 4,094 rounds of disjoint
-/// pairs (`plan::rounds`); past a few hundred, sample pairs (`--pairs`).
+/// pairs (`plan::rounds`); past a few hundred, sample pairs (`--sample`).
 pub const MAX_AGENTS: usize = 2048;
 
 /// The most pairs one requester runs at once: each is a thread and a control connection
@@ -34,8 +34,8 @@ pub struct MeshPlan {
     pub agents: Vec<Target>,
     /// The test every pair runs (its host and port are the target agent's).
     pub base: ClientPlan,
-    /// `--pairs N`: a seeded sample of N ordered pairs; None = every ordered pair.
-    pub sample: Option<usize>,
+    /// `--sample`: every ordered pair, a balanced sample, or a sample by zone.
+    pub sample: crate::plan::sample::Sample,
     /// `--each-address`: a name resolving to several addresses is one agent per address.
     pub each_address: bool,
     /// `--wait-agents`, `--expect`.
@@ -68,10 +68,11 @@ pub const DEFAULT_INTERFERENCE_SAMPLE: usize = 8;
 /// The cells the interference check samples: up to `k` of `completed` (cells with completed
 /// runs), chosen with `seed`, in cell order.
 pub fn interference_sample(completed: &[usize], k: usize, seed: u64) -> Vec<usize> {
-    let mut chosen: Vec<usize> = crate::plan::matrix::shuffled(completed.to_vec(), seed ^ 0x696e_7466)
-        .into_iter()
-        .take(k)
-        .collect();
+    let mut chosen: Vec<usize> =
+        crate::plan::matrix::shuffled(completed.to_vec(), seed ^ 0x696e_7466)
+            .into_iter()
+            .take(k)
+            .collect();
     chosen.sort_unstable();
     chosen
 }
@@ -101,26 +102,17 @@ pub fn pair_label(agents: &[Target], p: Pair) -> String {
     format!("{} -> {}", name(p.from), name(p.to))
 }
 
-/// The pairs a mesh of `n` agents runs: every ordered pair (from slowest), or a sample of
-/// `sample` of them chosen with `seed`, kept in that same order.
-pub fn pairs(n: usize, sample: Option<usize>, seed: u64) -> Vec<Pair> {
-    let all: Vec<Pair> = (0..n)
-        .flat_map(|from| (0..n).filter(move |to| *to != from).map(move |to| Pair { from, to }))
-        .collect();
-    let Some(k) = sample.filter(|k| *k < all.len()) else { return all };
-    let mut chosen: Vec<usize> =
-        crate::plan::matrix::shuffled((0..all.len()).collect(), seed ^ 0x6d65_7368).into_iter().take(k).collect();
-    chosen.sort_unstable();
-    chosen.into_iter().map(|i| all[i]).collect()
-}
-
 /// The grid cells of pairs labelled `labels`: each known by its label alone (a pair has no
 /// axis values).
 pub fn cells(labels: &[String]) -> Vec<crate::plan::matrix::Cell> {
     labels
         .iter()
         .enumerate()
-        .map(|(index, l)| crate::plan::matrix::Cell { index, values: Vec::new(), stored_as: Some(l.clone()) })
+        .map(|(index, l)| crate::plan::matrix::Cell {
+            index,
+            values: Vec::new(),
+            stored_as: Some(l.clone()),
+        })
         .collect()
 }
 
@@ -167,19 +159,6 @@ pub fn check_agents(agents: &[Target]) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn every_ordered_pair_once_or_a_seeded_sample_of_them() {
-        let all = pairs(3, None, 1);
-        let ab: Vec<(usize, usize)> = all.iter().map(|p| (p.from, p.to)).collect();
-        assert_eq!(ab, [(0, 1), (0, 2), (1, 0), (1, 2), (2, 0), (2, 1)]);
-        let some = pairs(6, Some(7), 42);
-        assert_eq!(some.len(), 7);
-        assert!(some.iter().all(|p| p.from != p.to && p.from < 6 && p.to < 6));
-        assert_eq!(some, pairs(6, Some(7), 42), "the same seed, the same sample");
-        assert_ne!(some, pairs(6, Some(7), 43));
-        assert_eq!(pairs(3, Some(100), 1), all, "a sample as large as the mesh is the mesh");
-    }
 
     #[test]
     fn agents_given_without_labels_are_told_from_named_ones() {

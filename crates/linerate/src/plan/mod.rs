@@ -19,6 +19,7 @@ pub mod matrix;
 pub mod mesh;
 pub mod pmtu;
 pub mod rounds;
+pub mod sample;
 pub mod schedule;
 pub mod search;
 pub mod server;

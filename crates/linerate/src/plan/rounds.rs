@@ -170,7 +170,7 @@ fn greedy_rounds(n: usize, pairs: &[Pair], seed: u64) -> Vec<Vec<usize>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::mesh::pairs;
+    use crate::plan::sample::{Sample, every_pair};
 
     /// Every pair exactly once, no agent twice in a round, at most `k` per round.
     fn check(n: usize, p: &[Pair], rounds: &[Vec<usize>], k: usize) {
@@ -191,7 +191,7 @@ mod tests {
     #[test]
     fn every_ordered_pair_once_in_at_most_2n_rounds_of_disjoint_pairs() {
         for n in 2..=24 {
-            let all = pairs(n, None, 0);
+            let all = every_pair(n);
             let rounds = schedule(n, &all, usize::MAX, 7);
             check(n, &all, &rounds, usize::MAX);
             assert!(rounds.len() <= 2 * n, "{n} agents: {} rounds", rounds.len());
@@ -203,7 +203,7 @@ mod tests {
 
     #[test]
     fn a_cap_cuts_rounds_and_serial_is_one_pair_at_a_time() {
-        let all = pairs(10, None, 0);
+        let all = every_pair(10);
         let capped = schedule(10, &all, 3, 1);
         check(10, &all, &capped, 3);
         let serial = schedule(10, &all, 1, 1);
@@ -214,7 +214,8 @@ mod tests {
     #[test]
     fn subsets_keep_the_rules_and_the_bound() {
         for (n, k, seed) in [(7, 10, 1), (12, 50, 2), (30, 200, 3), (5, 20, 4)] {
-            let some = pairs(n, Some(k), seed);
+            let some =
+                crate::plan::sample::pairs(n, Sample::Balanced(k), seed, &[], &[]).expect("sample");
             let rounds = schedule(n, &some, usize::MAX, seed);
             check(n, &some, &rounds, usize::MAX);
             assert!(rounds.len() <= 2 * n, "{n} agents, {k} pairs: {} rounds", rounds.len());
@@ -224,14 +225,14 @@ mod tests {
 
     #[test]
     fn the_seed_orders_the_rounds() {
-        let all = pairs(8, None, 0);
+        let all = every_pair(8);
         assert_eq!(schedule(8, &all, 4, 9), schedule(8, &all, 4, 9));
         assert_ne!(schedule(8, &all, 4, 9), schedule(8, &all, 4, 10));
     }
 
     #[test]
     fn a_thousand_agents_schedule_at_once() {
-        let all = pairs(1000, None, 0);
+        let all = every_pair(1000);
         assert_eq!(all.len(), 999_000);
         let rounds = schedule(1000, &all, usize::MAX, 3);
         assert_eq!(rounds.len(), 1998);

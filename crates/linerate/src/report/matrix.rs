@@ -79,9 +79,15 @@ pub(crate) struct RunEntry<'a> {
 }
 
 /// The runs of a matrix (or a campaign tier) as JSON entries.
-pub(crate) fn run_entries(runs: &[(usize, u32, RunRecord)]) -> Vec<RunEntry<'_>> {
+pub(crate) fn run_entries<R: std::borrow::Borrow<RunRecord>>(
+    runs: &[(usize, u32, R)],
+) -> Vec<RunEntry<'_>> {
     runs.iter()
-        .map(|(cell, repetition, record)| RunEntry { cell: *cell, repetition: *repetition, record })
+        .map(|(cell, repetition, record)| RunEntry {
+            cell: *cell,
+            repetition: *repetition,
+            record: std::borrow::Borrow::borrow(record),
+        })
         .collect()
 }
 
@@ -108,11 +114,11 @@ pub fn render_json(
 
 /// A grid's JSON document of `kind` (a matrix's, a mesh's): its seed and `--until-ci`, why it
 /// stopped, its summary, then every run's record with its cell.
-pub(crate) fn grid_document<S: Serialize>(
+pub(crate) fn grid_document<S: Serialize, R: std::borrow::Borrow<RunRecord>>(
     kind: &'static str,
     meta: MatrixMeta,
     summary: &S,
-    runs: &[(usize, u32, RunRecord)],
+    runs: &[(usize, u32, R)],
     stopped: Option<&str>,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {

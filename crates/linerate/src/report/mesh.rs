@@ -54,7 +54,8 @@ fn groups_table(what: &str, groups: &[PairGroup]) -> Option<Table> {
     if groups.is_empty() {
         return None;
     }
-    let mut t = Table::new(&[what, ">pairs", ">mean of pair means", ">slowest pair", ">fastest pair"]);
+    let mut t =
+        Table::new(&[what, ">pairs", ">mean of pair means", ">slowest pair", ">fastest pair"]);
     for g in groups {
         t.rows.push(vec![
             g.name.clone(),
@@ -100,10 +101,10 @@ fn write_groups(
 
 /// The mesh as one JSON document (`linerate.mesh`): its summary and every run with its pair
 /// (cell) and repetition.
-pub fn render_json(
+pub fn render_json<R: std::borrow::Borrow<RunRecord>>(
     meta: crate::report::matrix::MatrixMeta,
     m: &MeshSummary,
-    runs: &[(usize, u32, RunRecord)],
+    runs: &[(usize, u32, R)],
     stopped: Option<&str>,
     (gone, interference): (&[(String, String)], Option<&crate::stats::mesh::Interference>),
     out: &mut dyn Write,
@@ -189,7 +190,11 @@ pub fn plan_line(s: &crate::plan::rounds::Shape, resumed: Option<(i64, usize)>) 
     }
     match (s.estimate(), s.serial_estimate()) {
         (Some(t), Some(one)) if !s.serial() => {
-            line += &format!("; about {} (one pair at a time: {})", duration_words(t), duration_words(one))
+            line += &format!(
+                "; about {} (one pair at a time: {})",
+                duration_words(t),
+                duration_words(one)
+            )
         }
         (Some(t), _) => line += &format!("; about {}", duration_words(t)),
         (None, _) => line += "; the total is not known ahead (a byte count ends each test)",

@@ -18,8 +18,8 @@ use crate::record::{Outcome, RunRecord};
 use crate::report::history::utc;
 use crate::report::text::{describe_spec, describe_spec_without};
 use crate::stats::campaign::{TierPlace, TierSummary, cross_tier_findings, summarize_place};
-use crate::stats::scaling::cpu_contended;
 use crate::stats::campaign_fleet::{FleetRun, FleetShape, FleetTierFigures, summarize_fleet_place};
+use crate::stats::scaling::cpu_contended;
 use crate::stats::{Summary, summarize};
 
 /// What the report is about.
@@ -464,8 +464,7 @@ fn fleet_warnings(f: &FleetTierFigures) -> Vec<String> {
 pub fn build(source: Source) -> Report {
     let until_ci = source.tiers.first().and_then(|t| t.until_ci);
     let mesh = source.mesh.as_ref().zip(source.tiers.first()).map(|(shape, t)| {
-        let runs: Vec<(usize, RunRecord)> =
-            t.runs.iter().map(|r| (r.cell, r.record.clone())).collect();
+        let runs: Vec<(usize, &RunRecord)> = t.runs.iter().map(|r| (r.cell, &r.record)).collect();
         crate::stats::mesh::summarize_mesh(&shape.agents, &shape.pairs, &t.cells, &runs, until_ci)
     });
     let mut tiers = Vec::new();

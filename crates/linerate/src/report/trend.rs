@@ -44,9 +44,8 @@ pub fn render(trend: &Trend, format: ReportFormat, out: &mut dyn Write) -> std::
 /// The test a series is, in words: "TCP upload, 4 streams, 128 KiB blocks, default window,
 /// unlimited rate, to 10.0.0.2:5201".
 pub fn series_name(k: &SeriesKey) -> String {
-    let window = k.window_bytes.map_or("default window".into(), |w| {
-        format!("{} window", ByteCount(w))
-    });
+    let window =
+        k.window_bytes.map_or("default window".into(), |w| format!("{} window", ByteCount(w)));
     let rate = match k.target_bits_per_second {
         0 => "unlimited rate".to_string(),
         b => format!("paced at {}", format_bits_per_second(b as f64)),
@@ -65,11 +64,18 @@ pub fn series_name(k: &SeriesKey) -> String {
 fn facts(t: &Trend) -> Vec<(&'static str, String)> {
     let runs: usize = t.series.iter().map(|s| s.points.len()).sum();
     let failed: usize = t.series.iter().map(|s| s.failed).sum();
-    let span = t.since_unix_ms.map_or("every stored run".into(), |s| format!("since {} UTC", utc(s)));
+    let span =
+        t.since_unix_ms.map_or("every stored run".into(), |s| format!("since {} UTC", utc(s)));
     vec![
         ("Target", t.target.clone()),
         ("Span", span),
-        ("Runs", format!("{runs} completed in {} series, {failed} failed or interrupted", t.series.len())),
+        (
+            "Runs",
+            format!(
+                "{runs} completed in {} series, {failed} failed or interrupted",
+                t.series.len()
+            ),
+        ),
         ("Method", method_words(t)),
     ]
 }
@@ -80,12 +86,19 @@ fn method_words(t: &Trend) -> String {
     format!(
         "binary segmentation, Mann–Whitney statistic, permutation test ({} permutations); a \
          change is reported when p ≤ {} and the median moved by at least {:.0} %, with at least \
-         {} runs on each side (false alarms on a flat series: at most {:.0} %)",
+         {} runs on each side; a drift by Mann–Kendall (p ≤ {}) with a Theil–Sen slope moving \
+         at least {:.0} % over the runs and fitting better than steps; a fresh drop when the \
+         last 1 or 2 runs are below every earlier run, {:.0} % below their median, and a \
+         prediction test gives p ≤ {} (false alarms on a flat series, all three together: at \
+         most 1 % in seeded tests)",
         m.permutations,
         m.alpha,
         m.min_change * 100.0,
         m.min_segment,
-        m.alpha * 100.0
+        m.alpha * crate::stats::drift::DRIFT_ALPHA_SHARE,
+        m.min_change * 100.0,
+        m.min_change * 100.0,
+        m.alpha * crate::stats::drift::FRESH_ALPHA_SHARE
     )
 }
 
@@ -103,13 +116,55 @@ pub fn change_sentence(c: &Change) -> String {
     )
 }
 
-/// What a series says when nothing changed, or its changes.
+/// A drift in one sentence: "drift: −4.1 % a run over 14 runs (Mann–Kendall p = 0.0001,
+/// Theil–Sen slope −8.2 Mbit/s a run)".
+pub fn drift_sentence(d: &crate::stats::drift::Drift) -> String {
+    let way = if d.slope_per_run < 0.0 { "a decline" } else { "a rise" };
+    let slope = format_bits_per_second(d.slope_per_run.abs());
+    let sign = if d.slope_per_run < 0.0 { "−" } else { "+" };
+    format!(
+        "drift: {:+.1} % a run over {} runs (Mann–Kendall p = {}, Theil–Sen slope {sign}{slope} a          run): {way} that a line fits better than steps",
+        d.relative_per_run * 100.0,
+        d.runs,
+        p_words(d.p_value)
+    )
+}
+
+/// A fresh drop in one sentence: "fresh drop: the last 2 runs after a stable 12: −40.0 %
+/// (200 Mbit/s → 120 Mbit/s), below every earlier run (p < 0.0001 for runs like those)".
+pub fn fresh_drop_sentence(f: &crate::stats::drift::FreshDrop) -> String {
+    let last =
+        if f.runs == 1 { "the last run".to_string() } else { format!("the last {} runs", f.runs) };
+    format!(
+        "fresh drop: {last} after a stable {}: {:+.1} % ({} → {}), below every earlier run (p {} \
+         for runs like those)",
+        f.before_runs,
+        f.relative * 100.0,
+        format_bits_per_second(f.before),
+        format_bits_per_second(f.after),
+        match f.p_value < 0.0001 {
+            true => "< 0.0001".to_string(),
+            false => format!("= {:.4}", f.p_value),
+        }
+    )
+}
+
+/// A p-value in words that do not round a small one to zero.
+fn p_words(p: f64) -> String {
+    if p < 0.0001 { "< 0.0001".into() } else { format!("{p:.4}") }
+}
+
+/// What a series says when nothing changed, or its changes, drift and fresh drop.
 fn findings(s: &Series) -> Vec<String> {
     let mut out: Vec<String> = s.changes.iter().map(change_sentence).collect();
+    out.extend(s.drift.iter().map(drift_sentence));
+    out.extend(s.fresh_drop.iter().map(fresh_drop_sentence));
     if out.is_empty() {
         out.push(match s.points.len() {
             0 => "no completed run".into(),
-            n if n < 10 => format!("no change found: {n} runs are too few to find one (10 or more)"),
+            n if n < 10 => {
+                format!("no change found: {n} runs are too few to find one (10 or more)")
+            }
             n => format!("no change found in {n} runs"),
         });
     }

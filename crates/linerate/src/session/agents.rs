@@ -32,8 +32,22 @@ use crate::units::peer_text::escape;
 /// without `--expect` takes it as every agent.
 pub const SETTLE: Duration = Duration::from_secs(10);
 
-/// How a wait that ended with fewer agents than the command's minimum says so.
-pub const TOO_FEW: &str = "this needs at least";
+/// Why the agents could not be had: what to tell the user, and whether the names resolved to
+/// fewer agents than the command needs (a mesh on a one-node cluster says more about that).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotReady {
+    /// One message: what answered, what did not, what to do.
+    pub why: String,
+    /// Fewer agents than the command's minimum.
+    pub too_few: bool,
+}
+
+impl NotReady {
+    /// A reason that is not about how many agents there are.
+    pub fn other(why: String) -> NotReady {
+        NotReady { why, too_few: false }
+    }
+}
 
 /// Between two looks at the names.
 const POLL: Duration = Duration::from_millis(1000);
@@ -145,10 +159,10 @@ impl Watch {
     }
 
     /// A greeting's outcome: the node the agent named (None: it named none), or the error.
-    pub fn heard(&mut self, t: &Target, result: Result<Option<String>, Unheard>) {
+    pub fn heard(&mut self, t: &Target, result: Result<Heard, Unheard>) {
         match result {
-            Ok(node) => {
-                let name = node.unwrap_or_else(|| t.label.clone());
+            Ok(heard) => {
+                let name = heard.node.unwrap_or_else(|| t.label.clone());
                 self.answered.insert(key(t), name);
                 self.errors.remove(&key(t));
             }
@@ -234,7 +248,7 @@ impl Watch {
         }
         let n = self.targets.len();
         if n < self.at_least {
-            why.push_str(&format!("; {TOO_FEW} {} agents", self.at_least));
+            why.push_str(&format!("; this needs at least {} agents", self.at_least));
         }
         why.push_str(
             ". Check that every agent runs (on Kubernetes: kubectl get pods -o wide), or wait \
@@ -251,10 +265,10 @@ pub fn wait_for(
     want: AgentWait,
     at_least: usize,
     resolve: &dyn Fn() -> Result<Vec<Target>, String>,
-    greet: &(dyn Fn(&Target) -> Result<Option<String>, Unheard> + Sync),
+    greet: &(dyn Fn(&Target) -> Result<Heard, Unheard> + Sync),
     interrupt: &crate::session::Interrupt,
     status: &mut dyn FnMut(&str),
-) -> Result<Vec<Target>, String> {
+) -> Result<Vec<Target>, NotReady> {
     let mut watch = Watch::new(want, at_least, Instant::now());
     let mut said = String::new();
     loop {
@@ -265,7 +279,10 @@ pub fn wait_for(
         }
         match watch.verdict(Instant::now()) {
             Verdict::Ready => return Ok(watch.targets().to_vec()),
-            Verdict::GiveUp(why) => return Err(why),
+            Verdict::GiveUp(why) => {
+                let too_few = watch.targets().len() < at_least && watch.refused.is_none();
+                return Err(NotReady { why, too_few });
+            }
             Verdict::Waiting => {}
         }
         let now = watch.status();
@@ -274,10 +291,10 @@ pub fn wait_for(
             said = now;
         }
         if interrupt.count() > 0 {
-            return Err(format!(
+            return Err(NotReady::other(format!(
                 "interrupted by {} while waiting for the agents",
                 interrupt.last_name()
-            ));
+            )));
         }
         std::thread::sleep(POLL);
     }
@@ -287,8 +304,8 @@ pub fn wait_for(
 /// outcomes in the targets' order. The wait's looks and a mesh's pre-flight.
 pub fn greet_all(
     targets: &[Target],
-    greet: &(dyn Fn(&Target) -> Result<Option<String>, Unheard> + Sync),
-) -> Vec<Result<Option<String>, Unheard>> {
+    greet: &(dyn Fn(&Target) -> Result<Heard, Unheard> + Sync),
+) -> Vec<Result<Heard, Unheard>> {
     let mut heard = Vec::with_capacity(targets.len());
     for chunk in targets.chunks(GREET_AT_ONCE) {
         std::thread::scope(|s| {
@@ -303,9 +320,9 @@ pub fn greet_all(
     heard
 }
 
-/// An agent's node, by the doctor's greeting (`--node-name` of `linerate server`), with the
-/// plan's key: None when it names none; why not, and whether it turned us down.
-pub fn greet(t: &Target, plan: &crate::plan::ClientPlan) -> Result<Option<String>, Unheard> {
+/// An agent's node and zone, by the doctor's greeting (`--node-name`, `--zone` of `linerate
+/// server`), with the plan's key; or why not, and whether it turned us down.
+pub fn greet(t: &Target, plan: &crate::plan::ClientPlan) -> Result<Heard, Unheard> {
     use crate::record::FailureKind;
     let doctor = crate::plan::DoctorPlan {
         host: None,
@@ -324,8 +341,20 @@ pub fn greet(t: &Target, plan: &crate::plan::ClientPlan) -> Result<Option<String
         );
         Unheard { why: format!("{e:#}"), refused }
     })?;
-    Ok(env.node.filter(|n| n.len() <= 253 && !n.chars().any(char::is_control)))
+    let fit = |n: &String| n.len() <= 253 && !n.chars().any(char::is_control);
+    Ok(Heard { node: env.node.filter(fit), zone: env.zone.filter(fit) })
 }
+
+/// What an agent said of itself when greeted: its node and zone (None: it names none, or a
+/// name too long or with control characters).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Heard {
+    /// `server --node-name`.
+    pub node: Option<String>,
+    /// `server --zone`.
+    pub zone: Option<String>,
+}
+
 
 #[cfg(test)]
 mod tests {
@@ -333,6 +362,11 @@ mod tests {
 
     fn t(host: &str) -> Target {
         Target { host: host.into(), port: 5201, label: format!("svc/{host}") }
+    }
+
+    /// An agent on `node`, in no zone.
+    fn on(node: &str) -> Heard {
+        Heard { node: Some(node.into()), zone: None }
     }
 
     fn want(wait: u64, expect: Option<usize>) -> AgentWait {
@@ -347,14 +381,14 @@ mod tests {
         assert_eq!(w.verdict(t0), Verdict::Waiting, "nothing resolves yet");
         let at = |s: u64| t0 + Duration::from_secs(s);
         w.saw(at(2), Ok(vec![t("10.0.0.5")]));
-        w.heard(&t("10.0.0.5"), Ok(Some("node-a".into())));
+        w.heard(&t("10.0.0.5"), Ok(on("node-a")));
         assert_eq!(w.verdict(at(5)), Verdict::Waiting, "one agent, not settled");
         // The second node's agent gets its address 4 s later: the window starts again.
         w.saw(at(6), Ok(vec![t("10.0.0.5"), t("10.0.1.7")]));
         w.heard(&t("10.0.1.7"), Err(Unheard::absent("connection refused")));
         assert_eq!(w.verdict(at(13)), Verdict::Waiting, "the late agent does not answer yet");
         assert!(w.status().contains("1 of 2"), "{}", w.status());
-        w.heard(&t("10.0.1.7"), Ok(Some("node-b".into())));
+        w.heard(&t("10.0.1.7"), Ok(on("node-b")));
         assert_eq!(w.verdict(at(15)), Verdict::Waiting, "settling since the change at 6 s");
         assert_eq!(w.verdict(at(16)), Verdict::Ready);
         assert_eq!(w.targets().len(), 2);
@@ -365,13 +399,13 @@ mod tests {
         let t0 = Instant::now();
         let mut w = Watch::new(want(300, Some(2)), 2, t0);
         w.saw(t0, Ok(vec![t("a"), t("b")]));
-        w.heard(&t("a"), Ok(None));
+        w.heard(&t("a"), Ok(Heard::default()));
         assert_eq!(w.verdict(t0), Verdict::Waiting);
-        w.heard(&t("b"), Ok(Some("node-b".into())));
+        w.heard(&t("b"), Ok(on("node-b")));
         assert_eq!(w.verdict(t0), Verdict::Ready, "no settle window with --expect");
         let mut one = Watch::new(want(20, None), 2, t0);
         one.saw(t0, Ok(vec![t("a")]));
-        one.heard(&t("a"), Ok(Some("node-a".into())));
+        one.heard(&t("a"), Ok(on("node-a")));
         assert_eq!(one.verdict(t0 + Duration::from_secs(19)), Verdict::Waiting);
         let Verdict::GiveUp(why) = one.verdict(t0 + Duration::from_secs(20)) else {
             panic!("a one-node mesh must give up")
@@ -385,7 +419,7 @@ mod tests {
         let t0 = Instant::now();
         let mut w = Watch::new(want(60, Some(3)), 1, t0);
         w.saw(t0, Ok(vec![t("a"), t("b")]));
-        w.heard(&t("a"), Ok(Some("node-a".into())));
+        w.heard(&t("a"), Ok(on("node-a")));
         w.heard(&t("b"), Err(Unheard::absent("connection refused\x1b[2J")));
         let Verdict::GiveUp(why) = w.verdict(t0 + Duration::from_secs(60)) else { panic!() };
         assert!(why.contains("3 expected (--expect)"), "{why}");
@@ -398,7 +432,7 @@ mod tests {
         let t0 = Instant::now();
         let mut w = Watch::new(want(300, None), 2, t0);
         w.saw(t0, Ok(vec![t("a"), t("b")]));
-        w.heard(&t("a"), Ok(Some("node-a".into())));
+        w.heard(&t("a"), Ok(on("node-a")));
         let no = "authentication failed: the client's key is not this server's (--psk-file)";
         w.heard(&t("b"), Err(Unheard { why: no.into(), refused: true }));
         let Verdict::GiveUp(why) = w.verdict(t0) else { panic!("a refusal does not go away") };
@@ -411,8 +445,8 @@ mod tests {
         let t0 = Instant::now();
         let mut w = Watch::new(want(60, None), 1, t0);
         w.saw(t0, Ok(vec![t("a"), t("b")]));
-        w.heard(&t("a"), Ok(None));
-        w.heard(&t("b"), Ok(None));
+        w.heard(&t("a"), Ok(Heard::default()));
+        w.heard(&t("b"), Ok(Heard::default()));
         w.saw(t0 + Duration::from_secs(5), Err("temporary failure in name resolution".into()));
         assert_eq!(w.targets().len(), 2);
         assert_eq!(w.verdict(t0 + SETTLE), Verdict::Ready, "the settle window was not restarted");
@@ -423,7 +457,7 @@ mod tests {
         let t0 = Instant::now();
         let mut w = Watch::new(want(60, None), 1, t0);
         w.saw(t0, Ok(vec![t("a")]));
-        w.heard(&t("a"), Ok(None));
+        w.heard(&t("a"), Ok(Heard::default()));
         assert!(w.unanswered().is_empty());
         w.saw(t0, Ok(vec![]));
         w.saw(t0, Ok(vec![t("a")]));

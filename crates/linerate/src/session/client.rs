@@ -14,8 +14,8 @@ use linerate_proto::udp::DatagramFormat;
 use linerate_proto::wire::{DataHello, StopReason};
 use linerate_proto::{Machine, ProtoError, Protocol, TestSpec};
 
-use crate::plan::host::format_host_port;
 use crate::plan::ClientPlan;
+use crate::plan::host::format_host_port;
 use crate::record::{End, Failure, FailureKind, Outcome, RunRecord, SCHEMA_VERSION, unix_ms_now};
 use crate::session::pump::{self, FirstBytes, Turn, Wait};
 use crate::session::udp::{Handshake, connect_stream};

@@ -18,8 +18,8 @@ use linerate_proto::{Environment, Fact};
 
 use crate::measure::host::{Scope, snapshot};
 use crate::plan::DoctorPlan;
-use crate::plan::pmtu::MtuSearch;
 use crate::plan::host::format_host_port;
+use crate::plan::pmtu::MtuSearch;
 use crate::session::client::looks_like_iperf3;
 use crate::session::pump::{self, FirstBytes};
 use crate::session::{Clock, ControlChannel, SOFTWARE};

@@ -175,8 +175,14 @@ impl Exporter {
         }
         self.next_token += 1;
         let deadline = Instant::now() + REQUEST_TIMEOUT;
-        let http =
-            Http { sock, key, request: Vec::new(), state: State::Reading, deadline, out: Vec::new() };
+        let http = Http {
+            sock,
+            key,
+            request: Vec::new(),
+            state: State::Reading,
+            deadline,
+            out: Vec::new(),
+        };
         self.conns.insert(token, http);
         self.crowd.join(key, token);
     }
@@ -458,7 +464,10 @@ mod tests {
         let off = probe_refusal(&ProbePlan::default(), Some("127.0.0.1:5201"));
         assert!(off.is_err_and(|a| a.status == 403 && a.body.contains("--probe-allow")));
         let plan = allow(&["127.0.0.1:5201", "[::1]:5201"]);
-        assert_eq!(probe_refusal(&plan, Some("127.0.0.1:5201")).ok(), "127.0.0.1:5201".parse().ok());
+        assert_eq!(
+            probe_refusal(&plan, Some("127.0.0.1:5201")).ok(),
+            "127.0.0.1:5201".parse().ok()
+        );
         assert!(probe_refusal(&plan, Some("[::1]:5201")).is_ok());
         for other in ["127.0.0.1:5202", "127.0.0.2:5201", "localhost:5201", "127.0.0.1"] {
             let a = probe_refusal(&plan, Some(other)).expect_err(other);

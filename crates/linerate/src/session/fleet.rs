@@ -210,9 +210,10 @@ pub fn discover(
     plan: &crate::plan::ClientPlan,
     interrupt: &Interrupt,
     status: &mut dyn FnMut(&str),
-) -> Result<Vec<Target>, String> {
+) -> Result<Vec<Target>, crate::session::agents::NotReady> {
     if !wait.awaits() {
-        return expand(targets, each_address, plan.family);
+        return expand(targets, each_address, plan.family)
+            .map_err(crate::session::agents::NotReady::other);
     }
     let resolve = || expand(targets, each_address, plan.family);
     let greet = |t: &Target| crate::session::agents::greet(t, plan);
@@ -231,9 +232,8 @@ pub fn expand(
         return Ok(targets.to_vec());
     }
     crate::plan::fleet::expand_targets(targets, |host, port| {
-        let addrs = (host, port)
-            .to_socket_addrs()
-            .map_err(|e| format!("cannot resolve {host:?}: {e}"))?;
+        let addrs =
+            (host, port).to_socket_addrs().map_err(|e| format!("cannot resolve {host:?}: {e}"))?;
         Ok(addrs.map(|a| a.ip()).filter(|ip| family.allows(ip)).collect())
     })
 }
@@ -357,7 +357,9 @@ impl Executor for Curve<'_> {
             return None;
         }
         let first = run.iter().find_map(|r| match &r.outcome {
-            Outcome::Failed { error, .. } => Some(format!("{}: {error}", HostInput::placed(r).label)),
+            Outcome::Failed { error, .. } => {
+                Some(format!("{}: {error}", HostInput::placed(r).label))
+            }
             _ => None,
         });
         Some(first.unwrap_or_else(|| "no host completed".into()))

@@ -46,7 +46,12 @@ use crate::session::{Clock, ControlChannel, Interrupt, SOFTWARE, client};
 
 /// Asks the agent at `agent` to run `plan`'s test against `target`; the agent's record, or a
 /// failed record saying why not.
-pub fn pair_test(agent: &Target, target: &Target, plan: &ClientPlan, interrupt: &Interrupt) -> RunRecord {
+pub fn pair_test(
+    agent: &Target,
+    target: &Target,
+    plan: &ClientPlan,
+    interrupt: &Interrupt,
+) -> RunRecord {
     let failure = match ask(agent, target, plan, interrupt) {
         Ok(json) => match serde_json::from_value::<RunRecord>(json) {
             Ok(record) => return record,
@@ -64,15 +69,26 @@ pub fn pair_test(agent: &Target, target: &Target, plan: &ClientPlan, interrupt: 
 }
 
 /// The conversation with one agent: the record as JSON.
-fn ask(agent: &Target, target: &Target, plan: &ClientPlan, interrupt: &Interrupt) -> Result<serde_json::Value> {
+fn ask(
+    agent: &Target,
+    target: &Target,
+    plan: &ClientPlan,
+    interrupt: &Interrupt,
+) -> Result<serde_json::Value> {
     let key = plan.psk.clone().context("a mesh needs the agents' key (--psk-file)")?;
     let addrs = client::resolve(&agent.host, agent.port, plan)?;
     let (stream, _): (TcpStream, SocketAddr) = client::connect_any(&addrs, plan)?;
     let mut ctrl = ControlChannel::new(stream)?;
     let clock = Clock::new();
     let addr = crate::plan::host::format_host_port(&target.host, target.port);
-    let mut conn =
-        PairConn::new(&addr, plan.spec.clone(), SOFTWARE, key, crate::session::random_nonce()?, clock.now())?;
+    let mut conn = PairConn::new(
+        &addr,
+        plan.spec.clone(),
+        SOFTWARE,
+        key,
+        crate::session::random_nonce()?,
+        clock.now(),
+    )?;
     loop {
         if interrupt.count() > 0 {
             bail!("interrupted by {}", interrupt.last_name());
@@ -85,9 +101,9 @@ fn ask(agent: &Target, target: &Target, plan: &ClientPlan, interrupt: &Interrupt
     }
 }
 
-/// What the pre-flight heard of each agent: its node (None: it names none), or why it did not
-/// answer (and whether it turned the requester down).
-pub type Greeted = Vec<Result<Option<String>, crate::session::agents::Unheard>>;
+/// What the pre-flight heard of each agent: its node and zone, or why it did not answer (and
+/// whether it turned the requester down).
+pub type Greeted = Vec<Result<crate::session::agents::Heard, crate::session::agents::Unheard>>;
 
 /// Greets every agent with the plan's key (`session::agents::greet_all`: many at once), each
 /// bounded by the connect timeout and the handshake's.
@@ -101,7 +117,7 @@ pub fn preflight(agents: &[Target], plan: &ClientPlan) -> Greeted {
 /// pod network and one over the host network compare pair by pair (`compare nA nB`).
 pub fn named_by_node(agents: &[Target], greeted: &Greeted) -> Vec<Target> {
     let nodes: Vec<Option<&String>> =
-        greeted.iter().map(|g| g.as_ref().ok().and_then(Option::as_ref)).collect();
+        greeted.iter().map(|g| g.as_ref().ok().and_then(|h| h.node.as_ref())).collect();
     let answered = greeted.iter().filter(|g| g.is_ok()).count();
     let distinct: std::collections::HashSet<&String> = nodes.iter().flatten().copied().collect();
     if answered == 0 || distinct.len() != answered {
@@ -110,7 +126,10 @@ pub fn named_by_node(agents: &[Target], greeted: &Greeted) -> Vec<Target> {
     agents
         .iter()
         .zip(nodes)
-        .map(|(a, node)| Target { label: node.cloned().unwrap_or_else(|| a.label.clone()), ..a.clone() })
+        .map(|(a, node)| Target {
+            label: node.cloned().unwrap_or_else(|| a.label.clone()),
+            ..a.clone()
+        })
         .collect()
 }
 
@@ -206,8 +225,10 @@ pub fn run_mesh(
             let cells = crate::plan::mesh::cells(mesh.labels);
             let runs = out.runs.iter().map(|(s, r)| (s.cell, r));
             let alive = |c: &usize| mesh.dead_end(Slot { cell: *c, repetition: 0 }).is_none();
-            let pending: Vec<usize> =
-                pending_cells(plan.until_ci, plan.max_repeat, &cells, runs).into_iter().filter(alive).collect();
+            let pending: Vec<usize> = pending_cells(plan.until_ci, plan.max_repeat, &cells, runs)
+                .into_iter()
+                .filter(alive)
+                .collect();
             if pending.is_empty() {
                 break;
             }
@@ -276,7 +297,8 @@ pub fn run_mesh(
             handles
                 .into_iter()
                 .map(|(s, h)| {
-                    let r = h.join().unwrap_or_else(|_| m.not_run(s, "the pair test's thread failed"));
+                    let r =
+                        h.join().unwrap_or_else(|_| m.not_run(s, "the pair test's thread failed"));
                     (s, r)
                 })
                 .collect()

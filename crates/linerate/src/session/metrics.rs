@@ -96,6 +96,8 @@ pub(crate) struct ServerMetrics {
     pub(crate) waiting: Gauge,
     probes: Family<Label, Counter>,
     http_dropped: Family<Label, Counter>,
+    /// What this server measured as an agent's pair tests, by peer.
+    pub(crate) pairs: crate::session::pair_metrics::PairMetrics,
 }
 
 impl ServerMetrics {
@@ -134,7 +136,11 @@ impl ServerMetrics {
             duration.clone(),
         );
         let active_tests = Gauge::default();
-        registry.register("linerate_active_tests", "Tests admitted and not yet ended", active_tests.clone());
+        registry.register(
+            "linerate_active_tests",
+            "Tests admitted and not yet ended",
+            active_tests.clone(),
+        );
         let active_streams = Gauge::default();
         registry.register(
             "linerate_active_streams",
@@ -165,8 +171,12 @@ impl ServerMetrics {
             "Connections to the metrics endpoint closed without an answer, by reason",
             http_dropped.clone(),
         );
-        let build = Info::new([("version", env!("CARGO_PKG_VERSION")), ("commit", env!("LINERATE_COMMIT"))]);
+        let build = Info::new([
+            ("version", env!("CARGO_PKG_VERSION")),
+            ("commit", env!("LINERATE_COMMIT")),
+        ]);
         registry.register("linerate_build", "The linerate build serving these metrics", build);
+        let pairs = crate::session::pair_metrics::PairMetrics::new(&mut registry);
         Self {
             registry,
             tests,
@@ -180,6 +190,7 @@ impl ServerMetrics {
             waiting,
             probes,
             http_dropped,
+            pairs,
         }
     }
 
@@ -200,7 +211,13 @@ impl ServerMetrics {
 
     /// An admitted test with `streams` data connections ended after `held_s` seconds, with
     /// the server's own `results` if its streams ran.
-    pub(crate) fn ended(&self, streams: u32, held_s: f64, failed: bool, results: Option<&SideResults>) {
+    pub(crate) fn ended(
+        &self,
+        streams: u32,
+        held_s: f64,
+        failed: bool,
+        results: Option<&SideResults>,
+    ) {
         self.active_streams.dec_by(i64::from(streams));
         let outcome = if failed { "failed" } else { "completed" };
         self.tests.get_or_create(&[("outcome", outcome)]).inc();

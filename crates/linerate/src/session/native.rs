@@ -307,6 +307,8 @@ impl Session<'_> {
                 if let Some(why) = record.outcome.failure() {
                     self.pair_failed = Some(why.message.clone());
                 }
+                let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+                self.t.shared.metrics.pairs.ended(&record, now.map_or(0.0, |d| d.as_secs_f64()));
                 let json = serde_json::to_value(&record).context("cannot encode the record")?;
                 self.pair = None;
                 conn.send_pair_result(json)?;
@@ -316,7 +318,9 @@ impl Session<'_> {
                 conn.pair_running()?;
             }
             Err(TryRecvError::Empty) => {}
-            Err(TryRecvError::Disconnected) => bail!("the pair test's thread ended without a record"),
+            Err(TryRecvError::Disconnected) => {
+                bail!("the pair test's thread ended without a record")
+            }
         }
         Ok(())
     }

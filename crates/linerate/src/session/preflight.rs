@@ -18,8 +18,8 @@ use std::time::Duration;
 use linerate_proto::doctor::{DoctorConn, DoctorEvent};
 
 use crate::plan::ClientPlan;
-use crate::record::FailureKind;
 use crate::plan::host::format_host_port;
+use crate::record::FailureKind;
 use crate::session::client::{
     IPERF3_RETRY_PAUSE, PeerIsIperf3, connect_first, refuse_iperf3, resolve,
 };

@@ -314,7 +314,7 @@ fn stirling_tail(z: f64) -> f64 {
 
 /// P(Z > z) for the standard normal, z ≥ 0: ½ Q(½, z²/2), the regularized upper incomplete
 /// gamma function (Numerical Recipes `gser` / `gcf`).
-fn normal_upper(z: f64) -> f64 {
+pub(crate) fn normal_upper(z: f64) -> f64 {
     let x = z * z / 2.0;
     if x == 0.0 {
         return 0.5;

@@ -79,15 +79,23 @@ pub struct MatrixSummary {
 }
 
 /// Summarises `runs` (cell index, record) over `cells`.
-pub fn summarize_matrix(
+///
+/// The runs are owned or borrowed (a mesh of 9,900 pairs holds its records once).
+pub fn summarize_matrix<R: std::borrow::Borrow<RunRecord>>(
     cells: &[Cell],
-    runs: &[(usize, RunRecord)],
+    runs: &[(usize, R)],
     until_ci: Option<f64>,
 ) -> MatrixSummary {
+    // One pass over the runs, not one per cell: a large mesh has as many cells as runs.
+    let mut by_cell: std::collections::HashMap<usize, Vec<&RunRecord>> = Default::default();
+    for (i, r) in runs {
+        by_cell.entry(*i).or_default().push(std::borrow::Borrow::borrow(r));
+    }
     let cells: Vec<CellSummary> = cells
         .iter()
         .map(|c| {
-            cell_summary(c, runs.iter().filter(|(i, _)| *i == c.index).map(|(_, r)| r), until_ci)
+            let records = by_cell.get(&c.index).map_or(&[][..], Vec::as_slice);
+            cell_summary(c, records.iter().copied(), until_ci)
         })
         .collect();
     let findings = if cells.iter().any(|c| c.latency.is_some()) {

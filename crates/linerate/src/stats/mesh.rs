@@ -100,22 +100,25 @@ pub struct MeshSummary {
 }
 
 /// Summarises a mesh of `labels` agents, its `pairs` (cells) and runs `(cell, record)`.
-pub fn summarize_mesh(
+pub fn summarize_mesh<R: std::borrow::Borrow<RunRecord>>(
     labels: &[String],
     pairs: &[Pair],
     cells: &[Cell],
-    runs: &[(usize, RunRecord)],
+    runs: &[(usize, R)],
     until_ci: Option<f64>,
 ) -> MeshSummary {
     let matrix = summarize_matrix(cells, runs, until_ci);
     let mut agents: Vec<AgentPlace> =
         labels.iter().map(|l| AgentPlace { label: l.clone(), ..Default::default() }).collect();
     for (cell, record) in runs {
+        let record: &RunRecord = std::borrow::Borrow::borrow(record);
         let Some(p) = pairs.get(*cell) else { continue };
         let env = |side: Option<&linerate_proto::SideResults>| {
             side.and_then(|s| s.environment.as_deref()).map(|e| (e.node.clone(), e.zone.clone()))
         };
-        for (agent, place) in [(p.from, env(record.client.as_ref())), (p.to, env(record.server_results.as_ref()))] {
+        for (agent, place) in
+            [(p.from, env(record.client.as_ref())), (p.to, env(record.server_results.as_ref()))]
+        {
             if let (Some(a), Some((node, zone))) = (agents.get_mut(agent), place) {
                 a.node = a.node.take().or(node);
                 a.zone = a.zone.take().or(zone);
@@ -129,7 +132,8 @@ pub fn summarize_mesh(
     let mut findings = Vec::new();
     let mut explained = vec![false; pairs.len()];
     // The reference: the fastest zone direction (by its pairs' mean).
-    let fastest = zones.iter().max_by(|a, b| a.mean_bits_per_second.total_cmp(&b.mean_bits_per_second));
+    let fastest =
+        zones.iter().max_by(|a, b| a.mean_bits_per_second.total_cmp(&b.mean_bits_per_second));
     if let (true, Some(reference)) = (zones.len() >= 2, fastest) {
         let members = |name: &str| -> Vec<usize> {
             (0..pairs.len())
@@ -140,7 +144,9 @@ pub fn summarize_mesh(
         let outside = members(&reference.name);
         for g in zones.iter().filter(|g| g.name != reference.name) {
             let inside = members(&g.name);
-            if let Some(f) = slow_group(&g.name, &reference.name, &inside, &outside, &means, &matrix.cells) {
+            if let Some(f) =
+                slow_group(&g.name, &reference.name, &inside, &outside, &means, &matrix.cells)
+            {
                 findings.push(f);
                 for i in inside {
                     explained[i] = true;
@@ -258,7 +264,8 @@ fn slow_group(
 /// Pairs not already explained by a zone finding whose 95 % interval lies wholly below the
 /// median pair mean by [`SLOW_SHARE`].
 fn slow_pairs(cells: &[CellSummary], explained: &[bool]) -> Vec<String> {
-    let mut all: Vec<f64> = cells.iter().filter_map(|c| c.bits_per_second.as_ref().map(|s| s.mean)).collect();
+    let mut all: Vec<f64> =
+        cells.iter().filter_map(|c| c.bits_per_second.as_ref().map(|s| s.mean)).collect();
     if all.len() < 3 {
         return Vec::new();
     }
@@ -385,13 +392,20 @@ fn interference_words(pairs: &[InterferencePair]) -> String {
             .into_iter()
             .map(|(z, mut lost)| {
                 let k = lost.len();
-                format!("pairs crossing {z} lost {:.0} % when run together ({k} sampled)", median(&mut lost))
+                format!(
+                    "pairs crossing {z} lost {:.0} % when run together ({k} sampled)",
+                    median(&mut lost)
+                )
             })
             .collect();
         let cross = hit.iter().any(|p| {
             p.zones.as_deref().and_then(|z| z.split_once(" -> ")).is_some_and(|(a, b)| a != b)
         });
-        let shared = if cross { "the fabric between the zones is shared" } else { "the pairs share part of the fabric" };
+        let shared = if cross {
+            "the fabric between the zones is shared"
+        } else {
+            "the pairs share part of the fabric"
+        };
         return format!("{}: {shared}; {rerun}", parts.join("; "));
     }
     let mut lost: Vec<f64> = hit.iter().map(|p| p.lost_percent).collect();
@@ -408,7 +422,7 @@ mod tests {
     use linerate_proto::{Environment, SideResults, StreamRole, TestSpec};
 
     use super::*;
-    use crate::plan::mesh::{cells, pairs};
+    use crate::plan::mesh::cells;
 
     /// A run of `from -> to` at `bps`, each end naming its zone.
     fn run(bps: f64, zones: (&str, &str)) -> RunRecord {
@@ -433,8 +447,9 @@ mod tests {
     fn mesh(rate: impl Fn(usize, usize, &str, &str, usize) -> f64) -> MeshSummary {
         let zone = ["a", "a", "b", "b"];
         let labels: Vec<String> = (1..=4).map(|i| format!("n{i}")).collect();
-        let ps = pairs(4, None, 1);
-        let names: Vec<String> = ps.iter().map(|p| format!("n{} -> n{}", p.from + 1, p.to + 1)).collect();
+        let ps = crate::plan::sample::every_pair(4);
+        let names: Vec<String> =
+            ps.iter().map(|p| format!("n{} -> n{}", p.from + 1, p.to + 1)).collect();
         let mut runs = Vec::new();
         for (i, p) in ps.iter().enumerate() {
             let (za, zb) = (zone[p.from], zone[p.to]);
@@ -460,7 +475,9 @@ mod tests {
 
     #[test]
     fn one_slow_pair_is_named_and_an_even_mesh_is_called_even() {
-        let m = mesh(|from, to, _, _, k| if (from, to) == (2, 0) { 5e9 } else { 9.4e9 } + k as f64 * 1e7);
+        let m = mesh(
+            |from, to, _, _, k| if (from, to) == (2, 0) { 5e9 } else { 9.4e9 } + k as f64 * 1e7,
+        );
         let f = m.findings.join("\n");
         assert!(f.contains("n3 -> n1 is 47 % slower than the median pair"), "{f}");
         assert!(!f.contains("zone"), "one pair does not condemn a zone direction: {f}");

@@ -34,6 +34,10 @@
 //! series. Results that drift slowly (autocorrelated noise) break exchangeability and can
 //! raise it; the 5 % practical threshold is what guards against that in practice.
 //!
+//! Beside the steps, `stats::drift` finds what this test is too slow or too coarse for: a
+//! fresh drop in the last one or two runs, and a slow drift (Mann–Kendall with a Theil–Sen
+//! slope); a drift that fits better than the steps replaces them.
+//!
 //! The series is the first direction's receiver rate of each completed run (the figure
 //! `linerate history` lists); failed runs are counted, not plotted.
 
@@ -140,8 +144,12 @@ pub struct Series {
     pub failed: usize,
     /// The stretches between changes (one when nothing changed; none without points).
     pub segments: Vec<Segment>,
-    /// The changes found, oldest first.
+    /// The changes found, oldest first (none when a drift explains the series better).
     pub changes: Vec<Change>,
+    /// The last runs well below the runs before them (`stats::drift`), without a drift.
+    pub fresh_drop: Option<crate::stats::drift::FreshDrop>,
+    /// A steady decline or rise that fits the runs better than steps (`stats::drift`).
+    pub drift: Option<crate::stats::drift::Drift>,
 }
 
 /// A whole trend: every series of one target.
@@ -182,7 +190,17 @@ pub fn trend(target: &str, since_unix_ms: Option<u64>, runs: Vec<TrendRun>, m: M
         .map(|(key, (mut points, failed))| {
             points.sort_by_key(|p| (p.started_unix_ms, p.run));
             let values: Vec<f64> = points.iter().map(|p| p.bits_per_second).collect();
-            let found = change_points(&values, &m);
+            let mut found = change_points(&values, &m);
+            let at: Vec<usize> = found.iter().map(|&(at, _)| at).collect();
+            let drift = crate::stats::drift::drift(&values, &at, &m);
+            if drift.is_some() {
+                found.clear(); // one slow decline, not several steps
+            }
+            let last = found.last().map_or(0, |&(at, _)| at);
+            let fresh_drop = match drift {
+                None => crate::stats::drift::fresh_drop(&values, last, &m),
+                Some(_) => None,
+            };
             let segments = segments(&values, &found);
             let changes = found
                 .iter()
@@ -201,7 +219,7 @@ pub fn trend(target: &str, since_unix_ms: Option<u64>, runs: Vec<TrendRun>, m: M
                     }
                 })
                 .collect();
-            Series { key, points, failed, segments, changes }
+            Series { key, points, failed, segments, changes, fresh_drop, drift }
         })
         .collect();
     series.sort_by(|a, b| b.points.len().cmp(&a.points.len()).then(a.key.cmp(&b.key)));
@@ -360,12 +378,12 @@ fn median(values: &[f64]) -> f64 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::stats::sample::tests::Rng;
 
     /// Gaussian noise (Box–Muller) around `mean` with relative spread `cv`.
-    fn noisy(rng: &mut Rng, n: usize, mean: f64, cv: f64) -> Vec<f64> {
+    pub(crate) fn noisy(rng: &mut Rng, n: usize, mean: f64, cv: f64) -> Vec<f64> {
         (0..n)
             .map(|_| {
                 let u1 = 1.0 - rng.unit();
@@ -439,7 +457,11 @@ mod tests {
         };
         let run = |id, streams, bps: Option<f64>| TrendRun {
             key: key(streams),
-            point: bps.map(|b| TrendPoint { run: id, started_unix_ms: 1000 - id as u64, bits_per_second: b }),
+            point: bps.map(|b| TrendPoint {
+                run: id,
+                started_unix_ms: 1000 - id as u64,
+                bits_per_second: b,
+            }),
         };
         let t = trend(
             "h",

@@ -132,7 +132,8 @@ host = "[::1]:7000"
 host = "fd00::2"
 port = 6000
 "#);
-    let at: Vec<(&str, u16)> = p.tiers.iter().map(|t| (t.target.host.as_str(), t.target.port)).collect();
+    let at: Vec<(&str, u16)> =
+        p.tiers.iter().map(|t| (t.target.host.as_str(), t.target.port)).collect();
     assert_eq!(at, [("127.0.0.1", 5301), ("::1", 7000), ("fd00::2", 6000)]);
     let e = err("[tiers.a]\nhost = \"127.0.0.1:5301\"\nport = 5302\n");
     assert!(e.contains("tier \"a\"") && e.contains("given twice") && e.contains("port ="), "{e}");
