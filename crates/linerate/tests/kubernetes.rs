@@ -97,11 +97,15 @@ fn each_overlay_is_the_generator_with_its_options() {
     if !kubectl_available() {
         return;
     }
-    let cases: [(&str, &[&str]); 4] = [
+    let cases: [(&str, &[&str]); 5] = [
         ("base", &[]),
         ("overlays/host-network", &["--host-network"]),
         ("overlays/psk", &["--psk-secret", "linerate-psk"]),
         ("overlays/mesh", &["--psk-secret", "linerate-psk", "--mesh"]),
+        (
+            "overlays/mesh-schedule",
+            &["--psk-secret", "linerate-psk", "--mesh", "--schedule", "0 * * * *"],
+        ),
     ];
     let mut rendered = Vec::new();
     for (dir, args) in cases {
@@ -117,6 +121,7 @@ fn each_overlay_is_the_generator_with_its_options() {
     assert_ne!(rendered[0], rendered[1]);
     assert_ne!(rendered[0], rendered[2]);
     assert_ne!(rendered[2], rendered[3]);
+    assert_ne!(rendered[3], rendered[4]);
     let elsewhere =
         generated("namespace", &["--namespace", "bench", "--image", "reg.example/linerate:1"]);
     assert_ne!(elsewhere, rendered[0]);
@@ -136,19 +141,25 @@ fn the_containers_run_commands_this_linerate_accepts() {
     let key = dir.join("psk");
     std::fs::write(&key, "a key of thirty-two bytes, or so\n").expect("write");
     let mut checked = 0;
-    for (host_network, psk, mesh) in
-        [(false, false, false), (true, true, false), (false, true, true)]
-    {
+    for (host_network, psk, mesh, schedule) in [
+        (false, false, false, None),
+        (true, true, false, None),
+        (false, true, true, None),
+        (false, true, true, Some("@hourly")),
+    ] {
         let options = KubernetesOptions {
             host_network,
             psk_secret: psk.then(|| "linerate-psk".to_string()),
             mesh,
+            schedule: schedule.map(String::from),
             ..KubernetesOptions::default()
         };
         for m in linerate::report::kubernetes::manifests(&options) {
-            let Some(args) =
-                m.object["spec"]["template"]["spec"]["containers"][0]["args"].as_array()
-            else {
+            let spec = match m.object["kind"].as_str() {
+                Some("CronJob") => &m.object["spec"]["jobTemplate"]["spec"],
+                _ => &m.object["spec"],
+            };
+            let Some(args) = spec["template"]["spec"]["containers"][0]["args"].as_array() else {
                 continue;
             };
             // What the kubelet and the Secret's mount supply.
@@ -164,7 +175,7 @@ fn the_containers_run_commands_this_linerate_accepts() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 7, "the DaemonSet's and the Jobs' arguments, three times");
+    assert_eq!(checked, 10, "the DaemonSet's, the Jobs' and the CronJob's arguments, four times");
 }
 
 #[test]

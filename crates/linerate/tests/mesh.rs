@@ -640,3 +640,95 @@ fn each_agent_exports_what_it_measured_of_every_peer() {
         }
     }
 }
+
+/// A mesh on a schedule (`--every 0 --count N`: back to back) sets each pair against the
+/// meshes before it: 12 meshes over a link at 200 Mbit/s each way, then 2 at 120, and the
+/// last names both pairs' fresh drop of about 40 %. `--slip` longer than `--every` is
+/// refused.
+#[test]
+fn scheduled_meshes_name_a_pair_that_dropped() {
+    let _g = crate::util::exclusive();
+    if !namespaces_available() {
+        return;
+    }
+    let dir = test_dir("mesh-watch");
+    let key = key_file(&dir, "psk", b'k');
+    let link = crate::netns::ShapedLink::new("mw", "200mbit");
+    let addr_a = format!("{}1", link.addr_b.trim_end_matches('2'));
+    let _a = agent_in(&link.a, &addr_a, &key, "node-a", None);
+    let _b = agent_in(&link.b, &link.addr_b, &key, "node-b", None);
+    std::thread::sleep(Duration::from_millis(500));
+    let db = dir.join("h.db");
+    let db = db.to_str().expect("path");
+    let meshes = |count: &str| {
+        let args = [
+            "mesh",
+            "-t",
+            "0.5",
+            "--repeat",
+            "1",
+            "--psk-file",
+            &key,
+            "--db",
+            db,
+            "--every",
+            "0",
+            "--count",
+            count,
+            &addr_a,
+            &link.addr_b,
+        ];
+        let out = run_in(&link.a, &args);
+        assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+        out
+    };
+    let first = meshes("12");
+    assert!(first.stderr.contains("--every: 12 runs, 0 failed"), "{}", first.stderr);
+    assert!(
+        first.stdout.contains("Against the 11 meshes before: no pair dropped"),
+        "{}",
+        first.stdout
+    );
+    for side_a in [true, false] {
+        link.shape(side_a, Some(["120mbit", "256kb", "20ms"]));
+    }
+    let out = meshes("2");
+    let last = out.stdout.rsplit("Plan:").next().expect("the last mesh");
+    eprintln!("{last}");
+    assert!(last.contains("Against the 13 meshes before: 2 pair(s) dropped or drifted"), "{last}");
+    for pair in ["node-a -> node-b", "node-b -> node-a"] {
+        let watch = last.split("Against the 13 meshes before").nth(1).expect("the watch");
+        let line = watch
+            .lines()
+            .find(|l| l.trim_start().starts_with(pair))
+            .unwrap_or_else(|| panic!("{pair}: {last}"));
+        let line = line.trim_start();
+        let said = ": fresh drop: the last 2 meshes after a stable 12: -";
+        assert!(line.contains(said), "{line}");
+        let pct: f64 = line
+            .split(": -")
+            .nth(1)
+            .and_then(|r| r.split(' ').next())
+            .and_then(|p| p.parse().ok())
+            .expect("a drop");
+        assert!((pct - 40.0).abs() < 5.0, "{line}");
+    }
+    let refused = run_in(
+        &link.a,
+        &[
+            "mesh",
+            "--psk-file",
+            &key,
+            "--every",
+            "10",
+            "--count",
+            "2",
+            "--slip",
+            "10",
+            &addr_a,
+            &link.addr_b,
+        ],
+    );
+    assert_eq!(refused.code, Some(2), "{}", refused.stderr);
+    assert!(refused.stderr.contains("--slip must be shorter than --every"), "{}", refused.stderr);
+}

@@ -19,6 +19,9 @@
 #    same checks, but the zone is reported "unknown", never blank.
 # 4. Runs another mesh the README's way (delete the Jobs, apply again): a new mesh is stored
 #    beside the first in the kept history.
+# 5. Applies the scheduled mesh (overlays/mesh-schedule, a CronJob with concurrencyPolicy
+#    Forbid) and runs one now the README's way (kubectl create job --from=cronjob/...): it
+#    completes on its first attempt, names both ordered pairs and stores a new mesh.
 # Then tears the cluster down and checks the host is as it was: no process, bridge, route,
 # iptables rule or netns left, ip_forward restored.
 #
@@ -271,6 +274,37 @@ for _ in $(seq 1 240); do
 done
 [ -n "$ok" ] || { cat "$results"/rerun/*.log >&2; fail "the rerun stored nothing new after group $before"; }
 say "phase 3 passed in $(( $(date +%s) - t_apply )) s: stored as group $now (the last before: $before)"
+
+say "phase 4: the scheduled mesh (overlays/mesh-schedule: a CronJob), one run now"
+t_apply=$(date +%s)
+k delete job --all --wait=true >/dev/null
+kubectl apply -k deploy/kubernetes/overlays/mesh-schedule >"$results/schedule-apply.txt" 2>&1 ||
+  { cat "$results/schedule-apply.txt" >&2; fail "apply -k overlays/mesh-schedule failed"; }
+grep -q "cronjob.batch/linerate-mesh created" "$results/schedule-apply.txt" ||
+  { cat "$results/schedule-apply.txt" >&2; fail "apply did not create the CronJob"; }
+if grep -qi warning "$results/schedule-apply.txt"; then
+  cat "$results/schedule-apply.txt" >&2; fail "apply of the scheduled mesh warned"
+fi
+[ "$(k get cronjob linerate-mesh -o jsonpath='{.spec.concurrencyPolicy}')" = Forbid ] ||
+  fail "the CronJob may run two meshes at once"
+# The README's way to run one now, from the CronJob's own template.
+k create job --from=cronjob/linerate-mesh linerate-mesh-now >/dev/null
+if ! k wait --for=condition=complete --timeout=6m job/linerate-mesh-now >/dev/null 2>&1; then
+  k logs job/linerate-mesh-now --tail=40 >&2 || true
+  fail "the CronJob's mesh did not complete"
+fi
+mkdir -p "$results/schedule"
+k logs job/linerate-mesh-now >"$results/schedule/mesh.log"
+for p in "node-a -> node-b" "node-b -> node-a"; do
+  grep -q -- "$p" "$results/schedule/mesh.log" ||
+    { cat "$results/schedule/mesh.log" >&2; fail "the scheduled mesh's log does not name $p"; }
+done
+[ "$(k get job linerate-mesh-now -o jsonpath='{.status.failed}')" = "" ] ||
+  fail "the scheduled mesh's Job had a failed attempt"
+scheduled=$(stored "$results"/schedule/*.log)
+[ -n "$scheduled" ] && [ "$scheduled" -gt "$now" ] ||
+  { cat "$results/schedule/mesh.log" >&2; fail "the scheduled mesh stored nothing new after group $now"; }
+say "phase 4 passed in $(( $(date +%s) - t_apply )) s: stored as group $scheduled"
 
 t_done=$(date +%s)
 teardown

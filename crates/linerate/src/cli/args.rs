@@ -181,6 +181,10 @@ pub struct KubernetesArgs {
     /// them: every node pair tested. Needs --psk-secret.
     #[arg(long = "mesh", requires = "psk_secret")]
     pub mesh: bool,
+    /// With --mesh: the mesh is a CronJob on this schedule (cron syntax, e.g. "0 * * * *"), one
+    /// at a time (concurrencyPolicy: Forbid), each mesh stored in the history claim.
+    #[arg(long = "schedule", value_name = "CRON", requires = "mesh")]
+    pub schedule: Option<String>,
 }
 
 /// `linerate doctor [HOST]`.
@@ -256,12 +260,13 @@ pub struct ClientArgs {
     pub schedule: ScheduleArgs,
 }
 
-/// Running the test on a schedule (`linerate client` only).
+/// Running the test (`linerate client`) or the mesh (`linerate mesh`) on a schedule.
 #[derive(Debug, Args)]
 pub struct ScheduleArgs {
-    /// Run the test every DURATION (e.g. 15m), storing each run, so the history fills for
-    /// `linerate report --trend HOST`; needs --for or --count. A failed run is stored and the
-    /// schedule goes on; the exit status is 1 if any run failed.
+    /// Run again every DURATION (e.g. 15m), storing each run, so the history fills for
+    /// `linerate report --trend` and a mesh's drop and drift findings; needs --for or --count.
+    /// A failed run is stored and the schedule goes on; the exit status is that of the last
+    /// failure, if any run failed.
     #[arg(long = "every", value_name = "DURATION", value_parser = seconds)]
     pub every: Option<Duration>,
     /// With --every: start no run after DURATION (e.g. 30d).
@@ -270,6 +275,10 @@ pub struct ScheduleArgs {
     /// With --every: stop after N runs.
     #[arg(long = "count", value_name = "N", value_parser = count::<u32>, requires = "every")]
     pub count: Option<u32>,
+    /// Start each run a random 0 to DURATION after its time (the first too; with --every, less
+    /// than its period), so requesters on one schedule do not all start at once.
+    #[arg(long = "slip", value_name = "DURATION", value_parser = seconds)]
+    pub slip: Option<Duration>,
 }
 
 /// Where results are kept.

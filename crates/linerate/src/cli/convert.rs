@@ -8,10 +8,11 @@ use linerate_proto::{Direction, EndCondition, Protocol, TestSpec};
 use super::repeat::{CAMPAIGN, MATRIX, Rounds};
 use crate::cli::args::{
     CampaignArgs, Cli, Command, CompatArgs, CsvKindArg, DbArgs, DoctorArgs, GateArgs, GenerateWhat,
-    JsonFormat, MatrixArgs, NetArgs, ReportArgs, ReportFormatArg, ScheduleArgs, StoreArgs, TestArgs,
+    JsonFormat, MatrixArgs, NetArgs, ReportArgs, ReportFormatArg, ScheduleArgs, StoreArgs,
+    TestArgs,
 };
-use crate::plan::host::ServerMatch;
 use crate::plan::campaign::{self, CampaignRun};
+use crate::plan::host::ServerMatch;
 use crate::plan::matrix::{AxisValue, MatrixPlan, MatrixRun};
 use crate::plan::search::SearchPlan;
 use crate::plan::size::Size;
@@ -95,6 +96,7 @@ pub(super) fn to_plan(cli: Cli) -> Result<Plan, String> {
                 host_network: k.host_network,
                 psk_secret: k.psk_secret,
                 mesh: k.mesh,
+                schedule: k.schedule,
             }
             .checked()?;
             Ok(Plan::Kubernetes(crate::plan::kubernetes::KubernetesPlan { options, dir }))
@@ -105,9 +107,11 @@ pub(super) fn to_plan(cli: Cli) -> Result<Plan, String> {
                 || k.host_network
                 || k.psk_secret.is_some()
                 || k.mesh
+                || k.schedule.is_some()
             {
-                return Err("--namespace, --image, --host-network, --psk-secret and --mesh shape \
-                            the Kubernetes manifests: linerate generate kubernetes ..."
+                return Err("--namespace, --image, --host-network, --psk-secret, --mesh and \
+                            --schedule shape the Kubernetes manifests: linerate generate \
+                            kubernetes ..."
                     .into());
             }
             generated(what, dir)
@@ -297,8 +301,30 @@ fn history(db: &DbArgs, command: HistoryCommand) -> Result<Plan, String> {
 
 /// `--every` with `--for` or `--count`: a schedule, refused where a schedule cannot go.
 fn schedule(a: &ScheduleArgs, p: &ClientPlan) -> Result<Option<Schedule>, String> {
+    let Some(s) = schedule_of(a)? else { return Ok(None) };
+    if p.find_max.is_some() {
+        return Err("--every repeats one test; --find-max is a search: run the search alone, \
+                    or schedule a test at the rate it found"
+            .into());
+    }
+    if p.store.path.is_none() && a.every.is_some() {
+        return Err("--every fills the history for `linerate report --trend`; it cannot \
+                    run with --no-store"
+            .into());
+    }
+    Ok(Some(s))
+}
+
+/// The schedule `--every`, `--for`, `--count` and `--slip` ask for: None without `--every` or
+/// `--slip`; `--slip` alone is one run started a random while later.
+pub(super) fn schedule_of(a: &ScheduleArgs) -> Result<Option<Schedule>, String> {
+    let slip = a.slip.unwrap_or_default();
     let Some(every) = a.every else {
-        return Ok(None);
+        return Ok(a.slip.map(|_| Schedule {
+            every: Duration::ZERO,
+            until: ScheduleEnd::Count(1),
+            slip,
+        }));
     };
     let until = match (a.for_, a.count) {
         (Some(d), None) => ScheduleEnd::For(d),
@@ -309,17 +335,13 @@ fn schedule(a: &ScheduleArgs, p: &ClientPlan) -> Result<Option<Schedule>, String
                 .into());
         }
     };
-    if p.find_max.is_some() {
-        return Err("--every repeats one test; --find-max is a search: run the search alone, \
-                    or schedule a test at the rate it found"
-            .into());
+    if !slip.is_zero() && slip >= every {
+        return Err(format!(
+            "--slip must be shorter than --every ({} s): each run starts within its own period",
+            every.as_secs_f64()
+        ));
     }
-    if p.store.path.is_none() {
-        return Err("--every fills the history for `linerate report --trend`; it cannot \
-                    run with --no-store"
-            .into());
-    }
-    Ok(Some(Schedule { every, until }))
+    Ok(Some(Schedule { every, until, slip }))
 }
 
 /// `12` is a run, `m3` a matrix (or search) group, `c4` a campaign group, `last` the newest.
@@ -343,9 +365,9 @@ fn history_ref(s: &str) -> Result<HistoryRef, String> {
 /// `linerate report`: a history reference if `what` reads as one, else a file.
 fn report_plan(a: ReportArgs) -> Result<ReportPlan, String> {
     let db = || {
-        a.db.clone().or_else(Store::default_path).ok_or(
-            "no history database: set XDG_DATA_HOME or HOME, or give --db PATH".to_string(),
-        )
+        a.db.clone()
+            .or_else(Store::default_path)
+            .ok_or("no history database: set XDG_DATA_HOME or HOME, or give --db PATH".to_string())
     };
     let source = match history_ref(&a.what) {
         _ if a.trend.is_some() => {

@@ -56,6 +56,8 @@ pub struct MeshArgs {
     pub test: TestArgs,
     #[command(flatten)]
     pub store: StoreArgs,
+    #[command(flatten)]
+    pub schedule: super::args::ScheduleArgs,
 }
 
 /// The mesh plan: the agents, checked, the key, and the test every pair runs.
@@ -87,6 +89,12 @@ pub(super) fn mesh_plan(a: MeshArgs) -> Result<MeshPlan, String> {
     let resume =
         a.rounds.resume.group(super::repeat::MESH, a.store.no_store, base.store.path.is_some())?;
     let Rounds { repeat, until_ci, max_repeat, seed } = a.rounds.rounds();
+    let every = super::convert::schedule_of(&a.schedule)?;
+    if every.is_some() && (a.dry_run || resume.is_some()) {
+        return Err("--every and --slip run whole meshes on a schedule: --dry-run prints one \
+                    mesh's plan and --resume continues one mesh; give them without a schedule"
+            .into());
+    }
     Ok(MeshPlan {
         agents,
         base,
@@ -106,5 +114,6 @@ pub(super) fn mesh_plan(a: MeshArgs) -> Result<MeshPlan, String> {
         seed,
         resume,
         stop_after: a.rounds.resume.stop_after,
+        every,
     })
 }

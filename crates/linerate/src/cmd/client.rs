@@ -5,7 +5,6 @@
 
 use std::io::Write;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
@@ -14,7 +13,7 @@ use super::gate::gate;
 use super::keep;
 use crate::plan::search::{RateSearch, SearchPlan};
 use crate::plan::{ClientPlan, OutputFormat, Schedule};
-use crate::record::{Failure, Outcome, RunRecord, unix_ms_now};
+use crate::record::{Failure, Outcome, RunRecord};
 use crate::report::notice::{Notice, Stored};
 use crate::report::{iperf3_json, json, text};
 use crate::session::{Interrupt, Quiet, client, iperf3, under_load};
@@ -32,40 +31,12 @@ pub fn run(plan: &ClientPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     }
 }
 
-/// `--every`: the test on its schedule until the schedule ends or a signal stops it. A failed
-/// run is stored and reported, and the schedule goes on (a monitor that stops at the first
-/// outage records nothing of the outage); the last failure is the command's error.
+/// `--every`: the test on its schedule (`super::every`).
 fn every(plan: &ClientPlan, schedule: Schedule, interrupt: &Interrupt) -> Result<ExitCode> {
     let console = super::console(plan.output == OutputFormat::Text);
-    let (start, start_ms) = (Instant::now(), unix_ms_now());
-    let (mut runs, mut failed, mut last_error) = (0u32, 0u32, None);
-    loop {
-        runs += 1;
-        if let Err(e) = once(plan, interrupt) {
-            if interrupt.count() > 0 {
-                return Err(e);
-            }
-            failed += 1;
-            console.show(&Notice::ScheduledRunFailed(format!("{e:#}")));
-            last_error = Some(e);
-        }
-        let Some(next) = schedule.next_start(start.elapsed(), runs) else { break };
-        let unix_ms = start_ms.saturating_add(u64::try_from(next.as_millis()).unwrap_or(u64::MAX));
-        console.show(&Notice::NextRun { unix_ms, done: runs });
-        // Wakes often enough that a signal stops the wait at once.
-        while start.elapsed() < next {
-            if interrupt.count() > 0 {
-                return Err(interrupted(interrupt, "every run until then is stored"));
-            }
-            std::thread::sleep((next - start.elapsed()).min(Duration::from_millis(100)));
-        }
-    }
     let target = crate::plan::host::format_host_port(&plan.host, plan.port);
-    console.show(&Notice::ScheduleDone { runs, failed, target: &target });
-    match last_error {
-        Some(e) => Err(e.context(format!("{failed} of {runs} scheduled runs failed; the last"))),
-        None => Ok(ExitCode::SUCCESS),
-    }
+    let then = format!("their trend: linerate report --trend {target}");
+    super::every::on_schedule(schedule, (&console, interrupt), &then, &mut || once(plan, interrupt))
 }
 
 /// One test: run, stored, rendered and gated.

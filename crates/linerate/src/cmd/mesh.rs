@@ -18,9 +18,26 @@ use crate::session::grid::Slot;
 use crate::store::resume::{self, Resumable};
 use crate::store::{GroupKind, GroupParams, RunKind};
 
+/// One mesh, or (`--every`, `--slip`) meshes on a schedule (`super::every`): each a group of
+/// its own, taking the requester lock for its run, so two never overlap.
+pub fn run(plan: &MeshPlan, interrupt: &Interrupt) -> Result<ExitCode> {
+    let Some(schedule) = plan.every else { return once(plan, interrupt) };
+    let console = super::console(plan.base.output == OutputFormat::Text);
+    let then = "compare two: linerate compare nA nB; each mesh's pairs are set against the \
+                meshes before it";
+    // Each mesh of the schedule its own order: the first the plan's seed, the next derived.
+    let mut k = 0u64;
+    let mut next = || {
+        let seed = if k == 0 { plan.seed } else { crate::plan::matrix::round_seed(plan.seed, k) };
+        k += 1;
+        once(&MeshPlan { seed, ..plan.clone() }, interrupt)
+    };
+    super::every::on_schedule(schedule, (&console, interrupt), then, &mut next)
+}
+
 /// Runs every pair, shows progress on a terminal, stores every run, then renders the tables
 /// and findings (or one JSON document).
-pub fn run(plan: &MeshPlan, interrupt: &Interrupt) -> Result<ExitCode> {
+fn once(plan: &MeshPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     let base = &plan.base;
     let text = base.output == OutputFormat::Text;
     let console = super::console(text);
@@ -150,6 +167,19 @@ pub fn run(plan: &MeshPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     let summary =
         crate::stats::mesh::summarize_mesh(&agent_labels, &pairs, &cells, &by_cell, plan.until_ci);
     let interference = interference_check(plan, &mesh, &summary, interrupt, text)?;
+    // Each pair against the meshes before it, when this one is stored.
+    let watch = match (runs.store.as_ref(), group) {
+        (Some(s), Some(g)) => {
+            let stored = s.pair_runs(g, crate::stats::mesh_watch::WATCHED_MESHES)?;
+            Some(crate::stats::mesh_watch::watch(g, &stored, &Default::default()))
+        }
+        _ => None,
+    };
+    let live = crate::report::mesh::Live {
+        gone: &gone,
+        interference: interference.as_ref(),
+        watch: watch.as_ref(),
+    };
     let stopped = outcome.stopped.as_deref();
     let mut out = std::io::stdout().lock();
     match base.output {
@@ -160,7 +190,8 @@ pub fn run(plan: &MeshPlan, interrupt: &Interrupt) -> Result<ExitCode> {
             &mut out,
         )
         .and_then(|()| crate::report::mesh::write_gone(&gone, &mut out))
-        .and_then(|()| crate::report::mesh::write_interference(interference.as_ref(), &mut out))?,
+        .and_then(|()| crate::report::mesh::write_interference(interference.as_ref(), &mut out))
+        .and_then(|()| crate::report::mesh::write_watch(watch.as_ref(), &mut out))?,
         _ => {
             let runs: Vec<(usize, u32, &RunRecord)> =
                 outcome.runs.iter().map(|(s, r)| (s.cell, s.repetition, r)).collect();
@@ -168,14 +199,7 @@ pub fn run(plan: &MeshPlan, interrupt: &Interrupt) -> Result<ExitCode> {
                 seed: Some(plan.seed),
                 until_ci: plan.until_ci,
             };
-            crate::report::mesh::render_json(
-                meta,
-                &summary,
-                &runs,
-                stopped,
-                (&gone, interference.as_ref()),
-                &mut out,
-            )?
+            crate::report::mesh::render_json(meta, &summary, &runs, stopped, live, &mut out)?
         }
     }
     out.flush()?;

@@ -27,6 +27,8 @@ pub struct KubernetesOptions {
     /// The servers are agents (`--agent`) and a mesh Job runs beside the fleet Job: every node
     /// pair tested. Needs the key.
     pub mesh: bool,
+    /// With `mesh`: the mesh is a CronJob on this cron schedule instead of a Job.
+    pub schedule: Option<String>,
 }
 
 /// The namespace of the committed manifests.
@@ -40,6 +42,7 @@ impl Default for KubernetesOptions {
             host_network: false,
             psk_secret: None,
             mesh: false,
+            schedule: None,
         }
     }
 }
@@ -63,6 +66,12 @@ impl KubernetesOptions {
         if let Some(secret) = &self.psk_secret {
             dns_name("--psk-secret", secret, 253, true)?;
         }
+        if let Some(cron) = &self.schedule {
+            if !self.mesh {
+                return Err("--schedule puts the mesh on a schedule: give --mesh too".into());
+            }
+            cron_schedule(cron)?;
+        }
         if self.image.is_empty() || self.image.chars().any(|c| c.is_whitespace() || c.is_control())
         {
             return Err(format!(
@@ -73,6 +82,28 @@ impl KubernetesOptions {
         }
         Ok(self)
     }
+}
+
+/// A CronJob's schedule as Kubernetes takes it: five cron fields (minute, hour, day of month,
+/// month, day of week) of digits, `*`, `/`, `-`, `,` or names (`mon`, `jan`), or one macro
+/// (`@hourly`, `@daily`, `@weekly`, `@monthly`, `@yearly`). The API server parses it fully;
+/// this refuses what it certainly would, with the form to use.
+fn cron_schedule(cron: &str) -> Result<(), String> {
+    const MACROS: [&str; 6] = ["@hourly", "@daily", "@midnight", "@weekly", "@monthly", "@yearly"];
+    let fields: Vec<&str> = cron.split_whitespace().collect();
+    let field_ok = |f: &&str| f.bytes().all(|b| b.is_ascii_alphanumeric() || b"*/-,?".contains(&b));
+    let ok = match fields.as_slice() {
+        [one] => MACROS.contains(one),
+        five if five.len() == 5 => five.iter().all(field_ok),
+        _ => false,
+    };
+    if !ok {
+        return Err(format!(
+            "--schedule {cron:?} is not a cron schedule: five fields (minute hour day-of-month \
+             month day-of-week), e.g. \"0 * * * *\" for every hour, or @hourly, @daily"
+        ));
+    }
+    Ok(())
 }
 
 /// A Kubernetes name: lower-case letters, digits and `-` (and `.` between labels when
@@ -110,6 +141,7 @@ mod tests {
                 host_network: false,
                 psk_secret: secret.map(String::from),
                 mesh: false,
+                schedule: None,
             }
             .checked()
         };
@@ -123,5 +155,26 @@ mod tests {
         let e = with("ns", None, "linerate latest").expect_err("space");
         assert!(e.contains("--image"), "{e}");
         assert_eq!(KubernetesOptions::default().checked(), Ok(KubernetesOptions::default()));
+    }
+
+    #[test]
+    fn a_schedule_is_five_cron_fields_or_a_macro_and_needs_the_mesh() {
+        let with = |mesh: bool, cron: &str| {
+            KubernetesOptions {
+                psk_secret: Some("k".into()),
+                mesh,
+                schedule: Some(cron.into()),
+                ..KubernetesOptions::default()
+            }
+            .checked()
+        };
+        for good in ["0 * * * *", "*/15 2-4 * * mon-fri", "@hourly", "30 1 1,15 * ?"] {
+            assert!(with(true, good).is_ok(), "{good}");
+        }
+        for bad in ["", "hourly", "0 * * *", "0 * * * * *", "0 * * * $(x)", "@often"] {
+            let e = with(true, bad).expect_err(bad);
+            assert!(e.contains("--schedule") && e.contains("five fields"), "{e}");
+        }
+        assert!(with(false, "@hourly").expect_err("no mesh").contains("--mesh"));
     }
 }

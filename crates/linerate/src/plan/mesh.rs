@@ -60,6 +60,8 @@ pub struct MeshPlan {
     pub resume: Option<Option<i64>>,
     /// Hidden `--stop-after N`.
     pub stop_after: Option<usize>,
+    /// `--every`, `--slip`: whole meshes on a schedule, each its own group.
+    pub every: Option<crate::plan::Schedule>,
 }
 
 /// Pairs the interference check runs again alone, by default: at `-t 1` about 16 s more.

@@ -197,7 +197,8 @@ pub struct ClientPlan {
     pub every: Option<Schedule>,
 }
 
-/// `client --every DURATION --for DURATION | --count N`: the same test on a fixed schedule,
+/// `client` or `mesh --every DURATION --for DURATION | --count N [--slip D]`: the same test
+/// (or mesh) on a fixed schedule,
 /// so the history fills for `linerate report --trend`. Runs start at whole multiples of
 /// `every` after the first; a run that overruns its slot makes the next start at the next
 /// slot (slots are skipped, never run back to back to catch up, so a slow link is not
@@ -208,6 +209,8 @@ pub struct Schedule {
     pub every: Duration,
     /// When the schedule ends.
     pub until: ScheduleEnd,
+    /// `--slip`: each run starts a random 0 to this after its slot.
+    pub slip: Duration,
 }
 
 /// When a [`Schedule`] ends.
@@ -558,7 +561,7 @@ mod schedule_tests {
 
     #[test]
     fn runs_start_on_their_slots_and_skip_the_ones_an_overrun_missed() {
-        let s = Schedule { every: 10 * S, until: ScheduleEnd::For(35 * S) };
+        let s = Schedule { every: 10 * S, until: ScheduleEnd::For(35 * S), slip: Duration::ZERO };
         assert_eq!(s.next_start(2 * S, 1), Some(10 * S));
         assert_eq!(s.next_start(12 * S, 2), Some(20 * S));
         // The second run took 15 s: the slot at 20 s is gone, the next is at 30 s.
@@ -569,7 +572,7 @@ mod schedule_tests {
 
     #[test]
     fn a_count_ends_the_schedule_after_that_many_runs() {
-        let s = Schedule { every: Duration::ZERO, until: ScheduleEnd::Count(3) };
+        let s = Schedule { every: Duration::ZERO, until: ScheduleEnd::Count(3), slip: Duration::ZERO };
         assert_eq!(s.next_start(5 * S, 1), Some(5 * S));
         assert_eq!(s.next_start(6 * S, 2), Some(6 * S));
         assert_eq!(s.next_start(7 * S, 3), None);

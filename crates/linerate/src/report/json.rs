@@ -183,7 +183,7 @@ pub fn render_report(
                     m,
                     &runs_of(0),
                     stopped,
-                    (&[], None),
+                    crate::report::mesh::Live { gone: &[], interference: None, watch: None },
                     out,
                 );
             }

@@ -91,18 +91,56 @@ pub fn manifests(o: &KubernetesOptions) -> Vec<Manifest> {
             file: "fleet-job.yaml",
             comment: "A fleet against every agent from inside the cluster: printed (kubectl logs \
                       job/linerate-fleet) and stored in the history claim.",
-            object: job(o, "fleet", &["fleet", "--each-address", "linerate", WAIT, "5m", "-t", "10"]),
+            object: job(
+                o,
+                "fleet",
+                &["fleet", "--each-address", "linerate", WAIT, "5m", "-t", "10"],
+            ),
         },
     ];
-    if o.mesh {
-        all.push(Manifest {
+    let mesh = ["mesh", "--each-address", "linerate", WAIT, "5m", "-t", "10"];
+    match (o.mesh, &o.schedule) {
+        (false, _) => {}
+        (true, None) => all.push(Manifest {
             file: "mesh-job.yaml",
             comment: "A mesh of the agents from inside the cluster: every node pair tested, \
                       printed (kubectl logs job/linerate-mesh) and stored in the history claim.",
-            object: job(o, "mesh", &["mesh", "--each-address", "linerate", WAIT, "5m", "-t", "10"]),
-        });
+            object: job(o, "mesh", &mesh),
+        }),
+        (true, Some(schedule)) => all.push(Manifest {
+            file: "mesh-cronjob.yaml",
+            comment: "A mesh of the agents on a schedule, one at a time: every node pair tested \
+                      each time, each mesh stored in the history claim and set against the \
+                      meshes before it (kubectl logs job/NAME of the newest Job; \
+                      kubectl create job --from=cronjob/linerate-mesh NAME runs one now).",
+            object: cronjob(job(o, "mesh", &[&mesh[..], &["--slip", SLIP]].concat()), schedule),
+        }),
     }
     all
+}
+
+/// A scheduled mesh starts a random 0 to this after its time (`--slip`): meshes of several
+/// clusters on one schedule do not all load a shared fabric at the same second.
+const SLIP: &str = "1m";
+
+/// `job` run by a CronJob on `schedule`: one at a time (a mesh still running when the next
+/// is due makes the next wait its turn, never overlap: `Forbid`), a start missed by more
+/// than 10 minutes skipped (a late mesh would overlap the next), the last 3 Jobs of each
+/// outcome kept for `kubectl logs`.
+fn cronjob(job: Value, schedule: &str) -> Value {
+    json!({
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": job["metadata"],
+        "spec": {
+            "schedule": schedule,
+            "concurrencyPolicy": "Forbid",
+            "startingDeadlineSeconds": 600,
+            "successfulJobsHistoryLimit": 3,
+            "failedJobsHistoryLimit": 3,
+            "jobTemplate": {"metadata": {"labels": job["metadata"]["labels"]}, "spec": job["spec"]},
+        },
+    })
 }
 
 /// The manifests as one YAML stream (`kubectl apply -f -`).
@@ -389,6 +427,7 @@ mod tests {
             host_network: true,
             psk_secret: Some("key".into()),
             mesh: true,
+            schedule: None,
         };
         let all = manifests(&o);
         assert_eq!(all.len(), 6, "the mesh Job besides the fleet Job");
@@ -407,10 +446,24 @@ mod tests {
             assert!(args.contains(&json!("--psk-file=/etc/linerate/psk/psk")), "{args:?}");
         }
         assert_eq!(ds["hostNetwork"], true);
-        assert_eq!(all[0].object["metadata"]["labels"]["pod-security.kubernetes.io/enforce"], "privileged");
+        assert_eq!(
+            all[0].object["metadata"]["labels"]["pod-security.kubernetes.io/enforce"],
+            "privileged"
+        );
         let base = stream(&KubernetesOptions::default());
         assert!(!base.contains("hostNetwork") && !base.contains("psk"), "{base}");
         assert!(!base.contains("--agent") && !base.contains("linerate-mesh"), "{base}");
         assert!(base.contains("pod-security.kubernetes.io/enforce: restricted"));
+        let scheduled = KubernetesOptions { schedule: Some("0 * * * *".into()), ..o };
+        let all = manifests(&scheduled);
+        let cron = &all[5].object;
+        assert_eq!((cron["kind"].as_str(), all[5].file), (Some("CronJob"), "mesh-cronjob.yaml"));
+        assert_eq!(cron["spec"]["concurrencyPolicy"], "Forbid");
+        let pod = &cron["spec"]["jobTemplate"]["spec"]["template"]["spec"];
+        let args = pod["containers"][0]["args"].as_array().expect("args");
+        assert!(
+            args.contains(&json!("--slip")) && args.contains(&json!("--wait-agents")),
+            "{args:?}"
+        );
     }
 }

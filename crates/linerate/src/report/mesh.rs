@@ -106,27 +106,69 @@ pub fn render_json<R: std::borrow::Borrow<RunRecord>>(
     m: &MeshSummary,
     runs: &[(usize, u32, R)],
     stopped: Option<&str>,
-    (gone, interference): (&[(String, String)], Option<&crate::stats::mesh::Interference>),
+    live: Live<'_>,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
-    /// The summary, the agents not tested (or no longer) with why, and the interference check.
+    /// The summary, the agents not tested (or no longer) with why, the interference check and
+    /// the watch against earlier meshes.
     #[derive(serde::Serialize)]
-    struct Live<'a> {
+    struct Doc<'a> {
         #[serde(flatten)]
         summary: &'a MeshSummary,
         #[serde(skip_serializing_if = "<[_]>::is_empty")]
         agents_gone: Vec<Gone<'a>>,
         #[serde(skip_serializing_if = "Option::is_none")]
         interference: Option<&'a crate::stats::mesh::Interference>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        watch: Option<&'a crate::stats::mesh_watch::MeshWatch>,
     }
     #[derive(serde::Serialize)]
     struct Gone<'a> {
         agent: &'a str,
         why: &'a str,
     }
-    let agents_gone = gone.iter().map(|(a, w)| Gone { agent: a, why: w }).collect();
-    let doc = Live { summary: m, agents_gone, interference };
+    let agents_gone = live.gone.iter().map(|(a, w)| Gone { agent: a, why: w }).collect();
+    let doc = Doc { summary: m, agents_gone, interference: live.interference, watch: live.watch };
     crate::report::matrix::grid_document("linerate.mesh", meta, &doc, runs, stopped, out)
+}
+
+/// What a mesh that just ran adds to its summary: the agents gone, the interference check and
+/// the watch against earlier meshes (each None or empty when it did not apply).
+#[derive(Debug, Clone, Copy)]
+pub struct Live<'a> {
+    /// Agents not tested, or no longer, with why.
+    pub gone: &'a [(String, String)],
+    /// The interference check.
+    pub interference: Option<&'a crate::stats::mesh::Interference>,
+    /// The pairs against earlier meshes.
+    pub watch: Option<&'a crate::stats::mesh_watch::MeshWatch>,
+}
+
+/// The words for a pair's points: one mesh, meshes.
+const MESHES: (&str, &str) = ("mesh", "meshes");
+
+/// After a live mesh's tables: its pairs against the meshes before it, when there were enough
+/// to say anything (5 or more).
+pub fn write_watch(
+    w: Option<&crate::stats::mesh_watch::MeshWatch>,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    let Some(w) = w.filter(|w| w.meshes_before >= 5) else { return Ok(()) };
+    let (before, found) = (w.meshes_before, w.pairs.len());
+    if found == 0 {
+        return writeln!(out, "Against the {before} meshes before: no pair dropped or drifted");
+    }
+    writeln!(out, "Against the {before} meshes before: {found} pair(s) dropped or drifted")?;
+    for p in &w.pairs {
+        let said: Vec<String> = p
+            .fresh_drop
+            .iter()
+            .map(|f| crate::report::trend::fresh_drop_sentence(f, MESHES))
+            .chain(p.drift.iter().map(|d| crate::report::trend::drift_sentence(d, MESHES)))
+            .collect();
+        writeln!(out, "  {}: {}", escape(&p.pair), said.join("; "))?;
+    }
+    Ok(())
 }
 
 /// After a live mesh's tables: the interference check's conclusion and its pairs, if it ran.

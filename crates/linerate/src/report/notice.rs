@@ -84,21 +84,21 @@ pub enum Notice<'a> {
     AwaitingLock(&'a str),
     /// `client --every`: a run failed (the error); the schedule goes on.
     ScheduledRunFailed(String),
-    /// `client --every`: when the next run starts.
+    /// `--every`: when the next run starts.
     NextRun {
         /// Its start, milliseconds since the Unix epoch.
         unix_ms: u64,
         /// Runs so far.
         done: u32,
     },
-    /// `client --every`: the schedule is over.
+    /// `--every`: the schedule is over.
     ScheduleDone {
         /// Runs made.
         runs: u32,
         /// Of which failed.
         failed: u32,
-        /// The target, for the trend command.
-        target: &'a str,
+        /// How to read the runs: "their trend: linerate report --trend HOST".
+        then: &'a str,
     },
 }
 
@@ -250,11 +250,9 @@ impl Notice<'_> {
                 "Next run at {} UTC ({done} done).",
                 super::history::utc(*unix_ms)
             ),
-            Notice::ScheduleDone { runs, failed, target } => writeln!(
-                out,
-                "--every: {runs} runs, {failed} failed; their trend: linerate report --trend \
-                 {target}"
-            ),
+            Notice::ScheduleDone { runs, failed, then } => {
+                writeln!(out, "--every: {runs} runs, {failed} failed; {then}")
+            }
         }
     }
 }

@@ -116,49 +116,57 @@ pub fn change_sentence(c: &Change) -> String {
     )
 }
 
-/// A drift in one sentence: "drift: −4.1 % a run over 14 runs (Mann–Kendall p = 0.0001,
-/// Theil–Sen slope −8.2 Mbit/s a run)".
-pub fn drift_sentence(d: &crate::stats::drift::Drift) -> String {
+/// A drift in one sentence, over the points `(noun, nouns)` (runs, meshes): "drift: −4.1 % a run over 14 runs
+/// (Mann–Kendall p = 0.0001, Theil–Sen slope −8.2 Mbit/s a run): a decline …".
+pub fn drift_sentence(d: &crate::stats::drift::Drift, (noun, nouns): (&str, &str)) -> String {
     let way = if d.slope_per_run < 0.0 { "a decline" } else { "a rise" };
     let slope = format_bits_per_second(d.slope_per_run.abs());
     let sign = if d.slope_per_run < 0.0 { "−" } else { "+" };
     format!(
-        "drift: {:+.1} % a run over {} runs (Mann–Kendall p = {}, Theil–Sen slope {sign}{slope} a          run): {way} that a line fits better than steps",
+        "drift: {:+.1} % a {noun} over {} {nouns} (Mann–Kendall p {}, Theil–Sen slope \
+         {sign}{slope} a {noun}): {way} that a line fits better than steps",
         d.relative_per_run * 100.0,
         d.runs,
         p_words(d.p_value)
     )
 }
 
-/// A fresh drop in one sentence: "fresh drop: the last 2 runs after a stable 12: −40.0 %
-/// (200 Mbit/s → 120 Mbit/s), below every earlier run (p < 0.0001 for runs like those)".
-pub fn fresh_drop_sentence(f: &crate::stats::drift::FreshDrop) -> String {
-    let last =
-        if f.runs == 1 { "the last run".to_string() } else { format!("the last {} runs", f.runs) };
+/// A fresh drop in one sentence, over the points `(noun, nouns)` (runs, meshes): "fresh drop: the last 2 runs after
+/// a stable 12: −40.0 % (200 Mbit/s → 120 Mbit/s), below every earlier run (p < 0.0001 for
+/// runs like those)".
+pub fn fresh_drop_sentence(
+    f: &crate::stats::drift::FreshDrop,
+    (noun, nouns): (&str, &str),
+) -> String {
+    let last = if f.runs == 1 {
+        format!("the last {noun}")
+    } else {
+        format!("the last {} {nouns}", f.runs)
+    };
     format!(
-        "fresh drop: {last} after a stable {}: {:+.1} % ({} → {}), below every earlier run (p {} \
-         for runs like those)",
+        "fresh drop: {last} after a stable {}: {:+.1} % ({} → {}), below every earlier {noun} \
+         (p {} for {nouns} like those)",
         f.before_runs,
         f.relative * 100.0,
         format_bits_per_second(f.before),
         format_bits_per_second(f.after),
-        match f.p_value < 0.0001 {
-            true => "< 0.0001".to_string(),
-            false => format!("= {:.4}", f.p_value),
-        }
+        p_words(f.p_value)
     )
 }
 
-/// A p-value in words that do not round a small one to zero.
+/// The words for a trend's points: one run, runs.
+const RUNS: (&str, &str) = ("run", "runs");
+
+/// A p-value in words that do not round a small one to zero: "< 0.0001", "= 0.0023".
 fn p_words(p: f64) -> String {
-    if p < 0.0001 { "< 0.0001".into() } else { format!("{p:.4}") }
+    if p < 0.0001 { "< 0.0001".into() } else { format!("= {p:.4}") }
 }
 
 /// What a series says when nothing changed, or its changes, drift and fresh drop.
 fn findings(s: &Series) -> Vec<String> {
     let mut out: Vec<String> = s.changes.iter().map(change_sentence).collect();
-    out.extend(s.drift.iter().map(drift_sentence));
-    out.extend(s.fresh_drop.iter().map(fresh_drop_sentence));
+    out.extend(s.drift.iter().map(|d| drift_sentence(d, RUNS)));
+    out.extend(s.fresh_drop.iter().map(|f| fresh_drop_sentence(f, RUNS)));
     if out.is_empty() {
         out.push(match s.points.len() {
             0 => "no completed run".into(),

@@ -203,17 +203,10 @@ impl PairMetrics {
 }
 
 /// The fresh drop (relative, ≤ 0) and drift (relative a run) of `rates`, 0 for none: the same
-/// tests `report --trend` makes (`stats::trend`, `stats::drift`).
+/// tests `report --trend` makes (`stats::drift::watch`).
 fn signals(rates: &[f64]) -> (f64, f64) {
-    let m = crate::stats::trend::Method::default();
-    let changes: Vec<usize> =
-        crate::stats::trend::change_points(rates, &m).iter().map(|c| c.0).collect();
-    if let Some(d) = crate::stats::drift::drift(rates, &changes, &m) {
-        return (0.0, d.relative_per_run);
-    }
-    let last = changes.last().copied().unwrap_or(0);
-    let drop = crate::stats::drift::fresh_drop(rates, last, &m).map_or(0.0, |f| f.relative);
-    (drop, 0.0)
+    let (drop, drift) = crate::stats::drift::watch(rates, &crate::stats::trend::Method::default());
+    (drop.map_or(0.0, |f| f.relative), drift.map_or(0.0, |d| d.relative_per_run))
 }
 
 /// A peer's word as a label value: printable, at most [`MAX_LABEL`] bytes.

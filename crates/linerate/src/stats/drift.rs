@@ -184,6 +184,38 @@ pub fn drift(values: &[f64], changes: &[usize], m: &Method) -> Option<Drift> {
     })
 }
 
+/// The fresh drop and the drift of `values` (oldest first), as `report --trend` finds them,
+/// with the step test (`trend::change_points`, 999 permutations) run only when one of them is
+/// a candidate: a mesh's thousands of pairs, an agent's every pair test.
+pub fn watch(values: &[f64], m: &Method) -> (Option<FreshDrop>, Option<Drift>) {
+    let changes = || -> Vec<usize> {
+        crate::stats::trend::change_points(values, m).iter().map(|c| c.0).collect()
+    };
+    if drift(values, &[], m).is_some() {
+        let changes = changes();
+        if let Some(d) = drift(values, &changes, m) {
+            return (None, Some(d));
+        }
+        let last = changes.last().copied().unwrap_or(0);
+        return (fresh_drop(values, last, m), None);
+    }
+    // Whatever the last change, the runs a fresh drop is set against end with the
+    // `min_segment` before the last one or two: a drop must at least be below all of those.
+    let n = values.len();
+    let near = m.min_segment.max(2);
+    let candidate = [1usize, 2].iter().any(|&k| {
+        n >= k + near && {
+            let low = values[n - k - near..n - k].iter().copied().fold(f64::INFINITY, f64::min);
+            values[n - k..].iter().all(|v| *v < low)
+        }
+    });
+    if !candidate {
+        return (None, None);
+    }
+    let last = changes().last().copied().unwrap_or(0);
+    (fresh_drop(values, last, m), None)
+}
+
 /// Mann–Kendall's S and its variance under no trend, ties corrected.
 fn mann_kendall(v: &[f64]) -> (i64, f64) {
     let n = v.len();
@@ -223,9 +255,8 @@ fn median(values: &[f64]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::sample::tests::Rng;
+    use crate::stats::sample::tests::{Rng, noisy};
     use crate::stats::trend::change_points;
-    use crate::stats::trend::tests::noisy;
 
     fn signals(v: &[f64], m: &Method) -> (Vec<usize>, Option<FreshDrop>, Option<Drift>) {
         let changes: Vec<usize> = change_points(v, m).iter().map(|c| c.0).collect();
@@ -253,6 +284,19 @@ mod tests {
         let mut w = noisy(&mut rng, 12, 200e6, 0.05);
         w.push(w.iter().copied().fold(f64::INFINITY, f64::min) * 0.99);
         assert!(fresh_drop(&w, 0, &Method::default()).is_none());
+    }
+
+    #[test]
+    fn a_drop_after_an_improvement_is_set_against_the_runs_since_it() {
+        let mut rng = Rng(8);
+        let mut v = noisy(&mut rng, 10, 100e6, 0.01);
+        v.extend(noisy(&mut rng, 10, 200e6, 0.01));
+        v.extend(noisy(&mut rng, 2, 150e6, 0.01));
+        assert!(fresh_drop(&v, 0, &Method::default()).is_none(), "above the first ten");
+        let (fresh, drift) = watch(&v, &Method::default());
+        let f = fresh.expect("against the ten since the change");
+        assert_eq!((f.runs, f.before_runs, drift), (2, 10, None));
+        assert!((f.relative + 0.25).abs() < 0.03, "{f:?}");
     }
 
     #[test]

@@ -18,6 +18,7 @@ pub mod latency_compare;
 pub mod matrix;
 pub mod matrix_latency;
 pub mod mesh;
+pub mod mesh_watch;
 pub mod probe;
 pub mod sample;
 pub mod scaling;

@@ -221,6 +221,19 @@ pub(crate) mod tests {
 
     use super::*;
 
+    /// Gaussian noise (Box–Muller) around `mean` with relative spread `cv`: `n` results of a
+    /// flat series (the trend and drift tests' simulated runs).
+    pub(crate) fn noisy(rng: &mut Rng, n: usize, mean: f64, cv: f64) -> Vec<f64> {
+        (0..n)
+            .map(|_| {
+                let u1 = 1.0 - rng.unit();
+                let u2 = rng.unit();
+                let g = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
+                mean * (1.0 + cv * g)
+            })
+            .collect()
+    }
+
     /// xorshift64: deterministic, good enough to generate test samples.
     pub(crate) struct Rng(pub(crate) u64);
 

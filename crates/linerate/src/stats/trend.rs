@@ -378,21 +378,9 @@ fn median(values: &[f64]) -> f64 {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
-    use crate::stats::sample::tests::Rng;
-
-    /// Gaussian noise (Box–Muller) around `mean` with relative spread `cv`.
-    pub(crate) fn noisy(rng: &mut Rng, n: usize, mean: f64, cv: f64) -> Vec<f64> {
-        (0..n)
-            .map(|_| {
-                let u1 = 1.0 - rng.unit();
-                let u2 = rng.unit();
-                let g = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
-                mean * (1.0 + cv * g)
-            })
-            .collect()
-    }
+    use crate::stats::sample::tests::{Rng, noisy};
 
     #[test]
     fn a_step_is_found_at_the_run_where_it_happened() {

@@ -306,6 +306,16 @@ impl Store {
         query::trend_runs(&self.conn, filter).map_err(|e| self.fault("reading the trend of", e))
     }
 
+    /// The pair tests of the newest `meshes` meshes up to mesh `group` (itself included), for
+    /// a mesh's watch of its pairs against the meshes before it.
+    pub fn pair_runs(
+        &self,
+        group: i64,
+        meshes: usize,
+    ) -> Result<Vec<crate::stats::mesh_watch::PairRun>> {
+        query::pair_runs(&self.conn, group, meshes).map_err(|e| self.fault("reading the meshes of", e))
+    }
+
     /// Run `id` with its meta and record; None if there is no such run. A stored record that
     /// cannot be read is a [`StoreError::UnreadableRecord`] naming the run.
     pub fn run(&self, id: i64) -> Result<Option<(RunMeta, RunRecord)>> {

@@ -13,8 +13,8 @@ use rusqlite::{Connection, Row, ToSql, Transaction, params};
 
 use super::{GroupKind, GroupParams, GroupRow, ListFilter, RunKind, RunMeta, RunRow, StoreError};
 use crate::plan::host::ServerMatch;
-use crate::stats::trend::{SeriesKey, TrendPoint, TrendRun};
 use crate::record::{Outcome, RunRecord, SCHEMA_VERSION};
+use crate::stats::trend::{SeriesKey, TrendPoint, TrendRun};
 
 /// Stores one run (`json` is `record` serialized) and its labels; the caller commits.
 pub(super) fn insert_run(
@@ -210,13 +210,18 @@ fn filter_clauses(filter: &ListFilter) -> (Vec<&'static str>, Vec<Box<dyn ToSql>
 
 /// The runs of `filter` as a trend reads them (any order): each run's test, and its rate when
 /// it completed and received something. Request/response runs and tests under load are not
-/// throughput series and are left out.
-pub(super) fn trend_runs(conn: &Connection, filter: &ListFilter) -> rusqlite::Result<Vec<TrendRun>> {
+/// throughput series and are left out, and so are a mesh's pair tests: their server is the
+/// receiving agent, whose series would mix every sender's (a mesh watches each pair itself,
+/// `stats::mesh_watch`).
+pub(super) fn trend_runs(
+    conn: &Connection,
+    filter: &ListFilter,
+) -> rusqlite::Result<Vec<TrendRun>> {
     let (clauses, args) = filter_clauses(filter);
     let mut sql = format!(
         "SELECT id, started_unix_ms, server, protocol, direction, streams, block_bytes,
                 window_bytes, bits_per_second_target, outcome, receiver_bits_per_second
-         FROM runs WHERE NOT {LATENCY_RUN}"
+         FROM runs WHERE NOT {LATENCY_RUN} AND kind != 'mesh_pair'"
     );
     for c in clauses {
         sql.push_str(" AND ");
@@ -225,22 +230,58 @@ pub(super) fn trend_runs(conn: &Connection, filter: &ListFilter) -> rusqlite::Re
     let mut stmt = conn.prepare(&sql)?;
     let args: Vec<&dyn ToSql> = args.iter().map(|a| a.as_ref() as &dyn ToSql).collect();
     let rows = stmt.query_map(args.as_slice(), |r| {
-        let key = SeriesKey {
-            server: r.get(2)?,
-            protocol: r.get(3)?,
-            direction: r.get(4)?,
-            streams: r.get(5)?,
-            block_bytes: get_u64(r, 6)?,
-            window_bytes: r.get::<_, Option<i64>>(7)?.and_then(|w| u64::try_from(w).ok()),
-            target_bits_per_second: get_u64(r, 8)?,
-        };
+        let (key, rate) = series_key(r, r.get(2)?)?;
         let (run, started_unix_ms) = (r.get(0)?, get_u64(r, 1)?);
-        let outcome: String = r.get(9)?;
-        let rate: Option<f64> = r.get(10)?;
-        let point = rate
-            .filter(|b| outcome == "completed" && *b > 0.0)
-            .map(|bits_per_second| TrendPoint { run, started_unix_ms, bits_per_second });
+        let point =
+            rate.map(|bits_per_second| TrendPoint { run, started_unix_ms, bits_per_second });
         Ok(TrendRun { key, point })
+    })?;
+    rows.collect()
+}
+
+/// A row's test (columns 3 to 8: protocol, direction, streams, block, window, target rate) with
+/// `server`, and its receiver rate (column 10) when it completed (column 9) and received
+/// something: what a trend and a mesh's watch read of each run.
+fn series_key(r: &Row<'_>, server: String) -> rusqlite::Result<(SeriesKey, Option<f64>)> {
+    let key = SeriesKey {
+        server,
+        protocol: r.get(3)?,
+        direction: r.get(4)?,
+        streams: r.get(5)?,
+        block_bytes: get_u64(r, 6)?,
+        window_bytes: r.get::<_, Option<i64>>(7)?.and_then(|w| u64::try_from(w).ok()),
+        target_bits_per_second: get_u64(r, 8)?,
+    };
+    let outcome: String = r.get(9)?;
+    let rate: Option<f64> = r.get(10)?;
+    Ok((key, rate.filter(|b| outcome == "completed" && *b > 0.0)))
+}
+
+/// The pair tests of the newest `meshes` mesh groups before group `before` (or up to it).
+pub(super) fn pair_runs(
+    conn: &Connection,
+    before: i64,
+    meshes: usize,
+) -> rusqlite::Result<Vec<crate::stats::mesh_watch::PairRun>> {
+    let mut stmt = conn.prepare(
+        "SELECT r.group_id, g.started_unix_ms, r.cell, r.protocol, r.direction, r.streams,
+                r.block_bytes, r.window_bytes, r.bits_per_second_target, r.outcome,
+                r.receiver_bits_per_second
+         FROM runs r JOIN groups g ON g.id = r.group_id
+         WHERE r.kind = 'mesh_pair' AND r.cell IS NOT NULL AND r.group_id IN (
+             SELECT id FROM groups WHERE kind = 'mesh' AND id <= ?1
+             ORDER BY started_unix_ms DESC, id DESC LIMIT ?2)",
+    )?;
+    let limit = i64::try_from(meshes).unwrap_or(i64::MAX);
+    let rows = stmt.query_map(params![before, limit], |r| {
+        let (key, bits_per_second) = series_key(r, String::new())?;
+        Ok(crate::stats::mesh_watch::PairRun {
+            group: r.get(0)?,
+            group_started_unix_ms: get_u64(r, 1)?,
+            cell: r.get(2)?,
+            key,
+            bits_per_second,
+        })
     })?;
     rows.collect()
 }
