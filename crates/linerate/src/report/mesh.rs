@@ -163,8 +163,8 @@ pub fn write_watch(
         let said: Vec<String> = p
             .fresh_drop
             .iter()
-            .map(|f| crate::report::trend::fresh_drop_sentence(f, MESHES))
-            .chain(p.drift.iter().map(|d| crate::report::trend::drift_sentence(d, MESHES)))
+            .map(|f| crate::report::trend::fresh_sentence(f, MESHES, crate::report::trend::rate_words))
+            .chain(p.drift.iter().map(|d| crate::report::trend::drift_sentence(d, MESHES, crate::report::trend::rate_words)))
             .collect();
         writeln!(out, "  {}: {}", escape(&p.pair), said.join("; "))?;
     }

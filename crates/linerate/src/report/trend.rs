@@ -116,11 +116,16 @@ pub fn change_sentence(c: &Change) -> String {
     )
 }
 
-/// A drift in one sentence, over the points `(noun, nouns)` (runs, meshes): "drift: −4.1 % a run over 14 runs
-/// (Mann–Kendall p = 0.0001, Theil–Sen slope −8.2 Mbit/s a run): a decline …".
-pub fn drift_sentence(d: &crate::stats::drift::Drift, (noun, nouns): (&str, &str)) -> String {
+/// A drift in one sentence, over the points `(noun, nouns)` (runs, meshes), its slope in
+/// `unit`: "drift: −4.1 % a run over 14 runs (Mann–Kendall p = 0.0001, Theil–Sen slope
+/// −8.2 Mbit/s a run): a decline …".
+pub fn drift_sentence(
+    d: &crate::stats::drift::Drift,
+    (noun, nouns): (&str, &str),
+    unit: fn(f64) -> String,
+) -> String {
     let way = if d.slope_per_run < 0.0 { "a decline" } else { "a rise" };
-    let slope = format_bits_per_second(d.slope_per_run.abs());
+    let slope = unit(d.slope_per_run.abs());
     let sign = if d.slope_per_run < 0.0 { "−" } else { "+" };
     format!(
         "drift: {:+.1} % a {noun} over {} {nouns} (Mann–Kendall p {}, Theil–Sen slope \
@@ -131,27 +136,52 @@ pub fn drift_sentence(d: &crate::stats::drift::Drift, (noun, nouns): (&str, &str
     )
 }
 
-/// A fresh drop in one sentence, over the points `(noun, nouns)` (runs, meshes): "fresh drop: the last 2 runs after
-/// a stable 12: −40.0 % (200 Mbit/s → 120 Mbit/s), below every earlier run (p < 0.0001 for
-/// runs like those)".
-pub fn fresh_drop_sentence(
+/// A fresh drop (or, for a figure worse when higher, a rise) in one sentence, over the points
+/// `(noun, nouns)` (runs, meshes), in `unit`: "fresh drop: the last 2 runs after a stable 12:
+/// −40.0 % (200 Mbit/s → 120 Mbit/s), below every earlier run (p < 0.0001 for runs like
+/// those)".
+pub fn fresh_sentence(
     f: &crate::stats::drift::FreshDrop,
     (noun, nouns): (&str, &str),
+    unit: fn(f64) -> String,
 ) -> String {
     let last = if f.runs == 1 {
         format!("the last {noun}")
     } else {
         format!("the last {} {nouns}", f.runs)
     };
+    let (what, side) = if f.relative < 0.0 { ("drop", "below") } else { ("rise", "above") };
     format!(
-        "fresh drop: {last} after a stable {}: {:+.1} % ({} → {}), below every earlier {noun} \
+        "fresh {what}: {last} after a stable {}: {:+.1} % ({} → {}), {side} every earlier {noun} \
          (p {} for {nouns} like those)",
         f.before_runs,
         f.relative * 100.0,
-        format_bits_per_second(f.before),
-        format_bits_per_second(f.after),
+        unit(f.before),
+        unit(f.after),
         p_words(f.p_value)
     )
+}
+
+/// A rate as the reports write it.
+pub fn rate_words(bits_per_second: f64) -> String {
+    format_bits_per_second(bits_per_second)
+}
+
+/// A path figure's findings: "RTT: fresh rise: …", "retransmits: drift: …".
+fn path_findings(s: &Series) -> Vec<String> {
+    let mut out = Vec::new();
+    for p in &s.path {
+        let (name, unit): (&str, fn(f64) -> String) = match p.figure {
+            "rtt_seconds" => ("RTT", |v| format!("{:.2} ms", v * 1e3)),
+            "retransmits" => ("retransmits", |v| format!("{v:.0}")),
+            _ => ("loss", |v| format!("{v:.2} %")),
+        };
+        out.extend(
+            p.fresh_rise.iter().map(|f| format!("{name}: {}", fresh_sentence(f, RUNS, unit))),
+        );
+        out.extend(p.drift.iter().map(|d| format!("{name}: {}", drift_sentence(d, RUNS, unit))));
+    }
+    out
 }
 
 /// The words for a trend's points: one run, runs.
@@ -165,8 +195,9 @@ fn p_words(p: f64) -> String {
 /// What a series says when nothing changed, or its changes, drift and fresh drop.
 fn findings(s: &Series) -> Vec<String> {
     let mut out: Vec<String> = s.changes.iter().map(change_sentence).collect();
-    out.extend(s.drift.iter().map(|d| drift_sentence(d, RUNS)));
-    out.extend(s.fresh_drop.iter().map(|f| fresh_drop_sentence(f, RUNS)));
+    out.extend(s.drift.iter().map(|d| drift_sentence(d, RUNS, rate_words)));
+    out.extend(s.fresh_drop.iter().map(|f| fresh_sentence(f, RUNS, rate_words)));
+    out.extend(path_findings(s));
     if out.is_empty() {
         out.push(match s.points.len() {
             0 => "no completed run".into(),

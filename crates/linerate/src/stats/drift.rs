@@ -103,10 +103,12 @@ pub fn fresh_drop(values: &[f64], last_change: usize, m: &Method) -> Option<Fres
         let low = before.iter().copied().fold(f64::INFINITY, f64::min);
         let high_last = last.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         let (b, a) = (median(before), median(last));
-        if high_last.partial_cmp(&low) != Some(std::cmp::Ordering::Less) || b <= 0.0 {
+        // A baseline of 0 has no ratio to drop by (the negated figures of `trend_path` are
+        // below 0, so the sign is taken off).
+        if high_last.partial_cmp(&low) != Some(std::cmp::Ordering::Less) || b == 0.0 {
             continue;
         }
-        let relative = (a - b) / b;
+        let relative = (a - b) / b.abs();
         if relative > -m.min_change {
             continue;
         }
@@ -152,7 +154,7 @@ pub fn drift(values: &[f64], changes: &[usize], m: &Method) -> Option<Drift> {
     }
     let slope = median(&slopes);
     let mid = median(v);
-    if mid <= 0.0
+    if mid == 0.0
         || p_value > m.alpha * DRIFT_ALPHA_SHARE
         || (slope * (n - 1) as f64 / mid).abs() < m.min_change
     {
@@ -178,7 +180,7 @@ pub fn drift(values: &[f64], changes: &[usize], m: &Method) -> Option<Drift> {
     (line < steps).then_some(Drift {
         runs: n,
         slope_per_run: slope,
-        relative_per_run: slope / mid,
+        relative_per_run: slope / mid.abs(),
         s,
         p_value,
     })

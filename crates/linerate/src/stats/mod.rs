@@ -26,6 +26,7 @@ pub mod settings;
 pub mod starved;
 pub mod summary;
 pub mod trend;
+pub mod trend_path;
 pub mod udp;
 pub mod under_load;
 pub mod verdict;

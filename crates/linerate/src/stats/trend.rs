@@ -74,6 +74,9 @@ pub struct TrendPoint {
     pub started_unix_ms: u64,
     /// Its receiver rate (first direction), bits per second.
     pub bits_per_second: f64,
+    /// Its path's RTT, retransmits and loss (`stats::trend_path`).
+    #[serde(flatten)]
+    pub path: crate::stats::trend_path::PathFigures,
 }
 
 /// How change points are found (see the module docs).
@@ -150,6 +153,8 @@ pub struct Series {
     pub fresh_drop: Option<crate::stats::drift::FreshDrop>,
     /// A steady decline or rise that fits the runs better than steps (`stats::drift`).
     pub drift: Option<crate::stats::drift::Drift>,
+    /// The path's RTT, retransmits and loss with a finding (`stats::trend_path`).
+    pub path: Vec<crate::stats::trend_path::PathSignal>,
 }
 
 /// A whole trend: every series of one target.
@@ -202,6 +207,8 @@ pub fn trend(target: &str, since_unix_ms: Option<u64>, runs: Vec<TrendRun>, m: M
                 Some(_) => None,
             };
             let segments = segments(&values, &found);
+            let figures: Vec<_> = points.iter().map(|p| p.path).collect();
+            let path = crate::stats::trend_path::signals(&figures, last, &m);
             let changes = found
                 .iter()
                 .zip(segments.windows(2))
@@ -219,7 +226,7 @@ pub fn trend(target: &str, since_unix_ms: Option<u64>, runs: Vec<TrendRun>, m: M
                     }
                 })
                 .collect();
-            Series { key, points, failed, segments, changes, fresh_drop, drift }
+            Series { key, points, failed, segments, changes, fresh_drop, drift, path }
         })
         .collect();
     series.sort_by(|a, b| b.points.len().cmp(&a.points.len()).then(a.key.cmp(&b.key)));
@@ -446,6 +453,7 @@ mod tests {
         let run = |id, streams, bps: Option<f64>| TrendRun {
             key: key(streams),
             point: bps.map(|b| TrendPoint {
+                path: Default::default(),
                 run: id,
                 started_unix_ms: 1000 - id as u64,
                 bits_per_second: b,

@@ -220,7 +220,8 @@ pub(super) fn trend_runs(
     let (clauses, args) = filter_clauses(filter);
     let mut sql = format!(
         "SELECT id, started_unix_ms, server, protocol, direction, streams, block_bytes,
-                window_bytes, bits_per_second_target, outcome, receiver_bits_per_second
+                window_bytes, bits_per_second_target, outcome, receiver_bits_per_second,
+                record_json
          FROM runs WHERE NOT {LATENCY_RUN} AND kind != 'mesh_pair'"
     );
     for c in clauses {
@@ -232,8 +233,19 @@ pub(super) fn trend_runs(
     let rows = stmt.query_map(args.as_slice(), |r| {
         let (key, rate) = series_key(r, r.get(2)?)?;
         let (run, started_unix_ms) = (r.get(0)?, get_u64(r, 1)?);
-        let point =
-            rate.map(|bits_per_second| TrendPoint { run, started_unix_ms, bits_per_second });
+        // The path's figures from the record (a record that cannot be read has none).
+        let path = || {
+            let json: String = r.get(11).unwrap_or_default();
+            serde_json::from_str::<RunRecord>(&json)
+                .map(|rec| crate::stats::trend_path::of(&rec))
+                .unwrap_or_default()
+        };
+        let point = rate.map(|bits_per_second| TrendPoint {
+            run,
+            started_unix_ms,
+            bits_per_second,
+            path: path(),
+        });
         Ok(TrendRun { key, point })
     })?;
     rows.collect()
