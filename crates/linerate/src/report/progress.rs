@@ -9,6 +9,10 @@
 //! [`Progress`] value by `notice::Console`, which knows which one standard error gets. The
 //! time left is the runner's estimate (the mean time per finished run times the runs left),
 //! shown only once a run has finished.
+//!
+//! Labels and failures can hold a peer's words (an agent's node name, a server's or an agent's
+//! error text): both lines pass them through `units::peer_text::escape`, so no control
+//! character, line break or bidirectional override reaches the terminal.
 
 use std::time::Duration;
 
@@ -19,6 +23,7 @@ use crate::stats::fleet::{HostInput, summarize_fleet};
 use crate::stats::matrix::received_rate;
 use crate::stats::summarize;
 use crate::units::format_bits_per_second;
+use crate::units::peer_text::escape;
 
 /// Where a matrix or a campaign is: what its progress line is drawn from.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,7 +49,7 @@ pub struct Progress {
 impl Progress {
     /// The progress bar, at most `columns` characters wide.
     pub fn line(&self, columns: usize) -> String {
-        bar_line(self.done, self.planned, &self.what(), self.eta, columns)
+        bar_line(self.done, self.planned, &escape(&self.what()), self.eta, columns)
     }
 
     /// After a run, its line for a log: `[3/12] P=2 (run 1): 9.41 Gbit/s (about 2 min 00 s
@@ -55,7 +60,8 @@ impl Progress {
             Some(e) if self.done < self.planned => format!(" (about {} left)", duration_words(e)),
             _ => String::new(),
         };
-        Some(format!("[{}/{}] {}: {result}{left}", self.done, self.planned, self.what()))
+        let (what, result) = (escape(&self.what()).into_owned(), escape(result));
+        Some(format!("[{}/{}] {what}: {result}{left}", self.done, self.planned))
     }
 
     /// `tier 3/4 NAME: P=2 (run 1)`, `round 3/38: a -> b (run 1)`, or the run alone.
@@ -218,6 +224,27 @@ mod tests {
         }
         assert!(bar_line(7, 40, label, None, 30).ends_with('…'));
         assert!(bar_line(7, 40, "short", None, 200).ends_with("short"));
+    }
+
+    #[test]
+    fn a_peers_words_reach_the_terminal_escaped() {
+        let hostile = "\u{1b}[2J\u{7}\r\nnode\u{202e}x";
+        let p = Progress {
+            done: 3,
+            planned: 12,
+            tier: None,
+            round: Some((2, 22)),
+            cell: format!("a -> {hostile}"),
+            repetition: 1,
+            eta: None,
+            finished: Some(format!("failed: the agent said {hostile}")),
+        };
+        let hidden = |c: char| c.is_control() || ('\u{202a}'..='\u{202e}').contains(&c);
+        let log = p.finished_line().expect("a finished run's line");
+        assert!(!log.chars().any(hidden), "{log:?}");
+        assert!(log.contains("failed: the agent said") && log.contains("node"), "{log}");
+        let bar = Progress { finished: None, ..p }.line(200);
+        assert!(!bar.chars().any(hidden), "{bar:?}");
     }
 
     #[test]
