@@ -167,7 +167,9 @@ fn prometheus_scrapes_tests_refusals_and_probes_and_the_dashboard_queries_run() 
     assert_ne!(run(&["client", "127.0.0.1", "-p", &p, "-t", "1", &bad], LIMIT).code, Some(0));
     let over = ["client", "127.0.0.1", "-p", &p, "-t", "1", "-P", "500", &psk];
     assert_ne!(run(&over, LIMIT).code, Some(0));
-    let mesh = ["mesh", "-t", "0.3", "--repeat", "1", "--no-store", &psk];
+    // Paced: this test is not exclusive, and unpaced loopback pairs would take both cores
+    // from the timing-sensitive tests running beside it.
+    let mesh = ["mesh", "-t", "0.3", "-b", "100M", "--repeat", "1", "--no-store", &psk];
     let (ta, tb) = (format!("127.0.0.1:{}", alpha.port), format!("127.0.0.1:{}", beta.port));
     let out = run(&[&mesh[..], &[ta.as_str(), tb.as_str()]].concat(), LIMIT);
     assert_eq!(out.code, Some(0), "{}", out.stderr);
