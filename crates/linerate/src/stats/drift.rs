@@ -37,7 +37,7 @@
 
 use serde::Serialize;
 
-use crate::stats::trend::Method;
+use crate::stats::trend::{Method, median};
 
 /// The fresh drop's test level, as a fraction of [`Method::alpha`]: 0.0005 by default, per
 /// number of last runs tried (1 and 2).
@@ -246,12 +246,6 @@ fn mann_kendall(v: &[f64]) -> (i64, f64) {
     }
     let nf = n as f64;
     (s, (nf * (nf - 1.0) * (2.0 * nf + 5.0) - ties) / 18.0)
-}
-
-fn median(values: &[f64]) -> f64 {
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    if v.is_empty() { f64::NAN } else { crate::stats::sample::median_of_sorted(&v) }
 }
 
 #[cfg(test)]

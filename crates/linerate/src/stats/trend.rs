@@ -378,7 +378,7 @@ fn segments(values: &[f64], changes: &[(usize, f64)]) -> Vec<Segment> {
 }
 
 /// The median of `values` (NaN when there are none).
-fn median(values: &[f64]) -> f64 {
+pub(crate) fn median(values: &[f64]) -> f64 {
     let mut v = values.to_vec();
     v.sort_by(f64::total_cmp);
     if v.is_empty() { f64::NAN } else { median_of_sorted(&v) }

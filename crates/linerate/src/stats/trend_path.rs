@@ -42,11 +42,10 @@ pub fn of(record: &RunRecord) -> PathFigures {
         linerate_proto::Flow::ClientToServer => "to_target",
         linerate_proto::Flow::ServerToClient => "from_target",
     };
+    // One summary of the record each: the probe's figures are read once, not once a figure.
+    let figures = crate::stats::probe::probe_figures(record);
     let figure = |name: &str| {
-        crate::stats::probe::probe_figures(record)
-            .into_iter()
-            .find(|f| f.name == name && f.of.1 == word)
-            .and_then(|f| f.value.ok())
+        figures.iter().find(|f| f.name == name && f.of.1 == word).and_then(|f| f.value.ok())
     };
     let udp = summary.udp.iter().find(|u| u.flow == first.flow);
     PathFigures {
