@@ -101,14 +101,15 @@ fn accept_loop(l: &TcpListener, fake: Fake, done: &AtomicBool) {
     }
 }
 
-/// The control connection's reader: whole messages, with a deadline.
-struct Control {
-    sock: TcpStream,
-    decoder: FrameDecoder,
+/// The control connection's reader: whole messages, with a deadline (the fake agent's too,
+/// `hostile_agent.rs`).
+pub(crate) struct Control {
+    pub(crate) sock: TcpStream,
+    pub(crate) decoder: FrameDecoder,
 }
 
 impl Control {
-    fn next(&mut self, limit: Duration) -> Option<Message> {
+    pub(crate) fn next(&mut self, limit: Duration) -> Option<Message> {
         let until = Instant::now() + limit;
         let mut buf = [0u8; 65536];
         loop {
@@ -127,7 +128,7 @@ impl Control {
         }
     }
 
-    fn send(&mut self, m: &Message) -> std::io::Result<()> {
+    pub(crate) fn send(&mut self, m: &Message) -> std::io::Result<()> {
         self.sock.write_all(&encode_frame(m))
     }
 }

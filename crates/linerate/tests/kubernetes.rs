@@ -97,7 +97,7 @@ fn each_overlay_is_the_generator_with_its_options() {
     if !kubectl_available() {
         return;
     }
-    let cases: [(&str, &[&str]); 5] = [
+    let cases: [(&str, &[&str]); 6] = [
         ("base", &[]),
         ("overlays/host-network", &["--host-network"]),
         ("overlays/psk", &["--psk-secret", "linerate-psk"]),
@@ -106,6 +106,7 @@ fn each_overlay_is_the_generator_with_its_options() {
             "overlays/mesh-schedule",
             &["--psk-secret", "linerate-psk", "--mesh", "--schedule", "0 * * * *"],
         ),
+        ("overlays/mesh-networks", &["--psk-secret", "linerate-psk", "--mesh", "--both-networks"]),
     ];
     let mut rendered = Vec::new();
     for (dir, args) in cases {
@@ -122,6 +123,12 @@ fn each_overlay_is_the_generator_with_its_options() {
     assert_ne!(rendered[0], rendered[2]);
     assert_ne!(rendered[2], rendered[3]);
     assert_ne!(rendered[3], rendered[4]);
+    assert_ne!(rendered[3], rendered[5]);
+    for want in
+        ["name: linerate-server-host", "name: linerate-host", "--network=pod", "--network=host"]
+    {
+        assert!(rendered[5].contains(want), "the both-networks overlay lacks {want}");
+    }
     let elsewhere =
         generated("namespace", &["--namespace", "bench", "--image", "reg.example/linerate:1"]);
     assert_ne!(elsewhere, rendered[0]);
@@ -141,17 +148,19 @@ fn the_containers_run_commands_this_linerate_accepts() {
     let key = dir.join("psk");
     std::fs::write(&key, "a key of thirty-two bytes, or so\n").expect("write");
     let mut checked = 0;
-    for (host_network, psk, mesh, schedule) in [
-        (false, false, false, None),
-        (true, true, false, None),
-        (false, true, true, None),
-        (false, true, true, Some("@hourly")),
+    for (host_network, psk, mesh, schedule, both_networks) in [
+        (false, false, false, None, false),
+        (true, true, false, None, false),
+        (false, true, true, None, false),
+        (false, true, true, Some("@hourly"), false),
+        (false, true, true, None, true),
     ] {
         let options = KubernetesOptions {
             host_network,
             psk_secret: psk.then(|| "linerate-psk".to_string()),
             mesh,
             schedule: schedule.map(String::from),
+            both_networks,
             ..KubernetesOptions::default()
         };
         for m in linerate::report::kubernetes::manifests(&options) {
@@ -175,7 +184,7 @@ fn the_containers_run_commands_this_linerate_accepts() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 10, "the DaemonSet's, the Jobs' and the CronJob's arguments, four times");
+    assert_eq!(checked, 14, "the DaemonSets', the Jobs' and the CronJob's arguments, five times");
 }
 
 #[test]

@@ -23,6 +23,7 @@ mod fidelity;
 mod fidelity_client;
 mod fleet;
 mod fleet_history;
+mod hostile_agent;
 mod hostile_server;
 mod interop;
 mod interop_options;

@@ -732,3 +732,111 @@ fn scheduled_meshes_name_a_pair_that_dropped() {
     assert_eq!(refused.code, Some(2), "{}", refused.stderr);
     assert!(refused.stderr.contains("--slip must be shorter than --every"), "{}", refused.stderr);
 }
+
+/// Two nodes, each with an agent on a "host" network and one on a "pod" network (two veth
+/// links between the nodes' namespaces, the pod one shaped to half the host one's rate, as an
+/// overlay would cost): one mesh over all four tests each network's pairs only, never two
+/// tests of a node at once, names the agents `node/network`, and says what the pod network
+/// costs on each node pair.
+#[test]
+fn two_networks_on_the_same_nodes_are_tested_apart_and_set_side_by_side() {
+    if !namespaces_available() {
+        return;
+    }
+    let _g = crate::util::exclusive();
+    let dir = test_dir("mesh-networks");
+    let key = key_file(&dir, "psk", b'n');
+    let ns = Namespaces::new("mn", &["a", "b"]);
+    let (a, b) = (&ns.0[0], &ns.0[1]);
+    let net = 1 + (std::process::id() % 200) as u8;
+    let mut agents = Vec::new();
+    let mut targets = Vec::new();
+    for (network, subnet, rate) in [("host", 237, "400mbit"), ("pod", 238, "200mbit")] {
+        let (da, db) = (format!("{network}a"), format!("{network}b"));
+        ip(&["link", "add", &da, "type", "veth", "peer", "name", &db]);
+        for (dev, side, host) in [(&da, a, 1), (&db, b, 2)] {
+            ip(&["link", "set", dev, "netns", side]);
+            let addr = format!("10.{subnet}.{net}.{host}");
+            ip(&["-n", side, "addr", "add", &format!("{addr}/24"), "dev", dev]);
+            ip(&["-n", side, "link", "set", dev, "up"]);
+            tc(&[
+                "-n", side, "qdisc", "replace", "dev", dev, "root", "tbf", "rate", rate, "burst",
+                "64kb", "latency", "50ms",
+            ]);
+            let node = if host == 1 { "node-a" } else { "node-b" };
+            let args = [
+                "server",
+                "-B",
+                &addr,
+                "--agent",
+                "--psk-file",
+                &key,
+                "--node-name",
+                node,
+                "--network",
+                network,
+            ];
+            agents.push(KillOnDrop(spawn_in(side, &args)));
+            targets.push(addr);
+        }
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let mut args = vec!["mesh", "--psk-file", &key, "-t", "1", "--repeat", "3", "--no-store", "-J"];
+    args.extend(targets.iter().map(String::as_str));
+    let out = run_in(a, &args);
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    let doc: Value = serde_json::from_str(&out.stdout).expect("one JSON document");
+    let summary = &doc["summary"];
+    let labels: Vec<&str> = summary["cells"]
+        .as_array()
+        .expect("cells")
+        .iter()
+        .map(|c| c["label"].as_str().expect("label"))
+        .collect();
+    let mut sorted = labels.clone();
+    sorted.sort_unstable();
+    assert_eq!(
+        sorted,
+        [
+            "node-a/host -> node-b/host",
+            "node-a/pod -> node-b/pod",
+            "node-b/host -> node-a/host",
+            "node-b/pod -> node-a/pod"
+        ],
+        "pairs stay inside a network"
+    );
+    // A node's tests never overlap: every pair test started after the one before it ended.
+    let mut starts: Vec<i64> = doc["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .map(|r| r["record"]["started_unix_ms"].as_i64().expect("start"))
+        .collect();
+    assert_eq!(starts.len(), 12);
+    starts.sort_unstable();
+    for w in starts.windows(2) {
+        assert!(w[1] - w[0] >= 1000, "two pair tests of one node ran at once: {starts:?}");
+    }
+    let costs = summary["networks"].as_array().expect("the networks set side by side");
+    assert_eq!(costs.len(), 2, "{costs:?}");
+    for c in costs {
+        assert_eq!((c["network"].as_str(), c["reference"].as_str()), (Some("pod"), Some("host")));
+        let change = c["change_percent"].as_f64().expect("change");
+        assert!((-60.0..=-40.0).contains(&change), "half the rate on the pod network: {c}");
+        assert_eq!(c["beyond_noise"], true, "{c}");
+    }
+    let findings: Vec<&str> = summary["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        findings[0].starts_with("pod-to-pod is")
+            && findings[0].contains("below on node-a -> node-b")
+            && findings[0].contains("against host-to-host on the same node pairs"),
+        "{findings:?}"
+    );
+    // The interference check has nothing to do: no round holds two pairs.
+    assert!(summary.get("interference").is_none(), "{summary}");
+}

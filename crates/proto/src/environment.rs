@@ -133,6 +133,12 @@ pub struct Environment {
     /// (`linerate server --zone`); absent when not given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub zone: Option<String>,
+    /// The network this end served on, as its operator named it (`linerate server
+    /// --network`, e.g. `pod` or `host` on Kubernetes): a mesh over agents of several
+    /// networks on the same nodes tests each network's pairs and sets them side by side.
+    /// Absent when not given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<String>,
 }
 
 impl Environment {
@@ -158,6 +164,7 @@ impl Environment {
             interfaces: Vec::new(),
             node: None,
             zone: None,
+            network: None,
         }
     }
 }
@@ -183,21 +190,25 @@ mod tests {
         assert_eq!(e.kernel, Fact::Value("6.1".to_string()));
         assert_eq!(e.hostname, Fact::na("not recorded"));
         assert!(e.interfaces.is_empty());
-        assert_eq!((e.node, e.zone), (None, None));
+        assert_eq!((e.node, e.zone, e.network), (None, None, None));
     }
 
     #[test]
     fn node_and_zone_are_sent_only_when_named() {
         // An environment without them encodes as older ones did, so older peers see no change.
         let plain = serde_json::to_value(Environment::default()).expect("ser");
-        assert!(plain.get("node").is_none() && plain.get("zone").is_none(), "{plain}");
+        for key in ["node", "zone", "network"] {
+            assert!(plain.get(key).is_none(), "{key}: {plain}");
+        }
         let placed = Environment {
             node: Some("node-a".into()),
             zone: Some("zone-b".into()),
+            network: Some("pod".into()),
             ..Environment::default()
         };
         let text = serde_json::to_string(&placed).expect("ser");
         let back: Environment = serde_json::from_str(&text).expect("parses");
         assert_eq!((back.node.as_deref(), back.zone.as_deref()), (Some("node-a"), Some("zone-b")));
+        assert_eq!(back.network.as_deref(), Some("pod"));
     }
 }

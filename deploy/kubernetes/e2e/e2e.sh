@@ -22,6 +22,10 @@
 # 5. Applies the scheduled mesh (overlays/mesh-schedule, a CronJob with concurrencyPolicy
 #    Forbid) and runs one now the README's way (kubectl create job --from=cronjob/...): it
 #    completes on its first attempt, names both ordered pairs and stores a new mesh.
+# 6. Switches to both networks the README's way (overlays/mesh-networks: a second DaemonSet of
+#    agents on each node's own network): the Jobs complete on their first attempts, the mesh
+#    names all four pairs (node-a/pod -> node-b/pod, ..., node-b/host -> node-a/host) and says
+#    what the pod network costs against the host's on both node pairs.
 # Then tears the cluster down and checks the host is as it was: no process, bridge, route,
 # iptables rule or netns left, ip_forward restored.
 #
@@ -305,6 +309,28 @@ scheduled=$(stored "$results"/schedule/*.log)
 [ -n "$scheduled" ] && [ "$scheduled" -gt "$now" ] ||
   { cat "$results/schedule/mesh.log" >&2; fail "the scheduled mesh stored nothing new after group $now"; }
 say "phase 4 passed in $(( $(date +%s) - t_apply )) s: stored as group $scheduled"
+
+say "phase 5: both networks (overlays/mesh-networks), pod-to-pod against host-to-host"
+t_apply=$(date +%s)
+k delete job,cronjob --all --wait=true >/dev/null
+mkdir -p "$results/networks"
+kubectl apply -k deploy/kubernetes/overlays/mesh-networks >"$results/networks/apply.txt" 2>&1 ||
+  { cat "$results/networks/apply.txt" >&2; fail "apply -k overlays/mesh-networks failed"; }
+if grep -qi warning "$results/networks/apply.txt"; then
+  cat "$results/networks/apply.txt" >&2; fail "apply of the both-networks overlay warned"
+fi
+wait_jobs networks
+for p in "node-a/pod -> node-b/pod" "node-b/pod -> node-a/pod" \
+  "node-a/host -> node-b/host" "node-b/host -> node-a/host"; do
+  grep -q -- "$p" "$results/networks/mesh.log" ||
+    { cat "$results/networks/mesh.log" >&2; fail "the both-networks mesh does not name $p"; }
+done
+cost=$(grep -o 'pod-to-pod is .* against host-to-host on the same node pairs' "$results/networks/mesh.log" || true)
+[ -n "$cost" ] || { cat "$results/networks/mesh.log" >&2; fail "the mesh does not say what the pod network costs"; }
+for n in "node-a -> node-b" "node-b -> node-a"; do
+  grep -q -- "on $n" <<<"$cost" || fail "the pod network's cost does not name $n: $cost"
+done
+say "phase 5 passed in $(( $(date +%s) - t_apply )) s: $cost"
 
 t_done=$(date +%s)
 teardown

@@ -185,6 +185,12 @@ pub struct KubernetesArgs {
     /// at a time (concurrencyPolicy: Forbid), each mesh stored in the history claim.
     #[arg(long = "schedule", value_name = "CRON", requires = "mesh")]
     pub schedule: Option<String>,
+    /// With --mesh: agents on both networks of every node, the pod network's and the node's
+    /// own (a second DaemonSet, hostNetwork), and one mesh over both: each node pair tested on
+    /// each network, and what the pod network costs against the host's. The namespace becomes
+    /// privileged.
+    #[arg(long = "both-networks", requires = "mesh", conflicts_with = "host_network")]
+    pub both_networks: bool,
 }
 
 /// `linerate doctor [HOST]`.

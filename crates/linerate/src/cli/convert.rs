@@ -97,6 +97,7 @@ pub(super) fn to_plan(cli: Cli) -> Result<Plan, String> {
                 psk_secret: k.psk_secret,
                 mesh: k.mesh,
                 schedule: k.schedule,
+                both_networks: k.both_networks,
             }
             .checked()?;
             Ok(Plan::Kubernetes(crate::plan::kubernetes::KubernetesPlan { options, dir }))
@@ -108,10 +109,11 @@ pub(super) fn to_plan(cli: Cli) -> Result<Plan, String> {
                 || k.psk_secret.is_some()
                 || k.mesh
                 || k.schedule.is_some()
+                || k.both_networks
             {
-                return Err("--namespace, --image, --host-network, --psk-secret, --mesh and \
-                            --schedule shape the Kubernetes manifests: linerate generate \
-                            kubernetes ..."
+                return Err("--namespace, --image, --host-network, --psk-secret, --mesh, \
+                            --schedule and --both-networks shape the Kubernetes manifests: \
+                            linerate generate kubernetes ..."
                     .into());
             }
             generated(what, dir)

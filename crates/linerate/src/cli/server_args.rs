@@ -154,18 +154,33 @@ pub struct LimitArgs {
     /// How long each probe's test runs, 0.5 to 5 s [default: 1 s].
     #[arg(long = "probe-duration", value_name = "SECONDS", value_parser = seconds, help_heading = "Metrics")]
     pub probe_duration: Option<Duration>,
+    /// The most of the time probes may keep one target's link busy, in percent [default: 10]:
+    /// after a probe that took T, the next of that target is answered 429 with Retry-After
+    /// until T × (100 / PERCENT − 1) has passed.
+    #[arg(long = "probe-share", value_name = "PERCENT", value_parser = |s: &str| super::args::whole::<u32>(s, 1..=100), help_heading = "Metrics")]
+    pub probe_share: Option<u32>,
     /// Log lines as `text` or `json` (one object per line; the same as -J) [default: text].
     #[arg(long = "log-format", value_name = "FORMAT", value_parser = log_format)]
     pub log_format: Option<LogFormat>,
     /// The node this server runs on, sent to clients with its results so that each result
     /// names its node (in a pod the host name is the pod's); the Kubernetes DaemonSet sets
     /// the variable from the downward API. Empty = none.
-    #[arg(long = "node-name", value_name = "NAME", env = "LINERATE_NODE_NAME", help_heading = "Place")]
+    #[arg(
+        long = "node-name",
+        value_name = "NAME",
+        env = "LINERATE_NODE_NAME",
+        help_heading = "Place"
+    )]
     pub node_name: Option<String>,
     /// The zone (failure domain, rack, site) this server runs in, sent to clients with its
     /// results. Empty = none.
     #[arg(long = "zone", value_name = "NAME", env = "LINERATE_ZONE", help_heading = "Place")]
     pub zone: Option<String>,
+    /// The network this server serves on, as you name it (e.g. `pod`, `host`), sent to
+    /// clients with its results: a mesh over agents of several networks on the same nodes
+    /// tests each network's pairs and says what one costs against another. Empty = none.
+    #[arg(long = "network", value_name = "NAME", env = "LINERATE_NETWORK", help_heading = "Place")]
+    pub network: Option<String>,
     /// Be an agent of a mesh (`linerate mesh`): when a client proves the key (--psk-file,
     /// required), run a test against another agent it names and send it the record. Only
     /// agents holding the same key are ever tested, so an agent cannot be aimed elsewhere.
@@ -260,8 +275,10 @@ impl LimitArgs {
             metrics: self.metrics,
             probe_allow: self.probe_allow.clone(),
             probe_duration: self.probe_duration.map(Seconds),
+            probe_share: self.probe_share,
             node_name: self.node_name.clone(),
             zone: self.zone.clone(),
+            network: self.network.clone(),
             agent: self.agent.then_some(true),
             ..ServerSettings::default()
         }
@@ -299,6 +316,7 @@ mod tests {
             "FORMAT" => &["json", "%H:%M "],
             "FILE" => return vec![key_file.to_string()],
             "NAME" => &["node-a"],
+            "PERCENT" => &["25"],
             _ => &[],
         };
         words.iter().map(|w| w.to_string()).collect()

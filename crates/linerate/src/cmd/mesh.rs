@@ -75,7 +75,7 @@ fn once(plan: &MeshPlan, interrupt: &Interrupt) -> Result<ExitCode> {
             false => Vec::new(),
         };
         let pairs = sampled(plan, agents.len(), &greeted, plan.seed)?;
-        let shape = shape(plan, agents.len(), &pairs, &[]);
+        let shape = shape(plan, &hosts(agents.len(), &greeted), &pairs, &[]);
         writeln!(std::io::stdout().lock(), "{}", crate::report::mesh::plan_line(&shape, None))?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -116,9 +116,10 @@ fn once(plan: &MeshPlan, interrupt: &Interrupt) -> Result<ExitCode> {
         agents.iter().map(|a| unreached.get(&(a.host.clone(), a.port)).cloned()).collect();
     let labels = identity.labels();
     let cells = cells(&labels);
+    let hosts = hosts(agents.len(), &greeted);
     if text {
         let mut out = std::io::stdout().lock();
-        let shape = shape(plan, agents.len(), &pairs, &dead);
+        let shape = shape(plan, &hosts, &pairs, &dead);
         let resumed = match (plan.resume, group) {
             (Some(_), Some(g)) => Some((g, kept.len())),
             _ => None,
@@ -146,8 +147,14 @@ fn once(plan: &MeshPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     let mut keep = |slot: Slot, record: &RunRecord| {
         runs.keep(labels[slot.cell].clone(), slot.repetition, record);
     };
-    let mut mesh =
-        crate::session::mesh::Pairs { plan, agents: &agents, pairs: &pairs, labels: &labels, dead };
+    let mut mesh = crate::session::mesh::Pairs {
+        plan,
+        agents: &agents,
+        pairs: &pairs,
+        labels: &labels,
+        dead,
+        hosts,
+    };
     let kept_runs = kept.len();
     let ran = crate::session::mesh::run_mesh(&mut mesh, kept, interrupt, &mut progress, &mut keep);
     let (mut outcome, gone) = (ran.grid, ran.dead);
@@ -219,8 +226,8 @@ fn once(plan: &MeshPlan, interrupt: &Interrupt) -> Result<ExitCode> {
 
 /// The interference check after the rounds: a seeded sample of the pairs with completed runs,
 /// each run again alone, set against its in-round figure. None when it does not apply: no
-/// sample asked for, pairs one at a time (`--serial`, `--concurrency 1`), fewer than four
-/// agents (every round is one pair), or an interrupted mesh.
+/// sample asked for, no round with two pairs (`--serial`, `--concurrency 1`, fewer than four
+/// agents, agents of two networks on two nodes), or an interrupted mesh.
 fn interference_check(
     plan: &MeshPlan,
     mesh: &crate::session::mesh::Pairs<'_>,
@@ -228,8 +235,9 @@ fn interference_check(
     interrupt: &Interrupt,
     text: bool,
 ) -> Result<Option<crate::stats::mesh::Interference>> {
-    let n = mesh.agents.len();
-    if plan.interference == 0 || plan.concurrency < 2 || n < 4 || interrupt.count() > 0 {
+    let rounds =
+        crate::plan::rounds::schedule_on(&mesh.hosts, mesh.pairs, plan.concurrency, plan.seed);
+    if plan.interference == 0 || rounds.iter().all(|r| r.len() < 2) || interrupt.count() > 0 {
         return Ok(None);
     }
     let completed: Vec<usize> =
@@ -255,14 +263,15 @@ fn interference_check(
     Ok(Some(crate::stats::mesh::interference(summary, &rates, plan.seed)))
 }
 
-/// The plan's shape for `n` agents running `pairs`, `dead` of them not reachable.
+/// The plan's shape for agents on `hosts` running `pairs`, `dead` of them not reachable.
 fn shape(
     plan: &MeshPlan,
-    n: usize,
+    hosts: &[usize],
     pairs: &[crate::plan::mesh::Pair],
     dead: &[Option<String>],
 ) -> crate::plan::rounds::Shape {
-    let rounds = crate::plan::rounds::schedule(n, pairs, plan.concurrency, plan.seed).len();
+    let n = hosts.len();
+    let rounds = crate::plan::rounds::schedule_on(hosts, pairs, plan.concurrency, plan.seed).len();
     let spec = &plan.base.spec;
     crate::plan::rounds::Shape {
         agents: n,
@@ -302,11 +311,26 @@ fn sampled(
     greeted: &crate::session::mesh::Greeted,
     seed: u64,
 ) -> Result<Vec<crate::plan::mesh::Pair>> {
-    let zones: Vec<Option<String>> =
-        greeted.iter().map(|g| g.as_ref().ok().and_then(|h| h.zone.clone())).collect();
+    let heard = |f: fn(&crate::session::agents::Heard) -> &Option<String>| -> Vec<Option<String>> {
+        greeted.iter().map(|g| g.as_ref().ok().and_then(|h| f(h).clone())).collect()
+    };
+    let zones = heard(|h| &h.zone);
     let reachable: Vec<bool> = greeted.iter().map(Result::is_ok).collect();
-    crate::plan::sample::pairs(n, plan.sample, seed, &zones, &reachable)
-        .map_err(|e| Failure::usage(e).into())
+    let picked = match crate::plan::mesh::network_groups(&heard(|h| &h.network)) {
+        Some(groups) => {
+            crate::plan::sample::pairs_within(&groups, plan.sample, seed, &zones, &reachable)
+        }
+        None => crate::plan::sample::pairs(n, plan.sample, seed, &zones, &reachable),
+    };
+    picked.map_err(|e| Failure::usage(e).into())
+}
+
+/// Each of `n` agents' host by the nodes they reported (none greeted: each its own).
+fn hosts(n: usize, greeted: &crate::session::mesh::Greeted) -> Vec<usize> {
+    let nodes: Vec<Option<String>> = (0..n)
+        .map(|i| greeted.get(i).and_then(|g| g.as_ref().ok()).and_then(|h| h.node.clone()))
+        .collect();
+    crate::plan::rounds::hosts(&nodes)
 }
 
 /// Why a mesh over a name that resolved to too few agents cannot run, and what to do instead.

@@ -29,6 +29,9 @@ pub struct KubernetesOptions {
     pub mesh: bool,
     /// With `mesh`: the mesh is a CronJob on this cron schedule instead of a Job.
     pub schedule: Option<String>,
+    /// With `mesh`: agents on the pod network and on each node's own network (a second
+    /// DaemonSet), one mesh over both, each network's pairs set side by side.
+    pub both_networks: bool,
 }
 
 /// The namespace of the committed manifests.
@@ -43,6 +46,7 @@ impl Default for KubernetesOptions {
             psk_secret: None,
             mesh: false,
             schedule: None,
+            both_networks: false,
         }
     }
 }
@@ -61,6 +65,11 @@ impl KubernetesOptions {
         if self.mesh && self.psk_secret.is_none() {
             return Err("--mesh needs --psk-secret NAME: agents run tests only for a client \
                         with their key, and test only agents holding it"
+                .into());
+        }
+        if self.both_networks && (!self.mesh || self.host_network) {
+            return Err("--both-networks adds host-network agents beside the pod network's for \
+                        one mesh over both: give --mesh, and not --host-network"
                 .into());
         }
         if let Some(secret) = &self.psk_secret {
@@ -142,6 +151,7 @@ mod tests {
                 psk_secret: secret.map(String::from),
                 mesh: false,
                 schedule: None,
+                both_networks: false,
             }
             .checked()
         };
@@ -155,6 +165,25 @@ mod tests {
         let e = with("ns", None, "linerate latest").expect_err("space");
         assert!(e.contains("--image"), "{e}");
         assert_eq!(KubernetesOptions::default().checked(), Ok(KubernetesOptions::default()));
+    }
+
+    #[test]
+    fn both_networks_need_the_mesh_and_not_the_host_network_alone() {
+        let with = |mesh: bool, host_network: bool| {
+            KubernetesOptions {
+                psk_secret: Some("k".into()),
+                mesh,
+                host_network,
+                both_networks: true,
+                ..KubernetesOptions::default()
+            }
+            .checked()
+        };
+        assert!(with(true, false).is_ok());
+        for (mesh, host) in [(false, false), (true, true)] {
+            let e = with(mesh, host).expect_err("refused");
+            assert!(e.contains("--both-networks") && e.contains("--mesh"), "{e}");
+        }
     }
 
     #[test]

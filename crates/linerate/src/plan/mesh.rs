@@ -98,6 +98,24 @@ pub fn labelled(agents: &[Target]) -> bool {
     agents.iter().any(|t| !written(t))
 }
 
+/// The agents by network, when those heard name two networks or more (`server --network`:
+/// on Kubernetes a pod-network and a host-network agent on every node): each group the
+/// agents of one network, in order, then those that named none or were not heard (a group
+/// of their own). A mesh pairs agents inside a group only: a pod-network agent against a
+/// host-network one measures neither. None: one network or none named, every pair possible.
+pub fn network_groups(networks: &[Option<String>]) -> Option<Vec<Vec<usize>>> {
+    let mut by: std::collections::BTreeMap<Option<&str>, Vec<usize>> = Default::default();
+    for (i, n) in networks.iter().enumerate() {
+        by.entry(n.as_deref()).or_default().push(i);
+    }
+    if by.keys().flatten().count() < 2 {
+        return None;
+    }
+    // Named networks first (BTreeMap puts None first).
+    let unnamed = by.remove(&None);
+    Some(by.into_values().chain(unnamed).collect())
+}
+
 /// The cell label of a pair: `A -> B`, by the agents' labels.
 pub fn pair_label(agents: &[Target], p: Pair) -> String {
     let name = |i: usize| agents.get(i).map_or("?", |t| t.label.as_str());
@@ -169,6 +187,24 @@ mod tests {
         };
         assert!(!labelled(&parse(&["a", "b:5202", "10.0.0.1:5201", "[fd00::2]:5203", "::1"])));
         assert!(labelled(&parse(&["a", "b:5202=db"])));
+    }
+
+    #[test]
+    fn agents_are_grouped_by_network_only_when_two_are_named() {
+        let n = |v: &[Option<&str>]| v.iter().map(|s| s.map(String::from)).collect::<Vec<_>>();
+        assert_eq!(network_groups(&n(&[None, None])), None);
+        assert_eq!(network_groups(&n(&[Some("pod"), Some("pod"), None])), None);
+        let groups = network_groups(&n(&[Some("pod"), Some("host"), None, Some("pod")]));
+        assert_eq!(groups, Some(vec![vec![1], vec![0, 3], vec![2]]), "host, pod, then unnamed");
+        let pairs = crate::plan::sample::pairs_within(
+            &groups.expect("groups"),
+            crate::plan::sample::Sample::Every,
+            1,
+            &[],
+            &[],
+        )
+        .expect("pairs");
+        assert_eq!(pairs, vec![Pair { from: 0, to: 3 }, Pair { from: 3, to: 0 }]);
     }
 
     #[test]

@@ -94,6 +94,54 @@ pub fn schedule(n: usize, pairs: &[Pair], concurrency: usize, seed: u64) -> Vec<
     order.into_iter().map(|i| std::mem::take(&mut capped[i])).collect()
 }
 
+/// Each agent's host: agents reporting the same node (`server --node-name`) share one, an
+/// agent reporting none (or not heard) is a host of its own. Indexes from 0, by first agent.
+pub fn hosts(nodes: &[Option<String>]) -> Vec<usize> {
+    let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let mut next = 0;
+    nodes
+        .iter()
+        .map(|node| {
+            let fresh = |next: &mut usize| {
+                *next += 1;
+                *next - 1
+            };
+            match node {
+                Some(n) => *seen.entry(n.as_str()).or_insert_with(|| fresh(&mut next)),
+                None => fresh(&mut next),
+            }
+        })
+        .collect()
+}
+
+/// [`schedule`], with no host in two tests of a round: agents on one node (a pod-network and
+/// a host-network agent, `host[agent]` equal) share its CPUs and NIC, so a round holding
+/// pairs of both is cut into rounds, one after the other (first fit, in the round's order).
+/// With every agent a host of its own, the same as [`schedule`].
+pub fn schedule_on(
+    hosts: &[usize],
+    pairs: &[Pair],
+    concurrency: usize,
+    seed: u64,
+) -> Vec<Vec<usize>> {
+    let mut out: Vec<Vec<usize>> = Vec::new();
+    for round in schedule(hosts.len(), pairs, concurrency, seed) {
+        let mut cut: Vec<(std::collections::HashSet<usize>, Vec<usize>)> = Vec::new();
+        for i in round {
+            let ends = [pairs[i].from, pairs[i].to].map(|a| hosts.get(a).copied().unwrap_or(a));
+            match cut.iter_mut().find(|(busy, _)| ends.iter().all(|h| !busy.contains(h))) {
+                Some((busy, pairs)) => {
+                    busy.extend(ends);
+                    pairs.push(i);
+                }
+                None => cut.push((ends.into_iter().collect(), vec![i])),
+            }
+        }
+        out.extend(cut.into_iter().map(|(_, r)| r));
+    }
+    out
+}
+
 /// The circle method's rounds, keeping only `pairs` (a round left empty is dropped).
 fn circle_rounds(n: usize, pairs: &[Pair]) -> Vec<Vec<usize>> {
     if n < 2 {
@@ -221,6 +269,35 @@ mod tests {
             assert!(rounds.len() <= 2 * n, "{n} agents, {k} pairs: {} rounds", rounds.len());
         }
         assert!(schedule(3, &[], 4, 1).is_empty());
+    }
+
+    #[test]
+    fn agents_on_one_node_never_share_a_round() {
+        // Three nodes, each with a pod-network and a host-network agent (agents 0-2 pod,
+        // 3-5 host, agent i and i + 3 on node i); pairs inside each network only.
+        let nodes: Vec<Option<String>> = (0..6).map(|i| Some(format!("node-{}", i % 3))).collect();
+        let hosts = hosts(&nodes);
+        assert_eq!(hosts, vec![0, 1, 2, 0, 1, 2]);
+        let pairs: Vec<Pair> =
+            every_pair(6).into_iter().filter(|p| (p.from < 3) == (p.to < 3)).collect();
+        assert_eq!(pairs.len(), 12);
+        let rounds = schedule_on(&hosts, &pairs, usize::MAX, 5);
+        check(6, &pairs, &rounds, usize::MAX);
+        for r in &rounds {
+            let mut busy = std::collections::HashSet::new();
+            for &i in r {
+                for a in [pairs[i].from, pairs[i].to] {
+                    assert!(busy.insert(hosts[a]), "node {} twice in a round {r:?}", hosts[a]);
+                }
+            }
+        }
+        // Three nodes: a node pair at a time, each network's test in a round of its own.
+        assert_eq!(rounds.len(), 12);
+        // Agents of no named node are hosts of their own: the schedule is the plain one.
+        let alone = super::hosts(&[None, None, Some("a".into()), None]);
+        assert_eq!(alone, vec![0, 1, 2, 3]);
+        let all = every_pair(4);
+        assert_eq!(schedule_on(&alone, &all, 2, 3), schedule(4, &all, 2, 3));
     }
 
     #[test]

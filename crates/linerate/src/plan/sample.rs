@@ -97,19 +97,60 @@ pub fn pairs(
     zones: &[Option<String>],
     reachable: &[bool],
 ) -> Result<Vec<Pair>, String> {
+    pairs_within(&[(0..n).collect()], sample, seed, zones, reachable)
+}
+
+/// A zone sample needs some agent to report a zone.
+fn check(sample: Sample, zones: &[Option<String>]) -> Result<(), String> {
+    if sample.by_zone() && !zones.iter().any(Option::is_some) {
+        return Err("--sample zones: no agent reported a zone; start the agents with --zone (on \
+                    Kubernetes the node's topology.kubernetes.io/zone label gives it), or give \
+                    --sample N for a balanced sample"
+            .into());
+    }
+    Ok(())
+}
+
+/// [`pairs`] without its check.
+fn pick(n: usize, sample: Sample, seed: u64, zones: &[Option<String>], r: &[bool]) -> Vec<Pair> {
     match sample {
-        Sample::Every => Ok(every_pair(n)),
-        Sample::Balanced(k) => Ok(balanced(n, k, seed)),
-        Sample::Zones(r) => {
-            if !zones.iter().any(Option::is_some) {
-                return Err("--sample zones: no agent reported a zone; start the agents with \
-                            --zone (on Kubernetes the node's topology.kubernetes.io/zone label \
-                            gives it), or give --sample N for a balanced sample"
-                    .into());
-            }
-            Ok(by_zone(n, r, seed, zones, reachable))
+        Sample::Every => every_pair(n),
+        Sample::Balanced(k) => balanced(n, k, seed),
+        Sample::Zones(reps) => by_zone(n, reps, seed, zones, r),
+    }
+}
+
+/// The pairs of `sample` inside each of `groups` (indexes of agents: one network's agents,
+/// `plan::mesh::network_groups`), each group sampled as a mesh of its own: a balanced
+/// sample's N is shared by the groups in proportion to their pairs, a zone sample is taken in
+/// each. By sender then receiver; no pair crosses groups.
+pub fn pairs_within(
+    groups: &[Vec<usize>],
+    sample: Sample,
+    seed: u64,
+    zones: &[Option<String>],
+    reachable: &[bool],
+) -> Result<Vec<Pair>, String> {
+    // The check on all agents: a group whose agents name no zone is one zone, "unknown".
+    check(sample, zones)?;
+    let all: usize = groups.iter().map(|g| g.len() * g.len().saturating_sub(1)).sum();
+    let mut out = Vec::new();
+    for g in groups.iter().filter(|g| g.len() >= 2) {
+        let own = g.len() * (g.len() - 1);
+        let sample = match sample {
+            Sample::Balanced(k) => Sample::Balanced((k * own).div_ceil(all.max(1)).max(1)),
+            other => other,
+        };
+        fn of<T: Clone + Default>(g: &[usize], v: &[T]) -> Vec<T> {
+            g.iter().map(|&i| v.get(i).cloned().unwrap_or_default()).collect()
+        }
+        let (zones, reachable) = (of(g, zones), of(g, reachable));
+        for p in pick(g.len(), sample, seed, &zones, &reachable) {
+            out.push(Pair { from: g[p.from], to: g[p.to] });
         }
     }
+    out.sort_unstable_by_key(|p| (p.from, p.to));
+    Ok(out)
 }
 
 /// About `k` ordered pairs of `n` agents in which every agent sends and receives `k / n`

@@ -107,10 +107,14 @@ pub struct ServerSettings {
     pub probe_allow: Option<Vec<SocketAddr>>,
     /// `--probe-duration`: how long a probe's test runs.
     pub probe_duration: Option<Seconds>,
+    /// `--probe-share`: the most of the time probes may keep one target's link busy, percent.
+    pub probe_share: Option<u32>,
     /// `--node-name`: the node this server runs on, reported to clients.
     pub node_name: Option<String>,
     /// `--zone`: the zone it runs in, reported to clients.
     pub zone: Option<String>,
+    /// `--network`: the network it serves on (e.g. `pod`, `host`), reported to clients.
+    pub network: Option<String>,
     /// `--agent`: run tests against other agents when a client with the key asks.
     pub agent: Option<bool>,
 }
@@ -129,11 +133,18 @@ pub struct ProbePlan {
     pub allow: Vec<SocketAddr>,
     /// How long each probe's test runs.
     pub duration: Duration,
+    /// The most of the time probes may keep one target busy, percent (1 to 100): after a
+    /// probe that took T, the next of that target waits T × (100 / share − 1).
+    pub share: u32,
 }
+
+/// Probes keep a target's link busy at most this share of the time by default, percent: a
+/// probe endpoint must not turn a scraper into a traffic generator.
+pub const DEFAULT_PROBE_SHARE: u32 = 10;
 
 impl Default for ProbePlan {
     fn default() -> Self {
-        Self { allow: Vec::new(), duration: Duration::from_secs(1) }
+        Self { allow: Vec::new(), duration: Duration::from_secs(1), share: DEFAULT_PROBE_SHARE }
     }
 }
 
@@ -147,6 +158,8 @@ pub struct Place {
     pub node: Option<String>,
     /// The zone's name.
     pub zone: Option<String>,
+    /// The network's name (`pod`, `host`, ...): a mesh sets networks side by side.
+    pub network: Option<String>,
 }
 
 /// The longest node or zone name: a DNS name's (Kubernetes node names are DNS subdomains).
@@ -157,6 +170,7 @@ impl Place {
     pub fn stamp(&self, e: &mut linerate_proto::Environment) {
         e.node.clone_from(&self.node);
         e.zone.clone_from(&self.zone);
+        e.network.clone_from(&self.network);
     }
 
     /// A name as given, checked: empty (an unset downward-API label expands to "") means
@@ -344,8 +358,10 @@ impl ServerSettings {
             metrics: self.metrics.or(fallback.metrics),
             probe_allow: self.probe_allow.or(fallback.probe_allow),
             probe_duration: self.probe_duration.or(fallback.probe_duration),
+            probe_share: self.probe_share.or(fallback.probe_share),
             node_name: self.node_name.or(fallback.node_name),
             zone: self.zone.or(fallback.zone),
+            network: self.network.or(fallback.network),
             agent: self.agent.or(fallback.agent),
         }
     }
@@ -397,6 +413,7 @@ impl ServerSettings {
             place: Place {
                 node: Place::name("node_name (--node-name)", self.node_name.as_deref())?,
                 zone: Place::name("zone (--zone)", self.zone.as_deref())?,
+                network: Place::name("network (--network)", self.network.as_deref())?,
             },
         })
     }
@@ -413,6 +430,14 @@ impl ServerSettings {
                 ));
             }
             probe.duration = d.0;
+        }
+        if let Some(share) = self.probe_share {
+            if !(1..=100).contains(&share) {
+                return Err(format!(
+                    "probe_share (--probe-share) is {share}: give a percentage, 1 to 100"
+                ));
+            }
+            probe.share = share;
         }
         probe.allow = self.probe_allow.clone().unwrap_or_default();
         Ok(probe)

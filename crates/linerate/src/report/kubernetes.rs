@@ -71,14 +71,14 @@ pub fn manifests(o: &KubernetesOptions) -> Vec<Manifest> {
         Manifest {
             file: "daemonset.yaml",
             comment: "A linerate server (an agent) on every node, told its node and zone.",
-            object: daemonset(o),
+            object: daemonset(o, o.host_network),
         },
         Manifest {
             file: "service.yaml",
             comment: "Headless: its DNS name resolves to every agent's address, ready or not \
                       (`linerate fleet --each-address linerate --wait-agents 5m` waits for each \
                       to answer).",
-            object: service(o),
+            object: service(o, false),
         },
         Manifest {
             file: "history.yaml",
@@ -98,7 +98,30 @@ pub fn manifests(o: &KubernetesOptions) -> Vec<Manifest> {
             ),
         },
     ];
-    let mesh = ["mesh", "--each-address", "linerate", WAIT, "5m", "-t", "10"];
+    if o.both_networks {
+        all.insert(
+            2,
+            Manifest {
+                file: "host-daemonset.yaml",
+                comment: "A second agent on every node, on the node's own network (hostNetwork), \
+                      listening on the node's address: the mesh tests each node pair on both \
+                      networks and says what the pod network costs.",
+                object: daemonset(o, true),
+            },
+        );
+        all.insert(
+            4,
+            Manifest {
+                file: "host-service.yaml",
+                comment: "Headless, the host-network agents' name (`linerate-host`), as `linerate` \
+                      is the pod-network agents'.",
+                object: service(o, true),
+            },
+        );
+    }
+    let agents: &[&str] =
+        if o.both_networks { &["linerate", "linerate-host"] } else { &["linerate"] };
+    let mesh = [&["mesh", "--each-address"], agents, &[WAIT, "5m", "-t", "10"]].concat();
     match (o.mesh, &o.schedule) {
         (false, _) => {}
         (true, None) => all.push(Manifest {
@@ -211,7 +234,7 @@ fn metadata(o: &KubernetesOptions, name: &str, component: &str) -> Value {
 }
 
 fn namespace(o: &KubernetesOptions) -> Value {
-    let level = if o.host_network { "privileged" } else { "restricted" };
+    let level = if o.host_network || o.both_networks { "privileged" } else { "restricted" };
     json!({
         "apiVersion": "v1",
         "kind": "Namespace",
@@ -272,7 +295,10 @@ fn first(list: &mut Value, item: Value) {
     }
 }
 
-fn daemonset(o: &KubernetesOptions) -> Value {
+/// The agents' DaemonSet: on the pod network (`linerate-server`), or on each node's own
+/// (`host`: `linerate-server` with `--host-network`, `linerate-server-host` beside the pod
+/// network's with `--both-networks`).
+fn daemonset(o: &KubernetesOptions, host: bool) -> Value {
     let mut args: Vec<String> = ["server", "--max-memory", "384M"].map(String::from).to_vec();
     let mut pod = json!({
         "automountServiceAccountToken": false,
@@ -321,7 +347,10 @@ fn daemonset(o: &KubernetesOptions) -> Value {
     if o.mesh {
         args.push("--agent".into());
     }
-    if o.host_network {
+    if o.both_networks {
+        args.push(format!("--network={}", if host { "host" } else { "pod" }));
+    }
+    if host {
         pod["hostNetwork"] = json!(true);
         // The cluster's DNS still, not the node's.
         pod["dnsPolicy"] = json!("ClusterFirstWithHostNet");
@@ -329,28 +358,39 @@ fn daemonset(o: &KubernetesOptions) -> Value {
         args.push("--bind=$(POD_IP)".into());
     }
     pod["containers"][0]["args"] = json!(args);
+    let (_, component) = agents_of(o, host);
     json!({
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",
-        "metadata": metadata(o, "linerate-server", "server"),
+        "metadata": metadata(o, &format!("linerate-{component}"), component),
         "spec": {
-            "selector": {"matchLabels": labels("server")},
-            "template": {"metadata": {"labels": labels("server")}, "spec": pod},
+            "selector": {"matchLabels": labels(component)},
+            "template": {"metadata": {"labels": labels(component)}, "spec": pod},
         },
     })
 }
 
-fn service(o: &KubernetesOptions) -> Value {
+/// The name of the agents' Service and their component label: `linerate`, `server`; with
+/// `--both-networks` the host network's are `linerate-host`, `server-host`.
+fn agents_of(o: &KubernetesOptions, host: bool) -> (&'static str, &'static str) {
+    match o.both_networks && host {
+        true => ("linerate-host", "server-host"),
+        false => ("linerate", "server"),
+    }
+}
+
+fn service(o: &KubernetesOptions, host: bool) -> Value {
+    let (name, component) = agents_of(o, host);
     json!({
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": metadata(o, "linerate", "server"),
+        "metadata": metadata(o, name, component),
         "spec": {
             "clusterIP": "None",
             // Agents are named as soon as they have an address, ready or not: the Jobs wait
             // for each to answer (`--wait-agents`) rather than test whichever were ready.
             "publishNotReadyAddresses": true,
-            "selector": labels("server"),
+            "selector": labels(component),
             "ports": [
                 {"name": "linerate", "port": PORT, "targetPort": PORT, "protocol": "TCP"},
                 {"name": "linerate-udp", "port": PORT, "targetPort": PORT, "protocol": "UDP"},
@@ -428,6 +468,7 @@ mod tests {
             psk_secret: Some("key".into()),
             mesh: true,
             schedule: None,
+            both_networks: false,
         };
         let all = manifests(&o);
         assert_eq!(all.len(), 6, "the mesh Job besides the fleet Job");
@@ -464,6 +505,53 @@ mod tests {
         assert!(
             args.contains(&json!("--slip")) && args.contains(&json!("--wait-agents")),
             "{args:?}"
+        );
+    }
+
+    #[test]
+    fn both_networks_put_an_agent_of_each_on_every_node_and_mesh_them_together() {
+        let o = KubernetesOptions {
+            psk_secret: Some("key".into()),
+            mesh: true,
+            both_networks: true,
+            ..KubernetesOptions::default()
+        };
+        let all = manifests(&o);
+        let files: Vec<&str> = all.iter().map(|m| m.file).collect();
+        assert_eq!(
+            files,
+            [
+                "namespace.yaml",
+                "daemonset.yaml",
+                "host-daemonset.yaml",
+                "service.yaml",
+                "host-service.yaml",
+                "history.yaml",
+                "fleet-job.yaml",
+                "mesh-job.yaml"
+            ]
+        );
+        let args =
+            |m: &Manifest| m.object["spec"]["template"]["spec"]["containers"][0]["args"].clone();
+        let (pod, host) = (&all[1].object, &all[2].object);
+        assert_eq!(pod["spec"]["template"]["spec"]["hostNetwork"], Value::Null);
+        assert_eq!(host["spec"]["template"]["spec"]["hostNetwork"], true);
+        assert!(args(&all[1]).as_array().expect("args").contains(&json!("--network=pod")));
+        let host_args = args(&all[2]);
+        for want in ["--network=host", "--bind=$(POD_IP)", "--agent"] {
+            assert!(host_args.as_array().expect("args").contains(&json!(want)), "{host_args}");
+        }
+        // Each Service selects its own DaemonSet's pods.
+        let selects =
+            |s: &Value, d: &Value| s["spec"]["selector"] == d["spec"]["selector"]["matchLabels"];
+        assert!(selects(&all[3].object, pod) && selects(&all[4].object, host));
+        assert!(!selects(&all[3].object, host));
+        assert_eq!(all[4].object["metadata"]["name"], "linerate-host");
+        let mesh = args(&all[7]);
+        assert_eq!((&mesh[2], &mesh[3]), (&json!("linerate"), &json!("linerate-host")), "{mesh}");
+        assert_eq!(
+            all[0].object["metadata"]["labels"]["pod-security.kubernetes.io/enforce"],
+            "privileged"
         );
     }
 }

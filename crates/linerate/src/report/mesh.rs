@@ -33,17 +33,25 @@ pub fn write_mesh(
     Ok(())
 }
 
-/// The agents: label, node and zone as their records said (`unknown` for nothing said: a
+/// The agents: label, node, zone (and network, when one names it) as their records said (`unknown` for nothing said: a
 /// zone is missing on Kubernetes 1.33-1.34 without the PodTopologyLabelsAdmission gate).
 pub fn agents_table(m: &MeshSummary) -> Table {
     let none = || crate::report::fleet::ZONE_UNKNOWN.to_string();
-    let mut agents = Table::new(&["agent", "node", "zone"]);
+    let networks = m.agents.iter().any(|a| a.network.is_some());
+    let mut agents = match networks {
+        true => Table::new(&["agent", "node", "zone", "network"]),
+        false => Table::new(&["agent", "node", "zone"]),
+    };
     for a in &m.agents {
-        agents.rows.push(vec![
+        let mut row = vec![
             a.label.clone(),
             a.node.clone().unwrap_or_else(none),
             a.zone.clone().unwrap_or_else(none),
-        ]);
+        ];
+        if networks {
+            row.push(a.network.clone().unwrap_or_else(none));
+        }
+        agents.rows.push(row);
     }
     agents
 }
@@ -68,9 +76,32 @@ fn groups_table(what: &str, groups: &[PairGroup]) -> Option<Table> {
     Some(t)
 }
 
-/// The tables of a mesh's groups: same against cross node and zone, then the zone directions.
+/// Each network against the reference on the same node pairs; None unless two are named.
+fn networks_table(m: &MeshSummary) -> Option<Table> {
+    let reference = &m.networks.first()?.reference;
+    let mean = format!(">{reference} mean");
+    let mut t = Table::new(&["node pair", "network", ">mean", &mean, ">change", "95 % intervals"]);
+    for c in &m.networks {
+        t.rows.push(vec![
+            c.nodes.clone(),
+            c.network.clone(),
+            format_bits_per_second(c.bits_per_second),
+            format_bits_per_second(c.reference_bits_per_second),
+            format!("{:+.1} %", c.change_percent),
+            match c.beyond_noise {
+                Some(true) => "apart".into(),
+                Some(false) => "overlap".into(),
+                None => "n/a (one run)".into(),
+            },
+        ]);
+    }
+    Some(t)
+}
+
+/// The tables of a mesh's groups: the networks side by side, same against cross node and
+/// zone, then the zone directions.
 pub fn group_tables(m: &MeshSummary) -> Vec<Table> {
-    [groups_table("relation", &m.relations), groups_table("zones", &m.zones)]
+    [networks_table(m), groups_table("relation", &m.relations), groups_table("zones", &m.zones)]
         .into_iter()
         .flatten()
         .collect()
@@ -163,8 +194,12 @@ pub fn write_watch(
         let said: Vec<String> = p
             .fresh_drop
             .iter()
-            .map(|f| crate::report::trend::fresh_sentence(f, MESHES, crate::report::trend::rate_words))
-            .chain(p.drift.iter().map(|d| crate::report::trend::drift_sentence(d, MESHES, crate::report::trend::rate_words)))
+            .map(|f| {
+                crate::report::trend::fresh_sentence(f, MESHES, crate::report::trend::rate_words)
+            })
+            .chain(p.drift.iter().map(|d| {
+                crate::report::trend::drift_sentence(d, MESHES, crate::report::trend::rate_words)
+            }))
             .collect();
         writeln!(out, "  {}: {}", escape(&p.pair), said.join("; "))?;
     }

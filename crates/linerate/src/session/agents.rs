@@ -342,10 +342,14 @@ pub fn greet(t: &Target, plan: &crate::plan::ClientPlan) -> Result<Heard, Unhear
         Unheard { why: format!("{e:#}"), refused }
     })?;
     let fit = |n: &String| n.len() <= 253 && !n.chars().any(char::is_control);
-    Ok(Heard { node: env.node.filter(fit), zone: env.zone.filter(fit) })
+    Ok(Heard {
+        node: env.node.filter(fit),
+        zone: env.zone.filter(fit),
+        network: env.network.filter(fit),
+    })
 }
 
-/// What an agent said of itself when greeted: its node and zone (None: it names none, or a
+/// What an agent said of itself when greeted: its node, zone and network (None: it names none, or a
 /// name too long or with control characters).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Heard {
@@ -353,8 +357,9 @@ pub struct Heard {
     pub node: Option<String>,
     /// `server --zone`.
     pub zone: Option<String>,
+    /// `server --network`.
+    pub network: Option<String>,
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -366,7 +371,7 @@ mod tests {
 
     /// An agent on `node`, in no zone.
     fn on(node: &str) -> Heard {
-        Heard { node: Some(node.into()), zone: None }
+        Heard { node: Some(node.into()), ..Heard::default() }
     }
 
     fn want(wait: u64, expect: Option<usize>) -> AgentWait {

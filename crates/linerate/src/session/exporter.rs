@@ -10,6 +10,14 @@
 //! out; [`REQUEST_TIMEOUT`] to send a whole request of at most [`MAX_REQUEST`] bytes, however
 //! it trickles; [`WRITE_TIMEOUT`] to take the answer. One request per connection. A probe
 //! runs on one thread of its own, one probe at a time; its connection waits here meanwhile.
+//!
+//! **The probe budget.** A probe is a real test: an unauthenticated scraper asking back to
+//! back would keep the server sending all the time (15 probes in 15.8 s, each about 3.3 GiB,
+//! before the budget). So each target has one: after a probe of it that took T (connection,
+//! handshake and test), the next waits T × (100 / share − 1), `--probe-share` (10 % by default:
+//! a 1 s probe, about 1.1 s in all, then 10 s of rest). A request before then is answered
+//! `429 Too Many Requests` with `Retry-After` (whole seconds) and counted as
+//! `linerate_probes_total{outcome="too_soon"}`; so is one while another probe runs (`busy`).
 
 use std::collections::HashMap;
 use std::io::{ErrorKind, Read, Write};
@@ -69,7 +77,10 @@ struct Http {
 /// The probe thread, one at a time: which connection waits for it, and its answer.
 #[derive(Default)]
 struct Prober {
-    running: Option<(u64, SocketAddr, JoinHandle<()>)>,
+    /// The connection waiting, the target, when the probe began, its thread.
+    running: Option<(u64, SocketAddr, Instant, JoinHandle<()>)>,
+    /// By target: the earliest time its next probe may begin (the budget).
+    rested: HashMap<SocketAddr, Instant>,
     done: Arc<Mutex<Option<Probed>>>,
     stop: Interrupt,
 }
@@ -164,7 +175,7 @@ impl Exporter {
             return self.shared.metrics.http_dropped("client_connections");
         }
         if self.conns.len() >= MAX_CONNECTIONS {
-            match self.crowd.victim(Some(mine)) {
+            match self.crowd.victim(Some(key)) {
                 Some((token, _)) => self.close(token, Some("full")),
                 None => return self.shared.metrics.http_dropped("full"),
             }
@@ -269,7 +280,20 @@ impl Exporter {
             metrics.probe("busy");
             let why = "a probe is running; this server runs one at a time: try again in a few \
                        seconds (or scrape less often)";
-            return Some(Answer::text(429, "Too Many Requests", why.to_string()));
+            return Some(Answer::text(429, "Too Many Requests", why.to_string()).retry_after(2));
+        }
+        let now = Instant::now();
+        if let Some(left) =
+            self.prober.rested.get(&target).and_then(|t| t.checked_duration_since(now))
+        {
+            metrics.probe("too_soon");
+            let secs = left.as_secs() + u64::from(left.subsec_nanos() > 0);
+            let why = format!(
+                "{target} was probed moments ago, and probes keep a target busy at most {} % of \
+                 the time (--probe-share): try again in {secs} s, or scrape less often",
+                self.probe.share
+            );
+            return Some(Answer::text(429, "Too Many Requests", why).retry_after(secs));
         }
         let done = self.prober.done.clone();
         let stop = self.prober.stop.clone();
@@ -280,7 +304,7 @@ impl Exporter {
         });
         match spawned {
             Ok(handle) => {
-                self.prober.running = Some((token, target, handle));
+                self.prober.running = Some((token, target, now, handle));
                 if let Some(c) = self.conns.get_mut(&token) {
                     c.state = State::Probing;
                     c.deadline = Instant::now() + duration + PROBE_SLACK;
@@ -300,12 +324,15 @@ impl Exporter {
 
     /// The probe's answer to its connection, once its thread has ended.
     fn answer_probe(&mut self) {
-        let finished = self.prober.running.as_ref().is_some_and(|(_, _, h)| h.is_finished());
+        let finished = self.prober.running.as_ref().is_some_and(|(.., h)| h.is_finished());
         if !finished {
             return;
         }
-        let Some((token, target, handle)) = self.prober.running.take() else { return };
+        let Some((token, target, began, handle)) = self.prober.running.take() else { return };
         let _ = handle.join();
+        let took = began.elapsed();
+        let rest = took.mul_f64(100.0 / f64::from(self.probe.share.clamp(1, 100)) - 1.0);
+        self.prober.rested.insert(target, Instant::now() + rest);
         let probed = self.prober.done.lock().unwrap_or_else(|e| e.into_inner()).take();
         let Some(probed) = probed else { return };
         let outcome = if probed.error.is_some() { "failed" } else { "completed" };
@@ -425,22 +452,29 @@ struct Answer {
     reason: &'static str,
     content_type: &'static str,
     body: String,
+    /// `Retry-After`, seconds (429 only).
+    retry_after: Option<u64>,
 }
 
 impl Answer {
     fn metrics(body: String) -> Self {
-        Self { status: 200, reason: "OK", content_type: CONTENT_TYPE, body }
+        Self { status: 200, reason: "OK", content_type: CONTENT_TYPE, body, retry_after: None }
+    }
+
+    /// With `Retry-After: secs`.
+    fn retry_after(self, secs: u64) -> Self {
+        Self { retry_after: Some(secs.max(1)), ..self }
     }
 
     /// An error status with one sentence.
     fn text(status: u16, reason: &'static str, sentence: String) -> Self {
         let content_type = "text/plain; charset=utf-8";
-        Self { status, reason, content_type, body: format!("{sentence}\n") }
+        Self { status, reason, content_type, body: format!("{sentence}\n"), retry_after: None }
     }
 
     fn bytes(&self) -> Vec<u8> {
-        let Self { status, reason, content_type, body } = self;
-        let retry = if *status == 429 { "Retry-After: 2\r\n" } else { "" };
+        let Self { status, reason, content_type, body, retry_after } = self;
+        let retry = retry_after.map(|s| format!("Retry-After: {s}\r\n")).unwrap_or_default();
         format!(
             "HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\
              {retry}Connection: close\r\n\r\n{body}",

@@ -234,7 +234,7 @@ impl FrontDoor {
         }
         let limits = &self.shared.admission.limits;
         let key = linerate_proto::limits::client_key(peer.ip(), limits);
-        if self.conns.len() >= self.cap && !self.evict_busiest(Some(self.crowd.held(key))) {
+        if self.conns.len() >= self.cap && !self.evict_busiest(Some(key)) {
             let why = format!(
                 "the server already holds {} connections not yet part of a test \
                  (--max-connections) and this client holds its share of them",
@@ -274,10 +274,10 @@ impl FrontDoor {
         self.crowd.join(key, token);
     }
 
-    /// Closes the oldest waiting connection of the client holding the most, if it holds more
-    /// than `than` (None: any). True if one was closed.
-    fn evict_busiest(&mut self, than: Option<usize>) -> bool {
-        let Some((token, held)) = self.crowd.victim(than) else { return false };
+    /// Closes the waiting connection `crowd.rs` picks to make room for a newcomer of client
+    /// `newcomer` (None: for no one). True if one was closed.
+    fn evict_busiest(&mut self, newcomer: Option<IpAddr>) -> bool {
+        let Some((token, held)) = self.crowd.victim(newcomer) else { return false };
         if let Some(c) = self.conns.get(&token) {
             let why = format!(
                 "closed to make room: the server holds {} connections not yet part of a test \

@@ -17,6 +17,17 @@
 //! path's alone. Every repetition runs the whole schedule again, its rounds in another seeded
 //! order; `--until-ci` adds rounds for the pairs whose interval is still too wide.
 //!
+//! **Networks.** Agents may name the network they serve on (`server --network`): on
+//! Kubernetes a DaemonSet on the pod network (`pod`) and one on each node's own network
+//! (`host`), both on every node (`generate kubernetes --mesh --both-networks`). When the agents
+//! name two networks or more, pairs stay inside a network (`plan::mesh::network_groups`), the
+//! agents are named `node/network`, and agents on one node never test in the same round
+//! (`plan::rounds::schedule_on`): a node's pod-to-pod and host-to-host tests run one after the
+//! other, each with the node's CPUs and NIC to itself. So one run gives both networks on the
+//! same node pairs, at nearly the same time, and the summary says what one costs against the
+//! other (`stats::mesh::NetworkCost`). k8s-netperf and Cilium's perf test measure the pod and
+//! host networks in separate runs, one pair at a time.
+//!
 //! **Pre-flight.** Before the first test every agent is greeted at once (`preflight`): an
 //! agent that does not answer is reported once, and its pairs are stored as failed ("not
 //! reachable at pre-flight") without spending their timeouts; an agent that turns the key
@@ -43,18 +54,33 @@ use crate::session::grid::{MAX_FAILURES_IN_A_ROW, Slot};
 use crate::session::matrix::pending_cells;
 use crate::session::pump;
 use crate::session::{Clock, ControlChannel, Interrupt, SOFTWARE, client};
+use crate::stats::integrity::check_record;
 
 /// Asks the agent at `agent` to run `plan`'s test against `target`; the agent's record, or a
-/// failed record saying why not.
+/// failed record saying why not. A record that cannot be true (`stats::integrity::
+/// check_record`: another test than asked, ends that disagree, a rate no link has, more bytes
+/// than the time the requester measured allows) is kept as a `violation` without its figures,
+/// never as completed.
 pub fn pair_test(
     agent: &Target,
     target: &Target,
     plan: &ClientPlan,
     interrupt: &Interrupt,
 ) -> RunRecord {
+    let asked = std::time::Instant::now();
     let failure = match ask(agent, target, plan, interrupt) {
         Ok(json) => match serde_json::from_value::<RunRecord>(json) {
-            Ok(record) => return record,
+            Ok(mut record) => {
+                let span = u64::try_from(asked.elapsed().as_micros()).unwrap_or(u64::MAX);
+                let who = format!("agent {}", agent.label);
+                let Err(why) = check_record(&record, &plan.spec, span, &who) else {
+                    return record;
+                };
+                record.client = None;
+                record.server_results = None;
+                record.outcome = Outcome::failed(Failure::new(FailureKind::Violation, why));
+                return record;
+            }
             Err(e) => Failure::new(
                 FailureKind::Incompatible,
                 format!("agent {}: its record does not read: {e}", agent.label),
@@ -112,25 +138,40 @@ pub fn preflight(agents: &[Target], plan: &ClientPlan) -> Greeted {
 }
 
 /// The agents named by the nodes they reported at the pre-flight (`server --node-name`, the
-/// DaemonSet's), when those that answered name distinct, printable nodes; else as they were.
-/// Pairs then read `node-a -> node-b` whatever addresses the agents have, so a mesh over the
-/// pod network and one over the host network compare pair by pair (`compare nA nB`).
+/// DaemonSet's), when those that answered name distinct, printable nodes; by node and network
+/// (`node-a/pod`, `node-a/host`: `server --network`) when only those are distinct; else as
+/// they were. Pairs then read `node-a -> node-b` whatever addresses the agents have, so a mesh
+/// over the pod network and one over the host network compare pair by pair (`compare nA nB`),
+/// and a mesh over both sets them side by side itself (`stats::mesh::NetworkCost`).
 pub fn named_by_node(agents: &[Target], greeted: &Greeted) -> Vec<Target> {
-    let nodes: Vec<Option<&String>> =
-        greeted.iter().map(|g| g.as_ref().ok().and_then(|h| h.node.as_ref())).collect();
-    let answered = greeted.iter().filter(|g| g.is_ok()).count();
-    let distinct: std::collections::HashSet<&String> = nodes.iter().flatten().copied().collect();
-    if answered == 0 || distinct.len() != answered {
-        return agents.to_vec();
+    let heard: Vec<Option<&crate::session::agents::Heard>> =
+        greeted.iter().map(|g| g.as_ref().ok()).collect();
+    let answered = heard.iter().flatten().count();
+    for with_network in [false, true] {
+        let names: Vec<Option<String>> = heard
+            .iter()
+            .map(|h| {
+                let h = (*h)?;
+                let node = h.node.clone()?;
+                Some(match (&h.network, with_network) {
+                    (Some(net), true) => format!("{node}/{net}"),
+                    _ => node,
+                })
+            })
+            .collect();
+        let distinct: std::collections::HashSet<&String> = names.iter().flatten().collect();
+        if answered > 0 && distinct.len() == answered {
+            return agents
+                .iter()
+                .zip(names)
+                .map(|(a, name)| Target {
+                    label: name.unwrap_or_else(|| a.label.clone()),
+                    ..a.clone()
+                })
+                .collect();
+        }
     }
-    agents
-        .iter()
-        .zip(nodes)
-        .map(|(a, node)| Target {
-            label: node.cloned().unwrap_or_else(|| a.label.clone()),
-            ..a.clone()
-        })
-        .collect()
+    agents.to_vec()
 }
 
 /// A mesh to run: the plan, the agents, the pairs in cell order and their labels, and the
@@ -147,6 +188,9 @@ pub struct Pairs<'a> {
     pub labels: &'a [String],
     /// By agent: why it is not tested (not reachable at pre-flight), if so.
     pub dead: Vec<Option<String>>,
+    /// By agent: its host (`plan::rounds::hosts`): agents on one node never test in the same
+    /// round.
+    pub hosts: Vec<usize>,
 }
 
 /// Before or after one pair test of a round.
@@ -212,7 +256,8 @@ pub fn run_mesh(
     // The walk: every repetition's whole schedule, then rounds of the pending pairs.
     let mut walk: Vec<Vec<Slot>> = Vec::new();
     for rep in 1..=plan.repeat {
-        for round in crate::plan::rounds::schedule(n, mesh.pairs, k, plan.seed ^ u64::from(rep)) {
+        let seed = plan.seed ^ u64::from(rep);
+        for round in crate::plan::rounds::schedule_on(&mesh.hosts, mesh.pairs, k, seed) {
             walk.push(round.into_iter().map(|cell| Slot { cell, repetition: rep }).collect());
         }
     }
@@ -234,7 +279,8 @@ pub fn run_mesh(
             }
             extra += 1;
             let some: Vec<Pair> = pending.iter().map(|&c| mesh.pairs[c]).collect();
-            for round in crate::plan::rounds::schedule(n, &some, k, plan.seed ^ (extra << 32)) {
+            let seed = plan.seed ^ (extra << 32);
+            for round in crate::plan::rounds::schedule_on(&mesh.hosts, &some, k, seed) {
                 let slots: Vec<Slot> = round
                     .into_iter()
                     .map(|i| {

@@ -85,6 +85,77 @@ fn stream_list(ids: &[u32]) -> String {
     format!("{noun} {}", parts.join(", "))
 }
 
+/// The fastest rate any record may claim, bit/s: ten times the fastest Ethernet standard
+/// (1.6 Tbit/s, IEEE 802.3dj) rounded up. Loopback on a current server moves a few hundred
+/// Gbit/s; a stream or a test past this is a made-up figure, whatever else it agrees with.
+pub const FASTEST_PLAUSIBLE_BITS_PER_SECOND: f64 = 1e13;
+
+/// What a stream may carry in no measurable time (a duration of 0 µs), so that a tiny honest
+/// stream is not refused for a rate its clock could not resolve: 100 µs at
+/// [`FASTEST_PLAUSIBLE_BITS_PER_SECOND`], 125 MB.
+const INSTANT_US: f64 = 100.0;
+
+/// Checks a record that came whole from someone else — a mesh's pair test, both ends'
+/// results as agent A sent them — as far as the requester can: the test is the one asked for
+/// (`asked`); the two ends' results agree stream by stream ([`check_peer`], with the
+/// requester's `span_us` from its request to the record's arrival as the whole test's
+/// longest time); and no stream, nor any direction's streams together over `span_us`, carries
+/// more than [`FASTEST_PLAUSIBLE_BITS_PER_SECOND`]. An agent that makes up both ends can make
+/// them agree; it cannot make up time the requester measured, nor a rate no link has.
+/// Returns why not, as a sentence naming `who` ("agent node-a"), or nothing.
+pub fn check_record(
+    record: &RunRecord,
+    asked: &TestSpec,
+    span_us: u64,
+    who: &str,
+) -> Result<(), String> {
+    let refuse = |what: String| Err(format!("{who} {what}; its record is not plausible"));
+    if record.spec != *asked {
+        return refuse("sent the record of another test than the one asked for".into());
+    }
+    let rate = |bytes: u64, us: f64| bytes as f64 * 8.0 / (us / 1e6);
+    for (end, s) in record.all_streams() {
+        let r = rate(s.bytes, s.duration_us as f64 + INSTANT_US);
+        if r > FASTEST_PLAUSIBLE_BITS_PER_SECOND {
+            return refuse(format!(
+                "reported the {end}'s stream {} moving {} in {:.6} s ({:.1e} bit/s), faster than any \
+                 link",
+                s.id,
+                ByteCount(s.bytes),
+                secs(s.duration_us),
+                r
+            ));
+        }
+    }
+    for (end, side) in [("client", &record.client), ("server", &record.server_results)] {
+        let Some(side) = side else { continue };
+        for role in [StreamRole::Sender, StreamRole::Receiver] {
+            let bytes: u64 = side
+                .streams
+                .iter()
+                .filter(|s| s.role == role)
+                .map(|s| s.bytes)
+                .fold(0, u64::saturating_add);
+            let r = rate(bytes, span_us as f64 + INSTANT_US);
+            if r > FASTEST_PLAUSIBLE_BITS_PER_SECOND {
+                return refuse(format!(
+                    "reported the {end} {} {} in all within the {:.2} s the pair test took here, \
+                     faster than any link",
+                    gerund(role),
+                    ByteCount(bytes),
+                    secs(span_us)
+                ));
+            }
+        }
+    }
+    if let (Some(client), Some(server)) = (&record.client, &record.server_results) {
+        let ends = Ends { peer: "the target's results", local: "the agent" };
+        check_peer(&record.spec, client, server, span_us, ends)
+            .map_err(|why| format!("{who} sent a record whose two ends disagree: {why}"))?;
+    }
+    Ok(())
+}
+
 /// The two ends' names in the sentences: the peer's and this end's.
 #[derive(Debug, Clone, Copy)]
 pub struct Ends {
@@ -325,6 +396,55 @@ mod tests {
         peer: Vec<StreamResult>,
     ) -> Result<(), String> {
         check_peer(spec, &side(local), &side(peer), 10_000_000, ENDS)
+    }
+
+    #[test]
+    fn a_record_from_an_agent_is_held_to_the_time_the_requester_measured() {
+        let honest = |bytes: u64| {
+            RunRecord::for_tests(
+                spec(1),
+                side(vec![with_samples(stream(1, StreamRole::Sender, bytes))]),
+                side(vec![with_samples(stream(1, StreamRole::Receiver, bytes))]),
+            )
+        };
+        let span = 11_000_000;
+        // 10 GiB in 10 s: 8.6 Gbit/s.
+        assert_eq!(check_record(&honest(10 * GIB), &spec(1), span, "agent a"), Ok(()));
+        // Another test than asked.
+        let e = check_record(&honest(GIB), &spec(2), span, "agent a").expect_err("another spec");
+        assert!(e.starts_with("agent a sent the record of another test"), "{e}");
+        // "8.00 EiB in 1 µs", both ends agreeing.
+        let mut absurd = honest(8 << 60);
+        for s in absurd.client.iter_mut().chain(absurd.server_results.iter_mut()) {
+            s.streams[0].duration_us = 1;
+            s.streams[0].intervals.clear();
+        }
+        let e = check_record(&absurd, &spec(1), span, "agent a").expect_err("8 EiB");
+        assert!(e.contains("8.00 EiB") && e.contains("faster than any link"), "{e}");
+        // Each stream's rate could be true (8 Tbit/s), but not both streams' bytes in the time
+        // the pair test took here: 20 TB in 11 s is 14.5 Tbit/s.
+        let tb10 = 10_000_000_000_000;
+        let two = RunRecord::for_tests(
+            spec(2),
+            side((1..=2).map(|i| with_samples(stream(i, StreamRole::Sender, tb10))).collect()),
+            side((1..=2).map(|i| with_samples(stream(i, StreamRole::Receiver, tb10))).collect()),
+        );
+        let e = check_record(&two, &spec(2), span, "agent a").expect_err("too many bytes");
+        assert!(e.contains("within the 11.00 s the pair test took here"), "{e}");
+        // The two ends disagree: the receiver got more than the sender sent.
+        let mut split = honest(GIB);
+        if let Some(s) = split.server_results.as_mut() {
+            s.streams[0].bytes = 2 * GIB;
+        }
+        let e = check_record(&split, &spec(1), span, "agent a").expect_err("ends disagree");
+        assert!(e.contains("two ends disagree"), "{e}");
+        // A tiny stream in no measurable time is no proof of anything.
+        let mut tiny = honest(64 * 1024);
+        for s in tiny.client.iter_mut().chain(tiny.server_results.iter_mut()) {
+            s.streams[0].duration_us = 0;
+            s.streams[0].intervals.clear();
+        }
+        assert_eq!(check_record(&tiny, &spec(1), span, "agent a"), Ok(()));
     }
 
     #[test]

@@ -14,6 +14,14 @@
 //!   slower than the slowest of those (no overlap), so that one bad pair does not condemn a
 //!   zone. The fastest direction is the reference, not all other pairs, because a slow link
 //!   between two zones slows both directions across it;
+//! - by network, when the agents name two networks or more on the same nodes (`server
+//!   --network`: a pod-network and a host-network agent on every node): for every ordered
+//!   node pair tested on both, each network's pair mean against the reference network's (the
+//!   one named `host` if there is one — the path without the pod network's overlay, bridges
+//!   and policies — else the first by name), with whether the two pairs' 95 % intervals are
+//!   apart ([`NetworkCost`]); one finding per network: "pod-to-pod is 22 % below host-to-host
+//!   on node-a -> node-b". A cost within the intervals is said to be within the noise; with
+//!   one run a pair there is no interval, and the finding says so;
 //! - otherwise (or besides, for pairs inside a zone direction not reported) by pair: a pair
 //!   whose 95 % interval lies wholly below [`SLOW_SHARE`] under the median pair mean.
 //!   A reported group or pair names the verdict its runs gave when they all agree (each
@@ -41,6 +49,9 @@ pub struct AgentPlace {
     pub node: Option<String>,
     /// `--zone`, if it said.
     pub zone: Option<String>,
+    /// `--network`, if it said.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network: Option<String>,
 }
 
 /// Some of a mesh's pairs: a zone direction (`zone a -> zone b`), or a relation (`same node`,
@@ -95,8 +106,32 @@ pub struct MeshSummary {
     /// Same node against cross node (when some pair's ends share a node), same zone against
     /// cross zone (when every agent named a zone and both kinds of pair exist).
     pub relations: Vec<PairGroup>,
+    /// Each network against the reference network on the same node pairs (empty unless the
+    /// agents name two networks or more).
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub networks: Vec<NetworkCost>,
     /// Conclusions in words.
     pub findings: Vec<String>,
+}
+
+/// One ordered node pair tested on two networks: the network's pair against the reference's.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NetworkCost {
+    /// The node pair, `node-a -> node-b`.
+    pub nodes: String,
+    /// The network set against the reference (`pod`).
+    pub network: String,
+    /// The reference (`host`).
+    pub reference: String,
+    /// The network's pair mean, bit/s.
+    pub bits_per_second: f64,
+    /// The reference's pair mean, bit/s.
+    pub reference_bits_per_second: f64,
+    /// How much the network delivers more (+) or less (−) than the reference, percent.
+    pub change_percent: f64,
+    /// Whether the two pairs' 95 % intervals are apart: None when either pair has no interval
+    /// (one run).
+    pub beyond_noise: Option<bool>,
 }
 
 /// Summarises a mesh of `labels` agents, its `pairs` (cells) and runs `(cell, record)`.
@@ -114,14 +149,15 @@ pub fn summarize_mesh<R: std::borrow::Borrow<RunRecord>>(
         let record: &RunRecord = std::borrow::Borrow::borrow(record);
         let Some(p) = pairs.get(*cell) else { continue };
         let env = |side: Option<&linerate_proto::SideResults>| {
-            side.and_then(|s| s.environment.as_deref()).map(|e| (e.node.clone(), e.zone.clone()))
+            side.and_then(|s| s.environment.as_deref()).cloned()
         };
-        for (agent, place) in
+        for (agent, env) in
             [(p.from, env(record.client.as_ref())), (p.to, env(record.server_results.as_ref()))]
         {
-            if let (Some(a), Some((node, zone))) = (agents.get_mut(agent), place) {
-                a.node = a.node.take().or(node);
-                a.zone = a.zone.take().or(zone);
+            if let (Some(a), Some(e)) = (agents.get_mut(agent), env) {
+                a.node = a.node.take().or(e.node);
+                a.zone = a.zone.take().or(e.zone);
+                a.network = a.network.take().or(e.network);
             }
         }
     }
@@ -129,6 +165,7 @@ pub fn summarize_mesh<R: std::borrow::Borrow<RunRecord>>(
         matrix.cells.iter().map(|c| c.bits_per_second.as_ref().map(|s| s.mean)).collect();
     let zones = zone_groups(&agents, pairs, &means);
     let relations = relations(&agents, pairs, &means);
+    let networks = network_costs(&agents, pairs, &matrix.cells);
     let mut findings = Vec::new();
     let mut explained = vec![false; pairs.len()];
     // The reference: the fastest zone direction (by its pairs' mean).
@@ -154,15 +191,139 @@ pub fn summarize_mesh<R: std::borrow::Borrow<RunRecord>>(
             }
         }
     }
-    findings.extend(slow_pairs(&matrix.cells, &explained));
+    // Pairs are set against the pairs of their own network: another network's are not peers.
+    let network_of = |p: &Pair| agents.get(p.from).and_then(|a| a.network.clone());
+    let mut by_network: BTreeMap<Option<String>, Vec<usize>> = BTreeMap::new();
+    for (i, p) in pairs.iter().enumerate() {
+        by_network.entry(network_of(p)).or_default().push(i);
+    }
+    for members in by_network.values() {
+        findings.extend(slow_pairs(&matrix.cells, members, &explained));
+    }
     if findings.is_empty() && means.iter().flatten().count() >= 2 {
+        let others = if by_network.len() > 1 { "the others of its network" } else { "the others" };
         findings.push(format!(
-            "no pair is {:.0} % or more slower than the others with its whole 95 % interval below \
+            "no pair is {:.0} % or more slower than {others} with its whole 95 % interval below \
              them: the pairs deliver alike",
             SLOW_SHARE * 100.0
         ));
     }
-    MeshSummary { agents, pairs: pairs.to_vec(), cells: matrix.cells, zones, relations, findings }
+    if !networks.is_empty() {
+        findings.splice(0..0, network_findings(&networks));
+    }
+    MeshSummary {
+        agents,
+        pairs: pairs.to_vec(),
+        cells: matrix.cells,
+        zones,
+        relations,
+        networks,
+        findings,
+    }
+}
+
+/// Each network's pairs against the reference network's on the same ordered node pairs (see
+/// the module's doc); empty unless two networks or more are named.
+fn network_costs(agents: &[AgentPlace], pairs: &[Pair], cells: &[CellSummary]) -> Vec<NetworkCost> {
+    let names: std::collections::BTreeSet<&str> =
+        agents.iter().filter_map(|a| a.network.as_deref()).collect();
+    if names.len() < 2 {
+        return Vec::new();
+    }
+    let reference = if names.contains("host") {
+        "host"
+    } else {
+        names.iter().next().copied().unwrap_or_default()
+    };
+    // (network, from node, to node) -> the pair's cell, for pairs of one network on two nodes.
+    let mut by: BTreeMap<(&str, &str, &str), &CellSummary> = BTreeMap::new();
+    for (p, cell) in pairs.iter().zip(cells) {
+        let (Some(a), Some(b)) = (agents.get(p.from), agents.get(p.to)) else { continue };
+        let (Some(na), Some(nb)) = (a.network.as_deref(), b.network.as_deref()) else { continue };
+        let (Some(from), Some(to)) = (a.node.as_deref(), b.node.as_deref()) else { continue };
+        if na == nb && from != to && cell.bits_per_second.is_some() {
+            by.insert((na, from, to), cell);
+        }
+    }
+    let mut out = Vec::new();
+    for (&(network, from, to), cell) in &by {
+        if network == reference {
+            continue;
+        }
+        let Some(base) = by.get(&(reference, from, to)) else { continue };
+        let (Some(x), Some(r)) = (cell.bits_per_second.as_ref(), base.bits_per_second.as_ref())
+        else {
+            continue;
+        };
+        if r.mean <= 0.0 {
+            continue;
+        }
+        let beyond_noise = match (x.ci95, r.ci95) {
+            (Some((xl, xh)), Some((rl, rh))) => Some(xh < rl || rh < xl),
+            _ => None,
+        };
+        out.push(NetworkCost {
+            nodes: format!("{from} -> {to}"),
+            network: network.to_string(),
+            reference: reference.to_string(),
+            bits_per_second: x.mean,
+            reference_bits_per_second: r.mean,
+            change_percent: (x.mean / r.mean - 1.0) * 100.0,
+            beyond_noise,
+        });
+    }
+    out
+}
+
+/// One finding per network set against the reference: how much its pairs deliver below (or
+/// above) the reference's on the same node pairs, the node pairs named (the three furthest
+/// first), and whether that is beyond the runs' noise.
+fn network_findings(costs: &[NetworkCost]) -> Vec<String> {
+    let mut by: BTreeMap<&str, Vec<&NetworkCost>> = BTreeMap::new();
+    for c in costs {
+        by.entry(c.network.as_str()).or_default().push(c);
+    }
+    let words = |c: &NetworkCost| {
+        let way = if c.change_percent < 0.0 { "below" } else { "above" };
+        format!("{:.0} % {way} on {}", c.change_percent.abs(), c.nodes)
+    };
+    by.into_iter()
+        .map(|(network, mut v)| {
+            let reference = v[0].reference.clone();
+            v.sort_by(|a, b| a.change_percent.abs().total_cmp(&b.change_percent.abs()).reverse());
+            let named: Vec<String> = v.iter().take(3).map(|c| words(c)).collect();
+            let mut changes: Vec<f64> = v.iter().map(|c| c.change_percent).collect();
+            changes.sort_by(f64::total_cmp);
+            let median = changes[changes.len() / 2];
+            let more = match v.len() {
+                1..=3 => String::new(),
+                n => format!(
+                    " and {} more node pairs; the median of {n}: {:.0} % {}",
+                    n - 3,
+                    median.abs(),
+                    if median < 0.0 { "below" } else { "above" }
+                ),
+            };
+            let noise = match (
+                v.iter().filter(|c| c.beyond_noise == Some(true)).count(),
+                v.iter().filter(|c| c.beyond_noise.is_some()).count(),
+            ) {
+                (_, 0) => "one run a pair: no interval to tell it from the noise".to_string(),
+                (apart, judged) if apart == judged => {
+                    "every pair's 95 % interval apart from its reference's".to_string()
+                }
+                (apart, judged) => format!(
+                    "{apart} of {judged} node pairs with 95 % intervals apart, {} within the noise",
+                    judged - apart
+                ),
+            };
+            format!(
+                "{network}-to-{network} is {}{more}, against {reference}-to-{reference} on the same \
+                 node pairs ({noise})",
+                named.join(", ")
+            )
+        })
+        .collect()
 }
 
 /// `zone a -> zone b` of a pair, when both agents named a zone.
@@ -261,11 +422,13 @@ fn slow_group(
     ))
 }
 
-/// Pairs not already explained by a zone finding whose 95 % interval lies wholly below the
-/// median pair mean by [`SLOW_SHARE`].
-fn slow_pairs(cells: &[CellSummary], explained: &[bool]) -> Vec<String> {
-    let mut all: Vec<f64> =
-        cells.iter().filter_map(|c| c.bits_per_second.as_ref().map(|s| s.mean)).collect();
+/// Pairs among `members` (indexes of `cells`) not already explained by a zone finding whose
+/// 95 % interval lies wholly below the members' median pair mean by [`SLOW_SHARE`].
+fn slow_pairs(cells: &[CellSummary], members: &[usize], explained: &[bool]) -> Vec<String> {
+    let mut all: Vec<f64> = members
+        .iter()
+        .filter_map(|&i| cells.get(i)?.bits_per_second.as_ref().map(|s| s.mean))
+        .collect();
     if all.len() < 3 {
         return Vec::new();
     }
@@ -273,11 +436,11 @@ fn slow_pairs(cells: &[CellSummary], explained: &[bool]) -> Vec<String> {
     let median = all[all.len() / 2];
     let bar = median * (1.0 - SLOW_SHARE);
     let rate = |v: f64| crate::units::scale::Scale::Auto.rate(v);
-    cells
+    members
         .iter()
-        .zip(explained)
-        .filter(|(_, e)| !**e)
-        .filter_map(|(c, _)| {
+        .filter(|&&i| !explained.get(i).copied().unwrap_or(false))
+        .filter_map(|&i| cells.get(i))
+        .filter_map(|c| {
             let s = c.bits_per_second.as_ref()?;
             let (_, hi) = s.ci95?;
             (hi < bar).then(|| {
@@ -483,6 +646,79 @@ mod tests {
         assert!(!f.contains("zone"), "one pair does not condemn a zone direction: {f}");
         let even = mesh(|_, _, _, _, k| 9.4e9 + k as f64 * 1e7);
         assert!(even.findings[0].contains("the pairs deliver alike"), "{:?}", even.findings);
+    }
+
+    /// A run of `from -> to` at `bps`, each end naming its node and network.
+    fn placed_run(bps: f64, nodes: (&str, &str), network: &str) -> RunRecord {
+        let mut r = run(bps, ("z", "z"));
+        for (side, node) in [(r.client.as_mut(), nodes.0), (r.server_results.as_mut(), nodes.1)] {
+            let env = side.and_then(|s| s.environment.as_mut()).expect("an environment");
+            env.node = Some(node.into());
+            env.network = Some(network.into());
+        }
+        r
+    }
+
+    /// Two nodes, an agent of each network on each, `runs` runs a pair: the pod network's
+    /// pairs at `pod(from, to, k)`, the host network's at 40 Gbit/s (± 0.1).
+    fn two_networks(runs: usize, pod: impl Fn(usize, usize, usize) -> f64) -> MeshSummary {
+        // Agents: 0 node-a/pod, 1 node-a/host, 2 node-b/pod, 3 node-b/host.
+        let node = ["node-a", "node-a", "node-b", "node-b"];
+        let net = ["pod", "host", "pod", "host"];
+        let labels: Vec<String> = (0..4).map(|i| format!("{}/{}", node[i], net[i])).collect();
+        let ps = crate::plan::sample::every_pair(4)
+            .into_iter()
+            .filter(|p| net[p.from] == net[p.to])
+            .collect::<Vec<_>>();
+        let names: Vec<String> =
+            ps.iter().map(|p| format!("{} -> {}", labels[p.from], labels[p.to])).collect();
+        let mut all = Vec::new();
+        for (i, p) in ps.iter().enumerate() {
+            for k in 0..runs {
+                let bps = match net[p.from] {
+                    "pod" => pod(p.from, p.to, k),
+                    _ => 40e9 + k as f64 * 1e8,
+                };
+                all.push((i, placed_run(bps, (node[p.from], node[p.to]), net[p.from])));
+            }
+        }
+        summarize_mesh(&labels, &ps, &cells(&names), &all, None)
+    }
+
+    #[test]
+    fn the_pod_network_is_set_against_the_host_network_on_the_same_node_pairs() {
+        let m =
+            two_networks(3, |from, _, k| if from == 0 { 31.2e9 } else { 36e9 } + k as f64 * 1e8);
+        assert_eq!(m.networks.len(), 2, "{:?}", m.networks);
+        let ab = &m.networks[0];
+        assert_eq!(
+            (ab.nodes.as_str(), ab.network.as_str(), ab.reference.as_str()),
+            ("node-a -> node-b", "pod", "host")
+        );
+        assert!((ab.change_percent + 21.95).abs() < 0.01, "{ab:?}");
+        assert_eq!(ab.beyond_noise, Some(true));
+        let f = m.findings.join("\n");
+        assert!(
+            f.contains("pod-to-pod is 22 % below on node-a -> node-b, 10 % below on node-b -> node-a, against host-to-host on the same node pairs (every pair's 95 % interval apart"),
+            "{f}"
+        );
+        // Pairs are peers of their own network only: the pod pairs are not "slower than the
+        // median pair" for being on the pod network.
+        assert!(!f.contains("median pair"), "{f}");
+        assert_eq!(m.agents[0].network.as_deref(), Some("pod"));
+        // One run a pair: the cost is said, and that no interval tells it from the noise.
+        let once = two_networks(1, |_, _, _| 30e9);
+        let f = once.findings.join("\n");
+        assert!(
+            f.contains("25 % below on node-a -> node-b") && f.contains("one run a pair"),
+            "{f}"
+        );
+        // Within the noise: the same figures as the host network's.
+        let same = two_networks(3, |_, _, k| 40e9 + k as f64 * 1e8);
+        assert!(same.networks.iter().all(|c| c.beyond_noise == Some(false)), "{:?}", same.networks);
+        assert!(same.findings[0].contains("within the noise"), "{:?}", same.findings);
+        // One network named: nothing set side by side.
+        assert!(mesh(|_, _, _, _, k| 9.4e9 + k as f64 * 1e7).networks.is_empty());
     }
 
     #[test]

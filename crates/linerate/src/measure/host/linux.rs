@@ -54,6 +54,7 @@ pub fn snapshot(scope: Scope) -> Environment {
         // (`plan::server::Place`).
         node: None,
         zone: None,
+        network: None,
     }
 }
 
