@@ -124,6 +124,11 @@ fn man_pages_are_written_one_per_subcommand() {
     assert_eq!(written, expected);
     let server = std::fs::read_to_string(dir.join("linerate-server.1")).expect("server page");
     assert!(server.contains("\\-\\-max\\-streams") && server.contains(".SH FILES"), "{server}");
+    // Issue 46: the report page names every reference it takes.
+    let report = std::fs::read_to_string(dir.join("linerate-report.1")).expect("report page");
+    for r in ["mN", "cN", "fN", "nN"] {
+        assert!(report.contains(r), "linerate-report.1 does not name {r}");
+    }
     let out = run(&["generate", "bash", "--dir", "x"], Duration::from_secs(10));
     assert_eq!(out.code, Some(2), "completions go to stdout: {}", out.stderr);
 }

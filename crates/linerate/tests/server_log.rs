@@ -47,3 +47,34 @@ fn json_log_has_one_summary_line_per_test_and_no_secrets() {
     assert!(rejected.iter().any(|l| l["reason"].to_string().contains("--max-streams")));
     assert!(!srv.log().contains("secret"), "the key never reaches the log:\n{}", srv.log());
 }
+
+/// Issue 46: an agent's log says it is an agent, and where it runs, right after it listens —
+/// in text and in JSON — so that one pod's log of many says which agent it is. A plain server
+/// says nothing more.
+#[test]
+fn an_agents_log_names_it_an_agent_with_its_node_and_zone() {
+    let dir = data_home();
+    std::fs::create_dir_all(&dir).expect("dir");
+    let key = dir.join("agent-log-psk");
+    std::fs::write(&key, "an agent's key, long enough\n").expect("key");
+    let key = key.to_str().expect("utf-8");
+    let place = ["--node-name", "node-a", "--zone", "zone-a", "--network", "pod"];
+    let srv = Server::start(&[&["--agent", "--psk-file", key], &place[..]].concat());
+    assert!(srv.wait_for_log("Agent of meshes", Duration::from_secs(5)), "{}", srv.log());
+    let second = srv.log().lines().nth(1).unwrap_or_default().to_string();
+    assert_eq!(second, "Agent of meshes (--agent) on node node-a, zone zone-a, network pod");
+    let srv = Server::start(
+        &[&["--agent", "--psk-file", key, "--log-format", "json"], &place[..]].concat(),
+    );
+    assert!(srv.wait_for_log("serving", Duration::from_secs(5)), "{}", srv.log());
+    let lines = json_lines(&srv);
+    let serving = lines.iter().find(|l| l["event"] == "serving").expect("a serving line");
+    assert_eq!(serving["agent"], true, "{serving}");
+    assert_eq!(
+        (serving["node"].as_str(), serving["zone"].as_str()),
+        (Some("node-a"), Some("zone-a"))
+    );
+    let plain = Server::start(&[]);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(plain.log().lines().count(), 1, "{}", plain.log());
+}

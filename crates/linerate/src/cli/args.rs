@@ -319,10 +319,10 @@ pub struct GateArgs {
 /// `linerate report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// A run id, `mN` (matrix), `cN` (campaign) from `linerate history`, `last` (the default:
-    /// the newest run, or the matrix, campaign or fleet it belongs to), or a file saved from `-J`
-    /// output.
-    #[arg(value_name = "RUN|mN|cN|last|FILE.json", default_value = "last")]
+    /// A run id, `mN` (matrix), `cN` (campaign), `fN` (fleet) or `nN` (mesh) from `linerate
+    /// history`, `last` (the default: the newest run, or the matrix, campaign, fleet or mesh it
+    /// belongs to), or a file saved from `-J` output.
+    #[arg(value_name = "RUN|mN|cN|fN|nN|last|FILE.json", default_value = "last")]
     pub what: String,
     /// Instead: one target's stored results over time, each test a series, with the changes
     /// found in it (method: docs/METHODOLOGY.md, "Trends"). HOST (any port) or HOST:PORT.

@@ -410,8 +410,11 @@ fn sender_tcp_line(record: &RunRecord, flow: Flow) -> Option<String> {
     let mean = |f: fn(&linerate_proto::TcpInternals) -> u64| streams.iter().map(f).sum::<u64>() / n;
     let rate = |v: Option<u64>| v.map_or("n/a".into(), |b| format_bits_per_second(b as f64));
     let first = &streams[0];
+    // With several streams the delivery and pacing rates are the first stream's alone: say so
+    // where they are, so that they do not read as the test's.
+    let first_of = if n > 1 { format!("stream 1 of {n} alone") } else { "stream 1".into() };
     Some(format!(
-        "mean RTT {} us (var {} us), mean cwnd {} segments, MSS {}, {}; stream 1: delivery {}, pacing {}{}",
+        "mean RTT {} us (var {} us), mean cwnd {} segments, MSS {}, {}; {first_of}: delivery {}, pacing {}",
         mean(|t| u64::from(t.rtt_us)),
         mean(|t| u64::from(t.rttvar_us)),
         mean(|t| u64::from(t.cwnd_segments)),
@@ -422,13 +425,16 @@ fn sender_tcp_line(record: &RunRecord, flow: Flow) -> Option<String> {
         ),
         delivery(first),
         rate(first.pacing_rate_bits_per_second),
-        if n > 1 { format!(" ({n} streams)") } else { String::new() }
     ))
 }
 
 fn pct(v: Option<f64>) -> String {
     v.map_or("n/a".into(), |v| format!("{v:.0}%"))
 }
+
+/// Below this rate an end's per-byte cost says more about its fixed costs than its bytes: at
+/// 1 Mbit/s the machine line read 14,887 CPU-s/GB.
+const FIXED_COSTS_DOMINATE_BELOW: f64 = 100e6;
 
 fn cost_lines(out: &mut dyn Write, c: &CostSummary) -> std::io::Result<()> {
     let process = format!(
@@ -471,6 +477,15 @@ fn cost_lines(out: &mut dyn Write, c: &CostSummary) -> std::io::Result<()> {
     };
     let rss = c.peak_rss_bytes.map_or("n/a".into(), |b| ByteCount(b).iec());
     writeln!(out, "          {per_gb} CPU-s/GB (machine), {cycles}; {foreign}; peak RSS {rss}")?;
+    if let Some(rate) = c.machine_rate().filter(|r| *r < FIXED_COSTS_DOMINATE_BELOW) {
+        writeln!(
+            out,
+            "          at {} a second of machine time is mostly work that does not grow with the \
+             bytes (timers, pacing waits, the sampler, other processes): per-byte costs are \
+             comparable between full-rate tests only",
+            format_bits_per_second(rate)
+        )?;
+    }
     match &c.data_plane {
         Some(d) => writeln!(out, "          data plane: {d}"),
         None => Ok(()),
@@ -588,6 +603,16 @@ pub fn server_notes_text(notes: &[ServerNote]) -> String {
 pub fn render_server_note(note: &ServerNote, out: &mut dyn Write) -> std::io::Result<()> {
     match note {
         ServerNote::Listening { addr } => writeln!(out, "Server listening on {addr}"),
+        ServerNote::Serving { agent, node, zone, network } => {
+            let what = if *agent { "Agent of meshes (--agent)" } else { "Server" };
+            let mut at = crate::report::fleet::place_words(node.as_deref(), zone.as_deref())
+                .map(|p| format!(" on {p}"))
+                .unwrap_or_default();
+            if let Some(n) = network {
+                at.push_str(&format!(", network {n}"));
+            }
+            writeln!(out, "{}", escape(&format!("{what}{at}")))
+        }
         ServerNote::TestAccepted { test, peer, client, spec } => {
             let client = escape(client);
             writeln!(out, "[test {test}] {peer} ({client}): accepted: {}", describe_spec(spec))
@@ -747,5 +772,53 @@ mod delivery_tests {
         assert_eq!(delivery(&t(Some(false))), "322 Mbit/s");
         assert_eq!(delivery(&t(None)), "322 Mbit/s", "an older kernel does not say");
         assert_eq!(delivery(&TcpInternals::default()), "n/a");
+    }
+}
+
+#[cfg(test)]
+mod cost_tests {
+    use super::cost_lines;
+    use crate::stats::cost::CostSummary;
+
+    /// An end whose machine was `busy` cores for `per_gb` CPU-s a GB.
+    fn cost(busy: f64, per_gb: f64) -> CostSummary {
+        CostSummary {
+            end: crate::record::End::Client,
+            window_seconds: 10.0,
+            process_percent_of_core: Some(2.0),
+            process_user_percent_of_core: Some(1.0),
+            process_system_percent_of_core: Some(1.0),
+            stream_threads_percent_of_core: None,
+            cpus: Some(2),
+            cores_busy: Some(busy),
+            machine: None,
+            busiest_cpu: None,
+            busiest: None,
+            foreign_percent_of_core: None,
+            foreign_top: Vec::new(),
+            peak_rss_bytes: None,
+            cpu_seconds_per_gb: Some(per_gb),
+            process_cpu_seconds_per_gb: None,
+            cycles_per_bit: None,
+            cycles_method: None,
+            concurrent_tests: 1,
+            unavailable: Vec::new(),
+            data_plane: None,
+        }
+    }
+
+    #[test]
+    fn a_slow_tests_per_byte_cost_says_what_it_is_made_of() {
+        let lines = |c: &CostSummary| {
+            let mut out = Vec::new();
+            cost_lines(&mut out, c).expect("render");
+            String::from_utf8(out).expect("UTF-8")
+        };
+        // 1.86 cores busy at 14,887 CPU-s/GB: 1 Mbit/s, as issue 46 saw it.
+        let slow = lines(&cost(1.86, 14_887.0));
+        assert!(slow.contains("14887.000 CPU-s/GB"), "{slow}");
+        assert!(slow.contains("at 1.00 Mbit/s") && slow.contains("does not grow with"), "{slow}");
+        let fast = lines(&cost(1.5, 1.5));
+        assert!(!fast.contains("does not grow"), "8 Gbit/s: the cost is the bytes'\n{fast}");
     }
 }

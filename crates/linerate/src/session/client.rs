@@ -502,6 +502,11 @@ pub(super) fn connect_first(
     Err(last.unwrap_or_else(|| (None, anyhow!("no address to connect to"))))
 }
 
+/// The end of a refused connection's hint: the client's flag to check.
+pub(crate) const CHECK_PORT: &str = " or check -p";
+/// The end of a silent host's hint: the client's flag to raise.
+pub(crate) const RAISE_CONNECT_TIMEOUT: &str = "; check the address or raise --connect-timeout";
+
 /// A failed socket set-up as the user reads it: a failed connect says what to check.
 fn setup_error(e: SetupError, addr: SocketAddr, plan: &ClientPlan) -> anyhow::Error {
     if e.step != Step::Connect {
@@ -511,12 +516,12 @@ fn setup_error(e: SetupError, addr: SocketAddr, plan: &ClientPlan) -> anyhow::Er
     use std::io::ErrorKind as K;
     let hint = match e.kind() {
         K::ConnectionRefused => format!(
-            "connection refused: nothing listens on port {}; start `linerate server -p {}` there or check -p",
+            "connection refused: nothing listens on port {}; start `linerate server -p {}` there{CHECK_PORT}",
             addr.port(),
             addr.port()
         ),
         K::TimedOut | K::WouldBlock => format!(
-            "no answer within {:?} (host down, wrong address, or a firewall dropping packets); check the address or raise --connect-timeout",
+            "no answer within {:?} (host down, wrong address, or a firewall dropping packets){RAISE_CONNECT_TIMEOUT}",
             plan.connect_timeout
         ),
         K::HostUnreachable | K::NetworkUnreachable => {

@@ -53,6 +53,19 @@ fn plan(target: SocketAddr, duration: Duration) -> ClientPlan {
     }
 }
 
+/// A failed probe's error as the server's operator reads it: the client's hints name client
+/// flags (`-p`, `--connect-timeout`) this server does not have.
+fn in_server_words(error: &str) -> String {
+    let silent = format!(
+        "; check that the target is up and that this server reaches it (a probe waits {} s to \
+         connect)",
+        CONNECT_TIMEOUT.as_secs_f64()
+    );
+    error
+        .replace(client::RAISE_CONNECT_TIMEOUT, &silent)
+        .replace(client::CHECK_PORT, " or check the port in --probe-allow")
+}
+
 /// Runs a probe to `target` (stopped early by `interrupt`).
 pub(crate) fn run(target: SocketAddr, duration: Duration, interrupt: &Interrupt) -> Probed {
     let started = Instant::now();
@@ -61,7 +74,7 @@ pub(crate) fn run(target: SocketAddr, duration: Duration, interrupt: &Interrupt)
     let error = match &record.outcome {
         Outcome::Completed => None,
         Outcome::Interrupted => Some("stopped: the server is shutting down".to_string()),
-        Outcome::Failed { error, .. } => Some(error.clone()),
+        Outcome::Failed { error, .. } => Some(in_server_words(error)),
     };
     let text = exposition(&probe_figures(&record), error.is_none(), took);
     Probed { text, error }
@@ -132,4 +145,25 @@ fn exposition(figures: &[ProbeFigure], success: bool, took: f64) -> String {
     // Writing into a String cannot fail.
     let _ = encode(&mut text, &registry);
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_probe_names_no_flag_the_server_lacks() {
+        // A closed loopback port: the client's refusal, in the server's words.
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let target = closed.local_addr().expect("addr");
+        drop(closed);
+        let probed = run(target, Duration::from_millis(500), &Interrupt::default());
+        let error = probed.error.expect("the probe failed");
+        assert!(error.contains("--probe-allow") && !error.contains("check -p"), "{error}");
+        // A silent host (the client's own hint, as a SYN-dropping target gives it).
+        let silent =
+            format!("cannot connect to 127.0.0.9:5201: no answer{}", client::RAISE_CONNECT_TIMEOUT);
+        let said = in_server_words(&silent);
+        assert!(!said.contains("--connect-timeout") && said.contains("waits 2 s"), "{said}");
+    }
 }

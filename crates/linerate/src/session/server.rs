@@ -77,6 +77,22 @@ pub enum ServerNote {
         /// The bound address.
         addr: SocketAddr,
     },
+    /// Right after `Listening`, when the server is an agent or was told where it runs: what it
+    /// is and where (`--agent`, `--node-name`, `--zone`, `--network`), so that a log read
+    /// alone — `kubectl logs` of one pod of many — says which agent it is.
+    Serving {
+        /// `--agent`.
+        agent: bool,
+        /// `--node-name`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        node: Option<String>,
+        /// `--zone`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        zone: Option<String>,
+        /// `--network`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        network: Option<String>,
+    },
     /// A test was accepted.
     TestAccepted {
         /// Server-local test number.
@@ -533,6 +549,15 @@ impl Server {
             metrics: ServerMetrics::new(),
         });
         (shared.notes)(&ServerNote::Listening { addr: self.local_addr()? });
+        let place = &shared.place;
+        if shared.agent || place.node.is_some() || place.zone.is_some() || place.network.is_some() {
+            (shared.notes)(&ServerNote::Serving {
+                agent: shared.agent,
+                node: place.node.clone(),
+                zone: place.zone.clone(),
+                network: place.network.clone(),
+            });
+        }
         let udp_stop = Arc::new(AtomicBool::new(false));
         let udp_thread = match self.udp {
             Ok(acceptor) => {

@@ -102,6 +102,17 @@ pub struct CostSummary {
     pub data_plane: Option<String>,
 }
 
+impl CostSummary {
+    /// The bytes an end's machine time paid for, as a rate: its busy cores over its CPU-s per
+    /// GB (None when either is unknown).
+    pub fn machine_rate(&self) -> Option<f64> {
+        match (self.cores_busy, self.cpu_seconds_per_gb) {
+            (Some(busy), Some(per_gb)) if per_gb > 0.0 => Some(busy / per_gb * 8e9),
+            _ => None,
+        }
+    }
+}
+
 /// The data plane in words when it is not the classic one (a thread per stream, autotuned
 /// buffers, the automatic unsent-queue limit): the pool, its busiest worker's share of a
 /// core, a loopback pairing, loopback or capped buffers with their reason, and an
