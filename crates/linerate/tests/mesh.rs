@@ -840,3 +840,49 @@ fn two_networks_on_the_same_nodes_are_tested_apart_and_set_side_by_side() {
     // The interference check has nothing to do: no round holds two pairs.
     assert!(summary.get("interference").is_none(), "{summary}");
 }
+
+/// An agent that does not answer its first greeting is greeted again a second later before
+/// it is called unreachable: here the first greeting meets a listener that says nothing (as a
+/// path that loses the exchange), the second the agent itself, and every pair runs.
+#[test]
+fn an_agent_silent_at_the_first_greeting_is_greeted_again() {
+    let _g = crate::util::exclusive();
+    let dir = test_dir("mesh-regreet");
+    let key = key_file(&dir, "psk", b'r');
+    let a = Server::start(&["-B", "127.0.0.1", "--agent", "--psk-file", &key, "--node-name", "a"]);
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = silent.local_addr().expect("addr").port();
+    let (ta, tb) = (format!("127.0.0.1:{}", a.port), format!("127.0.0.1:{port}"));
+    let args = ["mesh", "-t", "0.3", "--repeat", "1", "--psk-file", &key, "--no-store", &ta, &tb];
+    let mesh = std::thread::spawn({
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        move || {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            run(&args, Duration::from_secs(60))
+        }
+    });
+    // The first greeting: taken, never answered; then the agent on that port.
+    silent.set_nonblocking(false).expect("blocking");
+    let (held, _) = silent.accept().expect("the first greeting");
+    drop(silent);
+    let b = Server::start_raw(&[
+        "server",
+        "-p",
+        &port.to_string(),
+        "-B",
+        "127.0.0.1",
+        "--agent",
+        "--psk-file",
+        &key,
+        "--node-name",
+        "b",
+    ]);
+    let out = mesh.join().expect("mesh");
+    drop(held);
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    for pair in ["a -> b", "b -> a"] {
+        assert!(out.stdout.contains(pair), "{pair}: {}", out.stdout);
+    }
+    assert!(!out.stdout.contains("not reachable"), "{}", out.stdout);
+    drop(b);
+}

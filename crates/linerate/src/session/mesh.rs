@@ -132,10 +132,30 @@ fn ask(
 pub type Greeted = Vec<Result<crate::session::agents::Heard, crate::session::agents::Unheard>>;
 
 /// Greets every agent with the plan's key (`session::agents::greet_all`: many at once), each
-/// bounded by the connect timeout and the handshake's.
+/// bounded by the connect timeout and the handshake's. An agent that did not answer (as
+/// opposed to one that turned the requester down) is greeted once more, [`REGREET_AFTER`]
+/// later, before it is called unreachable: on a real two-node cluster a mesh Job lost every
+/// pair of an agent it had heard a second earlier, to one greeting that went unanswered for
+/// its whole connect timeout.
 pub fn preflight(agents: &[Target], plan: &ClientPlan) -> Greeted {
-    crate::session::agents::greet_all(agents, &|a| crate::session::agents::greet(a, plan))
+    let greet = |a: &Target| crate::session::agents::greet(a, plan);
+    let mut greeted = crate::session::agents::greet_all(agents, &greet);
+    let again: Vec<usize> = (0..agents.len())
+        .filter(|&i| matches!(&greeted[i], Err(u) if !u.refused))
+        .collect();
+    if again.is_empty() {
+        return greeted;
+    }
+    std::thread::sleep(REGREET_AFTER);
+    let retry: Vec<Target> = again.iter().map(|&i| agents[i].clone()).collect();
+    for (i, heard) in again.into_iter().zip(crate::session::agents::greet_all(&retry, &greet)) {
+        greeted[i] = heard;
+    }
+    greeted
 }
+
+/// How long the pre-flight waits before greeting an agent that did not answer a second time.
+pub const REGREET_AFTER: Duration = Duration::from_secs(1);
 
 /// The agents named by the nodes they reported at the pre-flight (`server --node-name`, the
 /// DaemonSet's), when those that answered name distinct, printable nodes; by node and network
