@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A local multi-node Kubernetes (v1.34.4) as host processes on one machine, without any image
+# A local multi-node Kubernetes (v1.34.4; v1.35.4 with K8S_MODULE=k8s-1.35) as host processes on one machine, without any image
 # registry, for the end-to-end test of deploy/kubernetes (e2e.sh). What runs: etcd (Debian),
 # kube-apiserver, kube-controller-manager, kube-scheduler, and per node a containerd (Debian)
 # and a kubelet with bridge CNI, plus CoreDNS (kubernetes plugin only) as a host process. The
@@ -35,6 +35,9 @@ set -euo pipefail
 
 K=${K8S_DIR:-/var/tmp/linerate-k8s}
 SRC=$(cd "$(dirname "$0")" && pwd)
+# The Kubernetes release built: the module directory that requires it (k8s/: v1.34.4, the one
+# CI runs; k8s-1.35/: v1.35.4). Give each its own K8S_DIR, as the binaries are cached there.
+K8S_MODULE=${K8S_MODULE:-$SRC/k8s}
 BIN=$K/bin
 RUN=$K/run
 PKI=$RUN/pki
@@ -413,12 +416,15 @@ build() { # the Kubernetes binaries, CoreDNS and the pause image, each rebuilt o
   local s=$(date +%s)
   mkdir -p "$BIN" "$K/images" "$K/src"
   export GOTOOLCHAIN=local GOMAXPROCS=2 GOFLAGS="-mod=mod -buildvcs=false" CGO_ENABLED=0
-  local v=v1.34.4 stamp
-  stamp=$(cat "$SRC/k8s/go.mod" "$SRC/k8s/go.sum" | sha256sum | cut -c1-16)-$(go version | awk '{print $3}')
+  local v minor stamp
+  v=$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" {print $3}' "$K8S_MODULE/go.mod")
+  [ -n "$v" ] || { log "$K8S_MODULE/go.mod requires no k8s.io/kubernetes"; return 1; }
+  minor=$(echo "$v" | cut -d. -f2)
+  stamp=$(cat "$K8S_MODULE/go.mod" "$K8S_MODULE/go.sum" | sha256sum | cut -c1-16)-$(go version | awk '{print $3}')
   if [ "$(cat "$BIN/.k8s-stamp" 2>/dev/null)" != "$stamp" ]; then
-    rm -rf "$K/src/k8s" && cp -r "$SRC/k8s" "$K/src/k8s"
+    rm -rf "$K/src/k8s" && cp -r "$K8S_MODULE" "$K/src/k8s"
     local ld="-s -w -X k8s.io/component-base/version.gitVersion=$v -X k8s.io/component-base/version.gitMajor=1"
-    ld="$ld -X k8s.io/component-base/version.gitMinor=34 -X k8s.io/component-base/version.gitTreeState=clean"
+    ld="$ld -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
     ld="$ld -X k8s.io/client-go/pkg/version.gitVersion=$v"
     (cd "$K/src/k8s" && nice -n 19 go build -p 2 -trimpath -ldflags "$ld" -o "$BIN/" \
       k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \

@@ -186,6 +186,18 @@ pub struct LimitArgs {
     /// agents holding the same key are ever tested, so an agent cannot be aimed elsewhere.
     #[arg(long = "agent", help_heading = "Access")]
     pub agent: bool,
+    /// With --agent: the only targets its pair tests may reach, as networks (10.0.0.0/8, an
+    /// address) or names whose addresses they must be (a headless Service: linerate); any
+    /// other target is refused before it is contacted [default: targets on the agent's own
+    /// kind of network: loopback, private, link-local or public, as the address it was
+    /// reached at].
+    #[arg(
+        long = "pair-allow",
+        value_name = "NET|NAME,...",
+        value_delimiter = ',',
+        help_heading = "Access"
+    )]
+    pub pair_allow: Option<Vec<crate::plan::server::PairTarget>>,
 }
 
 fn log_format(s: &str) -> Result<LogFormat, String> {
@@ -280,6 +292,7 @@ impl LimitArgs {
             zone: self.zone.clone(),
             network: self.network.clone(),
             agent: self.agent.then_some(true),
+            pair_allow: self.pair_allow.clone(),
             ..ServerSettings::default()
         }
     }
@@ -317,6 +330,7 @@ mod tests {
             "FILE" => return vec![key_file.to_string()],
             "NAME" => &["node-a"],
             "PERCENT" => &["25"],
+            "NET|NAME,..." => &["127.0.0.0/8"],
             _ => &[],
         };
         words.iter().map(|w| w.to_string()).collect()
@@ -374,11 +388,21 @@ mod tests {
                 continue;
             }
             let key = long.replace('-', "_");
+            // `--agent` needs a key, `--pair-allow` an agent: both ways get them, and so does
+            // what it is compared with.
+            let psk = format!("--psk-file={key_file}");
+            let with: Vec<&str> = match long.as_str() {
+                "agent" => vec![&psk],
+                "pair-allow" => vec![&psk, "--agent"],
+                _ => Vec::new(),
+            };
+            let base = if with.is_empty() { default.clone() } else { parse(&with).expect("key") };
             let (flag, value) = if *takes_value {
                 let tried = candidates(value_name, &key_file);
-                let good = tried
-                    .iter()
-                    .find(|v| parse(&[&format!("--{long}={v}")]).is_ok_and(|p| p != default));
+                let good = tried.iter().find(|v| {
+                    parse(&[&with[..], &[&format!("--{long}={v}")]].concat())
+                        .is_ok_and(|p| p != base)
+                });
                 let v = good.unwrap_or_else(|| {
                     panic!("--{long} {value_name}: no sample value it accepts; add one ({tried:?})")
                 });
@@ -386,13 +410,9 @@ mod tests {
             } else {
                 (format!("--{long}"), "true".to_string())
             };
-            // `--agent` needs a key: both ways get one, and so does what it is compared with.
-            let psk = format!("--psk-file={key_file}");
-            let with: &[&str] = if long == "agent" { &[&psk] } else { &[] };
-            let base = if with.is_empty() { default.clone() } else { parse(with).expect("key") };
-            let by_flag = parse(&[with, &[flag.as_str()]].concat()).expect("the flag parses");
+            let by_flag = parse(&[&with[..], &[flag.as_str()]].concat()).expect("the flag parses");
             std::fs::write(&config, format!("{key} = {value}\n")).expect("write config");
-            let by_file = parse(&[with, &["--config", &config_s]].concat())
+            let by_file = parse(&[&with[..], &["--config", &config_s]].concat())
                 .unwrap_or_else(|e| panic!("--{long}: `{key} = {value}` in the file: {e}"));
             assert_eq!(by_file, by_flag, "`{key} = {value}` differs from {flag}");
             assert_ne!(by_flag, base, "{flag} changes nothing");

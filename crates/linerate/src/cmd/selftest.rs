@@ -36,6 +36,7 @@ fn with_embedded_server(
 ) -> Result<ExitCode> {
     let server_plan = ServerPlan {
         agent: false,
+        pair_allow: Vec::new(),
         text: crate::plan::text::TextOptions::default(),
         port: 0,
         bind: Some(std::net::IpAddr::from([127, 0, 0, 1])),

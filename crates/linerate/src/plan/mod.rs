@@ -438,6 +438,9 @@ pub struct ReportPlan {
 pub struct ServerPlan {
     /// `--agent`: runs pair tests for clients with the key (never without one).
     pub agent: bool,
+    /// `--pair-allow`: the only targets an agent's pair tests may reach (empty: the agent's own
+    /// kind of network, `server::pair_target_refusal`).
+    pub pair_allow: Vec<server::PairTarget>,
     /// Port to listen on.
     pub port: u16,
     /// Address to bind (`-B`); None = all addresses (dual-stack).

@@ -117,6 +117,8 @@ pub struct ServerSettings {
     pub network: Option<String>,
     /// `--agent`: run tests against other agents when a client with the key asks.
     pub agent: Option<bool>,
+    /// `--pair-allow`: the only targets an agent's pair tests may reach.
+    pub pair_allow: Option<Vec<PairTarget>>,
 }
 
 /// The shortest and longest probe a server runs (`--probe-duration`): a probe is a scrape's
@@ -219,6 +221,149 @@ impl Access {
     pub fn allows(&self, ip: IpAddr) -> bool {
         self.allow.is_empty() || self.allow.iter().any(|n| n.contains(ip))
     }
+}
+
+/// One entry of `--pair-allow`: a network (an address, or ADDRESS/PREFIX) or a name (a
+/// headless Service's, whose addresses are the agents), resolved when a pair test asks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PairTarget {
+    /// Addresses inside it.
+    Net(IpNet),
+    /// The addresses this name resolves to when the pair test is asked for.
+    Name(String),
+}
+
+impl std::str::FromStr for PairTarget {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let s = s.trim();
+        if let Ok(net) = s.parse::<IpNet>() {
+            return Ok(PairTarget::Net(net));
+        }
+        let name_ok = !s.is_empty()
+            && s.len() <= 253
+            && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.');
+        if !name_ok || s.bytes().all(|b| b.is_ascii_digit() || b == b'.' || b == b'/') {
+            return Err(format!(
+                "{s:?} is neither a network (10.0.0.0/8, fd00::/8, an address) nor a host name \
+                 (linerate, linerate.ns.svc.cluster.local)"
+            ));
+        }
+        Ok(PairTarget::Name(s.to_ascii_lowercase()))
+    }
+}
+
+impl<'de> Deserialize<'de> for PairTarget {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// What kind of network an address is on, for an agent's default rule on pair targets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NetKind {
+    /// 127.0.0.0/8, ::1.
+    Loopback,
+    /// RFC 1918, shared address space (100.64.0.0/10), unique local (fc00::/7).
+    Private,
+    /// 169.254.0.0/16, fe80::/10.
+    LinkLocal,
+    /// Any other unicast address.
+    Public,
+    /// Unspecified, multicast, broadcast: never a target.
+    Unusable,
+}
+
+impl NetKind {
+    /// The kind in a word.
+    pub fn word(self) -> &'static str {
+        match self {
+            NetKind::Loopback => "loopback",
+            NetKind::Private => "private",
+            NetKind::LinkLocal => "link-local",
+            NetKind::Public => "public",
+            NetKind::Unusable => "unusable",
+        }
+    }
+
+    /// The kind of `ip` (an IPv4-mapped IPv6 address as its IPv4 address).
+    pub fn of(ip: IpAddr) -> NetKind {
+        match ip.to_canonical() {
+            IpAddr::V4(a) => {
+                let [o0, o1, ..] = a.octets();
+                if a.is_loopback() {
+                    NetKind::Loopback
+                } else if a.is_private() || (o0 == 100 && (o1 & 0xc0) == 64) {
+                    NetKind::Private
+                } else if a.is_link_local() {
+                    NetKind::LinkLocal
+                } else if a.is_unspecified() || a.is_multicast() || a.is_broadcast() {
+                    NetKind::Unusable
+                } else {
+                    NetKind::Public
+                }
+            }
+            IpAddr::V6(a) => {
+                let s0 = a.segments()[0];
+                if a.is_loopback() {
+                    NetKind::Loopback
+                } else if (s0 & 0xfe00) == 0xfc00 {
+                    NetKind::Private
+                } else if (s0 & 0xffc0) == 0xfe80 {
+                    NetKind::LinkLocal
+                } else if a.is_unspecified() || a.is_multicast() {
+                    NetKind::Unusable
+                } else {
+                    NetKind::Public
+                }
+            }
+        }
+    }
+}
+
+/// Why an agent on `own` (the address its requester reached it at) must not run a pair test
+/// against `target` (as asked, `host:port`) resolved to `addrs`; None when it may. With an
+/// allow-list (`--pair-allow`), every address must be inside one of its networks or among
+/// what one of its names resolves to now (`names`: each name with its addresses); without
+/// one, every address must be of the agent's own kind of network (`NetKind`): an agent on a
+/// cluster's private network is not aimed at the Internet, nor one on loopback at anything
+/// else. Either way a refused target is never contacted.
+pub fn pair_target_refusal(
+    allow: &[PairTarget],
+    names: &[(String, Vec<IpAddr>)],
+    own: IpAddr,
+    target: &str,
+    addrs: &[IpAddr],
+) -> Option<String> {
+    if addrs.is_empty() {
+        return Some(format!("the pair test's target {target} resolves to no address"));
+    }
+    let allowed = |ip: &IpAddr| {
+        allow.iter().any(|a| match a {
+            PairTarget::Net(n) => n.contains(*ip),
+            PairTarget::Name(name) => names.iter().any(|(n, found)| {
+                n == name && found.iter().any(|f| f.to_canonical() == ip.to_canonical())
+            }),
+        })
+    };
+    if !allow.is_empty() {
+        let out = addrs.iter().find(|ip| !allowed(ip))?;
+        return Some(format!(
+            "the pair test's target {target} ({out}) is not in this agent's --pair-allow"
+        ));
+    }
+    let mine = NetKind::of(own);
+    let other = addrs.iter().find(|ip| {
+        let kind = NetKind::of(**ip);
+        kind != mine || kind == NetKind::Unusable
+    })?;
+    Some(format!(
+        "the pair test's target {target} ({other}, a {} address) is not on this agent's kind of \
+         network ({}); an agent tests only its own kind unless --pair-allow names the target",
+        NetKind::of(*other).word(),
+        mine.word()
+    ))
 }
 
 /// A network: an address and a prefix length (`10.0.0.0/8`, `::1`, `fe80::/10`).
@@ -363,6 +508,7 @@ impl ServerSettings {
             zone: self.zone.or(fallback.zone),
             network: self.network.or(fallback.network),
             agent: self.agent.or(fallback.agent),
+            pair_allow: self.pair_allow.or(fallback.pair_allow),
         }
     }
 
@@ -389,8 +535,14 @@ impl ServerSettings {
                         and only agents holding the same key are tested"
                 .into());
         }
+        if self.pair_allow.is_some() && !agent {
+            return Err("pair_allow (--pair-allow) limits where an agent's pair tests go: give \
+                        --agent too, or drop it"
+                .into());
+        }
         Ok(crate::plan::ServerPlan {
             agent,
+            pair_allow: self.pair_allow.clone().unwrap_or_default(),
             port: self.port.unwrap_or(crate::plan::DEFAULT_PORT),
             bind: self.bind,
             family,
@@ -597,6 +749,40 @@ pub fn read_psk(path: &std::path::Path) -> Result<Psk, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pair_target_is_checked_by_the_list_or_else_by_kind() {
+        let ip = |s: &str| s.parse::<IpAddr>().expect("ip");
+        let allow = |items: &[&str]| -> Vec<PairTarget> {
+            items.iter().map(|s| s.parse().expect(s)).collect()
+        };
+        let own = ip("10.244.0.5");
+        // No list: the agent's own kind only.
+        let check = |target: &[&str]| {
+            let addrs: Vec<IpAddr> = target.iter().map(|t| ip(t)).collect();
+            pair_target_refusal(&[], &[], own, "t:5201", &addrs)
+        };
+        assert_eq!(check(&["10.244.1.7"]), None);
+        assert_eq!(check(&["fd00::7"]), None, "a unique local address is private too");
+        let e = check(&["10.244.1.7", "8.8.4.4"]).expect("one public address");
+        assert!(e.contains("a public address") && e.contains("--pair-allow"), "{e}");
+        assert!(check(&["127.0.0.1"]).is_some() && check(&["224.0.0.1"]).is_some());
+        assert!(check(&[]).expect("no address").contains("no address"));
+        let on_lo = pair_target_refusal(&[], &[], ip("127.0.0.1"), "t", &[ip("127.0.0.9")]);
+        assert_eq!(on_lo, None, "loopback to loopback");
+        // A list: its networks and what its names resolve to now, nothing else.
+        let list = allow(&["10.244.0.0/16", "linerate"]);
+        let names = vec![("linerate".to_string(), vec![ip("10.96.0.9")])];
+        let with = |t: &str| pair_target_refusal(&list, &names, own, "t", &[ip(t)]);
+        assert_eq!(with("10.244.3.3"), None);
+        assert_eq!(with("10.96.0.9"), None, "an address of an allowed name");
+        assert!(with("10.96.0.10").expect("refused").contains("--pair-allow"));
+        assert!(with("203.0.113.5").is_some());
+        for bad in ["", "a b", "10.0.0.0/99", "1.2.3"] {
+            assert!(bad.parse::<PairTarget>().is_err(), "{bad:?}");
+        }
+        assert_eq!("Linerate.NS.svc".parse(), Ok(PairTarget::Name("linerate.ns.svc".into())));
+    }
     use std::time::Duration;
 
     #[test]

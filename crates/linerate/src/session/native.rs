@@ -253,6 +253,30 @@ impl Session<'_> {
         Ok(())
     }
 
+    /// The address a pair test to `host:port` (`target` as asked) may use, or why none.
+    fn pair_address(&self, target: &str, host: &str, port: u16) -> Result<IpAddr, String> {
+        use std::net::ToSocketAddrs;
+        let resolve = |name: &str| -> Vec<IpAddr> {
+            (name, port).to_socket_addrs().map(|a| a.map(|s| s.ip()).collect()).unwrap_or_default()
+        };
+        let addrs = resolve(host);
+        let allow = &self.t.shared.pair_allow;
+        let names: Vec<(String, Vec<IpAddr>)> = allow
+            .iter()
+            .filter_map(|a| match a {
+                crate::plan::server::PairTarget::Name(n) => Some((n.clone(), resolve(n))),
+                crate::plan::server::PairTarget::Net(_) => None,
+            })
+            .collect();
+        let refusal =
+            crate::plan::server::pair_target_refusal(allow, &names, self.local_ip, target, &addrs);
+        match (refusal, addrs.first()) {
+            (None, Some(ip)) => Ok(*ip),
+            (Some(why), _) => Err(why),
+            (None, None) => Err(format!("the pair test's target {target} resolves to no address")),
+        }
+    }
+
     /// Starts an agent's pair test (admitted at the door like any test): the target must be
     /// an agent holding this server's key (`ClientPlan::agents_only`), so the requester can
     /// aim this agent at nothing else.
@@ -268,6 +292,16 @@ impl Session<'_> {
             Err(e) => {
                 conn.refuse(&format!("the pair test's target: {e}"));
                 bail!("refused a pair test: {e}");
+            }
+        };
+        // Where it may go (`--pair-allow`, else its own kind of network), checked on the
+        // addresses resolved now; the test then goes to the first of them, not to the name,
+        // so a resolver cannot answer differently between the check and the connection.
+        let host = match self.pair_address(&target, &host, port) {
+            Ok(ip) => ip.to_string(),
+            Err(why) => {
+                conn.refuse(&why);
+                bail!("refused a pair test: {why}");
             }
         };
         let plan = crate::plan::ClientPlan {

@@ -240,6 +240,8 @@ pub(crate) struct Shared {
     pub(crate) place: crate::plan::server::Place,
     /// `--agent`: runs pair tests (`native.rs`) for clients with the key.
     pub(crate) agent: bool,
+    /// `--pair-allow`: where those pair tests may go.
+    pub(crate) pair_allow: Vec<crate::plan::server::PairTarget>,
     log_limit: LogLimit,
     /// The listening port (UDP streams use the same number).
     pub(crate) port: u16,
@@ -541,6 +543,7 @@ impl Server {
             access: self.plan.access.clone(),
             place: self.plan.place.clone(),
             agent: self.plan.agent,
+            pair_allow: self.plan.pair_allow.clone(),
             log_limit: LogLimit::new(),
             port: self.local_addr()?.port(),
             notes: bounding(notes.sink),
