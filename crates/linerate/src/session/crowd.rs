@@ -177,6 +177,81 @@ mod tests {
         assert!(c.nodes.is_empty() && c.victim(None).is_none());
     }
 
+    /// The rule by brute force: every client's path, compared level by level.
+    fn reference(c: &Crowd, newcomer: Option<IpAddr>) -> Option<(u64, usize)> {
+        let count = |k: &Key| -> usize {
+            let level = k.0;
+            c.by_client
+                .iter()
+                .filter(|(client, _)| path(**client)[usize::from(level) + 1] == *k)
+                .map(|(_, q)| q.len())
+                .sum()
+        };
+        let oldest = |k: &Key| -> u64 {
+            c.by_client
+                .iter()
+                .filter(|(client, _)| path(**client)[usize::from(k.0) + 1] == *k)
+                .filter_map(|(_, q)| q.front().copied())
+                .min()
+                .unwrap_or(u64::MAX)
+        };
+        let (client, q) = c.by_client.iter().max_by_key(|(client, _)| {
+            let p = path(**client);
+            (
+                count(&p[1]),
+                Reverse(oldest(&p[1])),
+                count(&p[2]),
+                Reverse(oldest(&p[2])),
+                count(&p[3]),
+                Reverse(oldest(&p[3])),
+            )
+        })?;
+        if let Some(mine) = newcomer {
+            let (theirs, ours) = (path(*client), path(mine));
+            let level = (1..4).find(|&i| theirs[i] != ours[i])?;
+            let held = |k: &Key| if c.by_client.is_empty() { 0 } else { count(k) };
+            if held(&theirs[level]) <= held(&ours[level]) {
+                return None;
+            }
+        }
+        Some((*q.front()?, q.len()))
+    }
+
+    #[test]
+    fn the_index_picks_what_the_rule_says() {
+        // Random joins and leaves over a few networks, against the brute-force rule.
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rnd = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let mut c = Crowd::default();
+        let mut held: Vec<(IpAddr, u64)> = Vec::new();
+        for token in 1..2000u64 {
+            let client = match rnd(3) {
+                0 => IpAddr::from([127, 3, rnd(3) as u8, rnd(6) as u8]),
+                1 => IpAddr::from([0xfd00, rnd(2) as u16, 0, rnd(3) as u16, 0, 0, 0, rnd(4) as u16]),
+                _ => IpAddr::from([127, 0, 0, rnd(4) as u8]),
+            };
+            if rnd(3) == 0 && !held.is_empty() {
+                let (k, t) = held.swap_remove(rnd(held.len() as u64) as usize);
+                c.leave(k, t);
+            } else {
+                c.join(client, token);
+                held.push((client, token));
+            }
+            let newcomer = IpAddr::from([127, 3, rnd(3) as u8, rnd(6) as u8]);
+            assert_eq!(c.victim(Some(newcomer)), reference(&c, Some(newcomer)), "at {token}");
+            assert_eq!(c.victim(None), reference(&c, None), "at {token}");
+        }
+        for (k, t) in held {
+            c.leave(k, t);
+        }
+        assert!(c.nodes.is_empty() && c.by_client.is_empty());
+    }
+
     /// The crowd's churn: `newcomer` arrives, the victim goes, and the victim's client is the
     /// next to arrive (it reopens what was closed), `rounds` times; `protected` must never go.
     fn churn(c: &mut Crowd, mut newcomer: IpAddr, rounds: usize, protected: u64, token: &mut u64) {
