@@ -157,7 +157,7 @@ fn once(plan: &MeshPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     };
     let kept_runs = kept.len();
     let ran = crate::session::mesh::run_mesh(&mut mesh, kept, interrupt, &mut progress, &mut keep);
-    let (mut outcome, gone) = (ran.grid, ran.dead);
+    let (mut outcome, gone, shared_rounds) = (ran.grid, ran.dead, ran.shared_rounds);
     console.end_progress();
     let complete = outcome.stopped.is_none()
         && outcome.runs.iter().all(|(_, r)| r.outcome == Outcome::Completed);
@@ -173,7 +173,7 @@ fn once(plan: &MeshPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     let agent_labels: Vec<String> = agents.iter().map(|a| a.label.clone()).collect();
     let summary =
         crate::stats::mesh::summarize_mesh(&agent_labels, &pairs, &cells, &by_cell, plan.until_ci);
-    let interference = interference_check(plan, &mesh, &summary, interrupt, text)?;
+    let interference = interference_check(plan, (&mesh, shared_rounds), &summary, interrupt, text)?;
     // Each pair against the meshes before it, when this one is stored.
     let watch = match (runs.store.as_ref(), group) {
         (Some(s), Some(g)) => {
@@ -226,18 +226,17 @@ fn once(plan: &MeshPlan, interrupt: &Interrupt) -> Result<ExitCode> {
 
 /// The interference check after the rounds: a seeded sample of the pairs with completed runs,
 /// each run again alone, set against its in-round figure. None when it does not apply: no
-/// sample asked for, no round with two pairs (`--serial`, `--concurrency 1`, fewer than four
-/// agents, agents of two networks on two nodes), or an interrupted mesh.
+/// sample asked for, no round that ran (`shared_rounds`) held two pairs (`--serial`,
+/// `--concurrency 1`, fewer than four agents, agents of two networks on two nodes), or an
+/// interrupted mesh.
 fn interference_check(
     plan: &MeshPlan,
-    mesh: &crate::session::mesh::Pairs<'_>,
+    (mesh, shared_rounds): (&crate::session::mesh::Pairs<'_>, bool),
     summary: &crate::stats::mesh::MeshSummary,
     interrupt: &Interrupt,
     text: bool,
 ) -> Result<Option<crate::stats::mesh::Interference>> {
-    let rounds =
-        crate::plan::rounds::schedule_on(&mesh.hosts, mesh.pairs, plan.concurrency, plan.seed);
-    if plan.interference == 0 || rounds.iter().all(|r| r.len() < 2) || interrupt.count() > 0 {
+    if plan.interference == 0 || !shared_rounds || interrupt.count() > 0 {
         return Ok(None);
     }
     let completed: Vec<usize> =
@@ -311,12 +310,9 @@ fn sampled(
     greeted: &crate::session::mesh::Greeted,
     seed: u64,
 ) -> Result<Vec<crate::plan::mesh::Pair>> {
-    let heard = |f: fn(&crate::session::agents::Heard) -> &Option<String>| -> Vec<Option<String>> {
-        greeted.iter().map(|g| g.as_ref().ok().and_then(|h| f(h).clone())).collect()
-    };
-    let zones = heard(|h| &h.zone);
+    let zones = reported(n, greeted, |h| &h.zone);
     let reachable: Vec<bool> = greeted.iter().map(Result::is_ok).collect();
-    let picked = match crate::plan::mesh::network_groups(&heard(|h| &h.network)) {
+    let picked = match crate::plan::mesh::network_groups(&reported(n, greeted, |h| &h.network)) {
         Some(groups) => {
             crate::plan::sample::pairs_within(&groups, plan.sample, seed, &zones, &reachable)
         }
@@ -327,10 +323,19 @@ fn sampled(
 
 /// Each of `n` agents' host by the nodes they reported (none greeted: each its own).
 fn hosts(n: usize, greeted: &crate::session::mesh::Greeted) -> Vec<usize> {
-    let nodes: Vec<Option<String>> = (0..n)
-        .map(|i| greeted.get(i).and_then(|g| g.as_ref().ok()).and_then(|h| h.node.clone()))
-        .collect();
-    crate::plan::rounds::hosts(&nodes)
+    crate::plan::rounds::hosts(&reported(n, greeted, |h| &h.node))
+}
+
+/// What each of `n` agents said of itself at the pre-flight (`field` of its greeting): None
+/// for one that did not answer, named nothing, or was not greeted.
+fn reported(
+    n: usize,
+    greeted: &crate::session::mesh::Greeted,
+    field: fn(&crate::session::agents::Heard) -> &Option<String>,
+) -> Vec<Option<String>> {
+    (0..n)
+        .map(|i| greeted.get(i).and_then(|g| g.as_ref().ok()).and_then(|h| field(h).clone()))
+        .collect()
 }
 
 /// Why a mesh over a name that resolved to too few agents cannot run, and what to do instead.

@@ -94,22 +94,17 @@ pub fn schedule(n: usize, pairs: &[Pair], concurrency: usize, seed: u64) -> Vec<
     order.into_iter().map(|i| std::mem::take(&mut capped[i])).collect()
 }
 
-/// Each agent's host: agents reporting the same node (`server --node-name`) share one, an
-/// agent reporting none (or not heard) is a host of its own. Indexes from 0, by first agent.
+/// Each agent's host, as the index of the first agent on it: agents reporting the same node
+/// (`server --node-name`) share one, an agent reporting none (or not heard) is a host of its
+/// own. Every agent on a node of its own: `[0, 1, 2, …]`.
 pub fn hosts(nodes: &[Option<String>]) -> Vec<usize> {
-    let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
-    let mut next = 0;
+    let mut first: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     nodes
         .iter()
-        .map(|node| {
-            let fresh = |next: &mut usize| {
-                *next += 1;
-                *next - 1
-            };
-            match node {
-                Some(n) => *seen.entry(n.as_str()).or_insert_with(|| fresh(&mut next)),
-                None => fresh(&mut next),
-            }
+        .enumerate()
+        .map(|(i, node)| match node {
+            Some(n) => *first.entry(n.as_str()).or_insert(i),
+            None => i,
         })
         .collect()
 }

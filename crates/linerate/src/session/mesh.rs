@@ -140,9 +140,8 @@ pub type Greeted = Vec<Result<crate::session::agents::Heard, crate::session::age
 pub fn preflight(agents: &[Target], plan: &ClientPlan) -> Greeted {
     let greet = |a: &Target| crate::session::agents::greet(a, plan);
     let mut greeted = crate::session::agents::greet_all(agents, &greet);
-    let again: Vec<usize> = (0..agents.len())
-        .filter(|&i| matches!(&greeted[i], Err(u) if !u.refused))
-        .collect();
+    let again: Vec<usize> =
+        (0..agents.len()).filter(|&i| matches!(&greeted[i], Err(u) if !u.refused)).collect();
     if again.is_empty() {
         return greeted;
     }
@@ -230,6 +229,9 @@ pub struct MeshOutcome {
     pub grid: crate::session::grid::Outcome<RunRecord>,
     /// Agents not tested, or no longer: at pre-flight, or after failing in a row.
     pub dead: Vec<(String, String)>,
+    /// Whether some round of the walk held two pairs or more (else nothing ran beside
+    /// anything, and there is no interference to check).
+    pub shared_rounds: bool,
 }
 
 impl Pairs<'_> {
@@ -413,7 +415,8 @@ pub fn run_mesh(
             out.runs.push((slot, record));
         }
     }
-    MeshOutcome { grid: out, dead }
+    let shared_rounds = walk.iter().any(|round| round.len() >= 2);
+    MeshOutcome { grid: out, dead, shared_rounds }
 }
 
 /// The interference check's runs: each of `cells`' pairs once more, alone, one after the

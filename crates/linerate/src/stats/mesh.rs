@@ -235,29 +235,23 @@ fn network_costs(agents: &[AgentPlace], pairs: &[Pair], cells: &[CellSummary]) -
     } else {
         names.iter().next().copied().unwrap_or_default()
     };
-    // (network, from node, to node) -> the pair's cell, for pairs of one network on two nodes.
-    let mut by: BTreeMap<(&str, &str, &str), &CellSummary> = BTreeMap::new();
+    // (network, from node, to node) -> the pair's rate, for measured pairs of one network on
+    // two nodes.
+    let mut by = BTreeMap::new();
     for (p, cell) in pairs.iter().zip(cells) {
         let (Some(a), Some(b)) = (agents.get(p.from), agents.get(p.to)) else { continue };
         let (Some(na), Some(nb)) = (a.network.as_deref(), b.network.as_deref()) else { continue };
         let (Some(from), Some(to)) = (a.node.as_deref(), b.node.as_deref()) else { continue };
-        if na == nb && from != to && cell.bits_per_second.is_some() {
-            by.insert((na, from, to), cell);
+        if let (true, true, Some(rate)) = (na == nb, from != to, cell.bits_per_second.as_ref()) {
+            by.insert((na, from, to), rate);
         }
     }
     let mut out = Vec::new();
-    for (&(network, from, to), cell) in &by {
+    for (&(network, from, to), x) in &by {
         if network == reference {
             continue;
         }
-        let Some(base) = by.get(&(reference, from, to)) else { continue };
-        let (Some(x), Some(r)) = (cell.bits_per_second.as_ref(), base.bits_per_second.as_ref())
-        else {
-            continue;
-        };
-        if r.mean <= 0.0 {
-            continue;
-        }
+        let Some(r) = by.get(&(reference, from, to)).filter(|r| r.mean > 0.0) else { continue };
         let beyond_noise = match (x.ci95, r.ci95) {
             (Some((xl, xh)), Some((rl, rh))) => Some(xh < rl || rh < xl),
             _ => None,
