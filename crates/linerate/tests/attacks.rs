@@ -119,6 +119,64 @@ pub(crate) fn accepted(
     (ctl, d, cookie)
 }
 
+/// Issue 47 item 7: addresses that each pay the progress floor (8 kbit/s) filled all 16
+/// slots, and legitimate tests got 0 of 2. Now a running test that moves less than 1 Mbit/s
+/// gives its slot to a newcomer from a network holding fewer such slots: 24 addresses of one
+/// /24, each keeping a `-b 16k` test running (restarted at once when it ends), and 10 tests
+/// from another network are served.
+#[test]
+fn addresses_paying_the_floor_cannot_keep_another_network_out() {
+    let _serial = exclusive();
+    let mut srv = limited_server(&[]);
+    let port = srv.port.to_string();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let started = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let attackers: Vec<_> = (1..=24u8)
+        .map(|d| {
+            let (port, stop, started) = (port.clone(), stop.clone(), started.clone());
+            std::thread::spawn(move || {
+                use std::sync::atomic::Ordering::SeqCst;
+                let src = ip(47, d).to_string();
+                let t0 = Instant::now();
+                while !stop.load(SeqCst) && t0.elapsed() < secs(90) {
+                    let child = Command::new(bin())
+                        .env("XDG_DATA_HOME", data_home())
+                        .args(["client", "127.0.0.1", "-p", &port, "-B", &src])
+                        .args(["-t", "120", "-b", "16k", "-l", "1000"])
+                        .stdout(Stdio::null())
+                        .stderr(Stdio::null())
+                        .spawn()
+                        .expect("spawn an attacking client");
+                    started.fetch_add(1, SeqCst);
+                    let mut child = Children(vec![child]);
+                    while !stop.load(SeqCst) && child.0[0].try_wait().ok().flatten().is_none() {
+                        sleep(Duration::from_millis(50));
+                    }
+                    drop(child);
+                    sleep(Duration::from_millis(100));
+                }
+            })
+        })
+        .collect();
+    // Let the attackers take every slot, and run long enough to have a rate.
+    let deadline = Instant::now() + secs(30);
+    while srv.log().matches(": accepted:").count() < 16 {
+        assert!(Instant::now() < deadline, "the attackers did not fill the slots: {}", srv.log());
+        sleep(Duration::from_millis(50));
+    }
+    sleep(Duration::from_millis(1500));
+    let ok = (2..12)
+        .filter(|&d| legitimate(srv.port, ip(0, d)).inspect_err(|e| eprintln!("{e}")).is_ok())
+        .count();
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    attackers.into_iter().for_each(|t| t.join().expect("attacker"));
+    figure("floor_rate_crowd_other_network_served_of_10", ok);
+    figure("floor_rate_crowd_clients_started", started.load(std::sync::atomic::Ordering::SeqCst));
+    assert!(alive(&mut srv), "the server is up");
+    assert!(ok >= 9, "{ok} of 10 tests from another network were served: {}", srv.log());
+    assert!(srv.log().contains("moved less than 1 Mbit/s"), "{}", srv.log());
+}
+
 /// Issue 16: 16 `linerate client HOST -t 3600 -b 8 -l 1` from one address held every slot
 /// and 0 of 10 clients from other addresses were served. Now the address holds its share
 /// (a quarter of --max-tests: 4) and the ten are served, all at once.

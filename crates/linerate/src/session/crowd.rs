@@ -130,6 +130,18 @@ impl Crowd {
     /// The connection to close to make room for a newcomer of client `newcomer` (None: for
     /// no one, whatever it is), by the module's rule, and how many its client holds.
     pub(crate) fn victim(&self, newcomer: Option<IpAddr>) -> Option<(u64, usize)> {
+        self.victim_by(newcomer, 1)
+    }
+
+    /// [`Crowd::victim`] with the victim's side holding at least `margin` more than the
+    /// newcomer's where their paths part (a margin of 2 leaves the victim's side holding at
+    /// least as much as the newcomer's after the exchange, so two sides never trade places
+    /// back and forth).
+    pub(crate) fn victim_by(
+        &self,
+        newcomer: Option<IpAddr>,
+        margin: usize,
+    ) -> Option<(u64, usize)> {
         let mut theirs = [ROOT; 4];
         for level in 1..4 {
             let (_, _, child) = *self.nodes.get(&theirs[level - 1])?.by_rank.last()?;
@@ -140,7 +152,7 @@ impl Crowd {
             let ours = path(mine);
             // The first level where the paths part decides; the same client never gives way.
             let level = (1..4).find(|&i| theirs[i] != ours[i])?;
-            if self.standing(&theirs)[level - 1] <= self.standing(&ours)[level - 1] {
+            if self.standing(&theirs)[level - 1] < self.standing(&ours)[level - 1] + margin {
                 return None;
             }
         }
@@ -232,7 +244,9 @@ mod tests {
         for token in 1..2000u64 {
             let client = match rnd(3) {
                 0 => IpAddr::from([127, 3, rnd(3) as u8, rnd(6) as u8]),
-                1 => IpAddr::from([0xfd00, rnd(2) as u16, 0, rnd(3) as u16, 0, 0, 0, rnd(4) as u16]),
+                1 => {
+                    IpAddr::from([0xfd00, rnd(2) as u16, 0, rnd(3) as u16, 0, 0, 0, rnd(4) as u16])
+                }
                 _ => IpAddr::from([127, 0, 0, rnd(4) as u8]),
             };
             if rnd(3) == 0 && !held.is_empty() {

@@ -33,6 +33,7 @@ mod rr_stream;
 mod served;
 pub mod server;
 mod signals;
+mod slots;
 pub mod streams;
 pub mod test_log;
 pub mod udp;

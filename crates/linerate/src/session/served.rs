@@ -29,6 +29,7 @@ use crate::session::frame_budget::{FrameGate, Gate};
 use crate::session::metrics::refusal_reason;
 use crate::session::pump::{self, Turn, Wait};
 use crate::session::server::{Admitted, DoctorSlot, ServerNote, Shared};
+use crate::session::slots::{CHEAP_PERIOD, CHEAP_RATE};
 use crate::session::test_log::TestLogLine;
 use crate::session::{Clock, ControlChannel, SOFTWARE, StreamSet};
 
@@ -50,6 +51,8 @@ pub(crate) struct ServedTest {
     progress: (Instant, Progress),
     /// Where the current progress window began and the count then.
     window: (Instant, Progress),
+    /// Where the current rate period began (`slots::CHEAP_PERIOD`) and the count then.
+    pace: (Instant, Progress),
     /// The most other tests seen running at once during this one.
     overlap: u32,
     /// Counts this connection against its address until the test is admitted.
@@ -107,6 +110,7 @@ impl ServedTest {
             client_results: None,
             progress: (Instant::now(), Progress::default()),
             window: (Instant::now(), Progress::default()),
+            pace: (Instant::now(), Progress::default()),
             overlap: 0,
             pending: Some(pending),
             ticket: None,
@@ -242,6 +246,7 @@ impl ServedTest {
         self.note_overlap();
         let now = self.streams.as_mut().map_or_else(Instant::now, StreamSet::start);
         self.progress = (now, Progress::default());
+        self.pace = self.progress;
     }
 
     /// The most other tests running at once, so far.
@@ -271,6 +276,12 @@ impl ServedTest {
             limits.bytes_exceeded(total.bytes).or(limits.duration_exceeded(ran, RUN_GRACE))
         {
             return Err(r.into());
+        }
+        let period = now.saturating_duration_since(self.pace.0);
+        if period >= CHEAP_PERIOD {
+            let bits = total.since(self.pace.1).bits() as f64;
+            self.shared.moving(self.test, bits / period.as_secs_f64() < CHEAP_RATE as f64);
+            self.pace = (now, total);
         }
         let window = now.saturating_duration_since(self.window.0);
         if window >= limits.idle_timeout {
@@ -397,6 +408,14 @@ impl ServedTest {
         {
             pump::flush(ctrl, m);
             bail!("{why}");
+        }
+        if self.preempted.load(std::sync::atomic::Ordering::SeqCst) && self.running() {
+            bail!(
+                "preempted: every slot of the server was held and this test moved less than {} \
+                 in its last second; the slot went to a client from a network holding fewer \
+                 such slots (a test moving that much or more is never taken back)",
+                format_args!("{} Mbit/s", CHEAP_RATE / 1_000_000)
+            );
         }
         if self.preempted.load(std::sync::atomic::Ordering::SeqCst) {
             bail!(

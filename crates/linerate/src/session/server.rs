@@ -18,10 +18,12 @@
 //! for the first bytes, the protocol's handshake deadline, then the operator's limits, the
 //! client's share of tests, slots, the server's totals of memory, threads and descriptors
 //! ([`Budgets`]) and the exclusive queue ([`Shared::admit`]) before anything is allocated for a
-//! test. A full server may preempt a test that has held its slot [`PREEMPT_AFTER`] without
-//! starting. Doctor sessions are admitted the same way ([`Shared::admit_doctor`]): they take a
-//! test token, a share and a slot, and at most a quarter of the slots, so a doctor flood
-//! cannot keep tests out. The native session is in `native.rs`, the iperf3 one in
+//! test. A full server may take a slot back from a test that has held it 1 s without
+//! starting, or from a test running at the floor rate for a newcomer from a network holding
+//! fewer such slots (`slots.rs`). Doctor sessions are admitted the same way
+//! ([`Shared::admit_doctor`]): they take a test token, a share and a slot, and at most a
+//! quarter of the slots, so a doctor flood cannot keep tests out. The native session is in
+//! `native.rs`, the iperf3 one in
 //! `iperf3/server.rs`.
 //!
 //! On SIGINT/SIGTERM the accept loop stops, every running session sends `abort` with reason
@@ -36,7 +38,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use linerate_proto::iperf3::COOKIE_LEN;
-use linerate_proto::limits::{Budgets, Resources, TestCost, requested_rate, test_cost};
+use linerate_proto::limits::{Budgets, Resources, TestCost, client_key, requested_rate, test_cost};
 use linerate_proto::{LimitKind, Refusal, SideResults, TestSpec};
 
 use crate::plan::server::Access;
@@ -48,22 +50,10 @@ use crate::session::frame_budget::{FrameBudget, SERVER_FRAME_MEMORY};
 use crate::session::front::FrontDoor;
 use crate::session::log_limit::{LogLimit, Verdict, bounding};
 use crate::session::metrics::ServerMetrics;
+use crate::session::slots::Slots;
 use crate::session::udp::UdpAcceptor;
 use crate::sys;
 use crate::traffic::socket;
-
-/// How long an admitted test may hold its slot without starting before a test that finds
-/// every slot held may take it: a test with 128 streams connects them in well under a
-/// second on any path worth testing.
-pub const PREEMPT_AFTER: Duration = Duration::from_secs(1);
-
-/// An admitted test that has not started.
-struct Unstarted {
-    test: u64,
-    since: Instant,
-    /// Set when it is preempted: its session ends it.
-    preempted: Arc<AtomicBool>,
-}
 
 /// How long the server waits for sessions to wind down after a shutdown signal.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
@@ -231,9 +221,8 @@ pub(crate) struct Shared {
     pub(crate) budgets: Budgets,
     /// What admitted tests take from them now.
     used: Mutex<TestCost>,
-    /// Admitted tests that have not started yet, oldest first: those a full server may
-    /// preempt ([`Shared::admit`]).
-    unstarted: Mutex<Vec<Unstarted>>,
+    /// Who holds the slots, and which a full server may take back (`slots.rs`).
+    slots: Slots,
     /// Who may connect (allow-list, pre-shared key).
     pub(crate) access: Access,
     /// The node and zone sent with every environment (`--node-name`, `--zone`).
@@ -266,7 +255,7 @@ impl Shared {
     /// A numbered test that asked for `rate` bit/s in total and took `cost` ended; `slot`:
     /// it still held its slot (a preempted test's slot went to the test that preempted it).
     pub(crate) fn end_test(&self, test: u64, rate: u64, cost: TestCost, slot: bool) {
-        self.started(test);
+        self.slots.ended(test);
         self.active_tests.fetch_sub(1, Ordering::SeqCst);
         if slot {
             self.held_slots.fetch_sub(1, Ordering::SeqCst);
@@ -378,7 +367,10 @@ impl Shared {
         };
         let slot = match (my_turn, adm.limits.exclusive) {
             (false, _) => Err(u32::MAX),
-            (true, false) => self.take_slot().or_else(|n| self.preempt(now).ok_or(n)),
+            (true, false) => {
+                let client = client_key(peer, &adm.limits);
+                self.take_slot().or_else(|n| self.slots.preempt(client, now).ok_or(n))
+            }
             (true, true) => self.take_slot(),
         };
         match slot {
@@ -399,9 +391,7 @@ impl Shared {
                 *ticket = None;
                 adm.running(expected_length(spec), now);
                 let test = self.next_test.fetch_add(1, Ordering::SeqCst);
-                let preempted = Arc::new(AtomicBool::new(false));
-                let entry = Unstarted { test, since: now, preempted: preempted.clone() };
-                self.unstarted.lock().unwrap_or_else(|e| e.into_inner()).push(entry);
+                let preempted = self.slots.admitted(test, client_key(peer, &adm.limits), now);
                 Ok(Admitted::Run(test, cost, preempted))
             }
             Err(running) if !adm.limits.exclusive || (ticket.is_none() && !can_queue) => {
@@ -439,25 +429,14 @@ impl Shared {
         (!limits.exclusive).then(|| limits.busy(self.held_slots.load(Ordering::SeqCst)))?
     }
 
-    /// Every slot is held: preempts the oldest admitted test that has held its slot for
-    /// [`PREEMPT_AFTER`] without starting (its streams never all connected, or a held start
-    /// whose `go` has not come) and gives its slot to the caller. Such a test moves nothing
-    /// and may hold its slot until its own deadline (the gate's 10 s, the streams' 10 s):
-    /// cycled, tests like it from four addresses kept every other client out. A test that
-    /// runs is never preempted.
-    fn preempt(&self, now: Instant) -> Option<()> {
-        let mut unstarted = self.unstarted.lock().unwrap_or_else(|e| e.into_inner());
-        let i = unstarted
-            .iter()
-            .position(|u| now.saturating_duration_since(u.since) >= PREEMPT_AFTER)?;
-        let victim = unstarted.remove(i);
-        victim.preempted.store(true, Ordering::SeqCst);
-        Some(())
+    /// Test `test` started: it can no longer be preempted for not starting.
+    pub(crate) fn started(&self, test: u64) {
+        self.slots.started(test);
     }
 
-    /// Test `test` started (or ended): it can no longer be preempted.
-    pub(crate) fn started(&self, test: u64) {
-        self.unstarted.lock().unwrap_or_else(|e| e.into_inner()).retain(|u| u.test != test);
+    /// Test `test` moved less than `slots::CHEAP_RATE` in its last second (`cheap`), or not.
+    pub(crate) fn moving(&self, test: u64, cheap: bool) {
+        self.slots.moving(test, cheap);
     }
 
     /// Takes a slot, or returns how many tests and doctors hold them.
@@ -539,7 +518,7 @@ impl Server {
             admission: Admission::new(self.plan.limits.clone()),
             budgets: Budgets::derive(&self.plan.limits, resources()),
             used: Mutex::new(TestCost::default()),
-            unstarted: Mutex::new(Vec::new()),
+            slots: Slots::default(),
             access: self.plan.access.clone(),
             place: self.plan.place.clone(),
             agent: self.plan.agent,
