@@ -19,6 +19,21 @@ impl Iperf3Server {
 
     /// `iperf3 -s` with `extra` flags (e.g. `-J`, so `--get-server-output` returns its JSON).
     pub(crate) fn start_with(extra: &[&str]) -> Option<Iperf3Server> {
+        let srv = Self::spawn(extra)?;
+        for _ in 0..100 {
+            if std::net::TcpStream::connect(("127.0.0.1", srv.port)).is_ok() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // The probe connection above counts as a (failed) client; give iperf3 a moment.
+        std::thread::sleep(Duration::from_millis(200));
+        Some(srv)
+    }
+
+    /// `iperf3 -s` with `extra` flags, not waited for: connecting to see whether it listens
+    /// would spend a one-shot server's (`-1`) only test.
+    pub(crate) fn spawn(extra: &[&str]) -> Option<Iperf3Server> {
         if Command::new(crate::util::iperf3_bin()).arg("--version").output().is_err() {
             assert!(
                 std::env::var_os("CI").is_none(),
@@ -39,14 +54,6 @@ impl Iperf3Server {
             .stderr(Stdio::null())
             .spawn()
             .expect("start iperf3 -s");
-        for _ in 0..100 {
-            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        // The probe connection above counts as a (failed) client; give iperf3 a moment.
-        std::thread::sleep(Duration::from_millis(200));
         Some(Iperf3Server { child, port })
     }
 
@@ -162,6 +169,52 @@ fn options_iperf3_cannot_take_are_refused_by_name() {
     let out =
         run(&["client", "127.0.0.1", "-p", "1", "--iperf3", "-O", "0.5"], Duration::from_secs(10));
     assert!(out.stderr.contains("-O"), "{}", out.stderr);
+}
+
+/// Issue 46: against `iperf3 -s -1` the protocol detection spent the server's only test,
+/// and the test proper found nothing listening. Now the client sends the first 37 bytes of
+/// its greeting alone; an iperf3 server takes them for its cookie and asks for parameters,
+/// and the test goes on on that connection. The server runs with `-J` so that
+/// `--get-server-output` brings back its JSON, which holds those bytes as the cookie.
+#[test]
+fn a_one_shot_iperf3_server_serves_the_test_itself() {
+    let _serial = crate::util::exclusive();
+    let Some(mut srv) = Iperf3Server::spawn(&["-1", "-J"]) else { return };
+    let port = srv.port;
+    // Connecting to see whether it listens would spend its one test: read the socket table.
+    let listening = format!(":{port:04X} 00000000:0000 0A");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !std::fs::read_to_string("/proc/net/tcp").unwrap_or_default().contains(&listening) {
+        assert!(std::time::Instant::now() < deadline, "iperf3 -s -1 did not listen");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let port = port.to_string();
+    let out = run(
+        &["client", "127.0.0.1", "-p", &port, "-t", "1", "-i", "0", "--get-server-output", "-J"],
+        Duration::from_secs(30),
+    );
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let doc = out.json();
+    assert_eq!(doc["record"]["outcome"]["status"], "completed", "{}", out.stderr);
+    assert_eq!(doc["record"]["server_software"], "iperf3");
+    let warnings = doc["record"]["warnings"].to_string();
+    assert!(warnings.contains("iperf3's protocol on the same connection"), "{warnings}");
+    assert_agree(
+        bytes(&doc, "client", "sender"),
+        bytes(&doc, "server_results", "receiver"),
+        1,
+        "one-shot",
+    );
+    // Its one test done, the one-shot server exits by itself, successfully.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = srv.child.try_wait().expect("wait") {
+            break status;
+        }
+        assert!(std::time::Instant::now() < deadline, "iperf3 -s -1 did not exit after its test");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "iperf3 -s -1 exited with {status}");
 }
 
 #[test]

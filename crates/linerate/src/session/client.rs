@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow};
 use linerate_proto::client::{ClientConn, ClientEvent};
+use linerate_proto::iperf3::COOKIE_LEN;
 use linerate_proto::udp::DatagramFormat;
 use linerate_proto::wire::{DataHello, StopReason};
 use linerate_proto::{Machine, ProtoError, Protocol, TestSpec};
@@ -17,7 +18,8 @@ use linerate_proto::{Machine, ProtoError, Protocol, TestSpec};
 use crate::plan::ClientPlan;
 use crate::plan::host::format_host_port;
 use crate::record::{End, Failure, FailureKind, Outcome, RunRecord, SCHEMA_VERSION, unix_ms_now};
-use crate::session::pump::{self, FirstBytes, Turn, Wait};
+use crate::session::Recv;
+use crate::session::pump::{self, Turn, Wait};
 use crate::session::udp::{Handshake, connect_stream};
 use crate::session::{
     Clock, ControlChannel, Interrupt, LiveEvent, NO_PROGRESS_TIMEOUT, Observer, SOFTWARE,
@@ -87,17 +89,40 @@ pub fn run_gated(
         observer.on_event(LiveEvent::Notice(
             "the server answered like an iperf3 server: running the test with iperf3's protocol",
         ));
-        // Give a single-threaded iperf3 server a moment to drop the aborted session.
-        std::thread::sleep(IPERF3_RETRY_PAUSE);
-        let mut record = super::iperf3::client::run(plan, observer, interrupt);
+        let opened = run.opened.take();
+        let again = opened.is_none();
+        if again {
+            // Give a single-threaded iperf3 server a moment to drop the aborted session.
+            std::thread::sleep(IPERF3_RETRY_PAUSE);
+        }
+        let mut record = super::iperf3::client::run_on(plan, observer, interrupt, opened);
+        let how = if again {
+            "; pass --iperf3 to skip the first attempt"
+        } else {
+            " on the same connection"
+        };
         record.warnings.push(format!(
             "{} answered like an iperf3 server (it asked for iperf3 parameters), so the test ran \
-             with iperf3's protocol; pass --iperf3 to skip the first attempt",
+             with iperf3's protocol{how}",
             record.server
         ));
         return record;
     }
     run.into_record(result)
+}
+
+/// A control connection an iperf3 server took as its own: it read the first [`COOKIE_LEN`]
+/// bytes of our greeting as its cookie and answered `first` (PARAM_EXCHANGE). The test goes
+/// on there with iperf3's protocol, so a one-shot server (`iperf3 -s -1`) serves it: a
+/// second connection would find it gone.
+#[derive(Debug)]
+pub(crate) struct Opened {
+    pub(crate) stream: TcpStream,
+    pub(crate) server: SocketAddr,
+    /// What the server holds as the test's cookie: every data connection sends it.
+    pub(crate) cookie: [u8; COOKIE_LEN],
+    /// The server's first bytes.
+    pub(crate) first: Vec<u8>,
 }
 
 /// The server replied to our hello with an iperf3 state byte: PARAM_EXCHANGE (it took our
@@ -138,13 +163,23 @@ struct ClientRun<'p> {
     /// When the server's results arrived, from this end's start: how long the test took
     /// here, which bounds the durations the server may report.
     peer_results_at: Option<Duration>,
+    /// The control connection, when an iperf3 server took it (see [`Opened`]).
+    opened: Option<Opened>,
 }
 
 impl<'p> ClientRun<'p> {
     fn new(plan: &'p ClientPlan, gate: Option<&'p dyn StartGate>) -> Self {
         let mut record = new_record(plan);
         record.spec.held_start = gate.is_some();
-        Self { plan, gate, record, streams: None, interrupted: false, peer_results_at: None }
+        Self {
+            plan,
+            gate,
+            record,
+            streams: None,
+            interrupted: false,
+            peer_results_at: None,
+            opened: None,
+        }
     }
 
     /// The loopback pairing to propose (`plan/affinity.rs`): a TCP bulk test or a
@@ -185,8 +220,9 @@ impl<'p> ClientRun<'p> {
             conn = conn.agents_only();
         }
         let mut loop_state = LoopState::default();
-        let result =
-            self.pump(&mut ctrl, &mut conn, &clock, &mut loop_state, server, observer, interrupt);
+        let result = self.open(&mut ctrl, &mut conn, &clock, server).and_then(|()| {
+            self.pump(&mut ctrl, &mut conn, &clock, &mut loop_state, server, observer, interrupt)
+        });
         if let Err(e) = &result
             && e.downcast_ref::<PeerIsIperf3>().is_none()
         {
@@ -194,6 +230,52 @@ impl<'p> ClientRun<'p> {
             pump::flush(&mut ctrl, &mut conn);
         }
         result
+    }
+
+    /// Sends the greeting's first [`COOKIE_LEN`] bytes alone and waits (at most the
+    /// handshake's timeout) for the server's first bytes before the rest. A linerate server
+    /// answers after eight (its magic and hello come at once); an iperf3 server after
+    /// [`COOKIE_LEN`], which it takes for its cookie before it asks for parameters. So
+    /// the protocol is known without spending a test: an iperf3 server's connection is kept
+    /// for the test ([`Opened`]), and a one-shot `iperf3 -s -1` serves it.
+    fn open(
+        &mut self,
+        ctrl: &mut ControlChannel,
+        conn: &mut ClientConn,
+        clock: &Clock,
+        server: SocketAddr,
+    ) -> Result<()> {
+        let greeting = conn.poll_transmit().unwrap_or_default();
+        let cut = COOKIE_LEN.min(greeting.len());
+        ctrl.send(&greeting[..cut])?;
+        let until = Instant::now() + linerate_proto::HANDSHAKE_TIMEOUT;
+        let first = loop {
+            let left = until.saturating_duration_since(Instant::now());
+            match ctrl.recv(left.max(Duration::from_millis(1)))? {
+                Recv::Data(bytes) => break Some(bytes.to_vec()),
+                Recv::Eof => {
+                    conn.handle_eof()?;
+                    break None;
+                }
+                Recv::Idle if left.is_zero() => break None,
+                Recv::Idle => {}
+            }
+        };
+        if let Some(first) = first.as_ref()
+            && looks_like_iperf3(first)
+        {
+            if let Ok(cookie) = greeting[..cut].try_into() {
+                let stream = ctrl.stream().try_clone().context("control connection")?;
+                let first = first.clone();
+                self.opened = Some(Opened { stream, server, cookie, first });
+            }
+            return Err(PeerIsIperf3.into());
+        }
+        ctrl.send(&greeting[cut..])?;
+        if let Some(first) = first {
+            conn.handle_input(&first, clock.now())?;
+        }
+        Ok(())
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -207,11 +289,10 @@ impl<'p> ClientRun<'p> {
         observer: &mut dyn Observer,
         interrupt: &Interrupt,
     ) -> Result<()> {
-        let mut first = FirstBytes::new(refuse_iperf3);
         loop {
             let tick = self.streams.as_ref().and_then(StreamSet::next_tick);
             let wait = Wait { tick, deadlines: &[st.stop_at], cap: Duration::from_millis(50) };
-            if pump::turn(ctrl, clock, conn, wait, Some(&mut first))? == Turn::Finished {
+            if pump::turn(ctrl, clock, conn, wait, None)? == Turn::Finished {
                 return Ok(());
             }
             while let Some(ev) = conn.poll_event() {

@@ -126,8 +126,12 @@ impl Iperf3Results {
     }
 
     /// Parses within other bounds (the fuzz body tries tight ones).
+    /// Bytes that are not UTF-8 inside its strings are read as U+FFFD: an iperf3 server
+    /// copies what it took for the cookie into its JSON output (`server_output_json`) byte for
+    /// byte, and a linerate client's greeting starts with the byte 0x89.
     pub(crate) fn parse_within(bytes: &[u8], bounds: Bounds) -> Result<Self, String> {
-        bounded::from_slice(bytes, bounds)
+        let text = String::from_utf8_lossy(bytes);
+        bounded::from_slice(text.as_bytes(), bounds)
             .map_err(|e| format!("iperf3 results are not valid ({e})"))
     }
 }
@@ -298,5 +302,17 @@ mod tests {
         assert_eq!(r.streams[0].retransmits, -1);
         assert_eq!(r.streams[0].end_time, Some(5.000126));
         assert!(Iperf3Results::parse(b"{\"streams\":[]}").is_err(), "cpu fields are required");
+    }
+
+    #[test]
+    fn results_with_bytes_that_are_not_utf8_in_a_string_parse() {
+        // What iperf3 -s -J sends with --get-server-output when its cookie was a linerate
+        // greeting: the byte 0x89 raw inside a string.
+        let mut text = br#"{"cpu_util_total":1,"cpu_util_user":0,"cpu_util_system":1,"sender_has_retransmits":0,"streams":[],"server_output_json":{"start":{"cookie":""#.to_vec();
+        text.extend_from_slice(b"\x89LRC\\r\\n\\u001a\\n");
+        text.extend_from_slice(br#""}}}"#);
+        let r = Iperf3Results::parse(&text).expect("parses");
+        let cookie = r.server_output_json.expect("server output")["start"]["cookie"].clone();
+        assert_eq!(cookie, "\u{fffd}LRC\r\n\u{1a}\n", "{cookie}");
     }
 }

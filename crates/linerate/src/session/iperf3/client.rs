@@ -20,7 +20,7 @@ use super::{end_of_test_close, peer_side, receivers_end_at};
 use crate::plan::ClientPlan;
 use crate::record::{End, Failure, FailureKind, Outcome, RunRecord};
 use crate::session::client::{
-    LoopState, check_progress, connect_any, new_record, open_streams, resolve,
+    LoopState, Opened, check_progress, connect_any, new_record, open_streams, resolve,
 };
 use crate::session::pump::{self, Turn, Wait};
 use crate::session::{Clock, ControlChannel, Interrupt, LiveEvent, Observer, SOFTWARE, StreamSet};
@@ -31,6 +31,17 @@ const DRAIN_LIMIT: Duration = Duration::from_secs(3);
 
 /// Runs one test against an iperf3 server.
 pub fn run(plan: &ClientPlan, observer: &mut dyn Observer, interrupt: &Interrupt) -> RunRecord {
+    run_on(plan, observer, interrupt, None)
+}
+
+/// [`run`], on a control connection the server already took for an iperf3 test when one is
+/// given (`session::client`'s opening found the server speaks iperf3's protocol).
+pub(crate) fn run_on(
+    plan: &ClientPlan,
+    observer: &mut dyn Observer,
+    interrupt: &Interrupt,
+    opened: Option<Opened>,
+) -> RunRecord {
     // An iperf3 server writes in -l, so against one this client does too: both ends then
     // send alike, and the record's spec says what they did.
     let mut own = plan.clone();
@@ -39,7 +50,7 @@ pub fn run(plan: &ClientPlan, observer: &mut dyn Observer, interrupt: &Interrupt
     let mut record = new_record(plan);
     record.server_software = Some("iperf3".into());
     let mut streams = None;
-    let result = drive(plan, &mut record, &mut streams, observer, interrupt);
+    let result = drive(plan, &mut record, &mut streams, observer, interrupt, opened);
     if let Some(s) = streams.as_mut()
         && record.client.is_none()
         && s.started().is_some()
@@ -63,6 +74,7 @@ fn drive(
     streams: &mut Option<StreamSet>,
     observer: &mut dyn Observer,
     interrupt: &Interrupt,
+    opened: Option<Opened>,
 ) -> Result<()> {
     let extras = ClientExtras {
         get_server_output: plan.get_server_output,
@@ -76,8 +88,13 @@ fn drive(
     };
     // Refused before connecting; the test's own parameters follow once connected.
     params(&plan.spec, SOFTWARE, extras).map_err(refused)?;
-    let addrs = resolve(&plan.host, plan.port, plan)?;
-    let (stream, server) = connect_any(&addrs, plan)?;
+    let (stream, server, opened) = match opened {
+        Some(o) => (o.stream, o.server, Some((o.cookie, o.first))),
+        None => {
+            let (stream, server) = connect_any(&resolve(&plan.host, plan.port, plan)?, plan)?;
+            (stream, server, None)
+        }
+    };
     record.local_address = stream.local_addr().ok().map(|a| a.to_string());
     record.remote_address = Some(server.to_string());
     let spec = iperf3_spec(plan, &stream);
@@ -87,9 +104,14 @@ fn drive(
     let mut random = [0u8; 36];
     getrandom::getrandom(&mut random)
         .map_err(|e| anyhow::anyhow!("no randomness for the cookie: {e}"))?;
-    let cookie = make_cookie(&random);
+    let cookie = opened.as_ref().map_or_else(|| make_cookie(&random), |o| o.0);
     let clock = Clock::new();
     let mut conn = Iperf3Client::new(spec.clone(), cookie, params, clock.now());
+    if let Some((_, first)) = opened {
+        // The server holds the cookie already (the first bytes of our greeting).
+        let _ = conn.poll_transmit();
+        conn.handle_input(&first, clock.now())?;
+    }
     let mut st = LoopState::default();
     // The client signalled the end (its time, bytes or an interrupt).
     let mut ended = false;
