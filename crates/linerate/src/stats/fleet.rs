@@ -116,6 +116,12 @@ pub struct HostFigures {
     pub whole_test: bool,
     /// Retransmitted segments of its senders.
     pub retransmits: Option<u64>,
+    /// Its senders' smoothed round-trip time at the end, mean over its streams, µs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rtt_us: Option<u64>,
+    /// Its senders' congestion window at the end, mean over its streams, segments.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwnd_segments: Option<u64>,
     /// What its own run's verdict says limited this direction (a verdict id).
     pub limit: Option<String>,
     /// The verdict's sentence.
@@ -602,6 +608,11 @@ fn host_figures(flow: Flow, p: &Placed<'_>, window: Option<(f64, f64)>) -> HostF
             .filter_map(|s| s.receiver.as_ref()?.bits_per_second)
             .collect()
     });
+    let tcp = p.input.record.sender_tcp(flow);
+    let mean = |f: fn(&linerate_proto::TcpInternals) -> u32| {
+        (!tcp.is_empty())
+            .then(|| tcp.iter().map(|t| u64::from(f(t))).sum::<u64>() / tcp.len() as u64)
+    };
     HostFigures {
         label: p.input.label.to_string(),
         bits_per_second: flows.iter().sum(),
@@ -610,6 +621,8 @@ fn host_figures(flow: Flow, p: &Placed<'_>, window: Option<(f64, f64)>) -> HostF
         whole_test_bits_per_second: whole,
         whole_test,
         retransmits: dir.and_then(|d| d.sender.as_ref()?.retransmits),
+        rtt_us: mean(|t| t.rtt_us),
+        cwnd_segments: mean(|t| t.cwnd_segments),
         limit: verdict.map(|v| v.id()),
         limit_summary: verdict.map(|v| v.summary.clone()),
         server_cpu_percent: server.and_then(|c| c.process_percent_of_core),
@@ -625,28 +638,86 @@ fn host_figures(flow: Flow, p: &Placed<'_>, window: Option<(f64, f64)>) -> HostF
 const RETRANSMITS_FACTOR: u64 = 10;
 /// The fewest retransmits that can set a host apart.
 const RETRANSMITS_APART: u64 = 100;
+/// A round-trip time this many times every other host's longest (and at least
+/// [`RTT_APART_US`] longer) sets a host apart: a queue on its own path; a congestion window
+/// this many times smaller than every other's smallest, a path that keeps it small.
+const TCP_FACTOR: u64 = 4;
+/// The least difference in round-trip time that can set a host apart, µs.
+const RTT_APART_US: u64 = 1000;
 
-/// Why outlier `h` stands apart from the other `hosts`, from evidence that tells it from them:
-/// its own verdict when most others gave another; its retransmits when they are
-/// [`RETRANSMITS_FACTOR`] times every other host's; its server at a full core when every other
-/// server used under half of one; else "no cause found", naming the verdict it shares.
+/// Why outlier `h` stands apart from the other `hosts`. Its own evidence first, each that
+/// holds: retransmits [`RETRANSMITS_FACTOR`] times every other host's; a round-trip time
+/// [`TCP_FACTOR`] times every other's, or a congestion window that many times smaller; its
+/// server at a full core when every other server used under half of one. Then its own
+/// verdict when most others gave another — said beside the evidence when both hold, and named
+/// as the coordinator's condition when it is about the client end, which every host's run
+/// shares (all client ends run in the coordinator; issue 46: a busy coordinator made a host
+/// whose own path dropped thousands of packets "limited by client CPU"). Else "no cause
+/// found", naming the verdict it shares.
 pub fn outlier_reason(h: &HostFigures, hosts: &[HostFigures]) -> String {
     let others: Vec<&HostFigures> = hosts.iter().filter(|o| o.label != h.label).collect();
+    let evidence = own_evidence(h, &others);
     let sharing = others.iter().filter(|o| o.limit.is_some() && o.limit == h.limit).count();
-    if let (Some(summary), true) = (&h.limit_summary, sharing * 2 <= others.len()) {
-        return summary.clone();
+    let verdict = h.limit_summary.as_ref().filter(|_| sharing * 2 <= others.len());
+    let coordinator = h.limit.as_deref().is_some_and(|l| l.ends_with("(client)"));
+    match (evidence.is_empty(), verdict) {
+        (false, Some(v)) if coordinator => format!(
+            "{}; its run's verdict also says {v}, a condition of the coordinator, where the \
+             client end of every host runs",
+            evidence.join("; ")
+        ),
+        (false, Some(v)) => format!("{}; its run's verdict also says {v}", evidence.join("; ")),
+        (false, None) => evidence.join("; "),
+        (true, Some(v)) => v.clone(),
+        (true, None) => match &h.limit_summary {
+            Some(summary) => format!(
+                "no cause found: its run's verdict ({summary}) is that of {sharing} of the other \
+                 {} hosts too, and no figure sets it apart",
+                others.len()
+            ),
+            None => "no cause found: its run gave no verdict, and no figure sets it apart".into(),
+        },
     }
-    let retr: Vec<u64> = others.iter().filter_map(|o| o.retransmits).collect();
-    if let (Some(r), Some(&most), Some(&least)) =
-        (h.retransmits, retr.iter().max(), retr.iter().min())
-        && retr.len() == others.len()
+}
+
+/// What sets `h` apart from every one of `others` by its own figures (see [`outlier_reason`]).
+fn own_evidence(h: &HostFigures, others: &[&HostFigures]) -> Vec<String> {
+    // Every other host's figure, or None if one of them lacks it.
+    let all = |f: fn(&HostFigures) -> Option<u64>| -> Option<(u64, u64)> {
+        let v: Option<Vec<u64>> = others.iter().map(|o| f(o)).collect();
+        let v = v.filter(|v| !v.is_empty())?;
+        Some((*v.iter().min()?, *v.iter().max()?))
+    };
+    let mut out = Vec::new();
+    if let (Some(r), Some((least, most))) = (h.retransmits, all(|o| o.retransmits))
         && r >= RETRANSMITS_APART
         && r >= RETRANSMITS_FACTOR * most.max(1)
     {
-        return format!(
+        out.push(format!(
             "{r} retransmits against {least}–{most} on the other hosts: its path dropped \
              packets theirs did not"
-        );
+        ));
+    }
+    if let (Some(rtt), Some((least, most))) = (h.rtt_us, all(|o| o.rtt_us))
+        && rtt >= TCP_FACTOR * most.max(1)
+        && rtt >= most + RTT_APART_US
+    {
+        let ms = |us: u64| us as f64 / 1000.0;
+        out.push(format!(
+            "its flows' round-trip time was {:.1} ms against {:.1}–{:.1} ms on the other hosts: \
+             a queue on its own path",
+            ms(rtt),
+            ms(least),
+            ms(most)
+        ));
+    }
+    if let (Some(cwnd), Some((least, most))) = (h.cwnd_segments, all(|o| o.cwnd_segments))
+        && cwnd.saturating_mul(TCP_FACTOR) <= least
+    {
+        out.push(format!(
+            "its congestion window ended at {cwnd} segments against {least}–{most} on the \
+             other hosts"
+        ));
     }
     let cpu: Vec<f64> = others.iter().filter_map(|o| o.server_cpu_percent).collect();
     if let (Some(c), Some(most)) = (h.server_cpu_percent, cpu.iter().copied().reduce(f64::max))
@@ -654,19 +725,12 @@ pub fn outlier_reason(h: &HostFigures, hosts: &[HostFigures]) -> String {
         && c >= 90.0
         && most < 50.0
     {
-        return format!(
+        out.push(format!(
             "its server used {c:.0}% of a core, every other host's at most {most:.0}%: its \
              server was the limit"
-        );
+        ));
     }
-    match &h.limit_summary {
-        Some(summary) => format!(
-            "no cause found: its run's verdict ({summary}) is that of {sharing} of the other {} \
-             hosts too, and no figure sets it apart",
-            others.len()
-        ),
-        None => "no cause found: its run gave no verdict, and no figure sets it apart".into(),
-    }
+    out
 }
 
 #[cfg(test)]
@@ -681,6 +745,8 @@ impl HostFigures {
             whole_test_bits_per_second: Some(bits_per_second),
             whole_test: false,
             retransmits: None,
+            rtt_us: None,
+            cwnd_segments: None,
             limit: None,
             limit_summary: None,
             server_cpu_percent: None,

@@ -179,6 +179,38 @@ fn hosts_with(slow: (&str, u64, f64), others: (&str, u64, f64)) -> Vec<HostFigur
     out
 }
 
+/// Issue 46: a busy coordinator gave one host the verdict "limited by client CPU" while its
+/// own path dropped thousands of packets; it was named for the CPU. Its own evidence comes
+/// first now, and a verdict about the client end is named as the coordinator's.
+#[test]
+fn a_hosts_own_evidence_wins_over_the_coordinators_condition_and_both_are_said() {
+    let reason = |hosts: &[HostFigures]| outlier_reason(&hosts[4], hosts);
+    let mut hosts = hosts_with(("cpu(client)", 4210, 20.0), ("path", 12, 20.0));
+    hosts[0].retransmits = Some(0);
+    assert_eq!(
+        reason(&hosts),
+        "4210 retransmits against 0–12 on the other hosts: its path dropped packets theirs did \
+         not; its run's verdict also says cpu(client): its words, a condition of the \
+         coordinator, where the client end of every host runs"
+    );
+    // Its round-trip time and window, against every other host's.
+    let mut hosts = hosts_with(("path", 40, 20.0), ("path", 40, 20.0));
+    for (h, (rtt, cwnd)) in hosts.iter_mut().zip([(200, 80), (300, 90), (250, 85), (900, 60)]) {
+        (h.rtt_us, h.cwnd_segments) = (Some(rtt), Some(cwnd));
+    }
+    (hosts[4].rtt_us, hosts[4].cwnd_segments) = (Some(12_000), Some(10));
+    assert_eq!(
+        reason(&hosts),
+        "its flows' round-trip time was 12.0 ms against 0.2–0.9 ms on the other hosts: a queue \
+         on its own path; its congestion window ended at 10 segments against 60–90 on the \
+         other hosts"
+    );
+    // Not apart when one other host lacks the figure, or is close.
+    hosts[3].rtt_us = Some(4_000);
+    hosts[0].cwnd_segments = None;
+    assert!(reason(&hosts).starts_with("no cause found"), "{}", reason(&hosts));
+}
+
 #[test]
 fn an_outliers_reason_is_what_sets_it_apart_from_the_other_hosts() {
     let reason = |hosts: &[HostFigures]| outlier_reason(&hosts[4], hosts);
