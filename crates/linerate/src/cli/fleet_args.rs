@@ -170,5 +170,6 @@ pub(super) fn fleet_plan(a: FleetArgs) -> Result<FleetPlan, String> {
         max_repeat,
         resume,
         stop_after: a.rounds.resume.stop_after,
+        key_file: a.net.psk_file.clone(),
     })
 }

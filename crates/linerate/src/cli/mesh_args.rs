@@ -115,5 +115,6 @@ pub(super) fn mesh_plan(a: MeshArgs) -> Result<MeshPlan, String> {
         resume,
         stop_after: a.rounds.resume.stop_after,
         every,
+        key_file: a.net.psk_file.clone(),
     })
 }

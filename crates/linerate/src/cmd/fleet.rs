@@ -60,6 +60,21 @@ use crate::store::{GroupKind, GroupParams, RunKind, Store};
 /// connection, plus a few for the probes each run opens.
 const FDS_PER_HOST_EXTRA: u64 = 4;
 
+/// With a key (`--psk-file`), every host is greeted with it before any test, so that a wrong
+/// key stops the fleet once, naming the key file, instead of failing every host's test and
+/// storing a fleet with nothing measured.
+fn check_key(plan: &FleetPlan) -> Result<()> {
+    if plan.base.psk.is_none() {
+        return Ok(());
+    }
+    let greet = |t: &crate::plan::fleet::Target| crate::session::agents::greet(t, &plan.base);
+    let heard = crate::session::agents::greet_all(&plan.targets, &greet);
+    match crate::session::agents::key_refusal(&plan.targets, &heard, plan.key_file.as_deref()) {
+        Some(msg) => Err(Failure::new(FailureKind::Refused, msg).into()),
+        None => Ok(()),
+    }
+}
+
 /// Runs `linerate fleet`: a single fleet, or with `--scale` its curve.
 pub fn run(plan: &FleetPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     let text = plan.base.output == OutputFormat::Text;
@@ -71,6 +86,7 @@ pub fn run(plan: &FleetPlan, interrupt: &Interrupt) -> Result<ExitCode> {
         .map_err(|e| Failure::new(FailureKind::Network, e.why))?;
     let plan = &FleetPlan { targets, ..plan.clone() };
     check_descriptors(plan)?;
+    check_key(plan)?;
     let curve = !plan.scale.is_empty();
     let Opened { mut runs, group, plan, earlier } = open(plan, interrupt, &console)?;
     let plan = &plan;

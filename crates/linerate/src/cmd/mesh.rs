@@ -81,6 +81,10 @@ fn once(plan: &MeshPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     }
     check_descriptors(plan.concurrency.min(agents.len() / 2).max(1))?;
     let greeted = crate::session::mesh::preflight(&agents, base);
+    let key_file = plan.key_file.as_deref();
+    if let Some(msg) = crate::session::agents::key_refusal(&agents, &greeted, key_file) {
+        return Err(Failure::new(crate::record::FailureKind::Refused, msg).into());
+    }
     if let Some((a, why)) = agents.iter().zip(&greeted).find_map(|(a, g)| match g {
         Err(u) if u.refused => Some((a, u.why.clone())),
         _ => None,

@@ -173,6 +173,7 @@ impl Tier {
             max_repeat: self.matrix.max_repeat,
             resume: None,
             stop_after: None,
+            key_file: None,
         })
     }
 

@@ -71,6 +71,8 @@ pub struct FleetPlan {
     pub resume: Option<Option<i64>>,
     /// Hidden `--stop-after N`: stop after N fleet runs as if interrupted (tests of `--resume`).
     pub stop_after: Option<usize>,
+    /// Where the key came from (`--psk-file`), for messages about it.
+    pub key_file: Option<std::path::PathBuf>,
 }
 
 /// What identifies a fleet in the history (a group's plan, `store::GroupParams`): everything

@@ -62,6 +62,8 @@ pub struct MeshPlan {
     pub stop_after: Option<usize>,
     /// `--every`, `--slip`: whole meshes on a schedule, each its own group.
     pub every: Option<crate::plan::Schedule>,
+    /// Where the key came from (`--psk-file`), for messages about it.
+    pub key_file: Option<std::path::PathBuf>,
 }
 
 /// Pairs the interference check runs again alone, by default: at `-t 1` about 16 s more.

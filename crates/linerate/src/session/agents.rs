@@ -300,6 +300,40 @@ pub fn wait_for(
     }
 }
 
+/// Why the requester's key will not do, if a greeting says so: the first of `heard` that an
+/// agent or server turned down for the key (another key, or none where one is required), in
+/// words that name the key file. Found before any test, this stops a mesh or fleet once,
+/// rather than failing every pair or host with the same refusal and offering `--resume`.
+pub fn key_refusal(
+    targets: &[Target],
+    heard: &[Result<Heard, Unheard>],
+    key_file: Option<&std::path::Path>,
+) -> Option<String> {
+    let (t, why) = targets.iter().zip(heard).find_map(|(t, h)| match h {
+        Err(u) if u.refused && KEY_REFUSALS.iter().any(|k| u.why.contains(k)) => Some((t, u)),
+        _ => None,
+    })?;
+    let refusing = heard
+        .iter()
+        .filter(|h| matches!(h, Err(u) if KEY_REFUSALS.iter().any(|k| u.why.contains(k))))
+        .count();
+    let key = match key_file {
+        Some(f) => format!("the key in {} (--psk-file)", f.display()),
+        None => "no key (--psk-file)".to_string(),
+    };
+    Some(format!(
+        "{refusing} of {} refuse {key}: {} said \"{}\"; no test was started. Give the key \
+         their servers were started with (their --psk-file; on Kubernetes the Secret \
+         linerate-psk)",
+        targets.len(),
+        t.label,
+        escape(&why.why)
+    ))
+}
+
+/// What a server's refusal says when it is about the key (`linerate_proto::server`).
+const KEY_REFUSALS: [&str; 2] = ["authentication failed", "requires a pre-shared key"];
+
 /// Greets every one of `targets` with `greet`, at most [`GREET_AT_ONCE`] at a time: the
 /// outcomes in the targets' order. The wait's looks and a mesh's pre-flight.
 pub fn greet_all(
