@@ -121,7 +121,7 @@ impl Pair {
             return None;
         }
         let theirs = Iperf3Server::start_with(theirs)?;
-        let ours = Server::start(&[&["-J"], ours].concat());
+        let ours = Server::start(&[&["-J", "--log-results", "full"], ours].concat());
         Some(Pair { theirs, ours, tests: 0 })
     }
 

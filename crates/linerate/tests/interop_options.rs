@@ -107,7 +107,7 @@ fn an_iperf3_clients_tos_and_fq_rate_are_served() {
     if !have_iperf3() {
         return;
     }
-    let srv = Server::start(&["-J"]);
+    let srv = Server::start(&["-J", "--log-results", "full"]);
     let cases: [&[&str]; 2] = [
         &["-t", "1", "-S", "0x28", "--fq-rate", "300M", "-R"],
         &["-t", "1", "-u", "--dscp", "cs1"],
@@ -180,7 +180,7 @@ fn bursts_with_a_real_iperf3_both_ways() {
     if !have_iperf3() {
         return;
     }
-    let srv = Server::start(&["-J"]);
+    let srv = Server::start(&["-J", "--log-results", "full"]);
     let (code, doc, stderr) =
         iperf3_client(srv.port, &["-t", "1", "-u", "-l", "1000", "-b", "10M/10", "-R"]);
     assert_eq!(code, Some(0), "{stderr}");

@@ -65,7 +65,7 @@ fn real_iperf3_clients_get_valid_results_that_match_the_server_record() {
     if !have_iperf3() {
         return;
     }
-    let srv = Server::start(&["-J"]);
+    let srv = Server::start(&["-J", "--log-results", "full"]);
     // (iperf3 args, C->S expected, S->C expected)
     let cases: [(&[&str], bool, bool); 5] = [
         (&["-t", "1"], true, false),
@@ -241,7 +241,7 @@ fn iperf3_server_affinity_binds_the_tests_threads() {
     if !have_iperf3() {
         return;
     }
-    let srv = Server::start(&["-J"]);
+    let srv = Server::start(&["-J", "--log-results", "full"]);
     let (code, doc, stderr) = iperf3_client(srv.port, &["-t", "1", "-A", "0,0"]);
     assert_eq!(code, Some(0), "{stderr}");
     assert!(doc["end"]["sum_received"]["bytes"].as_u64() > Some(0), "{doc}");
@@ -297,7 +297,7 @@ fn real_iperf3_udp_clients_are_served_with_both_counter_widths() {
     if !have_iperf3() {
         return;
     }
-    let srv = Server::start(&["-J"]);
+    let srv = Server::start(&["-J", "--log-results", "full"]);
     let cases: [(&[&str], &str); 6] = [
         (&["-u", "-b", "50M", "-l", "1400", "-t", "1"], "client_to_server"),
         // iperf3's smallest datagrams: its header alone (no room for linerate's secret).

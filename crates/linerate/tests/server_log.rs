@@ -43,6 +43,12 @@ fn json_log_has_one_summary_line_per_test_and_no_secrets() {
     assert!(s["bytes_client_to_server"].as_u64().expect("bytes") > 0, "{s}");
     assert_eq!(s["bytes_server_to_client"], 0);
     assert!(s["seconds"].as_f64().expect("seconds") > 0.2);
+    // Brief by default (issue 46: a whole record a line ran to 10 KB for one second): the
+    // summary, without both ends' full results (`--log-results full` adds them; the interop
+    // tests read them so).
+    assert!(ended[0].get("server").is_none() && ended[0].get("client").is_none(), "{}", ended[0]);
+    let line = srv.log().lines().find(|l| l.contains("\"test_ended\"")).expect("line").len();
+    assert!(line < 2048, "a test_ended line of {line} bytes");
     let rejected: Vec<&Value> = lines.iter().filter(|l| l["event"] == "rejected").collect();
     assert!(rejected.iter().any(|l| l["reason"].to_string().contains("--max-streams")));
     assert!(!srv.log().contains("secret"), "the key never reaches the log:\n{}", srv.log());

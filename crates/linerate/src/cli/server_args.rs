@@ -15,7 +15,7 @@ use linerate_proto::limits::{
 use super::args::{DirectionArg, ProtocolArg, ServerArgs, count, rate, seconds, size};
 use crate::plan::ServerPlan;
 use crate::plan::campaign_de::{DirectionItem, ProtocolItem, Rate, Seconds, SizeItem};
-use crate::plan::server::{IpNet, LogFormat, ServerSettings, parse_config};
+use crate::plan::server::{IpNet, LogFormat, LogResults, ServerSettings, parse_config};
 
 use crate::units::{Bitrate, ByteCount};
 
@@ -162,6 +162,11 @@ pub struct LimitArgs {
     /// Log lines as `text` or `json` (one object per line; the same as -J) [default: text].
     #[arg(long = "log-format", value_name = "FORMAT", value_parser = log_format)]
     pub log_format: Option<LogFormat>,
+    /// How much of a test's figures a JSON log line carries: `brief` (who, what, how much,
+    /// how it ended) or `full` (also both ends' streams, samples and costs: 10 KB and more
+    /// a line) [default: brief].
+    #[arg(long = "log-results", value_name = "brief|full", value_parser = log_results)]
+    pub log_results: Option<LogResults>,
     /// The node this server runs on, sent to clients with its results so that each result
     /// names its node (in a pod the host name is the pod's); the Kubernetes DaemonSet sets
     /// the variable from the downward API. Empty = none.
@@ -198,6 +203,14 @@ pub struct LimitArgs {
         help_heading = "Access"
     )]
     pub pair_allow: Option<Vec<crate::plan::server::PairTarget>>,
+}
+
+fn log_results(s: &str) -> Result<LogResults, String> {
+    match s {
+        "brief" => Ok(LogResults::Brief),
+        "full" => Ok(LogResults::Full),
+        _ => Err(format!("{s:?} is not a way to log results; use brief or full")),
+    }
 }
 
 fn log_format(s: &str) -> Result<LogFormat, String> {
@@ -278,6 +291,7 @@ impl LimitArgs {
             queue: self.queue,
             allow: self.allow.clone(),
             log_format: self.log_format,
+            log_results: self.log_results,
             threads: self.threads,
             max_connections: self.max_connections,
             max_memory: self.max_memory.map(|b| SizeItem(Some(b.bytes()))),
@@ -326,6 +340,7 @@ mod tests {
             "ADDR:PORT" => &["127.0.0.1:9464"],
             "IP:PORT,..." => &["127.0.0.1:5201"],
             "auto|stream|N" => &["stream"],
+            "brief|full" => &["full"],
             "FORMAT" => &["json", "%H:%M "],
             "FILE" => return vec![key_file.to_string()],
             "NAME" => &["node-a"],

@@ -43,6 +43,7 @@ fn with_embedded_server(
         family: Family::V4,
         one_off: false,
         output: OutputFormat::Text,
+        log_results: crate::plan::server::LogResults::Brief,
         // The user's own loopback server: only the protocol's limits apply.
         limits: linerate_proto::Limits::unlimited(),
         access: crate::plan::server::Access::default(),

@@ -451,6 +451,8 @@ pub struct ServerPlan {
     pub one_off: bool,
     /// Print one JSON line per finished test instead of text.
     pub output: OutputFormat,
+    /// How much of a test's figures a JSON line carries (`--log-results`).
+    pub log_results: server::LogResults,
     /// What clients may ask for.
     pub limits: linerate_proto::Limits,
     /// Who may connect.

@@ -89,6 +89,8 @@ pub struct ServerSettings {
     pub allow: Option<Vec<IpNet>>,
     /// `--log-format`: `text` or `json` (one JSON object per line).
     pub log_format: Option<LogFormat>,
+    /// `--log-results`: `brief` or `full` figures in a JSON `test_ended` line.
+    pub log_results: Option<LogResults>,
     /// `--threads`: how the server serves a test's TCP streams.
     pub threads: Option<crate::plan::threads::Threads>,
     /// `--max-connections`: connections not yet part of a test, all addresses together.
@@ -194,6 +196,21 @@ impl Place {
         }
         Ok(Some(v.to_string()))
     }
+}
+
+/// How much of a test's figures a JSON log line carries (`--log-results`). Brief by default:
+/// a whole record per line (both ends' streams, samples and costs) ran to 10 KB for a
+/// one-second test and grows with the test's length, past what log pipelines take in one
+/// line; the summary says who, what, how much and how it ended, and the client's stored run
+/// holds both ends' figures.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogResults {
+    /// The summary only.
+    #[default]
+    Brief,
+    /// The summary and both ends' full results.
+    Full,
 }
 
 /// How the server writes its log lines.
@@ -494,6 +511,7 @@ impl ServerSettings {
             psk_file: self.psk_file.or(fallback.psk_file),
             allow: self.allow.or(fallback.allow),
             log_format: self.log_format.or(fallback.log_format),
+            log_results: self.log_results.or(fallback.log_results),
             threads: self.threads.or(fallback.threads),
             max_connections: self.max_connections.or(fallback.max_connections),
             max_memory: self.max_memory.or(fallback.max_memory),
@@ -552,6 +570,7 @@ impl ServerSettings {
             } else {
                 crate::plan::OutputFormat::Text
             },
+            log_results: self.log_results.unwrap_or_default(),
             limits: self.limits()?,
             access: self.access()?,
             metrics: self.metrics,

@@ -100,9 +100,11 @@ pub enum ServerNote {
         test: u64,
         /// The client's control address.
         peer: SocketAddr,
-        /// The server's own figures.
+        /// The server's own figures (absent from a brief line, `ServerNote::brief`).
+        #[serde(skip_serializing_if = "Option::is_none")]
         server: Option<SideResults>,
-        /// The client's figures, as it reported them.
+        /// The client's figures, as it reported them (absent from a brief line).
+        #[serde(skip_serializing_if = "Option::is_none")]
         client: Option<SideResults>,
         /// Why it failed, if it did.
         error: Option<String>,
@@ -158,6 +160,26 @@ pub enum ServerNote {
         /// Tests still running.
         running: usize,
     },
+}
+
+impl ServerNote {
+    /// The note as a brief JSON log line carries it (`--log-results brief`): a test's end
+    /// without both ends' full results, which its summary sums up.
+    pub fn brief(&self) -> std::borrow::Cow<'_, ServerNote> {
+        match self {
+            ServerNote::TestEnded { test, peer, error, summary, .. } => {
+                std::borrow::Cow::Owned(ServerNote::TestEnded {
+                    test: *test,
+                    peer: *peer,
+                    server: None,
+                    client: None,
+                    error: error.clone(),
+                    summary: summary.clone(),
+                })
+            }
+            other => std::borrow::Cow::Borrowed(other),
+        }
+    }
 }
 
 /// Where notes go. Called from many threads.
