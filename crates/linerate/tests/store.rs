@@ -22,6 +22,43 @@ fn ok(args: &[&str]) -> Output {
     out
 }
 
+/// Issue 46: one `--bidir` run read 18.0 in the history (its first direction) and 57.35 in
+/// the report (the unlabelled sum). Every view now gives each direction and their labelled
+/// total, the same figures.
+#[test]
+fn a_bidirectional_run_shows_each_direction_and_their_total_in_every_view() {
+    let srv = Server::start(&[]);
+    let (port, db) = (srv.port.to_string(), db_path("bidir"));
+    let out = ok(&["client", "127.0.0.1", "-p", &port, "-t", "0.5", "--bidir", "--db", &db]);
+    let line = |text: &str, needle: &str| {
+        text.lines()
+            .find(|l| l.contains(needle))
+            .map(str::to_string)
+            .unwrap_or_else(|| panic!("no line with {needle:?}:\n{text}"))
+    };
+    // The run's own output: `Both directions received: C->S a + S->C b = t total`.
+    let words = line(&out.stdout, "Both directions received: C->S ");
+    let total = words.split(" = ").nth(1).expect("a total").to_string();
+    assert!(total.ends_with(" total") && words.contains(" + S->C "), "{words}");
+    // The history: the total in its column, each direction under it, the same words.
+    let listed = ok(&["history", "--db", &db]).stdout;
+    let each = words.trim_start_matches("Both directions received: ");
+    assert!(listed.contains(each), "{listed}");
+    let rate = total.trim_end_matches(" total");
+    assert!(line(&listed, "bidirectional").contains(rate), "{listed}");
+    let rows = ok(&["history", "--db", &db, "-J"]).json();
+    let row = &rows[0];
+    let directions = row["directions"].as_array().expect("directions");
+    assert_eq!(directions.len(), 2, "{row}");
+    let sum: f64 = directions.iter().map(|d| d["bits_per_second"].as_f64().expect("rate")).sum();
+    let listed_rate = row["bits_per_second"].as_f64().expect("rate");
+    assert!((sum - listed_rate).abs() < 1.0, "{sum} against {listed_rate}");
+    // The report: the total labelled as such, and each direction beside it.
+    let report = ok(&["report", "1", "--db", &db]).stdout;
+    assert!(report.contains("received, summed over directions)"), "{report}");
+    assert!(line(&report, "run 1 ").contains(" + S->C "), "{report}");
+}
+
 #[test]
 fn a_run_is_stored_listed_and_shown_as_it_was() {
     let srv = Server::start(&[]);

@@ -70,6 +70,7 @@ pub fn render_list(rows: &[RunRow], json: bool, out: &mut dyn Write) -> std::io:
                     "direction": r.direction, "streams": r.streams, "outcome": r.outcome,
                     "bits_per_second": r.bits_per_second, "labels": r.labels,
                     "error": r.error, "latency": r.latency,
+                    "directions": (!r.directions.is_empty()).then_some(&r.directions),
                 })
             })
             .collect();
@@ -99,6 +100,9 @@ pub fn render_list(rows: &[RunRow], json: bool, out: &mut dyn Write) -> std::io:
         writeln!(out, "{}", escape(line.trim_end()))?;
         if let Some(e) = &r.error {
             writeln!(out, "{:>5}  failed: {}", "", escape(e))?;
+        }
+        if let Some(each) = crate::stats::matrix::directions_words(&r.directions) {
+            writeln!(out, "{:>5}  {each}", "")?;
         }
         if let Some(l) = r.latency.as_ref().and_then(latency_line) {
             writeln!(out, "{:>5}  {l}", "")?;

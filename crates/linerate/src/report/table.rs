@@ -224,19 +224,18 @@ pub fn cell_table(summary: &MatrixSummary, unit: Option<RateUnit>) -> Table {
     let udp = summary.cells.iter().any(|c| c.loss_percent.is_some());
     let fair = summary.cells.iter().any(|c| c.fairness.is_some());
     let rates = unit.unwrap_or_else(|| RateUnit::of([summary], []));
-    let first = format!("cell ({} received)", rates.name);
-    let mut header = vec![
-        first.as_str(),
-        ">n",
-        ">min–max",
-        ">median",
-        ">mean ± 95% CI",
-        ">CV",
-        ">CPU client",
-        ">CPU server",
-        ">peak RSS",
-        ">retransmits/run",
-    ];
+    // A bidirectional cell's figure is both directions' total: said in the header, and each
+    // direction in a column of its own (issue 46).
+    let both = summary.cells.iter().any(|c| !c.directions.is_empty());
+    let first = match both {
+        true => format!("cell ({} received, summed over directions)", rates.name),
+        false => format!("cell ({} received)", rates.name),
+    };
+    let mut header = vec![first.as_str(), ">n", ">min–max", ">median", ">mean ± 95% CI"];
+    if both {
+        header.push(">each direction (mean)");
+    }
+    header.extend([">CV", ">CPU client", ">CPU server", ">peak RSS", ">retransmits/run"]);
     if udp {
         header.push(">UDP loss");
     }
@@ -246,7 +245,16 @@ pub fn cell_table(summary: &MatrixSummary, unit: Option<RateUnit>) -> Table {
     header.push("verdict");
     let mut t = Table::new(&header);
     for c in &summary.cells {
-        t.rows.push(cell_row(c, rates, udp, fair));
+        let mut row = cell_row(c, rates, udp, fair);
+        if both {
+            let each: Vec<String> = c
+                .directions
+                .iter()
+                .map(|d| format!("{} {}", d.flow.label(), rates.one(d.bits_per_second)))
+                .collect();
+            row.insert(5, if each.is_empty() { "—".into() } else { each.join(" + ") });
+        }
+        t.rows.push(row);
     }
     t.legend = verdict_legend(summary);
     t
@@ -408,6 +416,7 @@ mod tests {
 
     fn summary(samples: Vec<f64>) -> MatrixSummary {
         let cell = CellSummary {
+            directions: Vec::new(),
             index: 0,
             label: "P=1".into(),
             values: Vec::new(),

@@ -167,6 +167,13 @@ fn answer(
             )?;
         }
     }
+    if summary.latency.is_none()
+        && let Some(each) = crate::stats::matrix::directions_words(
+            &crate::stats::matrix::received_by_direction(summary),
+        )
+    {
+        writeln!(out, "Both directions received: {each}")?;
+    }
     for u in &summary.udp {
         udp_lines(out, u)?;
     }
@@ -551,7 +558,10 @@ pub fn describe_spec_without(spec: &TestSpec, skip: &[&str]) -> String {
             format!("{} {unit}", ByteCount(u64::from(spec.block_bytes)).iec())
         });
         if spec.protocol == Protocol::Tcp && spec.write_size() != spec.block_bytes {
-            parts.push(format!("written in up to {}", ByteCount(u64::from(spec.write_size())).iec()));
+            parts.push(format!(
+                "written in up to {}",
+                ByteCount(u64::from(spec.write_size())).iec()
+            ));
         }
         if spec.protocol == Protocol::Tcp && spec.read_size() != spec.block_bytes {
             parts.push(format!("read in {}", ByteCount(u64::from(spec.read_size())).iec()));

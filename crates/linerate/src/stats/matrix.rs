@@ -63,6 +63,9 @@ pub struct CellSummary {
     pub ci_target_met: Option<bool>,
     /// With `--link-speed`: the mean as a share of the link's theoretical TCP goodput.
     pub link_share: Option<f64>,
+    /// A bidirectional cell's directions, each the mean of its completed runs (the cell's
+    /// figures above are their total); empty for one direction.
+    pub directions: Vec<DirectionRate>,
     /// Request/response cells (`matrix --rr`): transactions per second and latency over the
     /// completed runs; absent for bulk cells.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -118,6 +121,7 @@ fn cell_summary<'a>(
     let mut rss: Option<u64> = None;
     let mut goodput = None;
     let mut latencies = Vec::new();
+    let mut by_flow: Vec<(linerate_proto::Flow, Vec<f64>)> = Vec::new();
     for r in records {
         goodput = goodput.or_else(|| crate::stats::verdict::declared_goodput(r));
         match r.outcome {
@@ -133,6 +137,15 @@ fn cell_summary<'a>(
         }
         let s = summarize(r);
         samples.push(received_rate(&s));
+        let directions = received_by_direction(&s);
+        if directions.len() > 1 {
+            for d in directions {
+                match by_flow.iter_mut().find(|(f, _)| *f == d.flow) {
+                    Some((_, v)) => v.push(d.bits_per_second),
+                    None => by_flow.push((d.flow, vec![d.bits_per_second])),
+                }
+            }
+        }
         latencies.extend(s.latency.clone());
         let retr: Vec<u64> =
             s.directions.iter().filter_map(|d| d.sender.as_ref()?.retransmits).collect();
@@ -152,8 +165,13 @@ fn cell_summary<'a>(
     let latency = crate::stats::matrix_latency::cell_latency(&latencies);
     // A request/response cell's bytes are requests: no share of a link's goodput.
     let goodput = goodput.filter(|_| latency.is_none());
+    let directions = by_flow
+        .iter()
+        .filter_map(|(flow, v)| Some(DirectionRate { flow: *flow, bits_per_second: mean(v)? }))
+        .collect();
     CellSummary {
         latency,
+        directions,
         index: cell.index,
         label: cell.label(),
         values: cell.values.clone(),
@@ -185,7 +203,42 @@ pub fn rate_interval(mut s: SampleStats) -> SampleStats {
 
 /// The figure a cell is judged by: what the receivers got, summed over directions.
 pub fn received_rate(s: &crate::stats::Summary) -> f64 {
-    s.directions.iter().filter_map(|d| d.receiver.as_ref()?.figures.bits_per_second).sum()
+    received_by_direction(s).iter().map(|d| d.bits_per_second).sum()
+}
+
+/// What the receivers got in one direction, bit/s.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct DirectionRate {
+    /// The direction.
+    pub flow: linerate_proto::Flow,
+    /// Its receivers' rate (for a cell: the mean over its completed runs).
+    pub bits_per_second: f64,
+}
+
+/// Each direction's received rate, in the run's order: [`received_rate`] is their sum, and
+/// a bidirectional run (`--bidir`) is shown as both and their total, the same in every view
+/// (issue 46: the history listed one direction, the report the unlabelled sum).
+pub fn received_by_direction(s: &crate::stats::Summary) -> Vec<DirectionRate> {
+    s.directions
+        .iter()
+        .filter_map(|d| {
+            let bits_per_second = d.receiver.as_ref()?.figures.bits_per_second?;
+            Some(DirectionRate { flow: d.flow, bits_per_second })
+        })
+        .collect()
+}
+
+/// `C->S 35.1 Gbit/s + S->C 32.8 Gbit/s = 67.9 Gbit/s total` for two directions or more;
+/// None for one.
+pub fn directions_words(directions: &[DirectionRate]) -> Option<String> {
+    (directions.len() > 1).then(|| {
+        let parts: Vec<String> = directions
+            .iter()
+            .map(|d| format!("{} {}", d.flow.label(), format_bits_per_second(d.bits_per_second)))
+            .collect();
+        let total: f64 = directions.iter().map(|d| d.bits_per_second).sum();
+        format!("{} = {} total", parts.join(" + "), format_bits_per_second(total))
+    })
 }
 
 fn mean(v: &[f64]) -> Option<f64> {
@@ -492,6 +545,7 @@ mod tests {
 
     fn cell(index: usize, values: Vec<AxisValue>, samples: Vec<f64>) -> CellSummary {
         CellSummary {
+            directions: Vec::new(),
             index,
             label: values.iter().map(AxisValue::label).collect::<Vec<_>>().join(" "),
             values,

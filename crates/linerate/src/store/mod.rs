@@ -131,8 +131,11 @@ pub struct RunRow {
     pub streams: u32,
     /// `completed`, `interrupted` or `failed`.
     pub outcome: String,
-    /// The first direction's receiver rate, bits per second (None when nothing was received).
+    /// The receivers' rate, bits per second (None when nothing was received): both
+    /// directions' total for a bidirectional run, as reports judge a run.
     pub bits_per_second: Option<f64>,
+    /// A bidirectional run's directions (read from its record; empty for other runs).
+    pub directions: Vec<crate::stats::matrix::DirectionRate>,
     /// User labels.
     pub labels: Vec<String>,
     /// Why a failed run failed (from its record); None for other outcomes.
@@ -313,7 +316,8 @@ impl Store {
         group: i64,
         meshes: usize,
     ) -> Result<Vec<crate::stats::mesh_watch::PairRun>> {
-        query::pair_runs(&self.conn, group, meshes).map_err(|e| self.fault("reading the meshes of", e))
+        query::pair_runs(&self.conn, group, meshes)
+            .map_err(|e| self.fault("reading the meshes of", e))
     }
 
     /// Run `id` with its meta and record; None if there is no such run. A stored record that

@@ -145,6 +145,7 @@ pub(super) fn list(
             labels: Vec::new(),
             error: None,
             latency: None,
+            directions: Vec::new(),
         };
         Ok((row, r.get(2)?, r.get::<_, bool>(11)?))
     })?;
@@ -158,6 +159,17 @@ pub(super) fn list(
         if latency {
             row.latency = record(conn, row.id)?
                 .and_then(|r| crate::stats::latency::brief(&crate::stats::summarize(&r)));
+        } else if row.direction == "bidirectional" && row.outcome != "failed" {
+            // The indexed column holds the first direction; the listing shows both and their
+            // total, as every other view does.
+            let summary = record(conn, row.id)?.map(|r| crate::stats::summarize(&r));
+            row.directions = summary
+                .as_ref()
+                .map(crate::stats::matrix::received_by_direction)
+                .unwrap_or_default();
+            if row.directions.len() > 1 {
+                row.bits_per_second = Some(row.directions.iter().map(|d| d.bits_per_second).sum());
+            }
         }
         out.push((row, kind));
     }

@@ -120,4 +120,3 @@ pub fn planned_runs(store: &Store, id: i64) -> Result<Vec<PlannedRun>> {
     }
     Ok(runs)
 }
-

@@ -96,8 +96,9 @@ fn err_text(r: Result<impl std::fmt::Debug>) -> String {
 #[test]
 fn a_run_round_trips_with_its_meta_and_labels() {
     let mut s = Store::open_in_memory().expect("open");
-    let g =
-        s.begin_group(GroupKind::Matrix, Some("windows"), &params(serde_json::json!({"P": [1, 4]}))).expect("group");
+    let g = s
+        .begin_group(GroupKind::Matrix, Some("windows"), &params(serde_json::json!({"P": [1, 4]})))
+        .expect("group");
     let rec = record("lab-b:5201", 1_700_000_000_000, 4);
     let m = RunMeta {
         kind: RunKind::MatrixCell,
@@ -192,7 +193,8 @@ fn a_file_store_survives_reopening_and_is_set_up_as_documented() {
 #[test]
 fn list_filters_by_label_server_and_group_newest_first() {
     let mut s = Store::open_in_memory().expect("open");
-    let g = s.begin_group(GroupKind::Campaign, None, &params(serde_json::json!({}))).expect("group");
+    let g =
+        s.begin_group(GroupKind::Campaign, None, &params(serde_json::json!({}))).expect("group");
     let mut add = |server: &str, started: u64, labels: &[&str], group: Option<i64>| {
         let m = RunMeta { group, ..meta(labels) };
         s.insert_run(&record(server, started, 1), &m).expect("insert")
@@ -204,11 +206,21 @@ fn list_filters_by_label_server_and_group_newest_first() {
     let ids = |f: ListFilter| s.list(&f).expect("list").iter().map(|r| r.id).collect::<Vec<_>>();
     assert_eq!(ids(ListFilter::default()), vec![d, a, c, b]);
     assert_eq!(ids(ListFilter { label: Some("before".into()), ..Default::default() }), vec![a, b]);
-    assert_eq!(ids(ListFilter { server: Some(crate::plan::host::ServerMatch::Exact("a:1".into())), ..Default::default() }), vec![d, a, c]);
+    assert_eq!(
+        ids(ListFilter {
+            server: Some(crate::plan::host::ServerMatch::Exact("a:1".into())),
+            ..Default::default()
+        }),
+        vec![d, a, c]
+    );
     assert_eq!(ids(ListFilter { group: Some(g), ..Default::default() }), vec![c, b]);
     assert_eq!(ids(ListFilter { limit: Some(2), ..Default::default() }), vec![d, a]);
     assert_eq!(ids(ListFilter { limit: Some(0), ..Default::default() }), Vec::<i64>::new());
-    let both = ListFilter { server: Some(crate::plan::host::ServerMatch::Exact("a:1".into())), group: Some(g), ..Default::default() };
+    let both = ListFilter {
+        server: Some(crate::plan::host::ServerMatch::Exact("a:1".into())),
+        group: Some(g),
+        ..Default::default()
+    };
     assert_eq!(ids(both), vec![c]);
     assert_eq!(
         ids(ListFilter { label: Some("nope".into()), ..Default::default() }),
@@ -242,8 +254,10 @@ fn list_filters_by_outcome_and_names_each_failure() {
 fn groups_record_their_runs_and_whether_they_finished() {
     let mut s = Store::open_in_memory().expect("open");
     let plan = serde_json::json!({"streams": [1, 2, 4], "repetitions": 3});
-    let m = s.begin_group(GroupKind::Matrix, Some("P sweep"), &params(plan.clone())).expect("matrix");
-    let f = s.begin_group(GroupKind::FindMax, None, &params(serde_json::json!({}))).expect("find_max");
+    let m =
+        s.begin_group(GroupKind::Matrix, Some("P sweep"), &params(plan.clone())).expect("matrix");
+    let f =
+        s.begin_group(GroupKind::FindMax, None, &params(serde_json::json!({}))).expect("find_max");
     let runs: Vec<i64> = (1..=3)
         .map(|p| {
             let meta = RunMeta {
@@ -421,7 +435,8 @@ fn a_corrupted_database_is_named_as_such() {
 #[test]
 fn an_unreadable_record_is_reported_for_its_run_alone() {
     let mut s = Store::open_in_memory().expect("open");
-    let g = s.begin_group(GroupKind::Campaign, None, &params(serde_json::json!({}))).expect("group");
+    let g =
+        s.begin_group(GroupKind::Campaign, None, &params(serde_json::json!({}))).expect("group");
     let in_group = RunMeta { group: Some(g), ..meta(&[]) };
     let bad = s.insert_run(&record("h:1", 1, 1), &in_group).expect("insert");
     let good = s.insert_run(&record("h:1", 2, 1), &in_group).expect("insert");
