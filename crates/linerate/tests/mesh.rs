@@ -152,7 +152,12 @@ fn six_agents_in_two_zones_report_every_pair_and_name_the_slow_cross_zone_pairs(
     let db = db.to_str().expect("path");
     let report = run(&["report", "n1", "--db", db], Duration::from_secs(60));
     assert_eq!(report.code, Some(0), "{}", report.stderr);
-    assert!(report.stdout.contains("mesh n1"), "{}", report.stdout);
+    // Its heading names the mesh, not one agent (issue 46).
+    assert!(
+        report.stdout.contains("== mesh n1: 6 agents, 30 ordered pairs =="),
+        "{}",
+        report.stdout
+    );
     let rows = report.stdout.lines().filter(|l| l.starts_with('n') && l.contains(" -> n")).count();
     assert_eq!(rows, 30, "{}", report.stdout);
     assert!(report.stdout.contains("Mesh findings:\n  - zone a -> zone b is"), "{}", report.stdout);

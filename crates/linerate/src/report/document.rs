@@ -218,7 +218,11 @@ pub fn write_head(
 }
 
 /// A report's facts, a line each.
-pub fn write_facts(style: Style, facts: &[(&str, String)], out: &mut dyn Write) -> std::io::Result<()> {
+pub fn write_facts(
+    style: Style,
+    facts: &[(&str, String)],
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
     for (k, v) in facts {
         match style {
             Style::Text => writeln!(out, "{k}: {}", escape(v))?,

@@ -24,8 +24,8 @@ use crate::report::table::{Table, verdict_words};
 use crate::stats::campaign_fleet::{FleetRun, FleetTierFigures};
 use crate::stats::fleet::{FleetDirection, FleetSummary, Spread};
 use crate::stats::fleet::{HostInput, summarize_fleet};
-use crate::stats::summarize;
 use crate::stats::scaling::{PLATEAU, ScaleDirection, ScaleSummary};
+use crate::stats::summarize;
 use crate::units::peer_text::escape;
 use crate::units::{ByteCount, count_of, format_bits_per_second, rate_unit, three_figures};
 
@@ -536,7 +536,14 @@ pub fn contended_sentence(d: &ScaleDirection) -> Option<String> {
         .points
         .iter()
         .filter(|p| p.contended_runs > 0)
-        .map(|p| format!("{} ({} of {} runs)", count_of(p.hosts as u64, "host"), p.contended_runs, p.totals.len()))
+        .map(|p| {
+            format!(
+                "{} ({} of {} runs)",
+                count_of(p.hosts as u64, "host"),
+                p.contended_runs,
+                p.totals.len()
+            )
+        })
         .collect();
     (!points.is_empty()).then(|| {
         format!(
@@ -674,9 +681,16 @@ mod tests {
         s.directions[0].outside_window_bytes = Some(1_048_576.0);
         let line = |s: &FleetSummary| outside_sentence(s, &s.directions[0]).expect("a line");
         s.unshared_seconds = Some((0.0, 0.2));
-        assert_eq!(line(&s), "outside the shared window (apart, as -O is): 1.00 MiB, in the 0.200 s after it");
+        assert_eq!(
+            line(&s),
+            "outside the shared window (apart, as -O is): 1.00 MiB, in the 0.200 s after it"
+        );
         s.unshared_seconds = Some((0.05, 0.2));
-        assert!(line(&s).ends_with("in the 0.0500 s before it and the 0.200 s after it"), "{}", line(&s));
+        assert!(
+            line(&s).ends_with("in the 0.0500 s before it and the 0.200 s after it"),
+            "{}",
+            line(&s)
+        );
         s.unshared_seconds = Some((0.0, 0.0));
         assert!(line(&s).ends_with(", at its edges"), "{}", line(&s));
     }
@@ -692,10 +706,8 @@ mod contended_tests {
     fn a_point_holding_a_cpu_contended_run_says_so() {
         let fleet = |rate: f64, limit: &str| {
             let mut s = FleetSummary::even_for_tests(Flow::ClientToServer, 2, rate);
-            s.directions[0].hosts[1] = HostFigures {
-                limit: Some(limit.into()),
-                ..s.directions[0].hosts[1].clone()
-            };
+            s.directions[0].hosts[1] =
+                HostFigures { limit: Some(limit.into()), ..s.directions[0].hosts[1].clone() };
             s
         };
         let runs = [
@@ -705,7 +717,8 @@ mod contended_tests {
         ];
         let curve = summarize_scaling(&runs);
         let d = &curve.directions[0];
-        let counts: Vec<(usize, usize)> = d.points.iter().map(|p| (p.hosts, p.contended_runs)).collect();
+        let counts: Vec<(usize, usize)> =
+            d.points.iter().map(|p| (p.hosts, p.contended_runs)).collect();
         assert_eq!(counts, [(1, 0), (2, 1)]);
         let table = scale_table(d);
         assert_eq!(table.rows[1][1], "2 (1 CPU-contended)");

@@ -12,9 +12,9 @@ use std::io::Write;
 use crate::report::charts::{Chart, report_charts};
 use crate::report::document::{campaign_table, report_unit, tier_heading};
 use crate::report::fleet::{
-    WHOLE_TEST_NOTE, contended_sentence, flow_words, host_table, jain_text, latency_table, latency_total,
-    not_measured_lines, not_measured_title,
-    outlier_sentence, outside_sentence, plateau_sentence, scale_table, start_sentence, total_lines,
+    WHOLE_TEST_NOTE, contended_sentence, flow_words, host_table, jain_text, latency_table,
+    latency_total, not_measured_lines, not_measured_title, outlier_sentence, outside_sentence,
+    plateau_sentence, scale_table, start_sentence, total_lines,
 };
 use crate::report::latency;
 use crate::report::model::{Report, ReportKind};

@@ -507,6 +507,10 @@ pub fn build(source: Source) -> Report {
         }
         tiers.push(tier);
     }
+    // A mesh's one tier is the mesh, not its first run's server (issue 46).
+    if let (Some(shape), Some(t)) = (&source.mesh, tiers.first_mut()) {
+        t.server = format!("{} agents, {} ordered pairs", shape.agents.len(), shape.pairs.len());
+    }
     let findings =
         if source.kind == ReportKind::Campaign { cross_tier_findings(&tiers) } else { Vec::new() };
     let series = runs.iter().enumerate().flat_map(|(i, r)| series_of(i, &r.record)).collect();

@@ -213,9 +213,9 @@ impl Notice<'_> {
                 )
             }
             // Escaped: a server's detail may quote the peer.
-            Notice::Unreached(lines) if lines.len() > 1 => {
-                lines.iter().try_for_each(|l| writeln!(out, "{}", crate::units::peer_text::escape(l)))
-            }
+            Notice::Unreached(lines) if lines.len() > 1 => lines
+                .iter()
+                .try_for_each(|l| writeln!(out, "{}", crate::units::peer_text::escape(l))),
             Notice::Unreached(_) => Ok(()),
             Notice::MeshIncomplete { group } => writeln!(
                 out,
@@ -245,11 +245,9 @@ impl Notice<'_> {
                 "warning: this run failed: {}; it is stored, and the schedule goes on",
                 crate::units::peer_text::escape(e)
             ),
-            Notice::NextRun { unix_ms, done } => writeln!(
-                out,
-                "Next run at {} UTC ({done} done).",
-                super::history::utc(*unix_ms)
-            ),
+            Notice::NextRun { unix_ms, done } => {
+                writeln!(out, "Next run at {} UTC ({done} done).", super::history::utc(*unix_ms))
+            }
             Notice::ScheduleDone { runs, failed, then } => {
                 writeln!(out, "--every: {runs} runs, {failed} failed; {then}")
             }

@@ -156,11 +156,13 @@ const TABLE_UNITS: [(&str, f64); 4] =
     [("Gbit/s", 1e9), ("Mbit/s", 1e6), ("kbit/s", 1e3), ("bit/s", 1.0)];
 
 impl RateUnit {
-    /// The unit for the rates of these summaries' tables: the largest in which the smallest
-    /// figure is still at least 1 (two decimals keep three significant figures), or a larger
-    /// one while a figure (a confidence interval's half-width too) would need six or more
-    /// integer digits; `extra` are further figures the tables show (a campaign's link
-    /// goodputs).
+    /// The unit for the rates of these summaries' tables, by their magnitude: the largest in
+    /// which the typical figure (the median of the cells' means and `extra`) is at least 1, or
+    /// a larger one while a figure (a confidence interval's half-width too) would need six or
+    /// more integer digits; `extra` are further figures the tables show (a campaign's link
+    /// goodputs). The typical figure, not the smallest: one slow pair of a mesh made every
+    /// 30 Gbit/s row read 30000 Mbit/s (issue 46); the slow one now reads 0.200 Gbit/s, since
+    /// small figures keep three significant digits (`units::three_figures`).
     pub fn of<'a>(
         summaries: impl IntoIterator<Item = &'a MatrixSummary>,
         extra: impl IntoIterator<Item = f64>,
@@ -177,7 +179,10 @@ impl RateUnit {
             .filter(|v| *v > 0.0)
             .collect();
         let half_widths = stats.iter().filter_map(|s| s.ci95_half_width);
-        let low = figures.iter().copied().reduce(f64::min);
+        let mut typical: Vec<f64> = stats.iter().map(|s| s.mean).filter(|v| *v > 0.0).collect();
+        typical.extend(figures.iter().skip(stats.len() * 4));
+        typical.sort_by(f64::total_cmp);
+        let low = typical.get(typical.len() / 2).copied();
         let high = figures.iter().copied().chain(half_widths).reduce(f64::max);
         // Nothing measured: the usual unit.
         let mut i = low.map_or(0, |low| {
@@ -458,23 +463,30 @@ mod tests {
     #[test]
     fn a_small_cell_keeps_three_figures_next_to_fast_ones_in_one_unit() {
         // `matrix --window 800k,8K,1M`: the 8K cell got 984 kbit/s, the others 20 Gbit/s.
-        // One unit for the column: the smallest that keeps 21.5 Gbit/s within five digits.
+        // One unit for the column, by the table's magnitude (the median of its cells' means):
+        // the fast cells read as they are, the small one keeps three figures.
         let mut t = summary(vec![21.3e9, 21.5e9]);
+        for _ in 0..2 {
+            t.cells.push(summary(vec![21.3e9, 21.5e9]).cells.remove(0));
+        }
         let mut small = summary(vec![984e3, 990e3]).cells.remove(0);
         small.label = "P=1 w=8K".into();
         t.cells.push(small);
         let table = cell_table(&t, None);
-        assert_eq!(table.header[0], "cell (Mbit/s received)");
-        assert_eq!(table.rows[1][2], "0.984–0.990");
-        assert_eq!(table.rows[1][3], "0.987");
-        assert_eq!(table.rows[0][2], "21300.00–21500.00");
-        // Within five decades a shared unit still fits, with figures below 1 kept.
-        let mut t = summary(vec![2.5e9, 2.6e9]);
-        t.cells.push(summary(vec![150e6, 150e6]).cells.remove(0));
+        assert_eq!(table.header[0], "cell (Gbit/s received)");
+        assert_eq!(table.rows[3][2], "0.000984–0.000990");
+        assert_eq!(table.rows[3][3], "0.000987");
+        assert_eq!(table.rows[0][2], "21.30–21.50");
+        // Mostly slow cells: their unit, and the fast one within five digits.
+        let mut t = summary(vec![150e6, 150e6]);
+        for _ in 0..2 {
+            t.cells.push(summary(vec![150e6, 150e6]).cells.remove(0));
+        }
+        t.cells.push(summary(vec![2.5e9, 2.6e9]).cells.remove(0));
         let table = cell_table(&t, None);
         assert_eq!(table.header[0], "cell (Mbit/s received)");
-        assert_eq!((table.rows[0][3].as_str(), table.rows[1][3].as_str()), ("2550.00", "150.00"));
-        assert_eq!(table.rows[1][4], "150.00 ± 0", "identical runs: a zero half-width");
+        assert_eq!((table.rows[3][3].as_str(), table.rows[0][3].as_str()), ("2550.00", "150.00"));
+        assert_eq!(table.rows[0][4], "150.00 ± 0", "identical runs: a zero half-width");
     }
 
     /// Issue 34: `18724.09–61397.01 … 40060.55 ± 271105.40` in one tier's table (Mbit/s),

@@ -4,9 +4,9 @@
 //! (an agent and itself) is not a pair; a pair without a completed run says n/a. Rows and
 //! columns keep the agents' order, so a zone's agents sit together when they were listed so.
 
+use super::Chart;
 use super::frame::{Heading, LABEL, TICK, top};
 use super::svg::{Anchor, Font, INK, MUTED, PAD, Svg, WIDTH, truncate, width};
-use super::Chart;
 use crate::stats::mesh::MeshSummary;
 use crate::units::format_bits_per_second;
 
@@ -37,7 +37,8 @@ pub fn heat_map(m: &MeshSummary, context: &[String]) -> Option<Chart> {
     }
     let mean = |i: usize| m.cells.get(i).and_then(|c| c.bits_per_second.as_ref()).map(|s| s.mean);
     let fastest = (0..m.cells.len()).filter_map(mean).fold(0.0, f64::max);
-    let pairs = crate::stats::matrix::MatrixSummary { cells: m.cells.clone(), findings: Vec::new() };
+    let pairs =
+        crate::stats::matrix::MatrixSummary { cells: m.cells.clone(), findings: Vec::new() };
     let unit = crate::report::table::RateUnit::of([&pairs], []);
     let value_font = Font::regular(13.0);
     let name_w = m.agents.iter().map(|a| width(&a.label, LABEL)).fold(0.0, f64::max);
@@ -67,23 +68,39 @@ pub fn heat_map(m: &MeshSummary, context: &[String]) -> Option<Chart> {
     for (i, from) in m.agents.iter().enumerate() {
         let row_top = y + ROW * i as f64;
         let text_top = row_top + (ROW - 1.17 * LABEL.size) / 2.0;
-        svg.text((PAD, text_top), LABEL, Anchor::Start, INK, &truncate(&from.label, LABEL, label_w - 10.0));
+        svg.text(
+            (PAD, text_top),
+            LABEL,
+            Anchor::Start,
+            INK,
+            &truncate(&from.label, LABEL, label_w - 10.0),
+        );
         for (j, to) in m.agents.iter().enumerate() {
             let x = x0 + col * j as f64;
             let (fill, text, ink, hover) = match grid[i][j] {
-                _ if i == j => ("#F2F2F2".to_string(), "—".to_string(), MUTED, format!("{}: itself, not a pair", from.label)),
-                None => ("#FFFFFF".to_string(), "".to_string(), MUTED, format!("{} -> {}: not tested", from.label, to.label)),
+                _ if i == j => (
+                    "#F2F2F2".to_string(),
+                    "—".to_string(),
+                    MUTED,
+                    format!("{}: itself, not a pair", from.label),
+                ),
+                None => (
+                    "#FFFFFF".to_string(),
+                    "".to_string(),
+                    MUTED,
+                    format!("{} -> {}: not tested", from.label, to.label),
+                ),
                 Some(c) => match (mean(c), m.cells.get(c)) {
                     (Some(v), Some(cell)) => {
                         let share = if fastest > 0.0 { v / fastest } else { 0.0 };
-                        let ci = cell
-                            .bits_per_second
-                            .as_ref()
-                            .and_then(|s| s.ci95)
-                            .map_or("no interval (one run)".into(), |(lo, hi)| {
-                                let (lo, hi) = (format_bits_per_second(lo), format_bits_per_second(hi));
+                        let ci = cell.bits_per_second.as_ref().and_then(|s| s.ci95).map_or(
+                            "no interval (one run)".into(),
+                            |(lo, hi)| {
+                                let (lo, hi) =
+                                    (format_bits_per_second(lo), format_bits_per_second(hi));
                                 format!("95 % interval {lo}–{hi}")
-                            });
+                            },
+                        );
                         let ink = if share > 0.55 { "#FFFFFF" } else { INK };
                         let hover = format!(
                             "{}: mean {} ({ci}; {} completed runs)",
@@ -93,7 +110,12 @@ pub fn heat_map(m: &MeshSummary, context: &[String]) -> Option<Chart> {
                         );
                         (shade(share), figure(v), ink, hover)
                     }
-                    _ => ("#FFFFFF".to_string(), "n/a".to_string(), MUTED, format!("{} -> {}: no completed run", from.label, to.label)),
+                    _ => (
+                        "#FFFFFF".to_string(),
+                        "n/a".to_string(),
+                        MUTED,
+                        format!("{} -> {}: no completed run", from.label, to.label),
+                    ),
                 },
             };
             let rect = super::svg::bar((x + 1.0, row_top + 1.0), (col - 2.0, ROW - 2.0), &fill);

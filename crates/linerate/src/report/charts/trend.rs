@@ -73,7 +73,10 @@ pub fn trend(s: &Series) -> Option<Chart> {
         },
         keys: vec![
             Key { label: "one run".into(), swatch: Swatch::Line(colour(0), 1.5, None) },
-            Key { label: "median between changes".into(), swatch: Swatch::Line(INK, 2.5, Some("6 4")) },
+            Key {
+                label: "median between changes".into(),
+                swatch: Swatch::Line(INK, 2.5, Some("6 4")),
+            },
             Key { label: "a change".into(), swatch: Swatch::Line(colour(1), 1.5, None) },
         ],
         panels: vec![panel],
