@@ -24,6 +24,31 @@ fn a_gate_that_fails_exits_1_after_the_results() {
     assert_eq!(passed.code, Some(0), "{}", passed.stderr);
 }
 
+/// Issue 46: what `--every` exits with is what README.md says: the schedule runs to its end
+/// whatever fails, then exits with its last failed run's status — 3 for a test that failed,
+/// 1 for a gate.
+#[test]
+fn a_schedule_exits_with_its_last_failures_status_after_every_run() {
+    let closed = free_port().to_string();
+    let db = test_dir("every-exit").join("h.sqlite");
+    let _ = std::fs::remove_file(&db);
+    let db = db.to_str().expect("path").to_string();
+    let every = ["--every", "0.3", "--count", "2", "-t", "0.2", "--db", &db];
+    let out = run(
+        &[&["client", "127.0.0.1", "-p", &closed][..], &every].concat(),
+        Duration::from_secs(30),
+    );
+    assert_eq!(out.code, Some(3), "{}", out.stderr);
+    assert!(out.stderr.contains("2 of 2 scheduled runs failed"), "{}", out.stderr);
+    let srv = Server::start(&[]);
+    let port = srv.port.to_string();
+    let gated =
+        [&["client", "127.0.0.1", "-p", &port, "--fail-below", "100T"][..], &every].concat();
+    let out = run(&gated, Duration::from_secs(30));
+    assert_eq!(out.code, Some(1), "{}", out.stderr);
+    assert_eq!(out.stdout.matches("Test complete.").count(), 2, "{}", out.stdout);
+}
+
 #[test]
 fn usage_and_input_errors_exit_2() {
     let d = test_dir("exit-usage");
