@@ -637,7 +637,6 @@ impl Bitrate {
     pub fn si(self) -> String {
         format_u64(self.0, 1000, &SI_RATE_UNITS)
     }
-
 }
 
 impl fmt::Display for Bitrate {

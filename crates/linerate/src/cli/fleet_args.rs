@@ -57,7 +57,10 @@ pub struct AgentWaitArgs {
 impl AgentWaitArgs {
     /// The plan's wait.
     pub(super) fn plan(&self) -> crate::plan::fleet::AgentWait {
-        crate::plan::fleet::AgentWait { wait: self.wait_agents.unwrap_or_default(), expect: self.expect }
+        crate::plan::fleet::AgentWait {
+            wait: self.wait_agents.unwrap_or_default(),
+            expect: self.expect,
+        }
     }
 }
 
@@ -95,7 +98,9 @@ pub(super) fn refuse_for_many(
         (test.repeating_payload, "--repeating-payload is for iperf3 servers".into()),
         (
             test.text.format.is_some() || test.text.verbose,
-            format!("-f or -V: they shape one client's text; a {noun} prints its own tables (-J for all)"),
+            format!(
+                "-f or -V: they shape one client's text; a {noun} prints its own tables (-J for all)"
+            ),
         ),
         (
             log.logfile.is_some() || log.timestamps.is_some() || log.forceflush,

@@ -120,8 +120,9 @@ impl ResumeArgs {
             ));
         }
         if no_store {
-            return Err("--resume reads the runs it continues from the history: drop --no-store"
-                .into());
+            return Err(
+                "--resume reads the runs it continues from the history: drop --no-store".into()
+            );
         }
         if !history {
             return Err(
@@ -173,7 +174,8 @@ mod tests {
 
     #[test]
     fn a_group_of_another_kind_and_a_missing_history_are_refused() {
-        let args = |r: &str| ResumeArgs { resume: Some(Some(group_ref(r).expect(r))), stop_after: None };
+        let args =
+            |r: &str| ResumeArgs { resume: Some(Some(group_ref(r).expect(r))), stop_after: None };
         assert_eq!(args("m3").group(MATRIX, false, true), Ok(Some(Some(3))));
         assert_eq!(args("3").group(CAMPAIGN, false, true), Ok(Some(Some(3))));
         let e = args("f3").group(MATRIX, false, true).expect_err("a fleet is not a matrix");
@@ -199,6 +201,9 @@ mod tests {
             seed: Some(9),
             resume: ResumeArgs { resume: None, stop_after: None },
         };
-        assert_eq!(a.rounds(), Rounds { repeat: 12, until_ci: Some(0.05), max_repeat: 12, seed: 9 });
+        assert_eq!(
+            a.rounds(),
+            Rounds { repeat: 12, until_ci: Some(0.05), max_repeat: 12, seed: 9 }
+        );
     }
 }

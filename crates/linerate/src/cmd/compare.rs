@@ -16,20 +16,20 @@ use std::process::ExitCode;
 use anyhow::Result;
 use linerate_proto::Environment;
 
+use super::source::stored_fleet_shape;
 use crate::plan::matrix::values_of;
 use crate::plan::{HistoryPlan, HistoryRef};
 use crate::record::{Failure, Outcome, RunRecord};
 use crate::report;
 use crate::report::history::CompareRow;
+use crate::report::model::Report;
 use crate::stats::compare::compare;
 use crate::stats::environment::end_changes;
+use crate::stats::fleet::HostInput;
 use crate::stats::latency_compare::{TestKind, compare_latency};
 use crate::stats::matrix::received_rate;
 use crate::stats::settings::setting_changes;
 use crate::stats::summarize;
-use super::source::stored_fleet_shape;
-use crate::report::model::Report;
-use crate::stats::fleet::HostInput;
 use crate::store::{GroupKind, Store, Stored};
 
 /// Significance level of `linerate compare`.
@@ -89,7 +89,10 @@ fn same_fleet_kind(store: &Store, (a, b): (Stored, Stored), html: bool) -> Resul
         let Stored::Group(id) = r else { return Ok((false, "a run".into())) };
         let Some(g) = store.group(id)? else { return Ok((false, "a group".into())) };
         let curve = g.kind == GroupKind::Fleet && !stored_fleet_shape(&g).scale.is_empty();
-        Ok((g.kind == GroupKind::Fleet, if curve { "a fleet scaling curve".into() } else { g.kind.noun() }))
+        Ok((
+            g.kind == GroupKind::Fleet,
+            if curve { "a fleet scaling curve".into() } else { g.kind.noun() },
+        ))
     };
     let ((fa, wa), (fb, wb)) = (words(a)?, words(b)?);
     let (na, nb) = (name(store, a), name(store, b));
@@ -285,7 +288,8 @@ fn fleet_cells(report: &Report) -> Vec<Cell> {
     for run in counts.iter().flat_map(|&k| f.counted().filter(move |r| r.hosts == k)) {
         let records: Vec<&RunRecord> =
             run.records.iter().map(|&i| &report.runs[i].record).collect();
-        let of = |label: &str| records.iter().copied().find(|r| HostInput::placed(r).label == label);
+        let of =
+            |label: &str| records.iter().copied().find(|r| HostInput::placed(r).label == label);
         let Some(first) = records.iter().copied().find(|r| r.outcome == Outcome::Completed) else {
             continue;
         };

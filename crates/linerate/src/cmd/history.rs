@@ -34,8 +34,7 @@ pub(super) fn since_unix_ms(ago: std::time::Duration) -> u64 {
 /// Runs `linerate history`.
 pub fn run(plan: &HistoryPlan) -> Result<ExitCode> {
     let store = open_existing(&plan.db)?;
-    let HistoryCommand::List { label, server, since, group, outcome, limit } = &plan.command
-    else {
+    let HistoryCommand::List { label, server, since, group, outcome, limit } = &plan.command else {
         bail!("not a history listing");
     };
     let filter = ListFilter {

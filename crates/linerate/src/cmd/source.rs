@@ -20,11 +20,11 @@ use crate::plan::campaign::{CampaignPlan, StoredCampaign, Tier};
 use crate::plan::fleet::FleetIdentity;
 use crate::plan::matrix::{AxisValue, Cell, MatrixIdentity, cells_of};
 use crate::plan::mesh::MeshIdentity;
-use crate::stats::mesh::MeshShape;
 use crate::record::{Failure, LinkAssumption, Outcome, RunRecord};
 use crate::report::model::{InputRun, ReportKind, Source, TierInput};
 use crate::stats::campaign::{TierPlace, tier_server};
 use crate::stats::campaign_fleet::FleetShape;
+use crate::stats::mesh::MeshShape;
 use crate::store::{GroupKind, GroupRow, RunMeta, Store, Stored};
 
 fn is_ipv6(server: &str) -> bool {

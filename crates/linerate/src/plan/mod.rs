@@ -577,7 +577,8 @@ mod schedule_tests {
 
     #[test]
     fn a_count_ends_the_schedule_after_that_many_runs() {
-        let s = Schedule { every: Duration::ZERO, until: ScheduleEnd::Count(3), slip: Duration::ZERO };
+        let s =
+            Schedule { every: Duration::ZERO, until: ScheduleEnd::Count(3), slip: Duration::ZERO };
         assert_eq!(s.next_start(5 * S, 1), Some(5 * S));
         assert_eq!(s.next_start(6 * S, 2), Some(6 * S));
         assert_eq!(s.next_start(7 * S, 3), None);

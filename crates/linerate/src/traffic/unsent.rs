@@ -191,7 +191,8 @@ pub fn floor(senders: usize) -> u32 {
 /// `floor..=`[`MAX`] (what [`Limiter`]'s follower proposes; the tests' statement of the rule).
 #[cfg(test)]
 fn auto_target(bytes: u64, elapsed: Duration, floor: u32) -> u32 {
-    super::follow::span_of_rate(bytes, elapsed, AUTO_SPAN).clamp(u64::from(floor), u64::from(MAX)) as u32
+    super::follow::span_of_rate(bytes, elapsed, AUTO_SPAN).clamp(u64::from(floor), u64::from(MAX))
+        as u32
 }
 
 #[cfg(test)]
