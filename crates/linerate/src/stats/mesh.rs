@@ -288,7 +288,7 @@ fn network_findings(costs: &[NetworkCost]) -> Vec<String> {
             let named: Vec<String> = v.iter().take(3).map(|c| words(c)).collect();
             let mut changes: Vec<f64> = v.iter().map(|c| c.change_percent).collect();
             changes.sort_by(f64::total_cmp);
-            let median = changes[changes.len() / 2];
+            let median = crate::stats::sample::median_of_sorted(&changes);
             let more = match v.len() {
                 1..=3 => String::new(),
                 n => format!(
@@ -427,7 +427,7 @@ fn slow_pairs(cells: &[CellSummary], members: &[usize], explained: &[bool]) -> V
         return Vec::new();
     }
     all.sort_by(f64::total_cmp);
-    let median = all[all.len() / 2];
+    let median = crate::stats::sample::median_of_sorted(&all);
     let bar = median * (1.0 - SLOW_SHARE);
     let rate = |v: f64| crate::units::scale::Scale::Auto.rate(v);
     members
@@ -537,7 +537,7 @@ fn interference_words(pairs: &[InterferencePair]) -> String {
     }
     let median = |v: &mut Vec<f64>| {
         v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
+        crate::stats::sample::median_of_sorted(v)
     };
     let rerun = "rerun with --serial (or a lower --concurrency) for per-path figures";
     if hit.iter().all(|p| p.zones.is_some()) {
