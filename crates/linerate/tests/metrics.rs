@@ -92,6 +92,61 @@ fn metrics_count_tests_refusals_by_reason_and_bytes() {
 
 const SECS10: Duration = Duration::from_secs(10);
 
+/// Issue 47: `/probe` may ask for a bearer token (`--probe-token-file`): without it, or with
+/// another, a request is answered 401 with `WWW-Authenticate: Bearer` and counted; with it,
+/// the probe runs. `/metrics` itself needs no token.
+#[test]
+fn a_probe_token_is_required_when_one_is_set() {
+    let token = crate::util::test_dir("probe-token").join("token");
+    std::fs::write(&token, "a probe token, long enough\n").expect("token");
+    let port = free_port();
+    let (own, mport) = (format!("127.0.0.1:{port}"), free_port());
+    let token_s = token.to_str().expect("utf-8");
+    let _srv = probing_server(port, mport, &own, &["--probe-token-file", token_s]);
+    let probe = |auth: &str| {
+        let request = format!("GET /probe?target={own} HTTP/1.1\r\nHost: x\r\n{auth}\r\n");
+        let mut s = TcpStream::connect(("127.0.0.1", mport)).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(15))).expect("timeout");
+        s.write_all(request.as_bytes()).expect("write");
+        let mut text = String::new();
+        s.read_to_string(&mut text).expect("read");
+        text
+    };
+    for auth in [
+        "",
+        "Authorization: Bearer another token, long enough\r\n",
+        "Authorization: Basic eDp5\r\n",
+    ] {
+        let answer = probe(auth);
+        assert!(answer.starts_with("HTTP/1.1 401 "), "{auth:?}: {answer}");
+        assert!(answer.contains("WWW-Authenticate: Bearer"), "{answer}");
+        assert!(answer.contains("--probe-token-file"), "{answer}");
+    }
+    let answer = probe("authorization: bearer a probe token, long enough\r\n");
+    assert!(answer.starts_with("HTTP/1.1 401 "), "a token with spaces is not one word: {answer}");
+    std::fs::write(&token, "a-probe-token-long-enough\n").expect("token");
+    drop(_srv);
+    let port = free_port();
+    let (own, mport) = (format!("127.0.0.1:{port}"), free_port());
+    let _srv = probing_server(port, mport, &own, &["--probe-token-file", token_s]);
+    let request = |auth: &str| format!("GET /probe?target={own} HTTP/1.1\r\nHost: x\r\n{auth}\r\n");
+    let (status, body) =
+        http(mport, &request("AUTHORIZATION: Bearer a-probe-token-long-enough\r\n"))
+            .expect("answer");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(sample(&body, "linerate_probe_success"), Some(1.0), "{body}");
+    let (status, text) = get(mport, "/metrics");
+    assert_eq!(status, 200);
+    assert_eq!(sample(&text, "linerate_probes_total{outcome=\"completed\"}"), Some(1.0), "{text}");
+    let (_, _) = http(mport, &request("")).expect("answer");
+    let (_, text) = get(mport, "/metrics");
+    assert_eq!(
+        sample(&text, "linerate_probes_total{outcome=\"unauthorized\"}"),
+        Some(1.0),
+        "{text}"
+    );
+}
+
 #[test]
 fn probes_are_refused_unless_allowed_and_run_one_at_a_time() {
     // Probes off: any target is refused.

@@ -71,6 +71,23 @@ impl Psk {
         self.mac(server_nonce, client_nonce).is_some_and(|m| m.verify_slice(tag).is_ok())
     }
 
+    /// True if `candidate` is this key, compared in constant time (a bearer token, as the
+    /// metrics endpoint's `/probe` takes one): each is keyed into an HMAC of the same label
+    /// and the tags are compared with `verify_slice`.
+    pub fn is(&self, candidate: &[u8]) -> bool {
+        let tag = |key: &[u8]| {
+            let mut m = <Hmac<Sha256> as Mac>::new_from_slice(key).ok()?;
+            m.update(b"linerate bearer token");
+            Some(m)
+        };
+        match (tag(&self.0), tag(candidate)) {
+            (Some(ours), Some(theirs)) => {
+                ours.verify_slice(&theirs.finalize().into_bytes()).is_ok()
+            }
+            _ => false,
+        }
+    }
+
     /// None only if the key were refused, which HMAC never does (it takes any length).
     fn mac(&self, server_nonce: &[u8], client_nonce: &[u8]) -> Option<Hmac<Sha256>> {
         let mut m = <Hmac<Sha256> as Mac>::new_from_slice(&self.0).ok()?;

@@ -159,6 +159,13 @@ pub struct LimitArgs {
     /// until T × (100 / PERCENT − 1) has passed.
     #[arg(long = "probe-share", value_name = "PERCENT", value_parser = |s: &str| super::args::whole::<u32>(s, 1..=100), help_heading = "Metrics")]
     pub probe_share: Option<u32>,
+    /// `/probe` answers only requests with `Authorization: Bearer TOKEN`, TOKEN the text of
+    /// FILE (at least 16 bytes; surrounding whitespace is not part of it); others get 401.
+    /// Prometheus sends it with `authorization: {credentials_file: FILE}` in its scrape job.
+    /// Over plain HTTP the token is readable on the path: keep the metrics port inside the
+    /// network that scrapes it.
+    #[arg(long = "probe-token-file", value_name = "FILE", help_heading = "Metrics")]
+    pub probe_token_file: Option<std::path::PathBuf>,
     /// Log lines as `text` or `json` (one object per line; the same as -J) [default: text].
     #[arg(long = "log-format", value_name = "FORMAT", value_parser = log_format)]
     pub log_format: Option<LogFormat>,
@@ -302,6 +309,7 @@ impl LimitArgs {
             probe_allow: self.probe_allow.clone(),
             probe_duration: self.probe_duration.map(Seconds),
             probe_share: self.probe_share,
+            probe_token_file: self.probe_token_file.clone(),
             node_name: self.node_name.clone(),
             zone: self.zone.clone(),
             network: self.network.clone(),

@@ -111,6 +111,8 @@ pub struct ServerSettings {
     pub probe_duration: Option<Seconds>,
     /// `--probe-share`: the most of the time probes may keep one target's link busy, percent.
     pub probe_share: Option<u32>,
+    /// `--probe-token-file`: `/probe` needs `Authorization: Bearer` and the token in this file.
+    pub probe_token_file: Option<std::path::PathBuf>,
     /// `--node-name`: the node this server runs on, reported to clients.
     pub node_name: Option<String>,
     /// `--zone`: the zone it runs in, reported to clients.
@@ -137,6 +139,8 @@ pub struct ProbePlan {
     pub allow: Vec<SocketAddr>,
     /// How long each probe's test runs.
     pub duration: Duration,
+    /// `--probe-token-file`: a probe must carry `Authorization: Bearer TOKEN`.
+    pub token: Option<Psk>,
     /// The most of the time probes may keep one target busy, percent (1 to 100): after a
     /// probe that took T, the next of that target waits T × (100 / share − 1).
     pub share: u32,
@@ -148,7 +152,12 @@ pub const DEFAULT_PROBE_SHARE: u32 = 10;
 
 impl Default for ProbePlan {
     fn default() -> Self {
-        Self { allow: Vec::new(), duration: Duration::from_secs(1), share: DEFAULT_PROBE_SHARE }
+        Self {
+            allow: Vec::new(),
+            duration: Duration::from_secs(1),
+            share: DEFAULT_PROBE_SHARE,
+            token: None,
+        }
     }
 }
 
@@ -522,6 +531,7 @@ impl ServerSettings {
             probe_allow: self.probe_allow.or(fallback.probe_allow),
             probe_duration: self.probe_duration.or(fallback.probe_duration),
             probe_share: self.probe_share.or(fallback.probe_share),
+            probe_token_file: self.probe_token_file.or(fallback.probe_token_file),
             node_name: self.node_name.or(fallback.node_name),
             zone: self.zone.or(fallback.zone),
             network: self.network.or(fallback.network),
@@ -574,7 +584,7 @@ impl ServerSettings {
             limits: self.limits()?,
             access: self.access()?,
             metrics: self.metrics,
-            probe: self.probe()?,
+            probe: ProbePlan { token: self.probe_token()?, ..self.probe()? },
             text: crate::plan::text::TextOptions {
                 timestamps: self.timestamps.clone(),
                 logfile: self.logfile.clone(),
@@ -612,6 +622,13 @@ impl ServerSettings {
         }
         probe.allow = self.probe_allow.clone().unwrap_or_default();
         Ok(probe)
+    }
+
+    /// The token `/probe` asks for, read from its file (`--probe-token-file`), if one is set.
+    pub fn probe_token(&self) -> Result<Option<Psk>, String> {
+        let read =
+            |p: &std::path::PathBuf| read_psk(p).map_err(|e| format!("--probe-token-file: {e}"));
+        self.probe_token_file.as_ref().map(read).transpose()
     }
 
     /// Who may use the server; reads the key file.

@@ -18,6 +18,9 @@
 //! a 1 s probe, about 1.1 s in all, then 10 s of rest). A request before then is answered
 //! `429 Too Many Requests` with `Retry-After` (whole seconds) and counted as
 //! `linerate_probes_total{outcome="too_soon"}`; so is one while another probe runs (`busy`).
+//! With `--probe-token-file`, `/probe` asks for `Authorization: Bearer TOKEN` first ([`bearer_ok`]):
+//! a request without it, or with another, is answered 401 (`unauthorized`), before any of the
+//! above; `/metrics` never asks.
 
 use std::collections::HashMap;
 use std::io::{ErrorKind, Read, Write};
@@ -26,6 +29,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+use linerate_proto::auth::Psk;
 
 use crate::plan::server::ProbePlan;
 use crate::session::Interrupt;
@@ -252,6 +257,13 @@ impl Exporter {
                 let queued = self.shared.admission.queued();
                 Some(Answer::metrics(self.shared.metrics.encode(active, queued)))
             }
+            "/probe" if !bearer_ok(self.probe.token.as_ref(), head) => {
+                self.shared.metrics.probe("unauthorized");
+                let why = "this server's probes need `Authorization: Bearer TOKEN` with the token \
+                           of its --probe-token-file"
+                    .to_string();
+                Some(Answer { challenge: true, ..Answer::text(401, "Unauthorized", why) })
+            }
             "/probe" => self.start_probe(token, query),
             _ => {
                 let why = "not found: this endpoint serves /metrics and /probe?target=IP:PORT";
@@ -446,6 +458,21 @@ fn percent_decoded(v: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// True if `/probe` may run for a request with this `head`: no token is asked for, or its
+/// `Authorization: Bearer` header carries it (the header's name in any case, the scheme too,
+/// as HTTP has them; compared in constant time).
+fn bearer_ok(token: Option<&Psk>, head: &str) -> bool {
+    let Some(token) = token else { return true };
+    head.lines().skip(1).any(|line| {
+        let Some((name, value)) = line.split_once(':') else { return false };
+        let mut words = value.split_whitespace();
+        name.trim().eq_ignore_ascii_case("authorization")
+            && words.next().is_some_and(|s| s.eq_ignore_ascii_case("bearer"))
+            && words.next().is_some_and(|t| token.is(t.as_bytes()))
+            && words.next().is_none()
+    })
+}
+
 /// An HTTP answer.
 struct Answer {
     status: u16,
@@ -454,11 +481,20 @@ struct Answer {
     body: String,
     /// `Retry-After`, seconds (429 only).
     retry_after: Option<u64>,
+    /// `WWW-Authenticate: Bearer` (401 only).
+    challenge: bool,
 }
 
 impl Answer {
     fn metrics(body: String) -> Self {
-        Self { status: 200, reason: "OK", content_type: CONTENT_TYPE, body, retry_after: None }
+        Self {
+            status: 200,
+            reason: "OK",
+            content_type: CONTENT_TYPE,
+            body,
+            retry_after: None,
+            challenge: false,
+        }
     }
 
     /// With `Retry-After: secs`.
@@ -469,15 +505,20 @@ impl Answer {
     /// An error status with one sentence.
     fn text(status: u16, reason: &'static str, sentence: String) -> Self {
         let content_type = "text/plain; charset=utf-8";
-        Self { status, reason, content_type, body: format!("{sentence}\n"), retry_after: None }
+        let body = format!("{sentence}\n");
+        Self { status, reason, content_type, body, retry_after: None, challenge: false }
     }
 
     fn bytes(&self) -> Vec<u8> {
-        let Self { status, reason, content_type, body, retry_after } = self;
+        let Self { status, reason, content_type, body, retry_after, challenge } = self;
         let retry = retry_after.map(|s| format!("Retry-After: {s}\r\n")).unwrap_or_default();
+        let challenge = match challenge {
+            true => "WWW-Authenticate: Bearer realm=\"linerate probe\"\r\n",
+            false => "",
+        };
         format!(
             "HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\
-             {retry}Connection: close\r\n\r\n{body}",
+             {retry}{challenge}Connection: close\r\n\r\n{body}",
             body.len()
         )
         .into_bytes()
@@ -516,5 +557,22 @@ mod tests {
         assert_eq!(percent_decoded("127.0.0.1%3A5201"), "127.0.0.1:5201");
         assert_eq!(percent_decoded("%5B%3A%3A1%5D%3A5201"), "[::1]:5201");
         assert_eq!(percent_decoded("a%zz+b%4"), "a%zz b%4");
+    }
+
+    #[test]
+    fn a_bearer_token_is_read_from_its_header_only() {
+        let token = Psk::new(b"the-probe-token-1".to_vec()).expect("token");
+        let head = |h: &str| format!("GET /probe?target=x HTTP/1.1\r\nHost: y\r\n{h}");
+        assert!(bearer_ok(None, &head("")), "no token asked for");
+        let ok = |h: &str| bearer_ok(Some(&token), &head(h));
+        assert!(ok("Authorization: Bearer the-probe-token-1"));
+        assert!(ok("authorization:  BEARER   the-probe-token-1 "));
+        assert!(!ok(""));
+        assert!(!ok("Authorization: Bearer the-probe-token-2"));
+        assert!(!ok("Authorization: Bearer the-probe-token-1 extra"));
+        assert!(!ok("Authorization: Basic the-probe-token-1"));
+        assert!(!ok("X-Authorization: Bearer the-probe-token-1"));
+        // The request line is not a header.
+        assert!(!bearer_ok(Some(&token), "Authorization: Bearer the-probe-token-1\r\n"));
     }
 }

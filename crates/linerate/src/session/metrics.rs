@@ -162,7 +162,8 @@ impl ServerMetrics {
         let probes = Family::<Label, Counter>::default();
         registry.register(
             "linerate_probes",
-            "Probe requests (/probe), by outcome (completed, failed, refused, busy, too_soon)",
+            "Probe requests (/probe), by outcome (completed, failed, refused, busy, too_soon, \
+             unauthorized)",
             probes.clone(),
         );
         let http_dropped = Family::<Label, Counter>::default();
@@ -231,7 +232,8 @@ impl ServerMetrics {
         }
     }
 
-    /// A probe request ended so (`completed`, `failed`, `refused`, `busy`, `too_soon`).
+    /// A probe request ended so (`completed`, `failed`, `refused`, `busy`, `too_soon`,
+    /// `unauthorized`).
     pub(crate) fn probe(&self, outcome: &'static str) {
         self.probes.get_or_create(&[("outcome", outcome)]).inc();
     }
