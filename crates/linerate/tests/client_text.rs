@@ -64,6 +64,7 @@ fn the_answer_is_the_last_thing_printed() {
                 || l.ends_with("-> client:")
                 || l.starts_with("  sender ")
                 || l.starts_with("  receiver ")
+                || l.starts_with("Both directions received: ")
                 || l.starts_with("Verdict ")
                 || *l == "Test complete.";
             assert!(answer, "{l:?} after the answer began:\n{}", out.stdout);
