@@ -172,15 +172,16 @@ impl RateUnit {
             .flat_map(|s| &s.cells)
             .filter_map(|c| c.bits_per_second.as_ref())
             .collect();
+        let extra: Vec<f64> = extra.into_iter().filter(|v| *v > 0.0).collect();
         let figures: Vec<f64> = stats
             .iter()
             .flat_map(|s| [s.min, s.max, s.median, s.mean])
-            .chain(extra)
             .filter(|v| *v > 0.0)
+            .chain(extra.iter().copied())
             .collect();
         let half_widths = stats.iter().filter_map(|s| s.ci95_half_width);
         let mut typical: Vec<f64> = stats.iter().map(|s| s.mean).filter(|v| *v > 0.0).collect();
-        typical.extend(figures.iter().skip(stats.len() * 4));
+        typical.extend(&extra);
         typical.sort_by(f64::total_cmp);
         let low = typical.get(typical.len() / 2).copied();
         let high = figures.iter().copied().chain(half_widths).reduce(f64::max);
