@@ -32,8 +32,8 @@ use crate::traffic::socket::{self, Bind, SetupError, SocketOptions, Step};
 /// Runs one test as described by `plan`. Never panics on peer behaviour; errors end up in
 /// the record's outcome.
 ///
-/// If the server turns out to be an iperf3 server, the test is run again with iperf3's
-/// protocol and the record says so (see [`PeerIsIperf3`]).
+/// If the server turns out to be an iperf3 server, the test goes on on the same connection
+/// with iperf3's protocol and the record says so (`ClientRun::open`).
 pub fn run(plan: &ClientPlan, observer: &mut dyn Observer, interrupt: &Interrupt) -> RunRecord {
     run_gated(plan, observer, interrupt, None)
 }
@@ -79,36 +79,23 @@ pub fn run_gated(
     if let Some(g) = gate {
         g.first_byte(run.streams.as_ref().and_then(StreamSet::first_byte));
     }
-    let iperf3 = result.as_ref().err().is_some_and(|e| e.downcast_ref::<PeerIsIperf3>().is_some());
-    if iperf3 && gate.is_some() {
+    // Set only when the opening found an iperf3 server, which holds the connection for a test.
+    let Some(opened) = run.opened.take() else { return run.into_record(result) };
+    if gate.is_some() {
         let why = "the server speaks iperf3's protocol, which cannot hold a start for a fleet: \
                    run `linerate server` on every fleet host";
         return run.into_record(Err(Failure::new(FailureKind::Incompatible, why).into()));
     }
-    if iperf3 {
-        observer.on_event(LiveEvent::Notice(
-            "the server answered like an iperf3 server: running the test with iperf3's protocol",
-        ));
-        let opened = run.opened.take();
-        let again = opened.is_none();
-        if again {
-            // Give a single-threaded iperf3 server a moment to drop the aborted session.
-            std::thread::sleep(IPERF3_RETRY_PAUSE);
-        }
-        let mut record = super::iperf3::client::run_on(plan, observer, interrupt, opened);
-        let how = if again {
-            "; pass --iperf3 to skip the first attempt"
-        } else {
-            " on the same connection"
-        };
-        record.warnings.push(format!(
-            "{} answered like an iperf3 server (it asked for iperf3 parameters), so the test ran \
-             with iperf3's protocol{how}",
-            record.server
-        ));
-        return record;
-    }
-    run.into_record(result)
+    observer.on_event(LiveEvent::Notice(
+        "the server answered like an iperf3 server: running the test with iperf3's protocol",
+    ));
+    let mut record = super::iperf3::client::run_on(plan, observer, interrupt, Some(opened));
+    record.warnings.push(format!(
+        "{} answered like an iperf3 server (it asked for iperf3 parameters), so the test ran \
+         with iperf3's protocol on the same connection",
+        record.server
+    ));
+    record
 }
 
 /// A control connection an iperf3 server took as its own: it read the first [`COOKIE_LEN`]
@@ -138,8 +125,6 @@ impl std::fmt::Display for PeerIsIperf3 {
 }
 
 impl std::error::Error for PeerIsIperf3 {}
-
-pub(super) const IPERF3_RETRY_PAUSE: Duration = Duration::from_millis(300);
 
 /// True if the first bytes from a server are an iperf3 state byte rather than our magic.
 pub(super) fn looks_like_iperf3(first: &[u8]) -> bool {
@@ -264,11 +249,11 @@ impl<'p> ClientRun<'p> {
         if let Some(first) = first.as_ref()
             && looks_like_iperf3(first)
         {
-            if let Ok(cookie) = greeting[..cut].try_into() {
-                let stream = ctrl.stream().try_clone().context("control connection")?;
-                let first = first.clone();
-                self.opened = Some(Opened { stream, server, cookie, first });
-            }
+            // An iperf3 server answers only once it has read a whole cookie, so all of it went.
+            let cookie =
+                greeting[..cut].try_into().context("an iperf3 answer to a short greeting")?;
+            let stream = ctrl.stream().try_clone().context("control connection")?;
+            self.opened = Some(Opened { stream, server, cookie, first: first.clone() });
             return Err(PeerIsIperf3.into());
         }
         ctrl.send(&greeting[cut..])?;

@@ -20,11 +20,13 @@ use linerate_proto::doctor::{DoctorConn, DoctorEvent};
 use crate::plan::ClientPlan;
 use crate::plan::host::format_host_port;
 use crate::record::FailureKind;
-use crate::session::client::{
-    IPERF3_RETRY_PAUSE, PeerIsIperf3, connect_first, refuse_iperf3, resolve,
-};
+use crate::session::client::{PeerIsIperf3, connect_first, refuse_iperf3, resolve};
 use crate::session::pump::{self, FirstBytes};
 use crate::session::{Clock, ControlChannel, SOFTWARE, random_nonce};
+
+/// How long a single-threaded iperf3 server is given to drop the greeting's session before
+/// the campaign's first run connects.
+const IPERF3_RETRY_PAUSE: Duration = Duration::from_millis(300);
 
 /// Which server answered.
 #[derive(Debug, Clone, PartialEq, Eq)]

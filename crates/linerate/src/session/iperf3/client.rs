@@ -101,10 +101,15 @@ fn drive(
     record.spec = spec.clone();
     let params = params(&spec, SOFTWARE, extras).map_err(refused)?;
     let mut ctrl = ControlChannel::new(stream)?;
-    let mut random = [0u8; 36];
-    getrandom::getrandom(&mut random)
-        .map_err(|e| anyhow::anyhow!("no randomness for the cookie: {e}"))?;
-    let cookie = opened.as_ref().map_or_else(|| make_cookie(&random), |o| o.0);
+    let cookie = match &opened {
+        Some((cookie, _)) => *cookie,
+        None => {
+            let mut random = [0u8; 36];
+            getrandom::getrandom(&mut random)
+                .map_err(|e| anyhow::anyhow!("no randomness for the cookie: {e}"))?;
+            make_cookie(&random)
+        }
+    };
     let clock = Clock::new();
     let mut conn = Iperf3Client::new(spec.clone(), cookie, params, clock.now());
     if let Some((_, first)) = opened {
