@@ -309,14 +309,11 @@ pub fn key_refusal(
     heard: &[Result<Heard, Unheard>],
     key_file: Option<&std::path::Path>,
 ) -> Option<String> {
-    let (t, why) = targets.iter().zip(heard).find_map(|(t, h)| match h {
-        Err(u) if u.refused && KEY_REFUSALS.iter().any(|k| u.why.contains(k)) => Some((t, u)),
-        _ => None,
-    })?;
-    let refusing = heard
-        .iter()
-        .filter(|h| matches!(h, Err(u) if KEY_REFUSALS.iter().any(|k| u.why.contains(k))))
-        .count();
+    fn about_key(h: &Result<Heard, Unheard>) -> Option<&Unheard> {
+        h.as_ref().err().filter(|u| u.refused && KEY_REFUSALS.iter().any(|k| u.why.contains(k)))
+    }
+    let (t, why) = targets.iter().zip(heard).find_map(|(t, h)| Some((t, about_key(h)?)))?;
+    let refusing = heard.iter().filter_map(about_key).count();
     let key = match key_file {
         Some(f) => format!("the key in {} (--psk-file)", f.display()),
         None => "no key (--psk-file)".to_string(),

@@ -409,15 +409,16 @@ impl ServedTest {
             pump::flush(ctrl, m);
             bail!("{why}");
         }
-        if self.preempted.load(std::sync::atomic::Ordering::SeqCst) && self.running() {
-            bail!(
-                "preempted: every slot of the server was held and this test moved less than {} \
-                 in its last second; the slot went to a client from a network holding fewer \
-                 such slots (a test moving that much or more is never taken back)",
-                format_args!("{} Mbit/s", CHEAP_RATE / 1_000_000)
-            );
-        }
         if self.preempted.load(std::sync::atomic::Ordering::SeqCst) {
+            if self.running() {
+                bail!(
+                    "preempted: every slot of the server was held and this test moved less than \
+                     {} Mbit/s in its last second; the slot went to a client from a network \
+                     holding fewer such slots (a test moving that much or more is never taken \
+                     back)",
+                    CHEAP_RATE / 1_000_000
+                );
+            }
             bail!(
                 "preempted: every slot of the server was held and this test had held one for \
                  {:.1} s without starting (its streams never all connected, or a held start's \

@@ -387,12 +387,10 @@ impl Shared {
             Some(t) => adm.is_next(t),
             None => adm.queue_empty(),
         };
+        let client = client_key(peer, &adm.limits);
         let slot = match (my_turn, adm.limits.exclusive) {
             (false, _) => Err(u32::MAX),
-            (true, false) => {
-                let client = client_key(peer, &adm.limits);
-                self.take_slot().or_else(|n| self.slots.preempt(client, now).ok_or(n))
-            }
+            (true, false) => self.take_slot().or_else(|n| self.slots.preempt(client, now).ok_or(n)),
             (true, true) => self.take_slot(),
         };
         match slot {
@@ -413,7 +411,7 @@ impl Shared {
                 *ticket = None;
                 adm.running(expected_length(spec), now);
                 let test = self.next_test.fetch_add(1, Ordering::SeqCst);
-                let preempted = self.slots.admitted(test, client_key(peer, &adm.limits), now);
+                let preempted = self.slots.admitted(test, client, now);
                 Ok(Admitted::Run(test, cost, preempted))
             }
             Err(running) if !adm.limits.exclusive || (ticket.is_none() && !can_queue) => {

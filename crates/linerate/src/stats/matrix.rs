@@ -203,7 +203,7 @@ pub fn rate_interval(mut s: SampleStats) -> SampleStats {
 
 /// The figure a cell is judged by: what the receivers got, summed over directions.
 pub fn received_rate(s: &crate::stats::Summary) -> f64 {
-    received_by_direction(s).iter().map(|d| d.bits_per_second).sum()
+    DirectionRate::total(&received_by_direction(s))
 }
 
 /// What the receivers got in one direction, bit/s.
@@ -213,6 +213,13 @@ pub struct DirectionRate {
     pub flow: linerate_proto::Flow,
     /// Its receivers' rate (for a cell: the mean over its completed runs).
     pub bits_per_second: f64,
+}
+
+impl DirectionRate {
+    /// The directions' rates summed: the figure a run is judged by.
+    pub fn total(directions: &[DirectionRate]) -> f64 {
+        directions.iter().map(|d| d.bits_per_second).sum()
+    }
 }
 
 /// Each direction's received rate, in the run's order: [`received_rate`] is their sum, and
@@ -236,8 +243,8 @@ pub fn directions_words(directions: &[DirectionRate]) -> Option<String> {
             .iter()
             .map(|d| format!("{} {}", d.flow.label(), format_bits_per_second(d.bits_per_second)))
             .collect();
-        let total: f64 = directions.iter().map(|d| d.bits_per_second).sum();
-        format!("{} = {} total", parts.join(" + "), format_bits_per_second(total))
+        let total = format_bits_per_second(DirectionRate::total(directions));
+        format!("{} = {total} total", parts.join(" + "))
     })
 }
 

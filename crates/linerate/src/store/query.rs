@@ -168,7 +168,8 @@ pub(super) fn list(
                 .map(crate::stats::matrix::received_by_direction)
                 .unwrap_or_default();
             if row.directions.len() > 1 {
-                row.bits_per_second = Some(row.directions.iter().map(|d| d.bits_per_second).sum());
+                row.bits_per_second =
+                    Some(crate::stats::matrix::DirectionRate::total(&row.directions));
             }
         }
         out.push((row, kind));
