@@ -1,7 +1,9 @@
 """What the benchmarks share: peers given by path, the route the traffic takes (loopback, or
 two network namespaces this run creates joined by a veth pair), the CPU placement every tool
-gets alike, one bounded server+client run with both processes' CPU from wait4, and the
-machine's own limit beside the figures.
+gets alike, one bounded server+client run with both processes' CPU from wait4, the host
+(CPU model, kernel, CPUs) and the machine's own limit beside the figures, and whether the
+machine stayed quiet: one core's memcpy bandwidth measured before and after each line, which
+must agree within QUIET (10 %) for the line to count as a headline figure.
 
 Traffic goes to 127.0.0.1, or to an address inside the namespaces this run creates and
 removes at exit; every run is bounded by its -t plus a timeout.
@@ -84,7 +86,15 @@ def _ip(*args):
 #   pinned: every tool gets -A 0,1 (client on CPU 0, server on CPU 1; iperf3's meaning);
 #   paired: linerate pairs each stream's ends on one CPU (its loopback default), iperf3 runs
 #           unpinned -- NOT alike, kept to compare with figures published that way.
-PLACEMENTS = ("system", "pinned", "paired")
+PLACEMENTS = ("system", "pinned", "defaults", "paired")
+
+# Two memcpy figures further apart than this share say the machine was not quiet between them.
+QUIET = 0.10
+
+# The history linerate keeps its loopback placement calibration in during this run (`-A
+# auto`, placement `defaults`): the bench's own, removed at exit, so a run never reads the
+# user's and every run calibrates on the host it runs on.
+BENCH_HOME = None
 
 # The route and placement of this run (set by `configure`).
 ROUTE = Route()
@@ -98,8 +108,10 @@ def add_route_args(ap):
     ap.add_argument("--mtu", type=int, default=1500, help="with --netns: the veth MTU (1500, 9000)")
     ap.add_argument("--shape", metavar="RATE", help="with --netns: tbf-shape the veth to RATE, e.g. 10gbit")
     ap.add_argument("--placement", choices=PLACEMENTS, default="system",
-                    help="CPU placement, alike for every tool: system (nobody pins), pinned (-A 0,1), "
-                         "or paired (linerate's loopback pairing; not alike)")
+                    help="CPU placement, alike for every tool: system (nobody pins), pinned (-A 0,1); "
+                         "or each tool's own default: defaults (linerate -A auto, calibrated on this "
+                         "host before the first line; iperf3 nobody pins); or paired (linerate -A "
+                         "pair; not alike)")
 
 
 def configure(a):
@@ -118,7 +130,49 @@ def placement_args(kind):
         return ["-A", "0,1"]
     if PLACEMENT == "system" and kind == "linerate":
         return ["-A", "none"]
+    if PLACEMENT == "paired" and kind == "linerate":
+        return ["-A", "pair"]
     return []
+
+
+def history_args():
+    """Where a linerate client keeps its runs: nowhere, or with placement `defaults` the
+    bench's own history (created on first use, removed at exit), where `-A auto` keeps the
+    calibration it needs."""
+    global BENCH_HOME
+    if PLACEMENT != "defaults":
+        return ["--no-store"]
+    if BENCH_HOME is None:
+        import tempfile
+        BENCH_HOME = tempfile.mkdtemp(prefix="linerate-bench-")
+        atexit.register(shutil.rmtree, BENCH_HOME, True)
+    return ["--db", os.path.join(BENCH_HOME, "history.sqlite")]
+
+
+def calibrate(linerate_paths, streams):
+    """With placement `defaults` on loopback: lets each linerate build calibrate its `-A
+    auto` placement for `streams` (a list of stream counts) before the first measured run, so
+    that no measured run's CPU time holds a calibration. Prints what each chose."""
+    if PLACEMENT != "defaults" or ROUTE.netns:
+        return
+    for path in linerate_paths:
+        for n in sorted(set(1 if s <= 1 else 2 for s in streams)):
+            port = free_port()
+            srv = subprocess.Popen([path, "server", "-1", "-4", "-p", str(port)],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                time.sleep(0.4)
+                out = subprocess.run([path, "client", "127.0.0.1", "-p", str(port), "-t", "1",
+                                      "-P", str(n)] + history_args(),
+                                     capture_output=True, text=True, timeout=120)
+            finally:
+                srv.kill()
+                srv.wait()
+            chosen = [line for line in out.stdout.splitlines()
+                      if line.startswith("Loopback placement on this host:")]
+            print(f"{os.path.basename(path)} -P {n}: "
+                  + (chosen[0] if chosen else f"no calibration shown (exit {out.returncode}: "
+                     f"an older build, or one was kept) {out.stderr.strip()[:200]}"))
 
 
 class Peer:
@@ -159,7 +213,7 @@ class Peer:
         else:
             server = [self.path, "server", "-1", "-p", str(port), "-4"] + bind
             client = [self.path, "client", r.addr, "-p", str(port), "-t", str(seconds),
-                      "-i", "0", "-J", "--no-store"]
+                      "-i", "0", "-J"] + history_args()
         client += placement_args(self.kind)
         return r.server_wrap + server, r.client_wrap + client + client_args + self.extra
 
@@ -182,14 +236,58 @@ def under_test(path):
     return me
 
 
+def host_line():
+    """The host the run measures: CPU model, kernel, CPUs."""
+    model = "CPU model n/a"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return f"host: {model}, kernel {os.uname().release}, {os.cpu_count()} CPUs"
+
+
 def announce(peers, me):
-    """Names every tool of the run and its version, then the machine's limit; returns it."""
+    """Names the host, every tool of the run and its version, then the machine's limit;
+    returns it."""
+    print(host_line())
     for p in peers:
         print(f"peer {p.label}: {p.path} ({p.version})")
     print(f"linerate: {me.path} ({me.version})")
     limit = machine_limit()
     print_machine(limit)
     return limit
+
+
+class Quiet:
+    """Whether the machine stayed quiet: one core's memcpy bandwidth after each line against
+    the figure before it (the previous line's, or the start's)."""
+
+    def __init__(self, limit):
+        self.last = limit["memcpy_gbit_per_core"]
+        self.busy = []
+
+    def check(self, name):
+        """Measures memcpy now; returns '' when it agrees with the last figure within QUIET,
+        else a note naming both, and remembers `name` as a busy line."""
+        now = memcpy_bytes_per_second() * 8 / 1e9
+        before, self.last = self.last, now
+        apart = abs(now - before) / max(now, before)
+        if apart <= QUIET:
+            return ""
+        self.busy.append(name)
+        return f"  machine busy: memcpy {before:.0f} -> {now:.0f} Gbit/s ({100 * apart:.0f} % apart)"
+
+    def verdict(self):
+        """The closing line: whether this run's figures may be quoted as headlines."""
+        if not self.busy:
+            return (f"quiet machine: memcpy agreed within {100 * QUIET:.0f} % before and after "
+                    f"every line")
+        return (f"machine busy during {', '.join(self.busy)}: memcpy moved more than "
+                f"{100 * QUIET:.0f} %; no headline from this run")
 
 
 def collect_client(cli, seconds):

@@ -69,8 +69,9 @@ def main():
     route = benchlib.configure(a)
     me = benchlib.under_test(a.linerate)
     peers = benchlib.peers_from(a.iperf3, a.peer_linerate)
-    benchlib.announce(peers, me)
+    limit = benchlib.announce(peers, me)
     print(route)
+    quiet = benchlib.Quiet(limit)
     print(f"UDP -b 0, {a.time} s per run, {a.reps} interleaved repetitions, medians")
     print(f"{'-l':>6} {'peer':16} {'peer kpps':>10} {'Gbit/s':>7} {'loss %':>7}   "
           f"{'linerate kpps':>13} {'Gbit/s':>7} {'loss %':>7}   {'pps ratio':>9}")
@@ -86,6 +87,10 @@ def main():
             ratio = f"{l[0] / i[0]:9.2f}" if i[0] > 0 else "      n/a"
             print(f"{size:6} {p.label:16} {i[0] / 1e3:10.0f} {i[1] / 1e9:7.2f} {i[2]:7.2f}   "
                   f"{l[0] / 1e3:13.0f} {l[1] / 1e9:7.2f} {l[2]:7.2f}   {ratio}", flush=True)
+        busy = quiet.check(f"-l {size}")
+        if busy:
+            print(f"{'':6}{busy}", flush=True)
+    print(quiet.verdict())
 
 
 if __name__ == "__main__":

@@ -4,18 +4,23 @@ interleaved, on loopback or (--netns) between two namespaces over a veth pair.
 
 For every configuration each repetition runs every peer once and linerate once, in turn
 (server with -1, client with -J), with the same CPU placement for every tool (--placement:
-nobody pins, or all -A 0,1), and reports per peer:
+nobody pins, or all -A 0,1; or each tool's default, linerate's -A auto calibrated on this host
+first), and reports per peer:
   * median receiver throughput (Gbit/s, both directions summed for --bidir), min-max, and
     the ratio linerate/peer;
   * CPU seconds per GB moved (client + server process user+system time, from wait4 rusage),
     and the ratio (below 1: linerate spends less);
   * each tool's median as a share of the machine's loopback ceiling (its cores copying
     memory and nothing else, every byte copied twice), measured at the start of the run.
-Medians and ratios are what to quote: the machines are shared and noisy.
+Medians and ratios are what to quote: the machines are shared and noisy. The run names the
+host (CPU model, kernel) and measures one core's memcpy again after every line: a line whose
+memcpy moved more than 10 % says "machine busy", and the run's last line says whether any
+figure of it may be a headline.
 
 Usage: benches/vs-iperf3.py [--reps N] [--time S] [--only NAME,...] [--linerate PATH]
                             [--iperf3 'PATH [client args]']... [--peer-linerate PATH]...
-                            [--netns [--mtu 1500|9000] [--shape RATE]] [--placement system|pinned|paired]
+                            [--netns [--mtu 1500|9000] [--shape RATE]]
+                            [--placement system|pinned|defaults|paired]
 --iperf3 may be given several times (e.g. Debian's 3.12 and a 3.21 built from its release
 tag, docs/PERFORMANCE.md says how); without it, the iperf3 on the PATH. --peer-linerate
 compares against another linerate build (e.g. the commit before a change), run with the
@@ -118,6 +123,10 @@ def main():
     limit = benchlib.announce(peers, me)
     ceiling = limit["loopback_ceiling_gbit"]
     print(route)
+    streams = [int(CONFIGS[n][1][CONFIGS[n][1].index("-P") + 1]) if "-P" in CONFIGS[n][1] else 1
+               for n in names]
+    benchlib.calibrate([me.path] + [p.path for p in peers if p.kind == "linerate"], streams)
+    quiet = benchlib.Quiet(limit)
     print(f"{a.time} s per run, {a.reps} interleaved repetitions, median (min-max); "
           f"'%ceil' is the median's share of the loopback ceiling")
     print(f"{'config':9} {'peer':14} {'peer Gbit/s':>20} {'%ceil':>5} {'linerate Gbit/s':>20} "
@@ -141,12 +150,16 @@ def main():
             print(f"{name:9} {p.label:14} {fmt_range(pg):>20} {share(pg):5.0f} {fmt_range(lg):>20} "
                   f"{share(lg):5.0f} {ratio:6.2f}   {statistics.median(pc):13.3f} "
                   f"{statistics.median(lc):9.3f} {cratio:6.2f}", flush=True)
+        busy = quiet.check(name)
+        if busy:
+            print(f"{'':9}{busy}", flush=True)
         asked = asked_gbit(l_args)
         if asked:
             shares = ", ".join(f"{label} {100 * statistics.median(g) / asked:.1f} %"
                                for label, (g, _) in res.items())
             print(f"{'':9} pacing: median received / asked {asked:g} Gbit/s: {shares}", flush=True)
     print(f"lowest throughput ratio: {worst:.2f}")
+    print(quiet.verdict())
 
 
 if __name__ == "__main__":

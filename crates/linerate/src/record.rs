@@ -7,6 +7,7 @@
 
 mod end;
 mod failure;
+mod placement;
 
 use serde::{Deserialize, Serialize};
 
@@ -14,6 +15,7 @@ use linerate_proto::{Flow, SideResults, StreamResult, StreamRole, TcpInternals, 
 
 pub use end::End;
 pub use failure::{Failure, FailureKind};
+pub use placement::{Decision, Placement};
 
 /// Version of the record (and of the JSON document around it).
 pub const SCHEMA_VERSION: u32 = 1;
@@ -141,6 +143,11 @@ pub struct RunRecord {
     /// before the test (idle) and during it (loaded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probes: Option<Box<LatencyProbes>>,
+    /// Where a loopback test's ends ran and why (`plan/placement.rs`); absent where the
+    /// question did not arise: not loopback, CPUs listed with `-A`, UDP bulk, `--crr`, a
+    /// pool, a fleet or a test under load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<Decision>,
 }
 
 /// The latency probes of a test under load: request/response transactions on a connection
@@ -212,6 +219,7 @@ impl RunRecord {
             server_output: None,
             fleet: None,
             probes: None,
+            placement: None,
         }
     }
 

@@ -704,10 +704,40 @@ pub fn count_of(n: u64, noun: &str) -> String {
     if n == 1 { format!("1 {noun}") } else { format!("{n} {noun}s") }
 }
 
+/// UTC date and time of a Unix timestamp in ms, e.g. `2026-11-22 07:30:12`.
+pub fn utc(ms: u64) -> String {
+    let secs = ms / 1000;
+    let rem = secs % 86_400;
+    let (y, m, d) = civil_date(secs / 86_400);
+    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+/// (year, month 1–12, day 1–31) of the day `days` after 1970-01-01 (Howard Hinnant's
+/// civil-from-days).
+pub fn civil_date(days: u64) -> (i64, i64, i64) {
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // Tests may panic on unexpected results.
 mod tests {
     use super::*;
+
+    #[test]
+    fn utc_dates() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00");
+        assert_eq!(utc(951_782_400_000), "2000-02-29 00:00:00");
+        assert_eq!(utc(1_795_328_386_000), "2026-11-22 06:19:46");
+        assert_eq!(civil_date(0), (1970, 1, 1));
+    }
 
     #[test]
     fn latencies_take_the_unit_that_suits_them() {

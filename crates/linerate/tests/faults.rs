@@ -162,7 +162,9 @@ fn ctrl_c_stops_early_and_keeps_both_ends_results() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn");
-    std::thread::sleep(Duration::from_millis(1500));
+    // Once the test runs (a new history calibrates the loopback placement first).
+    assert!(srv.wait_for_log("accepted", Duration::from_secs(30)), "{}", srv.log());
+    std::thread::sleep(Duration::from_millis(1000));
     // SAFETY: plain kill(2) on our own child's pid.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let t0 = Instant::now();

@@ -360,41 +360,53 @@ fn affinity_binds_each_ends_data_threads() {
     assert!(out.stderr.contains("backwards"), "{}", out.stderr);
 }
 
-/// Without `-A`, a TCP test to a loopback address pairs each stream's two ends on one CPU
-/// (`plan/affinity.rs`): the client proposes its CPUs, both ends bind stream `id`'s thread to
-/// the same one and report it, the text names it; `-A none`, UDP and pools do not pair.
+/// `-A pair` runs each stream's two ends on one CPU (`plan/placement.rs`): the client proposes
+/// its CPUs, both ends bind stream `id`'s thread to the same one and report it, the text names
+/// it; `-A split` puts the client's end on the next CPU of the same list; `-A none`, UDP and
+/// pools place nothing.
 #[test]
-fn loopback_tests_pair_each_streams_ends_on_one_cpu() {
+fn loopback_placements_pair_or_split_each_streams_ends() {
+    assert!(
+        std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2,
+        "placing a stream's ends needs two CPUs or more"
+    );
     let srv = Server::start(&[]);
     let cpus_of = |v: &serde_json::Value| -> Vec<u64> {
         v.as_array()
             .map_or_else(Vec::new, |a| a.iter().filter_map(serde_json::Value::as_u64).collect())
     };
-    let doc = client_json(srv.port, &["-P", "3", "-t", "0.5"]);
-    assert_eq!(doc["record"]["outcome"]["status"], "completed");
-    let pair = cpus_of(&doc["record"]["spec"]["pair_cpus"]);
-    if std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2 {
-        assert!(
-            pair.len() >= 2,
-            "a machine with two CPUs or more pairs: {}",
-            doc["record"]["spec"]
+    for placement in ["pair", "split"] {
+        let doc = client_json(srv.port, &["-P", "3", "-t", "0.5", "-A", placement]);
+        assert_eq!(doc["record"]["outcome"]["status"], "completed");
+        let pair = cpus_of(&doc["record"]["spec"]["pair_cpus"]);
+        assert!(pair.len() >= 2, "two CPUs or more are placed: {}", doc["record"]["spec"]);
+        let mut distinct = pair.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(distinct.len(), pair.len(), "each CPU once: {pair:?}");
+        let split = placement == "split";
+        assert_eq!(doc["record"]["spec"]["pair_split"].as_bool().unwrap_or(false), split);
+        let named = &doc["record"]["placement"];
+        assert_eq!(
+            (named["placement"].as_str(), named["why"].as_str()),
+            (Some(placement), Some(&*format!("-A {placement}")))
         );
-    }
-    let mut distinct = pair.clone();
-    distinct.sort_unstable();
-    distinct.dedup();
-    assert_eq!(distinct.len(), pair.len(), "each CPU once: {pair:?}");
-    for end in ["client", "server_results"] {
-        let plane = &doc["record"][end]["cost"]["data_plane"];
-        assert_eq!(cpus_of(&plane["paired_cpus"]), pair, "{end}: {plane}");
-        assert!(plane["unpinned"].is_null(), "{end}: the kernel bound every thread: {plane}");
-        assert!(plane["cpus"].is_null(), "{end}: -A was not given: {plane}");
-    }
-    if !pair.is_empty() {
+        for end in ["client", "server_results"] {
+            let plane = &doc["record"][end]["cost"]["data_plane"];
+            assert_eq!(cpus_of(&plane["paired_cpus"]), pair, "{end}: {plane}");
+            assert_eq!(plane["pair_split"].as_bool().unwrap_or(false), split, "{end}: {plane}");
+            assert!(plane["unpinned"].is_null(), "{end}: the kernel bound every thread: {plane}");
+            assert!(plane["cpus"].is_null(), "{end}: no CPUs were listed: {plane}");
+        }
         let port = srv.port.to_string();
-        let out = run(&["client", "127.0.0.1", "-p", &port, "-t", "0.3"], Duration::from_secs(15));
+        let out = run(
+            &["client", "127.0.0.1", "-p", &port, "-t", "0.3", "-A", placement],
+            Duration::from_secs(15),
+        );
         assert_eq!(out.code, Some(0), "{}", out.stderr);
-        assert!(out.stdout.contains("loopback pairing"), "{}", out.stdout);
+        let line = format!("Placement on loopback: {placement}, -A {placement}");
+        assert!(out.stdout.contains(&line), "{}", out.stdout);
+        assert!(out.stdout.contains(&format!("loopback placement {placement}")), "{}", out.stdout);
     }
     for args in [&["-A", "none"][..], &["-u", "-b", "10M"][..], &["-P", "20"][..]] {
         let mut all = args.to_vec();
@@ -406,6 +418,70 @@ fn loopback_tests_pair_each_streams_ends_on_one_cpu() {
             assert!(plane["paired_cpus"].is_null(), "{args:?} {end}: {plane}");
         }
     }
+}
+
+/// `-A auto`, the default: the first loopback TCP test of a shape on a host with a history
+/// measures every placement, keeps the calibration in the history as a `placement` group and
+/// runs the faster; the next test of that shape reads it back without measuring again, and
+/// both name the placement and its figures. The placement that ran is the one named.
+#[test]
+fn the_default_placement_is_calibrated_once_per_host_and_named() {
+    assert!(
+        std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2,
+        "placing a stream's ends needs two CPUs or more"
+    );
+    let srv = Server::start(&[]);
+    let db = crate::util::test_dir("placement-calibration").join("history.sqlite");
+    let db_arg = db.to_str().expect("utf8");
+    let port = srv.port.to_string();
+    let client = |extra: &[&str]| {
+        let mut args = vec!["client", "127.0.0.1", "-p", &port, "-t", "0.3", "--db", db_arg];
+        args.extend_from_slice(extra);
+        let out = run(&args, Duration::from_secs(60));
+        assert_eq!(out.code, Some(0), "{}", out.stderr);
+        out
+    };
+    let first = client(&[]);
+    assert!(
+        first.stdout.contains("Calibrating the loopback placement on this host, once"),
+        "{}",
+        first.stdout
+    );
+    let chosen = first
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("Placement on loopback: "))
+        .unwrap_or_else(|| panic!("no placement line: {}", first.stdout))
+        .to_string();
+    assert!(chosen.contains(", calibrated on this host on "), "{chosen}");
+    for word in ["pair ", "split ", "system "] {
+        assert!(chosen.contains(word), "every placement's figure is named: {chosen}");
+    }
+    let second = client(&["-J"]);
+    assert!(!second.stdout.contains("Calibrating"), "measured once: {}", second.stdout);
+    let doc = second.json();
+    let named = &doc["record"]["placement"];
+    let placement = named["placement"].as_str().expect("a placement");
+    assert!(
+        chosen.starts_with(&format!("{placement}, {}", named["why"].as_str().expect("why"))),
+        "{chosen} / {named}"
+    );
+    let plane = &doc["record"]["client"]["cost"]["data_plane"];
+    match placement {
+        "pair" => {
+            assert!(plane["paired_cpus"].is_array() && plane["pair_split"].is_null(), "{plane}")
+        }
+        "split" => assert_eq!(plane["pair_split"], true, "{plane}"),
+        "system" => assert!(plane["paired_cpus"].is_null(), "{plane}"),
+        other => panic!("unknown placement {other}"),
+    }
+    // Several streams are another shape: calibrated once more, and kept beside the first.
+    let several = client(&["-P", "2"]);
+    assert!(several.stdout.contains("(several streams)"), "{}", several.stdout);
+    let store = linerate::store::Store::open(&db).expect("history");
+    let groups = store.groups(50).expect("groups");
+    let kinds: Vec<&str> = groups.iter().map(|g| g.kind.as_str()).collect();
+    assert_eq!(kinds, ["placement", "placement"], "one calibration a shape, no runs of theirs");
 }
 
 /// Issue 34: `--rr` on loopback was not paired like bulk tests (21.7–34.7 k transactions/s
@@ -439,7 +515,11 @@ fn request_response_on_loopback_is_paired_as_bulk_tests_are() {
     let out =
         run(&["client", "127.0.0.1", "-p", &port, "--rr", "-t", "0.3"], Duration::from_secs(15));
     assert_eq!(out.code, Some(0), "{}", out.stderr);
-    assert!(out.stdout.contains("loopback pairing"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("Placement on loopback: pair, by rule: request/response"),
+        "{}",
+        out.stdout
+    );
 }
 
 /// With the user's buffers and four or more stream pairs per CPU, the receiving end's paired
@@ -450,7 +530,7 @@ fn paired_receivers_with_the_users_buffers_ask_for_short_slices() {
     let srv = Server::start(&[]);
     let plane =
         |doc: &serde_json::Value, end: &str| doc["record"][end]["cost"]["data_plane"].clone();
-    let doc = client_json(srv.port, &["-P", "8", "-w", "800K", "-t", "0.3"]);
+    let doc = client_json(srv.port, &["-P", "8", "-w", "800K", "-t", "0.3", "-A", "pair"]);
     assert_eq!(doc["record"]["outcome"]["status"], "completed");
     let pairs = plane(&doc, "client")["paired_cpus"].as_array().map_or(0, Vec::len);
     assert!(
@@ -461,7 +541,7 @@ fn paired_receivers_with_the_users_buffers_ask_for_short_slices() {
     let want = if 8 >= 4 * pairs { serde_json::json!(500) } else { serde_json::Value::Null };
     assert_eq!(plane(&doc, "server_results")["receiver_slice_us"], want, "{pairs} CPUs");
     assert!(plane(&doc, "client")["receiver_slice_us"].is_null(), "the client only sent");
-    let doc = client_json(srv.port, &["-P", "8", "-t", "0.3"]);
+    let doc = client_json(srv.port, &["-P", "8", "-t", "0.3", "-A", "pair"]);
     assert!(plane(&doc, "server_results")["receiver_slice_us"].is_null(), "no -w: no slices");
 }
 
@@ -837,4 +917,64 @@ fn tcp_internals_are_sampled_per_interval() {
     assert!(st["thread_cpu"]["system_us"].as_u64().is_some());
     let ivs = st["intervals"].as_array().expect("intervals");
     assert!(ivs.iter().all(|i| i["tcp"]["cwnd_segments"].as_u64().is_some()), "{ivs:?}");
+}
+
+/// A calibration kept in the history decides by its own figures: made-up timings in which
+/// split wins make the next test run split, named with those figures, without measuring; the
+/// same timings kept for another kernel (or CPU model) are not this host's, so the test
+/// measures again. The host's key is read from a calibration the test makes first.
+#[test]
+fn a_kept_calibration_decides_and_a_changed_host_is_calibrated_again() {
+    use linerate::plan::placement::{Calibration, Shape, Trials};
+    use linerate::record::Placement;
+    assert!(
+        std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2,
+        "placing a stream's ends needs two CPUs or more"
+    );
+    let srv = Server::start(&[]);
+    let port = srv.port.to_string();
+    let dir = crate::util::test_dir("placement-made-up");
+    let client = |db: &std::path::Path| {
+        let db = db.to_str().expect("utf8");
+        let out = run(
+            &["client", "127.0.0.1", "-p", &port, "-t", "0.3", "--db", db],
+            Duration::from_secs(60),
+        );
+        assert_eq!(out.code, Some(0), "{}", out.stderr);
+        out.stdout
+    };
+    // This host's key, from a real calibration.
+    let real = dir.join("real.sqlite");
+    assert!(client(&real).contains("Calibrating"));
+    let store = linerate::store::Store::open(&real).expect("history");
+    let kept: Calibration = store.groups(5).expect("groups")[0].params.plan().expect("reads");
+    let made_up = |kernel: &str| Calibration {
+        host: linerate::plan::placement::HostKey { kernel: kernel.into(), ..kept.host.clone() },
+        shape: Shape::OneStream,
+        streams: 1,
+        trial_ms: 300,
+        at_unix_ms: 1_795_000_000_000,
+        trials: [(Placement::Pair, 11.0), (Placement::Split, 77.0), (Placement::System, 33.0)]
+            .into_iter()
+            .map(|(placement, g)| Trials { placement, bits_per_second: vec![g * 1e9; 3] })
+            .collect(),
+    };
+    let mine = dir.join("made-up.sqlite");
+    let mut store = linerate::store::Store::open(&mine).expect("history");
+    store.save_calibration(&made_up(&kept.host.kernel)).expect("kept");
+    drop(store);
+    let out = client(&mine);
+    assert!(!out.contains("Calibrating"), "the kept calibration decides: {out}");
+    assert!(
+        out.contains("Placement on loopback: split, calibrated on this host on 2026-11-18 (one stream, 3 rounds of 300 ms): split 77.0, system 33.0, pair 11.0 Gbit/s"),
+        "{out}"
+    );
+    assert!(out.contains("loopback placement split"), "and split ran: {out}");
+    let older = dir.join("older-kernel.sqlite");
+    let mut store = linerate::store::Store::open(&older).expect("history");
+    store.save_calibration(&made_up("4.19.0-an-older-kernel")).expect("kept");
+    drop(store);
+    let out = client(&older);
+    assert!(out.contains("Calibrating the loopback placement on this host"), "{out}");
+    assert!(!out.contains("split 77.0"), "another kernel's figures are not used: {out}");
 }

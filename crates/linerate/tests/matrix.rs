@@ -264,7 +264,9 @@ fn an_interrupted_run_enters_no_figure_and_every_view_agrees_on_n() {
     let _serial = crate::util::exclusive();
     let (srv, db) = (Server::start(&[]), history("matrix-interrupted-n"));
     let (db_s, port) = (db.to_string_lossy().into_owned(), srv.port.to_string());
-    let args = ["matrix", "127.0.0.1", "-p", &port, "-i", "0", "-t", "1.5", "--db", &db_s];
+    // `-A none`: no placement calibration, so the matrix is the history's first group, m1.
+    let args =
+        ["matrix", "127.0.0.1", "-p", &port, "-i", "0", "-t", "1.5", "--db", &db_s, "-A", "none"];
     let args = [&args[..], &["--parallel", "1,2", "--repeat", "2", "--seed", "7"]].concat();
     // A signal that misses the run (a loaded machine can delay it past the run's end) proves
     // nothing: try again, a few times, on a fresh history.
@@ -382,7 +384,9 @@ fn labels_keep_the_users_words_and_old_labels_still_read_back() {
     let _serial = crate::util::exclusive();
     let (srv, db) = (Server::start(&[]), history("matrix-words"));
     let (db_s, port) = (db.to_string_lossy().into_owned(), srv.port.to_string());
-    let base = ["matrix", "127.0.0.1", "-p", &port, "-i", "0", "-t", "0.2", "--db", &db_s];
+    // `-A none`: no placement calibration, so the matrices are the history's groups 1 and 2.
+    let base =
+        ["matrix", "127.0.0.1", "-p", &port, "-i", "0", "-t", "0.2", "--db", &db_s, "-A", "none"];
     let axes = ["--window", "256k,default", "--repeat", "1", "--seed", "3"];
     let with = |extra: &[&str]| {
         let out = run(&[&base[..], &axes[..], extra].concat(), Duration::from_secs(60));

@@ -251,6 +251,7 @@ impl ClientConn {
         if !caps.contains(&Capability::PairCpus) {
             // A placement hint, not a requirement: an older server runs unpaired.
             self.spec.pair_cpus.clear();
+            self.spec.pair_split = false;
         }
         if let Some(why) = missing_cap(&self.spec, &caps, &format!("the server ({software})")) {
             return Err(ProtoError::Incompatible(why));

@@ -346,6 +346,10 @@ pub struct DataPlane {
     /// stream `id` on `paired_cpus[(id - 1) % len]` at both ends; empty = not paired.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub paired_cpus: Vec<u32>,
+    /// With `paired_cpus`: the test's ends were split (`spec.pair_split`), the client's end of
+    /// stream `id` on `paired_cpus[id % len]`, the server's where pairing puts it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pair_split: bool,
     /// The scheduler slice, µs, this end's paired TCP receivers asked for (several pairs per
     /// CPU with the user's buffers, `plan/affinity.rs`); absent = not asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -257,6 +257,13 @@ pub struct TestSpec {
     /// [`Capability::PairCpus`]: crate::wire::Capability::PairCpus
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pair_cpus: Vec<u32>,
+    /// With [`pair_cpus`](Self::pair_cpus): the client's end of stream `id` runs on the
+    /// list's next CPU, `pair_cpus[id % len]`, so each stream's ends are on two CPUs and every
+    /// CPU carries as many ends (linerate's `split` placement). The server's end is where
+    /// pairing puts it either way; the client places its own end, so a server that does not
+    /// know this field still runs the placement.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pair_split: bool,
 }
 
 /// Why a [`TestSpec`] is invalid. Messages name the field and the allowed range.
@@ -325,6 +332,7 @@ impl TestSpec {
             burst: None,
             notsent_lowat: None,
             pair_cpus: Vec::new(),
+            pair_split: false,
         }
     }
 

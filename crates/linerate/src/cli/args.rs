@@ -478,6 +478,11 @@ pub struct MatrixTestArgs {
     /// Label carried into every record.
     #[arg(short = 'T', long = "title", value_name = "TEXT")]
     pub title: Option<String>,
+    /// Bind every cell's data threads to CPUs, as client -A: CPU lists, or a loopback
+    /// placement: auto (the default: the placement this host measured fastest for each
+    /// shape of cell), pair, split, none.
+    #[arg(short = 'A', long = "affinity", value_name = "CPUS[,SERVER_CPUS]|auto|pair|split|none", value_parser = affinity)]
+    pub affinity: Option<crate::plan::affinity::Affinity>,
     /// Give up on each TCP connect after this long.
     #[arg(long = "connect-timeout", value_name = "SECONDS", value_parser = seconds, default_value = "10")]
     pub connect_timeout: Duration,
@@ -717,10 +722,11 @@ pub struct TestArgs {
     pub threads: crate::plan::threads::Threads,
     /// Bind data threads to CPUs, as iperf3's -A n,m: the client's list, and after a comma
     /// the server's. A list is a CPU, a range or both joined by '+' (0, 0-3, 1+3); an end's
-    /// threads (one per stream, or its pool workers) take its CPUs in turn. Without -A, a
-    /// TCP test to a loopback address runs each stream's two ends on one CPU (pairing, named
-    /// in the result); `-A none` leaves every thread to the system's scheduler.
-    #[arg(short = 'A', long = "affinity", value_name = "CPUS[,SERVER_CPUS]|none", value_parser = affinity)]
+    /// threads (one per stream, or its pool workers) take its CPUs in turn. Or a loopback
+    /// placement: auto (the default: the placement this host measured fastest, calibrated
+    /// once and kept in the history), pair (each stream's two ends on one CPU), split (on
+    /// two), none (the system's scheduler places every thread). The result names it.
+    #[arg(short = 'A', long = "affinity", value_name = "CPUS[,SERVER_CPUS]|auto|pair|split|none", value_parser = affinity)]
     pub affinity: Option<crate::plan::affinity::Affinity>,
     /// Label carried into the output and the JSON record.
     #[arg(short = 'T', long = "title", value_name = "TEXT")]

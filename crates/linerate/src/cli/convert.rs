@@ -162,7 +162,7 @@ fn matrix_plan(a: MatrixArgs) -> Result<(ClientPlan, MatrixPlan, MatrixRun), Str
         read_size: None,
         notsent_lowat: None,
         no_gro: false,
-        affinity: None,
+        affinity: m.affinity.clone(),
         udp: false,
         reverse: false,
         bidir: false,
@@ -562,7 +562,8 @@ pub(super) fn client_plan(
         cport: t.cport,
         threads: t.threads,
         cpus: t.affinity.as_ref().map_or_else(Vec::new, |a| a.client.clone()),
-        pair_on_loopback: t.affinity.is_none(),
+        placement: t.affinity.as_ref().map_or_else(Default::default, |a| a.placement),
+        calibrated: Vec::new(),
         agents_only: false,
         connect_timeout: t.connect_timeout,
         queue_timeout: t.queue_timeout.unwrap_or(linerate_proto::QUEUE_LIMIT),
@@ -724,6 +725,7 @@ fn test_spec(t: &TestArgs, default_time: Duration) -> Result<TestSpec, String> {
         burst: t.bitrate.and_then(|b| b.burst),
         // Proposed by the client once it knows the server's address (`plan/affinity.rs`).
         pair_cpus: Vec::new(),
+        pair_split: false,
     };
     // TCP bulk without -l writes in up to 1 MiB (spec.rs says why); -l is the user's, and a
     // test under load keeps an ordinary application's writes, as it keeps its unsent queue.

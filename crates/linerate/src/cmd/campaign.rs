@@ -83,6 +83,16 @@ pub fn run(c: &CampaignRun, interrupt: &Interrupt) -> Result<ExitCode> {
         }
     }
     preflight(c, &bases, &done_per_tier, text, &console)?;
+    // `-A auto`: each loopback tier's placement, before the group is stored or run.
+    let mut bases = bases;
+    for (i, (t, base)) in c.plan.tiers.iter().zip(bases.iter_mut()).enumerate() {
+        if t.fleet.is_none() {
+            let m = t.matrix_plan(crate::plan::campaign::CampaignPlan::tier_seed(seed, i));
+            let streams: Vec<u32> =
+                m.cells().iter().map(|cell| m.cell_plan(base, cell).spec.streams).collect();
+            super::placement::resolve(base, &streams, &console, interrupt)?;
+        }
+    }
     let group = group.or_else(|| begin_group(c, store.as_mut()));
     let mut events = |e: CampaignEvent<'_>| match e {
         CampaignEvent::Run(p) => console.progress(&p.into()),

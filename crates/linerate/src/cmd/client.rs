@@ -25,6 +25,12 @@ pub fn run(plan: &ClientPlan, interrupt: &Interrupt) -> Result<ExitCode> {
         return find_max(plan, search, interrupt);
     }
     super::output::open_logfile(&plan.text)?;
+    // `-A auto`: the placement of this test's shape, once for a whole schedule.
+    let mut plan = plan.clone();
+    let console = super::console(plan.output == OutputFormat::Text);
+    let streams = [plan.spec.streams];
+    super::placement::resolve(&mut plan, &streams, &console, interrupt)?;
+    let plan = &plan;
     match plan.every {
         Some(schedule) => every(plan, schedule, interrupt),
         None => once(plan, interrupt),

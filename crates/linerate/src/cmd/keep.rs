@@ -165,7 +165,7 @@ pub fn requester_lock(
                 let who = format!(
                     "a {what} (pid {}, started {} UTC)",
                     std::process::id(),
-                    crate::report::history::utc(since)
+                    crate::units::utc(since)
                 );
                 let _ = lock.say(&who);
                 return Ok(Some(lock));

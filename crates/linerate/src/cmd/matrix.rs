@@ -47,6 +47,12 @@ pub fn run(
 ) -> Result<ExitCode> {
     let console = super::console(base.output == OutputFormat::Text);
     let mut store = keep::open(&base.store, &console);
+    // `-A auto`: the placement of each shape of cell, before the group is stored or run.
+    let mut base = base.clone();
+    let streams: Vec<u32> =
+        plan.cells().iter().map(|c| plan.cell_plan(&base, c).spec.streams).collect();
+    super::placement::resolve(&mut base, &streams, &console, interrupt)?;
+    let base = &base;
     let (group, plan, earlier) = start_or_resume(base, plan, how, &mut store)?;
     let cells = plan.cells();
     if base.output == OutputFormat::Text {

@@ -22,6 +22,7 @@ mod keep;
 mod matrix;
 mod mesh;
 mod output;
+mod placement;
 mod report;
 mod selftest;
 mod server;

@@ -30,7 +30,7 @@ pub fn run(plan: ClientPlan) -> Result<ExitCode> {
 }
 
 /// Runs `f` with `plan` pointed at a server started on loopback for the purpose.
-fn with_embedded_server(
+pub(super) fn with_embedded_server(
     mut plan: ClientPlan,
     f: impl FnOnce(&ClientPlan) -> Result<ExitCode>,
 ) -> Result<ExitCode> {

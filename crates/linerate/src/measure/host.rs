@@ -62,6 +62,25 @@ pub fn snapshot(scope: Scope) -> Environment {
     }
 }
 
+/// This host's CPU model and kernel release, read without the rest of the snapshot (the
+/// loopback placement's calibration is keyed by them, `plan/placement.rs`); None for what
+/// cannot be read.
+pub fn cpu_model_and_kernel() -> (Option<String>, Option<String>) {
+    #[cfg(target_os = "linux")]
+    {
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").ok();
+        let kernel = match linux::uname_release() {
+            Fact::Value(k) => Some(k),
+            _ => None,
+        };
+        (cpuinfo.as_deref().and_then(parse_cpu_model), kernel)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        (None, None)
+    }
+}
+
 /// A sysctl value as the kernel prints it, with tabs and runs of spaces folded to one space
 /// (`4096\t131072\t6291456\n` -> `4096 131072 6291456`).
 pub fn fold_sysctl(text: &str) -> String {

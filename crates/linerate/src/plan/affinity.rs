@@ -17,7 +17,12 @@
 //! checks its part on arrival and refuses a CPU it does not have with its own list in the
 //! message. Pure parsing here; pinning is `sys::pin_current_thread`.
 //!
-//! ## Loopback pairing: the placement linerate chooses when `-A` is not given
+//! ## Loopback pairing: one of the placements `-A auto` chooses from
+//!
+//! Since 2026-11-29 pairing is not the rule it was: `-A auto` (the default) measures it
+//! against splitting a stream's ends onto two CPUs and the system's placement on each host,
+//! once, and runs the fastest (`plan/placement.rs`); `-A pair` asks for it. What follows is
+//! how it works and what was measured where it was the rule.
 //!
 //! On loopback both ends share one kernel, and where the scheduler puts a stream's sender
 //! and receiver decides its throughput more than anything else: on different cores every
@@ -70,6 +75,7 @@
 //! rule, short receive queues, lost 7–12 % on `-P 4`/`-P 8` in that re-measurement and was
 //! removed.)
 
+use crate::plan::placement::{Choice, Placement};
 use crate::record::End;
 
 /// Most CPUs one side may list.
@@ -84,14 +90,17 @@ pub struct Affinity {
     pub client: Vec<u32>,
     /// The server's CPUs, sent in the spec; empty = not pinned.
     pub server: Vec<u32>,
+    /// Where a loopback test's ends run when no CPUs are listed (`auto`, `pair`, `split`,
+    /// `none`: `plan/placement.rs`); CPU lists leave it to them.
+    pub placement: Choice,
 }
 
 impl Affinity {
-    /// Parses `-A`'s value: `N`, a list `N-M+K`, optionally `,` and the server's list.
+    /// Parses `-A`'s value: a placement (`auto`, `pair`, `split`, `none`), or `N`, a list
+    /// `N-M+K`, optionally `,` and the server's list.
     pub fn parse(s: &str) -> Result<Self, String> {
-        if s.trim() == "none" {
-            // Neither end pinned, and no loopback pairing: the system places every thread.
-            return Ok(Self::default());
+        if let Some(placement) = Choice::parse(s) {
+            return Ok(Self { placement, ..Self::default() });
         }
         let (client, server) = match s.split_once(',') {
             Some((c, sv)) => (c, Some(sv)),
@@ -103,13 +112,15 @@ impl Affinity {
             cpu_list(client)?
         };
         let server = server.map(cpu_list).transpose()?.unwrap_or_default();
-        Ok(Self { client, server })
+        // Listed CPUs decide; the system's placement stands for whatever they leave.
+        Ok(Self { client, server, placement: Choice::Fixed(Placement::System) })
     }
 }
 
 /// Parses one side's list: CPU numbers and ranges joined by `+`, e.g. `0`, `0-3`, `1+3`.
 pub fn cpu_list(s: &str) -> Result<Vec<u32>, String> {
-    let fix = "write e.g. -A 0, -A 0-3, -A 1+3, or -A 0,1 for the client on 0 and the server on 1";
+    let fix = "write e.g. -A 0, -A 0-3, -A 1+3, -A 0,1 for the client on 0 and the server on 1, \
+               or a placement: auto, pair, split, none";
     let mut out = Vec::new();
     for part in s.trim().split('+') {
         let number = |t: &str| -> Result<u32, String> {
@@ -220,17 +231,28 @@ mod tests {
 
     #[test]
     fn iperf3_spelling_and_lists() {
-        assert_eq!(Affinity::parse("1"), Ok(Affinity { client: vec![1], server: vec![] }));
-        assert_eq!(Affinity::parse("1,0"), Ok(Affinity { client: vec![1], server: vec![0] }));
-        assert_eq!(Affinity::parse(",2"), Ok(Affinity { client: vec![], server: vec![2] }));
+        let listed = |client: Vec<u32>, server: Vec<u32>| {
+            Ok(Affinity { client, server, placement: Choice::Fixed(Placement::System) })
+        };
+        assert_eq!(Affinity::parse("1"), listed(vec![1], vec![]));
+        assert_eq!(Affinity::parse("1,0"), listed(vec![1], vec![0]));
+        assert_eq!(Affinity::parse(",2"), listed(vec![], vec![2]));
         let a = Affinity::parse("0-2+5,3+1").expect("lists");
         assert_eq!((a.client, a.server), (vec![0, 1, 2, 5], vec![1, 3]));
         assert_eq!(cpu_list("3+3+2"), Ok(vec![2, 3]));
     }
 
     #[test]
-    fn none_pins_nothing() {
-        assert_eq!(Affinity::parse("none"), Ok(Affinity::default()));
+    fn placements_pin_no_listed_cpu() {
+        for (word, placement) in [
+            ("none", Choice::Fixed(Placement::System)),
+            ("pair", Choice::Fixed(Placement::Pair)),
+            ("split", Choice::Fixed(Placement::Split)),
+            ("auto", Choice::Auto),
+        ] {
+            let a = Affinity::parse(word).expect(word);
+            assert_eq!((a.client.len(), a.server.len(), a.placement), (0, 0, placement), "{word}");
+        }
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub mod host;
 pub mod kubernetes;
 pub mod matrix;
 pub mod mesh;
+pub mod placement;
 pub mod pmtu;
 pub mod rounds;
 pub mod sample;
@@ -161,10 +162,13 @@ pub struct ClientPlan {
     /// CPUs this end's data threads are bound to in turn (`-A`, see `plan/affinity.rs`);
     /// empty = not pinned.
     pub cpus: Vec<u32>,
-    /// Whether the client may pair each TCP stream's two ends on one CPU when the server is
-    /// on a loopback address (`plan/affinity.rs`); false once `-A` was given (`-A none`
-    /// included).
-    pub pair_on_loopback: bool,
+    /// Where a loopback test's ends run (`-A auto|pair|split|none`, `plan/placement.rs`);
+    /// CPUs listed with `-A` leave it to them.
+    pub placement: placement::Choice,
+    /// For `-A auto`: the placement of each shape of test, calibrated on this host or
+    /// decided by rule where it could not be (`cmd/placement.rs` fills it before the test);
+    /// a shape missing here is paired by rule.
+    pub calibrated: Vec<(placement::Shape, crate::record::Decision)>,
     /// Run only against an agent holding the same key (an agent's pair test, `mesh`).
     pub agents_only: bool,
     /// Limit for each TCP connect.
@@ -263,7 +267,8 @@ impl ClientPlan {
             cport: None,
             threads: threads::Threads::Auto,
             cpus: Vec::new(),
-            pair_on_loopback: true,
+            placement: placement::Choice::Auto,
+            calibrated: Vec::new(),
             agents_only: false,
             connect_timeout: std::time::Duration::from_secs(10),
             queue_timeout: linerate_proto::QUEUE_LIMIT,

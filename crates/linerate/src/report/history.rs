@@ -10,8 +10,8 @@ use crate::stats::environment::{EndChanges, EnvChange};
 use crate::stats::latency::LatencyBrief;
 use crate::stats::latency_compare::{LatencyComparison, TestKind};
 use crate::store::{RunKind, RunRow};
-use crate::units::format_bits_per_second;
 use crate::units::peer_text::escape;
+use crate::units::{format_bits_per_second, utc};
 
 /// One cell of a comparison: compared, or had by one side only.
 #[derive(Debug, Clone, Serialize)]
@@ -39,23 +39,6 @@ pub struct CompareRow {
     /// `A` or `B` for a cell only that side has (not compared); absent for compared cells.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub only_in: Option<&'static str>,
-}
-
-/// UTC date and time of a Unix timestamp in ms, e.g. `2026-11-22 07:30:12`.
-pub fn utc(ms: u64) -> String {
-    let secs = ms / 1000;
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Civil-from-days (Howard Hinnant's algorithm), for dates after 1970.
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
 /// Stored runs, newest first.
@@ -269,7 +252,7 @@ pub fn environment_line(e: &EndChanges) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{environment_line, utc};
+    use super::environment_line;
     use crate::stats::environment::{EndChanges, EnvChange};
 
     #[test]
@@ -295,12 +278,5 @@ mod tests {
         assert_eq!(environment_line(&same), "client: environment unchanged");
         let old = EndChanges { not_compared: Some("run A has none".into()), ..e };
         assert_eq!(environment_line(&old), "client: environment not compared: run A has none");
-    }
-
-    #[test]
-    fn utc_dates() {
-        assert_eq!(utc(0), "1970-01-01 00:00:00");
-        assert_eq!(utc(951_782_400_000), "2000-02-29 00:00:00");
-        assert_eq!(utc(1_795_328_386_000), "2026-11-22 06:19:46");
     }
 }

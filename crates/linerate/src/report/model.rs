@@ -15,12 +15,12 @@ use serde::Serialize;
 
 use crate::plan::matrix::{AxisValue, Cell};
 use crate::record::{Outcome, RunRecord};
-use crate::report::history::utc;
 use crate::report::text::{describe_spec, describe_spec_without};
 use crate::stats::campaign::{TierPlace, TierSummary, cross_tier_findings, summarize_place};
 use crate::stats::campaign_fleet::{FleetRun, FleetShape, FleetTierFigures, summarize_fleet_place};
 use crate::stats::scaling::cpu_contended;
 use crate::stats::{Summary, summarize};
+use crate::units::utc;
 
 /// What the report is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

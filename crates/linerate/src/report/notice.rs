@@ -84,6 +84,11 @@ pub enum Notice<'a> {
     AwaitingLock(&'a str),
     /// `client --every`: a run failed (the error); the schedule goes on.
     ScheduledRunFailed(String),
+    /// `-A auto`: the loopback placement of this shape of test is being measured on this
+    /// host, once (`plan/placement.rs`).
+    Calibrating(crate::plan::placement::Shape),
+    /// `-A auto`: what a calibration chose.
+    Calibrated(&'a crate::record::Decision),
     /// `--every`: when the next run starts.
     NextRun {
         /// Its start, milliseconds since the Unix epoch.
@@ -144,6 +149,8 @@ impl Notice<'_> {
             | Notice::HtmlWritten(_)
             | Notice::DefaultJob { .. }
             | Notice::Selftest { .. }
+            | Notice::Calibrating(_)
+            | Notice::Calibrated(_)
             | Notice::NextRun { .. } => Kind::Note,
             Notice::ScheduleDone { .. } => Kind::Hint,
             Notice::MatrixIncomplete { .. }
@@ -245,8 +252,24 @@ impl Notice<'_> {
                 "warning: this run failed: {}; it is stored, and the schedule goes on",
                 crate::units::peer_text::escape(e)
             ),
+            Notice::Calibrating(shape) => writeln!(
+                out,
+                "Calibrating the loopback placement on this host, once: {} rounds of {} ms of each \
+                 of pair, split and the system's placement ({}); the history keeps the result",
+                crate::plan::placement::ROUNDS,
+                crate::plan::placement::TRIAL.as_millis(),
+                shape.words()
+            ),
+            Notice::Calibrated(d) => {
+                writeln!(
+                    out,
+                    "Loopback placement on this host: {}, {}.",
+                    d.placement.as_str(),
+                    d.why
+                )
+            }
             Notice::NextRun { unix_ms, done } => {
-                writeln!(out, "Next run at {} UTC ({done} done).", super::history::utc(*unix_ms))
+                writeln!(out, "Next run at {} UTC ({done} done).", crate::units::utc(*unix_ms))
             }
             Notice::ScheduleDone { runs, failed, then } => {
                 writeln!(out, "--every: {runs} runs, {failed} failed; {then}")

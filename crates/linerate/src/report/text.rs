@@ -89,6 +89,9 @@ fn details(
             writeln!(out, "  n/a: {n}")?;
         }
     }
+    if let Some(p) = &record.placement {
+        writeln!(out, "Placement on loopback: {}, {}", p.placement.as_str(), p.why)?;
+    }
     for d in &summary.directions {
         if let Some(t) = sender_tcp_line(record, d.flow) {
             writeln!(out, "TCP {} (sender's view): {t}", d.flow.label())?;

@@ -11,9 +11,9 @@ use serde::Serialize;
 use crate::plan::ReportFormat;
 use crate::report::csv::field;
 use crate::report::document::Style;
-use crate::report::history::utc;
 use crate::report::table::{Table, html_escape};
 use crate::stats::trend::{Change, Series, SeriesKey, Trend};
+use crate::units::utc;
 use crate::units::{ByteCount, format_bits_per_second};
 
 /// Version of the `linerate.trend` JSON document (docs/JSON.md).

@@ -17,7 +17,9 @@ use linerate_proto::{Machine, ProtoError, Protocol, TestSpec};
 
 use crate::plan::ClientPlan;
 use crate::plan::host::format_host_port;
-use crate::record::{End, Failure, FailureKind, Outcome, RunRecord, SCHEMA_VERSION, unix_ms_now};
+use crate::record::{
+    Decision, End, Failure, FailureKind, Outcome, Placement, RunRecord, SCHEMA_VERSION, unix_ms_now,
+};
 use crate::session::Recv;
 use crate::session::pump::{self, Turn, Wait};
 use crate::session::udp::{Handshake, connect_stream};
@@ -167,22 +169,40 @@ impl<'p> ClientRun<'p> {
         }
     }
 
-    /// The loopback pairing to propose (`plan/affinity.rs`): a TCP bulk test or a
-    /// request/response test (`--rr`, TCP or UDP; not `--crr`) to a loopback address, no
-    /// `-A`, not part of a fleet or a test under load, on a client with two CPUs or more.
-    fn pairing(&self, spec: &TestSpec, server: SocketAddr) -> Option<Vec<u32>> {
+    /// The loopback placement to run (`plan/placement.rs`) and the CPUs to propose: for a
+    /// TCP bulk test or a request/response test (`--rr`, TCP or UDP; not `--crr`) to a
+    /// loopback address, no CPUs listed with `-A`, not part of a fleet or a test under load,
+    /// on a client with two CPUs or more. None where the question does not arise.
+    fn placement(&self, spec: &TestSpec, server: SocketAddr) -> Option<(Decision, Vec<u32>)> {
         let plan = self.plan;
-        let wanted = plan.pair_on_loopback
-            && plan.cpus.is_empty()
+        let applies = plan.cpus.is_empty()
             && spec.server_cpus.is_empty()
             && crate::record::is_loopback(server.ip())
             && crate::plan::affinity::pairs(spec)
             && self.gate.is_none()
             && plan.under_load.is_none();
-        if !wanted {
+        if !applies {
             return None;
         }
-        crate::plan::affinity::pair_cpus(&sys::allowed_cpus()?, sys::current_cpu())
+        let decision = crate::plan::placement::decide(
+            plan.placement,
+            &plan.calibrated,
+            spec.streams,
+            spec.rr.is_some(),
+        );
+        if decision.placement == Placement::System {
+            return Some((decision, Vec::new()));
+        }
+        match crate::plan::affinity::pair_cpus(&sys::allowed_cpus()?, sys::current_cpu()) {
+            Some(cpus) => Some((decision, cpus)),
+            None => Some((
+                Decision {
+                    placement: Placement::System,
+                    why: "this process may run on one CPU only: nothing to place".into(),
+                },
+                Vec::new(),
+            )),
+        }
     }
 
     fn drive(&mut self, observer: &mut dyn Observer, interrupt: &Interrupt) -> Result<()> {
@@ -192,7 +212,11 @@ impl<'p> ClientRun<'p> {
         self.record.remote_address = Some(server.to_string());
         let mut spec = effective_spec(self.plan, &stream, server);
         spec.held_start = self.gate.is_some();
-        spec.pair_cpus = self.pairing(&spec, server).unwrap_or_default();
+        if let Some((decision, cpus)) = self.placement(&spec, server) {
+            spec.pair_split = decision.placement == Placement::Split;
+            spec.pair_cpus = cpus;
+            self.record.placement = Some(decision);
+        }
         self.record.spec = spec.clone();
         let mut ctrl = ControlChannel::new(stream)?;
         let clock = Clock::new();
@@ -305,7 +329,16 @@ impl<'p> ClientRun<'p> {
                 });
                 self.record.server_software = Some(server_software);
                 // Dropped in the handshake for a server that does not pair.
+                if self.record.spec.pair_cpus.len() > conn.spec().pair_cpus.len() {
+                    self.record.placement = Some(Decision {
+                        placement: Placement::System,
+                        why: "the server cannot place its end of a stream (it does not offer \
+                              pair_cpus): both ends run where the system puts them"
+                            .into(),
+                    });
+                }
                 self.record.spec.pair_cpus = conn.spec().pair_cpus.clone();
+                self.record.spec.pair_split = conn.spec().pair_split;
                 let hello = |id| DataHello { cookie, stream_id: id }.encode().to_vec();
                 let spec = conn.spec();
                 self.streams =
@@ -489,6 +522,7 @@ pub(crate) fn new_record(plan: &ClientPlan) -> RunRecord {
         server_output: None,
         fleet: None,
         probes: None,
+        placement: None,
     }
 }
 

@@ -307,7 +307,7 @@ impl Session<'_> {
         let plan = crate::plan::ClientPlan {
             psk: self.t.shared.access.psk.clone(),
             agents_only: true,
-            pair_on_loopback: false,
+            placement: crate::plan::placement::Choice::Fixed(crate::record::Placement::System),
             connect_timeout: PAIR_CONNECT_TIMEOUT,
             ..crate::plan::ClientPlan::to(&host, port, spec.clone())
         };

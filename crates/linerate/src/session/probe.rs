@@ -47,7 +47,7 @@ fn plan(target: SocketAddr, duration: Duration) -> ClientPlan {
         ..TestSpec::default_tcp()
     };
     ClientPlan {
-        pair_on_loopback: false,
+        placement: crate::plan::placement::Choice::Fixed(crate::record::Placement::System),
         connect_timeout: CONNECT_TIMEOUT,
         ..ClientPlan::to(&target.ip().to_string(), target.port(), spec)
     }

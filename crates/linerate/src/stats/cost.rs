@@ -154,10 +154,15 @@ pub fn data_plane_phrase(d: &DataPlane) -> Option<String> {
             crate::plan::affinity::join(&d.cpus)
         ));
     }
-    if !d.paired_cpus.is_empty() {
+    if !d.paired_cpus.is_empty() && d.pair_split {
         parts.push(format!(
-            "each stream's two ends on one CPU (loopback pairing, CPUs {} in turn; -A none \
-             leaves placement to the system)",
+            "each stream's two ends on two CPUs (loopback placement split, the server's ends on \
+             CPUs {} in turn, the client's on the next)",
+            crate::plan::affinity::join(&d.paired_cpus)
+        ));
+    } else if !d.paired_cpus.is_empty() {
+        parts.push(format!(
+            "each stream's two ends on one CPU (loopback placement pair, CPUs {} in turn)",
             crate::plan::affinity::join(&d.paired_cpus)
         ));
     }

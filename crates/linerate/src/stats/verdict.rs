@@ -664,13 +664,14 @@ fn loopback_contention(cost: &[CostSummary]) -> Option<(End, String)> {
     ))
 }
 
-/// Whether the run's ends were paired on loopback (`plan/affinity.rs`): the client says so.
+/// Whether each stream's two ends shared a CPU on loopback (`plan/placement.rs`'s `pair`;
+/// not `split`): the client says so.
 fn paired_loopback(record: &RunRecord) -> bool {
     record
         .client
         .as_ref()
         .and_then(|c| c.cost.as_ref()?.data_plane.as_ref())
-        .is_some_and(|p| !p.paired_cpus.is_empty())
+        .is_some_and(|p| !p.paired_cpus.is_empty() && !p.pair_split)
 }
 
 fn link(record: &RunRecord, d: &DirectionSummary, evidence: &mut Vec<String>) -> Option<String> {
@@ -806,6 +807,7 @@ mod rule_tests {
             server_output: None,
             fleet: None,
             probes: None,
+            placement: None,
         }
     }
 

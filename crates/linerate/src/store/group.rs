@@ -42,18 +42,22 @@ pub enum GroupKind {
     Fleet,
     /// `linerate mesh`.
     Mesh,
+    /// A calibration of loopback placement on one host (`plan/placement.rs`): no runs, its
+    /// trials in the parameters.
+    Placement,
     /// A kind this build does not know, by its stored word.
     Unknown(String),
 }
 
 impl GroupKind {
     /// Every kind, in the order the history lists them.
-    pub const ALL: [GroupKind; 5] = [
+    pub const ALL: [GroupKind; 6] = [
         GroupKind::Matrix,
         GroupKind::Campaign,
         GroupKind::FindMax,
         GroupKind::Fleet,
         GroupKind::Mesh,
+        GroupKind::Placement,
     ];
 
     /// The word stored in `groups.kind` (and shown by `linerate history`).
@@ -64,6 +68,7 @@ impl GroupKind {
             GroupKind::FindMax => "find_max",
             GroupKind::Fleet => "fleet",
             GroupKind::Mesh => "mesh",
+            GroupKind::Placement => "placement",
             GroupKind::Unknown(word) => word,
         }
     }
@@ -81,6 +86,7 @@ impl GroupKind {
             GroupKind::Fleet => format!("f{id}"),
             GroupKind::Mesh => format!("n{id}"),
             GroupKind::FindMax => format!("find-max {id}"),
+            GroupKind::Placement => format!("placement {id}"),
             GroupKind::Matrix | GroupKind::Unknown(_) => format!("m{id}"),
         }
     }
@@ -93,6 +99,7 @@ impl GroupKind {
             GroupKind::FindMax => "a find-max search".into(),
             GroupKind::Fleet => "a fleet".into(),
             GroupKind::Mesh => "a mesh".into(),
+            GroupKind::Placement => "a placement calibration".into(),
             GroupKind::Unknown(word) => format!("a {word:?} group (unknown to this linerate)"),
         }
     }

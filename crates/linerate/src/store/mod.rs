@@ -16,6 +16,7 @@
 mod error;
 mod group;
 mod open;
+mod placement;
 mod query;
 pub mod resume;
 pub mod schema;

@@ -77,7 +77,7 @@ fn os_name() -> String {
     }
 }
 
-fn uname_release() -> Fact<String> {
+pub(super) fn uname_release() -> Fact<String> {
     // SAFETY: utsname is plain data; uname fills it and NUL-terminates every field.
     let mut u: libc::utsname = unsafe { std::mem::zeroed() };
     // SAFETY: `u` is a valid, writable utsname.

@@ -6,10 +6,10 @@ use super::axis::RateUnit;
 use super::frame::{Heading, Key, Swatch};
 use super::lines::{Line, Panel, Panels, Point, Range, XAxis, draw};
 use super::svg::{INK, Stroke, colour};
-use crate::report::history::utc;
 use crate::report::trend::{change_sentence, series_name};
 use crate::stats::trend::Series;
 use crate::units::format_bits_per_second;
+use crate::units::utc;
 
 /// Every run of `s` over time, the medians of its stretches, and a rule at each change.
 pub fn trend(s: &Series) -> Option<Chart> {

@@ -28,6 +28,13 @@ fn every_notice(spec: &TestSpec) -> Vec<Notice<'_>> {
         },
         Notice::TierStopped { tier: "dc-link", index: 3, tiers: 4, why: "x", next: None },
         Notice::MatrixIncomplete { group: 3 },
+        Notice::Calibrating(crate::plan::placement::Shape::OneStream),
+        Notice::Calibrated(Box::leak(Box::new(crate::record::Decision {
+            placement: crate::record::Placement::Split,
+            why: "calibrated on this host on 2026-11-29 (one stream, 3 rounds of 300 ms): split \
+                  43.7, system 42.9, pair 38.7 Gbit/s"
+                .into(),
+        }))),
     ]
 }
 
@@ -61,7 +68,7 @@ fn shown(console: &Console) -> (String, String) {
 #[test]
 fn notes_go_with_text_results_warnings_and_hints_to_stderr_always() {
     let (out, err) = shown(&Console::new(true, None));
-    assert_eq!(out.lines().count(), 7, "{out}");
+    assert_eq!(out.lines().count(), 9, "{out}");
     assert!(out.lines().all(|l| !l.starts_with("warning:")), "{out}");
     assert_eq!(err.lines().count(), 5, "{err}");
     assert!(err.starts_with("warning: results will not be stored"), "{err}");

@@ -179,6 +179,8 @@ pub struct StreamSet {
     /// Loopback pairing (`spec.pair_cpus`, `plan/affinity.rs`): TCP stream `id`'s thread
     /// runs on `pair_cpus[(id - 1) % len]`; empty = not paired.
     pair_cpus: Vec<u32>,
+    /// `spec.pair_split`: the client's end of stream `id` runs on the list's next CPU.
+    pair_split: bool,
     /// Stream threads placed by the pairing.
     paired: u32,
     /// The slice paired TCP receivers ask for (`plan::affinity::receiver_slice`).
@@ -307,6 +309,7 @@ impl StreamSet {
             cpus: Vec::new(),
             unpinned: Arc::default(),
             pair_cpus: spec.pair_cpus.clone(),
+            pair_split: spec.pair_split,
             paired: 0,
             receiver_slice: crate::plan::affinity::receiver_slice(
                 &spec.pair_cpus,

@@ -83,6 +83,7 @@ impl StreamSet {
             cpus: self.cpus.clone(),
             unpinned: self.unpinned.load(std::sync::atomic::Ordering::Relaxed),
             paired_cpus: if self.paired > 0 { self.pair_cpus.clone() } else { Vec::new() },
+            pair_split: self.paired > 0 && self.pair_split,
             receiver_slice_us: self
                 .receiver_slice
                 .filter(|_| self.sliced.load(std::sync::atomic::Ordering::Relaxed) > 0)

@@ -11,6 +11,7 @@ use linerate_proto::StreamRole;
 use linerate_proto::latency::RrSpec;
 
 use super::{PoolWorker, STREAM_STACK, StreamSet, TRANSACTION_QUEUE, ThreadClock};
+use crate::record::End;
 use crate::session::rr_stream;
 use crate::traffic::pool::{self, Inbox, PoolOptions, WorkerFigures};
 use crate::traffic::rr::RrRecorder;
@@ -165,7 +166,9 @@ impl StreamSet {
         if !self.cpus.is_empty() {
             return self.next_cpu();
         }
-        let cpu = crate::plan::affinity::paired_cpu(&self.pair_cpus, id);
+        // Split: the client's end on the next CPU of the list (`plan/placement.rs`).
+        let shift = u32::from(self.pair_split && self.end == End::Client);
+        let cpu = crate::plan::affinity::paired_cpu(&self.pair_cpus, id + shift);
         self.paired += u32::from(cpu.is_some());
         cpu
     }
