@@ -330,7 +330,9 @@ fn compare_lists_cells_in_the_plans_order() {
     let (srv, db) = (Server::start(&[]), history("compare-order"));
     let _ = std::fs::remove_file(&db);
     let (db_s, port) = (db.to_string_lossy().into_owned(), srv.port.to_string());
-    let args = ["matrix", "127.0.0.1", "-p", &port, "-i", "0", "-t", "0.2", "--db", &db_s];
+    // `-A none`: no placement calibration, so the matrix is the history's first group, m1.
+    let args =
+        ["matrix", "127.0.0.1", "-p", &port, "-i", "0", "-t", "0.2", "--db", &db_s, "-A", "none"];
     let axes = ["--parallel", "1,4,2", "--repeat", "2", "--seed", "5", "-J"];
     let out = run(&[&args[..], &axes[..]].concat(), Duration::from_secs(60));
     assert_eq!(out.code, Some(0), "{}\n{}", out.stderr, out.stdout);

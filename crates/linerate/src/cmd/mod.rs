@@ -12,6 +12,7 @@ mod campaign;
 mod client;
 mod compare;
 mod doctor;
+mod embedded;
 mod every;
 mod failed;
 mod fleet;

@@ -173,7 +173,7 @@ fn measure(trial: &Trial<'_>, shape: Shape) -> anyhow::Result<Calibration> {
         .iter()
         .map(|p| Trials { placement: *p, bits_per_second: Vec::new() })
         .collect();
-    super::selftest::with_embedded_server(base, |base| {
+    super::embedded::with_embedded_server(base, |base| {
         for _ in 0..placement::ROUNDS {
             for t in &mut trials {
                 if interrupt.count() > 0 {
