@@ -14,7 +14,7 @@ use std::net::ToSocketAddrs;
 use std::time::{Duration, Instant};
 
 use crate::plan::ClientPlan;
-use crate::plan::placement::{self, Calibration, Choice, HostKey, Shape, Trials};
+use crate::plan::placement::{self, Calibration, Choice, HostKey, Shape, Trials, by_rule};
 use crate::record::{Decision, Placement};
 use crate::report::notice::{Console, Notice};
 use crate::session::{Interrupt, Quiet, client};
@@ -87,10 +87,6 @@ fn applies(plan: &ClientPlan) -> bool {
         && plan.under_load.is_none()
         && !plan.iperf3
         && loopback
-}
-
-fn by_rule(why: &str) -> Decision {
-    Decision { placement: Placement::Pair, why: format!("by rule: {why}") }
 }
 
 /// What a calibration measures: this host, with the user's test (its block and write sizes,

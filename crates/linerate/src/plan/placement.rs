@@ -159,6 +159,11 @@ pub struct Calibration {
     pub trials: Vec<Trials>,
 }
 
+/// Pairing by rule, where nothing was measured: `why` says why (module docs).
+pub fn by_rule(why: &str) -> Decision {
+    Decision { placement: Placement::Pair, why: format!("by rule: {why}") }
+}
+
 /// The placement a loopback test of `streams` streams runs with (request/response when
 /// `rr`), for the user's `choice` and the calibrated decisions of `-A auto` (module docs).
 pub fn decide(
@@ -167,8 +172,6 @@ pub fn decide(
     streams: u32,
     rr: bool,
 ) -> Decision {
-    let by_rule =
-        |why: &str| Decision { placement: Placement::Pair, why: format!("by rule: {why}") };
     match choice {
         Choice::Fixed(p) => Decision {
             placement: p,
