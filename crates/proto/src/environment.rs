@@ -139,6 +139,12 @@ pub struct Environment {
     /// Absent when not given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network: Option<String>,
+    /// How long this server had been serving, in whole seconds, when it answered a doctor's
+    /// greeting: a requester waiting for agents (`linerate fleet|mesh --wait-agents`) waits
+    /// longer for more of them while the ones it hears are young (a rollout under way).
+    /// Absent from test results and from older servers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serving_s: Option<u64>,
 }
 
 impl Environment {
@@ -165,6 +171,7 @@ impl Environment {
             node: None,
             zone: None,
             network: None,
+            serving_s: None,
         }
     }
 }
@@ -197,7 +204,7 @@ mod tests {
     fn node_and_zone_are_sent_only_when_named() {
         // An environment without them encodes as older ones did, so older peers see no change.
         let plain = serde_json::to_value(Environment::default()).expect("ser");
-        for key in ["node", "zone", "network"] {
+        for key in ["node", "zone", "network", "serving_s"] {
             assert!(plain.get(key).is_none(), "{key}: {plain}");
         }
         let placed = Environment {

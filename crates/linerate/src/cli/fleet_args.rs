@@ -23,7 +23,8 @@ pub struct FleetArgs {
     #[arg(long = "scale", value_name = "K,...|A..B")]
     pub scale: Option<String>,
     /// Every target name that resolves to several addresses (a Kubernetes headless service,
-    /// round-robin DNS) becomes one target per address, labelled NAME/ADDRESS.
+    /// round-robin DNS) becomes one target per address, labelled NAME/ADDRESS; a name with one
+    /// address is pinned to it, labelled NAME.
     #[arg(long = "each-address")]
     pub each_address: bool,
     #[command(flatten)]
@@ -44,8 +45,9 @@ pub struct FleetArgs {
 #[derive(Debug, Args)]
 pub struct AgentWaitArgs {
     /// With --each-address: wait up to DURATION (e.g. 5m) until the agents the names resolve
-    /// to all answer and none has come or gone for 10 s (or --expect of them answer), instead
-    /// of taking whatever answers at the start. For a Job that starts beside its agents.
+    /// to all answer and none has come or gone for 10 s (30 s while an agent has served for
+    /// less than a minute: a rollout), or --expect of them answer, instead of taking whatever
+    /// answers at the start. For a Job that starts beside its agents.
     #[arg(long = "wait-agents", value_name = "DURATION", requires = "each_address", value_parser = super::args::seconds)]
     pub wait_agents: Option<std::time::Duration>,
     /// With --each-address: N agents are expected; start once N answer (with --wait-agents,

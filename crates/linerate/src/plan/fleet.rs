@@ -243,7 +243,10 @@ pub fn expand_targets(
         addrs.dedup();
         match addrs.as_slice() {
             [] => return Err(format!("{} resolves to no address", t.host)),
-            [_] => out.push(t.clone()),
+            // Pinned to its address, keeping the name as the label: the agent greeted while
+            // waiting (`session::agents`) is the one tested, even when the name resolves to
+            // another address later (a headless Service naming one pod, then another).
+            [one] => out.push(Target { host: one.to_string(), ..t.clone() }),
             many => out.extend(many.iter().map(|a| Target {
                 host: a.to_string(),
                 port: t.port,
@@ -364,7 +367,7 @@ mod tests {
             Ok(vec![
                 t("10.0.0.2", 5201, "svc/10.0.0.2"),
                 t("10.0.0.3", 5201, "svc/10.0.0.3"),
-                t("one", 5201, "one"),
+                t("10.0.0.9", 5201, "one"),
             ])
         );
         let twice = expand_targets(&[t("svc", 5201, "svc"), t("alias", 5201, "alias")], dns);

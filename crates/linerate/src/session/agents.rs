@@ -13,10 +13,19 @@
 //! a service-account token), so it cannot read the DaemonSet's desired count. It decides:
 //! - with `--expect N`: once N agents answer (more are welcome);
 //! - without: once every address the names give answers, at least the command's minimum
-//!   (one for a fleet, two for a mesh), and no address has come or gone for [`SETTLE`].
+//!   (one for a fleet, two for a mesh), and no address has come or gone for [`SETTLE`], or
+//!   for [`SETTLE_ROLLOUT`] while an agent it heard has been serving for less than [`YOUNG`]
+//!   (or does not say how long: older servers).
 //!   The Service publishes agents that are not ready yet (`publishNotReadyAddresses`), so a
 //!   pod is named as soon as it has an address, long before its server listens: the settle
-//!   window covers only the seconds between the DaemonSet's pods getting their addresses.
+//!   window covers the seconds between the DaemonSet's pods getting their addresses and the
+//!   cluster's DNS naming them. Why two windows: on a real two-node cluster started seconds
+//!   before (the e2e's first phase), node-a's agent ran 1 s after node-b's, yet the name gave
+//!   only node-b's address for more than 10 s; the fleet Job settled on 1 agent of 2. The
+//!   agents' own age tells a rollout (young agents: more may be coming, wait 30 s) from a
+//!   DaemonSet that has stood for a while (a scheduled mesh: 10 s is plenty), without
+//!   cluster credentials. Where images are pulled on first use, one node's pod may come
+//!   minutes after another's: give `--expect N` (the node count) there.
 //!
 //! Past the wait, the error names the agents that answered (by node), those that did not and
 //! why (the last error of each), and what was expected. Nothing here prints: the caller is
@@ -31,6 +40,12 @@ use crate::units::peer_text::escape;
 /// How long the set of addresses must stay the same, all answering, before a requester
 /// without `--expect` takes it as every agent.
 pub const SETTLE: Duration = Duration::from_secs(10);
+
+/// The settle window while an agent heard is young (see the module's doc).
+pub const SETTLE_ROLLOUT: Duration = Duration::from_secs(30);
+
+/// An agent serving for less than this may be part of a rollout still under way.
+pub const YOUNG: Duration = Duration::from_secs(60);
 
 /// Why the agents could not be had: what to tell the user, and whether the names resolved to
 /// fewer agents than the command needs (a mesh on a one-node cluster says more about that).
@@ -92,8 +107,9 @@ pub struct Watch {
     started: Instant,
     changed: Instant,
     targets: Vec<Target>,
-    /// By address: the node the agent named (or its address when it named none).
-    answered: HashMap<(String, u16), String>,
+    /// By address: the node the agent named (or its address when it named none), and how
+    /// long it had been serving when it answered (None: it did not say), at which instant.
+    answered: HashMap<(String, u16), (String, Option<Duration>, Instant)>,
     /// By address: the last reason it did not answer.
     errors: HashMap<(String, u16), String>,
     /// Why the names did not resolve at the last look.
@@ -158,12 +174,13 @@ impl Watch {
         self.targets.iter().filter(|t| !self.answered.contains_key(&key(t))).cloned().collect()
     }
 
-    /// A greeting's outcome: the node the agent named (None: it named none), or the error.
-    pub fn heard(&mut self, t: &Target, result: Result<Heard, Unheard>) {
+    /// A greeting's outcome at `now`: the node the agent named (None: it named none) and its
+    /// age, or the error.
+    pub fn heard(&mut self, now: Instant, t: &Target, result: Result<Heard, Unheard>) {
         match result {
             Ok(heard) => {
                 let name = heard.node.unwrap_or_else(|| t.label.clone());
-                self.answered.insert(key(t), name);
+                self.answered.insert(key(t), (name, heard.serving, now));
                 self.errors.remove(&key(t));
             }
             Err(e) => {
@@ -191,7 +208,10 @@ impl Watch {
         let all = n > 0 && self.answered.len() == n;
         let enough = match self.want.expect {
             Some(e) => n >= e.max(self.at_least),
-            None => n >= self.at_least && now.saturating_duration_since(self.changed) >= SETTLE,
+            None => {
+                n >= self.at_least
+                    && now.saturating_duration_since(self.changed) >= self.settle(now)
+            }
         };
         if all && enough {
             return Verdict::Ready;
@@ -202,9 +222,18 @@ impl Watch {
         Verdict::Waiting
     }
 
+    /// How long the set must stay unchanged at `now`: [`SETTLE_ROLLOUT`] while an agent heard
+    /// is younger than [`YOUNG`] or did not say its age, else [`SETTLE`].
+    fn settle(&self, now: Instant) -> Duration {
+        let young = self.answered.values().any(|(_, serving, at)| {
+            serving.is_none_or(|s| s + now.saturating_duration_since(*at) < YOUNG)
+        });
+        if young { SETTLE_ROLLOUT } else { SETTLE }
+    }
+
     /// The agents that answered, by node, sorted.
     fn nodes(&self) -> Vec<&str> {
-        let mut v: Vec<&str> = self.answered.values().map(String::as_str).collect();
+        let mut v: Vec<&str> = self.answered.values().map(|(n, _, _)| n.as_str()).collect();
         v.sort_unstable();
         v
     }
@@ -274,8 +303,10 @@ pub fn wait_for(
     loop {
         watch.saw(Instant::now(), resolve());
         let unanswered = watch.unanswered();
-        for (t, r) in unanswered.iter().zip(greet_all(&unanswered, greet)) {
-            watch.heard(t, r);
+        let heard = greet_all(&unanswered, greet);
+        let now = Instant::now();
+        for (t, r) in unanswered.iter().zip(heard) {
+            watch.heard(now, t, r);
         }
         match watch.verdict(Instant::now()) {
             Verdict::Ready => return Ok(watch.targets().to_vec()),
@@ -377,6 +408,7 @@ pub fn greet(t: &Target, plan: &crate::plan::ClientPlan) -> Result<Heard, Unhear
         node: env.node.filter(fit),
         zone: env.zone.filter(fit),
         network: env.network.filter(fit),
+        serving: env.serving_s.map(Duration::from_secs),
     })
 }
 
@@ -390,6 +422,8 @@ pub struct Heard {
     pub zone: Option<String>,
     /// `server --network`.
     pub network: Option<String>,
+    /// How long it had been serving (None: an older server, which does not say).
+    pub serving: Option<Duration>,
 }
 
 #[cfg(test)]
@@ -400,9 +434,14 @@ mod tests {
         Target { host: host.into(), port: 5201, label: format!("svc/{host}") }
     }
 
-    /// An agent on `node`, in no zone.
+    /// An agent on `node`, in no zone, serving for an hour.
     fn on(node: &str) -> Heard {
-        Heard { node: Some(node.into()), ..Heard::default() }
+        Heard { node: Some(node.into()), ..old() }
+    }
+
+    /// An agent naming no node, serving for an hour.
+    fn old() -> Heard {
+        Heard { serving: Some(Duration::from_secs(3600)), ..Heard::default() }
     }
 
     fn want(wait: u64, expect: Option<usize>) -> AgentWait {
@@ -417,17 +456,53 @@ mod tests {
         assert_eq!(w.verdict(t0), Verdict::Waiting, "nothing resolves yet");
         let at = |s: u64| t0 + Duration::from_secs(s);
         w.saw(at(2), Ok(vec![t("10.0.0.5")]));
-        w.heard(&t("10.0.0.5"), Ok(on("node-a")));
+        w.heard(t0, &t("10.0.0.5"), Ok(on("node-a")));
         assert_eq!(w.verdict(at(5)), Verdict::Waiting, "one agent, not settled");
         // The second node's agent gets its address 4 s later: the window starts again.
         w.saw(at(6), Ok(vec![t("10.0.0.5"), t("10.0.1.7")]));
-        w.heard(&t("10.0.1.7"), Err(Unheard::absent("connection refused")));
+        w.heard(t0, &t("10.0.1.7"), Err(Unheard::absent("connection refused")));
         assert_eq!(w.verdict(at(13)), Verdict::Waiting, "the late agent does not answer yet");
         assert!(w.status().contains("1 of 2"), "{}", w.status());
-        w.heard(&t("10.0.1.7"), Ok(on("node-b")));
+        w.heard(t0, &t("10.0.1.7"), Ok(on("node-b")));
         assert_eq!(w.verdict(at(15)), Verdict::Waiting, "settling since the change at 6 s");
         assert_eq!(w.verdict(at(16)), Verdict::Ready);
         assert_eq!(w.targets().len(), 2);
+    }
+
+    #[test]
+    fn young_agents_or_ones_of_unknown_age_settle_longer() {
+        // The e2e's first phase: node-b's agent answers 1 s after it started, node-a's is not
+        // named yet; 10 s later the name still gives one address.
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        let young =
+            |node: &str, s: u64| Heard { serving: Some(Duration::from_secs(s)), ..on(node) };
+        let mut w = Watch::new(want(300, None), 1, t0);
+        w.saw(t0, Ok(vec![t("10.0.1.7")]));
+        w.heard(t0, &t("10.0.1.7"), Ok(young("node-b", 1)));
+        assert_eq!(w.verdict(at(10)), Verdict::Waiting, "a rollout may be under way");
+        assert_eq!(w.verdict(at(29)), Verdict::Waiting);
+        assert_eq!(w.verdict(at(30)), Verdict::Ready, "{}", w.status());
+        // The late agent is named at 12 s: the window starts again, and its age counts.
+        let mut w = Watch::new(want(300, None), 1, t0);
+        w.saw(t0, Ok(vec![t("10.0.1.7")]));
+        w.heard(t0, &t("10.0.1.7"), Ok(young("node-b", 1)));
+        w.saw(at(12), Ok(vec![t("10.0.1.7"), t("10.0.0.5")]));
+        w.heard(at(12), &t("10.0.0.5"), Ok(young("node-a", 2)));
+        assert_eq!(w.verdict(at(41)), Verdict::Waiting);
+        assert_eq!(w.verdict(at(42)), Verdict::Ready);
+        // Agents past YOUNG settle in SETTLE, counted from when they answered.
+        let mut w = Watch::new(want(300, None), 1, t0);
+        w.saw(t0, Ok(vec![t("a")]));
+        w.heard(t0, &t("a"), Ok(young("node-a", 50)));
+        assert_eq!(w.verdict(at(9)), Verdict::Waiting, "50 s + 9 s: still young");
+        assert_eq!(w.verdict(at(10)), Verdict::Ready, "60 s old and 10 s unchanged");
+        // An older server does not say its age: the longer window.
+        let mut w = Watch::new(want(300, None), 1, t0);
+        w.saw(t0, Ok(vec![t("a")]));
+        w.heard(t0, &t("a"), Ok(Heard::default()));
+        assert_eq!(w.verdict(t0 + SETTLE), Verdict::Waiting);
+        assert_eq!(w.verdict(t0 + SETTLE_ROLLOUT), Verdict::Ready);
     }
 
     #[test]
@@ -435,13 +510,13 @@ mod tests {
         let t0 = Instant::now();
         let mut w = Watch::new(want(300, Some(2)), 2, t0);
         w.saw(t0, Ok(vec![t("a"), t("b")]));
-        w.heard(&t("a"), Ok(Heard::default()));
+        w.heard(t0, &t("a"), Ok(old()));
         assert_eq!(w.verdict(t0), Verdict::Waiting);
-        w.heard(&t("b"), Ok(on("node-b")));
+        w.heard(t0, &t("b"), Ok(on("node-b")));
         assert_eq!(w.verdict(t0), Verdict::Ready, "no settle window with --expect");
         let mut one = Watch::new(want(20, None), 2, t0);
         one.saw(t0, Ok(vec![t("a")]));
-        one.heard(&t("a"), Ok(on("node-a")));
+        one.heard(t0, &t("a"), Ok(on("node-a")));
         assert_eq!(one.verdict(t0 + Duration::from_secs(19)), Verdict::Waiting);
         let Verdict::GiveUp(why) = one.verdict(t0 + Duration::from_secs(20)) else {
             panic!("a one-node mesh must give up")
@@ -455,8 +530,8 @@ mod tests {
         let t0 = Instant::now();
         let mut w = Watch::new(want(60, Some(3)), 1, t0);
         w.saw(t0, Ok(vec![t("a"), t("b")]));
-        w.heard(&t("a"), Ok(on("node-a")));
-        w.heard(&t("b"), Err(Unheard::absent("connection refused\x1b[2J")));
+        w.heard(t0, &t("a"), Ok(on("node-a")));
+        w.heard(t0, &t("b"), Err(Unheard::absent("connection refused\x1b[2J")));
         let Verdict::GiveUp(why) = w.verdict(t0 + Duration::from_secs(60)) else { panic!() };
         assert!(why.contains("3 expected (--expect)"), "{why}");
         assert!(why.contains("svc/b (connection refused"), "{why}");
@@ -468,9 +543,9 @@ mod tests {
         let t0 = Instant::now();
         let mut w = Watch::new(want(300, None), 2, t0);
         w.saw(t0, Ok(vec![t("a"), t("b")]));
-        w.heard(&t("a"), Ok(on("node-a")));
+        w.heard(t0, &t("a"), Ok(on("node-a")));
         let no = "authentication failed: the client's key is not this server's (--psk-file)";
-        w.heard(&t("b"), Err(Unheard { why: no.into(), refused: true }));
+        w.heard(t0, &t("b"), Err(Unheard { why: no.into(), refused: true }));
         let Verdict::GiveUp(why) = w.verdict(t0) else { panic!("a refusal does not go away") };
         assert!(why.starts_with("agent svc/b refuses: authentication failed"), "{why}");
         assert!(why.contains("no test was started"), "{why}");
@@ -481,8 +556,8 @@ mod tests {
         let t0 = Instant::now();
         let mut w = Watch::new(want(60, None), 1, t0);
         w.saw(t0, Ok(vec![t("a"), t("b")]));
-        w.heard(&t("a"), Ok(Heard::default()));
-        w.heard(&t("b"), Ok(Heard::default()));
+        w.heard(t0, &t("a"), Ok(old()));
+        w.heard(t0, &t("b"), Ok(old()));
         w.saw(t0 + Duration::from_secs(5), Err("temporary failure in name resolution".into()));
         assert_eq!(w.targets().len(), 2);
         assert_eq!(w.verdict(t0 + SETTLE), Verdict::Ready, "the settle window was not restarted");
@@ -493,7 +568,7 @@ mod tests {
         let t0 = Instant::now();
         let mut w = Watch::new(want(60, None), 1, t0);
         w.saw(t0, Ok(vec![t("a")]));
-        w.heard(&t("a"), Ok(Heard::default()));
+        w.heard(t0, &t("a"), Ok(old()));
         assert!(w.unanswered().is_empty());
         w.saw(t0, Ok(vec![]));
         w.saw(t0, Ok(vec![t("a")]));

@@ -238,6 +238,7 @@ impl Session<'_> {
                 let scope = crate::measure::host::Scope::AllUp(Some(self.local_ip));
                 let mut environment = crate::measure::host::snapshot(scope);
                 self.t.shared.place.stamp(&mut environment);
+                environment.serving_s = Some(self.t.shared.serving_since.elapsed().as_secs());
                 conn.send_environment(environment)?;
                 let note = crate::session::server::ServerNote::DoctorAnswered {
                     peer: self.t.peer,

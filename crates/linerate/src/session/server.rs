@@ -249,6 +249,8 @@ pub(crate) struct Shared {
     pub(crate) access: Access,
     /// The node and zone sent with every environment (`--node-name`, `--zone`).
     pub(crate) place: crate::plan::server::Place,
+    /// When the server began serving (its doctor's answers say how long ago).
+    pub(crate) serving_since: Instant,
     /// `--agent`: runs pair tests (`native.rs`) for clients with the key.
     pub(crate) agent: bool,
     /// `--pair-allow`: where those pair tests may go.
@@ -541,6 +543,7 @@ impl Server {
             slots: Slots::default(),
             access: self.plan.access.clone(),
             place: self.plan.place.clone(),
+            serving_since: Instant::now(),
             agent: self.plan.agent,
             pair_allow: self.plan.pair_allow.clone(),
             log_limit: LogLimit::new(),

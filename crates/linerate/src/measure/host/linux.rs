@@ -55,6 +55,8 @@ pub fn snapshot(scope: Scope) -> Environment {
         node: None,
         zone: None,
         network: None,
+        // A server's doctor answer says how long it has served (`session::native`).
+        serving_s: None,
     }
 }
 
