@@ -31,11 +31,11 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("cmd", &["sys", "measure", "traffic", "plan", "stats", "store", "session", "report", "cli"]),
 ];
 
-fn src() -> PathBuf {
+pub(crate) fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
 }
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+pub(crate) fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else { return };
     for e in entries.flatten() {
         let p = e.path();
@@ -421,7 +421,7 @@ fn holds(code: &str, token: &str) -> bool {
 
 /// The lines of code of `text` with their numbers (1-based): comments skipped, and, unless
 /// `tests_too`, a unit-test module at the end of a file (`#[cfg(test)] mod NAME {`) too.
-fn code_lines(text: &str, tests_too: bool) -> Vec<(usize, &str)> {
+pub(crate) fn code_lines(text: &str, tests_too: bool) -> Vec<(usize, &str)> {
     let mut out = Vec::new();
     let mut test_attr = false;
     for (i, line) in text.lines().enumerate() {

@@ -10,6 +10,7 @@ mod access;
 mod attacks;
 mod campaign;
 mod chart_layout;
+mod circles;
 mod cli;
 mod cli_parse;
 mod client_text;

@@ -11,7 +11,7 @@ use std::time::Duration;
 use linerate::record::RunRecord;
 use linerate::report;
 use linerate::report::text::LivePrinter;
-use linerate::session::server::ServerNote;
+use linerate::session::server_note::ServerNote;
 use linerate::session::test_log::TestLogLine;
 use linerate::session::{IntervalRow, LiveEvent, Observer};
 use linerate::stats::doctor::{DoctorReport, RemoteFacts, diagnose};

@@ -296,7 +296,7 @@ fn prior_runs(store: &Store, id: i64, plan: &CampaignPlan, seed: u64) -> Result<
         let name = &run.cell;
         let found = plan.tiers.iter().enumerate().find_map(|(t, tier)| {
             let label = name.strip_prefix(&tier.name)?.strip_prefix('/')?;
-            Some((t, cell_index(tier, &cells[t], label)?))
+            Some((t, tier.cell_index(&cells[t], label)?))
         });
         let (tier, cell) = found.with_context(|| {
             format!("run {name:?} of group {id} is of no cell of this campaign")
@@ -313,16 +313,4 @@ fn prior_runs(store: &Store, id: i64, plan: &CampaignPlan, seed: u64) -> Result<
         }
     }
     Ok(earlier)
-}
-
-/// The index of the cell a stored run names (`label`, after `TIER/`): a matrix cell, or in a
-/// fleet tier the host count `k=K`.
-pub(super) fn cell_index(tier: &Tier, cells: &[Cell], label: &str) -> Option<usize> {
-    match &tier.fleet {
-        Some(f) => {
-            let k: usize = label.strip_prefix("k=")?.parse().ok()?;
-            f.counts().iter().position(|&n| n == k)
-        }
-        None => Some(cells.iter().find(|c| c.is_named(label))?.index),
-    }
 }

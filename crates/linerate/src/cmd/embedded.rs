@@ -10,7 +10,8 @@ use anyhow::{Context, Result};
 use crate::plan::{ClientPlan, Family, OutputFormat, ServerPlan};
 use crate::report::text;
 use crate::session::Interrupt;
-use crate::session::server::{Notes, Server, ServerNote};
+use crate::session::server::Server;
+use crate::session::server_note::{Notes, ServerNote};
 
 /// Runs `f` with `plan` pointed at a server started on loopback for the purpose.
 pub fn with_embedded_server(

@@ -13,7 +13,8 @@ use super::source::{from_file, load};
 use crate::plan::{ReportPlan, ReportSource};
 use crate::record::Failure;
 use crate::report::model::build;
-use crate::stats::trend::{Method, trend};
+use crate::stats::change_point::Method;
+use crate::stats::trend::trend;
 use crate::store::ListFilter;
 
 /// Runs `linerate report`.

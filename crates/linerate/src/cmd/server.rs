@@ -13,7 +13,8 @@ use crate::plan::text::TextOptions;
 use crate::plan::{OutputFormat, ServerPlan};
 use crate::report::{json, text};
 use crate::session::Interrupt;
-use crate::session::server::{NoteSink, Notes, Server, ServerNote};
+use crate::session::server::Server;
+use crate::session::server_note::{NoteSink, Notes, ServerNote};
 
 pub(super) fn note_sink(format: OutputFormat, text: TextOptions, results: LogResults) -> NoteSink {
     Arc::new(move |note: &ServerNote| {

@@ -172,7 +172,7 @@ pub(super) fn planned_cell_names(group: &GroupRow) -> Option<Vec<String>> {
 /// A campaign tier's stored runs (`TIER/CELL`) matched to its cells (a fleet tier's: `k=K`).
 fn input_runs(tier: &Tier, cells: &[Cell], runs: &StoredRuns, group: i64) -> Result<Vec<InputRun>> {
     let prefix = format!("{}/", tier.name);
-    matched_runs(runs, group, &prefix, |label| super::campaign::cell_index(tier, cells, label))
+    matched_runs(runs, group, &prefix, |label| tier.cell_index(cells, label))
 }
 
 /// Matches stored runs to cells by label (`prefix` + cell label; `index` names its cell).

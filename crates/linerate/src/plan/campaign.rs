@@ -216,6 +216,18 @@ impl Tier {
             ..ClientPlan::to(&self.target.host, self.target.port, spec)
         }
     }
+
+    /// The index of the cell a stored run names (`label`, after `TIER/`): one of `cells` of
+    /// the tier's matrix, or in a fleet tier the host count `k=K`.
+    pub fn cell_index(&self, cells: &[crate::plan::matrix::Cell], label: &str) -> Option<usize> {
+        match &self.fleet {
+            Some(f) => {
+                let k: usize = label.strip_prefix("k=")?.parse().ok()?;
+                f.counts().iter().position(|&n| n == k)
+            }
+            None => Some(cells.iter().find(|c| c.is_named(label))?.index),
+        }
+    }
 }
 
 impl CampaignPlan {

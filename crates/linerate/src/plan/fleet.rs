@@ -8,7 +8,14 @@
 //!
 //! Pure: parsing and checking only. Names are resolved when the fleet runs.
 
+use std::time::Duration;
+
 use crate::plan::ClientPlan;
+
+/// The longest the coordinator waits for every host to be ready, counted from the start of
+/// setup; kept below the servers' own wait for `go` ([`linerate_proto::HELD_TIMEOUT`]), so a
+/// server never gives up on a fleet that is still gathering.
+pub const SETUP_LIMIT: Duration = Duration::from_secs(9);
 
 /// The most targets one fleet takes: each costs a control connection, a thread and `-P`
 /// data connections (file descriptors are the real bound, checked when the fleet starts).

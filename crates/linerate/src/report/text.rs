@@ -14,7 +14,7 @@ use linerate_proto::{Direction, EndCondition, Flow, Protocol, StreamRole, TestSp
 
 use crate::plan::search::{SearchAnswer, SearchPlan, Trial};
 use crate::record::{End, Outcome, RunRecord};
-use crate::session::server::ServerNote;
+use crate::session::server_note::ServerNote;
 use crate::stats::{CostSummary, Figures, SideFigures, summarize};
 use crate::units::peer_text::{escape, escape_lines, every_string};
 use crate::units::scale::Scale;

@@ -21,6 +21,7 @@ use crate::record::{
     Decision, End, Failure, FailureKind, Outcome, Placement, RunRecord, SCHEMA_VERSION, unix_ms_now,
 };
 use crate::session::Recv;
+use crate::session::iperf3_peer::{PeerIsIperf3, looks_like_iperf3};
 use crate::session::pump::{self, Turn, Wait};
 use crate::session::udp::{Handshake, connect_stream};
 use crate::session::{
@@ -112,33 +113,6 @@ pub(crate) struct Opened {
     pub(crate) cookie: [u8; COOKIE_LEN],
     /// The server's first bytes.
     pub(crate) first: Vec<u8>,
-}
-
-/// The server replied to our hello with an iperf3 state byte: PARAM_EXCHANGE (it took our
-/// first 37 bytes for an iperf3 cookie) or ACCESS_DENIED (busy). A linerate server's first
-/// byte is always 0x89.
-#[derive(Debug)]
-pub struct PeerIsIperf3;
-
-impl std::fmt::Display for PeerIsIperf3 {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("the server speaks iperf3's protocol")
-    }
-}
-
-impl std::error::Error for PeerIsIperf3 {}
-
-/// True if the first bytes from a server are an iperf3 state byte rather than our magic.
-pub(super) fn looks_like_iperf3(first: &[u8]) -> bool {
-    matches!(first.first(), Some(9 | 0xff))
-}
-
-/// The first bytes of a server that speaks iperf3's protocol end the native attempt.
-pub(super) fn refuse_iperf3(first: &[u8]) -> Result<()> {
-    if looks_like_iperf3(first) {
-        return Err(PeerIsIperf3.into());
-    }
-    Ok(())
 }
 
 struct ClientRun<'p> {
@@ -747,7 +721,7 @@ pub(super) fn explain(e: &anyhow::Error, plan: &ClientPlan, fleet: bool) -> Fail
         Some(ProtoError::QueueLimit { .. }) if fleet => Some(format!(
             "a fleet waits at most {} s for its hosts to be ready (and at most --queue-timeout \
              in a queue): run the fleet when this server is idle, or leave it out",
-            super::fleet::SETUP_LIMIT.as_secs()
+            crate::plan::fleet::SETUP_LIMIT.as_secs()
         )),
         Some(ProtoError::QueueLimit { .. }) => Some(format!(
             "raise --queue-timeout (now {} s) to wait longer, or test when the server is idle",

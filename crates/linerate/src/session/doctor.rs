@@ -20,7 +20,7 @@ use crate::measure::host::{Scope, snapshot};
 use crate::plan::DoctorPlan;
 use crate::plan::host::format_host_port;
 use crate::plan::pmtu::MtuSearch;
-use crate::session::client::looks_like_iperf3;
+use crate::session::iperf3_peer::looks_like_iperf3;
 use crate::session::pump::{self, FirstBytes};
 use crate::session::{Clock, ControlChannel, SOFTWARE};
 use crate::stats::doctor::{RemoteFacts, test_interface};

@@ -38,7 +38,8 @@ use crate::session::crowd::Crowd;
 use crate::session::front::{LISTENER, listening};
 use crate::session::metrics::CONTENT_TYPE;
 use crate::session::probe::{self, Probed};
-use crate::session::server::{ServerNote, Shared};
+use crate::session::server_note::ServerNote;
+use crate::session::shared::Shared;
 use crate::sys::epoll::{BROKEN, Epoll, READABLE, WRITABLE};
 
 /// Connections the endpoint holds at once.

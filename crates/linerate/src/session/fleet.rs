@@ -34,6 +34,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::plan::fleet::SETUP_LIMIT;
 use crate::plan::fleet::{FleetPlan, Target};
 use crate::record::{FleetPlace, Outcome, RunRecord};
 use crate::session::client::{self, HeldStart, StartGate};
@@ -42,11 +43,6 @@ use crate::session::matrix::MatrixOutcome;
 use crate::session::{Interrupt, Quiet};
 use crate::stats::fleet::{FleetSummary, HostInput, summarize_planned};
 use crate::stats::scaling::pending_counts;
-
-/// The longest the coordinator waits for every host to be ready, counted from the start of
-/// setup; kept below the servers' own wait for `go` ([`linerate_proto::HELD_TIMEOUT`]), so a
-/// server never gives up on a fleet that is still gathering.
-pub const SETUP_LIMIT: Duration = Duration::from_secs(9);
 
 /// How often the coordinator looks at the interrupt counter while hosts get ready.
 const POLL: Duration = Duration::from_millis(20);

@@ -46,8 +46,8 @@ use linerate_proto::{Machine, ProtoError};
 use crate::session::admission::Pending;
 use crate::session::crowd::Crowd;
 use crate::session::metrics::{Dropped, REFUSED_AUTH};
-use crate::session::served::ServedTest;
-use crate::session::server::{DataSock, Iperf3Conn, Shared};
+use crate::session::served::{Greeted, ServedTest};
+use crate::session::shared::{DataSock, Iperf3Conn, Shared};
 use crate::session::{Clock, SOFTWARE, random_nonce};
 use crate::sys::epoll::{BROKEN, Epoll, READABLE, WRITABLE};
 
@@ -72,22 +72,6 @@ pub(crate) fn listening(listener: &TcpListener, batch: usize) -> std::io::Result
     let epoll = Epoll::new(batch)?;
     epoll.add(listener, LISTENER, READABLE)?;
     Ok(epoll)
-}
-
-/// A connection admitted as a test (or queued), leaving the door for a thread of its own.
-pub(crate) struct Greeted<M: Machine> {
-    /// The control connection, blocking again.
-    pub(crate) sock: TcpStream,
-    /// Its session's machine, greeting done.
-    pub(crate) machine: M,
-    /// The machine's clock.
-    pub(crate) clock: Clock,
-    /// The admitted (or queued) test.
-    pub(crate) test: ServedTest,
-    /// The event that asked for it, for the session to act on first.
-    pub(crate) event: M::Event,
-    /// Output the door could not write yet.
-    pub(crate) unsent: Vec<u8>,
 }
 
 /// What one waiting connection is doing.

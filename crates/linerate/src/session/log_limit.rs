@@ -13,7 +13,7 @@ use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::session::server::{NoteSink, ServerNote};
+use crate::session::server_note::{NoteSink, ServerNote};
 use crate::units::peer_text::{LOG_NAME_CHARS, LOG_REASON_CHARS, bounded, every_string};
 
 /// Drop lines logged per second before the rest are only counted.

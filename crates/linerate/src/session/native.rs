@@ -19,10 +19,9 @@ use linerate_proto::{ProtoError, TestSpec};
 use crate::record::End;
 use crate::record::canonical;
 use crate::session::frame_budget::server_side;
-use crate::session::front::Greeted;
 use crate::session::pump;
-use crate::session::served::ServedTest;
-use crate::session::server::{DataConn, DataSock, Registration, Shared};
+use crate::session::served::{Greeted, ServedTest};
+use crate::session::shared::{DataConn, DataSock, Registration, Shared};
 use crate::session::{Clock, ControlChannel, StreamSet};
 use crate::sys;
 
@@ -240,7 +239,7 @@ impl Session<'_> {
                 self.t.shared.place.stamp(&mut environment);
                 environment.serving_s = Some(self.t.shared.serving_since.elapsed().as_secs());
                 conn.send_environment(environment)?;
-                let note = crate::session::server::ServerNote::DoctorAnswered {
+                let note = crate::session::server_note::ServerNote::DoctorAnswered {
                     peer: self.t.peer,
                     client: client_software,
                 };

@@ -205,7 +205,8 @@ impl PairMetrics {
 /// The fresh drop (relative, ≤ 0) and drift (relative a run) of `rates`, 0 for none: the same
 /// tests `report --trend` makes (`stats::drift::watch`).
 fn signals(rates: &[f64]) -> (f64, f64) {
-    let (drop, drift) = crate::stats::drift::watch(rates, &crate::stats::trend::Method::default());
+    let (drop, drift) =
+        crate::stats::drift::watch(rates, &crate::stats::change_point::Method::default());
     (drop.map_or(0.0, |f| f.relative), drift.map_or(0.0, |d| d.relative_per_run))
 }
 

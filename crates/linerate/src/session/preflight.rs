@@ -20,7 +20,8 @@ use linerate_proto::doctor::{DoctorConn, DoctorEvent};
 use crate::plan::ClientPlan;
 use crate::plan::host::format_host_port;
 use crate::record::FailureKind;
-use crate::session::client::{PeerIsIperf3, connect_first, refuse_iperf3, resolve};
+use crate::session::client::{connect_first, resolve};
+use crate::session::iperf3_peer::{PeerIsIperf3, refuse_iperf3};
 use crate::session::pump::{self, FirstBytes};
 use crate::session::{Clock, ControlChannel, SOFTWARE, random_nonce};
 

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use linerate_proto::latency::RrSpec;
 use linerate_proto::udp::DatagramFormat;
 
-use super::streams::ThreadClock;
+use crate::session::thread_clock::ThreadClock;
 use crate::traffic::rr::{self, RequestOptions, RrRecorder};
 use crate::traffic::{LoopError, StartGate, StreamCounters, TrafficControl, rr_crr, rr_udp};
 

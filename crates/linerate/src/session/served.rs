@@ -16,7 +16,7 @@
 //! `limits::TRANSACTION_BITS` more, so a latency test moving few bytes by design is not cut
 //! while one whose client asks (almost) nothing still is.
 
-use std::net::SocketAddr;
+use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -28,7 +28,8 @@ use crate::session::admission::{Expected, Pending, Place, Share, Ticket, Transac
 use crate::session::frame_budget::{FrameGate, Gate};
 use crate::session::metrics::refusal_reason;
 use crate::session::pump::{self, Turn, Wait};
-use crate::session::server::{Admitted, DoctorSlot, ServerNote, Shared};
+use crate::session::server_note::ServerNote;
+use crate::session::shared::{Admitted, DoctorSlot, Shared};
 use crate::session::slots::{CHEAP_PERIOD, CHEAP_RATE};
 use crate::session::test_log::TestLogLine;
 use crate::session::{Clock, ControlChannel, SOFTWARE, StreamSet};
@@ -449,4 +450,20 @@ impl ServedTest {
         };
         Ok(turned != Turn::Finished)
     }
+}
+
+/// A connection admitted as a test (or queued), leaving the door for a thread of its own.
+pub(crate) struct Greeted<M: Machine> {
+    /// The control connection, blocking again.
+    pub(crate) sock: TcpStream,
+    /// Its session's machine, greeting done.
+    pub(crate) machine: M,
+    /// The machine's clock.
+    pub(crate) clock: Clock,
+    /// The admitted (or queued) test.
+    pub(crate) test: ServedTest,
+    /// The event that asked for it, for the session to act on first.
+    pub(crate) event: M::Event,
+    /// Output the door could not write yet.
+    pub(crate) unsent: Vec<u8>,
 }

@@ -13,7 +13,7 @@ use linerate_proto::udp::{
     DatagramFormat, UdpCounts, UdpIntervalSample, UdpReceiverResult, UdpSenderResult,
 };
 
-use super::streams::ThreadClock;
+use crate::session::thread_clock::ThreadClock;
 use crate::traffic::{
     ByteBudget, StartGate, StreamCounters, TrafficControl, UdpReceiveFinal, UdpReceiveOptions,
     UdpSendFinal, UdpSendOptions, UdpShared, UdpSnapshot, udp_receive_loop, udp_send_loop,

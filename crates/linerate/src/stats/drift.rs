@@ -37,7 +37,7 @@
 
 use serde::Serialize;
 
-use crate::stats::trend::{Method, median};
+use crate::stats::change_point::{Method, median};
 
 /// The fresh drop's test level, as a fraction of [`Method::alpha`]: 0.0005 by default, per
 /// number of last runs tried (1 and 2).
@@ -187,11 +187,11 @@ pub fn drift(values: &[f64], changes: &[usize], m: &Method) -> Option<Drift> {
 }
 
 /// The fresh drop and the drift of `values` (oldest first), as `report --trend` finds them,
-/// with the step test (`trend::change_points`, 999 permutations) run only when one of them is
+/// with the step test (`change_point::change_points`, 999 permutations) run only when one of them is
 /// a candidate: a mesh's thousands of pairs, an agent's every pair test.
 pub fn watch(values: &[f64], m: &Method) -> (Option<FreshDrop>, Option<Drift>) {
     let changes = || -> Vec<usize> {
-        crate::stats::trend::change_points(values, m).iter().map(|c| c.0).collect()
+        crate::stats::change_point::change_points(values, m).iter().map(|c| c.0).collect()
     };
     if drift(values, &[], m).is_some() {
         let changes = changes();
@@ -251,8 +251,8 @@ fn mann_kendall(v: &[f64]) -> (i64, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::change_point::change_points;
     use crate::stats::sample::tests::{Rng, noisy};
-    use crate::stats::trend::change_points;
 
     fn signals(v: &[f64], m: &Method) -> (Vec<usize>, Option<FreshDrop>, Option<Drift>) {
         let changes: Vec<usize> = change_points(v, m).iter().map(|c| c.0).collect();

@@ -11,8 +11,9 @@
 
 use serde::Serialize;
 
+use crate::stats::change_point::Method;
 use crate::stats::drift::{Drift, FreshDrop};
-use crate::stats::trend::{Method, SeriesKey};
+use crate::stats::trend::SeriesKey;
 
 /// Meshes a pair's series reaches back, this one included.
 pub const WATCHED_MESHES: usize = 32;

@@ -3,6 +3,7 @@
 
 pub mod campaign;
 pub mod campaign_fleet;
+pub mod change_point;
 pub mod compare;
 pub mod cost;
 pub mod doctor;

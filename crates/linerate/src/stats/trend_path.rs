@@ -16,8 +16,8 @@
 use serde::Serialize;
 
 use crate::record::RunRecord;
+use crate::stats::change_point::Method;
 use crate::stats::drift::{Drift, FreshDrop};
-use crate::stats::trend::Method;
 
 /// The path figures of one run (None: not measured, or not this kind of test).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]

@@ -38,7 +38,6 @@ use linerate_proto::udp::{DatagramFormat, SeqWidth};
 
 mod report;
 mod spawn;
-pub(in crate::session) use report::ThreadClock;
 use report::socket_report;
 
 /// Which stream errors are not failures: given this end's role on the stream and its error.

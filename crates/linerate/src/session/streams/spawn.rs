@@ -10,9 +10,10 @@ use anyhow::{Context, Result};
 use linerate_proto::StreamRole;
 use linerate_proto::latency::RrSpec;
 
-use super::{PoolWorker, STREAM_STACK, StreamSet, TRANSACTION_QUEUE, ThreadClock};
+use super::{PoolWorker, STREAM_STACK, StreamSet, TRANSACTION_QUEUE};
 use crate::record::End;
 use crate::session::rr_stream;
+use crate::session::thread_clock::ThreadClock;
 use crate::traffic::pool::{self, Inbox, PoolOptions, WorkerFigures};
 use crate::traffic::rr::RrRecorder;
 use crate::traffic::{SendOptions, StreamCounters, receive_loop, send_loop};
