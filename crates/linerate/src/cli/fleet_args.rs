@@ -2,8 +2,9 @@
 
 use clap::Args;
 
-use super::args::{NetArgs, StoreArgs, TestArgs};
 use super::repeat::{CURVE, Rounds};
+use super::test_args::{NetArgs, StoreArgs, TestArgs};
+use super::values::{seconds, whole};
 use crate::plan::OutputFormat;
 use crate::plan::fleet::{FleetPlan, Target, check_targets, parse_target, parse_targets_file};
 
@@ -48,11 +49,11 @@ pub struct AgentWaitArgs {
     /// to all answer and none has come or gone for 10 s (30 s while an agent has served for
     /// less than a minute: a rollout), or --expect of them answer, instead of taking whatever
     /// answers at the start. For a Job that starts beside its agents.
-    #[arg(long = "wait-agents", value_name = "DURATION", requires = "each_address", value_parser = super::args::seconds)]
+    #[arg(long = "wait-agents", value_name = "DURATION", requires = "each_address", value_parser = seconds)]
     pub wait_agents: Option<std::time::Duration>,
     /// With --each-address: N agents are expected; start once N answer (with --wait-agents,
     /// wait for them; past the wait, fail naming those that answered).
-    #[arg(long = "expect", value_name = "N", requires = "each_address", value_parser = |s: &str| super::args::whole::<usize>(s, 1..=4096))]
+    #[arg(long = "expect", value_name = "N", requires = "each_address", value_parser = |s: &str| whole::<usize>(s, 1..=4096))]
     pub expect: Option<usize>,
 }
 
@@ -142,8 +143,12 @@ pub(super) fn fleet_plan(a: FleetArgs) -> Result<FleetPlan, String> {
         ),
     ];
     refuse_for_many("fleet", &own, &a.test, &a.net)?;
-    let mut base =
-        super::convert::client_plan("fleet".into(), &a.net, &a.test, super::convert::DEFAULT_TIME)?;
+    let mut base = super::test_plan::client_plan(
+        "fleet".into(),
+        &a.net,
+        &a.test,
+        super::test_plan::DEFAULT_TIME,
+    )?;
     // The shared window is cut inside each host's interval samples, pro rata: a sample as long
     // as a second put the tail a starved flow drained after its senders stopped at the wrong
     // instants, and a 1 s fleet through a 956 Mbit/s link read 975. Fleets sample finely.
@@ -155,7 +160,7 @@ pub(super) fn fleet_plan(a: FleetArgs) -> Result<FleetPlan, String> {
         Some(s) => crate::plan::fleet::parse_scale(s, targets.len())?,
         None => Vec::new(),
     };
-    let base = super::convert::with_store(base, &a.store);
+    let base = super::test_plan::with_store(base, &a.store);
     let resume = &a.rounds.resume;
     if resume.resume.is_some() && a.scale.is_none() {
         return Err("--resume continues a scaling curve (--scale): a single fleet run measures \

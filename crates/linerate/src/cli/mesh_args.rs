@@ -2,8 +2,9 @@
 
 use clap::Args;
 
-use super::args::{NetArgs, StoreArgs, TestArgs};
 use super::repeat::Rounds;
+use super::test_args::{NetArgs, ScheduleArgs, StoreArgs, TestArgs};
+use super::values::whole;
 use crate::plan::OutputFormat;
 use crate::plan::mesh::{MeshPlan, check_agents};
 
@@ -36,12 +37,12 @@ pub struct MeshArgs {
     #[arg(long = "serial", conflicts_with = "concurrency")]
     pub serial: bool,
     /// At most K pairs at once (each a thread and a control connection here; at most 512).
-    #[arg(long = "concurrency", value_name = "K", value_parser = |s: &str| super::args::whole::<usize>(s, 1..=crate::plan::mesh::MAX_CONCURRENCY as u64))]
+    #[arg(long = "concurrency", value_name = "K", value_parser = |s: &str| whole::<usize>(s, 1..=crate::plan::mesh::MAX_CONCURRENCY as u64))]
     pub concurrency: Option<usize>,
     /// After the rounds, run N sampled pairs again alone, one at a time, and say whether the
     /// pairs of a round disturbed each other (a shared spine or uplink); 0 skips the check.
     /// Not run with --serial.
-    #[arg(long = "interference-sample", value_name = "N", default_value_t = crate::plan::mesh::DEFAULT_INTERFERENCE_SAMPLE, value_parser = |s: &str| super::args::whole::<usize>(s, 0..=10_000))]
+    #[arg(long = "interference-sample", value_name = "N", default_value_t = crate::plan::mesh::DEFAULT_INTERFERENCE_SAMPLE, value_parser = |s: &str| whole::<usize>(s, 0..=10_000))]
     pub interference: usize,
     /// Print the plan (agents, pairs, rounds, schedule, estimated time) and exit: no test is
     /// run, and no agent is contacted unless --sample zones needs their zones (names are
@@ -57,7 +58,7 @@ pub struct MeshArgs {
     #[command(flatten)]
     pub store: StoreArgs,
     #[command(flatten)]
-    pub schedule: super::args::ScheduleArgs,
+    pub schedule: ScheduleArgs,
 }
 
 /// The mesh plan: the agents, checked, the key, and the test every pair runs.
@@ -75,8 +76,12 @@ pub(super) fn mesh_plan(a: MeshArgs) -> Result<MeshPlan, String> {
         (a.test.affinity.is_some(), "-A: the agents place their own threads"),
     ];
     super::fleet_args::refuse_for_many("mesh", &own, &a.test, &a.net)?;
-    let base =
-        super::convert::client_plan("mesh".into(), &a.net, &a.test, super::convert::DEFAULT_TIME)?;
+    let base = super::test_plan::client_plan(
+        "mesh".into(),
+        &a.net,
+        &a.test,
+        super::test_plan::DEFAULT_TIME,
+    )?;
     if base.psk.is_none() {
         return Err("a mesh needs the agents' key: give --psk-file FILE (agents run tests only \
                     for a client that proves it)"
@@ -85,11 +90,11 @@ pub(super) fn mesh_plan(a: MeshArgs) -> Result<MeshPlan, String> {
     if matches!(base.output, OutputFormat::Iperf3Json(_)) {
         return Err("a mesh writes linerate's JSON only: drop --json-format iperf3".into());
     }
-    let base = super::convert::with_store(base, &a.store);
+    let base = super::test_plan::with_store(base, &a.store);
     let resume =
         a.rounds.resume.group(super::repeat::MESH, a.store.no_store, base.store.path.is_some())?;
     let Rounds { repeat, until_ci, max_repeat, seed } = a.rounds.rounds();
-    let every = super::convert::schedule_of(&a.schedule)?;
+    let every = super::test_plan::schedule_of(&a.schedule)?;
     if every.is_some() && (a.dry_run || resume.is_some()) {
         return Err("--every and --slip run whole meshes on a schedule: --dry-run prints one \
                     mesh's plan and --resume continues one mesh; give them without a schedule"

@@ -12,10 +12,14 @@ mod argv;
 mod convert;
 mod fleet_args;
 mod generate;
+mod matrix_plan;
 mod mesh_args;
 mod repeat;
 mod server_args;
+mod test_args;
+mod test_plan;
 mod tos;
+mod values;
 
 use std::ffi::OsString;
 

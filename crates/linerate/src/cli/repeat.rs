@@ -11,7 +11,7 @@
 
 use clap::{Args, Command};
 
-use super::args::{count, percent, whole};
+use super::values::{count, percent, whole};
 
 /// `--repeat`, `--until-ci`, `--max-repeat`, `--seed`, and the resume flags.
 #[derive(Debug, Args)]
@@ -93,7 +93,7 @@ impl RoundsArgs {
             repeat: self.repeat,
             until_ci: self.until_ci.map(|p| p / 100.0),
             max_repeat: self.max_repeat.max(self.repeat),
-            seed: self.seed.unwrap_or_else(super::convert::random_seed),
+            seed: self.seed.unwrap_or_else(super::test_plan::random_seed),
         }
     }
 }

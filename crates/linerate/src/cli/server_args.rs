@@ -12,7 +12,8 @@ use linerate_proto::limits::{
     DEFAULT_MAX_TESTS, DEFAULT_MIN_INTERVAL, DEFAULT_MIN_RATE, DEFAULT_QUEUE,
 };
 
-use super::args::{DirectionArg, ProtocolArg, ServerArgs, count, rate, seconds, size};
+use super::test_args::{DirectionArg, LogArgs, NetArgs, ProtocolArg};
+use super::values::{count, rate, seconds, size, threads, whole};
 use crate::plan::ServerPlan;
 use crate::plan::campaign_de::{DirectionItem, ProtocolItem, Rate, Seconds, SizeItem};
 use crate::plan::server::{IpNet, LogFormat, LogResults, ServerSettings, parse_config};
@@ -124,7 +125,7 @@ pub struct LimitArgs {
     /// How the server serves a test's TCP streams: `auto` (a thread each up to 16 streams,
     /// above that one pool worker per core multiplexing them with epoll), `stream` (always a
     /// thread each) or N (a pool of N workers) [default: auto].
-    #[arg(long = "threads", value_name = "auto|stream|N", value_parser = super::args::threads)]
+    #[arg(long = "threads", value_name = "auto|stream|N", value_parser = threads)]
     pub threads: Option<crate::plan::threads::Threads>,
     /// Run one test at a time: later requests wait in a queue, told their place and an
     /// estimated wait (iperf3 clients, which cannot wait, are told the server is busy).
@@ -157,7 +158,7 @@ pub struct LimitArgs {
     /// The most of the time probes may keep one target's link busy, in percent [default: 10]:
     /// after a probe that took T, the next of that target is answered 429 with Retry-After
     /// until T × (100 / PERCENT − 1) has passed.
-    #[arg(long = "probe-share", value_name = "PERCENT", value_parser = |s: &str| super::args::whole::<u32>(s, 1..=100), help_heading = "Metrics")]
+    #[arg(long = "probe-share", value_name = "PERCENT", value_parser = |s: &str| whole::<u32>(s, 1..=100), help_heading = "Metrics")]
     pub probe_share: Option<u32>,
     /// `/probe` answers only requests with `Authorization: Bearer TOKEN`, TOKEN the text of
     /// FILE (at least 16 bytes; surrounding whitespace is not part of it); others get 401.
@@ -318,6 +319,20 @@ impl LimitArgs {
             ..ServerSettings::default()
         }
     }
+}
+
+/// `linerate server`.
+#[derive(Debug, Args)]
+pub struct ServerArgs {
+    #[command(flatten)]
+    pub net: NetArgs,
+    /// Exit after one test.
+    #[arg(short = '1', long = "one-off")]
+    pub one_off: bool,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+    #[command(flatten)]
+    pub log: LogArgs,
 }
 
 #[cfg(test)]
