@@ -14,18 +14,29 @@ use crate::util::{Server, client_json, free_port, run};
 
 /// A server with `--metrics` on a free loopback port, and that port.
 pub(crate) fn metrics_server(extra: &[&str]) -> (Server, u16) {
-    let port = free_port();
-    let at = format!("127.0.0.1:{port}");
-    let srv = Server::start(&[&["--metrics", &at], extra].concat());
-    assert!(srv.wait_for_log("Metrics at http://", Duration::from_secs(5)), "{}", srv.log());
-    (srv, port)
+    let srv = Server::start(&[&["--metrics", "127.0.0.1:0"], extra].concat());
+    let mport = srv.metrics_port();
+    (srv, mport)
 }
 
-/// `linerate server -p PORT --metrics 127.0.0.1:MPORT --probe-allow ALLOW EXTRA...`.
-pub(crate) fn probing_server(port: u16, mport: u16, allow: &str, extra: &[&str]) -> Server {
-    let (port, at) = (port.to_string(), format!("127.0.0.1:{mport}"));
-    let args = ["server", "-p", &port, "--metrics", &at, "--probe-allow", allow];
-    Server::start_raw(&[&args[..], extra].concat())
+/// `linerate server -p PORT --metrics 127.0.0.1:0 --probe-allow ALLOW EXTRA...`, and its
+/// metrics port. With `own`, ALLOW names the server's own port first (chosen before it
+/// starts, `Server::start_on_free_port`), then `others`; else ALLOW is `others` and the
+/// server takes any port.
+pub(crate) fn probing_server(own: bool, others: &str, extra: &[&str]) -> (Server, u16) {
+    let args = |port: u16| -> Vec<String> {
+        let allow = match (own, others.is_empty()) {
+            (false, _) => others.to_string(),
+            (true, true) => format!("127.0.0.1:{port}"),
+            (true, false) => format!("127.0.0.1:{port},{others}"),
+        };
+        let port = if own { port.to_string() } else { "0".into() };
+        let fixed = ["server", "-p", &port, "--metrics", "127.0.0.1:0", "--probe-allow", &allow];
+        fixed.iter().chain(extra).map(|a| a.to_string()).collect()
+    };
+    let srv = Server::start_on_free_port(args);
+    let mport = srv.metrics_port();
+    (srv, mport)
 }
 
 /// One HTTP exchange: the status and the body (None if the endpoint closed without answer).
@@ -99,10 +110,9 @@ const SECS10: Duration = Duration::from_secs(10);
 fn a_probe_token_is_required_when_one_is_set() {
     let token = crate::util::test_dir("probe-token").join("token");
     std::fs::write(&token, "a probe token, long enough\n").expect("token");
-    let port = free_port();
-    let (own, mport) = (format!("127.0.0.1:{port}"), free_port());
     let token_s = token.to_str().expect("utf-8");
-    let _srv = probing_server(port, mport, &own, &["--probe-token-file", token_s]);
+    let (_srv, mport) = probing_server(true, "", &["--probe-token-file", token_s]);
+    let own = format!("127.0.0.1:{}", _srv.port);
     let probe = |auth: &str| {
         let request = format!("GET /probe?target={own} HTTP/1.1\r\nHost: x\r\n{auth}\r\n");
         let mut s = TcpStream::connect(("127.0.0.1", mport)).expect("connect");
@@ -126,9 +136,8 @@ fn a_probe_token_is_required_when_one_is_set() {
     assert!(answer.starts_with("HTTP/1.1 401 "), "a token with spaces is not one word: {answer}");
     std::fs::write(&token, "a-probe-token-long-enough\n").expect("token");
     drop(_srv);
-    let port = free_port();
-    let (own, mport) = (format!("127.0.0.1:{port}"), free_port());
-    let _srv = probing_server(port, mport, &own, &["--probe-token-file", token_s]);
+    let (_srv, mport) = probing_server(true, "", &["--probe-token-file", token_s]);
+    let own = format!("127.0.0.1:{}", _srv.port);
     let request = |auth: &str| format!("GET /probe?target={own} HTTP/1.1\r\nHost: x\r\n{auth}\r\n");
     let (status, body) =
         http(mport, &request("AUTHORIZATION: Bearer a-probe-token-long-enough\r\n"))
@@ -158,10 +167,9 @@ fn probes_are_refused_unless_allowed_and_run_one_at_a_time() {
     drop(srv);
 
     // Allowed: exactly the targets named, written as IP:PORT.
-    let port = free_port();
+    let (srv, mport) = probing_server(true, "", &[]);
+    let port = srv.port;
     let own = format!("127.0.0.1:{port}");
-    let mport = free_port();
-    let srv = probing_server(port, mport, &own, &[]);
     for other in [format!("127.0.0.1:{}", port + 1), format!("localhost:{port}"), "::1".into()] {
         let (status, body) = get(mport, &format!("/probe?target={other}"));
         assert_eq!(status, 403, "{other}: {body}");
@@ -203,8 +211,7 @@ fn probes_are_refused_unless_allowed_and_run_one_at_a_time() {
     // A target that refuses: the figures are missing with the reason, none invented.
     let closed = free_port();
     drop(srv);
-    let mport = free_port();
-    let _srv = probing_server(0, mport, &format!("127.0.0.1:{closed}"), &[]);
+    let (_srv, mport) = probing_server(false, &format!("127.0.0.1:{closed}"), &[]);
     let (status, text) = get(mport, &format!("/probe?target=127.0.0.1:{closed}"));
     assert_eq!(status, 200);
     assert_eq!(sample(&text, "linerate_probe_success"), Some(0.0), "{text}");
@@ -234,8 +241,7 @@ fn get_with_retry(port: u16, path: &str) -> (u16, Option<u64>, String) {
 fn back_to_back_probes_keep_the_link_busy_a_tenth_of_the_time() {
     let target = Server::start(&[]);
     let own = format!("127.0.0.1:{}", target.port);
-    let mport = free_port();
-    let _srv = probing_server(0, mport, &own, &["--probe-duration", "0.5"]);
+    let (_srv, mport) = probing_server(false, &own, &["--probe-duration", "0.5"]);
     let path = format!("/probe?target={own}");
     let (start, window) = (Instant::now(), Duration::from_secs(15));
     let (mut busy, mut probes, mut refused) = (0.0, 0, 0);

@@ -111,11 +111,11 @@ fn prometheus_scrapes_tests_refusals_and_probes_and_the_dashboard_queries_run() 
     // probe (at one interval each a fixed phase could, and the run would see no failed probe).
     let target = Server::start(&[]);
     let closed = free_port();
-    let (port, mport) = (free_port(), free_port());
     let allow = format!("127.0.0.1:{},127.0.0.1:{closed}", target.port);
     let key_arg = format!("--psk-file={}", key.display());
     // Probes every 5 s of a 1 s probe: half the time, past the default budget of 10 %.
-    let srv = probing_server(port, mport, &allow, &[&key_arg, "--probe-share", "50"]);
+    let (srv, mport) = probing_server(false, &allow, &[&key_arg, "--probe-share", "50"]);
+    let port = srv.port;
     // Two agents that test each other once (a mesh), scraped for their per-pair series.
     let agent = |node: &str| {
         let args = ["--agent", key_arg.as_str(), "--node-name", node, "--zone", "z1"];

@@ -120,6 +120,40 @@ impl Server {
     }
 
     fn spawn_env(env: &[(&str, &str)], args: &[&str]) -> Server {
+        Self::try_spawn_env(env, args).unwrap_or_else(|why| panic!("{why}"))
+    }
+
+    /// Starts `linerate <args(port)>` on a port chosen here (`free_port`), choosing again when
+    /// the server could not bind it: between `free_port` releasing a port and the server
+    /// binding it, a client connection elsewhere in the suite may take it as its own port.
+    /// For servers whose arguments must name their own port (an allow-list); up to 5 tries.
+    pub fn start_on_free_port(args: impl Fn(u16) -> Vec<String>) -> Server {
+        let mut last = String::new();
+        for _ in 0..5 {
+            let port = free_port();
+            let args = args(port);
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            match Self::try_spawn_env(&[], &args) {
+                Ok(srv) => return srv,
+                Err(why) if why.contains("in use") => last = why,
+                Err(why) => panic!("{why}"),
+            }
+        }
+        panic!("5 free ports were taken before the server bound them; the last: {last}")
+    }
+
+    /// The metrics endpoint's port, from the server's "Metrics at http://ADDR/metrics" line.
+    pub fn metrics_port(&self) -> u16 {
+        assert!(self.wait_for_log("Metrics at http://", Duration::from_secs(5)), "{}", self.log());
+        let log = self.log();
+        let line = log.lines().find_map(|l| l.strip_prefix("Metrics at http://")).expect("line");
+        let addr = line.trim_end_matches("/metrics");
+        addr.rsplit(':').next().and_then(|p| p.parse().ok()).expect("a port")
+    }
+
+    /// As `spawn_env`, or why the server printed no listening line: its output and, if it
+    /// exited, its standard error.
+    fn try_spawn_env(env: &[(&str, &str)], args: &[&str]) -> Result<Server, String> {
         let mut child = Command::new(bin())
             .envs(env.iter().copied())
             .env("XDG_DATA_HOME", data_home())
@@ -150,12 +184,27 @@ impl Server {
         // Construct the guard before any assertion, so a failing start still kills the child.
         let mut srv = Server { child, port: 0, lines };
         match rx.recv_timeout(Duration::from_secs(10)) {
-            Ok(Some(port)) => srv.port = port,
+            Ok(Some(port)) => {
+                srv.port = port;
+                Ok(srv)
+            }
             other => {
-                panic!("server printed no listening line with a port ({other:?}): {}", srv.log())
+                // Its stdout closed: it is exiting, and its stderr says why (read only then,
+                // so a server that hangs cannot hang the test here).
+                let mut why = String::new();
+                let exited = (0..40).any(|_| {
+                    std::thread::sleep(Duration::from_millis(50));
+                    srv.child.try_wait().ok().flatten().is_some()
+                });
+                if exited && let Some(mut e) = srv.child.stderr.take() {
+                    let _ = std::io::Read::read_to_string(&mut e, &mut why);
+                }
+                Err(format!(
+                    "server printed no listening line with a port ({other:?}): {}\n{why}",
+                    srv.log()
+                ))
             }
         }
-        srv
     }
 
     pub fn log(&self) -> String {
