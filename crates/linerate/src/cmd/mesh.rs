@@ -195,7 +195,7 @@ fn once(plan: &MeshPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     match base.output {
         OutputFormat::Text => crate::report::mesh::write_mesh(
-            crate::report::document::Style::Text,
+            crate::report::style::Style::Text,
             &summary,
             stopped,
             &mut out,

@@ -127,12 +127,7 @@ pub fn render_text(
     findings: &[String],
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
-    crate::report::document::write_campaign(
-        crate::report::document::Style::Text,
-        tiers,
-        findings,
-        out,
-    )
+    crate::report::sections::write_campaign(crate::report::style::Style::Text, tiers, findings, out)
 }
 
 /// One tier's runs for the JSON document: (cell index, repetition, record).

@@ -8,8 +8,8 @@
 
 use std::io::Write;
 
-use crate::report::document::Style;
 use crate::report::fleet::{write_fleet_body, write_scale_body};
+use crate::report::style::Style;
 use crate::stats::campaign_fleet::FleetTierFigures;
 use crate::units::count_of;
 

@@ -34,7 +34,7 @@ pub fn render(heading: &str, received: &Environment, out: &mut dyn Write) -> std
         e.cpu.governor.display()
     )?;
     writeln!(out, "  virtual     {}", e.virtualization.display())?;
-    if let Some(place) = crate::report::fleet::place_words(e.node.as_deref(), e.zone.as_deref()) {
+    if let Some(place) = crate::report::words::place_words(e.node.as_deref(), e.zone.as_deref()) {
         writeln!(out, "  placed on   {place}")?;
     }
     for (name, value) in &e.sysctls {

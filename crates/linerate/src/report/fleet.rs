@@ -4,7 +4,7 @@
 //! Text ends with the answer, like a client run: per direction each host (its rate, share,
 //! flows, retransmits and what limited it), the spread across hosts and flows and the
 //! outliers; then the hosts that were not measured and why; last the totals. One function
-//! per section serves text and Markdown (`document::Style`), and the HTML page
+//! per section serves text and Markdown (`style::Style`), and the HTML page
 //! (`html`) reuses its tables and sentences.
 //!
 //! A stored fleet or curve is a report like any other (`model::ReportKind::Fleet`, one fleet
@@ -18,9 +18,10 @@ use serde_json::{Value, json};
 
 use crate::plan::fleet::FleetPlan;
 use crate::record::{Outcome, RunRecord, SCHEMA_VERSION};
-use crate::report::document::{Style, md_escape};
 use crate::report::model::Report;
+use crate::report::style::{Style, md_escape};
 use crate::report::table::{Table, verdict_words};
+use crate::report::words::{fleet_result, place_words};
 use crate::stats::campaign_fleet::{FleetRun, FleetTierFigures};
 use crate::stats::fleet::{FleetDirection, FleetSummary, Spread};
 use crate::stats::fleet::{HostInput, summarize_fleet};
@@ -86,22 +87,6 @@ pub fn host_table(d: &FleetDirection) -> Table {
     }
     t
 }
-
-/// Where a server said it runs, as `node N, zone Z`; a node without a zone is `zone unknown`
-/// (on Kubernetes before 1.35 the pod has no copy of its node's zone label unless the API
-/// server's PodTopologyLabelsAdmission gate is on: docs/KUBERNETES.md), never a blank. None
-/// when it named neither. The names are the server's: the table escapes them with every cell.
-pub fn place_words(node: Option<&str>, zone: Option<&str>) -> Option<String> {
-    match (node, zone) {
-        (None, None) => None,
-        (Some(n), None) => Some(format!("node {n}, zone {ZONE_UNKNOWN}")),
-        (None, Some(z)) => Some(format!("zone {z}")),
-        (Some(n), Some(z)) => Some(format!("node {n}, zone {z}")),
-    }
-}
-
-/// What a place's missing zone (or node) reads as.
-pub const ZONE_UNKNOWN: &str = "unknown";
 
 /// A fleet of request/response tests: each host's transactions and latency.
 pub fn latency_table(l: &crate::stats::fleet::FleetLatency) -> Table {
@@ -448,32 +433,7 @@ pub fn curve_progress(
         cell: count_of(p.hosts as u64, "host"),
         repetition: p.repetition,
         eta: None,
-        finished: summary.map(result),
-    }
-}
-
-/// What a fleet run gave, in a few words: each direction's total, or that it was partial.
-pub fn result(summary: &FleetSummary) -> String {
-    let totals: Vec<String> = summary
-        .directions
-        .iter()
-        .map(|d| format!("{} {}", d.flow.label(), format_bits_per_second(d.total_bits_per_second)))
-        .collect();
-    let contended: Vec<&str> = summary
-        .directions
-        .iter()
-        .flat_map(|d| &d.hosts)
-        .filter(|h| h.limit.as_deref().is_some_and(crate::stats::scaling::cpu_contended))
-        .map(|h| h.label.as_str())
-        .collect();
-    if summary.hosts_measured < summary.hosts_planned {
-        format!("partial: {} of {} hosts measured", summary.hosts_measured, summary.hosts_planned)
-    } else if !contended.is_empty() {
-        format!("{} (CPU-contended: {})", totals.join(", "), contended.join(", "))
-    } else if totals.is_empty() {
-        "no figures".to_string()
-    } else {
-        totals.join(", ")
+        finished: summary.map(fleet_result),
     }
 }
 
@@ -725,6 +685,10 @@ mod contended_tests {
         let note = contended_sentence(d).expect("a note");
         assert!(note.contains("at 2 hosts (1 of 2 runs)"), "{note}");
         assert_eq!(contended_sentence(&summarize_scaling(&runs[..1]).directions[0]), None);
-        assert!(result(&runs[1].1).ends_with("(CPU-contended: h1)"), "{}", result(&runs[1].1));
+        assert!(
+            fleet_result(&runs[1].1).ends_with("(CPU-contended: h1)"),
+            "{}",
+            fleet_result(&runs[1].1)
+        );
     }
 }

@@ -4,7 +4,7 @@ use std::io::Write;
 
 use serde::Serialize;
 
-use crate::report::latency::lat;
+use crate::report::words::lat;
 use crate::stats::compare::Comparison;
 use crate::stats::environment::{EndChanges, EnvChange};
 use crate::stats::latency::LatencyBrief;

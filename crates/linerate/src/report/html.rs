@@ -10,7 +10,6 @@
 use std::io::Write;
 
 use crate::report::charts::{Chart, report_charts};
-use crate::report::document::{campaign_table, report_unit, tier_heading};
 use crate::report::fleet::{
     WHOLE_TEST_NOTE, contended_sentence, flow_words, host_table, jain_text, latency_table,
     latency_total, not_measured_lines, not_measured_title, outlier_sentence, outside_sentence,
@@ -18,7 +17,9 @@ use crate::report::fleet::{
 };
 use crate::report::latency;
 use crate::report::model::{Report, ReportKind};
-use crate::report::table::{Table, cell_table, html_escape};
+use crate::report::sections::{campaign_table, report_unit, tier_heading};
+use crate::report::table::{Table, cell_table};
+use crate::report::words::html_escape;
 use crate::stats::campaign_fleet::{FleetRun, FleetTierFigures};
 use crate::stats::fleet::{FleetDirection, FleetSummary, OUTLIER_SHARE, Spread};
 use crate::units::{count_of, format_bits_per_second, three_figures};
@@ -260,9 +261,9 @@ pub fn write_compare(
     }
     let changes = crate::report::history::environment_lines(rows);
     if let Some((heading, lines)) = changes.split_first() {
-        writeln!(out, "<h3>{}</h3>\n<ul>", crate::report::table::html_escape(heading))?;
+        writeln!(out, "<h3>{}</h3>\n<ul>", crate::report::words::html_escape(heading))?;
         for l in lines {
-            writeln!(out, "<li>{}</li>", crate::report::table::html_escape(l.trim()))?;
+            writeln!(out, "<li>{}</li>", crate::report::words::html_escape(l.trim()))?;
         }
         writeln!(out, "</ul>")?;
     }

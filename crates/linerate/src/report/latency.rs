@@ -13,6 +13,7 @@ use linerate_proto::TestSpec;
 
 use crate::report::model::ReportRun;
 use crate::report::table::Table;
+use crate::report::words::{lat, loop_words, per_second, signed};
 use crate::stats::latency::{LatencySummary, PERCENTILES};
 use crate::stats::latency_compare::LatencyComparison;
 use crate::stats::matrix::MatrixSummary;
@@ -30,40 +31,9 @@ pub struct Section {
     pub notes: Vec<String>,
 }
 
-/// A latency, or "n/a".
-pub fn lat(v: Option<u64>) -> String {
-    v.map_or("n/a".into(), format_latency_ns)
-}
-
-/// A signed difference of latencies, `+1.20 ms` or `-33.8 us`; "n/a" without one.
-pub fn signed(v: Option<i64>) -> String {
-    match v {
-        Some(d) if d < 0 => format!("-{}", format_latency_ns(d.unsigned_abs())),
-        Some(d) => format!("+{}", format_latency_ns(d.unsigned_abs())),
-        None => "n/a".into(),
-    }
-}
-
-/// Transactions per second as a whole number; "n/a" without a measured time.
-pub fn per_second(v: Option<f64>) -> String {
-    v.map_or("n/a (no measured time)".into(), |r| format!("{r:.0}"))
-}
-
 /// CPU microseconds per transaction; "n/a" with why.
 fn cpu(v: Option<f64>) -> String {
     v.map_or("n/a (no process CPU reported)".into(), |v| format!("{v:.2} us"))
-}
-
-/// How the loop ran and where each latency starts, in words.
-pub fn loop_words(spec: &TestSpec, l: &LatencySummary) -> String {
-    if l.from_intended_send {
-        let rate = spec.rr.map_or(0, |r| r.rate_per_second);
-        format!("open loop at {rate}/s per stream, from each request's intended send time")
-    } else if spec.rr.is_some_and(|r| r.connect_each) {
-        "closed loop, from each connect call to the server's close".to_string()
-    } else {
-        "closed loop, from each request's write".to_string()
-    }
 }
 
 /// The rows of a request/response run's figures: (name, value), in table order.

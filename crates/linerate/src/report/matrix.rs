@@ -50,8 +50,8 @@ pub fn render_text(
     stopped: Option<&str>,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
-    crate::report::document::write_matrix(
-        crate::report::document::Style::Text,
+    crate::report::sections::write_matrix(
+        crate::report::style::Style::Text,
         summary,
         None,
         stopped,

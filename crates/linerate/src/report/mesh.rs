@@ -4,11 +4,11 @@
 
 use std::io::Write;
 
-use crate::report::progress::duration_words;
+use crate::report::words::duration_words;
 use crate::units::peer_text::escape;
 
 use crate::record::RunRecord;
-use crate::report::document::Style;
+use crate::report::style::Style;
 use crate::report::table::{Table, cell_table};
 use crate::stats::matrix::MatrixSummary;
 use crate::stats::mesh::{MeshSummary, PairGroup};
@@ -36,7 +36,7 @@ pub fn write_mesh(
 /// The agents: label, node, zone (and network, when one names it) as their records said (`unknown` for nothing said: a
 /// zone is missing on Kubernetes 1.33-1.34 without the PodTopologyLabelsAdmission gate).
 pub fn agents_table(m: &MeshSummary) -> Table {
-    let none = || crate::report::fleet::ZONE_UNKNOWN.to_string();
+    let none = || crate::report::words::ZONE_UNKNOWN.to_string();
     let networks = m.agents.iter().any(|a| a.network.is_some());
     let mut agents = match networks {
         true => Table::new(&["agent", "node", "zone", "network"]),
@@ -195,10 +195,10 @@ pub fn write_watch(
             .fresh_drop
             .iter()
             .map(|f| {
-                crate::report::trend::fresh_sentence(f, MESHES, crate::report::trend::rate_words)
+                crate::report::words::fresh_sentence(f, MESHES, crate::report::words::rate_words)
             })
             .chain(p.drift.iter().map(|d| {
-                crate::report::trend::drift_sentence(d, MESHES, crate::report::trend::rate_words)
+                crate::report::words::drift_sentence(d, MESHES, crate::report::words::rate_words)
             }))
             .collect();
         writeln!(out, "  {}: {}", escape(&p.pair), said.join("; "))?;

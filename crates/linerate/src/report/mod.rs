@@ -26,12 +26,15 @@ pub mod model;
 pub mod notice;
 pub mod progress;
 pub mod schedule;
+pub mod sections;
 pub mod stamped;
+pub mod style;
 pub mod table;
 pub mod text;
 pub mod trend;
 pub mod under_load;
 pub mod verbose;
+pub mod words;
 pub mod yaml;
 
 /// Writes `report` in `format`.
@@ -42,8 +45,8 @@ pub fn render(
 ) -> std::io::Result<()> {
     use crate::plan::ReportFormat;
     match format {
-        ReportFormat::Text => document::write_report(document::Style::Text, report, out),
-        ReportFormat::Markdown => document::write_report(document::Style::Markdown, report, out),
+        ReportFormat::Text => document::write_report(style::Style::Text, report, out),
+        ReportFormat::Markdown => document::write_report(style::Style::Markdown, report, out),
         ReportFormat::Csv(kind) => csv::write(report, kind, out),
         ReportFormat::Json => json::render_report(report, out),
         ReportFormat::Html => html::write(report, out),

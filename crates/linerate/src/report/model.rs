@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use crate::plan::matrix::{AxisValue, Cell};
 use crate::record::{Outcome, RunRecord};
-use crate::report::text::{describe_spec, describe_spec_without};
+use crate::report::words::{describe_spec, describe_spec_without};
 use crate::stats::campaign::{TierPlace, TierSummary, cross_tier_findings, summarize_place};
 use crate::stats::campaign_fleet::{FleetRun, FleetShape, FleetTierFigures, summarize_fleet_place};
 use crate::stats::scaling::cpu_contended;

@@ -206,7 +206,7 @@ impl Notice<'_> {
             Notice::Selftest { port, spec } => writeln!(
                 out,
                 "linerate selftest: embedded server on 127.0.0.1:{port}, {}",
-                super::text::describe_spec(spec)
+                crate::report::words::describe_spec(spec)
             ),
             Notice::TierStopped { tier, index, tiers, why, next } => {
                 let then = match next {

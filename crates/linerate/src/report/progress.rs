@@ -17,6 +17,7 @@
 use std::time::Duration;
 
 use crate::record::{Outcome, RunRecord};
+use crate::report::words::duration_words;
 use crate::session::campaign::{CampaignProgress, Finished};
 use crate::session::matrix;
 use crate::stats::fleet::{HostInput, summarize_fleet};
@@ -86,8 +87,8 @@ fn result_words(record: &RunRecord) -> String {
             let l = s.latency.as_ref();
             format!(
                 "{} transactions/s, p50 {}",
-                crate::report::latency::per_second(l.and_then(|l| l.transactions_per_second)),
-                crate::report::latency::lat(l.and_then(|l| l.p50_ns))
+                crate::report::words::per_second(l.and_then(|l| l.transactions_per_second)),
+                crate::report::words::lat(l.and_then(|l| l.p50_ns))
             )
         }
         Outcome::Completed => format_bits_per_second(received_rate(&summary())),
@@ -141,7 +142,7 @@ impl From<CampaignProgress<'_>> for Progress {
                 Finished::Run(record) => result_words(record),
                 Finished::Fleet(hosts) => {
                     let inputs: Vec<_> = hosts.iter().map(HostInput::placed).collect();
-                    crate::report::fleet::result(&summarize_fleet(&inputs))
+                    crate::report::words::fleet_result(&summarize_fleet(&inputs))
                 }
             }),
         }
@@ -172,20 +173,6 @@ pub fn bar_line(
     let left = eta.map_or(String::new(), |e| format!("  about {} left", duration_words(e)));
     let line = format!("{bar} {}/{planned}  {percent}%{left}  {what}", done + 1);
     cut(&line, columns.max(BAR_WIDTH + 2))
-}
-
-/// `42 s`, `3 min 20 s`, `1 h 05 min`: how long, to the nearest second, and from an hour on
-/// to the nearest minute.
-pub fn duration_words(d: Duration) -> String {
-    let s = (d.as_millis() as u64).saturating_add(500) / 1000;
-    match s {
-        0..60 => format!("{s} s"),
-        60..3600 => format!("{} min {:02} s", s / 60, s % 60),
-        _ => {
-            let min = (s + 30) / 60;
-            format!("{} h {:02} min", min / 60, min % 60)
-        }
-    }
 }
 
 /// `line` cut to `columns` characters (not bytes: labels may hold any text), the cut marked.

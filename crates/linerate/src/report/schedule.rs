@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use crate::plan::schedule::{Batch, SETUP_PER_RUN, Schedule};
-use crate::report::progress::duration_words;
+use crate::report::words::duration_words;
 
 /// The plan line, without a newline.
 pub fn plan_line(s: &Schedule) -> String {

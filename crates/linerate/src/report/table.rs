@@ -7,6 +7,7 @@
 
 use std::io::Write;
 
+use crate::report::words::html_escape;
 use crate::stats::matrix::{CellSummary, MatrixSummary};
 use crate::units::peer_text::escape;
 use crate::units::{ByteCount, three_figures};
@@ -120,23 +121,6 @@ impl Table {
 fn pad(s: &str, width: usize, right: bool) -> String {
     let fill = " ".repeat(width.saturating_sub(s.chars().count()));
     if right { format!("{fill}{s}") } else { format!("{s}{fill}") }
-}
-
-/// `&`, `<`, `>`, `"` and `'` as HTML entities, after [`escape`] (a control or bidi character
-/// is no more welcome in a page than on a terminal).
-pub fn html_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in escape(s).chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// The one unit of a table's rate columns, named in a heading: every rate column of a table

@@ -10,10 +10,11 @@
 
 use std::io::Write;
 
-use linerate_proto::{Direction, EndCondition, Flow, Protocol, StreamRole, TestSpec};
+use linerate_proto::{Flow, StreamRole, TestSpec};
 
 use crate::plan::search::{SearchAnswer, SearchPlan, Trial};
 use crate::record::{End, Outcome, RunRecord};
+use crate::report::words::describe_spec;
 use crate::session::server_note::ServerNote;
 use crate::stats::{CostSummary, Figures, SideFigures, summarize};
 use crate::units::peer_text::{escape, escape_lines, every_string};
@@ -215,7 +216,7 @@ fn latency_lines(
     spec: &TestSpec,
     l: &crate::stats::latency::LatencySummary,
 ) -> std::io::Result<()> {
-    let lat = super::latency::lat;
+    let lat = crate::report::words::lat;
     let rate = l.transactions_per_second.map_or("n/a".into(), |r| format!("{r:.0}"));
     let notes: Vec<String> = [
         (l.unanswered, "unanswered at the end"),
@@ -232,7 +233,7 @@ fn latency_lines(
         "Transactions: {} over {} stream(s): {rate} per second{notes}",
         l.transactions, l.streams,
     )?;
-    let from = super::latency::loop_words(spec, l);
+    let from = crate::report::words::loop_words(spec, l);
     let pcts: Vec<String> = crate::stats::latency::PERCENTILES
         .iter()
         .zip(l.percentiles())
@@ -510,99 +511,6 @@ fn range_iec((lo, hi): (u64, u64)) -> String {
     }
 }
 
-/// One line describing a spec, e.g. "TCP upload, 4 streams, 10 s, 128 KiB blocks".
-pub fn describe_spec(spec: &TestSpec) -> String {
-    describe_spec_without(spec, &[])
-}
-
-/// [`describe_spec`] without the parts a matrix varied, named `protocol` (protocol and
-/// direction), `streams`, `length` and `window`, so a matrix's fixed settings are not
-/// described by whichever cell ran first.
-pub fn describe_spec_without(spec: &TestSpec, skip: &[&str]) -> String {
-    let dir = match spec.direction {
-        Direction::Upload => "upload (client sends)",
-        Direction::Download => "download (server sends, -R)",
-        Direction::Bidirectional => "bidirectional",
-    };
-    let end = match spec.end {
-        EndCondition::Duration { duration_ms } => format!("{} s", duration_ms as f64 / 1000.0),
-        EndCondition::Bytes { bytes } => format!("{} per direction", ByteCount(bytes).iec()),
-    };
-    let (proto, unit) = match spec.protocol {
-        Protocol::Tcp => ("TCP", "blocks"),
-        Protocol::Udp => ("UDP", "datagrams"),
-    };
-    let keep = |part: &str| !skip.contains(&part);
-    let mut parts = Vec::new();
-    if let Some(rr) = &spec.rr {
-        parts.push(format!(
-            "{proto} {}, {} B requests, {} B responses, {} in flight per stream, {}",
-            if rr.connect_each { "connect/request/response/close" } else { "request/response" },
-            rr.request_bytes,
-            rr.response_bytes,
-            rr.in_flight,
-            if rr.open_loop() {
-                format!("open loop at {}/s per stream", rr.rate_per_second)
-            } else {
-                "closed loop".to_string()
-            }
-        ));
-    } else if keep("protocol") {
-        parts.push(format!("{proto} {dir}"));
-    }
-    if keep("streams") {
-        parts.push(format!("{} stream(s)", spec.streams));
-    }
-    parts.push(end);
-    if keep("length") && spec.rr.is_none() {
-        parts.push(if spec.protocol == Protocol::Udp {
-            format!("{} B {unit}", spec.block_bytes)
-        } else {
-            format!("{} {unit}", ByteCount(u64::from(spec.block_bytes)).iec())
-        });
-        if spec.protocol == Protocol::Tcp && spec.write_size() != spec.block_bytes {
-            parts.push(format!(
-                "written in up to {}",
-                ByteCount(u64::from(spec.write_size())).iec()
-            ));
-        }
-        if spec.protocol == Protocol::Tcp && spec.read_size() != spec.block_bytes {
-            parts.push(format!("read in {}", ByteCount(u64::from(spec.read_size())).iec()));
-        }
-    }
-    if spec.no_gro {
-        parts.push("receive offload off (--no-gro)".into());
-    }
-    if let Some(w) = spec.window_bytes.filter(|_| keep("window")) {
-        parts.push(format!("window {} requested", ByteCount(w).iec()));
-    }
-    if spec.bits_per_second > 0 {
-        parts.push(format!(
-            "paced at {} per stream",
-            format_bits_per_second(spec.bits_per_second as f64)
-        ));
-    }
-    if spec.omit_ms > 0 {
-        parts.push(format!("first {} s omitted", spec.omit_ms as f64 / 1000.0));
-    }
-    if spec.zerocopy {
-        parts.push("zero-copy send".into());
-    }
-    if let Some(cc) = &spec.congestion {
-        parts.push(format!("congestion {cc}"));
-    }
-    if let Some(tos) = spec.tos.map(std::num::NonZeroU8::get) {
-        parts.push(format!("TOS {tos:#04x} (DSCP {})", tos >> 2));
-    }
-    if let Some(r) = spec.fq_rate_bps.map(std::num::NonZeroU64::get) {
-        parts.push(format!("fq pacing cap {}", format_bits_per_second(r as f64)));
-    }
-    if let Some(t) = &spec.title {
-        parts.push(format!("title {t:?}"));
-    }
-    parts.join(", ")
-}
-
 /// Notes as the server's log text (what `--get-server-output` returns to an iperf3 client).
 pub fn server_notes_text(notes: &[ServerNote]) -> String {
     let mut out = Vec::new();
@@ -618,7 +526,7 @@ pub fn render_server_note(note: &ServerNote, out: &mut dyn Write) -> std::io::Re
         ServerNote::Listening { addr } => writeln!(out, "Server listening on {addr}"),
         ServerNote::Serving { agent, node, zone, network } => {
             let what = if *agent { "Agent of meshes (--agent)" } else { "Server" };
-            let mut at = crate::report::fleet::place_words(node.as_deref(), zone.as_deref())
+            let mut at = crate::report::words::place_words(node.as_deref(), zone.as_deref())
                 .map(|p| format!(" on {p}"))
                 .unwrap_or_default();
             if let Some(n) = network {

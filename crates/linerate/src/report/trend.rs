@@ -10,11 +10,14 @@ use serde::Serialize;
 
 use crate::plan::ReportFormat;
 use crate::report::csv::field;
-use crate::report::document::Style;
-use crate::report::table::{Table, html_escape};
-use crate::stats::trend::{Change, Series, SeriesKey, Trend};
+use crate::report::style::Style;
+use crate::report::table::Table;
+use crate::report::words::{
+    change_sentence, drift_sentence, fresh_sentence, html_escape, rate_words, series_name,
+};
+use crate::stats::trend::{Series, Trend};
+use crate::units::format_bits_per_second;
 use crate::units::utc;
-use crate::units::{ByteCount, format_bits_per_second};
 
 /// Version of the `linerate.trend` JSON document (docs/JSON.md).
 const TREND_SCHEMA_VERSION: u32 = 1;
@@ -39,25 +42,6 @@ pub fn render(trend: &Trend, format: ReportFormat, out: &mut dyn Write) -> std::
         }
         ReportFormat::Html => write_html(trend, out),
     }
-}
-
-/// The test a series is, in words: "TCP upload, 4 streams, 128 KiB blocks, default window,
-/// unlimited rate, to 10.0.0.2:5201".
-pub fn series_name(k: &SeriesKey) -> String {
-    let window =
-        k.window_bytes.map_or("default window".into(), |w| format!("{} window", ByteCount(w)));
-    let rate = match k.target_bits_per_second {
-        0 => "unlimited rate".to_string(),
-        b => format!("paced at {}", format_bits_per_second(b as f64)),
-    };
-    let streams = if k.streams == 1 { "1 stream".into() } else { format!("{} streams", k.streams) };
-    format!(
-        "{} {}, {streams}, {} blocks, {window}, {rate}, to {}",
-        k.protocol.to_uppercase(),
-        k.direction,
-        ByteCount(k.block_bytes),
-        k.server
-    )
 }
 
 /// The report's facts: target, span, series and method.
@@ -102,71 +86,6 @@ fn method_words(t: &Trend) -> String {
     )
 }
 
-/// A change in one sentence.
-pub fn change_sentence(c: &Change) -> String {
-    let what = if c.regression { "a regression" } else { "an improvement" };
-    format!(
-        "run {}, {} UTC: {} → {} ({:+.1} %), p = {:.3}: {what}",
-        c.run,
-        utc(c.started_unix_ms),
-        format_bits_per_second(c.before),
-        format_bits_per_second(c.after),
-        c.relative * 100.0,
-        c.p_value
-    )
-}
-
-/// A drift in one sentence, over the points `(noun, nouns)` (runs, meshes), its slope in
-/// `unit`: "drift: −4.1 % a run over 14 runs (Mann–Kendall p = 0.0001, Theil–Sen slope
-/// −8.2 Mbit/s a run): a decline …".
-pub fn drift_sentence(
-    d: &crate::stats::drift::Drift,
-    (noun, nouns): (&str, &str),
-    unit: fn(f64) -> String,
-) -> String {
-    let way = if d.slope_per_run < 0.0 { "a decline" } else { "a rise" };
-    let slope = unit(d.slope_per_run.abs());
-    let sign = if d.slope_per_run < 0.0 { "−" } else { "+" };
-    format!(
-        "drift: {:+.1} % a {noun} over {} {nouns} (Mann–Kendall p {}, Theil–Sen slope \
-         {sign}{slope} a {noun}): {way} that a line fits better than steps",
-        d.relative_per_run * 100.0,
-        d.runs,
-        p_words(d.p_value)
-    )
-}
-
-/// A fresh drop (or, for a figure worse when higher, a rise) in one sentence, over the points
-/// `(noun, nouns)` (runs, meshes), in `unit`: "fresh drop: the last 2 runs after a stable 12:
-/// −40.0 % (200 Mbit/s → 120 Mbit/s), below every earlier run (p < 0.0001 for runs like
-/// those)".
-pub fn fresh_sentence(
-    f: &crate::stats::drift::FreshDrop,
-    (noun, nouns): (&str, &str),
-    unit: fn(f64) -> String,
-) -> String {
-    let last = if f.runs == 1 {
-        format!("the last {noun}")
-    } else {
-        format!("the last {} {nouns}", f.runs)
-    };
-    let (what, side) = if f.relative < 0.0 { ("drop", "below") } else { ("rise", "above") };
-    format!(
-        "fresh {what}: {last} after a stable {}: {:+.1} % ({} → {}), {side} every earlier {noun} \
-         (p {} for {nouns} like those)",
-        f.before_runs,
-        f.relative * 100.0,
-        unit(f.before),
-        unit(f.after),
-        p_words(f.p_value)
-    )
-}
-
-/// A rate as the reports write it.
-pub fn rate_words(bits_per_second: f64) -> String {
-    format_bits_per_second(bits_per_second)
-}
-
 /// A path figure's findings: "RTT: fresh rise: …", "retransmits: drift: …".
 fn path_findings(s: &Series) -> Vec<String> {
     let mut out = Vec::new();
@@ -186,11 +105,6 @@ fn path_findings(s: &Series) -> Vec<String> {
 
 /// The words for a trend's points: one run, runs.
 const RUNS: (&str, &str) = ("run", "runs");
-
-/// A p-value in words that do not round a small one to zero: "< 0.0001", "= 0.0023".
-fn p_words(p: f64) -> String {
-    if p < 0.0001 { "< 0.0001".into() } else { format!("= {p:.4}") }
-}
 
 /// What a series says when nothing changed, or its changes, drift and fresh drop.
 fn findings(s: &Series) -> Vec<String> {
@@ -232,7 +146,7 @@ fn segment_table(s: &Series) -> Table {
 
 fn write_document(style: Style, t: &Trend, out: &mut dyn Write) -> std::io::Result<()> {
     style.heading(1, &format!("linerate trend: {}", t.target), out)?;
-    crate::report::document::write_facts(style, &facts(t), out)?;
+    crate::report::sections::write_facts(style, &facts(t), out)?;
     if t.series.is_empty() {
         writeln!(out)?;
         return writeln!(

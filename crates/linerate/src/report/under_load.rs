@@ -4,7 +4,7 @@
 
 use std::io::Write;
 
-use crate::report::latency::{lat, signed};
+use crate::report::words::{lat, signed};
 use crate::stats::under_load::{PhaseFigures, UnderLoadSummary};
 use crate::units::{ByteCount, format_latency_ns};
 

@@ -24,8 +24,9 @@
 //!   only node-b's address for more than 10 s; the fleet Job settled on 1 agent of 2. The
 //!   agents' own age tells a rollout (young agents: more may be coming, wait 30 s) from a
 //!   DaemonSet that has stood for a while (a scheduled mesh: 10 s is plenty), without
-//!   cluster credentials. Where images are pulled on first use, one node's pod may come
-//!   minutes after another's: give `--expect N` (the node count) there.
+//!   cluster credentials. A pod whose image is still being pulled already has its address,
+//!   so it is named and awaited (it does not answer yet); where the DNS may name pods later
+//!   than 30 s (a large cluster's endpoint updates), give `--expect N` (the node count).
 //!
 //! Past the wait, the error names the agents that answered (by node), those that did not and
 //! why (the last error of each), and what was expected. Nothing here prints: the caller is

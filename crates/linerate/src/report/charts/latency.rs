@@ -18,8 +18,8 @@ use super::svg::{Stroke, colour};
 use super::time::{flow_words, seconds, steps};
 use super::{Chart, run_name};
 use crate::record::ProbePhase;
-use crate::report::latency::lat;
 use crate::report::model::{Report, ReportRun, RunTotal};
+use crate::report::words::lat;
 use crate::stats::latency::cdf;
 use crate::stats::under_load::{PhaseFigures, phase_intervals};
 

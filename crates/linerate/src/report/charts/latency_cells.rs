@@ -9,7 +9,7 @@ use super::frame::{Heading, Key, Swatch};
 use super::latency::LatencyUnit;
 use super::lines::{Line, Panel, Panels, Point, Range, XAxis, YAxis, draw};
 use super::svg::{Stroke, colour};
-use crate::report::latency::lat;
+use crate::report::words::lat;
 use crate::stats::matrix::CellSummary;
 
 /// The transactions per second of every cell: the means joined by a line, their intervals

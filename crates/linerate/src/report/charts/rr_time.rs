@@ -12,8 +12,8 @@ use super::lines::{Line, Point, YAxis};
 use super::svg::{INK, Stroke, colour};
 use super::time::seconds;
 use super::{Chart, run_name};
-use crate::report::latency::lat;
 use crate::report::model::{Report, RrTotal};
+use crate::report::words::lat;
 
 /// Steps of `value` over intervals from `start` to `end`, with a hover figure at each middle.
 fn steps<T>(

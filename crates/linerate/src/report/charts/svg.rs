@@ -8,7 +8,7 @@
 
 use std::fmt::Write as _;
 
-use crate::report::table::html_escape;
+use crate::report::words::html_escape;
 
 /// Width of every chart in SVG units; the page scales it to its own width.
 pub const WIDTH: f64 = 1000.0;

@@ -6,7 +6,7 @@ use super::axis::RateUnit;
 use super::frame::{Heading, Key, Swatch};
 use super::lines::{Line, Panel, Panels, Point, Range, XAxis, draw};
 use super::svg::{INK, Stroke, colour};
-use crate::report::trend::{change_sentence, series_name};
+use crate::report::words::{change_sentence, series_name};
 use crate::stats::trend::Series;
 use crate::units::format_bits_per_second;
 use crate::units::utc;
