@@ -133,11 +133,13 @@ impl Server {
         }
         let handles = std::mem::take(&mut door.sessions);
         drop(door);
-        if interrupt.count() > 0 {
+        // Read once: the log line and the sessions' shutdown reason name the same signal.
+        let signal = (interrupt.count() > 0).then(|| interrupt.last_name());
+        if let Some(signal) = signal {
             let running = handles.iter().filter(|h| !h.is_finished()).count();
-            (shared.notes)(&ServerNote::ShuttingDown { signal: interrupt.last_name(), running });
+            (shared.notes)(&ServerNote::ShuttingDown { signal, running });
         }
-        shared.shut_down((interrupt.count() > 0).then(|| interrupt.last_name()));
+        shared.shut_down(signal);
         let deadline = Instant::now() + SHUTDOWN_GRACE;
         while handles.iter().any(|h| !h.is_finished()) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(10));
