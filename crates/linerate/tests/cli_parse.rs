@@ -223,7 +223,7 @@ fn every_repeated_experiment_reads_its_rounds_and_resume_alike() {
     for (flags, words) in [
         (rounds[2], "give a whole number from 1 to 1000"),
         (rounds[7], "the following required arguments were not provided"),
-        (resume[2], "m3 (a matrix), f3 (a fleet or scaling curve) or c3 (a campaign)"),
+        (resume[2], "m3 (a matrix), c3 (a campaign), f3 (a fleet or scaling curve) or n3 (a mesh)"),
     ] {
         let e = said(flags).expect_err("refused");
         assert!(e.contains(words), "{flags:?}: {e}");

@@ -43,7 +43,7 @@ fn text_and_markdown_of_a_matrix_a_campaign_and_runs() {
 }
 
 /// A fleet (8 hosts × 5 flows, one shaped lower) and a scaling curve, frozen from network
-/// namespaces behind a 1 Gbit/s link and stored in a history: text, Markdown and CSV of
+/// namespaces behind a 1 Gbit/s link and stored in a history: text, Markdown, CSV and JSON of
 /// `report fN`. Every row of a fleet's CSV has as many fields as the header.
 #[test]
 fn text_markdown_and_csv_of_a_stored_fleet_and_curve() {
@@ -62,7 +62,71 @@ fn text_markdown_and_csv_of_a_stored_fleet_and_curve() {
         let n = lines.next().expect("header").split(',').count();
         assert!(lines.all(|l| l.split(',').count() == n), "{csv}");
         insta::assert_snapshot!(format!("{name}_csv"), csv);
+        let json: Value = serde_json::from_str(&report(&[&which, "--db", &db, "-f", "json"]))
+            .expect("fleet JSON");
+        insta::assert_json_snapshot!(format!("{name}_json"), json);
     }
+}
+
+/// A stored mesh of three agents, every ordered pair once, each pair's record a real loopback
+/// run of one stream (the P=1 runs of the frozen matrices), stored as `linerate mesh` stores
+/// them: text and JSON of `report nN`, so that what a mesh's report says stays as it was.
+#[test]
+fn text_and_json_of_a_stored_mesh() {
+    use linerate::plan::mesh::{MeshIdentity, Pair, pair_label};
+    use linerate::record::RunRecord;
+    use linerate::store::{GroupKind, GroupParams, RunKind, RunMeta};
+    let records: Vec<RunRecord> = ["matrix.json", "matrix-b.json"]
+        .iter()
+        .flat_map(|f| {
+            let doc: Value =
+                serde_json::from_str(&std::fs::read_to_string(fixture(f)).expect("fixture"))
+                    .expect("JSON");
+            doc["runs"].as_array().expect("runs").clone()
+        })
+        .filter(|r| r["record"]["spec"]["streams"] == 1)
+        .map(|r| serde_json::from_value(r["record"].clone()).expect("record"))
+        .collect();
+    let agents: Vec<linerate::plan::fleet::Target> = ["a", "b", "c"]
+        .iter()
+        .zip(5201u16..)
+        .map(|(label, port)| linerate::plan::fleet::Target {
+            host: "127.0.0.1".into(),
+            port,
+            label: (*label).into(),
+        })
+        .collect();
+    let pairs: Vec<Pair> = (0..3)
+        .flat_map(|from| (0..3).filter(move |to| *to != from).map(move |to| Pair { from, to }))
+        .collect();
+    assert!(records.len() >= pairs.len(), "{} records", records.len());
+    let identity = MeshIdentity {
+        agents: agents.clone(),
+        pairs: pairs.clone(),
+        spec: records[0].spec.clone(),
+        rounds: linerate::plan::StoredRounds { repeat: 1, until_ci: None, max_repeat: None },
+    };
+    let db = crate::util::test_dir("report-mesh").join("h.sqlite");
+    let mut store = linerate::store::Store::open(&db).expect("history");
+    let params = GroupParams::new(&identity, Some(7)).expect("params");
+    let group = store.begin_group(GroupKind::Mesh, None, &params).expect("group");
+    for (pair, record) in pairs.iter().zip(&records) {
+        let meta = RunMeta {
+            kind: RunKind::MeshPair,
+            group: Some(group),
+            cell: Some(pair_label(&agents, *pair)),
+            repetition: Some(1),
+            labels: Vec::new(),
+        };
+        store.insert_run(record, &meta).expect("store");
+    }
+    store.finish_group(group).expect("finish");
+    drop(store);
+    let (which, db) = (format!("n{group}"), db.to_string_lossy().into_owned());
+    insta::assert_snapshot!("mesh_text", report(&[&which, "--db", &db]));
+    let json: Value =
+        serde_json::from_str(&report(&[&which, "--db", &db, "-f", "json"])).expect("mesh JSON");
+    insta::assert_json_snapshot!("mesh_json", json);
 }
 
 #[test]

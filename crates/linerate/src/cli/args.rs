@@ -7,9 +7,10 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use super::server_args::ServerArgs;
 use super::test_args::{
-    DirectionArg, GateArgs, NetArgs, ProtocolArg, RrShapeArgs, ScheduleArgs, StoreArgs, TestArgs,
+    DirectionArg, GateArgs, NetArgs, ProtocolArg, RrShapeArgs, RunArgs, ScheduleArgs, StoreArgs,
+    TestArgs,
 };
-use super::values::{affinity, count, optional_size, rate, seconds, whole};
+use super::values::{count, optional_size, rate, seconds, whole};
 use crate::plan::size::Size;
 use crate::units::Bitrate;
 
@@ -397,43 +398,8 @@ pub struct CampaignArgs {
 /// The test flags that apply to every cell of a matrix (the axes set the rest).
 #[derive(Debug, Args)]
 pub struct MatrixTestArgs {
-    /// Length of each run in seconds.
-    #[arg(short = 't', long = "time", value_name = "SECONDS", value_parser = seconds, default_value = "10")]
-    pub time: Duration,
-    /// Interval samples in each run's record (0 = off).
-    #[arg(short = 'i', long = "interval", value_name = "SECONDS", value_parser = seconds, default_value = "1")]
-    pub interval: Duration,
-    /// Pacing per stream (TCP: unlimited if not given; UDP cells: 1M if not given).
-    #[arg(short = 'b', long = "bitrate", value_name = "RATE", value_parser = rate)]
-    pub bitrate: Option<Bitrate>,
-    /// Warm-up seconds excluded from each run.
-    #[arg(short = 'O', long = "omit", value_name = "SECONDS", value_parser = seconds)]
-    pub omit: Option<Duration>,
-    /// Congestion control on both ends.
-    #[arg(short = 'C', long = "congestion", value_name = "ALGO")]
-    pub congestion: Option<String>,
-    /// Disable Nagle's algorithm.
-    #[arg(short = 'N', long = "no-delay")]
-    pub no_delay: bool,
-    /// Label carried into every record.
-    #[arg(short = 'T', long = "title", value_name = "TEXT")]
-    pub title: Option<String>,
-    /// Bind every cell's data threads to CPUs, as client -A: CPU lists, or a loopback
-    /// placement: auto (the default: the placement this host measured fastest for each
-    /// shape of cell), pair, split, none.
-    #[arg(short = 'A', long = "affinity", value_name = "CPUS[,SERVER_CPUS]|auto|pair|split|none", value_parser = affinity)]
-    pub affinity: Option<crate::plan::affinity::Affinity>,
-    /// Give up on each TCP connect after this long.
-    #[arg(long = "connect-timeout", value_name = "SECONDS", value_parser = seconds, default_value = "10")]
-    pub connect_timeout: Duration,
-    /// The path's link rate: findings say which cell first reaches 90 % of its theoretical
-    /// TCP goodput.
-    #[arg(long = "link-speed", value_name = "RATE", value_parser = rate)]
-    pub link_speed: Option<Bitrate>,
-    /// The path's IP MTU, with --link-speed.
-    #[arg(long = "mtu", value_name = "BYTES", default_value_t = 1500, requires = "link_speed",
-          value_parser = |s: &str| whole::<u32>(s, 576..=65536))]
-    pub mtu: u32,
+    #[command(flatten)]
+    pub run: RunArgs,
     /// Every cell a request/response test (netperf's TCP_RR): cells are judged by their
     /// transactions/s (mean ± 95 % CI across repetitions) and latency, not a bit rate.
     #[arg(long = "rr", group = "rr_mode")]

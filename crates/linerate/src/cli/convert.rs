@@ -12,10 +12,9 @@ use super::args::{
 use super::matrix_plan::{campaign_run, matrix_plan};
 use super::test_args::{JsonFormat, NetArgs, ScheduleArgs};
 use super::test_plan::{
-    DEFAULT_TIME, client_plan, family, output, random_seed, schedule_of, with_gates, with_store,
+    client_plan, family, output, random_seed, schedule_of, with_gates, with_store,
 };
 use super::values::history_ref;
-use crate::plan::DEFAULT_UDP_RATE;
 use crate::plan::host::ServerMatch;
 use crate::plan::matrix::{AxisValue, MatrixPlan};
 use crate::plan::{ClientPlan, DoctorPlan, Family, Generated, OutputFormat, Plan, Shell};
@@ -23,10 +22,8 @@ use crate::plan::{
     CsvKind, HistoryCommand, HistoryPlan, HistoryRef, ReportFormat, ReportPlan, ReportSource,
     Schedule, StorePlan,
 };
+use crate::plan::{DEFAULT_TIME, DEFAULT_UDP_RATE, SELFTEST_TIME};
 use crate::store::Store;
-
-/// Default test length for `selftest`: long enough for a stable figure, short enough to wait for.
-pub const SELFTEST_TIME: Duration = Duration::from_secs(3);
 
 pub(super) fn to_plan(cli: Cli) -> Result<Plan, String> {
     match cli.command {

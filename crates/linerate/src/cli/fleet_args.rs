@@ -15,21 +15,13 @@ pub struct FleetArgs {
     /// without a port uses -p.
     #[arg(value_name = "TARGET")]
     pub targets: Vec<String>,
-    /// Read more targets from FILE, one per line (`#` starts a comment).
-    #[arg(long = "targets", value_name = "FILE")]
-    pub targets_file: Option<std::path::PathBuf>,
     /// A scaling curve: run the fleet with the first k targets for each k, e.g. 1,2,4,8,16 or
     /// 1..16, in a random order, with statistics per k and where the total stops rising;
     /// --repeat, --until-ci, --seed and --resume shape its rounds.
     #[arg(long = "scale", value_name = "K,...|A..B")]
     pub scale: Option<String>,
-    /// Every target name that resolves to several addresses (a Kubernetes headless service,
-    /// round-robin DNS) becomes one target per address, labelled NAME/ADDRESS; a name with one
-    /// address is pinned to it, labelled NAME.
-    #[arg(long = "each-address")]
-    pub each_address: bool,
     #[command(flatten)]
-    pub agent_wait: AgentWaitArgs,
+    pub reach: ReachArgs,
     // A scaling curve's rounds and resume: the flags every repeated experiment shares, made
     // to need --scale, with one run per host count by default (`repeat::for_curves`).
     #[command(flatten)]
@@ -42,9 +34,19 @@ pub struct FleetArgs {
     pub store: StoreArgs,
 }
 
-/// How long a fleet or a mesh waits for the agents its names resolve to (both commands).
+/// How a fleet or a mesh finds its servers (agents): more of them from a file, each address
+/// of a name, and how long to wait for the agents the names resolve to. One set of flags for
+/// both commands.
 #[derive(Debug, Args)]
-pub struct AgentWaitArgs {
+pub struct ReachArgs {
+    /// Read more targets (a mesh's agents) from FILE, one per line (`#` starts a comment).
+    #[arg(long = "targets", value_name = "FILE")]
+    pub targets_file: Option<std::path::PathBuf>,
+    /// Every name that resolves to several addresses (a Kubernetes headless service,
+    /// round-robin DNS) becomes one target (agent) per address, labelled NAME/ADDRESS; a name
+    /// with one address is pinned to it, labelled NAME.
+    #[arg(long = "each-address")]
+    pub each_address: bool,
     /// With --each-address: wait up to DURATION (e.g. 5m) until the agents the names resolve
     /// to all answer and none has come or gone for 10 s (30 s while an agent has served for
     /// less than a minute: a rollout), or --expect of them answer, instead of taking whatever
@@ -57,7 +59,7 @@ pub struct AgentWaitArgs {
     pub expect: Option<usize>,
 }
 
-impl AgentWaitArgs {
+impl ReachArgs {
     /// The plan's wait.
     pub(super) fn plan(&self) -> crate::plan::fleet::AgentWait {
         crate::plan::fleet::AgentWait {
@@ -127,7 +129,7 @@ pub const FLEET_SAMPLE_MS: u64 = 100;
 /// The fleet plan: the targets, checked, and the test every one gets.
 pub(super) fn fleet_plan(a: FleetArgs) -> Result<FleetPlan, String> {
     let port = a.net.port.unwrap_or(crate::plan::DEFAULT_PORT);
-    let targets = read_targets(&a.targets, a.targets_file.as_deref(), port)?;
+    let targets = read_targets(&a.targets, a.reach.targets_file.as_deref(), port)?;
     check_targets(&targets)?;
     let own = [
         (a.test.find_max, "--find-max searches one server's rate; run it per host"),
@@ -138,17 +140,13 @@ pub(super) fn fleet_plan(a: FleetArgs) -> Result<FleetPlan, String> {
             "--cport fixes local ports per stream; a fleet's hosts would share them",
         ),
         (
-            a.test.interval.is_zero(),
+            a.test.run.interval.is_zero(),
             "-i 0: a fleet needs interval samples to find the window every host shared",
         ),
     ];
     refuse_for_many("fleet", &own, &a.test, &a.net)?;
-    let mut base = super::test_plan::client_plan(
-        "fleet".into(),
-        &a.net,
-        &a.test,
-        super::test_plan::DEFAULT_TIME,
-    )?;
+    let mut base =
+        super::test_plan::client_plan("fleet".into(), &a.net, &a.test, crate::plan::DEFAULT_TIME)?;
     // The shared window is cut inside each host's interval samples, pro rata: a sample as long
     // as a second put the tail a starved flow drained after its senders stopped at the wrong
     // instants, and a 1 s fleet through a 956 Mbit/s link read 975. Fleets sample finely.
@@ -176,8 +174,8 @@ pub(super) fn fleet_plan(a: FleetArgs) -> Result<FleetPlan, String> {
         scale,
         repeat,
         seed,
-        each_address: a.each_address,
-        agent_wait: a.agent_wait.plan(),
+        each_address: a.reach.each_address,
+        agent_wait: a.reach.plan(),
         until_ci,
         max_repeat,
         resume,

@@ -5,12 +5,12 @@
 use super::args::{CampaignArgs, MatrixArgs};
 use super::repeat::{CAMPAIGN, MATRIX, Rounds};
 use super::test_args::TestArgs;
-use super::test_plan::{DEFAULT_TIME, client_plan, random_seed, store_plan, with_store};
-use crate::plan::DEFAULT_UDP_RATE;
+use super::test_plan::{client_plan, random_seed, store_plan, with_store};
 use crate::plan::campaign::{self, CampaignRun};
 use crate::plan::matrix::{AxisValue, MatrixPlan, MatrixRun};
 use crate::plan::size::Size;
 use crate::plan::{ClientPlan, OutputFormat};
+use crate::plan::{DEFAULT_TIME, DEFAULT_UDP_RATE};
 
 use super::test_plan::with_gates;
 
@@ -26,53 +26,9 @@ pub(super) fn matrix_plan(a: MatrixArgs) -> Result<(ClientPlan, MatrixPlan, Matr
                     with --rr, give --repeat instead"
             .into());
     }
-    let test = TestArgs {
-        time: Some(m.time),
-        bytes: None,
-        blocks: None,
-        interval: m.interval,
-        parallel: 1,
-        window: None,
-        length: None,
-        read_size: None,
-        notsent_lowat: None,
-        no_gro: false,
-        affinity: m.affinity.clone(),
-        udp: false,
-        reverse: false,
-        bidir: false,
-        bitrate: m.bitrate.map(|rate| super::values::RateArg { rate, burst: None }),
-        mss: None,
-        no_delay: m.no_delay,
-        congestion: m.congestion.clone(),
-        omit: m.omit,
-        zerocopy: false,
-        tos: None,
-        dscp: None,
-        fq_rate: None,
-        dont_fragment: false,
-        cport: None,
-        threads: crate::plan::threads::Threads::Auto,
-        title: m.title.clone(),
-        text: super::test_args::TextArgs::default(),
-        repeating_payload: false,
-        udp_counters_64bit: false,
-        link_speed: m.link_speed,
-        mtu: m.mtu,
-        find_max: false,
-        loss: None,
-        trial: None,
-        get_server_output: false,
-        iperf3: false,
-        connect_timeout: m.connect_timeout,
-        queue_timeout: None,
-        rr: m.rr,
-        crr: false,
-        rr_shape: m.rr_shape,
-        under_load: false,
-        probe_rate: None,
-        idle_time: None,
-    };
+    // Every flag a matrix does not take stands at its one default (`TestArgs::defaults`).
+    let test =
+        TestArgs { run: m.run.clone(), rr: m.rr, rr_shape: m.rr_shape, ..TestArgs::defaults()? };
     let base = with_store(client_plan(a.host, &a.net, &test, DEFAULT_TIME)?, &a.store);
     let base = with_gates(base, &a.gates)?;
     let u32_size = |l: Size| match u32::try_from(l.bytes()) {
@@ -96,7 +52,7 @@ pub(super) fn matrix_plan(a: MatrixArgs) -> Result<(ClientPlan, MatrixPlan, Matr
         until_ci,
         max_repeat,
         seed,
-        udp_rate: a.test.bitrate.map_or(DEFAULT_UDP_RATE, |b| b.bits_per_second()),
+        udp_rate: m.run.bitrate.map_or(DEFAULT_UDP_RATE, |b| b.bits_per_second()),
         length_given: false,
     };
     // Check every cell's test now, so a bad combination fails before the first run.

@@ -16,15 +16,8 @@ pub struct MeshArgs {
     /// each reports (`server --node-name`), when every one reports a distinct node.
     #[arg(value_name = "AGENT")]
     pub agents: Vec<String>,
-    /// Read more agents from FILE, one per line (`#` starts a comment).
-    #[arg(long = "targets", value_name = "FILE")]
-    pub targets_file: Option<std::path::PathBuf>,
-    /// Every agent name that resolves to several addresses (a Kubernetes headless service)
-    /// becomes one agent per address, labelled NAME/ADDRESS.
-    #[arg(long = "each-address")]
-    pub each_address: bool,
     #[command(flatten)]
-    pub agent_wait: super::fleet_args::AgentWaitArgs,
+    pub reach: super::fleet_args::ReachArgs,
     /// Test a sample of the ordered pairs instead of every one (n agents have n(n-1)): N, a
     /// seeded sample of about N pairs in which every agent sends and receives about equally;
     /// or zones[:R], every pair inside a zone and, between zones, every pair of R agents of
@@ -64,8 +57,8 @@ pub struct MeshArgs {
 /// The mesh plan: the agents, checked, the key, and the test every pair runs.
 pub(super) fn mesh_plan(a: MeshArgs) -> Result<MeshPlan, String> {
     let port = a.net.port.unwrap_or(crate::plan::DEFAULT_PORT);
-    let agents = super::fleet_args::read_targets(&a.agents, a.targets_file.as_deref(), port)?;
-    if !a.each_address {
+    let agents = super::fleet_args::read_targets(&a.agents, a.reach.targets_file.as_deref(), port)?;
+    if !a.reach.each_address {
         check_agents(&agents)?;
     }
     let own = [
@@ -73,15 +66,11 @@ pub(super) fn mesh_plan(a: MeshArgs) -> Result<MeshPlan, String> {
         (a.test.iperf3, "--iperf3: agents are linerate servers"),
         (a.test.under_load, "--under-load yet; run it per pair with `linerate client`"),
         (a.test.cport.is_some(), "--cport: the agents choose their own ports"),
-        (a.test.affinity.is_some(), "-A: the agents place their own threads"),
+        (a.test.run.affinity.is_some(), "-A: the agents place their own threads"),
     ];
     super::fleet_args::refuse_for_many("mesh", &own, &a.test, &a.net)?;
-    let base = super::test_plan::client_plan(
-        "mesh".into(),
-        &a.net,
-        &a.test,
-        super::test_plan::DEFAULT_TIME,
-    )?;
+    let base =
+        super::test_plan::client_plan("mesh".into(), &a.net, &a.test, crate::plan::DEFAULT_TIME)?;
     if base.psk.is_none() {
         return Err("a mesh needs the agents' key: give --psk-file FILE (agents run tests only \
                     for a client that proves it)"
@@ -104,8 +93,8 @@ pub(super) fn mesh_plan(a: MeshArgs) -> Result<MeshPlan, String> {
         agents,
         base,
         sample: a.sample.unwrap_or_default(),
-        each_address: a.each_address,
-        agent_wait: a.agent_wait.plan(),
+        each_address: a.reach.each_address,
+        agent_wait: a.reach.plan(),
         concurrency: match (a.serial, a.concurrency) {
             (true, _) => 1,
             (false, Some(k)) => k,

@@ -12,14 +12,15 @@
 use clap::{Args, Command};
 
 use super::values::{count, percent, whole};
+use crate::store::{GroupKind, GroupRef};
 
 /// `--repeat`, `--until-ci`, `--max-repeat`, `--seed`, and the resume flags.
 #[derive(Debug, Args)]
 pub struct RoundsArgs {
     /// Runs per cell (a matrix's combination of axes, a curve's host count) [with
     /// --until-ci: the first round].
-    #[arg(long = "repeat", value_name = "N", default_value_t = 3,
-          value_parser = |s: &str| whole::<u32>(s, 1..=1000))]
+    #[arg(long = "repeat", value_name = "N", default_value_t = crate::plan::DEFAULT_REPEAT,
+          value_parser = |s: &str| whole::<u32>(s, crate::plan::REPEAT_RANGE))]
     pub repeat: u32,
     /// Repeat each cell until its 95 % confidence interval is within this share of the mean
     /// (e.g. 5%), up to --max-repeat runs; only completed runs count (a curve's: fleet runs
@@ -27,8 +28,8 @@ pub struct RoundsArgs {
     #[arg(long = "until-ci", value_name = "PERCENT", value_parser = percent)]
     pub until_ci: Option<f64>,
     /// With --until-ci: the most completed runs per cell.
-    #[arg(long = "max-repeat", value_name = "N", default_value_t = 10, requires = "until_ci",
-          value_parser = |s: &str| whole::<u32>(s, 2..=1000))]
+    #[arg(long = "max-repeat", value_name = "N", default_value_t = crate::plan::DEFAULT_MAX_REPEAT,
+          requires = "until_ci", value_parser = |s: &str| whole::<u32>(s, crate::plan::MAX_REPEAT_RANGE))]
     pub max_repeat: u32,
     /// Seed of the random run order [default: random, printed].
     #[arg(long = "seed", value_name = "N", value_parser = count::<u64>)]
@@ -50,28 +51,19 @@ pub struct ResumeArgs {
     pub stop_after: Option<usize>,
 }
 
-/// A group as `linerate history` shows it: `m3`, `f3`, `c3`, or the bare number.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct GroupRef {
-    /// The letter of its kind, if given.
-    letter: Option<char>,
-    /// The group's id.
-    id: i64,
-}
-
 /// What a command repeats, in the words of its messages.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(super) struct Experiment {
     /// Its name: `matrix`, `scaling curve`, `campaign`.
     pub noun: &'static str,
-    /// The letter `linerate history` puts before its group's id.
-    pub letter: char,
+    /// The kind of group it stores (whose letter `linerate history` puts before the id).
+    pub kind: GroupKind,
 }
 
-pub(super) const MATRIX: Experiment = Experiment { noun: "matrix", letter: 'm' };
-pub(super) const CURVE: Experiment = Experiment { noun: "scaling curve", letter: 'f' };
-pub(super) const CAMPAIGN: Experiment = Experiment { noun: "campaign", letter: 'c' };
-pub(super) const MESH: Experiment = Experiment { noun: "mesh", letter: 'n' };
+pub(super) const MATRIX: Experiment = Experiment { noun: "matrix", kind: GroupKind::Matrix };
+pub(super) const CURVE: Experiment = Experiment { noun: "scaling curve", kind: GroupKind::Fleet };
+pub(super) const CAMPAIGN: Experiment = Experiment { noun: "campaign", kind: GroupKind::Campaign };
+pub(super) const MESH: Experiment = Experiment { noun: "mesh", kind: GroupKind::Mesh };
 
 /// The rounds as a plan holds them.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -109,13 +101,12 @@ impl ResumeArgs {
         history: bool,
     ) -> Result<Option<Option<i64>>, String> {
         let Some(given) = self.resume else { return Ok(None) };
-        if let Some(GroupRef { letter: Some(l), id }) = given
-            && l != what.letter
-        {
+        let other_kind = |g: &GroupRef| g.letter.is_some() && g.kind() != Some(what.kind.clone());
+        if let Some(g) = given.filter(other_kind) {
             return Err(format!(
-                "--resume {l}{id} is not a {noun}: give the {noun} as `linerate history` shows \
-                 it, e.g. {}{id}",
-                what.letter,
+                "--resume {g} is not a {noun}: give the {noun} as `linerate history` shows \
+                 it, e.g. {}",
+                what.kind.reference(g.id),
                 noun = what.noun
             ));
         }
@@ -133,17 +124,14 @@ impl ResumeArgs {
     }
 }
 
-/// `m3`, `f3`, `c3` or `3`: a stored group.
+/// `m3`, `c3`, `f3`, `n3` or `3`: a stored group.
 fn group_ref(s: &str) -> Result<GroupRef, String> {
-    let letter = s.chars().next().filter(|c| matches!(c, 'm' | 'f' | 'c' | 'n'));
-    let digits = letter.map_or(s, |l| &s[l.len_utf8()..]);
-    match digits.parse::<i64>() {
-        Ok(id) if id > 0 => Ok(GroupRef { letter, id }),
-        _ => Err(format!(
-            "{s:?} is not a group; write it as `linerate history` shows it: m3 (a matrix), f3 \
-             (a fleet or scaling curve) or c3 (a campaign)"
-        )),
-    }
+    GroupRef::parse(s).ok_or_else(|| {
+        format!(
+            "{s:?} is not a group; write it as `linerate history` shows it: {}",
+            GroupRef::forms()
+        )
+    })
 }
 
 /// The fleet command's rounds are a scaling curve's (see the module's doc): one run per host
@@ -163,8 +151,9 @@ mod tests {
 
     #[test]
     fn a_group_is_read_as_history_shows_it() {
-        assert_eq!(group_ref("m3"), Ok(GroupRef { letter: Some('m'), id: 3 }));
-        assert_eq!(group_ref("c12"), Ok(GroupRef { letter: Some('c'), id: 12 }));
+        assert_eq!(group_ref("m3").map(|g| (g.kind(), g.id)), Ok((Some(GroupKind::Matrix), 3)));
+        assert_eq!(group_ref("c12").map(|g| (g.kind(), g.id)), Ok((Some(GroupKind::Campaign), 12)));
+        assert_eq!(group_ref("n5").map(|g| (g.kind(), g.id)), Ok((Some(GroupKind::Mesh), 5)));
         assert_eq!(group_ref("7"), Ok(GroupRef { letter: None, id: 7 }));
         for bad in ["0", "m0", "x3", "m", "-2", "3.5", "f-1"] {
             let e = group_ref(bad).expect_err(bad);

@@ -143,23 +143,71 @@ pub enum JsonFormat {
     Iperf3_3_21,
 }
 
-/// The test's flags (client and selftest).
+/// The flags every test takes, defined once: a client's test, and each cell of a matrix (its
+/// axes set the rest). How long it runs and reports, its pacing, warm-up, congestion control,
+/// placement, title, connect limit and the link it is judged against.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// Test length in seconds, each run's in a matrix [default: 10; selftest: 3].
+    #[arg(short = 't', long = "time", value_name = "SECONDS", value_parser = seconds)]
+    pub time: Option<Duration>,
+    /// Seconds between interval reports (a matrix keeps them in each run's record); 0 turns
+    /// them off.
+    #[arg(short = 'i', long = "interval", value_name = "SECONDS", value_parser = seconds, default_value = "1")]
+    pub interval: Duration,
+    /// Pace each stream to this rate in bit/s (SI); 0 = unlimited [default: unlimited for TCP,
+    /// 1M for UDP]. RATE/BURST, as iperf3's burst mode: BURST blocks (datagrams) back to back,
+    /// then a wait until the rate has caught up with them (1..1000).
+    #[arg(short = 'b', long = "bitrate", value_name = "RATE[/BURST]", value_parser = bitrate)]
+    pub bitrate: Option<RateArg>,
+    /// Warm-up seconds excluded from the summary (added to -t).
+    #[arg(short = 'O', long = "omit", value_name = "SECONDS", value_parser = seconds)]
+    pub omit: Option<Duration>,
+    /// Congestion-control algorithm on both ends (e.g. cubic, bbr, reno).
+    #[arg(short = 'C', long = "congestion", value_name = "ALGO")]
+    pub congestion: Option<String>,
+    /// Disable Nagle's algorithm (TCP_NODELAY) on data sockets.
+    #[arg(short = 'N', long = "no-delay")]
+    pub no_delay: bool,
+    /// Label carried into the output and the JSON record (a matrix: every run's).
+    #[arg(short = 'T', long = "title", value_name = "TEXT")]
+    pub title: Option<String>,
+    /// Bind data threads to CPUs, as iperf3's -A n,m: the client's list, and after a comma
+    /// the server's. A list is a CPU, a range or both joined by '+' (0, 0-3, 1+3); an end's
+    /// threads (one per stream, or its pool workers) take its CPUs in turn. Or a loopback
+    /// placement: auto (the default: the placement this host measured fastest, for each
+    /// shape of test, calibrated once and kept in the history), pair (each stream's two ends
+    /// on one CPU), split (on two), none (the system's scheduler places every thread). The
+    /// result names it.
+    #[arg(short = 'A', long = "affinity", value_name = "CPUS[,SERVER_CPUS]|auto|pair|split|none", value_parser = affinity)]
+    pub affinity: Option<crate::plan::affinity::Affinity>,
+    /// Give up on each TCP connect after this long.
+    #[arg(long = "connect-timeout", value_name = "SECONDS", value_parser = seconds, default_value = "10")]
+    pub connect_timeout: Duration,
+    /// The path's link rate (SI bits per second, e.g. 10G): the summary shows the theoretical
+    /// TCP maximum over such a link and the share reached; a matrix's findings say which cell
+    /// first reaches 90 % of it.
+    #[arg(long = "link-speed", value_name = "RATE", value_parser = rate)]
+    pub link_speed: Option<Bitrate>,
+    /// The path's IP MTU, with --link-speed.
+    #[arg(long = "mtu", value_name = "BYTES", default_value_t = crate::plan::DEFAULT_MTU,
+          requires = "link_speed", value_parser = |s: &str| whole::<u32>(s, crate::plan::MTU_RANGE))]
+    pub mtu: u32,
+}
+
+/// The test's flags (client, selftest, fleet and mesh).
 #[derive(Debug, Args)]
 pub struct TestArgs {
-    /// Test length in seconds [default: 10; selftest: 3].
-    #[arg(short = 't', long = "time", value_name = "SECONDS", value_parser = seconds, conflicts_with = "bytes")]
-    pub time: Option<Duration>,
+    #[command(flatten)]
+    pub run: RunArgs,
     /// Send this many bytes per direction instead of running for a time.
-    #[arg(short = 'n', long = "bytes", value_name = "SIZE", value_parser = size)]
+    #[arg(short = 'n', long = "bytes", value_name = "SIZE", value_parser = size, conflicts_with = "time")]
     pub bytes: Option<ByteCount>,
     /// Send this many blocks (of -l bytes; UDP: datagrams) per direction instead, as
     /// iperf3's -k.
     #[arg(short = 'k', long = "blockcount", value_name = "BLOCKS", conflicts_with_all = ["time", "bytes"],
           value_parser = count::<u64>)]
     pub blocks: Option<u64>,
-    /// Seconds between interval reports; 0 turns them off.
-    #[arg(short = 'i', long = "interval", value_name = "SECONDS", value_parser = seconds, default_value = "1")]
-    pub interval: Duration,
     /// Parallel streams (per direction).
     #[arg(short = 'P', long = "parallel", value_name = "N", default_value_t = 1,
           value_parser = |s: &str| whole::<u32>(s, 1..=u64::from(linerate_proto::spec::MAX_STREAMS)))]
@@ -198,23 +246,9 @@ pub struct TestArgs {
     /// Both directions at once, each with -P streams.
     #[arg(long = "bidir")]
     pub bidir: bool,
-    /// Pace each stream to this rate in bit/s (SI); 0 = unlimited [default: unlimited for TCP,
-    /// 1M for UDP]. RATE/BURST, as iperf3's burst mode: BURST blocks (datagrams) back to back,
-    /// then a wait until the rate has caught up with them (1..1000).
-    #[arg(short = 'b', long = "bitrate", value_name = "RATE[/BURST]", value_parser = bitrate)]
-    pub bitrate: Option<RateArg>,
     /// TCP maximum segment size (set before connecting).
     #[arg(short = 'M', long = "mss", visible_alias = "set-mss", value_name = "BYTES", value_parser = count::<u32>)]
     pub mss: Option<u32>,
-    /// Disable Nagle's algorithm (TCP_NODELAY) on data sockets.
-    #[arg(short = 'N', long = "no-delay")]
-    pub no_delay: bool,
-    /// Congestion-control algorithm on both ends (e.g. cubic, bbr, reno).
-    #[arg(short = 'C', long = "congestion", value_name = "ALGO")]
-    pub congestion: Option<String>,
-    /// Warm-up seconds excluded from the summary (added to -t).
-    #[arg(short = 'O', long = "omit", value_name = "SECONDS", value_parser = seconds)]
-    pub omit: Option<Duration>,
     /// Zero-copy send: sendfile(2) from a memory-backed file instead of write(2).
     #[arg(short = 'Z', long = "zerocopy")]
     pub zerocopy: bool,
@@ -243,27 +277,8 @@ pub struct TestArgs {
     /// each) or N (a pool of N workers). The server chooses its own (`server --threads`).
     #[arg(long = "threads", value_name = "auto|stream|N", value_parser = threads, default_value = "auto")]
     pub threads: crate::plan::threads::Threads,
-    /// Bind data threads to CPUs, as iperf3's -A n,m: the client's list, and after a comma
-    /// the server's. A list is a CPU, a range or both joined by '+' (0, 0-3, 1+3); an end's
-    /// threads (one per stream, or its pool workers) take its CPUs in turn. Or a loopback
-    /// placement: auto (the default: the placement this host measured fastest, calibrated
-    /// once and kept in the history), pair (each stream's two ends on one CPU), split (on
-    /// two), none (the system's scheduler places every thread). The result names it.
-    #[arg(short = 'A', long = "affinity", value_name = "CPUS[,SERVER_CPUS]|auto|pair|split|none", value_parser = affinity)]
-    pub affinity: Option<crate::plan::affinity::Affinity>,
-    /// Label carried into the output and the JSON record.
-    #[arg(short = 'T', long = "title", value_name = "TEXT")]
-    pub title: Option<String>,
     #[command(flatten)]
     pub text: TextArgs,
-    /// The path's link rate (SI bits per second, e.g. 10G): the summary shows the theoretical
-    /// TCP maximum over such a link and the share reached.
-    #[arg(long = "link-speed", value_name = "RATE", value_parser = rate)]
-    pub link_speed: Option<Bitrate>,
-    /// The path's IP MTU, with --link-speed.
-    #[arg(long = "mtu", value_name = "BYTES", default_value_t = 1500, requires = "link_speed",
-          value_parser = |s: &str| whole::<u32>(s, 576..=65536))]
-    pub mtu: u32,
     /// The server is an iperf3 server (3.12 or later): speak its protocol, for TCP and UDP
     /// (-u) bulk tests; not --rr, --crr or --under-load, which need a linerate server
     /// (docs/IPERF3.md).
@@ -273,12 +288,12 @@ pub struct TestArgs {
     /// one unpaced trial (or one at -b), then a binary search; prints every trial.
     #[arg(long = "find-max", requires = "udp", conflicts_with_all = ["bytes", "iperf3"])]
     pub find_max: bool,
-    /// With --find-max: the most loss a passing trial may have, in percent [default: 0.1].
-    #[arg(long = "loss", value_name = "PERCENT", requires = "find_max", value_parser = percent)]
-    pub loss: Option<f64>,
-    /// With --find-max: length of each trial [default: 5 s].
-    #[arg(long = "trial", value_name = "SECONDS", requires = "find_max", value_parser = seconds)]
-    pub trial: Option<Duration>,
+    /// With --find-max: the most loss a passing trial may have, in percent.
+    #[arg(long = "loss", value_name = "PERCENT", requires = "find_max", value_parser = percent, default_value = "0.1")]
+    pub loss: f64,
+    /// With --find-max: length of each trial in seconds.
+    #[arg(long = "trial", value_name = "SECONDS", requires = "find_max", value_parser = seconds, default_value = "5")]
+    pub trial: Duration,
     /// Payload of a repeating pattern, as iperf3's --repeating-payload: linerate's senders
     /// always write one (never all zeros, so compression cannot flatter a path); against an
     /// iperf3 server (--iperf3) its senders are asked to do the same.
@@ -293,9 +308,6 @@ pub struct TestArgs {
     /// JSON when it runs with -J). linerate servers always send their full figures.
     #[arg(long = "get-server-output")]
     pub get_server_output: bool,
-    /// Give up on each TCP connect after this long.
-    #[arg(long = "connect-timeout", value_name = "SECONDS", value_parser = seconds, default_value = "10")]
-    pub connect_timeout: Duration,
     /// The longest to wait, in all, in the queue of a server that runs one test at a time
     /// (`linerate server --exclusive`); a server whose own estimate of the wait is longer is
     /// left at once [default: 300].
@@ -324,6 +336,17 @@ pub struct TestArgs {
     /// With --under-load: seconds of probes on the idle path before the test [default: 2].
     #[arg(long = "idle-time", value_name = "SECONDS", value_parser = seconds, requires = "under_load")]
     pub idle_time: Option<Duration>,
+}
+
+impl TestArgs {
+    /// Every test flag at its default, as clap gives it when the flag is not given: what a
+    /// matrix's cells start from, so that no default is written a second time by hand.
+    pub(super) fn defaults() -> Result<TestArgs, String> {
+        use clap::FromArgMatches;
+        let command = TestArgs::augment_args(clap::Command::new("test"));
+        let matches = command.try_get_matches_from(["test"]).map_err(|e| e.to_string())?;
+        TestArgs::from_arg_matches(&matches).map_err(|e| e.to_string())
+    }
 }
 
 /// How the client's text output reads, as iperf3's output flags.
@@ -394,4 +417,32 @@ pub struct GateArgs {
     /// The stored run (`12`) or matrix (`m3`) to compare with for --fail-regression.
     #[arg(long = "baseline", value_name = "RUN", requires = "fail_regression")]
     pub baseline: Option<String>,
+}
+
+// The defaults the help text states are the library's.
+const _: () = assert!(crate::plan::DEFAULT_PORT == 5201);
+const _: () =
+    assert!(crate::plan::DEFAULT_TIME_MS == 10_000 && crate::plan::SELFTEST_TIME.as_secs() == 3);
+const _: () = assert!(linerate_proto::QUEUE_LIMIT.as_secs() == 300);
+const _: () = assert!(
+    crate::plan::UnderLoadPlan::DEFAULT.probes_per_second == 100
+        && crate::plan::UnderLoadPlan::DEFAULT.idle.as_secs() == 2
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_defaults_are_the_flags_own() {
+        let d = TestArgs::defaults().expect("the test flags parse with none given");
+        assert_eq!(d.run.time, None, "-t has no default of its own: the command gives it");
+        assert_eq!(d.run.interval, Duration::from_secs(1));
+        assert_eq!(d.run.connect_timeout, Duration::from_secs(10));
+        assert_eq!(d.run.mtu, crate::plan::DEFAULT_MTU);
+        assert_eq!(d.parallel, 1);
+        assert_eq!(d.trial, Duration::from_secs(5));
+        assert!((d.loss - 0.1).abs() < 1e-12, "{}", d.loss);
+        assert!(!d.udp && !d.rr && !d.find_max && d.run.bitrate.is_none());
+    }
 }

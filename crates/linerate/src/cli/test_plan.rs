@@ -19,15 +19,6 @@ use crate::plan::{DEFAULT_TCP_BLOCK, DEFAULT_UDP_DATAGRAM, DEFAULT_UDP_RATE};
 use crate::record::LinkAssumption;
 use crate::store::Store;
 
-/// Default test length for `client`.
-pub const DEFAULT_TIME: Duration = Duration::from_secs(10);
-
-/// `--find-max` trial length when `--trial` is not given.
-pub const DEFAULT_TRIAL: Duration = Duration::from_secs(5);
-
-/// `--find-max` loss threshold when `--loss` is not given, percent.
-pub const DEFAULT_MAX_LOSS_PERCENT: f64 = 0.1;
-
 /// Shortest interval between reports.
 pub(super) const MIN_INTERVAL: Duration = Duration::from_millis(10);
 
@@ -107,12 +98,11 @@ pub(super) fn client_plan(
 ) -> Result<ClientPlan, String> {
     let mut spec = test_spec(t, default_time)?;
     let find_max = t.find_max.then(|| {
-        let trial = t.trial.unwrap_or(DEFAULT_TRIAL);
-        spec.end = EndCondition::Duration { duration_ms: millis(trial).max(1) };
+        spec.end = EndCondition::Duration { duration_ms: millis(t.trial).max(1) };
         SearchPlan {
-            max_loss: t.loss.unwrap_or(DEFAULT_MAX_LOSS_PERCENT) / 100.0,
+            max_loss: t.loss / 100.0,
             // Unset -b means "start unpaced", not the 1 Mbit/s UDP default.
-            start_bits_per_second: t.bitrate.map_or(0, |b| b.bits_per_second()),
+            start_bits_per_second: t.run.bitrate.map_or(0, |b| b.bits_per_second()),
         }
     });
     if find_max.is_some() && net.json_stream {
@@ -120,7 +110,7 @@ pub(super) fn client_plan(
                     and writes one document at the end: use -J"
             .into());
     }
-    if t.connect_timeout.is_zero() {
+    if t.run.connect_timeout.is_zero() {
         return Err("--connect-timeout must be more than 0 s".into());
     }
     if t.queue_timeout.is_some_and(|q| q.is_zero()) {
@@ -146,17 +136,18 @@ pub(super) fn client_plan(
         bind: net.bind,
         cport: t.cport,
         threads: t.threads,
-        cpus: t.affinity.as_ref().map_or_else(Vec::new, |a| a.client.clone()),
-        placement: t.affinity.as_ref().map_or_else(Default::default, |a| a.placement),
+        cpus: t.run.affinity.as_ref().map_or_else(Vec::new, |a| a.client.clone()),
+        placement: t.run.affinity.as_ref().map_or_else(Default::default, |a| a.placement),
         calibrated: Vec::new(),
         agents_only: false,
-        connect_timeout: t.connect_timeout,
+        connect_timeout: t.run.connect_timeout,
         queue_timeout: t.queue_timeout.unwrap_or(linerate_proto::QUEUE_LIMIT),
         output: output(net),
         link: t
+            .run
             .link_speed
             .filter(|l| l.bits_per_second() > 0)
-            .map(|l| LinkAssumption { bits_per_second: l.bits_per_second(), mtu_bytes: t.mtu }),
+            .map(|l| LinkAssumption { bits_per_second: l.bits_per_second(), mtu_bytes: t.run.mtu }),
         iperf3: t.iperf3,
         get_server_output: t.get_server_output,
         udp_length_auto: t.udp && t.length.is_none(),
@@ -234,7 +225,7 @@ pub(super) fn rr_spec(t: &TestArgs) -> Result<Option<linerate_proto::latency::Rr
 }
 
 pub(super) fn test_spec(t: &TestArgs, default_time: Duration) -> Result<TestSpec, String> {
-    let end = match (t.time, t.bytes) {
+    let end = match (t.run.time, t.bytes) {
         (_, Some(b)) => EndCondition::Bytes { bytes: b.bytes() },
         (Some(d), None) => {
             if d.is_zero() {
@@ -249,7 +240,7 @@ pub(super) fn test_spec(t: &TestArgs, default_time: Duration) -> Result<TestSpec
         }
         (None, None) => EndCondition::Duration { duration_ms: millis(default_time) },
     };
-    if !t.interval.is_zero() && t.interval < MIN_INTERVAL {
+    if !t.run.interval.is_zero() && t.run.interval < MIN_INTERVAL {
         return Err("-i must be 0 (no interval reports) or at least 0.01 s".into());
     }
     let block = match (t.length, t.udp) {
@@ -278,19 +269,19 @@ pub(super) fn test_spec(t: &TestArgs, default_time: Duration) -> Result<TestSpec
         end,
         block_bytes,
         window_bytes: t.window.map(|w| w.bytes()),
-        bits_per_second: match (t.bitrate, t.udp) {
+        bits_per_second: match (t.run.bitrate, t.udp) {
             (Some(b), _) => b.bits_per_second(),
             (None, true) if !t.rr && !t.crr => DEFAULT_UDP_RATE,
             (None, _) => 0,
         },
         mss_bytes: t.mss,
         // Request/response needs each small write on the wire at once, as netperf's TCP_RR.
-        no_delay: t.no_delay || ((t.rr || t.crr) && !t.udp),
-        congestion: t.congestion.clone(),
-        omit_ms: t.omit.map_or(0, millis),
-        interval_ms: millis(t.interval),
+        no_delay: t.run.no_delay || ((t.rr || t.crr) && !t.udp),
+        congestion: t.run.congestion.clone(),
+        omit_ms: t.run.omit.map_or(0, millis),
+        interval_ms: millis(t.run.interval),
         zerocopy: t.zerocopy,
-        title: t.title.clone(),
+        title: t.run.title.clone(),
         held_start: false,
         read_bytes: t.read_size.map(|r| u32::try_from(r.bytes()).unwrap_or(u32::MAX)),
         write_bytes: None,
@@ -301,13 +292,13 @@ pub(super) fn test_spec(t: &TestArgs, default_time: Duration) -> Result<TestSpec
             .map(|r| u32::try_from(r.bytes()).unwrap_or(u32::MAX))
             .or((t.under_load && !t.udp).then_some(0)),
         no_gro: t.no_gro,
-        server_cpus: t.affinity.as_ref().map_or_else(Vec::new, |a| a.server.clone()),
+        server_cpus: t.run.affinity.as_ref().map_or_else(Vec::new, |a| a.server.clone()),
         rr: rr_spec(t)?,
         // iperf3 reads a zero type of service or pacing cap as "leave the kernel's default".
         tos: t.tos.or(t.dscp).and_then(std::num::NonZeroU8::new),
         fq_rate_bps: t.fq_rate.and_then(|r| std::num::NonZeroU64::new(r.bits_per_second())),
         dont_fragment: t.dont_fragment,
-        burst: t.bitrate.and_then(|b| b.burst),
+        burst: t.run.bitrate.and_then(|b| b.burst),
         // Proposed by the client once it knows the server's address (`plan/affinity.rs`).
         pair_cpus: Vec::new(),
         pair_split: false,

@@ -139,9 +139,8 @@ pub(super) fn history_ref(s: &str) -> Result<HistoryRef, String> {
              c4, f5, n6) nor `last`"
         )
     };
-    let group = ['m', 'c', 'f', 'n'].into_iter().find_map(|l| s.strip_prefix(l));
-    match group {
-        Some(g) => g.parse().map(HistoryRef::Group).map_err(|_| bad()),
-        None => s.parse().map(HistoryRef::Run).map_err(|_| bad()),
+    match crate::store::GroupRef::parse(s) {
+        Some(g) if g.letter.is_some() => Ok(HistoryRef::Group(g.id)),
+        _ => s.parse().map(HistoryRef::Run).map_err(|_| bad()),
     }
 }

@@ -21,8 +21,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
-use serde_json::Value;
+use anyhow::Result;
 
 use super::failed::{group_failure_kind, interrupted};
 use super::keep::{self, GroupRuns};
@@ -32,13 +31,14 @@ use crate::plan::matrix::Cell;
 use crate::record::{Failure, FailureKind, Outcome, RunRecord};
 use crate::report::campaign::{self as render, CampaignMeta};
 use crate::report::notice::{Console, Notice, Stored};
+use crate::report::progress::Progress;
 use crate::session::Interrupt;
 use crate::session::campaign::{CampaignEvent, Ran, run_campaign, runs_done};
 use crate::session::preflight::{self, Check};
 use crate::stats::campaign::{TierSummary, cross_tier_findings, summarize_tier};
 use crate::stats::campaign_fleet::{FleetShape, completed_fleet_runs};
 use crate::store::resume::{self, Resumable};
-use crate::store::{GroupKind, GroupParams, RunKind, Store};
+use crate::store::{GroupKind, GroupRow, RunKind, Store};
 
 /// Runs of an earlier attempt, per tier: (cell index, repetition, record).
 type Prior = Vec<Vec<(usize, u32, RunRecord)>>;
@@ -63,9 +63,18 @@ pub fn run(c: &CampaignRun, interrupt: &Interrupt) -> Result<ExitCode> {
     let text = c.output == crate::plan::OutputFormat::Text;
     let console = super::console(text);
     let mut store = keep::open(&c.store, &console);
-    let resumed = c.resume.map(|which| resume_group(c, store.as_ref(), which)).transpose()?;
-    let (group, seed, earlier) = match resumed {
-        Some((g, seed, earlier)) => (Some(g), seed, earlier),
+    let plan_json = serde_json::to_value(&c.plan)?;
+    let resumable = Resumable::new(GroupKind::Campaign, &plan_json, "restore the campaign file");
+    let resumable = Resumable { name: Some(&c.plan.name), ..resumable };
+    // A continued group is read now; a new one is begun only once every server answered.
+    let (group, seed, earlier) = match keep::continued(store.as_ref(), c.resume, &resumable)? {
+        Some(opened) => {
+            let runs = match (&opened.continued, store.as_ref()) {
+                (Some(g), Some(s)) => prior_runs(s, g, &c.plan, opened.seed)?,
+                _ => Earlier::none(c.plan.tiers.len()),
+            };
+            (opened.id, opened.seed, runs)
+        }
         None => (None, c.seed, Earlier::none(c.plan.tiers.len())),
     };
     let kept_per_tier: Vec<usize> = earlier.kept.iter().map(Vec::len).collect();
@@ -93,9 +102,12 @@ pub fn run(c: &CampaignRun, interrupt: &Interrupt) -> Result<ExitCode> {
             super::placement::resolve(base, &streams, &console, interrupt)?;
         }
     }
-    let group = group.or_else(|| begin_group(c, store.as_mut()));
+    let group = match group {
+        Some(g) => Some(g),
+        None => keep::begin(&mut store, &resumable, seed, &console).id,
+    };
     let mut events = |e: CampaignEvent<'_>| match e {
-        CampaignEvent::Run(p) => console.progress(&p.into()),
+        CampaignEvent::Run(p) => console.progress(&Progress::of_campaign(&p)),
         CampaignEvent::TierStopped { tier, tier_index, tiers, why } => {
             console.show(&Notice::TierStopped {
                 tier: &tier.name,
@@ -162,32 +174,6 @@ pub fn run(c: &CampaignRun, interrupt: &Interrupt) -> Result<ExitCode> {
     let status = conclude(c, (group, complete, kind), interrupt, &console)?;
     unstored?;
     Ok(status)
-}
-
-/// The group `--resume` continues, with its seed and runs.
-fn resume_group(
-    c: &CampaignRun,
-    store: Option<&Store>,
-    which: Option<i64>,
-) -> Result<(i64, u64, Earlier)> {
-    let plan_json = serde_json::to_value(&c.plan)?;
-    let s = store.context("--resume needs the history, which cannot be opened")?;
-    let resumable = Resumable {
-        kind: GroupKind::Campaign,
-        plan: &plan_json,
-        name: Some(&c.plan.name),
-        fix: "restore the campaign file",
-        canonical: Value::clone,
-    };
-    let g = resume::find_open_group(s, which, &resumable)?;
-    let seed = resume::stored_seed(&g)?;
-    Ok((g.id, seed, prior_runs(s, g.id, &c.plan, seed)?))
-}
-
-/// A new group for the campaign, if there is a history.
-fn begin_group(c: &CampaignRun, store: Option<&mut Store>) -> Option<i64> {
-    let params = GroupParams::new(&c.plan, Some(c.seed)).ok()?;
-    store?.begin_group(GroupKind::Campaign, Some(&c.plan.name), &params).ok()
 }
 
 /// Resolves and greets the server (of `bases[i]`; a fleet tier: every target) of every tier
@@ -283,24 +269,22 @@ fn conclude(
     .into())
 }
 
-/// The runs of group `id`, per tier, by cell index (see [`Earlier`]).
-fn prior_runs(store: &Store, id: i64, plan: &CampaignPlan, seed: u64) -> Result<Earlier> {
+/// The runs of continued group `g`, per tier, by cell index (see [`Earlier`]).
+fn prior_runs(store: &Store, g: &GroupRow, plan: &CampaignPlan, seed: u64) -> Result<Earlier> {
     let cells: Vec<Vec<Cell>> = plan
         .tiers
         .iter()
         .enumerate()
         .map(|(i, t)| t.matrix_plan(CampaignPlan::tier_seed(seed, i)).cells())
         .collect();
-    let mut earlier = Earlier::none(plan.tiers.len());
-    for run in resume::planned_runs(store, id)? {
-        let name = &run.cell;
-        let found = plan.tiers.iter().enumerate().find_map(|(t, tier)| {
+    let place = |name: &str| {
+        plan.tiers.iter().enumerate().find_map(|(t, tier)| {
             let label = name.strip_prefix(&tier.name)?.strip_prefix('/')?;
             Some((t, tier.cell_index(&cells[t], label)?))
-        });
-        let (tier, cell) = found.with_context(|| {
-            format!("run {name:?} of group {id} is of no cell of this campaign")
-        })?;
+        })
+    };
+    let mut earlier = Earlier::none(plan.tiers.len());
+    for ((tier, cell), run) in resume::placed_runs(store, g, place)? {
         if run.kept && plan.tiers[tier].fleet.is_none() {
             earlier.kept[tier].push((cell, run.repetition, run.record.clone()));
         }

@@ -19,7 +19,7 @@ use linerate_proto::Environment;
 use super::source::stored_fleet_shape;
 use crate::plan::matrix::values_of;
 use crate::plan::{HistoryPlan, HistoryRef};
-use crate::record::{Failure, Outcome, RunRecord};
+use crate::record::{End, Failure, Outcome, RunRecord};
 use crate::report;
 use crate::report::history::CompareRow;
 use crate::report::model::Report;
@@ -145,8 +145,8 @@ fn rows(a_cells: &[Cell], b_cells: &[Cell]) -> Vec<CompareRow> {
                 transactions: x.first.spec.rr.is_some() && y.first.spec.rr.is_some(),
                 index: x.index,
                 environment: vec![
-                    end_changes("client", x.client_env.as_ref(), y.client_env.as_ref()),
-                    end_changes("server", x.server_env.as_ref(), y.server_env.as_ref()),
+                    end_changes(End::Client, x.client_env.as_ref(), y.client_env.as_ref()),
+                    end_changes(End::Server, x.server_env.as_ref(), y.server_env.as_ref()),
                 ],
                 settings: setting_changes(&x.first, &y.first),
                 // One run a side: the figures of each (several runs: not yet).

@@ -37,7 +37,7 @@ use std::cell::RefCell;
 use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use super::failed::{group_failure_kind, interrupted};
 use super::keep::{self, GroupRuns};
@@ -50,11 +50,12 @@ use crate::report::model::{InputRun, build};
 use crate::report::notice::{Console, Notice, Stored};
 use crate::report::style::Style;
 use crate::session::Interrupt;
-use crate::session::fleet::{self, CurveProgress};
+use crate::session::fleet;
+use crate::session::grid::Progress;
 use crate::stats::campaign_fleet::{FleetShape, completed_fleet_runs};
 use crate::stats::fleet::{FleetSummary, HostInput, summarize_fleet, summarize_planned};
-use crate::store::resume::{self, Resumable};
-use crate::store::{GroupKind, GroupParams, RunKind, Store};
+use crate::store::resume::Resumable;
+use crate::store::{GroupKind, RunKind, Store};
 
 /// File descriptors a fleet host costs the coordinator: its control connection and each data
 /// connection, plus a few for the probes each run opens.
@@ -109,16 +110,18 @@ pub fn run(plan: &FleetPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     let index = |k: usize| plan.scale.iter().position(|&s| s == k).unwrap_or(0);
     let all = RefCell::new(earlier);
     let last: RefCell<Option<FleetSummary>> = RefCell::new(None);
+    let counts = plan.counts();
     let mut start_note = None;
     let mut ran = 0;
     let outcome = fleet::run_curve_from(
         plan,
         prior,
         interrupt,
-        &mut |p: CurveProgress<'_>| {
+        &mut |p: Progress<'_, fleet::Ran>| {
             let summary = last.borrow();
             if curve {
-                console.progress(&render::curve_progress(&p, p.finished.and(summary.as_ref())));
+                let (hosts, summary) = (counts[p.slot.cell], p.finished.and(summary.as_ref()));
+                console.progress(&render::curve_progress(&p, hosts, summary));
             }
         },
         &mut |k, rep, fleet_run| {
@@ -224,31 +227,22 @@ fn open<'a>(
     console: &'a Console,
 ) -> Result<Opened<'a>> {
     let mut store = keep::open(&plan.base.store, console);
-    let Some(which) = plan.resume else {
-        let params = GroupParams::new(&FleetIdentity::of(plan), Some(plan.seed))?;
-        let group = match store.as_mut() {
-            Some(s) => Some(s.begin_group(GroupKind::Fleet, None, &params)?),
-            None => None,
-        };
-        let runs = group_runs(store, group, plan, (interrupt, console));
-        return Ok(Opened { runs, group, plan: plan.clone(), earlier: Vec::new() });
-    };
-    let store = store.context("--resume needs the history, which cannot be opened")?;
     let wanted = serde_json::to_value(FleetIdentity::of(plan))?;
-    let resumable = Resumable {
-        kind: GroupKind::Fleet,
-        plan: &wanted,
-        name: None,
-        fix: "repeat the original command line (targets, --scale, --repeat, --until-ci, test \
-              flags)",
-        canonical: Clone::clone,
+    let fix = "repeat the original command line (targets, --scale, --repeat, --until-ci, test \
+               flags)";
+    let resumable = Resumable::new(GroupKind::Fleet, &wanted, fix);
+    let opened = keep::open_group(&mut store, plan.resume, &resumable, plan.seed, console)?;
+    let plan = FleetPlan { seed: opened.seed, ..plan.clone() };
+    // A fleet's host runs are read as `report` reads them: with their places in the fleet.
+    let earlier = match (&opened.continued, store.as_ref()) {
+        (Some(g), Some(s)) => {
+            let source = load_from(s, crate::store::Stored::Group(g.id))?;
+            source.tiers.into_iter().flat_map(|t| t.runs).collect()
+        }
+        _ => Vec::new(),
     };
-    let g = resume::find_open_group(&store, which, &resumable)?;
-    let plan = FleetPlan { seed: resume::stored_seed(&g)?, ..plan.clone() };
-    let source = load_from(&store, crate::store::Stored::Group(g.id))?;
-    let earlier = source.tiers.into_iter().flat_map(|t| t.runs).collect();
-    let runs = group_runs(Some(store), Some(g.id), &plan, (interrupt, console));
-    Ok(Opened { runs, group: Some(g.id), plan, earlier })
+    let runs = group_runs(store, opened.id, &plan, (interrupt, console));
+    Ok(Opened { runs, group: opened.id, plan, earlier })
 }
 
 /// Where the host runs of `group` are kept.

@@ -2,13 +2,17 @@
 //! gives a warning and the results are still printed; a run the history did not take is saved
 //! as its `-J` document beside the history (or in the temp directory) and comes back as
 //! [`Unstored`], so the command can say where and end non-zero. Used by every command that
-//! runs tests.
+//! runs tests. The group of a repeated experiment (matrix, fleet, mesh, campaign) is begun or
+//! continued here too ([`open_group`]), by one rule for all four.
+
+use anyhow::Context;
 
 use crate::plan::StorePlan;
 use crate::record::{FailureKind, RunRecord};
 use crate::report::notice::{Console, Notice};
+use crate::store::resume::Resumable;
 use crate::store::spill::{self, Unstored, UnstoredRuns};
-use crate::store::{RunMeta, Store};
+use crate::store::{GroupParams, GroupRow, RunMeta, Store};
 
 /// The store of a plan, or None (with a warning saying why) when it cannot be used.
 pub fn open(plan: &StorePlan, console: &Console) -> Option<Store> {
@@ -130,6 +134,74 @@ impl<'a> GroupRuns<'a> {
             lost if lost.is_empty() => Ok(()),
             lost => Err(UnstoredRuns(lost)),
         }
+    }
+}
+
+/// A repeated experiment's group (a matrix, a fleet or its curve, a mesh, a campaign), begun
+/// or continued: the one opening the four commands share. Each then places a continued
+/// group's runs in its own cells (`store::resume::placed_runs`).
+#[derive(Debug)]
+pub struct OpenedGroup {
+    /// The group: None without a history, or when the history would not take a new group (a
+    /// warning said why, and the runs are saved as files instead, as [`keep`] does).
+    pub id: Option<i64>,
+    /// The run order's seed: the plan's for a new group, the stored one for a continued one.
+    pub seed: u64,
+    /// The continued group as stored (its plan, whose runs to place), None for a new one.
+    pub continued: Option<GroupRow>,
+}
+
+/// The group `--resume` continues (`resume`: `Some(which)`, the group given or the newest
+/// unfinished one with `r`'s plan), read before anything runs or is stored; None without
+/// `--resume`.
+pub fn continued(
+    store: Option<&Store>,
+    resume: Option<Option<i64>>,
+    r: &Resumable<'_>,
+) -> anyhow::Result<Option<OpenedGroup>> {
+    let Some(which) = resume else { return Ok(None) };
+    let s = store.context("--resume needs the history, which cannot be opened")?;
+    let g = crate::store::resume::find_open_group(s, which, r)?;
+    let seed = crate::store::resume::stored_seed(&g)?;
+    Ok(Some(OpenedGroup { id: Some(g.id), seed, continued: Some(g) }))
+}
+
+/// A new group in the history for `r`'s plan, run in `seed`'s order. A history that will
+/// not take it is a warning, not the end of the experiment: `store` is let go, so every run is
+/// then saved as a file and the command ends non-zero, as when the history cannot be opened.
+pub fn begin(
+    store: &mut Option<Store>,
+    r: &Resumable<'_>,
+    seed: u64,
+    console: &Console,
+) -> OpenedGroup {
+    let began = store.as_mut().map(|s| {
+        let params = GroupParams::new(r.plan, Some(seed))?;
+        s.begin_group(r.kind.clone(), r.name, &params)
+    });
+    let id = match began {
+        Some(Ok(id)) => Some(id),
+        Some(Err(e)) => {
+            console.show(&Notice::HistoryUnavailable(format!("{e:#}")));
+            *store = None;
+            None
+        }
+        None => None,
+    };
+    OpenedGroup { id, seed, continued: None }
+}
+
+/// The group `--resume` continues ([`continued`]), or a new one ([`begin`]).
+pub fn open_group(
+    store: &mut Option<Store>,
+    resume: Option<Option<i64>>,
+    r: &Resumable<'_>,
+    seed: u64,
+    console: &Console,
+) -> anyhow::Result<OpenedGroup> {
+    match continued(store.as_ref(), resume, r)? {
+        Some(opened) => Ok(opened),
+        None => Ok(begin(store, r, seed, console)),
     }
 }
 

@@ -11,7 +11,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde_json::Value;
 
 use super::failed::{grid_failure, interrupted};
@@ -19,23 +19,11 @@ use super::keep::{self, GroupRuns};
 use crate::plan::matrix::{Cell, MatrixIdentity, MatrixPlan, MatrixRun};
 use crate::plan::{ClientPlan, OutputFormat};
 use crate::record::{Outcome, RunRecord};
-use crate::report::notice::{Notice, Stored};
+use crate::report::notice::{Console, Notice, Stored};
 use crate::session::{self, Interrupt};
 use crate::stats;
-use crate::store::resume::{self, Resumable};
-use crate::store::{GroupKind, GroupParams, RunKind, Store};
-
-/// Runs of earlier attempts: (cell index, repetition, record).
-type Prior = Vec<(usize, u32, RunRecord)>;
-
-/// A resumed group's runs: the completed ones the runner skips, and every stored run of the
-/// plan in stored order (failed and interrupted attempts too, which the figures do not count
-/// but the table and the document list, as `report` does).
-#[derive(Debug, Default)]
-struct Earlier {
-    kept: Prior,
-    all: Prior,
-}
+use crate::store::resume::{self, Earlier, Resumable};
+use crate::store::{GroupKind, RunKind, Store};
 
 /// Runs every cell (after the completed runs of a resumed group), shows progress on a
 /// terminal, stores every run, then renders the table and findings (or one JSON document).
@@ -53,13 +41,15 @@ pub fn run(
         plan.cells().iter().map(|c| plan.cell_plan(&base, c).spec.streams).collect();
     super::placement::resolve(&mut base, &streams, &console, interrupt)?;
     let base = &base;
-    let (group, plan, earlier) = start_or_resume(base, plan, how, &mut store)?;
+    let (group, plan, earlier) = start_or_resume(base, plan, how, &mut store, &console)?;
     let cells = plan.cells();
     if base.output == OutputFormat::Text {
         let resumed = how.resume.and(group).map(|g| (g, earlier.kept.len()));
         crate::report::matrix::render_start(&plan, &base.spec, resumed, &mut std::io::stdout())?;
     }
-    let mut progress = |p: session::matrix::Progress<'_>| console.progress(&p.into());
+    let mut progress = |p: session::grid::Progress<'_, RunRecord>| {
+        console.progress(&crate::report::progress::Progress::of_test(&p));
+    };
     let mut runs = GroupRuns::new(
         store,
         (RunKind::MatrixCell, group),
@@ -135,41 +125,23 @@ fn start_or_resume(
     plan: &MatrixPlan,
     how: &MatrixRun,
     store: &mut Option<Store>,
-) -> Result<(Option<i64>, MatrixPlan, Earlier)> {
-    let identity = MatrixIdentity::of(base, plan);
-    let Some(which) = how.resume else {
-        let params = GroupParams::new(&identity, Some(plan.seed))?;
-        let group =
-            store.as_mut().and_then(|s| s.begin_group(GroupKind::Matrix, None, &params).ok());
-        return Ok((group, plan.clone(), Earlier::default()));
+    console: &Console,
+) -> Result<(Option<i64>, MatrixPlan, Earlier<usize>)> {
+    let identity = serde_json::to_value(MatrixIdentity::of(base, plan))?;
+    let fix = "repeat the original command line (host, port, axes, --repeat, test flags)";
+    let resumable = Resumable::new(GroupKind::Matrix, &identity, fix);
+    let resumable = Resumable { canonical: canonical_identity, ..resumable };
+    let opened = keep::open_group(store, how.resume, &resumable, plan.seed, console)?;
+    let (Some(g), Some(s)) = (&opened.continued, store.as_ref()) else {
+        return Ok((opened.id, plan.clone(), Earlier::default()));
     };
-    let s = store.as_ref().context("--resume needs the history, which cannot be opened")?;
-    let identity = serde_json::to_value(&identity)?;
-    let resumable = Resumable {
-        kind: GroupKind::Matrix,
-        plan: &identity,
-        name: None,
-        fix: "repeat the original command line (host, port, axes, --repeat, test flags)",
-        canonical: canonical_identity,
-    };
-    let g = resume::find_open_group(s, which, &resumable)?;
     // The group's cells keep the words they were stored with (`w=256k`), however they were
     // written this time.
     let stored = g.params.plan::<MatrixIdentity>().ok().and_then(|i| i.axes);
     let axes = stored.unwrap_or_else(|| plan.axes.clone());
-    let plan = MatrixPlan { seed: resume::stored_seed(&g)?, axes, ..plan.clone() };
+    let plan = MatrixPlan { seed: opened.seed, axes, ..plan.clone() };
     let cells = plan.cells();
-    let mut earlier = Earlier::default();
-    for run in resume::planned_runs(s, g.id)? {
-        let label = &run.cell;
-        let cell = cells
-            .iter()
-            .find(|c| c.is_named(label))
-            .with_context(|| format!("run {label:?} of matrix m{} is of no cell here", g.id))?;
-        if run.kept {
-            earlier.kept.push((cell.index, run.repetition, run.record.clone()));
-        }
-        earlier.all.push((cell.index, run.repetition, run.record));
-    }
-    Ok((Some(g.id), plan, earlier))
+    let place = |label: &str| cells.iter().find(|c| c.is_named(label)).map(|c| c.index);
+    let earlier = Earlier::of(resume::placed_runs(s, g, place)?);
+    Ok((opened.id, plan, earlier))
 }

@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use super::failed::{grid_failure, interrupted};
 use super::keep::{self, GroupRuns};
@@ -16,7 +16,7 @@ use crate::report::notice::{Notice, Stored};
 use crate::session::Interrupt;
 use crate::session::grid::Slot;
 use crate::store::resume::{self, Resumable};
-use crate::store::{GroupKind, GroupParams, RunKind};
+use crate::store::{GroupKind, RunKind};
 
 /// One mesh, or (`--every`, `--slip`) meshes on a schedule (`super::every`): each a group of
 /// its own, taking the requester lock for its run, so two never overlap.
@@ -76,7 +76,7 @@ fn once(plan: &MeshPlan, interrupt: &Interrupt) -> Result<ExitCode> {
         };
         let pairs = sampled(plan, agents.len(), &greeted, plan.seed)?;
         let shape = shape(plan, &hosts(agents.len(), &greeted), &pairs, &[]);
-        writeln!(std::io::stdout().lock(), "{}", crate::report::mesh::plan_line(&shape, None))?;
+        crate::report::mesh::render_start(&shape, None, &[], &mut std::io::stdout().lock())?;
         return Ok(ExitCode::SUCCESS);
     }
     check_descriptors(plan.concurrency.min(agents.len() / 2).max(1))?;
@@ -112,7 +112,7 @@ fn once(plan: &MeshPlan, interrupt: &Interrupt) -> Result<ExitCode> {
     };
     let mut store = keep::open(&base.store, &console);
     let rounds = crate::plan::StoredRounds::of(plan.repeat, plan.until_ci, plan.max_repeat);
-    let opened = open(plan, &agents, &greeted, rounds, &mut store)?;
+    let opened = open(plan, (agents.as_slice(), &greeted), rounds, &mut store, &console)?;
     let Opened { group, seed, identity, kept, earlier } = opened;
     let plan = &MeshPlan { seed, ..plan.clone() };
     let (agents, pairs) = (identity.agents.clone(), identity.pairs.clone());
@@ -128,12 +128,12 @@ fn once(plan: &MeshPlan, interrupt: &Interrupt) -> Result<ExitCode> {
             (Some(_), Some(g)) => Some((g, kept.len())),
             _ => None,
         };
-        writeln!(out, "{}", crate::report::mesh::plan_line(&shape, resumed))?;
-        for (a, why) in agents.iter().zip(&dead) {
-            if let Some(why) = why {
-                writeln!(out, "Agent {} {why}: its pairs are stored as failed, not run", a.label)?;
-            }
-        }
+        let not_reached: Vec<(&str, &str)> = agents
+            .iter()
+            .zip(&dead)
+            .filter_map(|(a, why)| Some((a.label.as_str(), why.as_deref()?)))
+            .collect();
+        crate::report::mesh::render_start(&shape, resumed, &not_reached, &mut out)?;
     }
     let mut runs = GroupRuns::new(
         store,
@@ -143,10 +143,8 @@ fn once(plan: &MeshPlan, interrupt: &Interrupt) -> Result<ExitCode> {
         &console,
     );
     runs.wanted = base.store.path.clone();
-    let mut progress = |p: crate::session::mesh::RoundProgress<'_>| {
-        let mut line = crate::report::progress::Progress::of_run(&labels[p.run.slot.cell], &p.run);
-        line.round = Some(p.round);
-        console.progress(&line);
+    let mut progress = |p: crate::session::grid::Progress<'_, RunRecord>| {
+        console.progress(&crate::report::progress::Progress::of_test(&p));
     };
     let mut keep = |slot: Slot, record: &RunRecord| {
         runs.keep(labels[slot.cell].clone(), slot.repetition, record);
@@ -250,12 +248,8 @@ fn interference_check(
         return Ok(None);
     }
     if text {
-        writeln!(
-            std::io::stdout().lock(),
-            "Interference check: {} sampled pairs run again alone, one at a time (sample seed {})",
-            cells.len(),
-            plan.seed
-        )?;
+        let out = &mut std::io::stdout().lock();
+        crate::report::mesh::render_interference_start(cells.len(), plan.seed, out)?;
     }
     let runs = crate::session::mesh::alone(mesh, &cells, interrupt);
     let rates: Vec<(usize, f64)> = runs
@@ -374,51 +368,35 @@ fn without_pairs(identity: &serde_json::Value) -> serde_json::Value {
 /// A new group for the mesh (if there is a history), or the unfinished one it resumes.
 fn open(
     plan: &MeshPlan,
-    agents: &[crate::plan::fleet::Target],
-    greeted: &crate::session::mesh::Greeted,
+    (agents, greeted): (&[crate::plan::fleet::Target], &crate::session::mesh::Greeted),
     rounds: crate::plan::StoredRounds,
     store: &mut Option<crate::store::Store>,
+    console: &crate::report::notice::Console,
 ) -> Result<Opened> {
-    let identity = |seed: u64| -> Result<MeshIdentity> {
-        Ok(MeshIdentity {
-            agents: agents.to_vec(),
-            pairs: sampled(plan, agents.len(), greeted, seed)?,
-            spec: plan.base.spec.clone(),
-            rounds: rounds.clone(),
-        })
+    let identity = MeshIdentity {
+        agents: agents.to_vec(),
+        pairs: sampled(plan, agents.len(), greeted, plan.seed)?,
+        spec: plan.base.spec.clone(),
+        rounds,
     };
-    let Some(which) = plan.resume else {
-        let identity = identity(plan.seed)?;
-        let params = GroupParams::new(&identity, Some(plan.seed))?;
-        let group = store.as_mut().and_then(|s| s.begin_group(GroupKind::Mesh, None, &params).ok());
+    let wanted = serde_json::to_value(&identity)?;
+    let fix = "repeat the original command line (agents, --sample, --repeat, --until-ci, test \
+               flags; with --each-address the names must still resolve to the same agents)";
+    let resumable = Resumable::new(GroupKind::Mesh, &wanted, fix);
+    let resumable = Resumable { canonical: without_pairs, ..resumable };
+    let opened = keep::open_group(store, plan.resume, &resumable, plan.seed, console)?;
+    let (Some(g), Some(s)) = (&opened.continued, store.as_ref()) else {
         let (kept, earlier) = (Vec::new(), Vec::new());
-        return Ok(Opened { group, seed: plan.seed, identity, kept, earlier });
+        return Ok(Opened { group: opened.id, seed: opened.seed, identity, kept, earlier });
     };
-    let s = store.as_ref().context("--resume needs the history, which cannot be opened")?;
-    let wanted = serde_json::to_value(identity(plan.seed)?)?;
-    let resumable = Resumable {
-        kind: GroupKind::Mesh,
-        plan: &wanted,
-        name: None,
-        fix: "repeat the original command line (agents, --sample, --repeat, --until-ci, test \
-              flags; with --each-address the names must still resolve to the same agents)",
-        canonical: without_pairs,
-    };
-    let g = resume::find_open_group(s, which, &resumable)?;
-    let seed = resume::stored_seed(&g)?;
+    // The stored pairs: a sample drawn from the stored seed.
     let identity: MeshIdentity = g.params.plan()?;
     let labels = identity.labels();
-    let (mut kept, mut earlier) = (Vec::new(), Vec::new());
-    for run in resume::planned_runs(s, g.id)? {
-        let cell = labels
-            .iter()
-            .position(|l| *l == run.cell)
-            .with_context(|| format!("run {:?} of mesh n{} is of no pair here", run.cell, g.id))?;
-        let slot = Slot { cell, repetition: run.repetition };
-        if run.kept {
-            kept.push((slot, run.record.clone()));
-        }
-        earlier.push((slot, run.record));
-    }
-    Ok(Opened { group: Some(g.id), seed, identity, kept, earlier })
+    let place = |cell: &str| labels.iter().position(|l| l.as_str() == cell);
+    let earlier = resume::Earlier::of(resume::placed_runs(s, g, place)?);
+    let slot =
+        |(cell, repetition, record): (usize, u32, RunRecord)| (Slot { cell, repetition }, record);
+    let kept = earlier.kept.into_iter().map(slot).collect();
+    let earlier = earlier.all.into_iter().map(slot).collect();
+    Ok(Opened { group: opened.id, seed: opened.seed, identity, kept, earlier })
 }

@@ -203,7 +203,7 @@ fn stored_matrix(group: &GroupRow, runs: StoredRuns) -> Result<Source> {
     let identity = matrix_identity(group);
     let cells = matrix_cells(&identity, &runs);
     let notes = identity.axes.is_none().then(|| AXES_UNREAD.to_string()).into_iter().collect();
-    let title = format!("matrix m{}", group.id);
+    let title = format!("matrix {}", GroupKind::Matrix.reference(group.id));
     cells_source(group, runs, cells, (title, notes), (identity.rounds.until_ci, None))
 }
 
@@ -220,7 +220,7 @@ fn stored_mesh(group: &GroupRow, runs: StoredRuns) -> Result<Source> {
         agents: i.agents.iter().map(|a| a.label.clone()).collect(),
         pairs: i.pairs,
     });
-    let title = format!("mesh n{}", group.id);
+    let title = format!("mesh {}", GroupKind::Mesh.reference(group.id));
     cells_source(group, runs, cells, (title, Vec::new()), (until_ci, shape))
 }
 
@@ -279,9 +279,10 @@ fn stored_fleet(group: &GroupRow, runs: StoredRuns) -> Result<Source> {
                 let at = shape.scale.iter().position(named);
                 at.with_context(|| {
                     format!(
-                        "run {id} of fleet f{} is of cell {:?}, which its stored host counts do \
+                        "run {id} of fleet {} is of cell {:?}, which its stored host counts do \
                          not have: the history was changed outside linerate",
-                        group.id, meta.cell
+                        GroupKind::Fleet.reference(group.id),
+                        meta.cell
                     )
                 })?
             }
@@ -300,7 +301,7 @@ pub(super) fn fleet_source(
     shape: FleetShape,
     runs: Vec<InputRun>,
 ) -> Source {
-    let name = group.map_or_else(|| "fleet".to_string(), |g| format!("f{g}"));
+    let name = group.map_or_else(|| "fleet".to_string(), |g| GroupKind::Fleet.reference(g));
     let what = if shape.scale.is_empty() { "fleet" } else { "scaling curve" };
     let first = runs.first().map(|r| &r.record);
     let server = first.map_or_else(|| "n/a".to_string(), |r| r.server.clone());
@@ -355,7 +356,7 @@ fn stored_campaign(group: &GroupRow, runs: StoredRuns) -> Result<Source> {
     let name = group.name.clone().unwrap_or_else(|| "campaign".into());
     Ok(Source {
         kind: ReportKind::Campaign,
-        title: format!("campaign {name} (c{})", group.id),
+        title: format!("campaign {name} ({})", GroupKind::Campaign.reference(group.id)),
         name: Some(name),
         seed,
         group: Some(group.id),

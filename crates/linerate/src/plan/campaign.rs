@@ -23,21 +23,13 @@ use crate::plan::campaign_de::{Axis, RawCampaign, Settings};
 use crate::plan::matrix::{AxisValue, MatrixPlan};
 use crate::plan::size::Size;
 use crate::plan::{ClientPlan, DEFAULT_PORT, DEFAULT_UDP_RATE, OutputFormat};
-use crate::plan::{DEFAULT_TCP_BLOCK, StorePlan};
+use crate::plan::{DEFAULT_MAX_REPEAT, DEFAULT_REPEAT, MAX_REPEAT_RANGE, REPEAT_RANGE};
+use crate::plan::{DEFAULT_MTU, DEFAULT_TCP_BLOCK, DEFAULT_TIME_MS, MTU_RANGE, StorePlan};
 use crate::record::LinkAssumption;
 
 mod fleet;
 
 pub use fleet::{ReadTargets, TierFleet};
-
-/// Runs per cell when neither the tier nor `[defaults]` says.
-pub const DEFAULT_REPEAT: u32 = 3;
-/// Most runs per cell with `until_ci` when not given.
-pub const DEFAULT_MAX_REPEAT: u32 = 10;
-/// Length of each run when not given, seconds.
-pub const DEFAULT_TIME_MS: u64 = 10_000;
-/// The MTU assumed with `link_speed` when `mtu` is not given.
-pub const DEFAULT_MTU: u32 = 1500;
 
 /// A parsed campaign.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -332,22 +324,34 @@ fn resolve(name: &str, s: &Settings, read: ReadTargets<'_>) -> Result<Tier, Stri
         }
     };
     let mtu = s.mtu.unwrap_or(DEFAULT_MTU);
-    if !(576..=65536).contains(&mtu) {
-        return Err(format!("tier {name:?}: mtu = {mtu} is outside 576..=65536 bytes"));
+    if !MTU_RANGE.contains(&u64::from(mtu)) {
+        return Err(format!(
+            "tier {name:?}: mtu = {mtu} is outside {}..={} bytes",
+            MTU_RANGE.start(),
+            MTU_RANGE.end()
+        ));
     }
     if s.mtu.is_some() && s.link_speed.is_none() {
         return Err(format!("tier {name:?}: mtu is only used with link_speed; add link_speed"));
     }
     let repeat = s.repeat.unwrap_or(DEFAULT_REPEAT);
-    if !(1..=1000).contains(&repeat) {
-        return Err(format!("tier {name:?}: repeat = {repeat} is outside 1..=1000"));
+    if !REPEAT_RANGE.contains(&u64::from(repeat)) {
+        return Err(format!(
+            "tier {name:?}: repeat = {repeat} is outside {}..={}",
+            REPEAT_RANGE.start(),
+            REPEAT_RANGE.end()
+        ));
     }
     let max_repeat = s.max_repeat.unwrap_or(DEFAULT_MAX_REPEAT);
     if s.max_repeat.is_some() && s.until_ci.is_none() {
         return Err(format!("tier {name:?}: max_repeat is only used with until_ci; add until_ci"));
     }
-    if !(2..=1000).contains(&max_repeat) {
-        return Err(format!("tier {name:?}: max_repeat = {max_repeat} is outside 2..=1000"));
+    if !MAX_REPEAT_RANGE.contains(&u64::from(max_repeat)) {
+        return Err(format!(
+            "tier {name:?}: max_repeat = {max_repeat} is outside {}..={}",
+            MAX_REPEAT_RANGE.start(),
+            MAX_REPEAT_RANGE.end()
+        ));
     }
     let time_ms = s.time.map_or(DEFAULT_TIME_MS, |t| millis(t.0));
     if time_ms == 0 {

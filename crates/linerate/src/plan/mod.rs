@@ -86,6 +86,28 @@ pub fn auto_udp_datagram(path_payload: u32, bits_per_second: u64) -> u32 {
 pub const DEFAULT_TCP_BLOCK: u64 = 128 * 1024;
 /// Default TCP port, the same as iperf3's so firewalls and habits carry over.
 pub const DEFAULT_PORT: u16 = 5201;
+/// A test's length when none is given (`-t`, a campaign's `time`), milliseconds: iperf3's.
+pub const DEFAULT_TIME_MS: u64 = 10_000;
+/// [`DEFAULT_TIME_MS`] as a duration.
+pub const DEFAULT_TIME: Duration = Duration::from_millis(DEFAULT_TIME_MS);
+/// A `selftest`'s length when none is given: long enough for a stable figure, short enough to
+/// wait for.
+pub const SELFTEST_TIME: Duration = Duration::from_secs(3);
+/// The path's IP MTU assumed with a link speed when none is given (`--mtu`, a campaign's
+/// `mtu`): Ethernet's.
+pub const DEFAULT_MTU: u32 = 1500;
+/// The MTUs a path may be given: IPv4's least datagram every host must take, to the largest
+/// an IP packet can be.
+pub const MTU_RANGE: std::ops::RangeInclusive<u64> = 576..=65536;
+/// Runs per cell of a repeated experiment when not given (`--repeat`, a campaign's `repeat`).
+pub const DEFAULT_REPEAT: u32 = 3;
+/// The runs per cell one may ask for.
+pub const REPEAT_RANGE: std::ops::RangeInclusive<u64> = 1..=1000;
+/// The most completed runs per cell with `--until-ci` when not given (`--max-repeat`, a
+/// campaign's `max_repeat`).
+pub const DEFAULT_MAX_REPEAT: u32 = 10;
+/// The most runs per cell one may allow: at least two, as an interval needs.
+pub const MAX_REPEAT_RANGE: std::ops::RangeInclusive<u64> = 2..=1000;
 
 /// Which address family to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -27,6 +27,7 @@ use crate::stats::fleet::{FleetDirection, FleetSummary, Spread};
 use crate::stats::fleet::{HostInput, summarize_fleet};
 use crate::stats::scaling::{PLATEAU, ScaleDirection, ScaleSummary};
 use crate::stats::summarize;
+use crate::store::GroupKind;
 use crate::units::peer_text::escape;
 use crate::units::{ByteCount, count_of, format_bits_per_second, rate_unit, three_figures};
 
@@ -411,7 +412,8 @@ pub fn render_scale_rounds(
     match resumed {
         Some(g) => writeln!(
             out,
-            "Resuming f{g}: its whole fleet runs are kept, the rest run (seed {})",
+            "Resuming {}: its whole fleet runs are kept, the rest run (seed {})",
+            GroupKind::Fleet.reference(g),
             plan.seed
         ),
         None => Ok(()),
@@ -419,21 +421,18 @@ pub fn render_scale_rounds(
 }
 
 /// Where a curve is, for the command's `Console` (a bar on a terminal; in a log, one line per
-/// finished fleet run: `[3/8] 2 hosts (run 1): upload 1.88 Gbit/s`): before a run `summary`
-/// is None, after it the run's figures.
+/// finished fleet run: `[3/8] 2 hosts (run 1): upload 1.88 Gbit/s`), its cell named by its
+/// `hosts`: before a run `summary` is None, after it the run's figures.
 pub fn curve_progress(
-    p: &crate::session::fleet::CurveProgress<'_>,
+    p: &crate::session::grid::Progress<'_, crate::session::fleet::Ran>,
+    hosts: usize,
     summary: Option<&FleetSummary>,
 ) -> super::progress::Progress {
     super::progress::Progress {
-        done: p.position.0,
-        planned: p.position.1,
-        tier: None,
-        round: None,
-        cell: count_of(p.hosts as u64, "host"),
-        repetition: p.repetition,
+        cell: count_of(hosts as u64, "host"),
         eta: None,
         finished: summary.map(fleet_result),
+        ..super::progress::Progress::of(p, |_| String::new())
     }
 }
 

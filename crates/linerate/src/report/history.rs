@@ -9,7 +9,7 @@ use crate::stats::compare::Comparison;
 use crate::stats::environment::{EndChanges, EnvChange};
 use crate::stats::latency::LatencyBrief;
 use crate::stats::latency_compare::{LatencyComparison, TestKind};
-use crate::store::{RunKind, RunRow};
+use crate::store::{GroupKind, RunRow};
 use crate::units::peer_text::escape;
 use crate::units::{format_bits_per_second, utc};
 
@@ -123,14 +123,8 @@ fn latency_line(l: &LatencyBrief) -> Option<String> {
 /// matrix and its cell), `c4 lan/P=4` (a campaign), `find-max 5 b=…` (a search, listed with
 /// `history --group 5`), or the kind of a run on its own.
 fn what(r: &RunRow) -> String {
-    let group = match (r.kind, r.group) {
-        (_, None) => return r.kind.as_str().to_string(),
-        (RunKind::CampaignCell, Some(g)) => format!("c{g}"),
-        (RunKind::FleetHost, Some(g)) => format!("f{g}"),
-        (RunKind::MeshPair, Some(g)) => format!("n{g}"),
-        (RunKind::FindMaxTrial, Some(g)) => format!("find-max {g}"),
-        (_, Some(g)) => format!("m{g}"),
-    };
+    let Some(g) = r.group else { return r.kind.as_str().to_string() };
+    let group = r.kind.group_kind().unwrap_or(GroupKind::Matrix).reference(g);
     match &r.cell {
         Some(c) => format!("{group} {c}"),
         None => group,
@@ -263,7 +257,7 @@ mod tests {
             after: b.into(),
         };
         let e = EndChanges {
-            end: "client".into(),
+            end: crate::record::End::Client,
             changes: vec![
                 change("lo MTU", "65536", "9000"),
                 change("net.core.rmem_max", "212992", "8388608"),

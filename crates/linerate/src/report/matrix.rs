@@ -11,6 +11,7 @@ use crate::plan::schedule::Schedule;
 use crate::record::{RunRecord, SCHEMA_VERSION};
 use crate::report::schedule::plan_line;
 use crate::stats::matrix::MatrixSummary;
+use crate::store::GroupKind;
 
 /// The header lines before the first run: the matrix, for a resumed matrix (`--resume`) its
 /// group and how many completed runs it keeps, and the plan's runs and duration (`spec`: the
@@ -38,7 +39,8 @@ pub fn render_start(
         plan.repeat, plan.seed
     )?;
     if let Some((group, kept)) = resumed {
-        writeln!(out, "Resuming matrix m{group}: {kept} completed run(s) kept.")?;
+        let m = GroupKind::Matrix.reference(group);
+        writeln!(out, "Resuming matrix {m}: {kept} completed run(s) kept.")?;
     }
     let done = resumed.map_or(0, |(_, kept)| kept);
     writeln!(out, "{}", plan_line(&Schedule::of_matrix(plan, spec, done)))

@@ -12,6 +12,7 @@ use crate::report::style::Style;
 use crate::report::table::{Table, cell_table};
 use crate::stats::matrix::MatrixSummary;
 use crate::stats::mesh::{MeshSummary, PairGroup};
+use crate::store::GroupKind;
 use crate::units::format_bits_per_second;
 
 /// The mesh as text or Markdown: agents, pairs, zones, findings, and why it stopped early.
@@ -277,7 +278,37 @@ pub fn plan_line(s: &crate::plan::rounds::Shape, resumed: Option<(i64, usize)>) 
         (None, _) => line += "; the total is not known ahead (a byte count ends each test)",
     }
     if let Some((g, kept)) = resumed {
-        line += &format!("; resuming mesh n{g} ({kept} runs kept)");
+        line += &format!("; resuming mesh {} ({kept} runs kept)", GroupKind::Mesh.reference(g));
     }
     line
+}
+
+/// A mesh's first lines: its plan ([`plan_line`]), then each agent pre-flight did not reach
+/// (its label, why), whose pairs are stored as failed rather than run. Labels and reasons can
+/// be an agent's words (a node name, an error), so they are escaped.
+pub fn render_start(
+    shape: &crate::plan::rounds::Shape,
+    resumed: Option<(i64, usize)>,
+    unreached: &[(&str, &str)],
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    writeln!(out, "{}", plan_line(shape, resumed))?;
+    for (agent, why) in unreached {
+        let (agent, why) = (escape(agent), escape(why));
+        writeln!(out, "Agent {agent} {why}: its pairs are stored as failed, not run")?;
+    }
+    Ok(())
+}
+
+/// The line before the interference check's runs: how many sampled pairs run again alone.
+pub fn render_interference_start(
+    pairs: usize,
+    seed: u64,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "Interference check: {pairs} sampled pairs run again alone, one at a time (sample seed \
+         {seed})"
+    )
 }

@@ -20,6 +20,7 @@ use std::path::Path;
 use linerate_proto::TestSpec;
 
 use super::progress::{DEFAULT_COLUMNS, Progress};
+use crate::store::GroupKind;
 
 /// Something a command tells its user that is not a result.
 #[derive(Debug, Clone, PartialEq)]
@@ -135,6 +136,17 @@ pub enum Kind {
     Hint,
 }
 
+/// `Stored as matrix m3 (linerate report m3 --format html -o m3.html; linerate compare m3
+/// mN).`: a stored matrix or mesh, and what to run next.
+fn stored_group(out: &mut dyn Write, kind: &GroupKind, id: i64) -> std::io::Result<()> {
+    let (r, n) = (kind.reference(id), kind.placeholder());
+    writeln!(
+        out,
+        "Stored as {kind} {r} (linerate report {r} --format html -o {r}.html; linerate compare \
+         {r} {n})."
+    )
+}
+
 impl Notice<'_> {
     /// Its kind.
     pub fn kind(&self) -> Kind {
@@ -176,25 +188,23 @@ impl Notice<'_> {
                      --failed` lists failures)."
                 )
             }
-            Notice::Stored(Stored::Matrix(g)) => writeln!(
-                out,
-                "Stored as matrix m{g} (linerate report m{g} --format html -o m{g}.html; \
-                 linerate compare m{g} mN)."
-            ),
-            Notice::Stored(Stored::Fleet(g)) => writeln!(
-                out,
-                "Stored as fleet f{g} (linerate report f{g}; linerate history --group {g})."
-            ),
-            Notice::Stored(Stored::Mesh(g)) => writeln!(
-                out,
-                "Stored as mesh n{g} (linerate report n{g} --format html -o n{g}.html; \
-                 linerate compare n{g} nN)."
-            ),
-            Notice::Stored(Stored::Campaign(g)) => writeln!(
-                out,
-                "Stored as campaign group {g} (linerate report c{g} --format html -o c{g}.html; \
-                 linerate history --group {g})."
-            ),
+            Notice::Stored(Stored::Matrix(g)) => stored_group(out, &GroupKind::Matrix, *g),
+            Notice::Stored(Stored::Fleet(g)) => {
+                let f = GroupKind::Fleet.reference(*g);
+                writeln!(
+                    out,
+                    "Stored as fleet {f} (linerate report {f}; linerate history --group {g})."
+                )
+            }
+            Notice::Stored(Stored::Mesh(g)) => stored_group(out, &GroupKind::Mesh, *g),
+            Notice::Stored(Stored::Campaign(g)) => {
+                let c = GroupKind::Campaign.reference(*g);
+                writeln!(
+                    out,
+                    "Stored as campaign group {g} (linerate report {c} --format html -o \
+                     {c}.html; linerate history --group {g})."
+                )
+            }
             Notice::HtmlWritten(path) => {
                 writeln!(out, "HTML comparison written to {}", path.display())
             }
@@ -227,17 +237,20 @@ impl Notice<'_> {
             Notice::MeshIncomplete { group } => writeln!(
                 out,
                 "The mesh did not complete: its completed runs are stored; run the rest with \
-                 the same command and `--resume n{group}`"
+                 the same command and `--resume {}`",
+                GroupKind::Mesh.reference(*group)
             ),
             Notice::MatrixIncomplete { group } => writeln!(
                 out,
                 "The matrix did not complete: its completed runs are stored; run the rest with \
-                 the same command and `--resume m{group}`"
+                 the same command and `--resume {}`",
+                GroupKind::Matrix.reference(*group)
             ),
             Notice::CurveIncomplete { group } => writeln!(
                 out,
                 "The scaling curve did not complete: its fleet runs are stored; run the rest (and \
-                 the runs a host missed) with the same command and `--resume f{group}`"
+                 the runs a host missed) with the same command and `--resume {}`",
+                GroupKind::Fleet.reference(*group)
             ),
             // Already escaped where a peer's words appear (`session::agents`).
             Notice::AwaitingAgents(s) => writeln!(out, "waiting for the agents: {s}"),

@@ -1,5 +1,5 @@
-//! The progress of matrices and campaigns: on a terminal one bar, redrawn in place before
-//! each run; in a log or a pipe (CI) one line per finished run, with its result.
+//! The progress of matrices, curves, meshes and campaigns: on a terminal one bar, redrawn in
+//! place before each run; in a log or a pipe (CI) one line per finished run, with its result.
 //!
 //! `[=========>          ] 12/40  30%  about 1 min 20 s left  P=2 (run 2)`
 //! `[12/40] P=2 (run 2): 9.41 Gbit/s (about 1 min 20 s left)`
@@ -18,15 +18,15 @@ use std::time::Duration;
 
 use crate::record::{Outcome, RunRecord};
 use crate::report::words::duration_words;
-use crate::session::campaign::{CampaignProgress, Finished};
-use crate::session::matrix;
+use crate::session::campaign::Finished;
+use crate::session::grid;
 use crate::stats::fleet::{HostInput, summarize_fleet};
 use crate::stats::matrix::received_rate;
 use crate::stats::summarize;
 use crate::units::format_bits_per_second;
 use crate::units::peer_text::escape;
 
-/// Where a matrix or a campaign is: what its progress line is drawn from.
+/// Where a matrix, a curve, a mesh or a campaign is: what its progress line is drawn from.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Progress {
     /// Runs finished (with those of an earlier attempt).
@@ -97,55 +97,36 @@ fn result_words(record: &RunRecord) -> String {
     }
 }
 
-impl From<matrix::Progress<'_>> for Progress {
-    fn from(p: matrix::Progress<'_>) -> Self {
-        Self {
-            done: p.done,
-            planned: p.planned,
-            tier: None,
-            round: None,
-            cell: p.cell.label(),
-            repetition: p.repetition,
-            eta: p.eta,
-            finished: p.finished.map(result_words),
-        }
-    }
-}
-
 impl Progress {
-    /// A grid's progress on the cell labelled `cell` (a mesh's pair), one client test a run.
-    pub fn of_run(cell: &str, p: &crate::session::grid::Progress<'_, RunRecord>) -> Self {
+    /// The line a runner's progress is drawn from (`session::grid::Progress`: a matrix's,
+    /// a curve's, a mesh's or a campaign's), its result put in words by `words`.
+    pub fn of<R>(p: &grid::Progress<'_, R>, words: impl Fn(&R) -> String) -> Self {
         Self {
             done: p.done,
             planned: p.planned,
-            tier: None,
-            round: None,
-            cell: cell.to_string(),
+            tier: p.tier.map(|(name, index, tiers)| (name.to_string(), index, tiers)),
+            round: p.round,
+            cell: p.cell.clone(),
             repetition: p.slot.repetition,
             eta: p.eta,
-            finished: p.finished.map(result_words),
+            finished: p.finished.map(words),
         }
     }
-}
 
-impl From<CampaignProgress<'_>> for Progress {
-    fn from(p: CampaignProgress<'_>) -> Self {
-        Self {
-            done: p.done,
-            planned: p.planned,
-            tier: Some((p.tier.name.clone(), p.tier_index, p.tiers)),
-            round: None,
-            cell: p.cell,
-            repetition: p.repetition,
-            eta: p.eta,
-            finished: p.finished.map(|f| match f {
-                Finished::Run(record) => result_words(record),
-                Finished::Fleet(hosts) => {
-                    let inputs: Vec<_> = hosts.iter().map(HostInput::placed).collect();
-                    crate::report::words::fleet_result(&summarize_fleet(&inputs))
-                }
-            }),
-        }
+    /// A test's progress (a matrix cell's, a mesh pair's), its result in words.
+    pub fn of_test(p: &grid::Progress<'_, RunRecord>) -> Self {
+        Progress::of(p, result_words)
+    }
+
+    /// A campaign's progress: a cell's result, or a fleet run's total.
+    pub fn of_campaign(p: &grid::Progress<'_, Finished<'_>>) -> Self {
+        Progress::of(p, |f| match f {
+            Finished::Run(record) => result_words(record),
+            Finished::Fleet(hosts) => {
+                let inputs: Vec<_> = hosts.iter().map(HostInput::placed).collect();
+                crate::report::words::fleet_result(&summarize_fleet(&inputs))
+            }
+        })
     }
 }
 

@@ -12,38 +12,16 @@
 //! A fleet tier runs its fleet (or scaling curve) instead of a matrix
 //! (`session::fleet`): a "run" of it, for progress and the schedule, is one fleet run.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::plan::ClientPlan;
 use crate::plan::campaign::{CampaignPlan, Tier};
 use crate::plan::matrix::Cell;
 use crate::record::RunRecord;
 use crate::session::Interrupt;
-use crate::session::fleet::{CurveProgress, run_curve_from};
+use crate::session::fleet::{Ran as FleetRan, run_curve_from};
+use crate::session::grid::{Progress, Slot};
 use crate::session::matrix::{MatrixOutcome, run_matrix_from};
-
-/// Where the campaign is, for a progress line.
-#[derive(Debug, Clone)]
-pub struct CampaignProgress<'a> {
-    /// The tier running.
-    pub tier: &'a Tier,
-    /// Its position (0-based) and the number of tiers.
-    pub tier_index: usize,
-    /// Number of tiers.
-    pub tiers: usize,
-    /// The label of the cell about to run (or just run); in a fleet tier `k=K`.
-    pub cell: String,
-    /// Its repetition (1-based).
-    pub repetition: u32,
-    /// Runs of the whole campaign done so far (including earlier attempts).
-    pub done: usize,
-    /// Runs planned for the whole campaign (before any `until_ci` rounds).
-    pub planned: usize,
-    /// Estimated time left for the whole campaign.
-    pub eta: Option<Duration>,
-    /// After the run: what it gave (before it: None).
-    pub finished: Option<Finished<'a>>,
-}
 
 /// What a run gave: a matrix cell's record, or every host's of a fleet run.
 #[derive(Debug, Clone, Copy)]
@@ -80,8 +58,8 @@ pub enum Ran<'a> {
 /// What a campaign tells its caller as it goes.
 #[derive(Debug, Clone)]
 pub enum CampaignEvent<'a> {
-    /// Before and after each run.
-    Run(CampaignProgress<'a>),
+    /// Before and after each run: its tier, and the campaign's counts and estimate.
+    Run(Progress<'a, Finished<'a>>),
     /// A tier stopped early (not by an interrupt): why; the campaign goes on with the next.
     TierStopped {
         /// The tier.
@@ -137,22 +115,22 @@ pub fn run_campaign(
         let tier_seed = CampaignPlan::tier_seed(seed, i);
         let ran_before = out.ran;
         let ran_here = std::cell::Cell::new(0usize);
-        let mut tier_progress = |cell: String, repetition: u32, finished: Option<Finished<'_>>| {
+        // A tier's grid tells its own counts; the campaign's replace them.
+        let mut tier_progress = |slot: Slot, cell: String, finished: Option<Finished<'_>>| {
             let ran = ran_before + ran_here.get();
             let done = done_before + ran;
             let left = planned.saturating_sub(done) as u32;
             let eta = (ran > 0).then(|| started.elapsed() / ran as u32 * left);
-            events(CampaignEvent::Run(CampaignProgress {
-                tier,
-                tier_index: i,
-                tiers: plan.tiers.len(),
+            events(CampaignEvent::Run(Progress {
+                slot,
                 cell,
-                repetition,
                 done,
                 // Before a run, that run at least is planned; after it, the runs done are.
                 planned: planned.max(done + usize::from(finished.is_none())),
                 eta,
-                finished,
+                tier: Some((tier.name.as_str(), i, plan.tiers.len())),
+                round: None,
+                finished: finished.as_ref(),
             }));
         };
         let outcome = match tier.fleet_plan(tier_seed, base.output, base.store.clone()) {
@@ -160,12 +138,8 @@ pub fn run_campaign(
                 &fleet,
                 earlier,
                 interrupt,
-                &mut |p: CurveProgress<'_>| {
-                    tier_progress(
-                        format!("k={}", p.hosts),
-                        p.repetition,
-                        p.finished.map(Finished::Fleet),
-                    )
+                &mut |p: Progress<'_, FleetRan>| {
+                    tier_progress(p.slot, p.cell, p.finished.map(|r| Finished::Fleet(&r.hosts)))
                 },
                 &mut |hosts, repetition, ran| {
                     ran_here.set(ran_here.get() + 1);
@@ -177,8 +151,8 @@ pub fn run_campaign(
                 &tier.matrix_plan(tier_seed),
                 earlier,
                 interrupt,
-                &mut |p: crate::session::matrix::Progress<'_>| {
-                    tier_progress(p.cell.label(), p.repetition, p.finished.map(Finished::Run))
+                &mut |p: Progress<'_, RunRecord>| {
+                    tier_progress(p.slot, p.cell, p.finished.map(Finished::Run))
                 },
                 &mut |cell: &Cell, repetition: u32, record: &RunRecord| {
                     ran_here.set(ran_here.get() + 1);

@@ -38,7 +38,7 @@ use crate::plan::fleet::SETUP_LIMIT;
 use crate::plan::fleet::{FleetPlan, Target};
 use crate::record::{FleetPlace, Outcome, RunRecord};
 use crate::session::client::{self, HeldStart, StartGate};
-use crate::session::grid::{Executor, Grid, MAX_ATTEMPTS_PER_RUN, Slot};
+use crate::session::grid::{self, Executor, Grid, MAX_ATTEMPTS_PER_RUN, Slot};
 use crate::session::matrix::MatrixOutcome;
 use crate::session::{Interrupt, Quiet};
 use crate::stats::fleet::{FleetSummary, HostInput, summarize_planned};
@@ -319,19 +319,6 @@ pub struct Ran {
     pub gate_note: Option<String>,
 }
 
-/// Before and after each fleet run of a curve.
-#[derive(Debug, Clone, Copy)]
-pub struct CurveProgress<'a> {
-    /// Hosts in the run.
-    pub hosts: usize,
-    /// Its repetition (1-based).
-    pub repetition: u32,
-    /// After the run: each host's label and record (before it: None).
-    pub finished: Option<&'a [RunRecord]>,
-    /// Fleet runs finished this time (after the run: this one included) and planned so far.
-    pub position: (usize, usize),
-}
-
 /// Fleet runs as a grid's executor: cell i is the fleet run of the first `counts[i]` hosts
 /// (a scaling curve's host counts; a single fleet's one count, every target).
 struct Curve<'a> {
@@ -384,6 +371,11 @@ impl Executor for Curve<'_> {
             "{failures} fleet runs in a row measured no host (last: {last}); stopping the curve"
         )
     }
+
+    /// A curve's cell by its host count, as its host runs are stored: `k=8`.
+    fn label(&self, cell: usize) -> String {
+        format!("k={}", self.counts[cell])
+    }
 }
 
 /// Runs `plan`'s curve (every host count of `plan.scale`, `plan.repeat` times, then with
@@ -395,7 +387,7 @@ pub fn run_curve_from(
     plan: &FleetPlan,
     prior: Vec<(usize, u32, RunRecord)>,
     interrupt: &Interrupt,
-    progress: &mut dyn FnMut(CurveProgress<'_>),
+    progress: &mut dyn FnMut(grid::Progress<'_, Ran>),
     each: &mut dyn FnMut(usize, u32, &Ran),
 ) -> MatrixOutcome {
     let counts = plan.counts();
@@ -409,20 +401,9 @@ pub fn run_curve_from(
         }
     }
     let mut exec = Curve { plan, counts: counts.clone() };
-    let out = grid.run(
-        &mut exec,
-        earlier,
-        interrupt,
-        &mut |p| {
-            progress(CurveProgress {
-                hosts: counts[p.slot.cell],
-                repetition: p.slot.repetition,
-                finished: p.finished.map(|r| r.hosts.as_slice()),
-                position: (p.done, p.planned),
-            })
-        },
-        &mut |slot, ran| each(counts[slot.cell], slot.repetition, ran),
-    );
+    let out = grid.run(&mut exec, earlier, interrupt, progress, &mut |slot, ran| {
+        each(counts[slot.cell], slot.repetition, ran)
+    });
     let runs = out
         .runs
         .into_iter()

@@ -55,6 +55,12 @@ pub trait Executor {
     /// Why the run says nothing of its cell (it failed), if it does not.
     fn failure(&self, run: &Self::Run) -> Option<String>;
 
+    /// Cell `cell`'s label, as its runs are stored and shown (a matrix's `P=4`, a curve's
+    /// `k=8`); its index by default.
+    fn label(&self, cell: usize) -> String {
+        cell.to_string()
+    }
+
     /// With `--until-ci`, after a round: the cells that need one more run, given every run
     /// so far. None by default (no `--until-ci`).
     fn pending(&self, _runs: &[(Slot, Self::Run)]) -> Vec<usize> {
@@ -79,17 +85,27 @@ pub struct Grid {
     pub seed: u64,
 }
 
-/// Before or after one run.
-#[derive(Debug)]
+/// Where a repeated experiment is, before or after one run: the one progress type of a
+/// matrix, a fleet's curve, a mesh and a campaign. A grid tells its runs; a walk that holds
+/// grids or rounds says where in it they are (a campaign's tier, with the campaign's counts;
+/// a mesh's round). `R` is what a run produced: a test's record, a fleet run's hosts, or in a
+/// campaign either (`campaign::Finished`).
+#[derive(Debug, Clone)]
 pub struct Progress<'a, R> {
     /// The run's slot.
     pub slot: Slot,
+    /// Its cell's label, as stored and shown ([`Executor::label`]): `P=4`, `k=8`, `a -> b`.
+    pub cell: String,
     /// Runs finished (after the run: this one included), skipped ones not counted.
     pub done: usize,
     /// Runs planned so far (grows with `--until-ci` rounds).
     pub planned: usize,
     /// Estimated time left for the planned runs.
     pub eta: Option<Duration>,
+    /// In a campaign: the tier's name, its position (0-based) and the number of tiers.
+    pub tier: Option<(&'a str, usize, usize)>,
+    /// In a mesh: the round (1-based) and the rounds planned so far.
+    pub round: Option<(usize, usize)>,
     /// After the run: what it produced (before it: None).
     pub finished: Option<&'a R>,
 }
@@ -153,20 +169,27 @@ impl Grid {
             let ran = (next - skipped) as u32;
             let left = (order.len() - next).saturating_sub(done.len() - skipped) as u32;
             let eta = |ran: u32, left: u32| (ran > 0).then(|| started.elapsed() / ran * left);
+            let label = exec.label(slot.cell);
             progress(Progress {
                 slot,
+                cell: label.clone(),
                 done: next - skipped,
                 planned: order.len(),
                 eta: eta(ran, left),
+                tier: None,
+                round: None,
                 finished: None,
             });
             let run = exec.run(slot, interrupt);
             each(slot, &run);
             progress(Progress {
                 slot,
+                cell: label,
                 done: next - skipped + 1,
                 planned: order.len(),
                 eta: eta(ran + 1, left.saturating_sub(1)),
+                tier: None,
+                round: None,
                 finished: Some(&run),
             });
             let failure = exec.failure(&run);

@@ -10,8 +10,6 @@
 //! same seeded order is walked and those (cell, repetition) pairs are skipped, so the runs
 //! left are the ones the interrupted matrix had not reached.
 
-use std::time::Duration;
-
 use crate::plan::ClientPlan;
 use crate::plan::matrix::{Cell, MatrixPlan};
 use crate::record::RunRecord;
@@ -20,23 +18,6 @@ use crate::session::{Interrupt, Quiet, client};
 use crate::stats::matrix::summarize_matrix;
 
 pub use crate::session::grid::MAX_ATTEMPTS_PER_RUN;
-
-/// Where the matrix is, for a progress line: told before each run and after it.
-#[derive(Debug, Clone)]
-pub struct Progress<'a> {
-    /// Runs finished so far (with `finished`: this one included).
-    pub done: usize,
-    /// Runs planned so far (grows with `--until-ci` rounds).
-    pub planned: usize,
-    /// The cell about to run (or just run).
-    pub cell: &'a Cell,
-    /// Its repetition number (1-based).
-    pub repetition: u32,
-    /// Estimated time left for the planned runs.
-    pub eta: Option<Duration>,
-    /// After the run: its record (before it: None).
-    pub finished: Option<&'a RunRecord>,
-}
 
 /// What a matrix run produced.
 #[derive(Debug)]
@@ -68,6 +49,10 @@ impl Executor for Cells<'_> {
         run.outcome.failure().map(|f| f.message)
     }
 
+    fn label(&self, cell: usize) -> String {
+        self.cells[cell].label()
+    }
+
     fn pending(&self, runs: &[(Slot, RunRecord)]) -> Vec<usize> {
         let (until_ci, max) = (self.plan.until_ci, self.plan.max_repeat);
         pending_cells(until_ci, max, self.cells, runs.iter().map(|(s, r)| (s.cell, r)))
@@ -86,7 +71,7 @@ pub fn run_matrix_from(
     plan: &MatrixPlan,
     prior: Vec<(usize, u32, RunRecord)>,
     interrupt: &Interrupt,
-    progress: &mut dyn FnMut(Progress<'_>),
+    progress: &mut dyn FnMut(grid::Progress<'_, RunRecord>),
     each: &mut dyn FnMut(&Cell, u32, &RunRecord),
 ) -> MatrixOutcome {
     let cells = plan.cells();
@@ -94,22 +79,9 @@ pub fn run_matrix_from(
     let prior =
         prior.into_iter().map(|(c, r, run)| (Slot { cell: c, repetition: r }, run)).collect();
     let mut exec = Cells { base, plan, cells: &cells };
-    let out = grid.run(
-        &mut exec,
-        prior,
-        interrupt,
-        &mut |p: grid::Progress<'_, RunRecord>| {
-            progress(Progress {
-                done: p.done,
-                planned: p.planned,
-                cell: &cells[p.slot.cell],
-                repetition: p.slot.repetition,
-                eta: p.eta,
-                finished: p.finished,
-            })
-        },
-        &mut |slot, run| each(&cells[slot.cell], slot.repetition, run),
-    );
+    let out = grid.run(&mut exec, prior, interrupt, progress, &mut |slot, run| {
+        each(&cells[slot.cell], slot.repetition, run)
+    });
     MatrixOutcome {
         runs: out.runs.into_iter().map(|(s, r)| (s.cell, s.repetition, r)).collect(),
         planned: out.planned.iter().map(|s| (s.cell, s.repetition)).collect(),

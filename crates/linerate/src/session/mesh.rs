@@ -212,15 +212,6 @@ pub struct Pairs<'a> {
     pub hosts: Vec<usize>,
 }
 
-/// Before or after one pair test of a round.
-#[derive(Debug)]
-pub struct RoundProgress<'a> {
-    /// The run (its slot, counts, estimate, and after it its record).
-    pub run: crate::session::grid::Progress<'a, RunRecord>,
-    /// The round (1-based) and the rounds planned so far.
-    pub round: (usize, usize),
-}
-
 /// What a mesh ran: the grid's outcome (runs in the order finished), and the agents taken as
 /// gone (label, why), in the order found.
 #[derive(Debug)]
@@ -262,7 +253,7 @@ pub fn run_mesh(
     mesh: &mut Pairs<'_>,
     prior: Vec<(Slot, RunRecord)>,
     interrupt: &Interrupt,
-    progress: &mut dyn FnMut(RoundProgress<'_>),
+    progress: &mut dyn FnMut(crate::session::grid::Progress<'_, RunRecord>),
     each: &mut dyn FnMut(Slot, &RunRecord),
 ) -> MeshOutcome {
     let plan = mesh.plan;
@@ -335,15 +326,15 @@ pub fn run_mesh(
             (ran > 0).then(|| started.elapsed() / ran as u32 * left as u32)
         };
         let left_after = |d: usize| planned.saturating_sub(d);
-        progress(RoundProgress {
-            run: crate::session::grid::Progress {
-                slot: todo[0],
-                done: finished_before,
-                planned,
-                eta: eta(ran, left_after(finished_before)),
-                finished: None,
-            },
-            round: round_no,
+        progress(crate::session::grid::Progress {
+            slot: todo[0],
+            cell: mesh.labels[todo[0].cell].clone(),
+            done: finished_before,
+            planned,
+            eta: eta(ran, left_after(finished_before)),
+            tier: None,
+            round: Some(round_no),
+            finished: None,
         });
         // Pairs of dead agents are not run; the others run at once.
         let (live, gone): (Vec<Slot>, Vec<Slot>) =
@@ -378,15 +369,15 @@ pub fn run_mesh(
             each(slot, &record);
             ran += 1;
             let finished_now = ran + skipped_done;
-            progress(RoundProgress {
-                run: crate::session::grid::Progress {
-                    slot,
-                    done: finished_now,
-                    planned,
-                    eta: eta(ran, left_after(finished_now)),
-                    finished: Some(&record),
-                },
-                round: round_no,
+            progress(crate::session::grid::Progress {
+                slot,
+                cell: mesh.labels[slot.cell].clone(),
+                done: finished_now,
+                planned,
+                eta: eta(ran, left_after(finished_now)),
+                tier: None,
+                round: Some(round_no),
+                finished: Some(&record),
             });
             let p = mesh.pairs[slot.cell];
             let failed = record.outcome.failure().map(|f| f.message);

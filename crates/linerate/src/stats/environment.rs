@@ -13,6 +13,8 @@ use serde::Serialize;
 
 use linerate_proto::{Environment, Fact, InterfaceEnvironment};
 
+use crate::record::End;
+
 /// One changed fact.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct EnvChange {
@@ -24,11 +26,11 @@ pub struct EnvChange {
     pub after: String,
 }
 
-/// The changes of one end (`client` or `server`; a fleet's `coordinator`).
+/// The changes of one end.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct EndChanges {
-    /// The end's name as the comparison prints it: `client`, `server` or `coordinator`.
-    pub end: String,
+    /// The end (printed and serialised as `client` or `server`).
+    pub end: End,
     /// Changed facts, in a stable order (empty = the same).
     pub changes: Vec<EnvChange>,
     /// Why the ends could not be compared, e.g. one run has no environment record.
@@ -120,7 +122,7 @@ fn blank(e: &Environment) -> Option<&str> {
 }
 
 /// The changes of one end, given both runs' environments of that end (None = not recorded).
-pub fn end_changes(end: &str, a: Option<&Environment>, b: Option<&Environment>) -> EndChanges {
+pub fn end_changes(end: End, a: Option<&Environment>, b: Option<&Environment>) -> EndChanges {
     let missing = |run: &str| {
         format!("run {run} has no {end} environment (stored before linerate recorded one)")
     };
@@ -133,7 +135,7 @@ pub fn end_changes(end: &str, a: Option<&Environment>, b: Option<&Environment>) 
         (None, _) => (Vec::new(), Some(missing("A"))),
         (_, None) => (Vec::new(), Some(missing("B"))),
     };
-    EndChanges { end: end.to_string(), changes, not_compared }
+    EndChanges { end, changes, not_compared }
 }
 
 #[cfg(test)]
@@ -207,12 +209,12 @@ mod tests {
     #[test]
     fn missing_records_are_named() {
         let e = env(1500, "1", true);
-        let c = end_changes("server", Some(&e), None);
+        let c = end_changes(End::Server, Some(&e), None);
         assert!(c.changes.is_empty());
         assert!(c.not_compared.as_deref().is_some_and(|w| w.contains("run B has no server")));
-        assert_eq!(end_changes("client", Some(&e), Some(&e)).not_compared, None);
+        assert_eq!(end_changes(End::Client, Some(&e), Some(&e)).not_compared, None);
         let iperf3 = Environment::unavailable("the peer is iperf3");
-        let c = end_changes("server", Some(&iperf3), Some(&iperf3));
+        let c = end_changes(End::Server, Some(&iperf3), Some(&iperf3));
         assert_eq!(c.not_compared.as_deref(), Some("run A: the peer is iperf3"));
     }
 }

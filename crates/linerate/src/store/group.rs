@@ -79,16 +79,32 @@ impl GroupKind {
         known.unwrap_or_else(|| GroupKind::Unknown(word.to_string()))
     }
 
-    /// How the commands take group `id` of this kind: `m3`, `c4`, `f5`, `find-max 6`.
-    pub fn reference(&self, id: i64) -> String {
+    /// The letter before the id of a group of this kind where the commands take it (`m3`,
+    /// `c4`, `f5`, `n6`): the one place the letters are spelled. A find-max search and a
+    /// placement calibration have none (`history --group 6` lists them); a kind this build
+    /// does not know is taken as a matrix's letter takes any group.
+    pub fn letter(&self) -> Option<char> {
         match self {
-            GroupKind::Campaign => format!("c{id}"),
-            GroupKind::Fleet => format!("f{id}"),
-            GroupKind::Mesh => format!("n{id}"),
-            GroupKind::FindMax => format!("find-max {id}"),
-            GroupKind::Placement => format!("placement {id}"),
-            GroupKind::Matrix | GroupKind::Unknown(_) => format!("m{id}"),
+            GroupKind::Campaign => Some('c'),
+            GroupKind::Fleet => Some('f'),
+            GroupKind::Mesh => Some('n'),
+            GroupKind::FindMax | GroupKind::Placement => None,
+            GroupKind::Matrix | GroupKind::Unknown(_) => Some('m'),
         }
+    }
+
+    /// How the commands take group `id` of this kind: `m3`, `c4`, `f5`, `n6`, `find-max 7`.
+    pub fn reference(&self, id: i64) -> String {
+        match (self, self.letter()) {
+            (_, Some(letter)) => GroupRef { letter: Some(letter), id }.to_string(),
+            (GroupKind::Placement, None) => format!("placement {id}"),
+            (_, None) => format!("find-max {id}"),
+        }
+    }
+
+    /// A group of this kind in a message's example, its id left open: `mN`, `nN`.
+    pub fn placeholder(&self) -> String {
+        format!("{}N", self.letter().unwrap_or('m'))
     }
 
     /// How messages name a group of this kind: `a matrix`, `a find-max search`.
@@ -108,6 +124,60 @@ impl GroupKind {
 impl std::fmt::Display for GroupKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// A group as the commands take it and `linerate history` shows it: the letter of its kind
+/// and its id (`m3`), or the bare id (`3`). Read and written here only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GroupRef {
+    /// The letter of its kind ([`GroupKind::letter`]), if given.
+    pub letter: Option<char>,
+    /// The group's id (1 or more).
+    pub id: i64,
+}
+
+impl GroupRef {
+    /// The kinds a letter names, in the order messages list them.
+    pub const LETTERED: [GroupKind; 4] =
+        [GroupKind::Matrix, GroupKind::Campaign, GroupKind::Fleet, GroupKind::Mesh];
+
+    /// `m3`, `c4`, `f5`, `n6` or `7`; None for anything else (no id of 1 or more, or a
+    /// letter no kind has).
+    pub fn parse(s: &str) -> Option<GroupRef> {
+        let lettered = |c: &char| GroupRef::LETTERED.iter().any(|k| k.letter() == Some(*c));
+        let letter = s.chars().next().filter(lettered);
+        let digits = letter.map_or(s, |l| &s[l.len_utf8()..]);
+        let id = digits.parse::<i64>().ok().filter(|id| *id > 0)?;
+        Some(GroupRef { letter, id })
+    }
+
+    /// The kind its letter names, if it has one.
+    pub fn kind(&self) -> Option<GroupKind> {
+        GroupRef::LETTERED.into_iter().find(|k| self.letter.is_some() && k.letter() == self.letter)
+    }
+
+    /// How messages show the accepted forms: `m3 (a matrix), c3 (a campaign), f3 (a fleet or
+    /// scaling curve) or n3 (a mesh)`.
+    pub fn forms() -> String {
+        let form = |k: &GroupKind| {
+            let also = if *k == GroupKind::Fleet { " or scaling curve" } else { "" };
+            format!("{}3 ({}{also})", k.letter().unwrap_or('m'), k.noun())
+        };
+        let forms: Vec<String> = GroupRef::LETTERED.iter().map(form).collect();
+        match forms.split_last() {
+            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+            None => String::new(),
+        }
+    }
+}
+
+impl std::fmt::Display for GroupRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.letter {
+            Some(l) => write!(f, "{l}{}", self.id),
+            None => write!(f, "{}", self.id),
+        }
     }
 }
 
@@ -175,6 +245,28 @@ impl GroupParams {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_group_reference_reads_as_it_prints() {
+        for kind in GroupRef::LETTERED {
+            let r = GroupRef::parse(&kind.reference(12)).expect("a reference reads back");
+            assert_eq!((r.id, r.kind()), (12, Some(kind.clone())), "{kind}");
+            assert_eq!(r.to_string(), kind.reference(12));
+        }
+        assert_eq!(GroupKind::Matrix.reference(3), "m3");
+        assert_eq!(GroupKind::Mesh.reference(3), "n3");
+        assert_eq!(GroupKind::FindMax.reference(3), "find-max 3");
+        assert_eq!(GroupKind::Placement.reference(3), "placement 3");
+        assert_eq!(GroupRef::parse("7"), Some(GroupRef { letter: None, id: 7 }));
+        assert_eq!(GroupRef::parse("7").and_then(|r| r.kind()), None);
+        for bad in ["0", "m0", "x3", "m", "-2", "3.5", "f-1", "", "mm3", "m 3"] {
+            assert_eq!(GroupRef::parse(bad), None, "{bad:?}");
+        }
+        assert_eq!(
+            GroupRef::forms(),
+            "m3 (a matrix), c3 (a campaign), f3 (a fleet or scaling curve) or n3 (a mesh)"
+        );
+    }
 
     #[test]
     fn every_layout_a_release_wrote_reads_as_the_same_plan_and_seed() {

@@ -37,7 +37,7 @@ use crate::plan::HistoryRef;
 use crate::record::RunRecord;
 
 pub use error::StoreError;
-pub use group::{GroupKind, GroupParams};
+pub use group::{GroupKind, GroupParams, GroupRef};
 pub use open::Access;
 
 /// What produced a stored run.
@@ -68,6 +68,18 @@ impl RunKind {
         RunKind::FleetHost,
         RunKind::MeshPair,
     ];
+
+    /// The kind of group a run of this kind belongs to (a test on its own: none).
+    pub fn group_kind(self) -> Option<GroupKind> {
+        match self {
+            RunKind::Test => None,
+            RunKind::MatrixCell => Some(GroupKind::Matrix),
+            RunKind::FindMaxTrial => Some(GroupKind::FindMax),
+            RunKind::CampaignCell => Some(GroupKind::Campaign),
+            RunKind::FleetHost => Some(GroupKind::Fleet),
+            RunKind::MeshPair => Some(GroupKind::Mesh),
+        }
+    }
 
     /// The name stored in the `kind` column (the same as the serde name).
     pub fn as_str(self) -> &'static str {

@@ -1,5 +1,6 @@
-//! Continuing an interrupted matrix or campaign from the history: finding the group to
-//! continue and the runs it already completed.
+//! Continuing an interrupted repeated experiment (a matrix, a fleet's curve, a mesh, a
+//! campaign) from the history: finding the group to continue and the runs it already
+//! completed, placed in the cells of its plan (`cmd::keep::open_group` opens it).
 //!
 //! A group is identified by the plan it ran (stored in its params under `"plan"`), not by
 //! when it ran: mixing runs of two different plans into one table would be silently wrong, so
@@ -31,7 +32,13 @@ pub struct Resumable<'a> {
     pub canonical: fn(&Value) -> Value,
 }
 
-impl Resumable<'_> {
+impl<'a> Resumable<'a> {
+    /// A plan of `kind`, compared as it is stored, without a name; `fix` ends the error that
+    /// refuses a group of another plan.
+    pub fn new(kind: GroupKind, plan: &'a Value, fix: &'a str) -> Self {
+        Resumable { kind, plan, name: None, fix, canonical: Value::clone }
+    }
+
     /// Whether `g` ran this plan.
     fn ran(&self, g: &GroupRow) -> bool {
         (self.canonical)(g.params.plan_json()) == (self.canonical)(self.plan)
@@ -119,4 +126,58 @@ pub fn planned_runs(store: &Store, id: i64) -> Result<Vec<PlannedRun>> {
         runs.push(PlannedRun { cell, repetition, record, kept });
     }
     Ok(runs)
+}
+
+/// The runs of continued group `g`'s plan, each placed by `place` from the cell name it was
+/// stored under (a matrix's `P=4`, a mesh's `a -> b`, a campaign's `TIER/CELL`). A run that
+/// `place` cannot place is an error naming the group: the plan it ran is not this one.
+pub fn placed_runs<T>(
+    store: &Store,
+    g: &GroupRow,
+    place: impl Fn(&str) -> Option<T>,
+) -> Result<Vec<(T, PlannedRun)>> {
+    let at = |run: PlannedRun| -> Result<(T, PlannedRun)> {
+        let cell = place(&run.cell).with_context(|| {
+            format!(
+                "run {:?} of {} {} is of no cell of its plan here",
+                run.cell,
+                g.kind,
+                g.kind.reference(g.id)
+            )
+        })?;
+        Ok((cell, run))
+    };
+    planned_runs(store, g.id)?.into_iter().map(at).collect()
+}
+
+/// A continued group's runs as a runner takes them, by (place, repetition): the completed
+/// ones it skips (`kept`), and every run of the plan in stored order (`all`: failed and
+/// interrupted attempts too, which the figures do not count but tables and documents list,
+/// as `report` does).
+#[derive(Debug)]
+pub struct Earlier<T> {
+    /// The completed runs.
+    pub kept: Vec<(T, u32, RunRecord)>,
+    /// Every run.
+    pub all: Vec<(T, u32, RunRecord)>,
+}
+
+impl<T> Default for Earlier<T> {
+    fn default() -> Self {
+        Self { kept: Vec::new(), all: Vec::new() }
+    }
+}
+
+impl<T: Clone> Earlier<T> {
+    /// The placed runs, kept and all.
+    pub fn of(placed: Vec<(T, PlannedRun)>) -> Self {
+        let mut earlier = Earlier::default();
+        for (at, run) in placed {
+            if run.kept {
+                earlier.kept.push((at.clone(), run.repetition, run.record.clone()));
+            }
+            earlier.all.push((at, run.repetition, run.record));
+        }
+        earlier
+    }
 }
